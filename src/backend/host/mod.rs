@@ -1,0 +1,404 @@
+//! The host backend: a CPU stand-in for NCCL that measures real inter-process
+//! transports. Ranks are processes; the ring all-reduce runs over shared-memory
+//! segments in the shm directory (NCCL's SHM transport) or, when the configuration
+//! sets `NCCL_SHM_DISABLE=1`, over TCP on loopback (NCCL's socket transport). These
+//! are not NCCL numbers, and everything that reports them says so.
+
+pub mod bootstrap;
+pub mod buffer;
+pub mod ring;
+pub mod shm;
+pub mod tcp;
+pub mod wait;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use self::bootstrap::{connect_with_retry, Bootstrap, BootstrapRoot, UniqueId};
+use self::buffer::AlignedBuf;
+use self::ring::{Receiver, Ring, Sender};
+use self::shm::{segment_bytes, Segment, ShmReceiver, ShmSender, SLOTS};
+use self::tcp::{TcpReceiver, TcpSender};
+use self::wait::WaitPolicy;
+use super::{Backend, Communicator};
+use crate::config::transport::env_truthy;
+use crate::ops::pattern::{CheckReport, Pattern};
+use crate::ops::{DataType, ReduceOp};
+
+/// Said wherever host numbers appear.
+pub const BANNER: &str = "host backend (CPU), not NCCL";
+
+/// NCCL's default NCCL_BUFFSIZE (Simple protocol buffer per channel and peer).
+pub const DEFAULT_BUFFSIZE: usize = 4 << 20;
+
+/// Transport names as NCCL logs them.
+pub const TRANSPORT_SHM: &str = "SHM";
+pub const TRANSPORT_SOCKET: &str = "NET/Socket";
+
+/// How a host communicator is built.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    pub shm_dir: PathBuf,
+    /// Segment file names start with this; the orchestrator removes leftovers by it.
+    pub segment_prefix: String,
+    pub use_shm: bool,
+    /// FIFO size per connection (NCCL_BUFFSIZE).
+    pub buffsize: usize,
+    pub max_bytes: usize,
+    pub dtype: DataType,
+    pub op: ReduceOp,
+    pub init_timeout: Duration,
+    /// Test-only fault: flip one output element after every all-reduce.
+    pub corrupt: bool,
+}
+
+impl HostOptions {
+    /// Reads the NCCL variables the host backend honours from the environment:
+    /// `NCCL_SHM_DISABLE`, `NCCL_BUFFSIZE` and `NCCL_NET` (only `Socket` exists here).
+    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) -> Result<()> {
+        self.use_shm = !env("NCCL_SHM_DISABLE").is_some_and(|v| env_truthy(&v));
+        if let Some(v) = env("NCCL_BUFFSIZE") {
+            let size: usize = v
+                .trim()
+                .parse()
+                .map_err(|_| anyhow!("NCCL_BUFFSIZE='{v}' is not a number of bytes"))?;
+            if size < 64 * SLOTS as usize {
+                bail!("NCCL_BUFFSIZE={size} is too small (at least {} bytes)", 64 * SLOTS);
+            }
+            self.buffsize = size;
+        }
+        if let Some(net) = env("NCCL_NET") {
+            if !net.trim().eq_ignore_ascii_case("socket") {
+                bail!("{BANNER}: NCCL_NET={net} requested, but the only network here is Socket (NCCL fails the same way: network {net} not found)");
+            }
+        }
+        Ok(())
+    }
+
+    fn slot_bytes(&self) -> usize {
+        (self.buffsize / SLOTS as usize) / 64 * 64
+    }
+}
+
+/// Factory for host communicators.
+pub struct HostBackend {
+    options: HostOptions,
+    root: Option<BootstrapRoot>,
+}
+
+impl HostBackend {
+    pub fn new(options: HostOptions) -> HostBackend {
+        HostBackend {
+            options,
+            root: None,
+        }
+    }
+}
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+impl Backend for HostBackend {
+    fn unique_id(&mut self) -> Result<String> {
+        let root = BootstrapRoot::new(LOOPBACK)?;
+        let id = root.id.encode();
+        self.root = Some(root);
+        Ok(id)
+    }
+
+    fn init(&mut self, id: &str, rank: u32, nranks: u32) -> Result<Box<dyn Communicator>> {
+        let id = UniqueId::decode(id)?;
+        let comm = HostComm::init(&self.options, &id, self.root.take(), rank, nranks)?;
+        Ok(Box::new(comm))
+    }
+}
+
+/// One rank of a host communicator.
+pub struct HostComm {
+    ring: Option<Ring>,
+    input: AlignedBuf,
+    output: AlignedBuf,
+    dtype: DataType,
+    op: ReduceOp,
+    transport: &'static str,
+    corrupt: bool,
+}
+
+impl HostComm {
+    fn init(
+        opts: &HostOptions,
+        id: &UniqueId,
+        root: Option<BootstrapRoot>,
+        rank: u32,
+        nranks: u32,
+    ) -> Result<HostComm> {
+        let deadline = Instant::now() + opts.init_timeout;
+        // The data listener exists before the bootstrap publishes its address.
+        let listener = if opts.use_shm || nranks == 1 {
+            None
+        } else {
+            Some(TcpListener::bind((LOOPBACK, 0)).context("host backend: cannot listen for NET/Socket")?)
+        };
+        let my_address = match &listener {
+            Some(l) => l.local_addr()?,
+            None => SocketAddr::new(LOOPBACK, 0),
+        };
+        let mut bootstrap =
+            Bootstrap::init(id, root, rank, nranks, my_address, opts.init_timeout)?;
+        let next = (rank + 1) % nranks;
+        let prev = (rank + nranks - 1) % nranks;
+        let policy = WaitPolicy::for_ranks(nranks);
+        let (ring, transport) = if nranks == 1 {
+            (None, "local")
+        } else if let Some(listener) = listener {
+            let slice = opts.slot_bytes();
+            let out = connect_with_retry(bootstrap.addresses[next as usize], deadline)
+                .context("host backend: NET/Socket connect to the next rank failed")?;
+            let mut out = out;
+            std::io::Write::write_all(&mut out, &(id.magic ^ rank as u64).to_le_bytes())?;
+            let inc = accept_from(&listener, id.magic ^ prev as u64, deadline)?;
+            for s in [&out, &inc] {
+                s.set_nodelay(true)?;
+            }
+            let ring = Ring {
+                rank: rank as usize,
+                nranks: nranks as usize,
+                tx: Sender::Tcp(TcpSender::new(out, slice)),
+                rx: Receiver::Tcp(TcpReceiver::new(inc, slice)),
+                slice_bytes: slice,
+            };
+            (Some(ring), TRANSPORT_SOCKET)
+        } else {
+            let slot = opts.slot_bytes();
+            let len = segment_bytes(slot);
+            let path = |r: u32| opts.shm_dir.join(format!("{}-r{r}", opts.segment_prefix));
+            let mine = Segment::create(&path(rank), len)?;
+            bootstrap.barrier()?;
+            let theirs = Segment::open(&path(next), len)?;
+            bootstrap.barrier()?;
+            let mut rx = ShmReceiver::new(mine, slot, policy);
+            // Every peer has mapped it: the file is no longer needed.
+            rx.segment_mut().unlink();
+            let ring = Ring {
+                rank: rank as usize,
+                nranks: nranks as usize,
+                tx: Sender::Shm(ShmSender::new(theirs, slot, policy)),
+                rx: Receiver::Shm(rx),
+                slice_bytes: slot,
+            };
+            (Some(ring), TRANSPORT_SHM)
+        };
+        Ok(HostComm {
+            ring,
+            input: AlignedBuf::new(opts.max_bytes),
+            output: AlignedBuf::new(opts.max_bytes),
+            dtype: opts.dtype,
+            op: opts.op,
+            transport,
+            corrupt: opts.corrupt,
+        })
+    }
+}
+
+/// Accepts the predecessor's data connection, identified by its first 8 bytes.
+fn accept_from(listener: &TcpListener, token: u64, deadline: Instant) -> Result<TcpStream> {
+    listener.set_nonblocking(true)?;
+    loop {
+        match listener.accept() {
+            Ok((mut s, _)) => {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(Duration::from_secs(5)))?;
+                let mut b = [0u8; 8];
+                if std::io::Read::read_exact(&mut s, &mut b).is_ok() && u64::from_le_bytes(b) == token {
+                    s.set_read_timeout(None)?;
+                    return Ok(s);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    bail!("host backend: the previous rank never connected over NET/Socket");
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(e).context("host backend: NET/Socket accept failed"),
+        }
+    }
+}
+
+impl HostComm {
+    fn run_once(&mut self, bytes: usize) -> Result<()> {
+        let input = &self.input.bytes()[..bytes];
+        let output = &mut self.output.bytes_mut()[..bytes];
+        match &mut self.ring {
+            None => output.copy_from_slice(input),
+            Some(ring) => {
+                if let Err(e) = ring.all_reduce(self.dtype, self.op, input, output) {
+                    ring.abort();
+                    return Err(e);
+                }
+            }
+        }
+        if self.corrupt && bytes > 0 {
+            output[0] ^= 0x40;
+        }
+        Ok(())
+    }
+
+    fn check_len(&self, bytes: usize) -> Result<()> {
+        if bytes > self.input.len() || bytes % self.dtype.size() != 0 {
+            bail!(
+                "message of {bytes} bytes does not fit the {}-byte buffers in whole {} elements",
+                self.input.len(),
+                self.dtype
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Communicator for HostComm {
+    fn transports(&self) -> String {
+        self.transport.to_string()
+    }
+
+    fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()> {
+        self.check_len(bytes)?;
+        pattern.fill(&mut self.input.bytes_mut()[..bytes]);
+        Ok(())
+    }
+
+    fn poison_output(&mut self, bytes: usize) -> Result<()> {
+        self.check_len(bytes)?;
+        self.output.bytes_mut()[..bytes].fill(0xff);
+        Ok(())
+    }
+
+    fn check_output(&mut self, pattern: &Pattern, bytes: usize) -> Result<CheckReport> {
+        self.check_len(bytes)?;
+        Ok(pattern.check(&self.output.bytes()[..bytes]))
+    }
+
+    fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()> {
+        self.check_len(bytes)?;
+        let mut last = Instant::now();
+        for d in durations.iter_mut() {
+            self.run_once(bytes)?;
+            let now = Instant::now();
+            *d = now.duration_since(last).as_nanos() as u64;
+            last = now;
+        }
+        Ok(())
+    }
+
+    fn all_reduce(&mut self, bytes: usize) -> Result<()> {
+        self.check_len(bytes)?;
+        self.run_once(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::pattern::PERIOD;
+
+    fn options(dir: &std::path::Path, use_shm: bool, dtype: DataType, op: ReduceOp) -> HostOptions {
+        HostOptions {
+            shm_dir: dir.to_path_buf(),
+            segment_prefix: "test".into(),
+            use_shm,
+            buffsize: 64 * 1024,
+            max_bytes: (PERIOD * 3 + 5) * 8,
+            dtype,
+            op,
+            init_timeout: Duration::from_secs(20),
+            corrupt: false,
+        }
+    }
+
+    /// Runs an all-reduce on `nranks` threads (each its own communicator, as separate
+    /// processes would be) and returns every rank's check report.
+    fn run_ranks(nranks: u32, use_shm: bool, dtype: DataType, op: ReduceOp, count: usize) -> Vec<CheckReport> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut root = HostBackend::new(options(dir.path(), use_shm, dtype, op));
+        let id = root.unique_id().unwrap();
+        let mut threads = Vec::new();
+        for rank in 1..nranks {
+            let (id, opts) = (id.clone(), options(dir.path(), use_shm, dtype, op));
+            threads.push(std::thread::spawn(move || {
+                let mut comm = HostBackend::new(opts).init(&id, rank, nranks).unwrap();
+                exercise(comm.as_mut(), dtype, op, rank, nranks, count)
+            }));
+        }
+        let mut comm = root.init(&id, 0, nranks).unwrap();
+        let mut reports = vec![exercise(comm.as_mut(), dtype, op, 0, nranks, count)];
+        reports.extend(threads.into_iter().map(|t| t.join().unwrap()));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "segments left behind");
+        reports
+    }
+
+    fn exercise(comm: &mut dyn Communicator, dt: DataType, op: ReduceOp, rank: u32, n: u32, count: usize) -> CheckReport {
+        let bytes = count * dt.size();
+        let pattern = Pattern::new(dt, op, rank, n);
+        comm.fill_input(&pattern, bytes).unwrap();
+        comm.poison_output(bytes).unwrap();
+        let mut d = [0u64; 3];
+        comm.timed_batch(bytes, &mut d).unwrap();
+        assert!(d.iter().all(|&ns| ns > 0));
+        comm.check_output(&pattern, bytes).unwrap()
+    }
+
+    #[test]
+    fn shm_ring_is_exact_for_odd_sizes_and_rank_counts() {
+        for nranks in [1, 2, 3, 4] {
+            for count in [1, 7, 2 * PERIOD + 3] {
+                for r in run_ranks(nranks, true, DataType::Float, ReduceOp::Sum, count) {
+                    assert_eq!(r.wrong, 0, "n={nranks} count={count}: {:?}", r.first);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tcp_ring_is_exact() {
+        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Avg] {
+            for r in run_ranks(3, false, DataType::Int32, op, PERIOD + 11) {
+                assert_eq!(r.wrong, 0, "{op}: {:?}", r.first);
+            }
+        }
+    }
+
+    #[test]
+    fn every_type_reduces_correctly_over_shm() {
+        for dt in DataType::ALL {
+            for r in run_ranks(2, true, dt, ReduceOp::Prod, 5000) {
+                assert_eq!(r.wrong, 0, "{dt}: {:?}", r.first);
+            }
+        }
+    }
+
+    #[test]
+    fn environment_selects_the_transport() {
+        let mut o = options(std::path::Path::new("/tmp"), true, DataType::Float, ReduceOp::Sum);
+        o.apply_env(|k| (k == "NCCL_SHM_DISABLE").then(|| "1".to_string())).unwrap();
+        assert!(!o.use_shm);
+        o.apply_env(|k| (k == "NCCL_SHM_DISABLE").then(|| "0".to_string())).unwrap();
+        assert!(o.use_shm);
+        o.apply_env(|k| (k == "NCCL_BUFFSIZE").then(|| "1048576".to_string())).unwrap();
+        assert_eq!(o.buffsize, 1 << 20);
+        let err = o.apply_env(|k| (k == "NCCL_NET").then(|| "IB".to_string())).unwrap_err();
+        assert!(err.to_string().contains("network IB not found"), "{err}");
+        assert!(o.apply_env(|k| (k == "NCCL_BUFFSIZE").then(|| "lots".to_string())).is_err());
+    }
+
+    #[test]
+    fn a_full_shm_dir_fails_with_enospc_like_nccl() {
+        // A segment larger than the whole disk cannot be reserved anywhere.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge");
+        let err = Segment::create(&path, 1 << 50).err().unwrap().to_string();
+        assert!(err.contains("posix_fallocate failed"), "{err}");
+        assert!(!path.exists(), "a failed segment must not be left behind");
+    }
+}

@@ -1,0 +1,165 @@
+//! Waiting for a peer process without starving it. A rank first spins briefly (the
+//! fast path when every rank has a core: a hand-off costs a cache-line transfer),
+//! then yields the CPU, then sleeps on a futex in the shared segment until the peer
+//! wakes it. With more ranks than cores the spin phase is skipped, because spinning
+//! would only delay the rank we are waiting for.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a waiter spins and yields before it sleeps.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitPolicy {
+    pub spin: Duration,
+    pub yield_for: Duration,
+}
+
+impl WaitPolicy {
+    /// Spin only when every rank can have a core of its own.
+    pub fn for_ranks(local_ranks: u32) -> WaitPolicy {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1);
+        if local_ranks <= cores {
+            WaitPolicy {
+                spin: Duration::from_micros(50),
+                yield_for: Duration::from_micros(500),
+            }
+        } else {
+            WaitPolicy {
+                spin: Duration::ZERO,
+                yield_for: Duration::from_micros(200),
+            }
+        }
+    }
+}
+
+/// Raised when a peer marked the connection as aborted.
+#[derive(Debug)]
+pub struct Aborted;
+
+/// Waits until `ready(word.load())` holds. `sleeping` is set while this side sleeps,
+/// so that the other side knows to call `wake(word)` after it changes `word`.
+pub fn wait_until(
+    word: &AtomicU32,
+    sleeping: &AtomicU32,
+    abort: &AtomicU32,
+    policy: WaitPolicy,
+    ready: impl Fn(u32) -> bool,
+) -> Result<u32, Aborted> {
+    let v = word.load(Ordering::Acquire);
+    if ready(v) {
+        return Ok(v);
+    }
+    let start = Instant::now();
+    let mut polls = 0u32;
+    loop {
+        let v = word.load(Ordering::Acquire);
+        if ready(v) {
+            return Ok(v);
+        }
+        polls = polls.wrapping_add(1);
+        if polls % 64 != 0 {
+            std::hint::spin_loop();
+            continue;
+        }
+        if abort.load(Ordering::Relaxed) != 0 {
+            return Err(Aborted);
+        }
+        let waited = start.elapsed();
+        if waited < policy.spin {
+            continue;
+        }
+        if waited < policy.spin + policy.yield_for {
+            std::thread::yield_now();
+            continue;
+        }
+        // Announce the sleep, then re-check: the other side stores `word` before it
+        // reads `sleeping` (both SeqCst), so either it sees us or we see its store.
+        sleeping.store(1, Ordering::SeqCst);
+        let v = word.load(Ordering::SeqCst);
+        if ready(v) {
+            sleeping.store(0, Ordering::Relaxed);
+            return Ok(v);
+        }
+        futex_wait(word, v, Duration::from_millis(10));
+        sleeping.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Publishes `value` in `word` and wakes the other side if it sleeps on it.
+pub fn store_and_wake(word: &AtomicU32, sleeping: &AtomicU32, value: u32) {
+    word.store(value, Ordering::SeqCst);
+    if sleeping.load(Ordering::SeqCst) != 0 {
+        futex_wake(word);
+    }
+}
+
+/// Sleeps while `*word == expected`, at most `timeout` (spurious returns are fine).
+/// The futex is not private: the word lives in memory shared between processes.
+fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `word` is a valid, aligned u32 for the duration of the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: as above; FUTEX_WAKE only reads the address.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_sleeping_waiter_is_woken() {
+        let word = Arc::new(AtomicU32::new(0));
+        let sleeping = Arc::new(AtomicU32::new(0));
+        let abort = Arc::new(AtomicU32::new(0));
+        let policy = WaitPolicy {
+            spin: Duration::ZERO,
+            yield_for: Duration::ZERO,
+        };
+        let (w, s, a) = (word.clone(), sleeping.clone(), abort.clone());
+        let waiter = std::thread::spawn(move || wait_until(&w, &s, &a, policy, |v| v >= 3).is_ok());
+        for v in 1..=3 {
+            std::thread::sleep(Duration::from_millis(20));
+            store_and_wake(&word, &sleeping, v);
+        }
+        assert!(waiter.join().unwrap());
+    }
+
+    #[test]
+    fn abort_ends_the_wait() {
+        let word = AtomicU32::new(0);
+        let sleeping = AtomicU32::new(0);
+        let abort = AtomicU32::new(1);
+        let policy = WaitPolicy::for_ranks(1);
+        assert!(wait_until(&word, &sleeping, &abort, policy, |v| v > 0).is_err());
+    }
+}

@@ -1,0 +1,45 @@
+//! Where the collectives run. A `Backend` makes the unique id (rank 0) and joins a
+//! communicator; a `Communicator` owns the buffers of one rank, sized once for the
+//! largest message, and runs timed batches of back-to-back all-reduces. The
+//! measurement loop (`sweep::worker`) is the same for every backend.
+//!
+//! Backends never print: they return errors, and the worker reports them.
+
+pub mod detect;
+pub mod host;
+
+use anyhow::Result;
+
+use crate::ops::pattern::{CheckReport, Pattern};
+
+/// One rank of an initialized communicator.
+pub trait Communicator {
+    /// The transport(s) this rank's connections use, for the `transports` column.
+    fn transports(&self) -> String;
+
+    /// Writes this rank's input pattern into the first `bytes` of the send buffer.
+    fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()>;
+
+    /// Overwrites the output with a value no correct all-reduce produces, so that a
+    /// collective that does nothing cannot pass the check.
+    fn poison_output(&mut self, bytes: usize) -> Result<()>;
+
+    /// Checks the first `bytes` of the output against the expected reduction.
+    fn check_output(&mut self, pattern: &Pattern, bytes: usize) -> Result<CheckReport>;
+
+    /// Runs `durations.len()` all-reduces of `bytes` back to back and stores the time
+    /// between consecutive completions, in nanoseconds.
+    fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()>;
+
+    /// One untimed all-reduce (warm-up, and re-aligning ranks before a batch).
+    fn all_reduce(&mut self, bytes: usize) -> Result<()>;
+}
+
+/// Creates unique ids and communicators.
+pub trait Backend {
+    /// Rank 0 calls this first; the text goes to the other ranks.
+    fn unique_id(&mut self) -> Result<String>;
+
+    /// Joins the communicator named by `id` as `rank` of `nranks`.
+    fn init(&mut self, id: &str, rank: u32, nranks: u32) -> Result<Box<dyn Communicator>>;
+}

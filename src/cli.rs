@@ -1,0 +1,163 @@
+//! Command-line definitions (clap derive) and nothing else: the rest of the program
+//! sees the checked `config::SweepSettings`, never these types.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+
+use crate::ops::{DataType, ReduceOp};
+use crate::units::{self, Bytes};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "nccl-bench",
+    version,
+    about = "Measure NCCL all-reduce throughput per transport configuration",
+    long_about = "Measure NCCL all-reduce throughput per transport configuration.\n\n\
+        nccl-bench sweeps message sizes x GPU counts x NCCL transport settings (SHM on/off, \
+        P2P off, sockets only, ...), each configuration in fresh processes, and records for \
+        every case a latency histogram, algbw/busbw, a correctness check and the transport \
+        NCCL really used. Results go to a run directory (CSV, HdrHistogram log, manifest, logs).\n\n\
+        Without GPUs it runs the same pipeline on a CPU host backend (shared memory or TCP \
+        between processes) and says so: those numbers are not NCCL numbers.",
+    after_help = "Examples:\n  \
+        nccl-bench sweep --gpus 8                      SHM decision sweep on 2, 4 and 8 GPUs\n  \
+        nccl-bench sweep --gpus 2 --transports default,shm-off -b 8 -e 1G\n  \
+        nccl-bench sweep --config configs/transports.toml -n 50 --label nightly"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run all-reduce over sizes x GPU counts x transport configurations
+    Sweep(SweepArgs),
+    /// One rank of a case (spawned by `sweep`; not for direct use)
+    #[command(hide = true)]
+    Worker(WorkerArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CliBackend {
+    /// NCCL on GPUs when an NVIDIA driver and GPUs are present, else the host backend
+    Auto,
+    /// NCCL on NVIDIA GPUs
+    Nccl,
+    /// CPU processes over shared memory or TCP (not NCCL)
+    Host,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Smallest message size (K, M, G are powers of 1024)
+    #[arg(short = 'b', long = "minbytes", value_name = "SIZE", default_value = "8", value_parser = Bytes::parse)]
+    pub minbytes: Bytes,
+
+    /// Largest message size
+    #[arg(short = 'e', long = "maxbytes", value_name = "SIZE", default_value = "128M", value_parser = Bytes::parse)]
+    pub maxbytes: Bytes,
+
+    /// Multiply the size by this factor between steps [default: 2]
+    #[arg(short = 'f', long = "stepfactor", value_name = "FACTOR", conflicts_with = "stepbytes")]
+    pub stepfactor: Option<u64>,
+
+    /// Add this many bytes between steps instead of multiplying
+    #[arg(short = 'i', long = "stepbytes", value_name = "SIZE", value_parser = Bytes::parse)]
+    pub stepbytes: Option<Bytes>,
+
+    /// Timed iterations per size. Without it, iterate until the 95% confidence
+    /// interval of the median is within --precision, or --max-time is spent
+    #[arg(short = 'n', long = "iters", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub iters: Option<u64>,
+
+    /// Untimed warm-up iterations per size
+    #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", value_name = "N", default_value_t = 5)]
+    pub warmup_iters: u64,
+
+    /// Element type: float, half, bfloat16, double, int8, uint8, int32, uint32, int64, uint64
+    #[arg(short = 'd', long = "datatype", value_name = "TYPE", default_value = "float")]
+    pub datatype: DataType,
+
+    /// Reduction: sum, prod, min, max, avg
+    #[arg(short = 'o', long = "op", value_name = "OP", default_value = "sum")]
+    pub op: ReduceOp,
+
+    /// GPUs (ranks) per case: N sweeps 2, 4, 8, ... up to N; a list like 2,4,8 is used as given
+    #[arg(short = 'g', long = "gpus", value_name = "N|LIST", default_value = "2")]
+    pub gpus: String,
+
+    /// Transport configurations from a TOML file (repeatable); all of its entries
+    /// unless --transports picks some
+    #[arg(long = "config", value_name = "FILE.toml")]
+    pub config: Vec<PathBuf>,
+
+    /// Transport configurations by name, from --config files or the built-in presets
+    /// (default, shm-off, p2p-off, net-only, ib-off, socket-only, nvls-off, ...)
+    #[arg(long = "transports", value_name = "NAME,...", value_delimiter = ',')]
+    pub transports: Vec<String>,
+
+    /// Where the collectives run
+    #[arg(long, value_enum, default_value_t = CliBackend::Auto)]
+    pub backend: CliBackend,
+
+    /// Parent directory of the run directory
+    #[arg(long = "out", value_name = "DIR", default_value = "results")]
+    pub out: PathBuf,
+
+    /// Appended to the run directory's name and recorded in the manifest
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+
+    /// Give up on a case (and kill its processes) after this long without progress
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = units::parse_duration)]
+    pub timeout: Duration,
+
+    /// Time budget per size when iterating adaptively
+    #[arg(long = "max-time", value_name = "DURATION", default_value = "1s", value_parser = units::parse_duration)]
+    pub max_time: Duration,
+
+    /// Target half-width of the 95% confidence interval of the median, adaptive mode
+    #[arg(long, value_name = "PERCENT", default_value = "1%", value_parser = units::parse_percent)]
+    pub precision: f64,
+
+    /// Fewest timed iterations per size in adaptive mode
+    #[arg(long = "min-iters", value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+    pub min_iters: u64,
+
+    /// Directory of the host backend's shared-memory segments
+    #[arg(long = "shm-dir", value_name = "DIR", default_value = "/dev/shm")]
+    pub shm_dir: PathBuf,
+
+    /// One line per case even on a terminal (no progress bar)
+    #[arg(long)]
+    pub plain: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[arg(long, value_enum)]
+    pub backend: CliBackend,
+    #[arg(long)]
+    pub rank: u32,
+    #[arg(long)]
+    pub nranks: u32,
+    #[arg(long = "max-bytes")]
+    pub max_bytes: u64,
+    #[arg(long)]
+    pub datatype: DataType,
+    #[arg(long)]
+    pub op: ReduceOp,
+    #[arg(long = "shm-dir")]
+    pub shm_dir: PathBuf,
+    /// Prefix of the shared-memory segments of this case (the orchestrator removes them)
+    #[arg(long = "segment-prefix")]
+    pub segment_prefix: String,
+    /// Where the rank writes its own log
+    #[arg(long = "log-file")]
+    pub log_file: Option<PathBuf>,
+    #[arg(short, long, action = ArgAction::Count)]
+    pub verbose: u8,
+}

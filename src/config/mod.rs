@@ -1,0 +1,166 @@
+//! The checked configuration of a sweep, built from the command line and TOML files.
+//! Everything the user can get wrong is rejected here, before any process is spawned
+//! or any file is written.
+
+pub mod known_vars;
+pub mod sizes;
+pub mod transport;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::cli::{CliBackend, SweepArgs};
+use crate::ops::{DataType, ReduceOp};
+pub use sizes::Step;
+pub use transport::TransportConfig;
+
+/// Which backend the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    Auto,
+    Nccl,
+    Host,
+}
+
+impl From<CliBackend> for BackendChoice {
+    fn from(b: CliBackend) -> Self {
+        match b {
+            CliBackend::Auto => BackendChoice::Auto,
+            CliBackend::Nccl => BackendChoice::Nccl,
+            CliBackend::Host => BackendChoice::Host,
+        }
+    }
+}
+
+/// How many timed iterations each size gets.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum IterationPolicy {
+    /// Exactly this many (`-n`).
+    Fixed { iters: u64 },
+    /// Until the 95 % confidence interval of the median is within `precision`
+    /// (a fraction) of it, or `max_time` is spent, and never fewer than `min_iters`.
+    Adaptive {
+        min_iters: u64,
+        precision: f64,
+        #[serde(with = "seconds")]
+        max_time: Duration,
+    },
+}
+
+/// A checked sweep request.
+#[derive(Debug, Clone)]
+pub struct SweepSettings {
+    pub sizes: Vec<u64>,
+    pub gpu_counts: Vec<u32>,
+    pub configs: Vec<TransportConfig>,
+    /// Problems worth a word that do not stop the sweep (unknown NCCL variables, ...).
+    pub warnings: Vec<String>,
+    pub backend: BackendChoice,
+    pub dtype: DataType,
+    pub op: ReduceOp,
+    pub iterations: IterationPolicy,
+    pub warmup: u64,
+    pub timeout: Duration,
+    pub out_dir: PathBuf,
+    pub label: Option<String>,
+    pub shm_dir: PathBuf,
+    pub plain_output: bool,
+}
+
+impl SweepSettings {
+    pub fn from_args(args: &SweepArgs) -> Result<SweepSettings> {
+        let step = match (args.stepbytes, args.stepfactor) {
+            (Some(b), _) => Step::Bytes(b.0),
+            (None, f) => Step::Factor(f.unwrap_or(2)),
+        };
+        let sizes = sizes::size_list(
+            args.minbytes,
+            args.maxbytes,
+            step,
+            args.datatype.size(),
+            args.datatype.name(),
+        )?;
+        let gpu_counts = sizes::gpu_counts(&args.gpus).map_err(anyhow::Error::msg)?;
+        let (configs, warnings) = select_configs(&args.config, &args.transports)?;
+        if let Some(label) = &args.label {
+            transport::check_name(label)
+                .map_err(|_| anyhow::anyhow!("invalid --label '{label}': use letters, digits, '-', '_' and '.' (it becomes part of a directory name)"))?;
+        }
+        let iterations = match args.iters {
+            Some(iters) => IterationPolicy::Fixed { iters },
+            None => IterationPolicy::Adaptive {
+                min_iters: args.min_iters,
+                precision: args.precision,
+                max_time: args.max_time,
+            },
+        };
+        if args.timeout <= args.max_time {
+            bail!(
+                "--timeout ({:?}) must be longer than --max-time ({:?}): a case needs its whole time budget plus set-up",
+                args.timeout,
+                args.max_time
+            );
+        }
+        Ok(SweepSettings {
+            sizes,
+            gpu_counts,
+            configs,
+            warnings,
+            backend: args.backend.into(),
+            dtype: args.datatype,
+            op: args.op,
+            iterations,
+            warmup: args.warmup_iters,
+            timeout: args.timeout,
+            out_dir: args.out.clone(),
+            label: args.label.clone(),
+            shm_dir: args.shm_dir.clone(),
+            plain_output: args.plain,
+        })
+    }
+
+    pub fn max_bytes(&self) -> u64 {
+        self.sizes.iter().copied().max().unwrap_or(0)
+    }
+}
+
+/// `--config` files and/or `--transports` names; the SHM decision presets when neither.
+fn select_configs(
+    files: &[PathBuf],
+    names: &[String],
+) -> Result<(Vec<TransportConfig>, Vec<String>)> {
+    let mut from_files = Vec::new();
+    let mut warnings = Vec::new();
+    for path in files {
+        let parsed = transport::load(path)?;
+        warnings.extend(parsed.warnings);
+        for c in parsed.configs {
+            transport::push_unique(&mut from_files, c)?;
+        }
+    }
+    let configs = if !names.is_empty() {
+        let names: Vec<String> = names.iter().map(|n| n.trim().to_string()).collect();
+        transport::select(&names, &from_files).context("--transports")?
+    } else if !from_files.is_empty() {
+        from_files
+    } else {
+        transport::default_configs()
+    };
+    if configs.is_empty() {
+        bail!("no transport configuration to run");
+    }
+    Ok((configs, warnings))
+}
+
+mod seconds {
+    use std::time::Duration;
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}

@@ -1,0 +1,178 @@
+//! When to stop timing a size. With `-n` the count is fixed. Otherwise iterations run
+//! in batches until the 95 % confidence interval of the median is within the target
+//! precision, the per-size time budget is spent, or an iteration cap is reached, and
+//! never before a minimum count. Batches grow geometrically and are sized from the
+//! precision reached so far (the interval narrows as 1/sqrt(n)), so convergence costs
+//! few round trips to the workers.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::LatencyRecorder;
+
+/// Largest batch the workers are asked for; their duration buffers are this long.
+pub const MAX_BATCH: u64 = 1 << 16;
+
+/// Iteration policy of a sweep, as the measurement loop applies it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StopRule {
+    Fixed(u64),
+    Adaptive {
+        min_iters: u64,
+        precision: f64,
+        max_time: Duration,
+        max_iters: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StopReason {
+    /// The fixed count (`-n`) was reached.
+    Count,
+    /// The median's confidence interval reached the target precision.
+    Converged,
+    /// The per-size time budget ran out first.
+    Budget,
+    /// The iteration cap was reached first.
+    Cap,
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StopReason::Count => "count",
+            StopReason::Converged => "converged",
+            StopReason::Budget => "budget",
+            StopReason::Cap => "cap",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchDecision {
+    Run(u64),
+    Stop(StopReason),
+}
+
+impl StopRule {
+    /// What to do after `recorded` iterations taking `elapsed` wall time in total.
+    pub fn next(&self, recorded: &LatencyRecorder, elapsed: Duration) -> BatchDecision {
+        let done = recorded.count();
+        match *self {
+            StopRule::Fixed(n) if done >= n => BatchDecision::Stop(StopReason::Count),
+            StopRule::Fixed(n) => BatchDecision::Run((n - done).min(MAX_BATCH)),
+            StopRule::Adaptive {
+                min_iters,
+                precision,
+                max_time,
+                max_iters,
+            } => {
+                if done < min_iters {
+                    return BatchDecision::Run((min_iters - done).min(MAX_BATCH));
+                }
+                let relative = recorded.median_ci_relative();
+                if relative <= precision {
+                    return BatchDecision::Stop(StopReason::Converged);
+                }
+                if elapsed >= max_time {
+                    return BatchDecision::Stop(StopReason::Budget);
+                }
+                if done >= max_iters {
+                    return BatchDecision::Stop(StopReason::Cap);
+                }
+                // Samples needed for the target precision, as the interval shrinks with 1/sqrt(n).
+                let ratio = if relative.is_finite() { relative / precision } else { 2.0 };
+                let needed = (done as f64 * ratio * ratio * 1.1).ceil() as u64;
+                let by_precision = needed.saturating_sub(done).max(done / 2).max(1);
+                let mean_s = recorded.mean_ns() * 1e-9;
+                let by_time = if mean_s > 0.0 {
+                    (((max_time - elapsed).as_secs_f64() / mean_s).ceil() as u64).max(1)
+                } else {
+                    MAX_BATCH
+                };
+                let batch = by_precision
+                    .min(done.max(1)) // at most double per round
+                    .min(by_time)
+                    .min(max_iters - done)
+                    .min(MAX_BATCH);
+                BatchDecision::Run(batch.max(1))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorder(samples: impl IntoIterator<Item = u64>) -> LatencyRecorder {
+        let mut r = LatencyRecorder::new();
+        for s in samples {
+            r.record(s);
+        }
+        r
+    }
+
+    const ADAPTIVE: StopRule = StopRule::Adaptive {
+        min_iters: 20,
+        precision: 0.01,
+        max_time: Duration::from_secs(1),
+        max_iters: 1_000_000,
+    };
+
+    #[test]
+    fn fixed_count_runs_exactly_n() {
+        let rule = StopRule::Fixed(50);
+        assert_eq!(rule.next(&recorder([]), Duration::ZERO), BatchDecision::Run(50));
+        assert_eq!(
+            rule.next(&recorder(vec![1000; 50]), Duration::ZERO),
+            BatchDecision::Stop(StopReason::Count)
+        );
+        let big = StopRule::Fixed(1 << 20);
+        assert_eq!(big.next(&recorder([]), Duration::ZERO), BatchDecision::Run(MAX_BATCH));
+    }
+
+    #[test]
+    fn adaptive_runs_the_minimum_first() {
+        assert_eq!(ADAPTIVE.next(&recorder([]), Duration::ZERO), BatchDecision::Run(20));
+        assert_eq!(
+            ADAPTIVE.next(&recorder(vec![1000; 5]), Duration::ZERO),
+            BatchDecision::Run(15)
+        );
+    }
+
+    #[test]
+    fn adaptive_stops_when_the_median_is_pinned_down() {
+        let steady = recorder(vec![10_000; 30]);
+        assert_eq!(
+            ADAPTIVE.next(&steady, Duration::from_millis(1)),
+            BatchDecision::Stop(StopReason::Converged)
+        );
+    }
+
+    #[test]
+    fn adaptive_keeps_going_on_noise_until_the_budget() {
+        let noisy = recorder((0..20u64).map(|i| 10_000 + (i * 7919 % 20) * 1_000));
+        match ADAPTIVE.next(&noisy, Duration::from_millis(1)) {
+            BatchDecision::Run(n) => assert!((1..=20).contains(&n), "{n}"),
+            other => panic!("expected another batch, got {other:?}"),
+        }
+        assert_eq!(
+            ADAPTIVE.next(&noisy, Duration::from_secs(2)),
+            BatchDecision::Stop(StopReason::Budget)
+        );
+    }
+
+    #[test]
+    fn batches_never_overrun_the_time_budget_by_much() {
+        // 20 iterations of 40 ms: 0.2 s left allows about 5 more.
+        let slow = recorder((0..20u64).map(|i| 40_000_000 + (i % 5) * 4_000_000));
+        match ADAPTIVE.next(&slow, Duration::from_millis(800)) {
+            BatchDecision::Run(n) => assert!(n <= 6, "{n}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

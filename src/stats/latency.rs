@@ -1,0 +1,207 @@
+//! Latency of one case: every timed iteration (the maximum over ranks, in ns) goes
+//! into an HdrHistogram with 3 significant digits, plus exact running sums for the
+//! mean and standard deviation. Nothing is kept per iteration, so memory is constant
+//! however many iterations a case runs.
+
+use hdrhistogram::Histogram;
+
+/// Significant digits of every histogram (0.1 % resolution).
+pub const SIGFIG: u8 = 3;
+
+/// Accumulates iteration times of one case.
+#[derive(Debug, Clone)]
+pub struct LatencyRecorder {
+    histogram: Histogram<u64>,
+    sum_ns: u128,
+    sum_sq_ns: f64,
+}
+
+/// Summary of a case's iteration times, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub stddev_us: f64,
+    pub min_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// 95 % confidence interval of the median (distribution-free, from order statistics).
+    pub median_ci_us: (f64, f64),
+}
+
+impl LatencySummary {
+    /// Half-width of the median's confidence interval relative to the median.
+    pub fn median_ci_relative(&self) -> f64 {
+        relative_half_width(self.p50_us, self.median_ci_us)
+    }
+}
+
+fn relative_half_width(median: f64, (lo, hi): (f64, f64)) -> f64 {
+    if median <= 0.0 {
+        return f64::INFINITY;
+    }
+    (median - lo).max(hi - median) / median
+}
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyRecorder {
+    pub fn new() -> LatencyRecorder {
+        LatencyRecorder {
+            // `new` auto-resizes, so any duration fits; SIGFIG is in range.
+            histogram: Histogram::new(SIGFIG).unwrap_or_else(|_| unreachable!("3 significant digits is valid")),
+            sum_ns: 0,
+            sum_sq_ns: 0.0,
+        }
+    }
+
+    pub fn record(&mut self, ns: u64) {
+        // An auto-resizing histogram accepts every u64.
+        let _ = self.histogram.record(ns);
+        self.sum_ns += ns as u128;
+        self.sum_sq_ns += (ns as f64) * (ns as f64);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.histogram
+    }
+
+    pub fn mean_ns(&self) -> f64 {
+        match self.count() {
+            0 => 0.0,
+            n => self.sum_ns as f64 / n as f64,
+        }
+    }
+
+    /// 95 % confidence interval of the median in ns (distribution-free: the order
+    /// statistics at n/2 -+ 1.96 sqrt(n)/2). Needs at least 2 samples; with fewer the
+    /// interval is unbounded.
+    pub fn median_ci_ns(&self) -> (f64, f64) {
+        let n = self.count();
+        if n < 2 {
+            return (0.0, f64::INFINITY);
+        }
+        let nf = n as f64;
+        let half = 1.96 * nf.sqrt() / 2.0;
+        let lo_rank = ((nf / 2.0 - half).floor()).max(1.0);
+        let hi_rank = ((nf / 2.0 + half).ceil()).min(nf);
+        (
+            self.value_at_rank(lo_rank as u64) as f64,
+            self.value_at_rank(hi_rank as u64) as f64,
+        )
+    }
+
+    /// The value of the `rank`-th smallest sample (1-based), within histogram precision.
+    fn value_at_rank(&self, rank: u64) -> u64 {
+        let mut seen = 0;
+        for v in self.histogram.iter_recorded() {
+            seen += v.count_at_value();
+            if seen >= rank {
+                return self.histogram.highest_equivalent(v.value_iterated_to());
+            }
+        }
+        self.histogram.max()
+    }
+
+    /// Relative half-width of the median's confidence interval.
+    pub fn median_ci_relative(&self) -> f64 {
+        let median = self.histogram.value_at_quantile(0.5) as f64;
+        relative_half_width(median, self.median_ci_ns())
+    }
+
+    pub fn summary(&self) -> LatencySummary {
+        let n = self.count();
+        if n == 0 {
+            return LatencySummary::default();
+        }
+        let us = |ns: f64| ns / 1e3;
+        let q = |quantile: f64| us(self.histogram.value_at_quantile(quantile) as f64);
+        let mean = self.mean_ns();
+        let variance = if n > 1 {
+            ((self.sum_sq_ns - n as f64 * mean * mean) / (n as f64 - 1.0)).max(0.0)
+        } else {
+            0.0
+        };
+        let (lo, hi) = self.median_ci_ns();
+        LatencySummary {
+            count: n,
+            mean_us: us(mean),
+            stddev_us: us(variance.sqrt()),
+            min_us: us(self.histogram.min() as f64),
+            p50_us: q(0.5),
+            p90_us: q(0.9),
+            p99_us: q(0.99),
+            max_us: us(self.histogram.max() as f64),
+            median_ci_us: (us(lo), us(hi)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_a_known_distribution() {
+        let mut r = LatencyRecorder::new();
+        for ns in 1..=1000u64 {
+            r.record(ns * 1000); // 1 us .. 1000 us
+        }
+        let s = r.summary();
+        assert_eq!(s.count, 1000);
+        assert!((s.mean_us - 500.5).abs() < 1e-9);
+        // Histogram values are exact to 3 significant digits.
+        assert!((s.p50_us - 500.0).abs() <= 0.5, "{}", s.p50_us);
+        assert!((s.p90_us - 900.0).abs() <= 1.0, "{}", s.p90_us);
+        assert!((s.p99_us - 990.0).abs() <= 1.0, "{}", s.p99_us);
+        assert!((s.max_us - 1000.0).abs() <= 1.0, "{}", s.max_us);
+        assert_eq!(s.min_us, 1.0);
+        // Sample standard deviation of 1..=1000 (in us) is 288.8194.
+        assert!((s.stddev_us - 288.8194).abs() < 0.01, "{}", s.stddev_us);
+    }
+
+    #[test]
+    fn median_ci_narrows_with_more_samples() {
+        let mut small = LatencyRecorder::new();
+        let mut large = LatencyRecorder::new();
+        for i in 0..100u64 {
+            small.record(10_000 + (i * 37 % 100) * 10);
+        }
+        for i in 0..10_000u64 {
+            large.record(10_000 + (i * 37 % 100) * 10);
+        }
+        let (lo, hi) = small.median_ci_ns();
+        let median = small.histogram().value_at_quantile(0.5) as f64;
+        assert!(lo <= median && median <= hi);
+        assert!(large.median_ci_relative() < small.median_ci_relative());
+        assert!(large.median_ci_relative() < 0.01);
+    }
+
+    #[test]
+    fn constant_samples_have_a_zero_width_interval() {
+        let mut r = LatencyRecorder::new();
+        for _ in 0..50 {
+            r.record(2000);
+        }
+        assert!(r.median_ci_relative() < 1e-3);
+        assert_eq!(r.summary().stddev_us, 0.0);
+    }
+
+    #[test]
+    fn too_few_samples_never_look_precise() {
+        let mut r = LatencyRecorder::new();
+        assert!(r.median_ci_relative().is_infinite());
+        r.record(5);
+        assert!(r.median_ci_relative().is_infinite());
+    }
+}

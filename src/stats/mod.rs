@@ -1,0 +1,10 @@
+//! Pure statistics: bandwidth formulas, latency summaries built from HdrHistograms, and
+//! the adaptive stopping rule. Nothing here does I/O or prints.
+
+pub mod adaptive;
+pub mod bandwidth;
+pub mod latency;
+
+pub use adaptive::{BatchDecision, StopReason, StopRule};
+pub use bandwidth::Bandwidth;
+pub use latency::{LatencyRecorder, LatencySummary};

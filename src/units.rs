@@ -1,0 +1,218 @@
+//! Units as types: byte counts (parsed the way nccl-tests parses `-b/-e`, powers of
+//! 1024), durations given on the command line, and bandwidth in GB/s (1e9 B/s, as
+//! nccl-tests reports it). Every human-readable rendering of these lives here.
+
+use std::fmt;
+use std::time::Duration;
+
+use thiserror::Error;
+
+/// A size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bytes(pub u64);
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum UnitError {
+    #[error("invalid size '{0}': expected an integer with an optional K, M or G suffix (powers of 1024), e.g. 8, 1K, 64M, 8G")]
+    Size(String),
+    #[error("size '{0}' is too large")]
+    SizeOverflow(String),
+    #[error("invalid duration '{0}': expected a number of seconds or a number with a unit (ms, s, m, h), e.g. 30, 500ms, 2m")]
+    Duration(String),
+    #[error("invalid percentage '{0}': expected a positive number, optionally followed by %, e.g. 1 or 0.5%")]
+    Percent(String),
+}
+
+impl Bytes {
+    /// Parses `8`, `1K`, `64M`, `8G` (also `1KB`, `1KiB`, lower case), as nccl-tests does:
+    /// K, M and G are powers of 1024.
+    pub fn parse(text: &str) -> Result<Bytes, UnitError> {
+        let t = text.trim();
+        let err = || UnitError::Size(text.to_string());
+        let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        if digits_end == 0 {
+            return Err(err());
+        }
+        let number: u64 = t[..digits_end].parse().map_err(|_| UnitError::SizeOverflow(text.to_string()))?;
+        let shift = match t[digits_end..].trim_start().to_ascii_lowercase().as_str() {
+            "" | "b" => 0,
+            "k" | "kb" | "kib" => 10,
+            "m" | "mb" | "mib" => 20,
+            "g" | "gb" | "gib" => 30,
+            "t" | "tb" | "tib" => 40,
+            _ => return Err(err()),
+        };
+        number
+            .checked_mul(1u64 << shift)
+            .map(Bytes)
+            .ok_or_else(|| UnitError::SizeOverflow(text.to_string()))
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// Compact label as nccl-tests users write sizes: `8B`, `1K`, `64M`, `1.5M`.
+    pub fn short(self) -> String {
+        const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
+        let mut unit = 0;
+        let mut value = self.0 as f64;
+        while value >= 1024.0 && unit + 1 < UNITS.len() {
+            value /= 1024.0;
+            unit += 1;
+        }
+        format!("{}{}", trim_float(value), UNITS[unit])
+    }
+}
+
+impl fmt::Display for Bytes {
+    /// `8 B`, `1 KiB`, `64 MiB`, `1.5 GiB`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+        let mut unit = 0;
+        let mut value = self.0 as f64;
+        while value >= 1024.0 && unit + 1 < UNITS.len() {
+            value /= 1024.0;
+            unit += 1;
+        }
+        write!(f, "{} {}", trim_float(value), UNITS[unit])
+    }
+}
+
+/// At most two decimals, without trailing zeros: 1, 1.5, 1.25.
+fn trim_float(value: f64) -> String {
+    let s = format!("{value:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Parses a duration given on the command line: `30` (seconds), `1.5s`, `500ms`, `2m`, `1h`.
+pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+    let t = text.trim();
+    let err = || UnitError::Duration(text.to_string());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let value: f64 = t[..split].parse().map_err(|_| err())?;
+    let scale = match t[split..].trim() {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(err()),
+    };
+    let seconds = value * scale;
+    if !seconds.is_finite() || seconds <= 0.0 || seconds > 1e7 {
+        return Err(err());
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Parses a percentage (`1`, `0.5%`) into a fraction (0.01, 0.005).
+pub fn parse_percent(text: &str) -> Result<f64, UnitError> {
+    let t = text.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 100.0 => Ok(v / 100.0),
+        _ => Err(UnitError::Percent(text.to_string())),
+    }
+}
+
+/// Bandwidth in GB/s, where 1 GB/s = 1e9 bytes per second (the nccl-tests convention).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct GbPerSec(pub f64);
+
+impl GbPerSec {
+    /// Bytes moved in `seconds`.
+    pub fn from_bytes_per(bytes: u64, seconds: f64) -> GbPerSec {
+        if seconds > 0.0 {
+            GbPerSec(bytes as f64 / seconds / 1e9)
+        } else {
+            GbPerSec(0.0)
+        }
+    }
+}
+
+impl fmt::Display for GbPerSec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.2} GB/s", self.0)
+    }
+}
+
+/// Renders a time in microseconds with a precision that suits its magnitude.
+pub fn format_us(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{:.2} s", us / 1e6)
+    } else if us >= 1e3 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{us:.2} us")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_like_nccl_tests() {
+        assert_eq!(Bytes::parse("8"), Ok(Bytes(8)));
+        assert_eq!(Bytes::parse("1K"), Ok(Bytes(1024)));
+        assert_eq!(Bytes::parse("1k"), Ok(Bytes(1024)));
+        assert_eq!(Bytes::parse("64M"), Ok(Bytes(64 << 20)));
+        assert_eq!(Bytes::parse("8G"), Ok(Bytes(8 << 30)));
+        assert_eq!(Bytes::parse("2KiB"), Ok(Bytes(2048)));
+        assert_eq!(Bytes::parse("16 MB"), Ok(Bytes(16 << 20)));
+    }
+
+    #[test]
+    fn malformed_sizes_are_rejected() {
+        for bad in ["", "K", "1.5M", "-8", "12Q", "0x10", "1MM"] {
+            assert!(Bytes::parse(bad).is_err(), "{bad} should not parse");
+        }
+        assert_eq!(
+            Bytes::parse("99999999999999999999"),
+            Err(UnitError::SizeOverflow("99999999999999999999".into()))
+        );
+        assert!(matches!(
+            Bytes::parse("17179869184G"),
+            Err(UnitError::SizeOverflow(_))
+        ));
+    }
+
+    #[test]
+    fn sizes_render_in_binary_units() {
+        assert_eq!(Bytes(8).to_string(), "8 B");
+        assert_eq!(Bytes(1024).to_string(), "1 KiB");
+        assert_eq!(Bytes(1536).to_string(), "1.5 KiB");
+        assert_eq!(Bytes(64 << 20).to_string(), "64 MiB");
+        assert_eq!(Bytes(8).short(), "8B");
+        assert_eq!(Bytes(64 << 20).short(), "64M");
+        assert_eq!(Bytes(1 << 30).short(), "1G");
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        for bad in ["", "abc", "0", "-1", "5 parsecs", "1e400"] {
+            assert!(parse_duration(bad).is_err(), "{bad} should not parse");
+        }
+    }
+
+    #[test]
+    fn percentages_become_fractions() {
+        assert_eq!(parse_percent("1"), Ok(0.01));
+        assert_eq!(parse_percent("0.5%"), Ok(0.005));
+        assert!(parse_percent("0").is_err());
+        assert!(parse_percent("x").is_err());
+    }
+
+    #[test]
+    fn bandwidth_is_decimal_gigabytes() {
+        let bw = GbPerSec::from_bytes_per(1_000_000_000, 0.5);
+        assert!((bw.0 - 2.0).abs() < 1e-12);
+        assert_eq!(GbPerSec::from_bytes_per(10, 0.0).0, 0.0);
+    }
+}
