@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::ops::{DataType, ReduceOp};
 use crate::units::{self, Bytes};
@@ -61,7 +61,12 @@ pub struct SweepArgs {
     pub maxbytes: Bytes,
 
     /// Multiply the size by this factor between steps [default: 2]
-    #[arg(short = 'f', long = "stepfactor", value_name = "FACTOR", conflicts_with = "stepbytes")]
+    #[arg(
+        short = 'f',
+        long = "stepfactor",
+        value_name = "FACTOR",
+        conflicts_with = "stepbytes"
+    )]
     pub stepfactor: Option<u64>,
 
     /// Add this many bytes between steps instead of multiplying
@@ -74,11 +79,22 @@ pub struct SweepArgs {
     pub iters: Option<u64>,
 
     /// Untimed warm-up iterations per size
-    #[arg(short = 'w', long = "warmup_iters", alias = "warmup-iters", value_name = "N", default_value_t = 5)]
+    #[arg(
+        short = 'w',
+        long = "warmup_iters",
+        alias = "warmup-iters",
+        value_name = "N",
+        default_value_t = 5
+    )]
     pub warmup_iters: u64,
 
     /// Element type: float, half, bfloat16, double, int8, uint8, int32, uint32, int64, uint64
-    #[arg(short = 'd', long = "datatype", value_name = "TYPE", default_value = "float")]
+    #[arg(
+        short = 'd',
+        long = "datatype",
+        value_name = "TYPE",
+        default_value = "float"
+    )]
     pub datatype: DataType,
 
     /// Reduction: sum, prod, min, max, avg
@@ -155,9 +171,7 @@ pub struct WorkerArgs {
     /// Prefix of the shared-memory segments of this case (the orchestrator removes them)
     #[arg(long = "segment-prefix")]
     pub segment_prefix: String,
-    /// Where the rank writes its own log
-    #[arg(long = "log-file")]
-    pub log_file: Option<PathBuf>,
-    #[arg(short, long, action = ArgAction::Count)]
-    pub verbose: u8,
+    /// Seconds the communicator set-up may take
+    #[arg(long = "init-timeout", default_value_t = 120.0)]
+    pub init_timeout_s: f64,
 }

@@ -3,6 +3,11 @@
 pub mod backend;
 pub mod cli;
 pub mod config;
+pub mod export;
+pub mod model;
 pub mod ops;
+pub mod progress;
 pub mod stats;
+pub mod sweep;
+pub mod sysinfo;
 pub mod units;

@@ -1,1 +1,32 @@
-fn main() {}
+//! Entry point: parses the command line, runs the command, prints an error chain
+//! once and maps outcomes to exit codes (0 ok, 1 failed cases or checks, 2 usage or
+//! runtime errors, 130 interrupted).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use nccl_bench::cli::{Cli, Command};
+use nccl_bench::config::SweepSettings;
+use nccl_bench::sweep::{session, worker};
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::Sweep(args) => {
+            let settings = SweepSettings::from_args(&args)?;
+            session::run(&settings, std::env::args().collect())
+        }
+        Command::Worker(args) => Ok(worker::run(&args).clamp(0, 255) as u8),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

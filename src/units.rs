@@ -33,7 +33,9 @@ impl Bytes {
         if digits_end == 0 {
             return Err(err());
         }
-        let number: u64 = t[..digits_end].parse().map_err(|_| UnitError::SizeOverflow(text.to_string()))?;
+        let number: u64 = t[..digits_end]
+            .parse()
+            .map_err(|_| UnitError::SizeOverflow(text.to_string()))?;
         let shift = match t[digits_end..].trim_start().to_ascii_lowercase().as_str() {
             "" | "b" => 0,
             "k" | "kb" | "kib" => 10,
@@ -147,6 +149,16 @@ pub fn format_us(us: f64) -> String {
     } else {
         format!("{us:.2} us")
     }
+}
+
+/// The local time now, RFC 3339 with seconds (`2026-11-22T02:13:00+00:00`).
+pub fn now_rfc3339() -> String {
+    chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+}
+
+/// The local time now as a run directory stamp (`20261122-021300`).
+pub fn now_stamp() -> String {
+    chrono::Local::now().format("%Y%m%d-%H%M%S").to_string()
 }
 
 #[cfg(test)]

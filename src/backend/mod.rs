@@ -43,3 +43,79 @@ pub trait Backend {
     /// Joins the communicator named by `id` as `rank` of `nranks`.
     fn init(&mut self, id: &str, rank: u32, nranks: u32) -> Result<Box<dyn Communicator>>;
 }
+
+use crate::config::BackendChoice;
+use detect::GpuPresence;
+
+/// The backend a sweep will use, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedBackend {
+    /// `host` (the NCCL backend is not part of this build).
+    pub name: &'static str,
+    /// Why this backend, in words for the banner and the manifest.
+    pub reason: String,
+}
+
+/// Applies `--backend` to what the machine has.
+pub fn resolve(choice: BackendChoice, gpus: &GpuPresence) -> Result<ResolvedBackend> {
+    let unavailable = "the NCCL backend is not available in this build of nccl-bench yet";
+    match choice {
+        BackendChoice::Host => Ok(ResolvedBackend {
+            name: "host",
+            reason: "requested with --backend host".into(),
+        }),
+        BackendChoice::Nccl => anyhow::bail!(
+            "{unavailable}; use --backend host to run the CPU host backend (GPUs seen: {})",
+            describe_gpus(gpus)
+        ),
+        BackendChoice::Auto if gpus.has_gpus() => anyhow::bail!(
+            "found {} ({unavailable}); use --backend host to measure the CPU host backend instead",
+            describe_gpus(gpus)
+        ),
+        BackendChoice::Auto => Ok(ResolvedBackend {
+            name: "host",
+            reason: "no NVIDIA GPU found (nothing in /proc/driver/nvidia/gpus, no /dev/nvidia<N>)"
+                .into(),
+        }),
+    }
+}
+
+fn describe_gpus(gpus: &GpuPresence) -> String {
+    if !gpus.has_gpus() {
+        return "none".into();
+    }
+    let ids = if gpus.bus_ids.is_empty() {
+        &gpus.device_nodes
+    } else {
+        &gpus.bus_ids
+    };
+    format!("{} NVIDIA GPU(s): {}", gpus.gpu_count(), ids.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_falls_back_to_host_only_without_gpus() {
+        let none = GpuPresence::default();
+        let r = resolve(BackendChoice::Auto, &none).unwrap();
+        assert_eq!(r.name, "host");
+        assert!(r.reason.contains("no NVIDIA GPU found"));
+        let two = GpuPresence {
+            driver_loaded: true,
+            bus_ids: vec!["0000:4c:00.0".into(), "0000:5d:00.0".into()],
+            device_nodes: vec![],
+        };
+        let err = resolve(BackendChoice::Auto, &two).unwrap_err().to_string();
+        assert!(
+            err.contains("found 2 NVIDIA GPU(s): 0000:4c:00.0, 0000:5d:00.0"),
+            "{err}"
+        );
+        assert!(resolve(BackendChoice::Nccl, &none)
+            .unwrap_err()
+            .to_string()
+            .contains("--backend host"));
+        assert_eq!(resolve(BackendChoice::Host, &two).unwrap().name, "host");
+    }
+}

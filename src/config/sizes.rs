@@ -30,8 +30,14 @@ pub enum SizeError {
     Factor(u64),
     #[error("-i/--stepbytes must be at least 1 byte")]
     StepZero,
-    #[error("{min}..{max} in steps of {step} gives more than {MAX_SIZES} sizes; use a larger step")]
-    TooMany { min: Bytes, max: Bytes, step: String },
+    #[error(
+        "{min}..{max} in steps of {step} gives more than {MAX_SIZES} sizes; use a larger step"
+    )]
+    TooMany {
+        min: Bytes,
+        max: Bytes,
+        step: String,
+    },
 }
 
 /// The message sizes in bytes, each a multiple of `elem`, ascending, unique.

@@ -85,7 +85,10 @@ pub const BUILTIN_FILES: [(&str, &str); 2] = [
         "shm-decision.toml",
         include_str!("../../configs/shm-decision.toml"),
     ),
-    ("transports.toml", include_str!("../../configs/transports.toml")),
+    (
+        "transports.toml",
+        include_str!("../../configs/transports.toml"),
+    ),
 ];
 
 /// The default sweep: every configuration of `configs/shm-decision.toml`.
@@ -201,7 +204,10 @@ pub fn parse(text: &str, origin: &str) -> Result<ParsedConfigs, ConfigError> {
 pub fn check_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= 64
-        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
@@ -301,7 +307,8 @@ mod tests {
 
     #[test]
     fn values_may_be_integers_or_booleans() {
-        let text = "[[config]]\nname = \"a\"\nenv = { NCCL_SHM_DISABLE = 1, NCCL_NVLS_ENABLE = false }\n";
+        let text =
+            "[[config]]\nname = \"a\"\nenv = { NCCL_SHM_DISABLE = 1, NCCL_NVLS_ENABLE = false }\n";
         let parsed = parse(text, "t.toml").unwrap();
         let env = &parsed.configs[0].env;
         assert_eq!(env["NCCL_SHM_DISABLE"], "1");
@@ -335,13 +342,19 @@ mod tests {
         );
         let text = "[[config]]\nname = \"has space\"\n";
         let err = parse(text, "t.toml").unwrap_err().to_string();
-        assert!(err.starts_with("t.toml:2: invalid config name 'has space'"), "{err}");
+        assert!(
+            err.starts_with("t.toml:2: invalid config name 'has space'"),
+            "{err}"
+        );
         let text = "[[config]]\nname = \"a\"\n[[config]]\nname = \"a\"\n";
         assert_eq!(
             parse(text, "t.toml").unwrap_err().to_string(),
             "t.toml:4: config name 'a' is defined twice in this file"
         );
-        assert!(matches!(parse("", "t.toml"), Err(ConfigError::Empty { .. })));
+        assert!(matches!(
+            parse("", "t.toml"),
+            Err(ConfigError::Empty { .. })
+        ));
     }
 
     #[test]
@@ -366,7 +379,10 @@ mod tests {
         assert_eq!(chosen[0].source, "mine.toml");
         assert_eq!(chosen[1].source, "built-in:transports.toml");
         let err = select(&["shm-of".into()], &file).unwrap_err().to_string();
-        assert!(err.starts_with("unknown transport configuration 'shm-of' (known: shm-off"), "{err}");
+        assert!(
+            err.starts_with("unknown transport configuration 'shm-of' (known: shm-off"),
+            "{err}"
+        );
         let dup = select(&["ib-off".into(), "ib-off".into()], &file).unwrap_err();
         assert!(matches!(dup, ConfigError::Duplicate { .. }));
     }

@@ -199,7 +199,10 @@ mod tests {
             assert_eq!(op.name().parse::<ReduceOp>(), Ok(op));
         }
         assert_eq!(ReduceOp::Min.nccl_value(), 3);
-        assert!("float128".parse::<DataType>().unwrap_err().contains("bfloat16"));
+        assert!("float128"
+            .parse::<DataType>()
+            .unwrap_err()
+            .contains("bfloat16"));
         assert!("xor".parse::<ReduceOp>().is_err());
     }
 }

@@ -44,7 +44,8 @@ pub struct Pattern {
 }
 
 fn mix(j: u64, rank: u64) -> u64 {
-    let mut h = j.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (rank + 1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    let mut h =
+        j.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (rank + 1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
     h ^= h >> 29;
     h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
     h ^ (h >> 32)

@@ -185,7 +185,12 @@ mod tests {
     #[test]
     fn avg_sums_then_divides() {
         let mut acc = bytes_of(&[2.0f32, 4.0]);
-        reduce_in_place(DataType::Float, ReduceOp::Avg, &mut acc, &bytes_of(&[4.0f32, 4.0]));
+        reduce_in_place(
+            DataType::Float,
+            ReduceOp::Avg,
+            &mut acc,
+            &bytes_of(&[4.0f32, 4.0]),
+        );
         finish_avg(DataType::Float, ReduceOp::Avg, &mut acc, 2);
         assert_eq!(bytemuck::cast_slice::<u8, f32>(&acc), [3.0, 4.0]);
         let mut ints = bytes_of(&[7i32, -7]);

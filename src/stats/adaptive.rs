@@ -84,7 +84,11 @@ impl StopRule {
                     return BatchDecision::Stop(StopReason::Cap);
                 }
                 // Samples needed for the target precision, as the interval shrinks with 1/sqrt(n).
-                let ratio = if relative.is_finite() { relative / precision } else { 2.0 };
+                let ratio = if relative.is_finite() {
+                    relative / precision
+                } else {
+                    2.0
+                };
                 let needed = (done as f64 * ratio * ratio * 1.1).ceil() as u64;
                 let by_precision = needed.saturating_sub(done).max(done / 2).max(1);
                 let mean_s = recorded.mean_ns() * 1e-9;
@@ -126,18 +130,27 @@ mod tests {
     #[test]
     fn fixed_count_runs_exactly_n() {
         let rule = StopRule::Fixed(50);
-        assert_eq!(rule.next(&recorder([]), Duration::ZERO), BatchDecision::Run(50));
+        assert_eq!(
+            rule.next(&recorder([]), Duration::ZERO),
+            BatchDecision::Run(50)
+        );
         assert_eq!(
             rule.next(&recorder(vec![1000; 50]), Duration::ZERO),
             BatchDecision::Stop(StopReason::Count)
         );
         let big = StopRule::Fixed(1 << 20);
-        assert_eq!(big.next(&recorder([]), Duration::ZERO), BatchDecision::Run(MAX_BATCH));
+        assert_eq!(
+            big.next(&recorder([]), Duration::ZERO),
+            BatchDecision::Run(MAX_BATCH)
+        );
     }
 
     #[test]
     fn adaptive_runs_the_minimum_first() {
-        assert_eq!(ADAPTIVE.next(&recorder([]), Duration::ZERO), BatchDecision::Run(20));
+        assert_eq!(
+            ADAPTIVE.next(&recorder([]), Duration::ZERO),
+            BatchDecision::Run(20)
+        );
         assert_eq!(
             ADAPTIVE.next(&recorder(vec![1000; 5]), Duration::ZERO),
             BatchDecision::Run(15)

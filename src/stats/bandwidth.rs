@@ -48,7 +48,7 @@ mod tests {
         assert!(close(bw.busbw.0, 107.374_182_4 * 1.5)); // 2*3/4
         let bw = Bandwidth::allreduce(1 << 30, 8, 10_000.0);
         assert!(close(bw.busbw.0, 107.374_182_4 * 1.75)); // 2*7/8
-        // nccl-tests, 8 GPUs: 134217728 B in 1226.6 us -> algbw 109.42, busbw 191.49.
+                                                          // nccl-tests, 8 GPUs: 134217728 B in 1226.6 us -> algbw 109.42, busbw 191.49.
         let bw = Bandwidth::allreduce(134_217_728, 8, 1226.6);
         assert!((bw.algbw.0 - 109.42).abs() < 0.01);
         assert!((bw.busbw.0 - 191.49).abs() < 0.01);

@@ -55,7 +55,8 @@ impl LatencyRecorder {
     pub fn new() -> LatencyRecorder {
         LatencyRecorder {
             // `new` auto-resizes, so any duration fits; SIGFIG is in range.
-            histogram: Histogram::new(SIGFIG).unwrap_or_else(|_| unreachable!("3 significant digits is valid")),
+            histogram: Histogram::new(SIGFIG)
+                .unwrap_or_else(|_| unreachable!("3 significant digits is valid")),
             sum_ns: 0,
             sum_sq_ns: 0.0,
         }

@@ -186,8 +186,12 @@ impl Bootstrap {
         deadline: Instant,
         timeout: Duration,
     ) -> Result<Bootstrap> {
-        let mut stream = connect_with_retry(id.addr, deadline)
-            .with_context(|| format!("host backend bootstrap: rank {rank} cannot reach rank 0 at {}", id.addr))?;
+        let mut stream = connect_with_retry(id.addr, deadline).with_context(|| {
+            format!(
+                "host backend bootstrap: rank {rank} cannot reach rank 0 at {}",
+                id.addr
+            )
+        })?;
         stream.set_read_timeout(Some(remaining(deadline)?))?;
         let mut hello = Vec::new();
         hello.extend_from_slice(&id.magic.to_le_bytes());
@@ -199,7 +203,10 @@ impl Bootstrap {
         for _ in 0..nranks {
             let text = get_str(&mut stream)
                 .context("host backend bootstrap: rank 0 closed the connection during set-up")?;
-            addresses.push(text.parse().map_err(|_| anyhow!("bad address '{text}' from rank 0"))?);
+            addresses.push(
+                text.parse()
+                    .map_err(|_| anyhow!("bad address '{text}' from rank 0"))?,
+            );
         }
         Ok(Bootstrap {
             links: Links::Leaf(stream),
@@ -268,7 +275,9 @@ fn read_hello(s: &mut TcpStream) -> Result<(u64, u32, u32, SocketAddr)> {
     let rank = u32::from_le_bytes(head[8..12].try_into()?);
     let nranks = u32::from_le_bytes(head[12..16].try_into()?);
     let text = get_str(s)?;
-    let addr = text.parse().map_err(|_| anyhow!("bad address '{text}' in hello"))?;
+    let addr = text
+        .parse()
+        .map_err(|_| anyhow!("bad address '{text}' in hello"))?;
     Ok((magic, rank, nranks, addr))
 }
 
@@ -296,7 +305,12 @@ mod tests {
             magic: 0xdead_beef,
         };
         assert_eq!(UniqueId::decode(&id.encode()).unwrap(), id);
-        for bad in ["", "x/127.0.0.1:1/00", "nccl-bench-host/nope/00", "nccl-bench-host/127.0.0.1:1/zz"] {
+        for bad in [
+            "",
+            "x/127.0.0.1:1/00",
+            "nccl-bench-host/nope/00",
+            "nccl-bench-host/127.0.0.1:1/zz",
+        ] {
             assert!(UniqueId::decode(bad).is_err(), "{bad}");
         }
     }
@@ -310,12 +324,15 @@ mod tests {
         for rank in 1..4u32 {
             let id = id.clone();
             threads.push(std::thread::spawn(move || {
-                let mut b = Bootstrap::init(&id, None, rank, 4, addr(rank), Duration::from_secs(10)).unwrap();
+                let mut b =
+                    Bootstrap::init(&id, None, rank, 4, addr(rank), Duration::from_secs(10))
+                        .unwrap();
                 b.barrier().unwrap();
                 b.addresses
             }));
         }
-        let mut b = Bootstrap::init(&id, Some(root), 0, 4, addr(0), Duration::from_secs(10)).unwrap();
+        let mut b =
+            Bootstrap::init(&id, Some(root), 0, 4, addr(0), Duration::from_secs(10)).unwrap();
         b.barrier().unwrap();
         let expected: Vec<SocketAddr> = (0..4).map(addr).collect();
         assert_eq!(b.addresses, expected);
@@ -329,10 +346,17 @@ mod tests {
         let root = BootstrapRoot::new("127.0.0.1".parse().unwrap()).unwrap();
         let id = root.id.clone();
         let start = Instant::now();
-        let err = Bootstrap::init(&id, Some(root), 0, 3, "127.0.0.1:1".parse().unwrap(), Duration::from_millis(300))
-            .err()
-            .unwrap()
-            .to_string();
+        let err = Bootstrap::init(
+            &id,
+            Some(root),
+            0,
+            3,
+            "127.0.0.1:1".parse().unwrap(),
+            Duration::from_millis(300),
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(err.contains("ranks 1, 2 did not connect"), "{err}");
         assert!(start.elapsed() < Duration::from_secs(3));
     }

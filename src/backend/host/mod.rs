@@ -66,7 +66,10 @@ impl HostOptions {
                 .parse()
                 .map_err(|_| anyhow!("NCCL_BUFFSIZE='{v}' is not a number of bytes"))?;
             if size < 64 * SLOTS as usize {
-                bail!("NCCL_BUFFSIZE={size} is too small (at least {} bytes)", 64 * SLOTS);
+                bail!(
+                    "NCCL_BUFFSIZE={size} is too small (at least {} bytes)",
+                    64 * SLOTS
+                );
             }
             self.buffsize = size;
         }
@@ -139,14 +142,16 @@ impl HostComm {
         let listener = if opts.use_shm || nranks == 1 {
             None
         } else {
-            Some(TcpListener::bind((LOOPBACK, 0)).context("host backend: cannot listen for NET/Socket")?)
+            Some(
+                TcpListener::bind((LOOPBACK, 0))
+                    .context("host backend: cannot listen for NET/Socket")?,
+            )
         };
         let my_address = match &listener {
             Some(l) => l.local_addr()?,
             None => SocketAddr::new(LOOPBACK, 0),
         };
-        let mut bootstrap =
-            Bootstrap::init(id, root, rank, nranks, my_address, opts.init_timeout)?;
+        let mut bootstrap = Bootstrap::init(id, root, rank, nranks, my_address, opts.init_timeout)?;
         let next = (rank + 1) % nranks;
         let prev = (rank + nranks - 1) % nranks;
         let policy = WaitPolicy::for_ranks(nranks);
@@ -211,7 +216,9 @@ fn accept_from(listener: &TcpListener, token: u64, deadline: Instant) -> Result<
                 s.set_nonblocking(false)?;
                 s.set_read_timeout(Some(Duration::from_secs(5)))?;
                 let mut b = [0u8; 8];
-                if std::io::Read::read_exact(&mut s, &mut b).is_ok() && u64::from_le_bytes(b) == token {
+                if std::io::Read::read_exact(&mut s, &mut b).is_ok()
+                    && u64::from_le_bytes(b) == token
+                {
                     s.set_read_timeout(None)?;
                     return Ok(s);
                 }
@@ -319,7 +326,13 @@ mod tests {
 
     /// Runs an all-reduce on `nranks` threads (each its own communicator, as separate
     /// processes would be) and returns every rank's check report.
-    fn run_ranks(nranks: u32, use_shm: bool, dtype: DataType, op: ReduceOp, count: usize) -> Vec<CheckReport> {
+    fn run_ranks(
+        nranks: u32,
+        use_shm: bool,
+        dtype: DataType,
+        op: ReduceOp,
+        count: usize,
+    ) -> Vec<CheckReport> {
         let dir = tempfile::tempdir().unwrap();
         let mut root = HostBackend::new(options(dir.path(), use_shm, dtype, op));
         let id = root.unique_id().unwrap();
@@ -334,11 +347,22 @@ mod tests {
         let mut comm = root.init(&id, 0, nranks).unwrap();
         let mut reports = vec![exercise(comm.as_mut(), dtype, op, 0, nranks, count)];
         reports.extend(threads.into_iter().map(|t| t.join().unwrap()));
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "segments left behind");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "segments left behind"
+        );
         reports
     }
 
-    fn exercise(comm: &mut dyn Communicator, dt: DataType, op: ReduceOp, rank: u32, n: u32, count: usize) -> CheckReport {
+    fn exercise(
+        comm: &mut dyn Communicator,
+        dt: DataType,
+        op: ReduceOp,
+        rank: u32,
+        n: u32,
+        count: usize,
+    ) -> CheckReport {
         let bytes = count * dt.size();
         let pattern = Pattern::new(dt, op, rank, n);
         comm.fill_input(&pattern, bytes).unwrap();
@@ -380,16 +404,28 @@ mod tests {
 
     #[test]
     fn environment_selects_the_transport() {
-        let mut o = options(std::path::Path::new("/tmp"), true, DataType::Float, ReduceOp::Sum);
-        o.apply_env(|k| (k == "NCCL_SHM_DISABLE").then(|| "1".to_string())).unwrap();
+        let mut o = options(
+            std::path::Path::new("/tmp"),
+            true,
+            DataType::Float,
+            ReduceOp::Sum,
+        );
+        o.apply_env(|k| (k == "NCCL_SHM_DISABLE").then(|| "1".to_string()))
+            .unwrap();
         assert!(!o.use_shm);
-        o.apply_env(|k| (k == "NCCL_SHM_DISABLE").then(|| "0".to_string())).unwrap();
+        o.apply_env(|k| (k == "NCCL_SHM_DISABLE").then(|| "0".to_string()))
+            .unwrap();
         assert!(o.use_shm);
-        o.apply_env(|k| (k == "NCCL_BUFFSIZE").then(|| "1048576".to_string())).unwrap();
+        o.apply_env(|k| (k == "NCCL_BUFFSIZE").then(|| "1048576".to_string()))
+            .unwrap();
         assert_eq!(o.buffsize, 1 << 20);
-        let err = o.apply_env(|k| (k == "NCCL_NET").then(|| "IB".to_string())).unwrap_err();
+        let err = o
+            .apply_env(|k| (k == "NCCL_NET").then(|| "IB".to_string()))
+            .unwrap_err();
         assert!(err.to_string().contains("network IB not found"), "{err}");
-        assert!(o.apply_env(|k| (k == "NCCL_BUFFSIZE").then(|| "lots".to_string())).is_err());
+        assert!(o
+            .apply_env(|k| (k == "NCCL_BUFFSIZE").then(|| "lots".to_string()))
+            .is_err());
     }
 
     #[test]

@@ -202,7 +202,10 @@ pub struct ShmReceiver {
 
 /// A peer set the abort flag, or died in a way that left us waiting.
 fn aborted(path: &Path) -> anyhow::Error {
-    anyhow!("host backend: peer aborted the connection through {}", path.display())
+    anyhow!(
+        "host backend: peer aborted the connection through {}",
+        path.display()
+    )
 }
 
 impl ShmSender {
@@ -322,7 +325,10 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(err.contains("error while attaching to shared memory segment"), "{err}");
+        assert!(
+            err.contains("error while attaching to shared memory segment"),
+            "{err}"
+        );
         assert!(err.contains("No such file or directory"), "{err}");
     }
 

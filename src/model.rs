@@ -1,0 +1,176 @@
+//! The records a sweep produces: one `CaseResult` per (config, nranks, bytes), and the
+//! `RunManifest` that describes the whole run. Both are serde types with a schema
+//! version, read back by later commands (report, compare).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{IterationPolicy, TransportConfig};
+use crate::ops::{DataType, ReduceOp};
+use crate::stats::{Bandwidth, LatencySummary, StopReason};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CaseStatus {
+    Ok,
+    Failed,
+    Timeout,
+    Wrong,
+    Skipped,
+}
+
+impl CaseStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CaseStatus::Ok => "ok",
+            CaseStatus::Failed => "failed",
+            CaseStatus::Timeout => "timeout",
+            CaseStatus::Wrong => "wrong",
+            CaseStatus::Skipped => "skipped",
+        }
+    }
+}
+
+impl fmt::Display for CaseStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What identifies a case within a run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CaseKey {
+    pub config: String,
+    pub nranks: u32,
+    pub bytes: u64,
+    pub dtype: DataType,
+    pub op: ReduceOp,
+}
+
+impl CaseKey {
+    /// The case's tag in `histograms.hlog` (no commas or spaces, as the format requires).
+    pub fn tag(&self) -> String {
+        format!(
+            "{}/n{}/{}/{}/{}",
+            self.config, self.nranks, self.bytes, self.dtype, self.op
+        )
+    }
+}
+
+/// Outcome of one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseResult {
+    pub key: CaseKey,
+    pub backend: String,
+    pub status: CaseStatus,
+    pub warmup: u64,
+    /// Timed iterations actually run, with their summary (absent when none ran).
+    pub latency: Option<LatencySummary>,
+    pub bandwidth: Option<Bandwidth>,
+    pub stop: Option<StopReason>,
+    pub wrong: u64,
+    pub transports: String,
+    pub error: String,
+    pub started_at: String,
+    pub duration_s: f64,
+}
+
+impl CaseResult {
+    pub fn iters(&self) -> u64 {
+        self.latency.map(|l| l.count).unwrap_or(0)
+    }
+}
+
+/// Machine facts recorded with a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpus: usize,
+    pub memory_bytes: u64,
+    /// Size and free space of the shm directory used, when it could be read.
+    pub shm_dir: String,
+    pub shm_total_bytes: Option<u64>,
+    pub shm_free_bytes: Option<u64>,
+    /// NVIDIA GPUs the kernel driver shows (bus ids), empty when none.
+    pub gpus: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseCounts {
+    pub total: u64,
+    pub done: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub timeout: u64,
+    pub wrong: u64,
+    pub skipped: u64,
+}
+
+impl CaseCounts {
+    pub fn add(&mut self, status: CaseStatus) {
+        self.done += 1;
+        match status {
+            CaseStatus::Ok => self.ok += 1,
+            CaseStatus::Failed => self.failed += 1,
+            CaseStatus::Timeout => self.timeout += 1,
+            CaseStatus::Wrong => self.wrong += 1,
+            CaseStatus::Skipped => self.skipped += 1,
+        }
+    }
+
+    pub fn all_ok(&self) -> bool {
+        self.ok + self.skipped == self.done
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Complete,
+    Interrupted,
+}
+
+/// `manifest.json`: everything needed to interpret and reproduce a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunManifest {
+    pub schema_version: u32,
+    pub tool: ToolInfo,
+    pub command_line: Vec<String>,
+    pub label: Option<String>,
+    pub status: RunStatus,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub backend: BackendInfo,
+    pub host: HostInfo,
+    pub configs: Vec<TransportConfig>,
+    pub gpu_counts: Vec<u32>,
+    pub sizes: Vec<u64>,
+    pub dtype: DataType,
+    pub op: ReduceOp,
+    pub iterations: IterationPolicy,
+    pub warmup_iters: u64,
+    pub timeout_s: f64,
+    pub cases: CaseCounts,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+    pub git_rev: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BackendInfo {
+    pub requested: String,
+    pub used: String,
+    /// What the numbers are (for the host backend: not NCCL).
+    pub note: String,
+}

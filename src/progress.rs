@@ -1,0 +1,142 @@
+//! Progress on the terminal: a bar over all cases (with ETA and the current case)
+//! when stdout is a terminal, one line per finished case otherwise. Warnings go to
+//! stderr either way.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus};
+use crate::sweep::SweepObserver;
+use crate::units::{format_us, Bytes};
+
+/// The observer for this terminal: a bar when stdout is one and `plain` is not asked.
+pub fn for_terminal(plain: bool) -> Box<dyn SweepObserver> {
+    if !plain && std::io::stdout().is_terminal() {
+        Box::new(BarProgress { bar: None })
+    } else {
+        Box::new(LineProgress)
+    }
+}
+
+fn key_label(key: &CaseKey) -> String {
+    format!(
+        "{:<12} n={:<3} {:>9}",
+        key.config,
+        key.nranks,
+        Bytes(key.bytes).to_string()
+    )
+}
+
+/// The one-line summary of a finished case.
+pub fn case_line(r: &CaseResult) -> String {
+    let head = format!("{:<7} {}", r.status.as_str(), key_label(&r.key));
+    match (r.status, r.latency, r.bandwidth) {
+        (CaseStatus::Ok | CaseStatus::Wrong, Some(l), Some(b)) => {
+            let mut line = format!(
+                "{head}  time {:>10}  busbw {:>8.3} GB/s  p50 {:>10}  p99 {:>10}  {:<10} {} iters",
+                format_us(l.mean_us),
+                b.busbw.0,
+                format_us(l.p50_us),
+                format_us(l.p99_us),
+                r.transports,
+                l.count
+            );
+            if r.status == CaseStatus::Wrong {
+                line.push_str(&format!("  WRONG: {}", r.error));
+            }
+            line
+        }
+        _ => format!("{head}  {}", r.error),
+    }
+}
+
+fn summary_line(counts: &CaseCounts, run_dir: &Path, interrupted: bool) -> String {
+    let mut parts = vec![format!("{} ok", counts.ok)];
+    for (n, what) in [
+        (counts.failed, "failed"),
+        (counts.timeout, "timeout"),
+        (counts.wrong, "wrong"),
+        (counts.skipped, "skipped"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    let state = if interrupted {
+        "interrupted after"
+    } else {
+        "finished:"
+    };
+    format!(
+        "sweep {state} {} of {} cases ({}); results in {}",
+        counts.done,
+        counts.total,
+        parts.join(", "),
+        run_dir.display()
+    )
+}
+
+struct LineProgress;
+
+impl SweepObserver for LineProgress {
+    fn sweep_started(&mut self, total: u64, note: &str) {
+        println!("{total} cases; {note}");
+    }
+    fn case_started(&mut self, _: &CaseKey) {}
+    fn case_finished(&mut self, r: &CaseResult) {
+        println!("{}", case_line(r));
+    }
+    fn warning(&mut self, message: &str) {
+        eprintln!("warning: {message}");
+    }
+    fn sweep_finished(&mut self, counts: &CaseCounts, run_dir: &Path, interrupted: bool) {
+        println!("{}", summary_line(counts, run_dir, interrupted));
+    }
+}
+
+struct BarProgress {
+    bar: Option<ProgressBar>,
+}
+
+impl SweepObserver for BarProgress {
+    fn sweep_started(&mut self, total: u64, note: &str) {
+        println!("{total} cases; {note}");
+        let bar = ProgressBar::new(total);
+        let style = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cases, ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.enable_steady_tick(Duration::from_millis(200));
+        self.bar = Some(bar);
+    }
+    fn case_started(&mut self, key: &CaseKey) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(key_label(key));
+        }
+    }
+    fn case_finished(&mut self, r: &CaseResult) {
+        match &self.bar {
+            Some(bar) => {
+                bar.println(case_line(r));
+                bar.inc(1);
+            }
+            None => println!("{}", case_line(r)),
+        }
+    }
+    fn warning(&mut self, message: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("warning: {message}")),
+            None => eprintln!("warning: {message}"),
+        }
+    }
+    fn sweep_finished(&mut self, counts: &CaseCounts, run_dir: &Path, interrupted: bool) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        println!("{}", summary_line(counts, run_dir, interrupted));
+    }
+}

@@ -1,0 +1,15 @@
+//! The sweep: planning (configs x GPU counts x sizes), the orchestrator that runs
+//! each (config, GPU count) in fresh worker processes and turns their reports into
+//! case results, the worker side of the protocol, and test-only fault injection.
+
+pub mod fault;
+pub mod observer;
+pub mod orchestrator;
+pub mod plan;
+pub mod process;
+pub mod protocol;
+pub mod session;
+pub mod worker;
+
+pub use observer::SweepObserver;
+pub use plan::Plan;

@@ -1,0 +1,667 @@
+//! The orchestrator: for each (GPU count, config) it spawns one worker per rank with
+//! the config's environment, relays rank 0's unique id, then drives every size
+//! (warm-up, timed batches until the stop rule is met, correctness check), folds the
+//! ranks' iteration times (max over ranks) into a histogram and records the case.
+//!
+//! Failures are data. When a rank reports an error, dies, or a case exceeds its
+//! timeout, the whole process group is killed and the case is recorded as `failed` or
+//! `timeout` with the reason (the rank's error, its last lines of output). A failure
+//! during communicator set-up fails every size of that group (they would all fail the
+//! same way); a failure at one size fails that size, and fresh processes take the
+//! remaining sizes. SIGINT/SIGTERM stop the sweep after killing the current group;
+//! every finished case is already on disk.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Command as ProcessCommand;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::observer::SweepObserver;
+use super::plan::{Group, Plan};
+use super::process::{describe_exit, Incoming, ProcessGroup};
+use super::protocol::{Command, Event};
+use crate::config::{IterationPolicy, SweepSettings};
+use crate::export::RunWriter;
+use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus, RunManifest, RunStatus};
+use crate::stats::adaptive::{BatchDecision, StopRule};
+use crate::stats::{Bandwidth, LatencyRecorder};
+use crate::units::Bytes;
+
+/// Lines of output kept per rank for failure reasons.
+const TAIL_LINES: usize = 20;
+
+/// Everything a sweep needs from its caller.
+pub struct Orchestrator<'a> {
+    pub settings: &'a SweepSettings,
+    /// The executable to run as `worker` (this binary).
+    pub worker_exe: PathBuf,
+    /// `host` or `nccl`, as the worker's `--backend` and the CSV's `backend`.
+    pub backend: String,
+    pub writer: &'a RunWriter,
+    pub manifest: RunManifest,
+    pub observer: &'a mut dyn SweepObserver,
+    pub interrupted: Arc<AtomicBool>,
+    pub run_start: Instant,
+}
+
+/// How a sweep ended.
+#[derive(Debug, Clone)]
+pub struct SweepOutcome {
+    pub counts: CaseCounts,
+    pub interrupted: bool,
+}
+
+/// Why a group of workers stopped early.
+#[derive(Debug)]
+enum Failure {
+    Timeout {
+        waiting_for: Vec<u32>,
+        phase: String,
+    },
+    Died {
+        rank: u32,
+        how: String,
+        phase: String,
+    },
+    Error {
+        rank: u32,
+        message: String,
+    },
+    Protocol(String),
+    Interrupted,
+}
+
+impl Failure {
+    fn status(&self) -> CaseStatus {
+        match self {
+            Failure::Timeout { .. } => CaseStatus::Timeout,
+            _ => CaseStatus::Failed,
+        }
+    }
+
+    /// The `error` cell: what happened, then the evidence from the ranks' output.
+    fn describe(&self, timeout: Duration, tails: &Tails) -> String {
+        match self {
+            Failure::Timeout { waiting_for, phase } => {
+                let ranks: Vec<String> = waiting_for.iter().map(u32::to_string).collect();
+                let mut s = format!(
+                    "timed out after {} during {phase}, waiting for rank(s) {}",
+                    seconds(timeout),
+                    ranks.join(",")
+                );
+                tails.append_evidence(&mut s, waiting_for);
+                s
+            }
+            Failure::Died { rank, how, phase } => {
+                let mut s = format!("rank {rank} {how} during {phase}");
+                tails.append_evidence(&mut s, &[*rank]);
+                s
+            }
+            Failure::Error { rank, message } => format!("rank {rank}: {message}"),
+            Failure::Protocol(message) => format!("worker protocol error: {message}"),
+            Failure::Interrupted => "interrupted".to_string(),
+        }
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{}s", (d.as_secs_f64() * 10.0).round() / 10.0)
+}
+
+/// The last lines each rank printed.
+struct Tails(Vec<VecDeque<String>>);
+
+impl Tails {
+    fn new(nranks: u32) -> Tails {
+        Tails((0..nranks).map(|_| VecDeque::new()).collect())
+    }
+
+    fn push(&mut self, rank: u32, line: String) {
+        if let Some(t) = self.0.get_mut(rank as usize) {
+            if t.len() == TAIL_LINES {
+                t.pop_front();
+            }
+            t.push_back(line);
+        }
+    }
+
+    /// Appends NCCL WARN lines (all ranks) or else the last lines of `ranks`.
+    fn append_evidence(&self, s: &mut String, ranks: &[u32]) {
+        let warns: Vec<&String> = self
+            .0
+            .iter()
+            .flatten()
+            .filter(|l| l.contains("NCCL WARN"))
+            .collect();
+        let lines: Vec<&String> = if !warns.is_empty() {
+            warns.into_iter().rev().take(3).rev().collect()
+        } else {
+            ranks
+                .iter()
+                .filter_map(|r| self.0.get(*r as usize))
+                .flat_map(|t| t.iter().rev().take(2).rev())
+                .collect()
+        };
+        if !lines.is_empty() {
+            let joined: Vec<&str> = lines.iter().map(|l| l.trim()).collect();
+            s.push_str("; last output: ");
+            s.push_str(&joined.join(" | "));
+        }
+    }
+}
+
+/// What the group was doing when it failed.
+struct GroupFailure {
+    /// Sizes completed (and recorded) before the failure.
+    done: usize,
+    in_init: bool,
+    failure: Failure,
+    transports: String,
+}
+
+/// A group that did not run all its sizes, as recorded.
+struct GroupStop {
+    /// Sizes completed (and recorded) before the failure.
+    done: usize,
+    in_init: bool,
+    interrupted: bool,
+    status: CaseStatus,
+    reason: String,
+    transports: String,
+}
+
+impl Orchestrator<'_> {
+    pub fn run(mut self, plan: &Plan) -> Result<SweepOutcome> {
+        self.manifest.cases.total = plan.total_cases();
+        self.writer.write_manifest(&self.manifest)?;
+        let note = self.manifest.backend.note.clone();
+        self.observer.sweep_started(plan.total_cases(), &note);
+        let mut sequence = 0u32;
+        let mut interrupted = false;
+        'groups: for group in &plan.groups {
+            let mut remaining: &[u64] = &plan.sizes;
+            let mut attempt = 1;
+            while !remaining.is_empty() {
+                if self.interrupted.load(Ordering::SeqCst) {
+                    interrupted = true;
+                    break 'groups;
+                }
+                sequence += 1;
+                let Some(f) = self.run_group(group, remaining, attempt, sequence)? else {
+                    break;
+                };
+                if f.interrupted {
+                    interrupted = true;
+                    break 'groups;
+                }
+                let failed = if f.in_init {
+                    remaining.len() - f.done
+                } else {
+                    1
+                };
+                for &bytes in &remaining[f.done..f.done + failed] {
+                    self.record_failure(group, bytes, &f)?;
+                }
+                remaining = &remaining[f.done + failed..];
+                attempt += 1;
+            }
+        }
+        self.manifest.status = if interrupted {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        };
+        self.manifest.finished_at = Some(crate::units::now_rfc3339());
+        self.writer.write_manifest(&self.manifest)?;
+        self.observer
+            .sweep_finished(&self.manifest.cases, &self.writer.dir().path, interrupted);
+        Ok(SweepOutcome {
+            counts: self.manifest.cases.clone(),
+            interrupted,
+        })
+    }
+
+    fn key(&self, group: &Group, bytes: u64) -> CaseKey {
+        CaseKey {
+            config: group.config.name.clone(),
+            nranks: group.nranks,
+            bytes,
+            dtype: self.settings.dtype,
+            op: self.settings.op,
+        }
+    }
+
+    fn stop_rule(&self) -> StopRule {
+        match self.settings.iterations {
+            IterationPolicy::Fixed { iters } => StopRule::Fixed(iters),
+            IterationPolicy::Adaptive {
+                min_iters,
+                precision,
+                max_time,
+            } => StopRule::Adaptive {
+                min_iters,
+                precision,
+                max_time,
+                max_iters: 10_000_000,
+            },
+        }
+    }
+
+    fn worker_command(&self, group: &Group, rank: u32, prefix: &str) -> ProcessCommand {
+        let s = self.settings;
+        let mut cmd = ProcessCommand::new(&self.worker_exe);
+        cmd.arg("worker")
+            .args(["--backend", &self.backend])
+            .args(["--rank", &rank.to_string()])
+            .args(["--nranks", &group.nranks.to_string()])
+            .args(["--max-bytes", &s.max_bytes().to_string()])
+            .args(["--datatype", s.dtype.name()])
+            .args(["--op", s.op.name()])
+            .arg("--shm-dir")
+            .arg(&s.shm_dir)
+            .args(["--segment-prefix", prefix])
+            .args(["--init-timeout", &s.timeout.as_secs_f64().to_string()]);
+        // The config's variables replace inherited ones of the same name.
+        cmd.envs(&group.config.env);
+        cmd
+    }
+
+    /// Runs `sizes` of one group in fresh processes; `Err` describes an early stop.
+    fn run_group(
+        &mut self,
+        group: &Group,
+        sizes: &[u64],
+        attempt: u32,
+        sequence: u32,
+    ) -> Result<Option<GroupStop>> {
+        let prefix = format!("nccl-bench-{}-{sequence}", std::process::id());
+        let suffix = if attempt > 1 {
+            format!(".try{attempt}")
+        } else {
+            String::new()
+        };
+        let logs: Vec<PathBuf> = (0..group.nranks)
+            .map(|r| {
+                self.writer.dir().logs().join(format!(
+                    "{}.n{}{suffix}.rank{r}.log",
+                    group.config.name, group.nranks
+                ))
+            })
+            .collect();
+        let commands = (0..group.nranks)
+            .map(|r| self.worker_command(group, r, &prefix))
+            .collect();
+        let mut processes = ProcessGroup::spawn(commands, logs)?;
+        let mut tails = Tails::new(group.nranks);
+        let outcome = self.drive(&mut processes, &mut tails, group, sizes);
+        match &outcome {
+            Ok(()) => processes.finish(Duration::from_secs(2)),
+            Err(_) => processes.kill(),
+        }
+        // Lines still queued (the readers are joined now) are part of the evidence.
+        while let Ok(message) = processes.incoming.try_recv() {
+            if let Incoming::Text(rank, line) = message {
+                tails.push(rank, line);
+            }
+        }
+        remove_segments(&self.settings.shm_dir, &prefix);
+        Ok(outcome.err().map(|f| GroupStop {
+            done: f.done,
+            in_init: f.in_init,
+            interrupted: matches!(f.failure, Failure::Interrupted),
+            status: f.failure.status(),
+            reason: f.failure.describe(self.settings.timeout, &tails),
+            transports: f.transports,
+        }))
+    }
+
+    fn drive(
+        &mut self,
+        processes: &mut ProcessGroup,
+        tails: &mut Tails,
+        group: &Group,
+        sizes: &[u64],
+    ) -> Result<(), GroupFailure> {
+        let n = group.nranks;
+        let timeout = self.settings.timeout;
+        let fail = |done, in_init, failure, transports: &str| GroupFailure {
+            done,
+            in_init,
+            failure,
+            transports: transports.to_string(),
+        };
+        let init = "communicator set-up";
+        self.observer.case_started(&self.key(group, sizes[0]));
+        let deadline = Instant::now() + timeout;
+        let id = self
+            .wait_for(processes, tails, &[0], deadline, init, |e| match e {
+                Event::UniqueId { id } => Some(id),
+                _ => None,
+            })
+            .map_err(|f| fail(0, true, f, ""))?
+            .remove(0);
+        for rank in 1..n {
+            if processes
+                .send(rank, &Command::UniqueId { id: id.clone() })
+                .is_err()
+            {
+                return Err(fail(0, true, self.dead(processes, rank, init), ""));
+            }
+        }
+        let all: Vec<u32> = (0..n).collect();
+        let ready = self
+            .wait_for(processes, tails, &all, deadline, init, |e| match e {
+                Event::Ready { transports, .. } => Some(transports),
+                _ => None,
+            })
+            .map_err(|f| fail(0, true, f, ""))?;
+        let transports = merge_transports(&ready);
+
+        let rule = self.stop_rule();
+        for (done, &bytes) in sizes.iter().enumerate() {
+            let key = self.key(group, bytes);
+            if done > 0 {
+                self.observer.case_started(&key);
+            }
+            let phase = Bytes(bytes).to_string();
+            let started_at = crate::units::now_rfc3339();
+            let case_start = Instant::now();
+            let deadline = case_start + timeout;
+            let failed = |f| fail(done, false, f, &transports);
+            self.broadcast(
+                processes,
+                &Command::Size {
+                    bytes,
+                    warmup: self.settings.warmup,
+                },
+                &phase,
+            )
+            .map_err(failed)?;
+            self.wait_for(processes, tails, &all, deadline, &phase, |e| {
+                matches!(e, Event::Warm { .. }).then_some(())
+            })
+            .map_err(failed)?;
+            let mut recorder = LatencyRecorder::new();
+            let timing_start = Instant::now();
+            let stop = loop {
+                match rule.next(&recorder, timing_start.elapsed()) {
+                    BatchDecision::Stop(reason) => break reason,
+                    BatchDecision::Run(iters) => {
+                        self.broadcast(processes, &Command::Time { iters }, &phase)
+                            .map_err(failed)?;
+                        let batches = self
+                            .wait_for(processes, tails, &all, deadline, &phase, |e| match e {
+                                Event::Batch { durations_ns } => Some(durations_ns.into_owned()),
+                                _ => None,
+                            })
+                            .map_err(failed)?;
+                        fold_max(&batches, iters, &mut recorder).map_err(failed)?;
+                    }
+                }
+            };
+            self.broadcast(processes, &Command::Check, &phase)
+                .map_err(failed)?;
+            let checks = self
+                .wait_for(processes, tails, &all, deadline, &phase, |e| match e {
+                    Event::Checked { wrong, first_wrong } => Some((wrong, first_wrong)),
+                    _ => None,
+                })
+                .map_err(failed)?;
+            let wrong: u64 = checks.iter().map(|c| c.0).sum();
+            let error = checks
+                .iter()
+                .enumerate()
+                .find_map(|(rank, (w, first))| {
+                    first.as_ref().map(|m| {
+                        format!(
+                            "{wrong} wrong element(s) in total; rank {rank} has {w}, the first at index {}: got {}, expected {}",
+                            m.index, m.got, m.expected
+                        )
+                    })
+                })
+                .unwrap_or_default();
+            let summary = recorder.summary();
+            let result = CaseResult {
+                key,
+                backend: self.backend.clone(),
+                status: if wrong > 0 {
+                    CaseStatus::Wrong
+                } else {
+                    CaseStatus::Ok
+                },
+                warmup: self.settings.warmup,
+                bandwidth: Some(Bandwidth::allreduce(bytes, n, summary.mean_us)),
+                latency: Some(summary),
+                stop: Some(stop),
+                wrong,
+                transports: transports.clone(),
+                error,
+                started_at,
+                duration_s: case_start.elapsed().as_secs_f64(),
+            };
+            let offset = case_start.duration_since(self.run_start);
+            self.record(&result, Some(&recorder), offset)
+                .map_err(|e| failed(Failure::Protocol(format!("{e:#}"))))?;
+        }
+        // Best effort: a rank that does not say goodbye is killed by `finish`.
+        if self.broadcast(processes, &Command::Exit, "exit").is_ok() {
+            let _ = self.wait_for(
+                processes,
+                tails,
+                &all,
+                Instant::now() + Duration::from_secs(5),
+                "exit",
+                |e| matches!(e, Event::Bye).then_some(()),
+            );
+        }
+        Ok(())
+    }
+
+    fn broadcast(
+        &self,
+        processes: &mut ProcessGroup,
+        command: &Command,
+        phase: &str,
+    ) -> Result<(), Failure> {
+        processes
+            .broadcast(command)
+            .map_err(|rank| self.dead(processes, rank, phase))
+    }
+
+    fn dead(&self, processes: &mut ProcessGroup, rank: u32, phase: &str) -> Failure {
+        let how = processes
+            .exit_status(rank, Duration::from_secs(1))
+            .map(describe_exit)
+            .unwrap_or_else(|| "stopped reading its commands".to_string());
+        Failure::Died {
+            rank,
+            how,
+            phase: phase.to_string(),
+        }
+    }
+
+    /// Waits until each of `ranks` sent an event `pick` accepts; fails on an error
+    /// event, a dead rank, the deadline or an interrupt.
+    fn wait_for<T>(
+        &self,
+        processes: &mut ProcessGroup,
+        tails: &mut Tails,
+        ranks: &[u32],
+        deadline: Instant,
+        phase: &str,
+        mut pick: impl FnMut(Event<'static>) -> Option<T>,
+    ) -> Result<Vec<T>, Failure> {
+        let mut got: Vec<Option<T>> = ranks.iter().map(|_| None).collect();
+        let slot = |rank: u32| ranks.iter().position(|&r| r == rank);
+        while got.iter().any(Option::is_none) {
+            if self.interrupted.load(Ordering::SeqCst) {
+                return Err(Failure::Interrupted);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Failure::Timeout {
+                    waiting_for: ranks
+                        .iter()
+                        .zip(&got)
+                        .filter(|(_, g)| g.is_none())
+                        .map(|(r, _)| *r)
+                        .collect(),
+                    phase: phase.to_string(),
+                });
+            }
+            let wait = (deadline - now).min(Duration::from_millis(100));
+            match processes.incoming.recv_timeout(wait) {
+                Ok(Incoming::Event(rank, Event::Error { message })) => {
+                    return Err(Failure::Error { rank, message })
+                }
+                Ok(Incoming::Event(rank, event)) => {
+                    if let (Some(i), Some(value)) = (slot(rank), pick(event)) {
+                        got[i] = Some(value);
+                    }
+                }
+                Ok(Incoming::Text(rank, line)) => tails.push(rank, line),
+                Ok(Incoming::Closed(rank)) => return Err(self.dead(processes, rank, phase)),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Failure::Protocol("every worker pipe closed".into()))
+                }
+            }
+        }
+        Ok(got.into_iter().flatten().collect())
+    }
+
+    fn record(
+        &mut self,
+        result: &CaseResult,
+        recorder: Option<&LatencyRecorder>,
+        offset: Duration,
+    ) -> Result<()> {
+        self.writer
+            .record(result, recorder.map(LatencyRecorder::histogram), offset)?;
+        self.manifest.cases.add(result.status);
+        self.writer.write_manifest(&self.manifest)?;
+        self.observer.case_finished(result);
+        Ok(())
+    }
+
+    fn record_failure(&mut self, group: &Group, bytes: u64, f: &GroupStop) -> Result<()> {
+        let result = CaseResult {
+            key: self.key(group, bytes),
+            backend: self.backend.clone(),
+            status: f.status,
+            warmup: self.settings.warmup,
+            latency: None,
+            bandwidth: None,
+            stop: None,
+            wrong: 0,
+            transports: f.transports.clone(),
+            error: f.reason.clone(),
+            started_at: crate::units::now_rfc3339(),
+            duration_s: 0.0,
+        };
+        let offset = self.run_start.elapsed();
+        self.record(&result, None, offset)
+    }
+}
+
+/// Every rank's transports; one value when they agree.
+fn merge_transports(per_rank: &[String]) -> String {
+    let mut unique: Vec<&str> = Vec::new();
+    for t in per_rank {
+        if !unique.contains(&t.as_str()) {
+            unique.push(t);
+        }
+    }
+    unique.join(";")
+}
+
+/// Iteration i's time is the slowest rank's i-th duration.
+fn fold_max(
+    batches: &[Vec<u64>],
+    iters: u64,
+    recorder: &mut LatencyRecorder,
+) -> Result<(), Failure> {
+    if let Some(bad) = batches.iter().find(|b| b.len() as u64 != iters) {
+        return Err(Failure::Protocol(format!(
+            "a rank returned {} durations for a batch of {iters}",
+            bad.len()
+        )));
+    }
+    for i in 0..iters as usize {
+        let max = batches.iter().map(|b| b[i]).max().unwrap_or(0);
+        recorder.record(max);
+    }
+    Ok(())
+}
+
+/// Removes the shared-memory segments a killed group may have left.
+fn remove_segments(dir: &Path, prefix: &str) {
+    let start = format!("{prefix}-");
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&start) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iteration_time_is_the_max_over_ranks() {
+        let mut r = LatencyRecorder::new();
+        fold_max(&[vec![10, 50, 30], vec![20, 40, 30]], 3, &mut r).unwrap();
+        let s = r.summary();
+        assert_eq!(s.count, 3);
+        assert!((s.mean_us - (20.0 + 50.0 + 30.0) / 3.0 / 1000.0).abs() < 1e-9);
+        assert!(fold_max(&[vec![1, 2], vec![1]], 2, &mut r).is_err());
+    }
+
+    #[test]
+    fn transports_merge_when_ranks_agree() {
+        assert_eq!(merge_transports(&["SHM".into(), "SHM".into()]), "SHM");
+        assert_eq!(
+            merge_transports(&["SHM".into(), "NET/Socket".into()]),
+            "SHM;NET/Socket"
+        );
+    }
+
+    #[test]
+    fn failure_reasons_carry_the_evidence() {
+        let mut tails = Tails::new(2);
+        tails.push(1, "fault injection: exiting with status 3".into());
+        let f = Failure::Died {
+            rank: 1,
+            how: "exited with status 3".into(),
+            phase: "4 KiB".into(),
+        };
+        assert_eq!(
+            f.describe(Duration::from_secs(5), &tails),
+            "rank 1 exited with status 3 during 4 KiB; last output: fault injection: exiting with status 3"
+        );
+        tails.push(
+            0,
+            "host:1:1 [0] NCCL WARN Call to posix_fallocate failed : No space left on device"
+                .into(),
+        );
+        let t = Failure::Timeout {
+            waiting_for: vec![1],
+            phase: "8 B".into(),
+        };
+        let text = t.describe(Duration::from_secs(5), &tails);
+        assert!(
+            text.starts_with("timed out after 5s during 8 B, waiting for rank(s) 1; last output: "),
+            "{text}"
+        );
+        assert!(text.contains("NCCL WARN Call to posix_fallocate"), "{text}");
+        assert_eq!(t.status(), CaseStatus::Timeout);
+    }
+}

@@ -1,0 +1,151 @@
+//! The JSON-lines protocol between the orchestrator and its workers. Workers write
+//! events on stdout (one JSON object per line) and read commands on stdin; stderr is
+//! free text that ends up in the case's log. The orchestrator drives every step, so
+//! all ranks run the same sizes and the same number of iterations.
+
+use std::borrow::Cow;
+use std::io::{self, BufRead, Write};
+
+use serde::{Deserialize, Serialize};
+
+/// Worker -> orchestrator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event<'a> {
+    Hello {
+        rank: u32,
+        pid: u32,
+        host: String,
+    },
+    /// Rank 0 only: the id the other ranks need.
+    UniqueId {
+        id: String,
+    },
+    /// The communicator is up; the transports this rank's connections use.
+    Ready {
+        transports: String,
+        detail: String,
+    },
+    /// Input filled, warm-up done.
+    Warm {
+        bytes: u64,
+    },
+    /// Per-iteration times of a timed batch, ns.
+    Batch {
+        durations_ns: Cow<'a, [u64]>,
+    },
+    Checked {
+        wrong: u64,
+        first_wrong: Option<WrongElement>,
+    },
+    Error {
+        message: String,
+    },
+    Bye,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WrongElement {
+    pub index: u64,
+    pub got: f64,
+    pub expected: f64,
+}
+
+/// Orchestrator -> worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+pub enum Command {
+    UniqueId {
+        id: String,
+    },
+    /// Prepare a size: fill, poison the output, warm up.
+    Size {
+        bytes: u64,
+        warmup: u64,
+    },
+    /// One untimed all-reduce to align the ranks, then `iters` timed ones.
+    Time {
+        iters: u64,
+    },
+    Check,
+    Exit,
+}
+
+/// Writes one message as a line and flushes.
+pub fn send<T: Serialize>(out: &mut impl Write, message: &T) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, message)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// Reads the next command; `None` at end of input (the orchestrator is gone).
+pub fn read_command(input: &mut impl BufRead, line: &mut String) -> io::Result<Option<Command>> {
+    line.clear();
+    if input.read_line(line)? == 0 {
+        return Ok(None);
+    }
+    serde_json::from_str(line.trim()).map(Some).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("bad command {line:?}: {e}"),
+        )
+    })
+}
+
+/// Parses a line a worker printed; `None` when it is not a protocol event.
+pub fn parse_event(line: &str) -> Option<Event<'static>> {
+    let line = line.trim();
+    if !line.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(line).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_and_commands_round_trip() {
+        let events = [
+            Event::Hello {
+                rank: 1,
+                pid: 42,
+                host: "n1".into(),
+            },
+            Event::Batch {
+                durations_ns: Cow::Owned(vec![1, 2, 3]),
+            },
+            Event::Checked {
+                wrong: 2,
+                first_wrong: Some(WrongElement {
+                    index: 7,
+                    got: 1.0,
+                    expected: 2.0,
+                }),
+            },
+            Event::Error {
+                message: "boom".into(),
+            },
+        ];
+        for e in events {
+            let mut buf = Vec::new();
+            send(&mut buf, &e).unwrap();
+            assert!(buf.ends_with(b"\n"));
+            assert_eq!(parse_event(std::str::from_utf8(&buf).unwrap()), Some(e));
+        }
+        let mut input =
+            io::Cursor::new(b"{\"cmd\":\"time\",\"iters\":5}\n{\"cmd\":\"exit\"}\n".to_vec());
+        let mut line = String::new();
+        assert_eq!(
+            read_command(&mut input, &mut line).unwrap(),
+            Some(Command::Time { iters: 5 })
+        );
+        assert_eq!(
+            read_command(&mut input, &mut line).unwrap(),
+            Some(Command::Exit)
+        );
+        assert_eq!(read_command(&mut input, &mut line).unwrap(), None);
+        assert_eq!(parse_event("NCCL INFO something"), None);
+    }
+}

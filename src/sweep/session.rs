@@ -1,0 +1,211 @@
+//! The `sweep` command from checked settings to exit code: choose the backend, warn
+//! about what would make the numbers mislead, create the run directory and manifest,
+//! run the orchestrator with SIGINT/SIGTERM handling, and map the outcome to the exit
+//! code (0 all cases ok, 1 some case failed, timed out or was wrong, 130 interrupted).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use anyhow::{bail, Context, Result};
+
+use super::orchestrator::Orchestrator;
+use super::plan::Plan;
+use crate::backend::detect::GpuPresence;
+use crate::backend::host::BANNER;
+use crate::backend::{self, ResolvedBackend};
+use crate::config::{SweepSettings, TransportConfig};
+use crate::export::{RunDir, RunWriter};
+use crate::model::{BackendInfo, CaseCounts, RunManifest, RunStatus, ToolInfo, SCHEMA_VERSION};
+use crate::units::{now_rfc3339, now_stamp};
+
+/// Most ranks the host backend runs on one machine.
+pub const MAX_HOST_RANKS: u32 = 64;
+
+/// Exit code of an interrupted sweep (as a shell reports SIGINT).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Variables the host backend acts on; every other one changes nothing there.
+const HOST_MODELLED: [&str; 3] = ["NCCL_SHM_DISABLE", "NCCL_BUFFSIZE", "NCCL_NET"];
+
+pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
+    let gpus = GpuPresence::probe();
+    let backend = backend::resolve(settings.backend, &gpus)?;
+    let max_ranks = settings.gpu_counts.iter().copied().max().unwrap_or(1);
+    if max_ranks > MAX_HOST_RANKS {
+        bail!("--gpus asks for {max_ranks} ranks; the host backend runs at most {MAX_HOST_RANKS} processes");
+    }
+    if !settings.shm_dir.is_dir() {
+        bail!(
+            "--shm-dir {} is not a directory",
+            settings.shm_dir.display()
+        );
+    }
+    let mut warnings = settings.warnings.clone();
+    warnings.extend(inherited_warnings(&settings.configs, std::env::vars()));
+    warnings.extend(host_warnings(settings, max_ranks));
+
+    let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
+    let host = crate::sysinfo::hostname();
+    let dir = RunDir::create(
+        &settings.out_dir,
+        &now_stamp(),
+        &host,
+        settings.label.as_deref(),
+    )?;
+    let writer = RunWriter::new(dir, SystemTime::now())?;
+    let manifest = manifest(settings, &backend, command_line, &gpus, warnings.clone());
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, interrupted.clone())
+            .context("cannot install the signal handler")?;
+    }
+    println!("{}", banner(&backend));
+    let mut observer = crate::progress::for_terminal(settings.plain_output);
+    for w in &warnings {
+        observer.warning(w);
+    }
+    let orchestrator = Orchestrator {
+        settings,
+        worker_exe: exe,
+        backend: backend.name.to_string(),
+        writer: &writer,
+        manifest,
+        observer: observer.as_mut(),
+        interrupted,
+        run_start: Instant::now(),
+    };
+    let outcome = orchestrator.run(&Plan::new(settings))?;
+    Ok(if outcome.interrupted {
+        EXIT_INTERRUPTED
+    } else if outcome.counts.all_ok() {
+        0
+    } else {
+        1
+    })
+}
+
+fn banner(backend: &ResolvedBackend) -> String {
+    let rule = "=".repeat(78);
+    format!(
+        "{rule}\n {}: {}.\n Ranks are CPU processes exchanging data over shared memory segments or TCP\n loopback. The numbers measure this machine's CPU transports, not NCCL on GPUs.\n{rule}",
+        BANNER.to_uppercase(),
+        backend.reason
+    )
+}
+
+fn manifest(
+    settings: &SweepSettings,
+    backend: &ResolvedBackend,
+    command_line: Vec<String>,
+    gpus: &GpuPresence,
+    warnings: Vec<String>,
+) -> RunManifest {
+    RunManifest {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "nccl-bench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            git_rev: option_env!("NCCL_BENCH_GIT_REV")
+                .unwrap_or("unknown")
+                .into(),
+        },
+        command_line,
+        label: settings.label.clone(),
+        status: RunStatus::Running,
+        started_at: now_rfc3339(),
+        finished_at: None,
+        backend: BackendInfo {
+            requested: format!("{:?}", settings.backend).to_lowercase(),
+            used: backend.name.into(),
+            note: format!("{BANNER}: {}", backend.reason),
+        },
+        host: crate::sysinfo::host_info(&settings.shm_dir, gpus.bus_ids.clone()),
+        configs: settings.configs.clone(),
+        gpu_counts: settings.gpu_counts.clone(),
+        sizes: settings.sizes.clone(),
+        dtype: settings.dtype,
+        op: settings.op,
+        iterations: settings.iterations,
+        warmup_iters: settings.warmup,
+        timeout_s: settings.timeout.as_secs_f64(),
+        cases: CaseCounts::default(),
+        warnings,
+    }
+}
+
+/// `NCCL_*` variables inherited from the caller apply to every config that does not
+/// set them: a global `NCCL_SHM_DISABLE=1` silently turns `default` into `shm-off`.
+pub fn inherited_warnings(
+    configs: &[TransportConfig],
+    env: impl Iterator<Item = (String, String)>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut vars: Vec<(String, String)> = env
+        .filter(|(k, _)| {
+            k.starts_with("NCCL_") && !k.starts_with("NCCL_DEBUG") && !k.starts_with("NCCL_BENCH_")
+        })
+        .collect();
+    vars.sort();
+    for (k, v) in vars {
+        let affected: Vec<&str> = configs
+            .iter()
+            .filter(|c| !c.env.contains_key(&k))
+            .map(|c| c.name.as_str())
+            .collect();
+        if !affected.is_empty() {
+            out.push(format!(
+                "{k}={v} is set in the environment and applies to config(s) {} (those that do not set it themselves)",
+                affected.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+fn host_warnings(settings: &SweepSettings, max_ranks: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1);
+    if max_ranks > cores {
+        out.push(format!(
+            "{max_ranks} ranks on {cores} CPU cores: host backend ranks share cores, so times include scheduling delays"
+        ));
+    }
+    for c in &settings.configs {
+        let ignored: Vec<&str> = c
+            .env
+            .keys()
+            .map(String::as_str)
+            .filter(|k| k.starts_with("NCCL_") && !HOST_MODELLED.contains(k))
+            .collect();
+        if !ignored.is_empty() {
+            out.push(format!(
+                "config '{}': the host backend does not model {} (GPU-side settings); it measures the same transport as without them",
+                c.name,
+                ignored.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::transport::default_configs;
+
+    #[test]
+    fn a_global_shm_disable_is_called_out() {
+        let env = vec![
+            ("NCCL_SHM_DISABLE".to_string(), "1".to_string()),
+            ("NCCL_DEBUG".to_string(), "INFO".to_string()),
+            ("PATH".to_string(), "/bin".to_string()),
+        ];
+        let w = inherited_warnings(&default_configs(), env.into_iter());
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("NCCL_SHM_DISABLE=1 is set in the environment and applies to config(s) default, p2p-off "), "{}", w[0]);
+    }
+}

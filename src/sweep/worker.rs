@@ -1,0 +1,167 @@
+//! The worker: one rank of a case group, driven over stdin/stdout by the orchestrator.
+//! It joins the communicator (rank 0 makes the unique id), then for each size fills
+//! its input, warms up, runs the timed batches it is asked for (each preceded by one
+//! untimed all-reduce that lines the ranks up) and checks the output. Its buffers and
+//! its duration buffer are allocated once; nothing is allocated per iteration.
+
+use std::borrow::Cow;
+use std::io::{self, BufRead, BufWriter, Write};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::fault::{Faults, Phase};
+use super::protocol::{self, Command, Event, WrongElement};
+use crate::backend::host::{HostBackend, HostOptions, BANNER, DEFAULT_BUFFSIZE};
+use crate::backend::{Backend, Communicator};
+use crate::cli::{CliBackend, WorkerArgs};
+use crate::ops::pattern::Pattern;
+use crate::stats::adaptive::MAX_BATCH;
+
+/// Runs a worker to completion; returns the process exit code.
+pub fn run(args: &WorkerArgs) -> i32 {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    match serve(args, &mut input, &mut out) {
+        Ok(()) => 0,
+        Err(e) => {
+            let message = format!("{e:#}");
+            eprintln!("rank {}: error: {message}", args.rank);
+            let _ = protocol::send(&mut out, &Event::Error { message });
+            1
+        }
+    }
+}
+
+fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
+    match args.backend {
+        CliBackend::Host => {
+            let mut options = HostOptions {
+                shm_dir: args.shm_dir.clone(),
+                segment_prefix: args.segment_prefix.clone(),
+                use_shm: true,
+                buffsize: DEFAULT_BUFFSIZE,
+                max_bytes: args.max_bytes as usize,
+                dtype: args.datatype,
+                op: args.op,
+                init_timeout: Duration::from_secs_f64(args.init_timeout_s),
+                corrupt: faults.corrupts(),
+            };
+            options.apply_env(|k| std::env::var(k).ok())?;
+            Ok(Box::new(HostBackend::new(options)))
+        }
+        CliBackend::Nccl | CliBackend::Auto => {
+            bail!("the NCCL backend is not available in this build")
+        }
+    }
+}
+
+fn serve(args: &WorkerArgs, input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
+    let rank = args.rank;
+    let faults = Faults::from_env(rank)?;
+    let host = crate::sysinfo::hostname();
+    protocol::send(
+        out,
+        &Event::Hello {
+            rank,
+            pid: std::process::id(),
+            host,
+        },
+    )?;
+    let mut backend = backend_for(args, &faults)?;
+    let mut line = String::new();
+    let id = if rank == 0 {
+        let id = backend.unique_id()?;
+        protocol::send(out, &Event::UniqueId { id: id.clone() })?;
+        id
+    } else {
+        match protocol::read_command(input, &mut line)? {
+            Some(Command::UniqueId { id }) => id,
+            Some(other) => bail!("expected the unique id, got {other:?}"),
+            None => return Ok(()),
+        }
+    };
+    faults.trigger(Phase::Init);
+    let mut comm = backend
+        .init(&id, rank, args.nranks)
+        .context("communicator initialization failed")?;
+    let transports = comm.transports();
+    let detail = format!(
+        "{BANNER}: rank {rank} of {} (pid {}) connected via {transports}",
+        args.nranks,
+        std::process::id()
+    );
+    eprintln!("{detail}");
+    protocol::send(out, &Event::Ready { transports, detail })?;
+    measure(args, comm.as_mut(), &faults, input, out)
+}
+
+/// Serves size, time and check commands until told to exit (or stdin closes).
+fn measure(
+    args: &WorkerArgs,
+    comm: &mut dyn Communicator,
+    faults: &Faults,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Result<()> {
+    let pattern = Pattern::new(args.datatype, args.op, args.rank, args.nranks);
+    let mut durations = vec![0u64; MAX_BATCH as usize];
+    let mut current: Option<usize> = None;
+    let mut line = String::new();
+    while let Some(command) = protocol::read_command(input, &mut line)? {
+        match command {
+            Command::Size { bytes, warmup } => {
+                faults.trigger(Phase::Size(bytes));
+                let bytes = usize::try_from(bytes)?;
+                comm.fill_input(&pattern, bytes)?;
+                comm.poison_output(bytes)?;
+                for _ in 0..warmup {
+                    comm.all_reduce(bytes)?;
+                }
+                current = Some(bytes);
+                protocol::send(
+                    out,
+                    &Event::Warm {
+                        bytes: bytes as u64,
+                    },
+                )?;
+            }
+            Command::Time { iters } => {
+                let bytes = current.ok_or_else(|| anyhow!("time before any size"))?;
+                let iters = usize::try_from(iters.min(MAX_BATCH))?;
+                comm.all_reduce(bytes)?;
+                comm.timed_batch(bytes, &mut durations[..iters])?;
+                protocol::send(
+                    out,
+                    &Event::Batch {
+                        durations_ns: Cow::Borrowed(&durations[..iters]),
+                    },
+                )?;
+            }
+            Command::Check => {
+                let bytes = current.ok_or_else(|| anyhow!("check before any size"))?;
+                let report = comm.check_output(&pattern, bytes)?;
+                let first_wrong = report.first.map(|m| WrongElement {
+                    index: m.index,
+                    got: m.got,
+                    expected: m.expected,
+                });
+                protocol::send(
+                    out,
+                    &Event::Checked {
+                        wrong: report.wrong,
+                        first_wrong,
+                    },
+                )?;
+            }
+            Command::Exit => {
+                protocol::send(out, &Event::Bye)?;
+                break;
+            }
+            Command::UniqueId { .. } => bail!("unexpected unique id after initialization"),
+        }
+    }
+    Ok(())
+}
