@@ -1,0 +1,103 @@
+//! Helpers for the CLI tests: run `nccl-bench`, find its run directory, read the CSV,
+//! and look for processes or shared-memory segments a run might have left behind.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_nccl-bench"))
+}
+
+/// A sweep command writing under `out`, with its own shm directory.
+pub fn sweep(out: &Path, shm: &Path) -> Command {
+    let mut c = Command::new(bin());
+    c.arg("sweep")
+        .arg("--backend")
+        .arg("host")
+        .arg("--plain")
+        .arg("--out")
+        .arg(out)
+        .arg("--shm-dir")
+        .arg(shm)
+        .env_remove("NCCL_BENCH_FAULT");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NCCL_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "status: {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The single run directory under `out`.
+pub fn run_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .expect("out dir exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "expected one run directory in {}: {dirs:?}", out.display());
+    dirs.into_iter().next().unwrap()
+}
+
+/// results.csv as one map per row.
+pub fn rows(run: &Path) -> Vec<HashMap<String, String>> {
+    let mut reader = csv::Reader::from_path(run.join("results.csv")).expect("results.csv");
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            headers.iter().map(String::from).zip(r.iter().map(String::from)).collect()
+        })
+        .collect()
+}
+
+/// Pids of live processes whose command line mentions `marker`.
+pub fn processes_mentioning(marker: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if pid == std::process::id() {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let state = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let zombie = state.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z'));
+            if !zombie && String::from_utf8_lossy(&cmd).contains(marker) {
+                pids.push(pid);
+            }
+        }
+    }
+    pids
+}
+
+/// Waits up to `limit` for no process to mention `marker`; returns those left.
+pub fn wait_no_processes(marker: &str, limit: Duration) -> Vec<u32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = processes_mentioning(marker);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn dir_entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|it| it.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}

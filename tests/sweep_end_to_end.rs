@@ -1,0 +1,125 @@
+//! A real host-backend sweep end to end: 2 and 4 ranks, SHM and TCP configurations,
+//! 1 KiB to 4 MiB, then the run directory read back.
+
+mod common;
+
+use common::*;
+use nccl_bench::export::hlog;
+
+#[test]
+fn host_sweep_writes_a_complete_run_directory() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let o = sweep(out.path(), shm.path())
+        .args(["--gpus", "2,4", "--transports", "default,shm-off"])
+        .args(["-b", "1K", "-e", "4M", "-f", "4", "-n", "5", "-w", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("HOST BACKEND (CPU), NOT NCCL"), "{stdout}");
+    assert!(stdout.contains("28 of 28 cases (28 ok)"), "{stdout}");
+
+    let run = run_dir(out.path());
+    let rows = rows(&run);
+    assert_eq!(rows.len(), 2 * 2 * 7);
+    let sizes: Vec<u64> = (0..7).map(|i| 1024u64 << (2 * i)).collect();
+    for (i, row) in rows.iter().enumerate() {
+        let nranks = if i < 14 { "2" } else { "4" };
+        let config = if (i / 7) % 2 == 0 { "default" } else { "shm-off" };
+        assert_eq!(row["nranks"], nranks, "{row:?}");
+        assert_eq!(row["config"], config, "{row:?}");
+        assert_eq!(row["bytes"], sizes[i % 7].to_string());
+        assert_eq!(row["backend"], "host");
+        assert_eq!(row["dtype"], "float");
+        assert_eq!(row["op"], "sum");
+        assert_eq!(row["status"], "ok", "{row:?}");
+        assert_eq!(row["wrong"], "0");
+        assert_eq!(row["iters"], "5");
+        assert_eq!(row["stop"], "count");
+        let expected = if config == "default" { "SHM" } else { "NET/Socket" };
+        assert_eq!(row["transports"], expected);
+        let time: f64 = row["time_us"].parse().unwrap();
+        let algbw: f64 = row["algbw_gbps"].parse().unwrap();
+        let busbw: f64 = row["busbw_gbps"].parse().unwrap();
+        let bytes: f64 = row["bytes"].parse().unwrap();
+        assert!(time > 0.0);
+        assert!((algbw - bytes / time / 1e3).abs() <= 0.002 + algbw * 1e-3, "{row:?}");
+        let n: f64 = row["nranks"].parse().unwrap();
+        assert!((busbw - algbw * 2.0 * (n - 1.0) / n).abs() <= 0.002 + busbw * 1e-3, "{row:?}");
+        let p50: f64 = row["p50_us"].parse().unwrap();
+        let p99: f64 = row["p99_us"].parse().unwrap();
+        let max: f64 = row["max_us"].parse().unwrap();
+        assert!(p50 <= p99 && p99 <= max * 1.001, "{row:?}");
+    }
+
+    let histograms = hlog::read(&run.join("histograms.hlog")).unwrap();
+    assert_eq!(histograms.len(), rows.len());
+    for ((tag, h), row) in histograms.iter().zip(&rows) {
+        assert_eq!(tag, &row["hist_tag"]);
+        assert_eq!(h.len(), 5);
+        let p50_us = h.value_at_quantile(0.5) as f64 / 1e3;
+        let csv_p50: f64 = row["p50_us"].parse().unwrap();
+        assert!((p50_us - csv_p50).abs() < 1e-3, "{tag}: {p50_us} vs {csv_p50}");
+    }
+
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["status"], "complete");
+    assert_eq!(manifest["backend"]["used"], "host");
+    assert_eq!(manifest["cases"]["ok"], 28);
+    assert_eq!(manifest["sizes"].as_array().unwrap().len(), 7);
+    assert!(manifest["backend"]["note"].as_str().unwrap().contains("not NCCL"));
+    let logs = dir_entries(&run.join("logs"));
+    assert!(logs.contains(&"default.n4.rank3.log".to_string()), "{logs:?}");
+    assert!(dir_entries(shm.path()).is_empty(), "segments left behind");
+}
+
+#[test]
+fn adaptive_iterations_stop_on_precision_or_budget() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let o = sweep(out.path(), shm.path())
+        .args(["--gpus", "2", "--transports", "default"])
+        .args(["-b", "64K", "-e", "64K", "--max-time", "0.5s", "--min-iters", "30"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = rows(&run_dir(out.path()));
+    assert_eq!(rows.len(), 1);
+    let iters: u64 = rows[0]["iters"].parse().unwrap();
+    assert!(iters >= 30, "{:?}", rows[0]);
+    let stop = rows[0]["stop"].as_str();
+    assert!(stop == "converged" || stop == "budget", "{stop}");
+    if stop == "converged" {
+        let p50: f64 = rows[0]["p50_us"].parse().unwrap();
+        let lo: f64 = rows[0]["median_ci_low_us"].parse().unwrap();
+        let hi: f64 = rows[0]["median_ci_high_us"].parse().unwrap();
+        assert!((p50 - lo).max(hi - p50) <= 0.01 * p50 + 1e-3, "{:?}", rows[0]);
+    }
+}
+
+#[test]
+fn every_datatype_and_op_is_checked_correct() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    for (dtype, op) in [("half", "prod"), ("bfloat16", "max"), ("int8", "min"), ("double", "avg"), ("uint64", "sum")] {
+        let o = sweep(out.path(), shm.path())
+            .args(["--gpus", "3", "--transports", "default", "-b", "1K", "-e", "1M", "-f", "32", "-n", "2"])
+            .args(["-d", dtype, "-o", op, "--label", &format!("{dtype}-{op}")])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{dtype} {op}: {}", text(&o));
+    }
+    let runs = dir_entries(out.path());
+    assert_eq!(runs.len(), 5);
+    for run in runs {
+        let rows = rows(&out.path().join(&run));
+        // --gpus 3 sweeps 2 and 3 ranks; 1 KiB, 32 KiB and 1 MiB each.
+        let ranks: Vec<&str> = rows.iter().map(|r| r["nranks"].as_str()).collect();
+        assert_eq!(ranks, ["2", "2", "2", "3", "3", "3"], "{run}");
+        for row in &rows {
+            assert_eq!(row["status"], "ok", "{run}: {row:?}");
+        }
+    }
+}
