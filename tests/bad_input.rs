@@ -8,17 +8,28 @@ use std::path::Path;
 use common::*;
 
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 /// Runs a sweep with `args`, expects exit 2 with `message` on stderr and no output.
 fn rejected(args: &[&str], message: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let o = sweep(&out, tmp.path()).args(["-n", "1"]).args(args).output().unwrap();
+    let o = sweep(&out, tmp.path())
+        .args(["-n", "1"])
+        .args(args)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-    assert!(stderr.contains(message), "{args:?}: expected {message:?} in:\n{stderr}");
+    assert!(
+        stderr.contains(message),
+        "{args:?}: expected {message:?} in:\n{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!out.exists(), "{args:?} wrote {}", out.display());
 }
@@ -32,14 +43,23 @@ fn malformed_sizes() {
 
 #[test]
 fn minimum_above_maximum() {
-    rejected(&["-b", "64M", "-e", "1M"], "minimum size 64 MiB is larger than maximum size 1 MiB");
-    rejected(&["-b", "2", "-d", "float"], "smaller than one float element (4 bytes)");
+    rejected(
+        &["-b", "64M", "-e", "1M"],
+        "minimum size 64 MiB is larger than maximum size 1 MiB",
+    );
+    rejected(
+        &["-b", "2", "-d", "float"],
+        "smaller than one float element (4 bytes)",
+    );
     rejected(&["-f", "1"], "-f/--stepfactor must be at least 2");
 }
 
 #[test]
 fn unknown_names() {
-    rejected(&["--transports", "default,shm-of"], "unknown transport configuration 'shm-of'");
+    rejected(
+        &["--transports", "default,shm-of"],
+        "unknown transport configuration 'shm-of'",
+    );
     rejected(&["-d", "float128"], "unknown datatype 'float128'");
     rejected(&["-o", "xor"], "unknown reduction op 'xor'");
     rejected(&["--gpus", "two"], "invalid --gpus 'two'");
@@ -50,7 +70,10 @@ fn unknown_names() {
 
 #[test]
 fn broken_toml_names_the_line() {
-    rejected(&["--config", &fixture("broken.toml")], "broken.toml: TOML parse error at line 6");
+    rejected(
+        &["--config", &fixture("broken.toml")],
+        "broken.toml: TOML parse error at line 6",
+    );
 }
 
 #[test]
@@ -62,7 +85,10 @@ fn unknown_toml_key_names_key_and_line() {
 
 #[test]
 fn missing_config_file() {
-    rejected(&["--config", "/nonexistent/configs.toml"], "cannot read transport config /nonexistent/configs.toml");
+    rejected(
+        &["--config", "/nonexistent/configs.toml"],
+        "cannot read transport config /nonexistent/configs.toml",
+    );
 }
 
 #[test]
@@ -70,9 +96,16 @@ fn out_dir_that_cannot_be_created() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("plain-file");
     std::fs::write(&file, "precious").unwrap();
-    let o = sweep(&file.join("sub"), tmp.path()).args(["-n", "1", "-b", "8", "-e", "8"]).output().unwrap();
+    let o = sweep(&file.join("sub"), tmp.path())
+        .args(["-n", "1", "-b", "8", "-e", "8"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot create output directory"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot create output directory"),
+        "{}",
+        text(&o)
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "precious");
 }
 
@@ -80,7 +113,10 @@ fn out_dir_that_cannot_be_created() {
 fn shm_dir_must_exist() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let o = sweep(&out, &tmp.path().join("nope")).args(["-n", "1"]).output().unwrap();
+    let o = sweep(&out, &tmp.path().join("nope"))
+        .args(["-n", "1"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("is not a directory"));
     assert!(!out.exists());
@@ -97,7 +133,10 @@ fn nccl_backend_is_a_clear_error_not_a_stub() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("the NCCL backend is not available in this build"), "{stderr}");
+    assert!(
+        stderr.contains("the NCCL backend is not available in this build"),
+        "{stderr}"
+    );
     assert!(!out.exists());
 }
 
@@ -106,13 +145,25 @@ fn an_unknown_nccl_variable_warns_and_still_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let o = sweep(&out, tmp.path())
-        .args(["--config", &fixture("blog-advice.toml"), "-b", "8", "-e", "8", "-n", "2"])
+        .args([
+            "--config",
+            &fixture("blog-advice.toml"),
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "-n",
+            "2",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("blog-advice.toml:5: config 'blog': NCCL_SHM_USE_CUDA_MEMORY is not a variable any NCCL release reads"), "{stderr}");
-    assert!(stderr.contains("did you mean NCCL_SHM_USE_CUDA_MEMCPY?"), "{stderr}");
+    assert!(
+        stderr.contains("did you mean NCCL_SHM_USE_CUDA_MEMCPY?"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -121,7 +172,18 @@ fn an_existing_run_directory_is_never_reused() {
     let out = tmp.path().join("out");
     for _ in 0..2 {
         let o = sweep(&out, tmp.path())
-            .args(["--transports", "default", "-b", "8", "-e", "8", "-n", "1", "--label", "same"])
+            .args([
+                "--transports",
+                "default",
+                "-b",
+                "8",
+                "-e",
+                "8",
+                "-n",
+                "1",
+                "--label",
+                "same",
+            ])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", text(&o));
@@ -135,13 +197,32 @@ fn an_existing_run_directory_is_never_reused() {
 
 #[test]
 fn help_reads_like_a_real_tool() {
-    let o = std::process::Command::new(bin()).args(["sweep", "--help"]).output().unwrap();
+    let o = std::process::Command::new(bin())
+        .args(["sweep", "--help"])
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let help = String::from_utf8_lossy(&o.stdout);
-    for flag in ["--minbytes", "--maxbytes", "--stepfactor", "--iters", "--warmup_iters", "--datatype", "--op", "--gpus", "--transports", "--backend", "--timeout", "--max-time"] {
+    for flag in [
+        "--minbytes",
+        "--maxbytes",
+        "--stepfactor",
+        "--iters",
+        "--warmup_iters",
+        "--datatype",
+        "--op",
+        "--gpus",
+        "--transports",
+        "--backend",
+        "--timeout",
+        "--max-time",
+    ] {
         assert!(help.contains(flag), "{flag} missing from help");
     }
-    let top = std::process::Command::new(bin()).arg("--help").output().unwrap();
+    let top = std::process::Command::new(bin())
+        .arg("--help")
+        .output()
+        .unwrap();
     let top = String::from_utf8_lossy(&top.stdout);
     assert!(top.contains("sweep") && !top.contains("worker"), "{top}");
 }

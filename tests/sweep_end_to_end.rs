@@ -26,7 +26,11 @@ fn host_sweep_writes_a_complete_run_directory() {
     let sizes: Vec<u64> = (0..7).map(|i| 1024u64 << (2 * i)).collect();
     for (i, row) in rows.iter().enumerate() {
         let nranks = if i < 14 { "2" } else { "4" };
-        let config = if (i / 7) % 2 == 0 { "default" } else { "shm-off" };
+        let config = if (i / 7) % 2 == 0 {
+            "default"
+        } else {
+            "shm-off"
+        };
         assert_eq!(row["nranks"], nranks, "{row:?}");
         assert_eq!(row["config"], config, "{row:?}");
         assert_eq!(row["bytes"], sizes[i % 7].to_string());
@@ -37,16 +41,26 @@ fn host_sweep_writes_a_complete_run_directory() {
         assert_eq!(row["wrong"], "0");
         assert_eq!(row["iters"], "5");
         assert_eq!(row["stop"], "count");
-        let expected = if config == "default" { "SHM" } else { "NET/Socket" };
+        let expected = if config == "default" {
+            "SHM"
+        } else {
+            "NET/Socket"
+        };
         assert_eq!(row["transports"], expected);
         let time: f64 = row["time_us"].parse().unwrap();
         let algbw: f64 = row["algbw_gbps"].parse().unwrap();
         let busbw: f64 = row["busbw_gbps"].parse().unwrap();
         let bytes: f64 = row["bytes"].parse().unwrap();
         assert!(time > 0.0);
-        assert!((algbw - bytes / time / 1e3).abs() <= 0.002 + algbw * 1e-3, "{row:?}");
+        assert!(
+            (algbw - bytes / time / 1e3).abs() <= 0.002 + algbw * 1e-3,
+            "{row:?}"
+        );
         let n: f64 = row["nranks"].parse().unwrap();
-        assert!((busbw - algbw * 2.0 * (n - 1.0) / n).abs() <= 0.002 + busbw * 1e-3, "{row:?}");
+        assert!(
+            (busbw - algbw * 2.0 * (n - 1.0) / n).abs() <= 0.002 + busbw * 1e-3,
+            "{row:?}"
+        );
         let p50: f64 = row["p50_us"].parse().unwrap();
         let p99: f64 = row["p99_us"].parse().unwrap();
         let max: f64 = row["max_us"].parse().unwrap();
@@ -60,7 +74,10 @@ fn host_sweep_writes_a_complete_run_directory() {
         assert_eq!(h.len(), 5);
         let p50_us = h.value_at_quantile(0.5) as f64 / 1e3;
         let csv_p50: f64 = row["p50_us"].parse().unwrap();
-        assert!((p50_us - csv_p50).abs() < 1e-3, "{tag}: {p50_us} vs {csv_p50}");
+        assert!(
+            (p50_us - csv_p50).abs() < 1e-3,
+            "{tag}: {p50_us} vs {csv_p50}"
+        );
     }
 
     let manifest: serde_json::Value =
@@ -69,9 +86,15 @@ fn host_sweep_writes_a_complete_run_directory() {
     assert_eq!(manifest["backend"]["used"], "host");
     assert_eq!(manifest["cases"]["ok"], 28);
     assert_eq!(manifest["sizes"].as_array().unwrap().len(), 7);
-    assert!(manifest["backend"]["note"].as_str().unwrap().contains("not NCCL"));
+    assert!(manifest["backend"]["note"]
+        .as_str()
+        .unwrap()
+        .contains("not NCCL"));
     let logs = dir_entries(&run.join("logs"));
-    assert!(logs.contains(&"default.n4.rank3.log".to_string()), "{logs:?}");
+    assert!(
+        logs.contains(&"default.n4.rank3.log".to_string()),
+        "{logs:?}"
+    );
     assert!(dir_entries(shm.path()).is_empty(), "segments left behind");
 }
 
@@ -81,7 +104,16 @@ fn adaptive_iterations_stop_on_precision_or_budget() {
     let shm = tempfile::tempdir().unwrap();
     let o = sweep(out.path(), shm.path())
         .args(["--gpus", "2", "--transports", "default"])
-        .args(["-b", "64K", "-e", "64K", "--max-time", "0.5s", "--min-iters", "30"])
+        .args([
+            "-b",
+            "64K",
+            "-e",
+            "64K",
+            "--max-time",
+            "0.5s",
+            "--min-iters",
+            "30",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
@@ -95,7 +127,11 @@ fn adaptive_iterations_stop_on_precision_or_budget() {
         let p50: f64 = rows[0]["p50_us"].parse().unwrap();
         let lo: f64 = rows[0]["median_ci_low_us"].parse().unwrap();
         let hi: f64 = rows[0]["median_ci_high_us"].parse().unwrap();
-        assert!((p50 - lo).max(hi - p50) <= 0.01 * p50 + 1e-3, "{:?}", rows[0]);
+        assert!(
+            (p50 - lo).max(hi - p50) <= 0.01 * p50 + 1e-3,
+            "{:?}",
+            rows[0]
+        );
     }
 }
 
@@ -103,9 +139,28 @@ fn adaptive_iterations_stop_on_precision_or_budget() {
 fn every_datatype_and_op_is_checked_correct() {
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
-    for (dtype, op) in [("half", "prod"), ("bfloat16", "max"), ("int8", "min"), ("double", "avg"), ("uint64", "sum")] {
+    for (dtype, op) in [
+        ("half", "prod"),
+        ("bfloat16", "max"),
+        ("int8", "min"),
+        ("double", "avg"),
+        ("uint64", "sum"),
+    ] {
         let o = sweep(out.path(), shm.path())
-            .args(["--gpus", "3", "--transports", "default", "-b", "1K", "-e", "1M", "-f", "32", "-n", "2"])
+            .args([
+                "--gpus",
+                "3",
+                "--transports",
+                "default",
+                "-b",
+                "1K",
+                "-e",
+                "1M",
+                "-f",
+                "32",
+                "-n",
+                "2",
+            ])
             .args(["-d", dtype, "-o", op, "--label", &format!("{dtype}-{op}")])
             .output()
             .unwrap();

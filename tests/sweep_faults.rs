@@ -23,17 +23,42 @@ fn sweep_with_fault(fault: &str, extra: &[&str]) -> Faulty {
     let shm = tempfile::tempdir().unwrap();
     let start = Instant::now();
     let output = sweep(out.path(), shm.path())
-        .args(["--gpus", "2", "--transports", "default", "-b", "1K", "-e", "16K", "-f", "4", "-n", "3"])
+        .args([
+            "--gpus",
+            "2",
+            "--transports",
+            "default",
+            "-b",
+            "1K",
+            "-e",
+            "16K",
+            "-f",
+            "4",
+            "-n",
+            "3",
+        ])
         .args(extra)
         .env("NCCL_BENCH_FAULT", fault)
         .output()
         .unwrap();
     let elapsed = start.elapsed();
     let marker = shm.path().to_string_lossy().into_owned();
-    assert_eq!(wait_no_processes(&marker, Duration::from_secs(2)), Vec::<u32>::new(), "workers survived");
-    assert!(dir_entries(shm.path()).is_empty(), "segments left: {:?}", dir_entries(shm.path()));
+    assert_eq!(
+        wait_no_processes(&marker, Duration::from_secs(2)),
+        Vec::<u32>::new(),
+        "workers survived"
+    );
+    assert!(
+        dir_entries(shm.path()).is_empty(),
+        "segments left: {:?}",
+        dir_entries(shm.path())
+    );
     let rows = rows(&run_dir(out.path()));
-    Faulty { output, rows, elapsed }
+    Faulty {
+        output,
+        rows,
+        elapsed,
+    }
 }
 
 fn statuses(rows: &[HashMap<String, String>]) -> Vec<&str> {
@@ -42,15 +67,25 @@ fn statuses(rows: &[HashMap<String, String>]) -> Vec<&str> {
 
 #[test]
 fn a_hanging_rank_times_out_and_the_sweep_goes_on() {
-    let f = sweep_with_fault("hang:rank=1:bytes=4K", &["--timeout", "3s", "--max-time", "1s"]);
+    let f = sweep_with_fault(
+        "hang:rank=1:bytes=4K",
+        &["--timeout", "3s", "--max-time", "1s"],
+    );
     assert_eq!(f.output.status.code(), Some(1), "{}", text(&f.output));
     assert_eq!(statuses(&f.rows), ["ok", "timeout", "ok"], "{:?}", f.rows);
     let error = &f.rows[1]["error"];
-    assert!(error.starts_with("timed out after 3s during 4 KiB"), "{error}");
+    assert!(
+        error.starts_with("timed out after 3s during 4 KiB"),
+        "{error}"
+    );
     assert_eq!(f.rows[1]["transports"], "SHM");
     assert_eq!(f.rows[1]["time_us"], "");
     // The hang costs the timeout plus at most 5 s of clean-up; the other cases are quick.
-    assert!(f.elapsed < Duration::from_secs(3 + 5), "took {:?}", f.elapsed);
+    assert!(
+        f.elapsed < Duration::from_secs(3 + 5),
+        "took {:?}",
+        f.elapsed
+    );
 }
 
 #[test]
@@ -59,8 +94,14 @@ fn a_rank_exiting_mid_case_fails_that_case_only() {
     assert_eq!(f.output.status.code(), Some(1), "{}", text(&f.output));
     assert_eq!(statuses(&f.rows), ["ok", "failed", "ok"]);
     let error = &f.rows[1]["error"];
-    assert!(error.starts_with("rank 1 exited with status 3 during 4 KiB; last output: "), "{error}");
-    assert!(error.ends_with("fault injection: exiting with status 3 at Size(4096)"), "{error}");
+    assert!(
+        error.starts_with("rank 1 exited with status 3 during 4 KiB; last output: "),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("fault injection: exiting with status 3 at Size(4096)"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -68,7 +109,10 @@ fn a_crashing_rank_is_reported_with_its_signal() {
     let f = sweep_with_fault("crash:rank=0:bytes=16K", &[]);
     assert_eq!(statuses(&f.rows), ["ok", "ok", "failed"]);
     let error = &f.rows[2]["error"];
-    assert!(error.starts_with("rank 0 was killed by signal 6 (SIGABRT) during 16 KiB"), "{error}");
+    assert!(
+        error.starts_with("rank 0 was killed by signal 6 (SIGABRT) during 16 KiB"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -76,7 +120,10 @@ fn a_failure_during_set_up_fails_every_size_of_the_group() {
     let f = sweep_with_fault("exit:rank=1", &[]);
     assert_eq!(statuses(&f.rows), ["failed", "failed", "failed"]);
     for row in &f.rows {
-        assert!(row["error"].starts_with("rank 1 exited with status 3 during communicator set-up"), "{row:?}");
+        assert!(
+            row["error"].starts_with("rank 1 exited with status 3 during communicator set-up"),
+            "{row:?}"
+        );
     }
 }
 
@@ -87,7 +134,10 @@ fn a_corrupted_result_is_recorded_as_wrong() {
     assert_eq!(statuses(&f.rows), ["wrong", "wrong", "wrong"]);
     for row in &f.rows {
         assert_eq!(row["wrong"], "1", "{row:?}");
-        assert!(row["error"].contains("rank 0 has 1, the first at index 0"), "{row:?}");
+        assert!(
+            row["error"].contains("rank 0 has 1, the first at index 0"),
+            "{row:?}"
+        );
         assert_ne!(row["time_us"], "", "a wrong case still has its timing");
     }
 }
@@ -101,10 +151,27 @@ fn a_full_shm_dir_fails_with_enospc_and_leaves_nothing() {
     let shm = tempfile::tempdir().unwrap();
     let script = r#"mount -t tmpfs -o size=1M tmpfs "$1" || exit 99; shift; "$@"; rc=$?; echo "left:$(ls -A "$SHM")"; exit $rc"#;
     let o = Command::new("unshare")
-        .args(["--user", "--map-root-user", "--mount", "sh", "-c", script, "sh"])
+        .args([
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
         .arg(shm.path())
         .arg(bin())
-        .args(["sweep", "--backend", "host", "--plain", "--gpus", "2", "--transports", "default,shm-off"])
+        .args([
+            "sweep",
+            "--backend",
+            "host",
+            "--plain",
+            "--gpus",
+            "2",
+            "--transports",
+            "default,shm-off",
+        ])
         .args(["-b", "1K", "-e", "4K", "-f", "4", "-n", "2", "--out"])
         .arg(out.path())
         .arg("--shm-dir")
@@ -113,16 +180,31 @@ fn a_full_shm_dir_fails_with_enospc_and_leaves_nothing() {
         .env_remove("NCCL_BENCH_FAULT")
         .output()
         .expect("unshare (util-linux) is needed for this test");
-    assert_ne!(o.status.code(), Some(99), "cannot mount a tmpfs: {}", text(&o));
+    assert_ne!(
+        o.status.code(),
+        Some(99),
+        "cannot mount a tmpfs: {}",
+        text(&o)
+    );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("left:\n"), "segments left behind: {stdout}");
     let rows = rows(&run_dir(out.path()));
-    assert_eq!(statuses(&rows), ["failed", "failed", "ok", "ok"], "{rows:?}");
+    assert_eq!(
+        statuses(&rows),
+        ["failed", "failed", "ok", "ok"],
+        "{rows:?}"
+    );
     for row in &rows[..2] {
         let e = &row["error"];
-        assert!(e.contains("error while creating shared memory segment"), "{e}");
-        assert!(e.contains("posix_fallocate failed: No space left on device"), "{e}");
+        assert!(
+            e.contains("error while creating shared memory segment"),
+            "{e}"
+        );
+        assert!(
+            e.contains("posix_fallocate failed: No space left on device"),
+            "{e}"
+        );
     }
     assert_eq!(rows[2]["transports"], "NET/Socket");
 }
@@ -130,7 +212,11 @@ fn a_full_shm_dir_fails_with_enospc_and_leaves_nothing() {
 fn wait_for_rows(run_parent: &Path, n: usize, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
-        if let Some(run) = std::fs::read_dir(run_parent).ok().and_then(|mut d| d.next()).and_then(|e| e.ok()) {
+        if let Some(run) = std::fs::read_dir(run_parent)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+        {
             if let Ok(text) = std::fs::read_to_string(run.path().join("results.csv")) {
                 if text.lines().count() > n {
                     return true;
@@ -147,24 +233,45 @@ fn sigint_stops_cleanly_and_keeps_finished_cases() {
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let mut child = sweep(out.path(), shm.path())
-        .args(["--gpus", "2", "--transports", "default", "-b", "1K", "-e", "1M", "-n", "3"])
+        .args([
+            "--gpus",
+            "2",
+            "--transports",
+            "default",
+            "-b",
+            "1K",
+            "-e",
+            "1M",
+            "-n",
+            "3",
+        ])
         .env("NCCL_BENCH_FAULT", "hang:rank=1:bytes=8K")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     // 1K, 2K and 4K finish; the sweep then hangs at 8K.
-    assert!(wait_for_rows(out.path(), 3, Duration::from_secs(20)), "no case finished");
+    assert!(
+        wait_for_rows(out.path(), 3, Duration::from_secs(20)),
+        "no case finished"
+    );
     std::thread::sleep(Duration::from_millis(200));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let marker = shm.path().to_string_lossy().into_owned();
-    assert!(wait_no_processes(&marker, Duration::from_secs(2)).is_empty(), "workers survived");
+    assert!(
+        wait_no_processes(&marker, Duration::from_secs(2)).is_empty(),
+        "workers survived"
+    );
     assert!(dir_entries(shm.path()).is_empty());
     let run = run_dir(out.path());
     let rows = rows(&run);
-    assert_eq!(statuses(&rows), ["ok", "ok", "ok"], "finished cases are kept, the hung one is not recorded");
+    assert_eq!(
+        statuses(&rows),
+        ["ok", "ok", "ok"],
+        "finished cases are kept, the hung one is not recorded"
+    );
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["status"], "interrupted");
@@ -177,17 +284,39 @@ fn workers_die_with_a_killed_orchestrator() {
     let shm = tempfile::tempdir().unwrap();
     let marker = shm.path().to_string_lossy().into_owned();
     let mut child = sweep(out.path(), shm.path())
-        .args(["--gpus", "2", "--transports", "default", "-b", "1K", "-e", "8K", "-n", "3"])
+        .args([
+            "--gpus",
+            "2",
+            "--transports",
+            "default",
+            "-b",
+            "1K",
+            "-e",
+            "8K",
+            "-n",
+            "3",
+        ])
         .env("NCCL_BENCH_FAULT", "hang:rank=1:bytes=2K")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    assert!(wait_for_rows(out.path(), 1, Duration::from_secs(20)), "no case finished");
+    assert!(
+        wait_for_rows(out.path(), 1, Duration::from_secs(20)),
+        "no case finished"
+    );
     std::thread::sleep(Duration::from_millis(300));
     // The orchestrator and its two workers, hung at 2K.
-    assert_eq!(processes_mentioning(&marker).len(), 3, "workers should be running");
+    assert_eq!(
+        processes_mentioning(&marker).len(),
+        3,
+        "workers should be running"
+    );
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
-    assert_eq!(wait_no_processes(&marker, Duration::from_secs(3)), Vec::<u32>::new(), "orphans");
+    assert_eq!(
+        wait_no_processes(&marker, Duration::from_secs(3)),
+        Vec::<u32>::new(),
+        "orphans"
+    );
 }

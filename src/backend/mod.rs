@@ -17,6 +17,9 @@ pub trait Communicator {
     /// The transport(s) this rank's connections use, for the `transports` column.
     fn transports(&self) -> String;
 
+    /// How this rank is connected, in words for its log.
+    fn detail(&self) -> String;
+
     /// Writes this rank's input pattern into the first `bytes` of the send buffer.
     fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()>;
 

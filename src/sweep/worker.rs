@@ -48,6 +48,7 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 op: args.op,
                 init_timeout: Duration::from_secs_f64(args.init_timeout_s),
                 corrupt: faults.corrupts(),
+                pin_cpus: true,
             };
             options.apply_env(|k| std::env::var(k).ok())?;
             Ok(Box::new(HostBackend::new(options)))
@@ -89,9 +90,10 @@ fn serve(args: &WorkerArgs, input: &mut impl BufRead, out: &mut impl Write) -> R
         .context("communicator initialization failed")?;
     let transports = comm.transports();
     let detail = format!(
-        "{BANNER}: rank {rank} of {} (pid {}) connected via {transports}",
+        "{BANNER}: rank {rank} of {} (pid {}) connected via {}",
         args.nranks,
-        std::process::id()
+        std::process::id(),
+        comm.detail()
     );
     eprintln!("{detail}");
     protocol::send(out, &Event::Ready { transports, detail })?;

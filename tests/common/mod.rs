@@ -48,7 +48,12 @@ pub fn run_dir(out: &Path) -> PathBuf {
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_dir())
         .collect();
-    assert_eq!(dirs.len(), 1, "expected one run directory in {}: {dirs:?}", out.display());
+    assert_eq!(
+        dirs.len(),
+        1,
+        "expected one run directory in {}: {dirs:?}",
+        out.display()
+    );
     dirs.into_iter().next().unwrap()
 }
 
@@ -60,7 +65,11 @@ pub fn rows(run: &Path) -> Vec<HashMap<String, String>> {
         .records()
         .map(|r| {
             let r = r.unwrap();
-            headers.iter().map(String::from).zip(r.iter().map(String::from)).collect()
+            headers
+                .iter()
+                .map(String::from)
+                .zip(r.iter().map(String::from))
+                .collect()
         })
         .collect()
 }
@@ -69,13 +78,18 @@ pub fn rows(run: &Path) -> Vec<HashMap<String, String>> {
 pub fn processes_mentioning(marker: &str) -> Vec<u32> {
     let mut pids = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
         if pid == std::process::id() {
             continue;
         }
         if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
             let state = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let zombie = state.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z'));
+            let zombie = state
+                .rsplit(')')
+                .next()
+                .is_some_and(|s| s.trim_start().starts_with('Z'));
             if !zombie && String::from_utf8_lossy(&cmd).contains(marker) {
                 pids.push(pid);
             }
@@ -98,6 +112,10 @@ pub fn wait_no_processes(marker: &str, limit: Duration) -> Vec<u32> {
 
 pub fn dir_entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
-        .map(|it| it.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|it| {
+            it.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }

@@ -53,6 +53,8 @@ pub struct HostOptions {
     pub init_timeout: Duration,
     /// Test-only fault: flip one output element after every all-reduce.
     pub corrupt: bool,
+    /// Pin each rank to its own CPU when there are enough (processes, not threads).
+    pub pin_cpus: bool,
 }
 
 impl HostOptions {
@@ -127,6 +129,7 @@ pub struct HostComm {
     op: ReduceOp,
     transport: &'static str,
     corrupt: bool,
+    detail: String,
 }
 
 impl HostComm {
@@ -155,6 +158,11 @@ impl HostComm {
         let next = (rank + 1) % nranks;
         let prev = (rank + nranks - 1) % nranks;
         let policy = WaitPolicy::for_ranks(nranks);
+        let cpu = if opts.pin_cpus {
+            wait::pin_rank(rank, nranks)
+        } else {
+            None
+        };
         let (ring, transport) = if nranks == 1 {
             (None, "local")
         } else if let Some(listener) = listener {
@@ -203,6 +211,10 @@ impl HostComm {
             op: opts.op,
             transport,
             corrupt: opts.corrupt,
+            detail: match cpu {
+                Some(cpu) => format!("{transport}, pinned to CPU {cpu}"),
+                None => format!("{transport}, not pinned (more ranks than CPUs)"),
+            },
         })
     }
 }
@@ -270,6 +282,10 @@ impl Communicator for HostComm {
         self.transport.to_string()
     }
 
+    fn detail(&self) -> String {
+        self.detail.clone()
+    }
+
     fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()> {
         self.check_len(bytes)?;
         pattern.fill(&mut self.input.bytes_mut()[..bytes]);
@@ -321,6 +337,7 @@ mod tests {
             op,
             init_timeout: Duration::from_secs(20),
             corrupt: false,
+            pin_cpus: false,
         }
     }
 
