@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus};
 use crate::sweep::SweepObserver;
@@ -104,7 +104,8 @@ struct BarProgress {
 impl SweepObserver for BarProgress {
     fn sweep_started(&mut self, total: u64, note: &str) {
         println!("{total} cases; {note}");
-        let bar = ProgressBar::new(total);
+        // Drawn on stdout, the stream whose being a terminal chose this observer.
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stdout());
         let style = ProgressStyle::with_template(
             "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cases, ETA {eta}  {msg}",
         )

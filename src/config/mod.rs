@@ -99,7 +99,7 @@ impl SweepSettings {
                 max_time: args.max_time,
             },
         };
-        if args.timeout <= args.max_time {
+        if args.iters.is_none() && args.timeout <= args.max_time {
             bail!(
                 "--timeout ({:?}) must be longer than --max-time ({:?}): a case needs its whole time budget plus set-up",
                 args.timeout,

@@ -56,10 +56,17 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     let writer = RunWriter::new(dir, SystemTime::now())?;
     let manifest = manifest(settings, &backend, command_line, &gpus, warnings.clone());
 
+    // The first SIGINT/SIGTERM asks for a clean stop; a second one exits at once (the
+    // workers die with us through PR_SET_PDEATHSIG).
     let interrupted = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, interrupted.clone())
-            .context("cannot install the signal handler")?;
+        signal_hook::flag::register_conditional_shutdown(
+            signal,
+            EXIT_INTERRUPTED as i32,
+            interrupted.clone(),
+        )
+        .and_then(|_| signal_hook::flag::register(signal, interrupted.clone()))
+        .context("cannot install the signal handler")?;
     }
     println!("{}", banner(&backend));
     let mut observer = crate::progress::for_terminal(settings.plain_output);
