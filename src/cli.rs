@@ -143,6 +143,11 @@ pub struct SweepArgs {
     #[arg(long = "min-iters", value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
     pub min_iters: u64,
 
+    /// libnccl to use (default: the dynamic loader, ldconfig, /usr/local/cuda*, Python
+    /// site-packages; also NCCL_BENCH_NCCL_LIB)
+    #[arg(long = "nccl-lib", value_name = "PATH")]
+    pub nccl_lib: Option<PathBuf>,
+
     /// Directory of the host backend's shared-memory segments
     #[arg(long = "shm-dir", value_name = "DIR", default_value = "/dev/shm")]
     pub shm_dir: PathBuf,

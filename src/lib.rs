@@ -1,5 +1,6 @@
 //! nccl-bench: all-reduce throughput per NCCL transport configuration.
 
+pub mod analysis;
 pub mod backend;
 pub mod cli;
 pub mod config;

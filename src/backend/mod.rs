@@ -7,6 +7,7 @@
 
 pub mod detect;
 pub mod host;
+pub mod nccl;
 
 use anyhow::Result;
 
@@ -59,28 +60,61 @@ pub struct ResolvedBackend {
     pub reason: String,
 }
 
-/// Applies `--backend` to what the machine has.
-pub fn resolve(choice: BackendChoice, gpus: &GpuPresence) -> Result<ResolvedBackend> {
-    let unavailable = "the NCCL backend is not available in this build of nccl-bench yet";
+/// Applies `--backend` to what the machine has. The NCCL backend's preconditions
+/// are checked here, before anything is spawned or written, each failure one line
+/// with a hint: the NVIDIA driver, GPUs, then libnccl.
+pub fn resolve(
+    choice: BackendChoice,
+    gpus: &GpuPresence,
+    nccl_lib: Option<&std::path::Path>,
+) -> Result<ResolvedBackend> {
     match choice {
         BackendChoice::Host => Ok(ResolvedBackend {
             name: "host",
             reason: "requested with --backend host".into(),
         }),
-        BackendChoice::Nccl => anyhow::bail!(
-            "{unavailable}; use --backend host to run the CPU host backend (GPUs seen: {})",
-            describe_gpus(gpus)
-        ),
-        BackendChoice::Auto if gpus.has_gpus() => anyhow::bail!(
-            "found {} ({unavailable}); use --backend host to measure the CPU host backend instead",
-            describe_gpus(gpus)
-        ),
+        BackendChoice::Nccl => nccl_preflight(gpus, nccl_lib, &nccl::discovery::ThisMachine),
+        BackendChoice::Auto if gpus.has_gpus() => {
+            nccl_preflight(gpus, nccl_lib, &nccl::discovery::ThisMachine)
+        }
         BackendChoice::Auto => Ok(ResolvedBackend {
             name: "host",
             reason: "no NVIDIA GPU found (nothing in /proc/driver/nvidia/gpus, no /dev/nvidia<N>)"
                 .into(),
         }),
     }
+}
+
+/// Whether the NVIDIA driver's library can be loaded (cudarc panics without it, so
+/// this is asked before CUDA is touched).
+pub fn cuda_driver() -> std::result::Result<(), String> {
+    // SAFETY: loading libcuda runs its initializers, which have no preconditions.
+    unsafe { libloading::Library::new("libcuda.so.1") }
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+fn nccl_preflight(
+    gpus: &GpuPresence,
+    nccl_lib: Option<&std::path::Path>,
+    machine: &dyn nccl::discovery::Machine,
+) -> Result<ResolvedBackend> {
+    if let Err(why) = cuda_driver() {
+        anyhow::bail!(
+            "no NVIDIA driver found (libcuda.so.1: {why}); the NCCL backend needs NVIDIA GPUs. Use --backend host to measure the CPU host backend"
+        );
+    }
+    if !gpus.has_gpus() {
+        anyhow::bail!("the NVIDIA driver library is present but no GPU is visible (no /proc/driver/nvidia/gpus entries, no /dev/nvidia<N>); check CUDA_VISIBLE_DEVICES and the container's --gpus option");
+    }
+    let found = nccl::discovery::discover(nccl_lib, machine).map_err(anyhow::Error::new)?;
+    anyhow::bail!(
+        "found {} and NCCL {} at {} ({}), but running collectives on GPUs is not part of this build of nccl-bench yet; use --backend host to run the CPU host backend",
+        describe_gpus(gpus),
+        found.version,
+        found.path.display(),
+        found.how
+    )
 }
 
 fn describe_gpus(gpus: &GpuPresence) -> String {
@@ -102,7 +136,7 @@ mod tests {
     #[test]
     fn auto_falls_back_to_host_only_without_gpus() {
         let none = GpuPresence::default();
-        let r = resolve(BackendChoice::Auto, &none).unwrap();
+        let r = resolve(BackendChoice::Auto, &none, None).unwrap();
         assert_eq!(r.name, "host");
         assert!(r.reason.contains("no NVIDIA GPU found"));
         let two = GpuPresence {

@@ -69,6 +69,7 @@ pub struct SweepSettings {
     pub out_dir: PathBuf,
     pub label: Option<String>,
     pub shm_dir: PathBuf,
+    pub nccl_lib: Option<PathBuf>,
     pub plain_output: bool,
 }
 
@@ -120,6 +121,7 @@ impl SweepSettings {
             out_dir: args.out.clone(),
             label: args.label.clone(),
             shm_dir: args.shm_dir.clone(),
+            nccl_lib: args.nccl_lib.clone(),
             plain_output: args.plain,
         })
     }

@@ -30,7 +30,7 @@ const HOST_MODELLED: [&str; 3] = ["NCCL_SHM_DISABLE", "NCCL_BUFFSIZE", "NCCL_NET
 
 pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     let gpus = GpuPresence::probe();
-    let backend = backend::resolve(settings.backend, &gpus)?;
+    let backend = backend::resolve(settings.backend, &gpus, settings.nccl_lib.as_deref())?;
     let max_ranks = settings.gpu_counts.iter().copied().max().unwrap_or(1);
     if max_ranks > MAX_HOST_RANKS {
         bail!("--gpus asks for {max_ranks} ranks; the host backend runs at most {MAX_HOST_RANKS} processes");

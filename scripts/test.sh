@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test suite: fetches a real libnccl (cached, see fetch-nccl.sh) so that the FFI
+# tests run against NCCL itself, then runs every test.
+# Usage: scripts/test.sh [cargo test arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NCCL_BENCH_TEST_NCCL_LIB="$(scripts/fetch-nccl.sh)"
+export NCCL_BENCH_TEST_NCCL_LIB
+exec cargo test "$@"

@@ -1,0 +1,10 @@
+//! Analysis of what a run left behind: which transports NCCL actually used (read from its
+//! debug logs), and the verdicts built on top of that. Everything here is pure or reads
+//! files only; nothing prints, and nothing depends on `backend` or `sweep`.
+
+pub mod nccl_log;
+
+pub use nccl_log::{
+    Connection, Direction, Failure, FailureKind, NcclLog, NvlsUse, RankInfo, Transport,
+    TransportKind,
+};

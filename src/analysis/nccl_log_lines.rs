@@ -1,0 +1,431 @@
+//! The line grammar of NCCL logs, for [`super`]: where the `host:pid:tid [dev] NCCL INFO`
+//! tag is, and what each message NCCL writes means (connection lines of every version,
+//! transport spellings, NVLS evidence, `Init` rank lines, failure signatures). Functions of
+//! one line, no state.
+
+use super::{Direction, FailureKind, NvlsUse, RankInfo, Transport, TransportKind};
+
+/// The parts of a line NCCL prefixed with `host:pid:tid [dev] NCCL INFO`.
+pub(super) struct Tagged<'a> {
+    pub(super) level: Level,
+    pub(super) host: Option<&'a str>,
+    pub(super) pid: Option<u32>,
+    pub(super) tid: Option<u32>,
+    pub(super) message: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Level {
+    Info,
+    Warn,
+    Trace,
+}
+
+/// Splits `[prefix]host:pid:tid [dev] [file:line] NCCL INFO|WARN|TRACE message`. The
+/// prefix (timestamp, `[1,0]<stdout>:`, `0: `, `[0] `) is whatever precedes the host;
+/// lines posted without `host:pid:tid [dev]` still split, with no host.
+pub(super) fn split_tagged(line: &str) -> Option<Tagged<'_>> {
+    let (start, level, end) = find_level_tag(line)?;
+    let header: Vec<&str> = line[..start].split_whitespace().collect();
+    let dev_at = header.iter().rposition(|t| is_dev_token(t));
+    let (host, pid, tid) = match dev_at.and_then(|i| i.checked_sub(1)).map(|i| header[i]) {
+        Some(token) => split_host_pid_tid(token),
+        None => (None, None, None),
+    };
+    Some(Tagged {
+        level,
+        host,
+        pid,
+        tid,
+        message: line[end..].trim(),
+    })
+}
+
+/// Finds `NCCL INFO` (or WARN, TRACE) standing as words; returns (start, level, end).
+fn find_level_tag(line: &str) -> Option<(usize, Level, usize)> {
+    for (start, _) in line.match_indices("NCCL ") {
+        // `[1,0]<stdout>:NCCL INFO` when a log was posted without its host prefix.
+        let before = line[..start].chars().next_back();
+        if !before.is_none_or(|c| c.is_whitespace() || c == ':') {
+            continue;
+        }
+        let after = &line[start + 5..];
+        for (word, level) in [
+            ("INFO", Level::Info),
+            ("WARN", Level::Warn),
+            ("TRACE", Level::Trace),
+        ] {
+            if let Some(rest) = after.strip_prefix(word) {
+                if rest.chars().next().is_none_or(char::is_whitespace) {
+                    return Some((start, level, start + 5 + word.len()));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// `[3]`: the CUDA device NCCL prints after `host:pid:tid`.
+fn is_dev_token(token: &str) -> bool {
+    token
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// `host:pid:tid`, where mpirun may have glued `[1,0]<stdout>:` before the host.
+fn split_host_pid_tid(token: &str) -> (Option<&str>, Option<u32>, Option<u32>) {
+    let mut parts = token.rsplitn(3, ':');
+    let (Some(tid), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return (None, None, None);
+    };
+    let (Ok(tid), Ok(pid)) = (tid.parse::<u32>(), pid.parse::<u32>()) else {
+        return (None, None, None);
+    };
+    let host = host.rfind(">:").map_or(host, |i| &host[i + 2..]);
+    (Some(host).filter(|h| !h.is_empty()), Some(pid), Some(tid))
+}
+
+/// Removes launcher and timestamp prefixes from an untagged line: `[2025-11-11 16:54:54] `,
+/// `[1,0]<stdout>:`, `[0] `, srun's `0: `.
+pub(super) fn strip_launcher_prefixes(line: &str) -> &str {
+    let mut rest = line.trim_start();
+    for _ in 0..4 {
+        let before = rest;
+        if rest.starts_with('[') {
+            if let Some(close) = rest.find(']') {
+                rest = &rest[close + 1..];
+                for tag in ["<stdout>:", "<stderr>:"] {
+                    rest = rest.strip_prefix(tag).unwrap_or(rest);
+                }
+            }
+        } else if let Some(colon) = rest.find(": ") {
+            if colon > 0 && rest[..colon].bytes().all(|b| b.is_ascii_digit()) {
+                rest = &rest[colon + 1..];
+            }
+        }
+        rest = rest.trim_start();
+        if rest.len() == before.len() {
+            break;
+        }
+    }
+    rest
+}
+
+/// `init.cc:1358 -> 2`: NCCL's trail when a call returns an error.
+pub(super) fn is_error_return(message: &str) -> bool {
+    let mut words = message.split_whitespace();
+    let (Some(place), Some(arrow), Some(code)) = (words.next(), words.next(), words.next()) else {
+        return false;
+    };
+    let place_ok = place
+        .rsplit_once(':')
+        .is_some_and(|(file, n)| file.contains('.') && n.parse::<u32>().is_ok());
+    place_ok && arrow == "->" && code.parse::<i32>().is_ok()
+}
+
+/// The pieces of a connection line, borrowed from it.
+pub(super) struct ConnectionParts<'a> {
+    pub(super) channel: u32,
+    pub(super) conn_index: Option<u32>,
+    pub(super) from_rank: u32,
+    pub(super) to_rank: u32,
+    pub(super) from_dev: &'a str,
+    pub(super) to_dev: &'a str,
+    pub(super) direction: Option<Direction>,
+    pub(super) via: &'a str,
+}
+
+/// A connection line in any version: `Ring 00 : 0 -> 1 via P2P/IPC` (2.4),
+/// `Ring 00 : 2[3d000] -> 3[3e000] via direct shared memory` (2.5-2.6),
+/// `Channel 00 : 2[89000] -> 3[b2000] via ...` (2.7-2.11),
+/// `Channel 00/1 : 0[0] -> 7[7] [send] via ...` (2.12+), and CollNet's
+/// `CollNet 00/0 : 3 [send] via COLLNET/...` (`Coll 00 :` in 2.6). Ring-order lines
+/// (`Channel 00/02 :  0 1`, `Ring 00 : 3 -> 0 -> 1`) have no `via` and do not match.
+pub(super) fn parse_connection(message: &str) -> Option<ConnectionParts<'_>> {
+    let mut c = Cursor(message.trim_start());
+    let collnet = if c.word("Channel") || c.word("Ring") {
+        false
+    } else if c.word("CollNet") || c.word("Coll") {
+        true
+    } else {
+        return None;
+    };
+    let channel = c.number()?;
+    let conn_index = if c.eat("/") { Some(c.number()?) } else { None };
+    c.spaces();
+    if !c.eat(":") {
+        return None;
+    }
+    c.spaces();
+    let from_rank = c.number()?;
+    let from_dev = c.bracket().unwrap_or_default();
+    let (to_rank, to_dev) = if collnet {
+        (from_rank, from_dev)
+    } else {
+        c.spaces();
+        if !c.eat("->") {
+            return None;
+        }
+        c.spaces();
+        let to_rank = c.number()?;
+        (to_rank, c.bracket().unwrap_or_default())
+    };
+    c.spaces();
+    let direction = if c.eat("[send]") {
+        Some(Direction::Send)
+    } else if c.eat("[receive]") {
+        Some(Direction::Receive)
+    } else {
+        None
+    };
+    c.spaces();
+    if !c.word("via") {
+        return None;
+    }
+    let via = c.0.trim();
+    if via.is_empty() {
+        return None;
+    }
+    Some(ConnectionParts {
+        channel,
+        conn_index,
+        from_rank,
+        to_rank,
+        from_dev,
+        to_dev,
+        direction,
+        via,
+    })
+}
+
+/// A tiny cursor over a message.
+struct Cursor<'a>(&'a str);
+
+impl<'a> Cursor<'a> {
+    fn eat(&mut self, text: &str) -> bool {
+        match self.0.strip_prefix(text) {
+            Some(rest) => {
+                self.0 = rest;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Eats `text` followed by at least one space.
+    fn word(&mut self, text: &str) -> bool {
+        let Some(rest) = self.0.strip_prefix(text) else {
+            return false;
+        };
+        if !rest.starts_with(char::is_whitespace) {
+            return false;
+        }
+        self.0 = rest.trim_start();
+        true
+    }
+
+    fn spaces(&mut self) {
+        self.0 = self.0.trim_start();
+    }
+
+    fn number(&mut self) -> Option<u32> {
+        let digits = self.0.bytes().take_while(u8::is_ascii_digit).count();
+        let value = self.0[..digits].parse().ok()?;
+        self.0 = &self.0[digits..];
+        Some(value)
+    }
+
+    /// `[89000]` -> `89000`.
+    fn bracket(&mut self) -> Option<&'a str> {
+        let inner = self.0.strip_prefix('[')?;
+        let close = inner.find(']')?;
+        self.0 = &inner[close + 1..];
+        Some(&inner[..close])
+    }
+}
+
+/// Names the transport of a connection; see [`Transport::label`](super::Transport::label).
+pub(super) fn classify_transport(via: &str) -> Transport {
+    let raw = via.trim();
+    let (kind, label) = if let Some(rest) = raw.strip_prefix("P2P/") {
+        // `P2P/CUMEM/read/CE` -> `P2P/CUMEM`; `direct pointer` -> `direct`; `indirect/3[3]`.
+        let mode = rest.split('/').next().unwrap_or_default().trim();
+        let mode = if mode == "direct pointer" {
+            "direct"
+        } else {
+            mode
+        };
+        let label = if mode.is_empty() {
+            "P2P".to_string()
+        } else {
+            format!("P2P/{mode}")
+        };
+        (TransportKind::P2p, label)
+    } else if raw.starts_with("SHM") || raw.starts_with("direct shared memory") {
+        (TransportKind::Shm, "SHM".to_string())
+    } else if let Some(rest) = raw.strip_prefix("NET/") {
+        (TransportKind::Net, format!("NET/{}", plugin_name(rest)))
+    } else if let Some(rest) = raw.strip_prefix("COLLNET/") {
+        (
+            TransportKind::CollNet,
+            format!("COLLNET/{}", plugin_name(rest)),
+        )
+    } else if raw.starts_with("NVLS") {
+        (TransportKind::Nvls, "NVLS".to_string())
+    } else {
+        let head = raw.split('/').next().unwrap_or_default().trim();
+        (TransportKind::Other, head.to_string())
+    };
+    Transport {
+        kind,
+        label,
+        raw: raw.to_string(),
+    }
+}
+
+/// `AWS Libfabric/1/GDRDMA` -> `AWS Libfabric`, `IB/0(1)/GDRDMA(PCI)/Shared` -> `IB`: the
+/// name ends at the `/` before the device index.
+fn plugin_name(rest: &str) -> &str {
+    let end = rest
+        .match_indices('/')
+        .find(|(i, _)| rest[i + 1..].starts_with(|c: char| c.is_ascii_digit()))
+        .map_or(rest.len(), |(i, _)| i);
+    rest[..end].trim()
+}
+
+pub(super) fn nvls_evidence(message: &str) -> Option<NvlsUse> {
+    if message.starts_with("NVLS multicast support is not available") {
+        return Some(NvlsUse::NotAvailable);
+    }
+    if message.starts_with("NVLS multicast support is available") {
+        return Some(NvlsUse::Available);
+    }
+    let set_up = [
+        "NVLS Head",
+        "NVLS comm ",
+        "NVLS Trees",
+        "NVLS Creating",
+        "Connected NVLS tree",
+    ];
+    if set_up.iter().any(|p| message.starts_with(p)) {
+        return Some(NvlsUse::Used);
+    }
+    // `2 coll channels, 2 collnet channels, 16 nvls channels, 2 p2p channels, ...`
+    let count = message.split(',').find_map(|part| {
+        let n = part.trim().strip_suffix("nvls channels")?.trim();
+        n.parse::<u32>().ok()
+    })?;
+    (count > 0).then_some(NvlsUse::Used)
+}
+
+/// `... comm 0x5639 rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId 4c000 commId 0x... - Init COMPLETE`.
+pub(super) fn parse_init_line(
+    message: &str,
+    host: Option<&str>,
+    pid: Option<u32>,
+) -> Option<RankInfo> {
+    let init_complete = if message.contains("- Init COMPLETE") {
+        true
+    } else if message.contains("- Init START") {
+        false
+    } else {
+        return None;
+    };
+    let words: Vec<&str> = message.split_whitespace().collect();
+    let value = |key: &str| {
+        words
+            .windows(2)
+            .find(|w| w[0].eq_ignore_ascii_case(key))
+            .map(|w| w[1])
+    };
+    let number = |key: &str| value(key).and_then(|v| v.parse::<u32>().ok());
+    Some(RankInfo {
+        host: host.unwrap_or_default().to_string(),
+        pid: pid.unwrap_or_default(),
+        rank: number("rank")?,
+        nranks: number("nranks")?,
+        cuda_dev: number("cudaDev"),
+        nvml_dev: number("nvmlDev"),
+        bus_id: value("busId").map(str::to_string),
+        comm: value("comm").map(str::to_string),
+        comm_id: value("commId").map(str::to_string),
+        init_complete,
+    })
+}
+
+/// The failure a `NCCL WARN` message reports, if it is one we know.
+pub(super) fn classify_warn(message: &str) -> Option<FailureKind> {
+    let m = message.to_ascii_lowercase();
+    if m.contains("posix_fallocate failed") {
+        return Some(if m.contains("no space left") {
+            FailureKind::ShmEnospc
+        } else {
+            FailureKind::Other
+        });
+    }
+    if m.contains("failed to extend /dev/shm") || m.contains("creating shared memory segment") {
+        return Some(shm_errno(
+            &m,
+            "no space left on device",
+            FailureKind::ShmEnospc,
+        ));
+    }
+    if m.contains("attaching to shared memory segment") {
+        return Some(shm_errno(
+            &m,
+            "no such file or directory",
+            FailureKind::ShmAttachEnoent,
+        ));
+    }
+    if m.contains("connection refused") || connect_failed(&m) {
+        return Some(FailureKind::ConnectionRefused);
+    }
+    let socket = [
+        "socket",
+        "connection closed",
+        "connection reset",
+        "broken pipe",
+        "call to recv",
+    ];
+    if socket.iter().any(|s| m.contains(s)) || m.starts_with("net : ") {
+        return Some(FailureKind::SocketError);
+    }
+    classify_plain(message)
+}
+
+/// Failures an application prints from NCCL's error strings (PyTorch, nccl-tests): lines
+/// that are not NCCL's own. Narrow on purpose: `Connection refused` is not here because
+/// rendezvous clients print it while they retry.
+pub(super) fn classify_plain(message: &str) -> Option<FailureKind> {
+    let m = message.to_ascii_lowercase();
+    let cuda = [
+        "cuda failure",
+        "unhandled cuda error",
+        "ncclunhandledcudaerror",
+    ];
+    if cuda.iter().any(|s| m.contains(s)) {
+        Some(FailureKind::CudaFailure)
+    } else if m.contains("remote process exited") || m.contains("ncclremoteerror") {
+        Some(FailureKind::RemoteError)
+    } else if m.contains("unhandled system error") || m.contains("ncclsystemerror") {
+        Some(FailureKind::SystemError)
+    } else {
+        None
+    }
+}
+
+/// `Connect to 10.0.0.2<45763> failed : ...` (lowercased).
+fn connect_failed(m: &str) -> bool {
+    m.find("connect to ")
+        .is_some_and(|i| m[i..].contains(" failed"))
+}
+
+/// Shm errors name errno since 2.19 (`..., error: No space left on device (28)`): the
+/// expected errno or none gives `kind`, another errno gives `Other`.
+fn shm_errno(m: &str, expected: &str, kind: FailureKind) -> FailureKind {
+    match m.rfind(", error: ") {
+        Some(i) if !m[i..].contains(expected) => FailureKind::Other,
+        _ => kind,
+    }
+}

@@ -1,0 +1,136 @@
+//! Layer 1: the raw C ABI of libnccl, resolved with libloading. Required symbols
+//! fail loading with the name of the missing one; symbols newer releases added
+//! (`ncclGetLastError` 2.13+, `ncclCommFinalize` 2.14+) are optional.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::path::Path;
+
+use libloading::Library;
+
+/// `ncclResult_t`.
+pub type NcclResult = c_int;
+/// `ncclComm_t`, an opaque pointer.
+pub type RawComm = *mut c_void;
+/// `cudaStream_t`, an opaque pointer.
+pub type RawStream = *mut c_void;
+
+/// Bytes of `ncclUniqueId`.
+pub const UNIQUE_ID_BYTES: usize = 128;
+
+/// `ncclUniqueId`, passed by value to `ncclCommInitRank`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct UniqueIdRaw {
+    pub internal: [c_char; UNIQUE_ID_BYTES],
+}
+
+type GetVersion = unsafe extern "C" fn(*mut c_int) -> NcclResult;
+type GetUniqueId = unsafe extern "C" fn(*mut UniqueIdRaw) -> NcclResult;
+type CommInitRank = unsafe extern "C" fn(*mut RawComm, c_int, UniqueIdRaw, c_int) -> NcclResult;
+type AllReduce = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    usize,
+    c_int,
+    c_int,
+    RawComm,
+    RawStream,
+) -> NcclResult;
+type CommOp = unsafe extern "C" fn(RawComm) -> NcclResult;
+type CommGetAsyncError = unsafe extern "C" fn(RawComm, *mut NcclResult) -> NcclResult;
+type GetErrorString = unsafe extern "C" fn(NcclResult) -> *const c_char;
+type GetLastError = unsafe extern "C" fn(RawComm) -> *const c_char;
+type Group = unsafe extern "C" fn() -> NcclResult;
+
+/// The function pointers, valid while `library` is loaded (it is owned alongside).
+pub struct Symbols {
+    pub get_version: GetVersion,
+    pub get_unique_id: GetUniqueId,
+    pub comm_init_rank: CommInitRank,
+    pub all_reduce: AllReduce,
+    pub comm_destroy: CommOp,
+    pub comm_abort: CommOp,
+    pub comm_get_async_error: CommGetAsyncError,
+    pub get_error_string: GetErrorString,
+    pub group_start: Group,
+    pub group_end: Group,
+    pub get_last_error: Option<GetLastError>,
+    pub comm_finalize: Option<CommOp>,
+}
+
+/// The loaded library and its symbols. The library is never unloaded: NCCL starts
+/// threads of its own (`ncclGetUniqueId` already starts the bootstrap root's), and
+/// `dlclose` under a running thread crashes the process (seen: SIGSEGV at exit).
+pub struct Loaded {
+    pub symbols: Symbols,
+    _library: &'static Library,
+}
+
+/// Why a library could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    Open(String),
+    MissingSymbol(&'static str),
+}
+
+impl Loaded {
+    /// Opens `path` (or a bare name for the dynamic loader's search) and resolves
+    /// every symbol.
+    pub fn open(path: &Path) -> Result<Loaded, LoadError> {
+        // SAFETY: loading libnccl runs its initializers, which have no preconditions.
+        let library = unsafe { Library::new(path.as_os_str()) }
+            .map_err(|e| LoadError::Open(e.to_string()))?;
+        // SAFETY: each symbol is looked up with the type of its C declaration in nccl.h.
+        unsafe {
+            macro_rules! required {
+                ($name:literal) => {
+                    *library
+                        .get(concat!($name, "\0").as_bytes())
+                        .map_err(|_| LoadError::MissingSymbol($name))?
+                };
+            }
+            macro_rules! optional {
+                ($name:literal) => {
+                    library
+                        .get(concat!($name, "\0").as_bytes())
+                        .ok()
+                        .map(|s| *s)
+                };
+            }
+            let symbols = Symbols {
+                get_version: required!("ncclGetVersion"),
+                get_unique_id: required!("ncclGetUniqueId"),
+                comm_init_rank: required!("ncclCommInitRank"),
+                all_reduce: required!("ncclAllReduce"),
+                comm_destroy: required!("ncclCommDestroy"),
+                comm_abort: required!("ncclCommAbort"),
+                comm_get_async_error: required!("ncclCommGetAsyncError"),
+                get_error_string: required!("ncclGetErrorString"),
+                group_start: required!("ncclGroupStart"),
+                group_end: required!("ncclGroupEnd"),
+                get_last_error: optional!("ncclGetLastError"),
+                comm_finalize: optional!("ncclCommFinalize"),
+            };
+            Ok(Loaded {
+                symbols,
+                _library: Box::leak(Box::new(library)),
+            })
+        }
+    }
+}
+
+/// Reads a C string NCCL returned.
+///
+/// # Safety
+/// `ptr` is NULL or points to a NUL-terminated string that outlives the call (NCCL's
+/// error strings are static).
+pub unsafe fn c_text(ptr: *const c_char) -> Option<String> {
+    if ptr.is_null() {
+        return None;
+    }
+    let text = std::ffi::CStr::from_ptr(ptr)
+        .to_string_lossy()
+        .trim()
+        .to_string();
+    (!text.is_empty()).then_some(text)
+}

@@ -1,0 +1,262 @@
+//! Layer 2: libnccl calls as `Result`s. An error keeps NCCL's numeric code, its
+//! `ncclGetErrorString` text and, where the library has it, `ncclGetLastError`, the
+//! sentence that actually says what went wrong ("Cuda failure 'CUDA driver version is
+//! insufficient for CUDA runtime version'").
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use super::ffi::{self, LoadError, Loaded, NcclResult, RawComm, UniqueIdRaw, UNIQUE_ID_BYTES};
+
+/// `ncclResult_t` names, indexed by code.
+const RESULT_NAMES: [&str; 9] = [
+    "ncclSuccess",
+    "ncclUnhandledCudaError",
+    "ncclSystemError",
+    "ncclInternalError",
+    "ncclInvalidArgument",
+    "ncclInvalidUsage",
+    "ncclRemoteError",
+    "ncclInProgress",
+    "ncclTimeout",
+];
+
+pub fn result_name(code: NcclResult) -> &'static str {
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| RESULT_NAMES.get(i))
+        .copied()
+        .unwrap_or("unknown ncclResult_t")
+}
+
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum NcclError {
+    #[error("cannot load {path}: {message}")]
+    Load { path: PathBuf, message: String },
+    #[error("{path} has no symbol {symbol}: it is not a usable libnccl")]
+    MissingSymbol { path: PathBuf, symbol: &'static str },
+    #[error("{call} failed: {name} ({code}): {text}{}", last_error.as_ref().map(|l| format!("; last error: {l}")).unwrap_or_default())]
+    Call {
+        call: &'static str,
+        code: NcclResult,
+        name: &'static str,
+        text: String,
+        last_error: Option<String>,
+    },
+}
+
+/// A version as NCCL encodes it: X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NcclVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+    pub code: i32,
+}
+
+impl NcclVersion {
+    pub fn from_code(code: i32) -> NcclVersion {
+        let c = code.max(0) as u32;
+        let (major, rest) = if c >= 10000 {
+            (c / 10000, c % 10000)
+        } else {
+            (c / 1000, c % 1000)
+        };
+        NcclVersion {
+            major,
+            minor: rest / 100,
+            patch: rest % 100,
+            code,
+        }
+    }
+}
+
+impl fmt::Display for NcclVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// The 128 opaque bytes rank 0 creates and every rank passes to init.
+#[derive(Clone, Copy)]
+pub struct UniqueId(pub UniqueIdRaw);
+
+impl UniqueId {
+    /// Hex text, for the orchestrator to relay.
+    pub fn to_hex(&self) -> String {
+        self.0
+            .internal
+            .iter()
+            .map(|&b| format!("{:02x}", b as u8))
+            .collect()
+    }
+
+    pub fn from_hex(text: &str) -> Option<UniqueId> {
+        let t = text.trim();
+        if t.len() != UNIQUE_ID_BYTES * 2 || !t.is_ascii() {
+            return None;
+        }
+        let mut raw = UniqueIdRaw {
+            internal: [0; UNIQUE_ID_BYTES],
+        };
+        for (i, byte) in raw.internal.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&t[2 * i..2 * i + 2], 16).ok()? as std::ffi::c_char;
+        }
+        Some(UniqueId(raw))
+    }
+}
+
+/// A loaded libnccl.
+pub struct Nccl {
+    loaded: Loaded,
+    pub path: PathBuf,
+}
+
+impl Nccl {
+    pub fn load(path: &Path) -> Result<Nccl, NcclError> {
+        match Loaded::open(path) {
+            Ok(loaded) => Ok(Nccl {
+                loaded,
+                path: path.to_path_buf(),
+            }),
+            Err(LoadError::Open(message)) => Err(NcclError::Load {
+                path: path.to_path_buf(),
+                message,
+            }),
+            Err(LoadError::MissingSymbol(symbol)) => Err(NcclError::MissingSymbol {
+                path: path.to_path_buf(),
+                symbol,
+            }),
+        }
+    }
+
+    fn sym(&self) -> &ffi::Symbols {
+        &self.loaded.symbols
+    }
+
+    /// `ncclGetErrorString`.
+    pub fn error_string(&self, code: NcclResult) -> String {
+        // SAFETY: ncclGetErrorString accepts any value and returns a static string.
+        unsafe { ffi::c_text((self.sym().get_error_string)(code)) }.unwrap_or_default()
+    }
+
+    /// `ncclGetLastError` (for `comm`, or the last error of any call when null).
+    pub(crate) fn last_error(&self, comm: RawComm) -> Option<String> {
+        let f = self.sym().get_last_error?;
+        // SAFETY: `comm` is NULL or a live communicator (callers own it), as the API
+        // allows; the text is NCCL's static buffer, copied at once.
+        unsafe { ffi::c_text(f(comm)) }
+    }
+
+    /// Turns a return code into a `Result`.
+    pub(crate) fn check(
+        &self,
+        call: &'static str,
+        code: NcclResult,
+        comm: RawComm,
+    ) -> Result<(), NcclError> {
+        if code == 0 {
+            return Ok(());
+        }
+        Err(NcclError::Call {
+            call,
+            code,
+            name: result_name(code),
+            text: self.error_string(code),
+            last_error: self.last_error(comm),
+        })
+    }
+
+    pub fn version(&self) -> Result<NcclVersion, NcclError> {
+        let mut code = 0;
+        // SAFETY: writes one int.
+        let rc = unsafe { (self.sym().get_version)(&mut code) };
+        self.check("ncclGetVersion", rc, std::ptr::null_mut())?;
+        Ok(NcclVersion::from_code(code))
+    }
+
+    pub fn unique_id(&self) -> Result<UniqueId, NcclError> {
+        let mut raw = UniqueIdRaw {
+            internal: [0; UNIQUE_ID_BYTES],
+        };
+        // SAFETY: writes the 128-byte struct.
+        let rc = unsafe { (self.sym().get_unique_id)(&mut raw) };
+        self.check("ncclGetUniqueId", rc, std::ptr::null_mut())?;
+        Ok(UniqueId(raw))
+    }
+
+    /// `ncclCommInitRank`; the caller owns the returned communicator (see `comm`).
+    pub fn comm_init_rank(
+        &self,
+        nranks: u32,
+        id: &UniqueId,
+        rank: u32,
+    ) -> Result<RawComm, NcclError> {
+        let mut comm: RawComm = std::ptr::null_mut();
+        // SAFETY: comm is an out-parameter; the id is passed by value as declared.
+        let rc =
+            unsafe { (self.sym().comm_init_rank)(&mut comm, nranks as i32, id.0, rank as i32) };
+        self.check("ncclCommInitRank", rc, comm)?;
+        Ok(comm)
+    }
+
+    pub(crate) fn symbols(&self) -> &ffi::Symbols {
+        self.sym()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_decode_both_encodings() {
+        assert_eq!(NcclVersion::from_code(23203).to_string(), "2.32.3");
+        assert_eq!(NcclVersion::from_code(22105).to_string(), "2.21.5");
+        assert_eq!(NcclVersion::from_code(2708).to_string(), "2.7.8");
+        assert!(NcclVersion::from_code(21903) > NcclVersion::from_code(2708));
+    }
+
+    #[test]
+    fn unique_ids_round_trip_through_hex() {
+        let mut raw = UniqueIdRaw {
+            internal: [0; UNIQUE_ID_BYTES],
+        };
+        for (i, b) in raw.internal.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37) as std::ffi::c_char;
+        }
+        let hex = UniqueId(raw).to_hex();
+        assert_eq!(hex.len(), 256);
+        let back = UniqueId::from_hex(&hex).unwrap();
+        assert_eq!(back.0.internal, raw.internal);
+        assert!(UniqueId::from_hex("abc").is_none());
+        assert!(UniqueId::from_hex(&"zz".repeat(128)).is_none());
+    }
+
+    #[test]
+    fn result_names_follow_nccl_h() {
+        assert_eq!(result_name(1), "ncclUnhandledCudaError");
+        assert_eq!(result_name(8), "ncclTimeout");
+        assert_eq!(result_name(42), "unknown ncclResult_t");
+    }
+
+    #[test]
+    fn a_missing_library_is_a_load_error() {
+        let err = Nccl::load(Path::new("/nonexistent/libnccl.so.2"))
+            .err()
+            .unwrap();
+        assert!(matches!(err, NcclError::Load { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_library_without_nccl_symbols_is_refused() {
+        // libc is always there and certainly has no ncclGetVersion.
+        let err = Nccl::load(Path::new("libc.so.6")).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "libc.so.6 has no symbol ncclGetVersion: it is not a usable libnccl"
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! The real libnccl (from the nvidia-nccl-cu12 wheel, fetched by scripts/fetch-nccl.sh)
+//! through our FFI, on a machine without GPUs: what loads, what NCCL says, and how the
+//! sweep refuses the NCCL backend. `scripts/test.sh` (and CI) set
+//! NCCL_BENCH_TEST_NCCL_LIB; without it these tests fail under CI and are skipped
+//! otherwise.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use nccl_bench::backend::nccl::comm::NcclComm;
+use nccl_bench::backend::nccl::discovery::{self, ThisMachine};
+use nccl_bench::backend::nccl::{Nccl, NcclError};
+
+fn library() -> Option<PathBuf> {
+    match std::env::var("NCCL_BENCH_TEST_NCCL_LIB") {
+        Ok(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("NCCL_BENCH_TEST_NCCL_LIB is not set under CI: run scripts/test.sh")
+        }
+        _ => {
+            eprintln!("skipped: set NCCL_BENCH_TEST_NCCL_LIB (scripts/test.sh does) to test the real libnccl");
+            None
+        }
+    }
+}
+
+#[test]
+fn version_unique_id_and_error_strings_through_our_ffi() {
+    let Some(path) = library() else { return };
+    let nccl = Nccl::load(&path).unwrap();
+    let version = nccl.version().unwrap();
+    assert_eq!(version.major, 2);
+    assert!(version.minor >= 19, "{version}");
+    assert_eq!(
+        version.code as u32,
+        version.major * 10000 + version.minor * 100 + version.patch
+    );
+
+    let a = nccl.unique_id().unwrap().to_hex();
+    let b = nccl.unique_id().unwrap().to_hex();
+    assert_eq!(a.len(), 256);
+    assert_ne!(a, "0".repeat(256));
+    assert_ne!(a, b, "two unique ids must differ");
+
+    assert!(
+        nccl.error_string(0).starts_with("no error"),
+        "{}",
+        nccl.error_string(0)
+    );
+    assert!(
+        nccl.error_string(1).starts_with("unhandled cuda error"),
+        "{}",
+        nccl.error_string(1)
+    );
+    assert!(
+        nccl.error_string(2).starts_with("unhandled system error"),
+        "{}",
+        nccl.error_string(2)
+    );
+    assert!(
+        nccl.error_string(4).starts_with("invalid argument"),
+        "{}",
+        nccl.error_string(4)
+    );
+}
+
+#[test]
+fn communicator_init_without_a_gpu_fails_with_nccls_own_words() {
+    let Some(path) = library() else { return };
+    if nccl_bench::backend::cuda_driver().is_ok() {
+        eprintln!("skipped: this machine has an NVIDIA driver");
+        return;
+    }
+    let nccl = Arc::new(Nccl::load(&path).unwrap());
+    let id = nccl.unique_id().unwrap();
+    let err = NcclComm::init(nccl.clone(), 1, &id, 0)
+        .err()
+        .expect("init must fail without a GPU");
+    match &err {
+        NcclError::Call {
+            call,
+            code,
+            name,
+            text,
+            last_error,
+        } => {
+            assert_eq!(*call, "ncclCommInitRank");
+            assert_eq!(*code, 1);
+            assert_eq!(*name, "ncclUnhandledCudaError");
+            assert!(text.starts_with("unhandled cuda error"), "{text}");
+            let last = last_error.as_deref().unwrap_or("");
+            assert!(last.contains("Cuda failure"), "{err}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn discovery_finds_the_explicit_library_and_reports_its_version() {
+    let Some(path) = library() else { return };
+    let found = discovery::discover(Some(&path), &ThisMachine).unwrap();
+    assert_eq!(found.path, path);
+    assert_eq!(found.how, "--nccl-lib");
+    assert_eq!(found.version.major, 2);
+}
+
+#[test]
+fn sweep_with_the_nccl_backend_and_no_gpu_is_a_clear_exit_2() {
+    let Some(path) = library() else { return };
+    if nccl_bench::backend::cuda_driver().is_ok() {
+        eprintln!("skipped: this machine has an NVIDIA driver");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = std::process::Command::new(common::bin())
+        .args(["sweep", "--backend", "nccl", "--nccl-lib"])
+        .arg(&path)
+        .arg("--out")
+        .arg(&out)
+        .arg("--shm-dir")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.starts_with("error: no NVIDIA driver found (libcuda.so.1"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"));
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(!out.exists(), "nothing written");
+    let marker = tmp.path().to_string_lossy().into_owned();
+    assert!(
+        common::processes_mentioning(&marker).is_empty(),
+        "leftover processes"
+    );
+}
