@@ -123,7 +123,7 @@ fn shm_dir_must_exist() {
 }
 
 #[test]
-fn nccl_backend_is_a_clear_error_not_a_stub() {
+fn nccl_backend_without_a_driver_is_a_one_line_error() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let o = std::process::Command::new(bin())
@@ -133,10 +133,12 @@ fn nccl_backend_is_a_clear_error_not_a_stub() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
+    // CI machines have no NVIDIA driver; on one that has it, the next missing piece is named.
     assert!(
-        stderr.contains("the NCCL backend is not available in this build"),
+        stderr.starts_with("error: ") && stderr.contains("NVIDIA"),
         "{stderr}"
     );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(!out.exists());
 }
 
