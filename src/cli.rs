@@ -178,6 +178,12 @@ pub struct WorkerArgs {
     /// Prefix of the shared-memory segments of this case (the orchestrator removes them)
     #[arg(long = "segment-prefix")]
     pub segment_prefix: String,
+    /// libnccl to load (NCCL backend)
+    #[arg(long = "nccl-lib")]
+    pub nccl_lib: Option<PathBuf>,
+    /// CUDA device of this rank (NCCL backend)
+    #[arg(long)]
+    pub device: Option<usize>,
     /// Seconds the communicator set-up may take
     #[arg(long = "init-timeout", default_value_t = 120.0)]
     pub init_timeout_s: f64,

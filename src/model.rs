@@ -147,6 +147,10 @@ pub struct RunManifest {
     pub started_at: String,
     pub finished_at: Option<String>,
     pub backend: BackendInfo,
+    /// The libnccl used (NCCL backend).
+    pub nccl: Option<NcclChoice>,
+    /// Driver, CUDA, GPUs and their peer-access matrix (NCCL backend).
+    pub gpu: Option<GpuFacts>,
     pub host: HostInfo,
     pub configs: Vec<TransportConfig>,
     pub gpu_counts: Vec<u32>,
@@ -173,4 +177,33 @@ pub struct BackendInfo {
     pub used: String,
     /// What the numbers are (for the host backend: not NCCL).
     pub note: String,
+}
+
+/// The libnccl a sweep uses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NcclChoice {
+    pub path: std::path::PathBuf,
+    pub version: String,
+    /// Which discovery step found it.
+    pub found_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    pub index: usize,
+    pub name: String,
+    pub bus_id: String,
+    pub memory_bytes: u64,
+}
+
+/// GPU facts of the machine a run used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuFacts {
+    /// The kernel module's version (`/proc/driver/nvidia/version`), e.g. 550.54.15.
+    pub driver_version: String,
+    /// The CUDA version the driver supports (`cuDriverGetVersion`), e.g. 12.4.
+    pub cuda_version: String,
+    pub gpus: Vec<GpuInfo>,
+    /// `p2p[i][j]`: GPU i can access GPU j's memory directly.
+    pub p2p: Vec<Vec<bool>>,
 }

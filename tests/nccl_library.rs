@@ -139,3 +139,55 @@ fn sweep_with_the_nccl_backend_and_no_gpu_is_a_clear_exit_2() {
         "leftover processes"
     );
 }
+
+#[test]
+fn an_nccl_worker_without_a_gpu_reports_over_the_protocol() {
+    let Some(path) = library() else { return };
+    if nccl_bench::backend::cuda_driver().is_ok() {
+        eprintln!("skipped: this machine has an NVIDIA driver");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(common::bin())
+        .args([
+            "worker",
+            "--backend",
+            "nccl",
+            "--rank",
+            "0",
+            "--nranks",
+            "1",
+            "--max-bytes",
+            "1024",
+        ])
+        .args([
+            "--datatype",
+            "float",
+            "--op",
+            "sum",
+            "--segment-prefix",
+            "t",
+            "--shm-dir",
+        ])
+        .arg(tmp.path())
+        .arg("--nccl-lib")
+        .arg(&path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(events[0]["event"], "hello");
+    assert_eq!(events[1]["event"], "unique_id");
+    let id = events[1]["id"].as_str().unwrap();
+    assert_eq!(id.len(), 256, "NCCL's 128-byte unique id in hex");
+    assert_eq!(events[2]["event"], "error");
+    assert_eq!(
+        events[2]["message"],
+        "communicator initialization failed: no NVIDIA driver found (libcuda.so.1)"
+    );
+}

@@ -42,6 +42,8 @@ pub struct Orchestrator<'a> {
     pub worker_exe: PathBuf,
     /// `host` or `nccl`, as the worker's `--backend` and the CSV's `backend`.
     pub backend: String,
+    /// The libnccl every NCCL worker loads (one library for the whole sweep).
+    pub nccl_lib: Option<PathBuf>,
     pub writer: &'a RunWriter,
     pub manifest: RunManifest,
     pub observer: &'a mut dyn SweepObserver,
@@ -252,7 +254,13 @@ impl Orchestrator<'_> {
         }
     }
 
-    fn worker_command(&self, group: &Group, rank: u32, prefix: &str) -> ProcessCommand {
+    fn worker_command(
+        &self,
+        group: &Group,
+        rank: u32,
+        prefix: &str,
+        log_stem: &str,
+    ) -> ProcessCommand {
         let s = self.settings;
         let mut cmd = ProcessCommand::new(&self.worker_exe);
         cmd.arg("worker")
@@ -266,9 +274,51 @@ impl Orchestrator<'_> {
             .arg(&s.shm_dir)
             .args(["--segment-prefix", prefix])
             .args(["--init-timeout", &s.timeout.as_secs_f64().to_string()]);
-        // The config's variables replace inherited ones of the same name.
+        if let Some(lib) = &self.nccl_lib {
+            // One process per GPU: rank r drives device r of those visible.
+            cmd.arg("--nccl-lib")
+                .arg(lib)
+                .args(["--device", &rank.to_string()]);
+            // NCCL's own log per process, read back for the transports it used.
+            let file = self
+                .writer
+                .dir()
+                .logs()
+                .join(format!("{log_stem}.nccl.%h.%p.log"));
+            cmd.env("NCCL_DEBUG", "INFO")
+                .env("NCCL_DEBUG_SUBSYS", "INIT,ENV")
+                .env("NCCL_DEBUG_FILE", file);
+        }
+        // The config's variables replace inherited ones of the same name (and ours:
+        // a config may ask for its own NCCL_DEBUG_SUBSYS).
         cmd.envs(&group.config.env);
         cmd
+    }
+
+    /// What NCCL's logs of this group say so far: the transports cell and the first
+    /// known failure. Empty for the host backend, which has no NCCL log.
+    fn nccl_log_findings(&self, log_stem: &str) -> (String, Option<String>) {
+        if self.nccl_lib.is_none() {
+            return (String::new(), None);
+        }
+        let start = format!("{log_stem}.nccl.");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(self.writer.dir().logs())
+            .map(|it| {
+                it.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with(&start))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        match crate::analysis::nccl_log::parse_files(&paths) {
+            Ok(log) => (log.transports_cell(), log.error_cell()),
+            Err(_) => (String::new(), None),
+        }
     }
 
     /// Runs `sizes` of one group in fresh processes; `Err` describes an early stop.
@@ -285,20 +335,21 @@ impl Orchestrator<'_> {
         } else {
             String::new()
         };
+        let log_stem = format!("{}.n{}{suffix}", group.config.name, group.nranks);
         let logs: Vec<PathBuf> = (0..group.nranks)
             .map(|r| {
-                self.writer.dir().logs().join(format!(
-                    "{}.n{}{suffix}.rank{r}.log",
-                    group.config.name, group.nranks
-                ))
+                self.writer
+                    .dir()
+                    .logs()
+                    .join(format!("{log_stem}.rank{r}.log"))
             })
             .collect();
         let commands = (0..group.nranks)
-            .map(|r| self.worker_command(group, r, &prefix))
+            .map(|r| self.worker_command(group, r, &prefix, &log_stem))
             .collect();
         let mut processes = ProcessGroup::spawn(commands, logs)?;
         let mut tails = Tails::new(group.nranks);
-        let outcome = self.drive(&mut processes, &mut tails, group, sizes);
+        let outcome = self.drive(&mut processes, &mut tails, group, sizes, &log_stem);
         match &outcome {
             Ok(()) => processes.finish(Duration::from_secs(2)),
             Err(_) => processes.kill(),
@@ -310,13 +361,24 @@ impl Orchestrator<'_> {
             }
         }
         remove_segments(&self.settings.shm_dir, &prefix);
-        Ok(outcome.err().map(|f| GroupStop {
-            done: f.done,
-            in_init: f.in_init,
-            interrupted: matches!(f.failure, Failure::Interrupted),
-            status: f.failure.status(),
-            reason: f.failure.describe(self.settings.timeout, &tails),
-            transports: f.transports,
+        Ok(outcome.err().map(|f| {
+            let mut reason = f.failure.describe(self.settings.timeout, &tails);
+            let (logged, nccl_error) = self.nccl_log_findings(&log_stem);
+            if let Some(e) = nccl_error {
+                reason.push_str(&format!("; NCCL log: {e}"));
+            }
+            GroupStop {
+                done: f.done,
+                in_init: f.in_init,
+                interrupted: matches!(f.failure, Failure::Interrupted),
+                status: f.failure.status(),
+                reason,
+                transports: if logged.is_empty() {
+                    f.transports
+                } else {
+                    logged
+                },
+            }
         }))
     }
 
@@ -326,6 +388,7 @@ impl Orchestrator<'_> {
         tails: &mut Tails,
         group: &Group,
         sizes: &[u64],
+        log_stem: &str,
     ) -> Result<(), GroupFailure> {
         let n = group.nranks;
         let timeout = self.settings.timeout;
@@ -426,6 +489,14 @@ impl Orchestrator<'_> {
                 })
                 .unwrap_or_default();
             let summary = recorder.summary();
+            // NCCL connects lazily (at the first collective since 2.22): its log has
+            // the connections once the case has run.
+            let (logged, _) = self.nccl_log_findings(log_stem);
+            let transports = if logged.is_empty() {
+                transports.clone()
+            } else {
+                logged
+            };
             let result = CaseResult {
                 key,
                 backend: self.backend.clone(),
@@ -439,7 +510,7 @@ impl Orchestrator<'_> {
                 latency: Some(summary),
                 stop: Some(stop),
                 wrong,
-                transports: transports.clone(),
+                transports,
                 error,
                 started_at,
                 duration_s: case_start.elapsed().as_secs_f64(),

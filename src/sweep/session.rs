@@ -30,20 +30,27 @@ const HOST_MODELLED: [&str; 3] = ["NCCL_SHM_DISABLE", "NCCL_BUFFSIZE", "NCCL_NET
 
 pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     let gpus = GpuPresence::probe();
-    let backend = backend::resolve(settings.backend, &gpus, settings.nccl_lib.as_deref())?;
     let max_ranks = settings.gpu_counts.iter().copied().max().unwrap_or(1);
-    if max_ranks > MAX_HOST_RANKS {
-        bail!("--gpus asks for {max_ranks} ranks; the host backend runs at most {MAX_HOST_RANKS} processes");
-    }
-    if !settings.shm_dir.is_dir() {
-        bail!(
-            "--shm-dir {} is not a directory",
-            settings.shm_dir.display()
-        );
-    }
+    let backend = backend::resolve(
+        settings.backend,
+        &gpus,
+        settings.nccl_lib.as_deref(),
+        max_ranks,
+    )?;
     let mut warnings = settings.warnings.clone();
     warnings.extend(inherited_warnings(&settings.configs, std::env::vars()));
-    warnings.extend(host_warnings(settings, max_ranks));
+    if backend.name == "host" {
+        if max_ranks > MAX_HOST_RANKS {
+            bail!("--gpus asks for {max_ranks} ranks; the host backend runs at most {MAX_HOST_RANKS} processes");
+        }
+        if !settings.shm_dir.is_dir() {
+            bail!(
+                "--shm-dir {} is not a directory",
+                settings.shm_dir.display()
+            );
+        }
+        warnings.extend(host_warnings(settings, max_ranks));
+    }
 
     let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
     let host = crate::sysinfo::hostname();
@@ -77,6 +84,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         settings,
         worker_exe: exe,
         backend: backend.name.to_string(),
+        nccl_lib: backend.nccl.as_ref().map(|n| n.path.clone()),
         writer: &writer,
         manifest,
         observer: observer.as_mut(),
@@ -94,6 +102,9 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
 }
 
 fn banner(backend: &ResolvedBackend) -> String {
+    if backend.name != "host" {
+        return format!("nccl-bench: {} backend: {}", backend.name, backend.reason);
+    }
     let rule = "=".repeat(78);
     format!(
         "{rule}\n {}: {}.\n Ranks are CPU processes exchanging data over shared memory segments or TCP\n loopback. The numbers measure this machine's CPU transports, not NCCL on GPUs.\n{rule}",
@@ -126,8 +137,14 @@ fn manifest(
         backend: BackendInfo {
             requested: format!("{:?}", settings.backend).to_lowercase(),
             used: backend.name.into(),
-            note: format!("{BANNER}: {}", backend.reason),
+            note: if backend.name == "host" {
+                format!("{BANNER}: {}", backend.reason)
+            } else {
+                backend.reason.clone()
+            },
         },
+        nccl: backend.nccl.clone(),
+        gpu: backend.gpus.clone(),
         host: crate::sysinfo::host_info(&settings.shm_dir, gpus.bus_ids.clone()),
         configs: settings.configs.clone(),
         gpu_counts: settings.gpu_counts.clone(),

@@ -13,6 +13,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::fault::{Faults, Phase};
 use super::protocol::{self, Command, Event, WrongElement};
 use crate::backend::host::{HostBackend, HostOptions, BANNER, DEFAULT_BUFFSIZE};
+use crate::backend::nccl::gpu::{GpuOptions, NcclBackend};
+use crate::backend::nccl::Nccl;
 use crate::backend::{Backend, Communicator};
 use crate::cli::{CliBackend, WorkerArgs};
 use crate::ops::pattern::Pattern;
@@ -53,9 +55,21 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
             options.apply_env(|k| std::env::var(k).ok())?;
             Ok(Box::new(HostBackend::new(options)))
         }
-        CliBackend::Nccl | CliBackend::Auto => {
-            bail!("the NCCL backend is not available in this build")
+        CliBackend::Nccl => {
+            let path = args
+                .nccl_lib
+                .as_deref()
+                .ok_or_else(|| anyhow!("the NCCL worker needs --nccl-lib"))?;
+            let nccl = Nccl::load(path)?;
+            let options = GpuOptions {
+                device: args.device.unwrap_or(args.rank as usize),
+                max_bytes: args.max_bytes as usize,
+                dtype: args.datatype,
+                op: args.op,
+            };
+            Ok(Box::new(NcclBackend::new(nccl, options)))
         }
+        CliBackend::Auto => bail!("a worker needs an explicit --backend"),
     }
 }
 

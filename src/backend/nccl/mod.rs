@@ -4,7 +4,9 @@
 
 pub mod comm;
 pub mod discovery;
+pub mod facts;
 pub mod ffi;
+pub mod gpu;
 pub mod library;
 
 pub use library::{Nccl, NcclError, NcclVersion, UniqueId};

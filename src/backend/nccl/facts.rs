@@ -1,0 +1,97 @@
+//! GPU facts for the run manifest, read through the CUDA driver API without creating
+//! a context (no GPU memory is taken): driver and CUDA versions, each GPU's name, PCI
+//! bus id and memory, and the peer-access matrix (`cuDeviceCanAccessPeer`), which says
+//! whether NCCL can use P2P between two GPUs or must fall back to SHM or the network.
+
+use std::ffi::c_char;
+
+use anyhow::{Context, Result};
+use cudarc::driver::{result, sys};
+
+pub use crate::model::{GpuFacts, GpuInfo};
+
+/// Reads the facts; needs the driver library (see `gpu::require_driver`).
+pub fn read() -> Result<GpuFacts> {
+    super::gpu::require_driver()?;
+    result::init().context("cuInit failed")?;
+    let mut cuda = 0;
+    // SAFETY: writes one int.
+    unsafe { sys::cuDriverGetVersion(&mut cuda) }
+        .result()
+        .context("cuDriverGetVersion failed")?;
+    let count = result::device::get_count()
+        .context("cuDeviceGetCount failed")?
+        .max(0) as usize;
+    let mut devices = Vec::with_capacity(count);
+    let mut gpus = Vec::with_capacity(count);
+    for index in 0..count {
+        let dev = result::device::get(index as i32)?;
+        devices.push(dev);
+        let mut bus = [0 as c_char; 32];
+        // SAFETY: the buffer is 32 bytes, as passed.
+        unsafe { sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), bus.len() as i32, dev) }.result()?;
+        // SAFETY: NUL-terminated by the driver within the buffer.
+        let bus_id = unsafe { std::ffi::CStr::from_ptr(bus.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        gpus.push(GpuInfo {
+            index,
+            name: result::device::get_name(dev)?,
+            bus_id,
+            // SAFETY: dev comes from cuDeviceGet.
+            memory_bytes: unsafe { result::device::total_mem(dev) }? as u64,
+        });
+    }
+    let mut p2p = vec![vec![false; count]; count];
+    for (i, &a) in devices.iter().enumerate() {
+        for (j, &b) in devices.iter().enumerate() {
+            if i != j {
+                let mut can = 0;
+                // SAFETY: both devices come from cuDeviceGet.
+                unsafe { sys::cuDeviceCanAccessPeer(&mut can, a, b) }.result()?;
+                p2p[i][j] = can != 0;
+            }
+        }
+    }
+    Ok(GpuFacts {
+        driver_version: kernel_driver_version(
+            &std::fs::read_to_string("/proc/driver/nvidia/version").unwrap_or_default(),
+        ),
+        cuda_version: format!("{}.{}", cuda / 1000, (cuda % 1000) / 10),
+        gpus,
+        p2p,
+    })
+}
+
+/// `NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ...` -> 550.54.15.
+pub fn kernel_driver_version(text: &str) -> String {
+    text.lines()
+        .find(|l| l.starts_with("NVRM version"))
+        .and_then(|l| {
+            l.split_whitespace()
+                .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
+        })
+        .unwrap_or("")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_version_from_proc() {
+        let text = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version:  gcc version 12.2.0\n";
+        assert_eq!(kernel_driver_version(text), "550.54.15");
+        assert_eq!(kernel_driver_version(""), "");
+    }
+
+    #[test]
+    fn no_driver_is_an_error_not_a_panic() {
+        if unsafe { cudarc::driver::sys::is_culib_present() } {
+            return;
+        }
+        let err = read().unwrap_err().to_string();
+        assert_eq!(err, "no NVIDIA driver found (libcuda.so.1)");
+    }
+}

@@ -1,0 +1,171 @@
+//! Choosing the backend of a sweep from `--backend` and what the machine has. The
+//! NCCL backend's preconditions are checked here, before anything is spawned or
+//! written, each failure one line with a hint: the NVIDIA driver, GPUs (enough for
+//! `--gpus`), libnccl. What was found goes into the manifest.
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+use super::detect::GpuPresence;
+use super::nccl::discovery::{self, Machine, ThisMachine};
+use super::nccl::facts::{self, GpuFacts};
+use crate::config::BackendChoice;
+pub use crate::model::NcclChoice;
+
+/// The backend a sweep will use, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedBackend {
+    /// `host` or `nccl`: the workers' `--backend` and the CSV's `backend`.
+    pub name: &'static str,
+    /// Why this backend, in words for the banner and the manifest.
+    pub reason: String,
+    pub nccl: Option<NcclChoice>,
+    pub gpus: Option<GpuFacts>,
+}
+
+impl ResolvedBackend {
+    fn host(reason: &str) -> ResolvedBackend {
+        ResolvedBackend {
+            name: "host",
+            reason: reason.to_string(),
+            nccl: None,
+            gpus: None,
+        }
+    }
+}
+
+/// Applies `--backend` to this machine.
+pub fn resolve(
+    choice: BackendChoice,
+    gpus: &GpuPresence,
+    nccl_lib: Option<&Path>,
+    max_ranks: u32,
+) -> Result<ResolvedBackend> {
+    match choice {
+        BackendChoice::Host => Ok(ResolvedBackend::host("requested with --backend host")),
+        BackendChoice::Nccl => nccl_preflight(gpus, nccl_lib, max_ranks, &ThisMachine),
+        BackendChoice::Auto if gpus.has_gpus() => {
+            nccl_preflight(gpus, nccl_lib, max_ranks, &ThisMachine)
+        }
+        BackendChoice::Auto => Ok(ResolvedBackend::host(
+            "no NVIDIA GPU found (nothing in /proc/driver/nvidia/gpus, no /dev/nvidia<N>)",
+        )),
+    }
+}
+
+/// Whether the NVIDIA driver's library can be loaded (cudarc panics without it, so
+/// this is asked before CUDA is touched).
+pub fn cuda_driver() -> std::result::Result<(), String> {
+    // SAFETY: loading libcuda runs its initializers, which have no preconditions.
+    unsafe { libloading::Library::new("libcuda.so.1") }
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+fn nccl_preflight(
+    gpus: &GpuPresence,
+    nccl_lib: Option<&Path>,
+    max_ranks: u32,
+    machine: &dyn Machine,
+) -> Result<ResolvedBackend> {
+    if let Err(why) = cuda_driver() {
+        bail!(
+            "no NVIDIA driver found (libcuda.so.1: {why}); the NCCL backend needs NVIDIA GPUs. Use --backend host to measure the CPU host backend"
+        );
+    }
+    let facts = match facts::read() {
+        Ok(f) if !f.gpus.is_empty() => f,
+        Ok(_) => bail!(
+            "the NVIDIA driver is present but no GPU is visible ({}); check CUDA_VISIBLE_DEVICES and the container's --gpus option",
+            describe_gpus(gpus)
+        ),
+        Err(e) => bail!("the NVIDIA driver does not answer: {e:#}; check nvidia-smi"),
+    };
+    if max_ranks as usize > facts.gpus.len() {
+        let list: Vec<String> = facts
+            .gpus
+            .iter()
+            .map(|g| format!("{} {} ({})", g.index, g.name, g.bus_id))
+            .collect();
+        bail!(
+            "--gpus asks for {max_ranks} GPUs but {} visible: {}",
+            if facts.gpus.len() == 1 {
+                "only 1 is".to_string()
+            } else {
+                format!("only {} are", facts.gpus.len())
+            },
+            list.join(", ")
+        );
+    }
+    let found = discovery::discover(nccl_lib, machine).map_err(anyhow::Error::new)?;
+    Ok(ResolvedBackend {
+        name: "nccl",
+        reason: format!(
+            "NCCL {} ({}), {} GPU(s), driver {}, CUDA {}",
+            found.version,
+            found.path.display(),
+            facts.gpus.len(),
+            facts.driver_version,
+            facts.cuda_version
+        ),
+        nccl: Some(NcclChoice {
+            path: found.path,
+            version: found.version.to_string(),
+            found_by: found.how,
+        }),
+        gpus: Some(facts),
+    })
+}
+
+fn describe_gpus(gpus: &GpuPresence) -> String {
+    if !gpus.has_gpus() {
+        return "the kernel driver shows none".into();
+    }
+    let ids = if gpus.bus_ids.is_empty() {
+        &gpus.device_nodes
+    } else {
+        &gpus.bus_ids
+    };
+    format!(
+        "the kernel driver shows {} GPU(s): {}",
+        gpus.gpu_count(),
+        ids.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_falls_back_to_host_only_without_gpus() {
+        let none = GpuPresence::default();
+        let r = resolve(BackendChoice::Auto, &none, None, 2).unwrap();
+        assert_eq!(r.name, "host");
+        assert!(r.reason.contains("no NVIDIA GPU found"));
+        let two = GpuPresence {
+            driver_loaded: true,
+            bus_ids: vec!["0000:4c:00.0".into(), "0000:5d:00.0".into()],
+            device_nodes: vec![],
+        };
+        // Without the driver library (this machine), auto with GPUs and nccl say so.
+        if cuda_driver().is_err() {
+            let err = resolve(BackendChoice::Auto, &two, None, 2)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("no NVIDIA driver found (libcuda.so.1"),
+                "{err}"
+            );
+            let err = resolve(BackendChoice::Nccl, &none, None, 2)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("--backend host"), "{err}");
+        }
+        assert_eq!(
+            resolve(BackendChoice::Host, &two, None, 2).unwrap().name,
+            "host"
+        );
+    }
+}
