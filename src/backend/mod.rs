@@ -42,6 +42,15 @@ pub trait Communicator {
     fn all_reduce(&mut self, bytes: usize) -> Result<()>;
 }
 
+/// Refuses a message that does not fit the buffers (sized for the largest message)
+/// or is not a whole number of elements.
+pub fn check_message(bytes: usize, capacity: usize, dtype: crate::ops::DataType) -> Result<()> {
+    if bytes > capacity || bytes % dtype.size() != 0 {
+        anyhow::bail!("message of {bytes} bytes does not fit the {capacity}-byte buffers in whole {dtype} elements");
+    }
+    Ok(())
+}
+
 /// Creates unique ids and communicators.
 pub trait Backend {
     /// Rank 0 calls this first; the text goes to the other ranks.

@@ -13,41 +13,42 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tmp"))
 }
 
-/// Replaces `path` with `contents`.
-pub fn write(path: &Path, contents: &[u8]) -> io::Result<()> {
+/// Builds the new file in a temporary beside `path` with `fill`, flushes it to disk
+/// and renames it over `path`; the temporary is removed on failure.
+fn replace_with(path: &Path, fill: impl FnOnce(&Path) -> io::Result<File>) -> io::Result<()> {
     let tmp = temp_path(path);
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
+    let result = fill(&tmp)
+        .and_then(|f| f.sync_all())
+        .and_then(|()| fs::rename(&tmp, path));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
 }
 
+/// Replaces `path` with `contents`.
+pub fn write(path: &Path, contents: &[u8]) -> io::Result<()> {
+    replace_with(path, |tmp| {
+        let mut f = File::create(tmp)?;
+        f.write_all(contents)?;
+        Ok(f)
+    })
+}
+
 /// Appends `contents` to `path` (created with `header` first if absent), atomically.
 /// The existing file is copied, not read into memory, so a run of thousands of cases
 /// keeps the writer's memory flat.
 pub fn append(path: &Path, header: &[u8], contents: &[u8]) -> io::Result<()> {
-    let tmp = temp_path(path);
-    let result = (|| {
+    replace_with(path, |tmp| {
         if path.exists() {
-            fs::copy(path, &tmp)?;
+            fs::copy(path, tmp)?;
         } else {
-            fs::write(&tmp, header)?;
+            fs::write(tmp, header)?;
         }
-        let mut f = OpenOptions::new().append(true).open(&tmp)?;
+        let mut f = OpenOptions::new().append(true).open(tmp)?;
         f.write_all(contents)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+        Ok(f)
+    })
 }
 
 #[cfg(test)]

@@ -266,14 +266,7 @@ impl HostComm {
     }
 
     fn check_len(&self, bytes: usize) -> Result<()> {
-        if bytes > self.input.len() || bytes % self.dtype.size() != 0 {
-            bail!(
-                "message of {bytes} bytes does not fit the {}-byte buffers in whole {} elements",
-                self.input.len(),
-                self.dtype
-            );
-        }
-        Ok(())
+        super::check_message(bytes, self.input.len(), self.dtype)
     }
 }
 

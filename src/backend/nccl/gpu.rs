@@ -114,14 +114,7 @@ pub struct GpuComm {
 
 impl GpuComm {
     fn check_len(&self, bytes: usize) -> Result<()> {
-        if bytes > self.host.len() || bytes % self.dtype.size() != 0 {
-            bail!(
-                "message of {bytes} bytes does not fit the {}-byte buffers in whole {} elements",
-                self.host.len(),
-                self.dtype
-            );
-        }
-        Ok(())
+        crate::backend::check_message(bytes, self.host.len(), self.dtype)
     }
 
     /// Enqueues one all-reduce of `bytes` on the stream.
