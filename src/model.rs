@@ -149,6 +149,9 @@ pub struct RunManifest {
     pub backend: BackendInfo,
     /// The libnccl used (NCCL backend).
     pub nccl: Option<NcclChoice>,
+    /// The libnccl of each configuration that names its own.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub nccl_per_config: std::collections::BTreeMap<String, NcclChoice>,
     /// Driver, CUDA, GPUs and their peer-access matrix (NCCL backend).
     pub gpu: Option<GpuFacts>,
     pub host: HostInfo,

@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use super::detect::GpuPresence;
 use super::nccl::discovery::{self, Machine, ThisMachine};
 use super::nccl::facts::{self, GpuFacts};
-use crate::config::BackendChoice;
+use crate::config::{BackendChoice, TransportConfig};
 pub use crate::model::NcclChoice;
 
 /// The backend a sweep will use, and why.
@@ -21,6 +21,8 @@ pub struct ResolvedBackend {
     /// Why this backend, in words for the banner and the manifest.
     pub reason: String,
     pub nccl: Option<NcclChoice>,
+    /// Configurations that name their own libnccl, with what was found there.
+    pub nccl_per_config: Vec<(String, NcclChoice)>,
     pub gpus: Option<GpuFacts>,
 }
 
@@ -30,6 +32,7 @@ impl ResolvedBackend {
             name: "host",
             reason: reason.to_string(),
             nccl: None,
+            nccl_per_config: Vec::new(),
             gpus: None,
         }
     }
@@ -40,8 +43,22 @@ pub fn resolve(
     choice: BackendChoice,
     gpus: &GpuPresence,
     nccl_lib: Option<&Path>,
+    configs: &[TransportConfig],
     max_ranks: u32,
 ) -> Result<ResolvedBackend> {
+    let nccl_preflight = |gpus, lib, max_ranks, machine: &dyn Machine| {
+        let mut resolved = nccl_preflight(gpus, lib, max_ranks, machine)?;
+        for c in configs {
+            if let Some(own) = &c.nccl_lib {
+                let found = discovery::discover(Some(own), machine)
+                    .map_err(|e| anyhow::anyhow!("config '{}': {e}", c.name))?;
+                resolved
+                    .nccl_per_config
+                    .push((c.name.clone(), choice_of(found)));
+            }
+        }
+        Ok::<_, anyhow::Error>(resolved)
+    };
     match choice {
         BackendChoice::Host => Ok(ResolvedBackend::host("requested with --backend host")),
         BackendChoice::Nccl => nccl_preflight(gpus, nccl_lib, max_ranks, &ThisMachine),
@@ -109,13 +126,18 @@ fn nccl_preflight(
             facts.driver_version,
             facts.cuda_version
         ),
-        nccl: Some(NcclChoice {
-            path: found.path,
-            version: found.version.to_string(),
-            found_by: found.how,
-        }),
+        nccl: Some(choice_of(found)),
+        nccl_per_config: Vec::new(),
         gpus: Some(facts),
     })
+}
+
+fn choice_of(found: discovery::Found) -> NcclChoice {
+    NcclChoice {
+        path: found.path,
+        version: found.version.to_string(),
+        found_by: found.how,
+    }
 }
 
 fn describe_gpus(gpus: &GpuPresence) -> String {
@@ -141,7 +163,7 @@ mod tests {
     #[test]
     fn auto_falls_back_to_host_only_without_gpus() {
         let none = GpuPresence::default();
-        let r = resolve(BackendChoice::Auto, &none, None, 2).unwrap();
+        let r = resolve(BackendChoice::Auto, &none, None, &[], 2).unwrap();
         assert_eq!(r.name, "host");
         assert!(r.reason.contains("no NVIDIA GPU found"));
         let two = GpuPresence {
@@ -151,20 +173,22 @@ mod tests {
         };
         // Without the driver library (this machine), auto with GPUs and nccl say so.
         if cuda_driver().is_err() {
-            let err = resolve(BackendChoice::Auto, &two, None, 2)
+            let err = resolve(BackendChoice::Auto, &two, None, &[], 2)
                 .unwrap_err()
                 .to_string();
             assert!(
                 err.starts_with("no NVIDIA driver found (libcuda.so.1"),
                 "{err}"
             );
-            let err = resolve(BackendChoice::Nccl, &none, None, 2)
+            let err = resolve(BackendChoice::Nccl, &none, None, &[], 2)
                 .unwrap_err()
                 .to_string();
             assert!(err.contains("--backend host"), "{err}");
         }
         assert_eq!(
-            resolve(BackendChoice::Host, &two, None, 2).unwrap().name,
+            resolve(BackendChoice::Host, &two, None, &[], 2)
+                .unwrap()
+                .name,
             "host"
         );
     }

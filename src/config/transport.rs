@@ -20,6 +20,10 @@ pub struct TransportConfig {
     pub description: String,
     /// Environment set for the workers (on top of the caller's).
     pub env: BTreeMap<String, String>,
+    /// A libnccl of its own (NCCL backend), to compare NCCL builds in one sweep;
+    /// relative paths are relative to the TOML file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nccl_lib: Option<std::path::PathBuf>,
     /// Where it was defined: a path, or `built-in:<file>`.
     pub source: String,
 }
@@ -77,6 +81,8 @@ struct RawConfig {
     description: String,
     #[serde(default)]
     env: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    #[serde(default)]
+    nccl_lib: Option<String>,
 }
 
 /// The presets compiled into the binary, usable by name with `--transports`.
@@ -190,10 +196,18 @@ pub fn parse(text: &str, origin: &str) -> Result<ParsedConfigs, ConfigError> {
             }
             env.insert(var.clone(), value_text);
         }
+        let nccl_lib = rc.nccl_lib.map(|p| {
+            let p = std::path::PathBuf::from(p);
+            match Path::new(origin).parent() {
+                Some(dir) if p.is_relative() && !origin.starts_with("built-in:") => dir.join(p),
+                _ => p,
+            }
+        });
         parsed.configs.push(TransportConfig {
             name,
             description: rc.description,
             env,
+            nccl_lib,
             source: origin.to_string(),
         });
     }
@@ -303,6 +317,20 @@ mod tests {
         let net_only = all.iter().find(|c| c.name == "net-only").unwrap();
         assert!(net_only.shm_disabled());
         assert_eq!(net_only.env["NCCL_P2P_DISABLE"], "1");
+    }
+
+    #[test]
+    fn a_config_may_name_its_own_libnccl() {
+        let text = "[[config]]\nname = \"old\"\nnccl_lib = \"nccl-2.19/libnccl.so.2\"\n[[config]]\nname = \"abs\"\nnccl_lib = \"/opt/nccl/libnccl.so.2\"\n";
+        let parsed = parse(text, "/etc/bench/c.toml").unwrap();
+        assert_eq!(
+            parsed.configs[0].nccl_lib.as_deref(),
+            Some(Path::new("/etc/bench/nccl-2.19/libnccl.so.2"))
+        );
+        assert_eq!(
+            parsed.configs[1].nccl_lib.as_deref(),
+            Some(Path::new("/opt/nccl/libnccl.so.2"))
+        );
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub struct Orchestrator<'a> {
     pub backend: String,
     /// The libnccl every NCCL worker loads (one library for the whole sweep).
     pub nccl_lib: Option<PathBuf>,
+    /// Configurations that load a libnccl of their own.
+    pub nccl_lib_per_config: Vec<(String, PathBuf)>,
     pub writer: &'a RunWriter,
     pub manifest: RunManifest,
     pub observer: &'a mut dyn SweepObserver,
@@ -274,7 +276,12 @@ impl Orchestrator<'_> {
             .arg(&s.shm_dir)
             .args(["--segment-prefix", prefix])
             .args(["--init-timeout", &s.timeout.as_secs_f64().to_string()]);
-        if let Some(lib) = &self.nccl_lib {
+        let own = self
+            .nccl_lib_per_config
+            .iter()
+            .find(|(name, _)| name == &group.config.name)
+            .map(|(_, p)| p);
+        if let Some(lib) = own.or(self.nccl_lib.as_ref()) {
             // One process per GPU: rank r drives device r of those visible.
             cmd.arg("--nccl-lib")
                 .arg(lib)

@@ -35,6 +35,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         settings.backend,
         &gpus,
         settings.nccl_lib.as_deref(),
+        &settings.configs,
         max_ranks,
     )?;
     let mut warnings = settings.warnings.clone();
@@ -85,6 +86,11 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         worker_exe: exe,
         backend: backend.name.to_string(),
         nccl_lib: backend.nccl.as_ref().map(|n| n.path.clone()),
+        nccl_lib_per_config: backend
+            .nccl_per_config
+            .iter()
+            .map(|(name, n)| (name.clone(), n.path.clone()))
+            .collect(),
         writer: &writer,
         manifest,
         observer: observer.as_mut(),
@@ -144,6 +150,7 @@ fn manifest(
             },
         },
         nccl: backend.nccl.clone(),
+        nccl_per_config: backend.nccl_per_config.iter().cloned().collect(),
         gpu: backend.gpus.clone(),
         host: crate::sysinfo::host_info(&settings.shm_dir, gpus.bus_ids.clone()),
         configs: settings.configs.clone(),
@@ -196,6 +203,12 @@ fn host_warnings(settings: &SweepSettings, max_ranks: u32) -> Vec<String> {
     if max_ranks > cores {
         out.push(format!(
             "{max_ranks} ranks on {cores} CPU cores: host backend ranks share cores, so times include scheduling delays"
+        ));
+    }
+    for c in settings.configs.iter().filter(|c| c.nccl_lib.is_some()) {
+        out.push(format!(
+            "config '{}': nccl_lib is ignored by the host backend",
+            c.name
         ));
     }
     for c in &settings.configs {
