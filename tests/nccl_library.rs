@@ -191,3 +191,96 @@ fn an_nccl_worker_without_a_gpu_reports_over_the_protocol() {
         "communicator initialization failed: no NVIDIA driver found (libcuda.so.1)"
     );
 }
+
+/// A machine whose file system is a temporary tree: absolute paths are looked up
+/// under `root`, and libraries are really loaded from there.
+struct Tree {
+    root: tempfile::TempDir,
+}
+
+impl Tree {
+    fn at(&self, path: &std::path::Path) -> PathBuf {
+        self.root
+            .path()
+            .join(path.strip_prefix("/").unwrap_or(path))
+    }
+}
+
+impl discovery::Machine for Tree {
+    fn env(&self, _: &str) -> Option<String> {
+        None
+    }
+    fn is_file(&self, path: &std::path::Path) -> bool {
+        self.at(path).is_file()
+    }
+    fn glob_dirs(&self, parent: &std::path::Path, prefix: &str) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(self.at(parent))
+            .map(|it| {
+                it.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                    .map(|e| parent.join(e.file_name()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        dirs.sort();
+        dirs
+    }
+    fn ldconfig(&self) -> String {
+        String::new()
+    }
+    fn site_packages(&self) -> Vec<PathBuf> {
+        vec![PathBuf::from("/venv/lib/python3.11/site-packages")]
+    }
+    fn load(
+        &self,
+        what: &std::path::Path,
+    ) -> Result<(nccl_bench::backend::nccl::NcclVersion, PathBuf), String> {
+        if !what.is_absolute() {
+            return Err(format!(
+                "{}: cannot open shared object file",
+                what.display()
+            ));
+        }
+        let nccl = Nccl::load(&self.at(what)).map_err(|e| e.to_string())?;
+        Ok((
+            nccl.version().map_err(|e| e.to_string())?,
+            what.to_path_buf(),
+        ))
+    }
+}
+
+#[test]
+fn discovery_in_a_tree_skips_a_broken_library_and_finds_site_packages() {
+    let Some(real) = library() else { return };
+    let tree = Tree {
+        root: tempfile::tempdir().unwrap(),
+    };
+    let broken = tree.at(std::path::Path::new(
+        "/usr/local/cuda-12.4/lib64/libnccl.so.2",
+    ));
+    std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
+    std::fs::write(&broken, b"not an ELF file").unwrap();
+    let site = PathBuf::from("/venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2");
+    std::fs::create_dir_all(tree.at(&site).parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&real, tree.at(&site)).unwrap();
+
+    let found = discovery::discover(None, &tree).unwrap();
+    assert_eq!(found.path, site);
+    assert_eq!(found.how, "python3 site-packages");
+    assert_eq!(found.version.major, 2);
+    let cuda = found
+        .tried
+        .iter()
+        .find(|a| a.outcome.contains("cuda-12.4"))
+        .expect("the broken library is listed");
+    assert_eq!(cuda.place, "install directories");
+    assert!(cuda.outcome.contains("cannot load"), "{cuda:?}");
+
+    std::fs::remove_file(tree.at(&site)).unwrap();
+    let text = discovery::discover(None, &tree).unwrap_err().to_string();
+    assert!(text.contains("python3 site-packages: /venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2 does not exist"), "{text}");
+    assert!(
+        text.contains("hint: pip install nvidia-nccl-cu12"),
+        "{text}"
+    );
+}
