@@ -157,6 +157,10 @@ pub struct SweepArgs {
     /// One line per case even on a terminal (no progress bar)
     #[arg(long)]
     pub plain: bool,
+
+    /// Say how the backend and libnccl were chosen (every place tried)
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,8 @@ pub struct ResolvedBackend {
     /// Configurations that name their own libnccl, with what was found there.
     pub nccl_per_config: Vec<(String, NcclChoice)>,
     pub gpus: Option<GpuFacts>,
+    /// Each step of the choice, for `--verbose`.
+    pub steps: Vec<String>,
 }
 
 impl ResolvedBackend {
@@ -34,6 +36,7 @@ impl ResolvedBackend {
             nccl: None,
             nccl_per_config: Vec::new(),
             gpus: None,
+            steps: vec![format!("backend: host ({reason})")],
         }
     }
 }
@@ -116,6 +119,30 @@ fn nccl_preflight(
         );
     }
     let found = discovery::discover(nccl_lib, machine).map_err(anyhow::Error::new)?;
+    let mut steps = vec![
+        "NVIDIA driver: libcuda.so.1 loads".to_string(),
+        format!(
+            "GPUs: {}",
+            facts
+                .gpus
+                .iter()
+                .map(|g| format!("{} {} ({})", g.index, g.name, g.bus_id))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ];
+    steps.extend(
+        found
+            .tried
+            .iter()
+            .map(|a| format!("libnccl: {}: {}", a.place, a.outcome)),
+    );
+    steps.push(format!(
+        "libnccl: {}: found {} (NCCL {})",
+        found.how,
+        found.path.display(),
+        found.version
+    ));
     Ok(ResolvedBackend {
         name: "nccl",
         reason: format!(
@@ -129,6 +156,7 @@ fn nccl_preflight(
         nccl: Some(choice_of(found)),
         nccl_per_config: Vec::new(),
         gpus: Some(facts),
+        steps,
     })
 }
 

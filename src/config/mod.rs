@@ -71,6 +71,7 @@ pub struct SweepSettings {
     pub shm_dir: PathBuf,
     pub nccl_lib: Option<PathBuf>,
     pub plain_output: bool,
+    pub verbose: bool,
 }
 
 impl SweepSettings {
@@ -123,6 +124,7 @@ impl SweepSettings {
             shm_dir: args.shm_dir.clone(),
             nccl_lib: args.nccl_lib.clone(),
             plain_output: args.plain,
+            verbose: args.verbose,
         })
     }
 

@@ -76,6 +76,11 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         .and_then(|_| signal_hook::flag::register(signal, interrupted.clone()))
         .context("cannot install the signal handler")?;
     }
+    if settings.verbose {
+        for step in &backend.steps {
+            eprintln!("{step}");
+        }
+    }
     println!("{}", banner(&backend));
     let mut observer = crate::progress::for_terminal(settings.plain_output);
     for w in &warnings {
