@@ -166,15 +166,14 @@ impl HostComm {
         let (ring, transport) = if nranks == 1 {
             (None, "local")
         } else if let Some(listener) = listener {
-            let slice = opts.slot_bytes();
-            let out = connect_with_retry(bootstrap.addresses[next as usize], deadline)
+            let mut out = connect_with_retry(bootstrap.addresses[next as usize], deadline)
                 .context("host backend: NET/Socket connect to the next rank failed")?;
-            let mut out = out;
             std::io::Write::write_all(&mut out, &(id.magic ^ rank as u64).to_le_bytes())?;
             let inc = accept_from(&listener, id.magic ^ prev as u64, deadline)?;
             for s in [&out, &inc] {
                 s.set_nodelay(true)?;
             }
+            let slice = tcp::slice_bytes(opts.slot_bytes(), &out, &inc);
             let ring = Ring {
                 rank: rank as usize,
                 nranks: nranks as usize,
@@ -401,6 +400,29 @@ mod tests {
                 assert_eq!(r.wrong, 0, "{op}: {:?}", r.first);
             }
         }
+    }
+
+    #[test]
+    fn tcp_with_a_huge_buffsize_does_not_deadlock() {
+        // 32 MiB FIFOs would mean 4 MiB socket writes that no loopback buffer absorbs
+        // while every rank is writing (seen: a timeout with NCCL_BUFFSIZE=33554432).
+        let dir = tempfile::tempdir().unwrap();
+        let count = 4 << 20;
+        let opts = |_: ()| HostOptions {
+            buffsize: 32 << 20,
+            max_bytes: count * 4,
+            ..options(dir.path(), false, DataType::Float, ReduceOp::Sum)
+        };
+        let mut root = HostBackend::new(opts(()));
+        let id = root.unique_id().unwrap();
+        let (id2, o2) = (id.clone(), opts(()));
+        let peer = std::thread::spawn(move || {
+            let mut c = HostBackend::new(o2).init(&id2, 1, 2).unwrap();
+            exercise(c.as_mut(), DataType::Float, ReduceOp::Sum, 1, 2, count)
+        });
+        let mut c = root.init(&id, 0, 2).unwrap();
+        assert_eq!(exercise(c.as_mut(), DataType::Float, ReduceOp::Sum, 0, 2, count).wrong, 0);
+        assert_eq!(peer.join().unwrap().wrong, 0);
     }
 
     #[test]

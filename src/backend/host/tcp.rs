@@ -5,10 +5,52 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 
 use anyhow::{Context, Result};
 
 use super::buffer::AlignedBuf;
+
+/// Largest slice one blocking write may carry. Every rank writes one slice before it
+/// reads one, so each link must absorb a whole slice unread: slices stay well below
+/// what the kernel grants a loopback socket (asked for here, read back after).
+const MAX_SLICE: usize = 128 << 10;
+const WANTED_SOCKET_BUFFER: usize = 1 << 20;
+
+/// The slice size for a TCP ring link: the FIFO slot size, capped so that one slice
+/// always fits the link's socket buffers.
+pub fn slice_bytes(slot_bytes: usize, out: &TcpStream, inc: &TcpStream) -> usize {
+    let sndbuf = socket_buffer(out, libc::SO_SNDBUF);
+    let rcvbuf = socket_buffer(inc, libc::SO_RCVBUF);
+    let fits = (sndbuf + rcvbuf) / 2;
+    (slot_bytes.min(MAX_SLICE).min(fits) / 64 * 64).max(64)
+}
+
+/// Asks for a larger socket buffer and returns what the kernel granted (bytes).
+fn socket_buffer(s: &TcpStream, option: libc::c_int) -> usize {
+    let fd = s.as_raw_fd();
+    let wanted = WANTED_SOCKET_BUFFER as libc::c_int;
+    let mut granted: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: plain socket options on a socket we own, with correctly sized values.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            &wanted as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            &mut granted as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        );
+    }
+    granted.max(0) as usize
+}
 
 /// Writes slices to the successor.
 pub struct TcpSender {
