@@ -129,7 +129,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
 
-    /// Give up on a case (and kill its processes) after this long without progress
+    /// Give up on a case (and kill its processes) when it takes longer than this, its
+    /// warm-up, timed iterations and check together
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = units::parse_duration)]
     pub timeout: Duration,
 

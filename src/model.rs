@@ -134,6 +134,8 @@ pub enum RunStatus {
     Running,
     Complete,
     Interrupted,
+    /// The sweep itself failed (see `error`).
+    Aborted,
 }
 
 /// `manifest.json`: everything needed to interpret and reproduce a run.
@@ -146,6 +148,9 @@ pub struct RunManifest {
     pub status: RunStatus,
     pub started_at: String,
     pub finished_at: Option<String>,
+    /// Why an aborted sweep stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub backend: BackendInfo,
     /// The libnccl used (NCCL backend).
     pub nccl: Option<NcclChoice>,

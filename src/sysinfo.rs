@@ -50,12 +50,19 @@ fn cpu_model() -> String {
 }
 
 fn memory_bytes() -> u64 {
+    meminfo_kib("MemTotal:").map(|kb| kb * 1024).unwrap_or(0)
+}
+
+/// `MemAvailable` from /proc/meminfo, in bytes.
+pub fn memory_available() -> Option<u64> {
+    meminfo_kib("MemAvailable:").map(|kb| kb * 1024)
+}
+
+fn meminfo_kib(key: &str) -> Option<u64> {
     read_trimmed("/proc/meminfo")
         .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kb| kb * 1024)
-        .unwrap_or(0)
 }
 
 /// Everything the manifest records about the host.

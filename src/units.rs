@@ -50,10 +50,6 @@ impl Bytes {
             .ok_or_else(|| UnitError::SizeOverflow(text.to_string()))
     }
 
-    pub fn get(self) -> u64 {
-        self.0
-    }
-
     /// Compact label as nccl-tests users write sizes: `8B`, `1K`, `64M`, `1.5M`.
     pub fn short(self) -> String {
         const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];

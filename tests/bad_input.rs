@@ -228,3 +228,20 @@ fn help_reads_like_a_real_tool() {
     let top = String::from_utf8_lossy(&top.stdout);
     assert!(top.contains("sweep") && !top.contains("worker"), "{top}");
 }
+
+#[test]
+fn an_unusable_config_value_is_refused_before_the_run() {
+    rejected(
+        &["--config", &fixture("bad-buffsize.toml")],
+        "config 'big-fifo'",
+    );
+    rejected(
+        &["--config", &fixture("bad-buffsize.toml")],
+        "NCCL_BUFFSIZE='4M' is not a number of bytes",
+    );
+}
+
+#[test]
+fn buffers_larger_than_memory_are_refused_before_the_run() {
+    rejected(&["-b", "1T", "-e", "1T"], "needs 4 TiB of memory");
+}

@@ -5,6 +5,7 @@
 //!
 //! Backends never print: they return errors, and the worker reports them.
 
+pub mod buffer;
 pub mod detect;
 pub mod host;
 pub mod nccl;
@@ -34,11 +35,13 @@ pub trait Communicator {
     /// Checks the first `bytes` of the output against the expected reduction.
     fn check_output(&mut self, pattern: &Pattern, bytes: usize) -> Result<CheckReport>;
 
-    /// Runs `durations.len()` all-reduces of `bytes` back to back and stores the time
-    /// between consecutive completions, in nanoseconds.
+    /// Runs one untimed all-reduce (it lines the ranks up after the pause between
+    /// batches), then `durations.len()` all-reduces back to back, and stores the time
+    /// between consecutive completions, in nanoseconds: the first timed iteration is
+    /// measured from the completion of the untimed one.
     fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()>;
 
-    /// One untimed all-reduce (warm-up, and re-aligning ranks before a batch).
+    /// One untimed all-reduce, synchronized (warm-up).
     fn all_reduce(&mut self, bytes: usize) -> Result<()>;
 }
 

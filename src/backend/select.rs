@@ -77,10 +77,15 @@ pub fn resolve(
 /// Whether the NVIDIA driver's library can be loaded (cudarc panics without it, so
 /// this is asked before CUDA is touched).
 pub fn cuda_driver() -> std::result::Result<(), String> {
+    if super::nccl::gpu::require_driver().is_ok() {
+        return Ok(());
+    }
+    // cudarc found no driver under any name; the loader says why for the usual one.
     // SAFETY: loading libcuda runs its initializers, which have no preconditions.
-    unsafe { libloading::Library::new("libcuda.so.1") }
-        .map(drop)
-        .map_err(|e| e.to_string())
+    match unsafe { libloading::Library::new("libcuda.so.1") } {
+        Ok(_) => Err("cudarc cannot load the driver library".to_string()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn nccl_preflight(

@@ -77,6 +77,8 @@ enum Failure {
         message: String,
     },
     Protocol(String),
+    /// Writing the results failed: not the case's fault, the sweep cannot go on.
+    Write(String),
     Interrupted,
 }
 
@@ -108,6 +110,7 @@ impl Failure {
             }
             Failure::Error { rank, message } => format!("rank {rank}: {message}"),
             Failure::Protocol(message) => format!("worker protocol error: {message}"),
+            Failure::Write(message) => message.clone(),
             Failure::Interrupted => "interrupted".to_string(),
         }
     }
@@ -174,6 +177,8 @@ struct GroupStop {
     done: usize,
     in_init: bool,
     interrupted: bool,
+    /// The sweep must stop (results could not be written).
+    fatal: Option<String>,
     status: CaseStatus,
     reason: String,
     transports: String,
@@ -185,36 +190,18 @@ impl Orchestrator<'_> {
         self.writer.write_manifest(&self.manifest)?;
         let note = self.manifest.backend.note.clone();
         self.observer.sweep_started(plan.total_cases(), &note);
-        let mut sequence = 0u32;
-        let mut interrupted = false;
-        'groups: for group in &plan.groups {
-            let mut remaining: &[u64] = &plan.sizes;
-            let mut attempt = 1;
-            while !remaining.is_empty() {
-                if self.interrupted.load(Ordering::SeqCst) {
-                    interrupted = true;
-                    break 'groups;
-                }
-                sequence += 1;
-                let Some(f) = self.run_group(group, remaining, attempt, sequence)? else {
-                    break;
-                };
-                if f.interrupted {
-                    interrupted = true;
-                    break 'groups;
-                }
-                let failed = if f.in_init {
-                    remaining.len() - f.done
-                } else {
-                    1
-                };
-                for &bytes in &remaining[f.done..f.done + failed] {
-                    self.record_failure(group, bytes, &f)?;
-                }
-                remaining = &remaining[f.done + failed..];
-                attempt += 1;
+        let interrupted = match self.run_groups(plan) {
+            Ok(interrupted) => interrupted,
+            Err(e) => {
+                // The sweep itself broke (a file could not be written, a worker could
+                // not be started): say so in the manifest, keep what is on disk.
+                self.manifest.status = RunStatus::Aborted;
+                self.manifest.error = Some(format!("{e:#}"));
+                self.manifest.finished_at = Some(crate::units::now_rfc3339());
+                let _ = self.writer.write_manifest(&self.manifest);
+                return Err(e);
             }
-        }
+        };
         self.manifest.status = if interrupted {
             RunStatus::Interrupted
         } else {
@@ -228,6 +215,41 @@ impl Orchestrator<'_> {
             counts: self.manifest.cases.clone(),
             interrupted,
         })
+    }
+
+    /// Runs every group; `Ok(true)` when interrupted.
+    fn run_groups(&mut self, plan: &Plan) -> Result<bool> {
+        let mut sequence = 0u32;
+        for group in &plan.groups {
+            let mut remaining: &[u64] = &plan.sizes;
+            let mut attempt = 1;
+            while !remaining.is_empty() {
+                if self.interrupted.load(Ordering::SeqCst) {
+                    return Ok(true);
+                }
+                sequence += 1;
+                let Some(f) = self.run_group(group, remaining, attempt, sequence)? else {
+                    break;
+                };
+                if f.interrupted {
+                    return Ok(true);
+                }
+                if let Some(e) = f.fatal {
+                    anyhow::bail!(e);
+                }
+                let failed = if f.in_init {
+                    remaining.len() - f.done
+                } else {
+                    1
+                };
+                for &bytes in &remaining[f.done..f.done + failed] {
+                    self.record_failure(group, bytes, &f)?;
+                }
+                remaining = &remaining[f.done + failed..];
+                attempt += 1;
+            }
+        }
+        Ok(false)
     }
 
     fn key(&self, group: &Group, bytes: u64) -> CaseKey {
@@ -378,6 +400,10 @@ impl Orchestrator<'_> {
                 done: f.done,
                 in_init: f.in_init,
                 interrupted: matches!(f.failure, Failure::Interrupted),
+                fatal: match &f.failure {
+                    Failure::Write(e) => Some(e.clone()),
+                    _ => None,
+                },
                 status: f.failure.status(),
                 reason,
                 transports: if logged.is_empty() {
@@ -524,7 +550,7 @@ impl Orchestrator<'_> {
             };
             let offset = case_start.duration_since(self.run_start);
             self.record(&result, Some(&recorder), offset)
-                .map_err(|e| failed(Failure::Protocol(format!("{e:#}"))))?;
+                .map_err(|e| failed(Failure::Write(format!("{e:#}"))))?;
         }
         // Best effort: a rank that does not say goodbye is killed by `finish`.
         if self.broadcast(processes, &Command::Exit, "exit").is_ok() {

@@ -113,10 +113,6 @@ impl ProcessGroup {
         Ok(group)
     }
 
-    pub fn pids(&self) -> Vec<u32> {
-        self.ranks.iter().map(|r| r.child.id()).collect()
-    }
-
     /// Sends a command to one rank.
     pub fn send(&mut self, rank: u32, command: &protocol::Command) -> io::Result<()> {
         match self
@@ -177,7 +173,12 @@ impl ProcessGroup {
         if self.reaped {
             return;
         }
-        if self.pgid > 0 {
+        // Only while a member is unreaped does the group id still belong to us.
+        let alive = self
+            .ranks
+            .iter_mut()
+            .any(|r| matches!(r.child.try_wait(), Ok(None)));
+        if self.pgid > 0 && alive {
             // SAFETY: signalling our own child process group.
             unsafe {
                 libc::killpg(self.pgid, libc::SIGKILL);

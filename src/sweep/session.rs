@@ -50,6 +50,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
                 settings.shm_dir.display()
             );
         }
+        check_host_settings(settings, max_ranks)?;
         warnings.extend(host_warnings(settings, max_ranks));
     }
 
@@ -145,6 +146,7 @@ fn manifest(
         status: RunStatus::Running,
         started_at: now_rfc3339(),
         finished_at: None,
+        error: None,
         backend: BackendInfo {
             requested: format!("{:?}", settings.backend).to_lowercase(),
             used: backend.name.into(),
@@ -169,6 +171,30 @@ fn manifest(
         cases: CaseCounts::default(),
         warnings,
     }
+}
+
+/// What would fail every case of the host backend is refused before the run starts:
+/// an environment value it cannot use, buffers the machine cannot hold.
+fn check_host_settings(settings: &SweepSettings, max_ranks: u32) -> Result<()> {
+    for c in &settings.configs {
+        let mut options = crate::backend::host::HostOptions::for_validation();
+        options
+            .apply_env(|k| c.env.get(k).cloned())
+            .map_err(|e| anyhow::anyhow!("config '{}' ({}): {e}", c.name, c.source))?;
+    }
+    // Each rank holds an input and an output buffer of the largest message.
+    let need = 2 * settings.max_bytes() * max_ranks as u64;
+    if let Some(available) = crate::sysinfo::memory_available() {
+        if need > available {
+            bail!(
+                "-e/--maxbytes {} with {max_ranks} ranks needs {} of memory (an input and an output buffer per rank) but {} is available",
+                crate::units::Bytes(settings.max_bytes()),
+                crate::units::Bytes(need),
+                crate::units::Bytes(available)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `NCCL_*` variables inherited from the caller apply to every config that does not

@@ -29,12 +29,17 @@ pub fn run(args: &WorkerArgs) -> i32 {
     match serve(args, &mut input, &mut out) {
         Ok(()) => 0,
         Err(e) => {
-            let message = format!("{e:#}");
-            eprintln!("rank {}: error: {message}", args.rank);
-            let _ = protocol::send(&mut out, &Event::Error { message });
+            report(&mut out, args.rank, &e);
             1
         }
     }
+}
+
+/// Sends an error to the orchestrator (and to the rank's log).
+fn report(out: &mut impl Write, rank: u32, e: &anyhow::Error) {
+    let message = format!("{e:#}");
+    eprintln!("rank {rank}: error: {message}");
+    let _ = protocol::send(out, &Event::Error { message });
 }
 
 fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
@@ -111,7 +116,14 @@ fn serve(args: &WorkerArgs, input: &mut impl BufRead, out: &mut impl Write) -> R
     );
     eprintln!("{detail}");
     protocol::send(out, &Event::Ready { transports, detail })?;
-    measure(args, comm.as_mut(), &faults, input, out)
+    if let Err(e) = measure(args, comm.as_mut(), &faults, input, out) {
+        // Report first, then leave without tearing the communicator down: peers may be
+        // stuck in a collective, and a destroy would wait for them. The orchestrator
+        // kills the group anyway.
+        report(out, rank, &e);
+        std::process::exit(1);
+    }
+    Ok(())
 }
 
 /// Serves size, time and check commands until told to exit (or stdin closes).
@@ -147,7 +159,6 @@ fn measure(
             Command::Time { iters } => {
                 let bytes = current.ok_or_else(|| anyhow!("time before any size"))?;
                 let iters = usize::try_from(iters.min(MAX_BATCH))?;
-                comm.all_reduce(bytes)?;
                 comm.timed_batch(bytes, &mut durations[..iters])?;
                 protocol::send(
                     out,

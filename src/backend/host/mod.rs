@@ -5,7 +5,6 @@
 //! are not NCCL numbers, and everything that reports them says so.
 
 pub mod bootstrap;
-pub mod buffer;
 pub mod ring;
 pub mod shm;
 pub mod tcp;
@@ -18,11 +17,11 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use self::bootstrap::{connect_with_retry, Bootstrap, BootstrapRoot, UniqueId};
-use self::buffer::AlignedBuf;
 use self::ring::{Receiver, Ring, Sender};
 use self::shm::{segment_bytes, Segment, ShmReceiver, ShmSender, SLOTS};
 use self::tcp::{TcpReceiver, TcpSender};
 use self::wait::WaitPolicy;
+use super::buffer::AlignedBuf;
 use super::{Backend, Communicator};
 use crate::config::transport::env_truthy;
 use crate::ops::pattern::{CheckReport, Pattern};
@@ -81,6 +80,22 @@ impl HostOptions {
             }
         }
         Ok(())
+    }
+
+    /// Defaults, for checking a configuration's environment before a run.
+    pub fn for_validation() -> HostOptions {
+        HostOptions {
+            shm_dir: PathBuf::from("/dev/shm"),
+            segment_prefix: String::new(),
+            use_shm: true,
+            buffsize: DEFAULT_BUFFSIZE,
+            max_bytes: 0,
+            dtype: DataType::Float,
+            op: ReduceOp::Sum,
+            init_timeout: Duration::from_secs(1),
+            corrupt: false,
+            pin_cpus: false,
+        }
     }
 
     fn slot_bytes(&self) -> usize {
@@ -177,8 +192,8 @@ impl HostComm {
             let ring = Ring {
                 rank: rank as usize,
                 nranks: nranks as usize,
-                tx: Sender::Tcp(TcpSender::new(out, slice)),
-                rx: Receiver::Tcp(TcpReceiver::new(inc, slice)),
+                tx: Sender::Tcp(TcpSender::new(out, slice)?),
+                rx: Receiver::Tcp(TcpReceiver::new(inc, slice)?),
                 slice_bytes: slice,
             };
             (Some(ring), TRANSPORT_SOCKET)
@@ -204,8 +219,8 @@ impl HostComm {
         };
         Ok(HostComm {
             ring,
-            input: AlignedBuf::new(opts.max_bytes),
-            output: AlignedBuf::new(opts.max_bytes),
+            input: AlignedBuf::new(opts.max_bytes)?,
+            output: AlignedBuf::new(opts.max_bytes)?,
             dtype: opts.dtype,
             op: opts.op,
             transport,
@@ -297,6 +312,7 @@ impl Communicator for HostComm {
 
     fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()> {
         self.check_len(bytes)?;
+        self.run_once(bytes)?;
         let mut last = Instant::now();
         for d in durations.iter_mut() {
             self.run_once(bytes)?;
@@ -421,7 +437,10 @@ mod tests {
             exercise(c.as_mut(), DataType::Float, ReduceOp::Sum, 1, 2, count)
         });
         let mut c = root.init(&id, 0, 2).unwrap();
-        assert_eq!(exercise(c.as_mut(), DataType::Float, ReduceOp::Sum, 0, 2, count).wrong, 0);
+        assert_eq!(
+            exercise(c.as_mut(), DataType::Float, ReduceOp::Sum, 0, 2, count).wrong,
+            0
+        );
         assert_eq!(peer.join().unwrap().wrong, 0);
     }
 

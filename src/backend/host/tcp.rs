@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 
 use anyhow::{Context, Result};
 
-use super::buffer::AlignedBuf;
+use crate::backend::buffer::AlignedBuf;
 
 /// Largest slice one blocking write may carry. Every rank writes one slice before it
 /// reads one, so each link must absorb a whole slice unread: slices stay well below
@@ -66,12 +66,12 @@ pub struct TcpReceiver {
 }
 
 impl TcpSender {
-    pub fn new(stream: TcpStream, slice_bytes: usize) -> TcpSender {
-        TcpSender {
+    pub fn new(stream: TcpStream, slice_bytes: usize) -> Result<TcpSender> {
+        Ok(TcpSender {
             stream,
-            staging: AlignedBuf::new(slice_bytes),
+            staging: AlignedBuf::new(slice_bytes)?,
             pending: 0,
-        }
+        })
     }
 
     pub fn slot(&mut self, len: usize) -> Result<&mut [u8]> {
@@ -88,11 +88,11 @@ impl TcpSender {
 }
 
 impl TcpReceiver {
-    pub fn new(stream: TcpStream, slice_bytes: usize) -> TcpReceiver {
-        TcpReceiver {
+    pub fn new(stream: TcpStream, slice_bytes: usize) -> Result<TcpReceiver> {
+        Ok(TcpReceiver {
             stream,
-            staging: AlignedBuf::new(slice_bytes),
-        }
+            staging: AlignedBuf::new(slice_bytes)?,
+        })
     }
 
     pub fn slot(&mut self, len: usize) -> Result<&[u8]> {

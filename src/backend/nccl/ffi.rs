@@ -40,7 +40,6 @@ type CommOp = unsafe extern "C" fn(RawComm) -> NcclResult;
 type CommGetAsyncError = unsafe extern "C" fn(RawComm, *mut NcclResult) -> NcclResult;
 type GetErrorString = unsafe extern "C" fn(NcclResult) -> *const c_char;
 type GetLastError = unsafe extern "C" fn(RawComm) -> *const c_char;
-type Group = unsafe extern "C" fn() -> NcclResult;
 
 /// The function pointers, valid while `library` is loaded (it is owned alongside).
 pub struct Symbols {
@@ -52,8 +51,6 @@ pub struct Symbols {
     pub comm_abort: CommOp,
     pub comm_get_async_error: CommGetAsyncError,
     pub get_error_string: GetErrorString,
-    pub group_start: Group,
-    pub group_end: Group,
     pub get_last_error: Option<GetLastError>,
     pub comm_finalize: Option<CommOp>,
 }
@@ -106,8 +103,6 @@ impl Loaded {
                 comm_abort: required!("ncclCommAbort"),
                 comm_get_async_error: required!("ncclCommGetAsyncError"),
                 get_error_string: required!("ncclGetErrorString"),
-                group_start: required!("ncclGroupStart"),
-                group_end: required!("ncclGroupEnd"),
                 get_last_error: optional!("ncclGetLastError"),
                 comm_finalize: optional!("ncclCommFinalize"),
             };

@@ -17,6 +17,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, D
 
 use super::comm::NcclComm;
 use super::library::{Nccl, UniqueId};
+use crate::backend::buffer::AlignedBuf;
 use crate::backend::{Backend, Communicator};
 use crate::ops::pattern::{CheckReport, Pattern};
 use crate::ops::{DataType, ReduceOp};
@@ -85,7 +86,7 @@ impl Backend for NcclBackend {
         Ok(Box::new(GpuComm {
             comm,
             events: Vec::new(),
-            host: vec![0u8; o.max_bytes],
+            host: AlignedBuf::new(o.max_bytes)?,
             send,
             recv,
             stream,
@@ -102,7 +103,7 @@ impl Backend for NcclBackend {
 pub struct GpuComm {
     comm: NcclComm,
     events: Vec<CudaEvent>,
-    host: Vec<u8>,
+    host: AlignedBuf,
     send: CudaSlice<u8>,
     recv: CudaSlice<u8>,
     stream: Arc<CudaStream>,
@@ -171,20 +172,20 @@ impl Communicator for GpuComm {
 
     fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()> {
         self.check_len(bytes)?;
-        pattern.fill(&mut self.host[..bytes]);
+        pattern.fill(&mut self.host.bytes_mut()[..bytes]);
         let mut dst = self.send.slice_mut(0..bytes);
         self.stream
-            .memcpy_htod(&self.host[..bytes], &mut dst)
+            .memcpy_htod(&self.host.bytes()[..bytes], &mut dst)
             .context("copy to the GPU failed")?;
         self.sync()
     }
 
     fn poison_output(&mut self, bytes: usize) -> Result<()> {
         self.check_len(bytes)?;
-        self.host[..bytes].fill(0xff);
+        self.host.bytes_mut()[..bytes].fill(0xff);
         let mut dst = self.recv.slice_mut(0..bytes);
         self.stream
-            .memcpy_htod(&self.host[..bytes], &mut dst)
+            .memcpy_htod(&self.host.bytes()[..bytes], &mut dst)
             .context("copy to the GPU failed")?;
         self.sync()
     }
@@ -193,10 +194,10 @@ impl Communicator for GpuComm {
         self.check_len(bytes)?;
         let src = self.recv.slice(0..bytes);
         self.stream
-            .memcpy_dtoh(&src, &mut self.host[..bytes])
+            .memcpy_dtoh(&src, &mut self.host.bytes_mut()[..bytes])
             .context("copy from the GPU failed")?;
         self.sync()?;
-        Ok(pattern.check(&self.host[..bytes]))
+        Ok(pattern.check(&self.host.bytes()[..bytes]))
     }
 
     fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()> {
