@@ -37,6 +37,8 @@ pub struct Cli {
 pub enum Command {
     /// Run all-reduce over sizes x GPU counts x transport configurations
     Sweep(SweepArgs),
+    /// Compare two run directories (or two configs of one run); exit 1 on a regression
+    Compare(CompareArgs),
     /// One rank of a case (spawned by `sweep`; not for direct use)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -162,6 +164,51 @@ pub struct SweepArgs {
     /// Say how the backend and libnccl were chosen (every place tried)
     #[arg(short = 'v', long)]
     pub verbose: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Markdown,
+    Csv,
+    Json,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 no regression, 1 a case regressed beyond --threshold (or ok before and failing now), 2 error.\n\n\
+Examples:\n  \
+nccl-bench compare results/nightly-old results/nightly-new\n  \
+nccl-bench compare results/run --config-a default --config-b shm-off --format markdown"
+)]
+pub struct CompareArgs {
+    /// The reference run directory
+    #[arg(value_name = "BASE_RUN")]
+    pub base: PathBuf,
+
+    /// The run to judge (omit to compare two configs of BASE_RUN)
+    #[arg(value_name = "CAND_RUN")]
+    pub candidate: Option<PathBuf>,
+
+    /// Config of the base side (compares configs instead of runs)
+    #[arg(long = "config-a", value_name = "NAME", requires = "config_b")]
+    pub config_a: Option<String>,
+
+    /// Config of the candidate side
+    #[arg(long = "config-b", value_name = "NAME", requires = "config_a")]
+    pub config_b: Option<String>,
+
+    /// A change counts only when its 95% confidence interval lies entirely beyond this
+    #[arg(long, value_name = "PERCENT", default_value = "2%", value_parser = units::parse_percent)]
+    pub threshold: f64,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+
+    /// Bootstrap resamples per case
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=100_000))]
+    pub resamples: u64,
 }
 
 #[derive(Debug, Args)]

@@ -3,8 +3,10 @@
 pub mod analysis;
 pub mod backend;
 pub mod cli;
+pub mod cmd;
 pub mod config;
 pub mod export;
+pub mod import;
 pub mod model;
 pub mod ops;
 pub mod progress;

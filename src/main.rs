@@ -16,6 +16,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let settings = SweepSettings::from_args(&args)?;
             session::run(&settings, std::env::args().collect())
         }
+        Command::Compare(args) => nccl_bench::cmd::compare::run(&args),
         Command::Worker(args) => Ok(worker::run(&args).clamp(0, 255) as u8),
     }
 }

@@ -2,6 +2,8 @@
 //! debug logs), and the verdicts built on top of that. Everything here is pure or reads
 //! files only; nothing prints, and nothing depends on `backend` or `sweep`.
 
+pub mod compare;
+pub mod compare_render;
 pub mod nccl_log;
 
 pub use nccl_log::{

@@ -6,6 +6,7 @@
 pub mod atomic;
 pub mod csv;
 pub mod hlog;
+pub mod reader;
 pub mod run_dir;
 
 pub use run_dir::{RunDir, RunWriter};

@@ -3,6 +3,7 @@
 
 pub mod adaptive;
 pub mod bandwidth;
+pub mod compare;
 pub mod latency;
 
 pub use adaptive::{BatchDecision, StopReason, StopRule};

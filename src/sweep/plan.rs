@@ -51,7 +51,7 @@ mod tests {
         argv.extend_from_slice(args);
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Sweep(a) => SweepSettings::from_args(&a).unwrap(),
-            Command::Worker(_) => unreachable!(),
+            _ => unreachable!("parsed as sweep"),
         }
     }
 

@@ -1,0 +1,248 @@
+//! Run against run (or config against config within a run): cases are matched by
+//! (config, nranks, bytes, dtype, op), each pair gets the confidence interval of the
+//! change of its median latency (bootstrap over the histograms, or the means when a
+//! run has no per-iteration data), and a verdict against the threshold. A case that
+//! was ok and now fails is a regression too: a CI gate must not pass on it.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::export::reader::{CaseRow, RunData};
+use crate::stats::compare::{compare_histograms, compare_means, Comparison, Verdict};
+
+/// How a matched pair of cases turned out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Improved,
+    Regressed,
+    Unchanged,
+    Inconclusive,
+    /// Ok in the base, failed/timeout/wrong in the candidate.
+    NewFailure,
+    /// Failed in the base, ok in the candidate.
+    Fixed,
+    /// Not ok on either side: nothing to compare.
+    FailedBoth,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Improved => "improved",
+            Outcome::Regressed => "regressed",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Inconclusive => "inconclusive",
+            Outcome::NewFailure => "new-failure",
+            Outcome::Fixed => "fixed",
+            Outcome::FailedBoth => "failed-both",
+        }
+    }
+
+    /// What fails a CI gate.
+    pub fn is_regression(self) -> bool {
+        matches!(self, Outcome::Regressed | Outcome::NewFailure)
+    }
+}
+
+/// One matched pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairRow {
+    pub config: String,
+    pub nranks: u32,
+    pub bytes: u64,
+    pub dtype: String,
+    pub op: String,
+    pub base_status: String,
+    pub cand_status: String,
+    /// Median iteration time (mean when the run has no percentiles), us.
+    pub base_time_us: Option<f64>,
+    pub cand_time_us: Option<f64>,
+    pub base_busbw_gbps: Option<f64>,
+    pub cand_busbw_gbps: Option<f64>,
+    /// Present when both sides are ok.
+    pub comparison: Option<Comparison>,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareReport {
+    pub base: String,
+    pub candidate: String,
+    pub threshold: f64,
+    /// At least one pair was compared on means only (no per-iteration data).
+    pub means_only: bool,
+    pub rows: Vec<PairRow>,
+    pub only_in_base: usize,
+    pub only_in_candidate: usize,
+}
+
+impl CompareReport {
+    pub fn regressions(&self) -> impl Iterator<Item = &PairRow> {
+        self.rows.iter().filter(|r| r.outcome.is_regression())
+    }
+
+    /// The regressed pair with the largest slowdown (new failures first).
+    pub fn worst(&self) -> Option<&PairRow> {
+        self.regressions().max_by(|a, b| {
+            let key = |r: &PairRow| match (&r.outcome, &r.comparison) {
+                (Outcome::NewFailure, _) => f64::INFINITY,
+                (_, Some(c)) => c.change,
+                _ => f64::NEG_INFINITY,
+            };
+            key(a).total_cmp(&key(b))
+        })
+    }
+
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.rows.iter().filter(|r| r.outcome == outcome).count()
+    }
+}
+
+/// Comparison settings.
+#[derive(Debug, Clone, Copy)]
+pub struct CompareOptions {
+    pub threshold: f64,
+    pub resamples: usize,
+}
+
+/// Which cases of a run take part, under which name.
+pub struct Side<'a> {
+    pub run: &'a RunData,
+    /// Only this config (and matched without its name), or every config.
+    pub config: Option<&'a str>,
+    pub label: String,
+}
+
+type Key = (String, u32, u64, String, String);
+
+fn keyed<'a>(side: &Side<'a>) -> HashMap<Key, &'a CaseRow> {
+    side.run
+        .cases
+        .iter()
+        .filter(|c| side.config.is_none_or(|name| c.config == name))
+        .map(|c| {
+            let config = if side.config.is_some() {
+                String::new()
+            } else {
+                c.config.clone()
+            };
+            (
+                (config, c.nranks, c.bytes, c.dtype.clone(), c.op.clone()),
+                c,
+            )
+        })
+        .collect()
+}
+
+/// Compares the candidate side against the base side.
+pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<CompareReport> {
+    for side in [base, cand] {
+        if let Some(name) = side.config {
+            if !side.run.cases.iter().any(|c| c.config == name) {
+                let mut known: Vec<&str> =
+                    side.run.cases.iter().map(|c| c.config.as_str()).collect();
+                known.dedup();
+                bail!(
+                    "{} has no config '{name}' (it has: {})",
+                    side.run.dir.display(),
+                    known.join(", ")
+                );
+            }
+        }
+    }
+    let base_cases = keyed(base);
+    let cand_cases = keyed(cand);
+    // Keep the base run's order.
+    let mut rows = Vec::new();
+    let mut means_only = false;
+    for b in base
+        .run
+        .cases
+        .iter()
+        .filter(|c| base.config.is_none_or(|n| c.config == n))
+    {
+        let config = if base.config.is_some() {
+            String::new()
+        } else {
+            b.config.clone()
+        };
+        let key = (config, b.nranks, b.bytes, b.dtype.clone(), b.op.clone());
+        let Some(c) = cand_cases.get(&key) else {
+            continue;
+        };
+        let (comparison, outcome) = match (b.is_ok(), c.is_ok()) {
+            (true, true) => {
+                let cmp = match (base.run.histogram(b), cand.run.histogram(c)) {
+                    (Some(hb), Some(hc)) => {
+                        compare_histograms(hb, hc, opts.threshold, opts.resamples, seed(&key))
+                    }
+                    _ => {
+                        means_only = true;
+                        match (b.time_us, c.time_us) {
+                            (Some(tb), Some(tc)) => compare_means(tb, tc, opts.threshold),
+                            _ => None,
+                        }
+                    }
+                };
+                let outcome = match cmp.as_ref().map(|c| c.verdict) {
+                    Some(Verdict::Improved) => Outcome::Improved,
+                    Some(Verdict::Regressed) => Outcome::Regressed,
+                    Some(Verdict::Unchanged) => Outcome::Unchanged,
+                    Some(Verdict::Inconclusive) | None => Outcome::Inconclusive,
+                };
+                (cmp, outcome)
+            }
+            (true, false) => (None, Outcome::NewFailure),
+            (false, true) => (None, Outcome::Fixed),
+            (false, false) => (None, Outcome::FailedBoth),
+        };
+        rows.push(PairRow {
+            config: match (base.config, cand.config) {
+                (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
+                (Some(a), _) => a.to_string(),
+                _ => b.config.clone(),
+            },
+            nranks: b.nranks,
+            bytes: b.bytes,
+            dtype: b.dtype.clone(),
+            op: b.op.clone(),
+            base_status: b.status.clone(),
+            cand_status: c.status.clone(),
+            base_time_us: b.p50_us.or(b.time_us),
+            cand_time_us: c.p50_us.or(c.time_us),
+            base_busbw_gbps: b.busbw_gbps,
+            cand_busbw_gbps: c.busbw_gbps,
+            comparison,
+            outcome,
+        });
+    }
+    if rows.is_empty() {
+        bail!(
+            "no case of {} matches one of {} (cases match on config, ranks, bytes, datatype and op)",
+            cand.label,
+            base.label
+        );
+    }
+    let only_in_base = base_cases.len() - rows.len();
+    let only_in_candidate = cand_cases.len() - rows.len();
+    Ok(CompareReport {
+        base: base.label.clone(),
+        candidate: cand.label.clone(),
+        threshold: opts.threshold,
+        means_only,
+        rows,
+        only_in_base,
+        only_in_candidate,
+    })
+}
+
+/// A seed per case, so that reruns give the same intervals.
+fn seed(key: &Key) -> u64 {
+    let text = format!("{key:?}");
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}

@@ -1,0 +1,212 @@
+//! The comparison as people and programs read it: an aligned table for the terminal,
+//! Markdown for a PR or a wiki, CSV and JSON for scripts. Every text form ends with
+//! the summary: counts per outcome, the worst regression, and whether the comparison
+//! had to fall back on mean times.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::compare::{CompareReport, PairRow};
+use crate::units::{format_us, Bytes};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Markdown,
+    Csv,
+    Json,
+}
+
+const HEADERS: [&str; 10] = [
+    "config",
+    "nranks",
+    "size",
+    "base",
+    "candidate",
+    "change",
+    "95% CI",
+    "base busbw",
+    "cand busbw",
+    "outcome",
+];
+
+fn pct(x: f64) -> String {
+    format!("{:+.1}%", x * 100.0)
+}
+
+fn cells(r: &PairRow) -> [String; 10] {
+    let time = |t: Option<f64>, status: &str| match t {
+        Some(t) if status == "ok" => format_us(t),
+        _ => status.to_string(),
+    };
+    let bw = |b: Option<f64>| b.map(|b| format!("{b:.2} GB/s")).unwrap_or_default();
+    let (change, ci) = match &r.comparison {
+        Some(c) => (pct(c.change), format!("[{}, {}]", pct(c.ci.0), pct(c.ci.1))),
+        None => (String::new(), String::new()),
+    };
+    [
+        r.config.clone(),
+        r.nranks.to_string(),
+        Bytes(r.bytes).to_string(),
+        time(r.base_time_us, &r.base_status),
+        time(r.cand_time_us, &r.cand_status),
+        change,
+        ci,
+        bw(r.base_busbw_gbps),
+        bw(r.cand_busbw_gbps),
+        r.outcome.as_str().to_string(),
+    ]
+}
+
+/// The summary lines under a table.
+pub fn summary(report: &CompareReport) -> Vec<String> {
+    use super::compare::Outcome::*;
+    let mut lines = Vec::new();
+    let counts: Vec<String> = [
+        Regressed,
+        NewFailure,
+        Improved,
+        Unchanged,
+        Inconclusive,
+        Fixed,
+        FailedBoth,
+    ]
+    .iter()
+    .filter_map(|&o| match report.count(o) {
+        0 => None,
+        n => Some(format!("{n} {}", o.as_str())),
+    })
+    .collect();
+    lines.push(format!(
+        "{} matched cases ({}); threshold +-{:.1}%; {} vs {}",
+        report.rows.len(),
+        counts.join(", "),
+        report.threshold * 100.0,
+        report.candidate,
+        report.base
+    ));
+    match report.worst() {
+        Some(w) => lines.push(format!(
+            "worst regression: {} n={} {}: {}",
+            w.config,
+            w.nranks,
+            Bytes(w.bytes),
+            match &w.comparison {
+                Some(c) => format!(
+                    "{} (95% CI {} to {})",
+                    pct(c.change),
+                    pct(c.ci.0),
+                    pct(c.ci.1)
+                ),
+                None => format!("now {}", w.cand_status),
+            }
+        )),
+        None => lines.push("no regression".to_string()),
+    }
+    if report.means_only {
+        lines.push("note: some cases were compared on mean times only (no per-iteration data, e.g. an imported run): their interval is a point".to_string());
+    }
+    if report.only_in_base + report.only_in_candidate > 0 {
+        lines.push(format!(
+            "unmatched: {} case(s) only in the base, {} only in the candidate",
+            report.only_in_base, report.only_in_candidate
+        ));
+    }
+    lines
+}
+
+pub fn render(report: &CompareReport, format: Format) -> Result<String> {
+    Ok(match format {
+        Format::Json => serde_json::to_string_pretty(report)? + "\n",
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record([
+                "config",
+                "nranks",
+                "bytes",
+                "dtype",
+                "op",
+                "base_status",
+                "cand_status",
+                "base_time_us",
+                "cand_time_us",
+                "change",
+                "ci_low",
+                "ci_high",
+                "base_busbw_gbps",
+                "cand_busbw_gbps",
+                "outcome",
+            ])?;
+            for r in &report.rows {
+                let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_default();
+                let c = r.comparison.as_ref();
+                w.write_record([
+                    r.config.clone(),
+                    r.nranks.to_string(),
+                    r.bytes.to_string(),
+                    r.dtype.clone(),
+                    r.op.clone(),
+                    r.base_status.clone(),
+                    r.cand_status.clone(),
+                    opt(r.base_time_us),
+                    opt(r.cand_time_us),
+                    c.map(|c| format!("{:.5}", c.change)).unwrap_or_default(),
+                    c.map(|c| format!("{:.5}", c.ci.0)).unwrap_or_default(),
+                    c.map(|c| format!("{:.5}", c.ci.1)).unwrap_or_default(),
+                    opt(r.base_busbw_gbps),
+                    opt(r.cand_busbw_gbps),
+                    r.outcome.as_str().to_string(),
+                ])?;
+            }
+            String::from_utf8(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?
+        }
+        Format::Markdown => {
+            let mut s = String::new();
+            writeln!(s, "| {} |", HEADERS.join(" | "))?;
+            writeln!(s, "|{}", "---|".repeat(HEADERS.len()))?;
+            for r in &report.rows {
+                writeln!(s, "| {} |", cells(r).join(" | "))?;
+            }
+            writeln!(s)?;
+            for line in summary(report) {
+                writeln!(s, "- {line}")?;
+            }
+            s
+        }
+        Format::Table => {
+            let rows: Vec<[String; 10]> = report.rows.iter().map(cells).collect();
+            let mut widths = HEADERS.map(str::len);
+            for r in &rows {
+                for (w, c) in widths.iter_mut().zip(r) {
+                    *w = (*w).max(c.chars().count());
+                }
+            }
+            let mut s = String::new();
+            let line = |cells: &[String]| -> String {
+                cells
+                    .iter()
+                    .zip(widths)
+                    .enumerate()
+                    .map(|(i, (c, w))| {
+                        if i == 0 {
+                            format!("{c:<w$}")
+                        } else {
+                            format!("{c:>w$}")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            };
+            writeln!(s, "{}", line(&HEADERS.map(String::from)))?;
+            for r in &rows {
+                writeln!(s, "{}", line(r))?;
+            }
+            writeln!(s)?;
+            for l in summary(report) {
+                writeln!(s, "{l}")?;
+            }
+            s
+        }
+    })
+}

@@ -1,0 +1,3 @@
+//! Commands that work on finished run directories.
+
+pub mod compare;

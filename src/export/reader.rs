@@ -1,0 +1,193 @@
+//! Reading a run directory back: the manifest's essentials, every row of
+//! `results.csv`, and the histograms of `histograms.hlog` by tag. Used by the
+//! commands that work on finished runs (compare, and later report). A directory that
+//! is not a run, a CSV row that does not parse, a histogram that does not decode: each
+//! is an error naming the file and line.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use hdrhistogram::Histogram;
+use serde::Deserialize;
+
+use super::hlog;
+use super::run_dir::{HISTOGRAMS, MANIFEST, RESULTS_CSV};
+
+/// One row of `results.csv` (the stable columns, and the extra ones when present).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CaseRow {
+    pub config: String,
+    pub backend: String,
+    pub nranks: u32,
+    pub bytes: u64,
+    pub dtype: String,
+    pub op: String,
+    pub iters: u64,
+    pub status: String,
+    pub time_us: Option<f64>,
+    pub algbw_gbps: Option<f64>,
+    pub busbw_gbps: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub max_us: Option<f64>,
+    pub wrong: Option<u64>,
+    pub transports: String,
+    pub error: String,
+    #[serde(default)]
+    pub hist_tag: Option<String>,
+}
+
+impl CaseRow {
+    pub fn is_ok(&self) -> bool {
+        self.status == "ok"
+    }
+}
+
+/// What a command needs from `manifest.json` (the rest is for people).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ManifestHead {
+    #[serde(default)]
+    pub schema_version: u32,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub backend: BackendHead,
+    #[serde(default)]
+    pub host: HostHead,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct BackendHead {
+    #[serde(default)]
+    pub used: String,
+    #[serde(default)]
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct HostHead {
+    #[serde(default)]
+    pub hostname: String,
+}
+
+/// A run directory, loaded.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub dir: PathBuf,
+    pub manifest: ManifestHead,
+    pub cases: Vec<CaseRow>,
+    /// Histograms by tag; empty for runs without per-iteration data (imported).
+    pub histograms: HashMap<String, Histogram<u64>>,
+}
+
+impl RunData {
+    pub fn load(dir: &Path) -> Result<RunData> {
+        if !dir.is_dir() {
+            bail!("{} is not a directory", dir.display());
+        }
+        let csv_path = dir.join(RESULTS_CSV);
+        if !csv_path.is_file() {
+            bail!(
+                "{} is not a run directory (no {RESULTS_CSV})",
+                dir.display()
+            );
+        }
+        let manifest_path = dir.join(MANIFEST);
+        let manifest: ManifestHead = match std::fs::read(&manifest_path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .with_context(|| format!("{} is not a valid manifest", manifest_path.display()))?,
+            Err(_) => bail!("{} is not a run directory (no {MANIFEST})", dir.display()),
+        };
+        let cases = read_rows(&csv_path)?;
+        let hlog_path = dir.join(HISTOGRAMS);
+        let histograms = if hlog_path.is_file() {
+            hlog::read(&hlog_path)?.into_iter().collect()
+        } else {
+            HashMap::new()
+        };
+        Ok(RunData {
+            dir: dir.to_path_buf(),
+            manifest,
+            cases,
+            histograms,
+        })
+    }
+
+    /// The histogram of a case, when the run kept one.
+    pub fn histogram(&self, row: &CaseRow) -> Option<&Histogram<u64>> {
+        row.hist_tag
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .and_then(|t| self.histograms.get(t))
+    }
+}
+
+fn read_rows(path: &Path) -> Result<Vec<CaseRow>> {
+    let mut reader =
+        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut rows = Vec::new();
+    for (i, record) in reader.deserialize::<CaseRow>().enumerate() {
+        // Line 1 is the header.
+        let row = record.map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 2))?;
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_run(dir: &Path, csv: &str) {
+        std::fs::write(
+            dir.join(MANIFEST),
+            r#"{"schema_version":1,"status":"complete","backend":{"used":"host","note":"x"}}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.join(RESULTS_CSV), csv).unwrap();
+    }
+
+    const HEADER: &str = "config,backend,nranks,bytes,dtype,op,iters,status,time_us,algbw_gbps,busbw_gbps,p50_us,p99_us,max_us,wrong,transports,error,hist_tag\n";
+
+    #[test]
+    fn rows_with_and_without_timings_load() {
+        let dir = tempfile::tempdir().unwrap();
+        write_run(
+            dir.path(),
+            &format!("{HEADER}default,host,2,1024,float,sum,20,ok,1.5,0.68,0.68,1.4,2.0,3.0,0,SHM,,default/n2/1024/float/sum\nshm-off,host,2,1024,float,sum,0,failed,,,,,,,0,,\"rank 1: boom, badly\",\n"),
+        );
+        let run = RunData::load(dir.path()).unwrap();
+        assert_eq!(run.manifest.backend.used, "host");
+        assert_eq!(run.cases.len(), 2);
+        assert_eq!(run.cases[0].time_us, Some(1.5));
+        assert!(run.cases[0].is_ok());
+        assert_eq!(run.cases[1].time_us, None);
+        assert_eq!(run.cases[1].error, "rank 1: boom, badly");
+        assert!(
+            run.histogram(&run.cases[0]).is_none(),
+            "no hlog in this run"
+        );
+    }
+
+    #[test]
+    fn a_bad_row_names_its_line_and_a_non_run_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        write_run(
+            dir.path(),
+            &format!("{HEADER}default,host,two,1024,float,sum,20,ok,1.5,,,,,,0,SHM,,\n"),
+        );
+        let err = format!("{:#}", RunData::load(dir.path()).unwrap_err());
+        assert!(err.contains("results.csv:2:"), "{err}");
+        let empty = tempfile::tempdir().unwrap();
+        let err = RunData::load(empty.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("is not a run directory (no results.csv)"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,917 @@
+//! Reads the results of NVIDIA nccl-tests (`all_reduce_perf` and its siblings) into rows.
+//!
+//! Text: the table that nccl-tests prints on stdout, found by its header line
+//! (`#  size  count  type  redop  root  time  algbw  busbw  #wrong ...`), in every layout
+//! nccl-tests has printed: the 2017 one (`bytes N type op ... res`, time in ms), the
+//! 2019-2022 one (`redop` but no `root`, an `error` column), the current one (`root`,
+//! `#wrong`, `N/A` without validation), `-I` per-iteration columns (`i_min i_max i_p99
+//! i_cv%`), `-C` (`cputime`) and `-S` (a trailing timestamp). Everything around the
+//! table is skipped except what describes the run (NCCL and nccl-tests versions, rank
+//! lines, `NCCL_*` variables, the command). Lines may carry launcher prefixes:
+//! mpirun `--tag-output` (`[1,0]<stdout>:`), MPICH `-prepend-rank` (`[0] `) and
+//! `srun -l` (` 0: `); only the lines of the first prefix that prints the table header
+//! are read as the table, so ranks that all print the same table yield each row once.
+//! A row printed again with the same (size, type, redop, root), as with `-N` repeats,
+//! is kept once: the first. Only the first table is read.
+//!
+//! JSON: the document nccl-tests writes with `-J file.json` (`results` list of objects
+//! with `size`, `count`, `type`, `redop`, `root`, `out_of_place`/`in_place`
+//! `{time|cpu_time, alg_bw, bus_bw, nwrong}` and, with `-I`, `*_per_iter` objects).
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, Deserializer, IgnoredAny, Unexpected, Visitor};
+use serde::Deserialize;
+
+use super::{Format, ImportError, ImportedRow, ImportedRun, IterStats, Timing};
+
+const NO_PATH: &str = "the input";
+
+/// Reads nccl-tests output: JSON when it starts with `{` (or `[` followed by `{` or `]`,
+/// so that an mpirun `[1,0]<stdout>:` prefix still reads as text), else text.
+pub fn parse(text: &str) -> Result<ImportedRun, ImportError> {
+    let t = text.trim_start_matches('\u{feff}').trim_start();
+    let json = match t.as_bytes().first() {
+        Some(b'{') => true,
+        Some(b'[') => matches!(
+            t[1..].trim_start().as_bytes().first(),
+            Some(b'{' | b']') | None
+        ),
+        _ => false,
+    };
+    if json {
+        parse_json(text)
+    } else {
+        parse_text(text)
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Text
+
+struct Line<'a> {
+    no: usize,
+    /// The launcher prefix naming the rank (`[1,0]`, `[0]`, `0:`), or "".
+    key: &'a str,
+    body: &'a str,
+}
+
+/// Reads the table nccl-tests prints on stdout (see the module documentation).
+pub fn parse_text(text: &str) -> Result<ImportedRun, ImportError> {
+    let lines: Vec<Line> = text
+        .lines()
+        .enumerate()
+        .map(|(i, raw)| {
+            let (key, body) = split_prefix(raw);
+            Line {
+                no: i + 1,
+                key,
+                body,
+            }
+        })
+        .collect();
+    let mut meta = Meta::default();
+    for l in &lines {
+        meta.scan(l.body.trim());
+    }
+    let command = find_command(&lines);
+    if let Some(cmd) = &command {
+        for word in cmd.split_whitespace() {
+            meta.add_assignments(word);
+        }
+    }
+    let table = read_table(&lines)?.ok_or_else(|| ImportError::NoTable {
+        path_hint: NO_PATH.to_string(),
+    })?;
+    Ok(ImportedRun {
+        rows: table.rows,
+        nranks: meta.max_rank.map(|r| r + 1).or(meta.info_nranks),
+        nccl_version: meta
+            .nccl_version
+            .or_else(|| meta.library_code.map(version_from_code)),
+        nccl_tests_version: meta.tests_version,
+        env: meta.env,
+        command,
+        format: Format::Text,
+        per_iteration: table.schema.per_iter,
+        cpu_time: table.schema.cpu_time,
+        avg_busbw_gbps: table.avg,
+        out_of_bounds: table.oob,
+    })
+}
+
+/// Splits a launcher prefix off a line: mpirun `--tag-output` `[1,0]<stdout>:`, MPICH
+/// `-prepend-rank` `[0] ` and Slurm `srun -l` ` 0: `.
+fn split_prefix(raw: &str) -> (&str, &str) {
+    let s = raw.strip_suffix('\r').unwrap_or(raw);
+    if let Some(rest) = s.strip_prefix('[') {
+        if let Some(close) = rest.find(']') {
+            let inner = &rest[..close];
+            let after = &rest[close + 1..];
+            let key = &s[..close + 2];
+            if !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_digit() || b == b',') {
+                if inner.contains(',') {
+                    if let Some(stream) = after.strip_prefix('<') {
+                        if let Some(gt) = stream.find('>') {
+                            if let Some(body) = stream[gt + 1..].strip_prefix(':') {
+                                return (key, body);
+                            }
+                        }
+                    }
+                } else if after.is_empty() || after.starts_with(' ') {
+                    return (key, after);
+                }
+            }
+        }
+    }
+    let t = s.trim_start();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 && t[digits..].starts_with(':') {
+        let after = &t[digits + 1..];
+        if after.is_empty() || after.starts_with(' ') {
+            return (&t[..digits + 1], after);
+        }
+    }
+    ("", s)
+}
+
+fn is_nccl_log(t: &str) -> bool {
+    t.contains("NCCL INFO") || t.contains("NCCL WARN") || t.contains("NCCL TRACE")
+}
+
+fn is_fence(t: &str) -> bool {
+    t.starts_with("```") || t.starts_with("~~~")
+}
+
+#[derive(Default)]
+struct Meta {
+    nccl_version: Option<String>,
+    library_code: Option<u64>,
+    tests_version: Option<String>,
+    max_rank: Option<u32>,
+    info_nranks: Option<u32>,
+    env: Vec<(String, String)>,
+}
+
+impl Meta {
+    fn scan(&mut self, t: &str) {
+        if let Some(rest) = t.strip_prefix('#') {
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            match words.as_slice() {
+                ["nccl-tests", "version", version, more @ ..] => {
+                    self.tests_version
+                        .get_or_insert_with(|| version.to_string());
+                    let code = more.iter().find_map(|w| w.strip_prefix("nccl-library="));
+                    if let Some(code) = code.and_then(|c| c.parse().ok()) {
+                        self.library_code.get_or_insert(code);
+                    }
+                }
+                ["Rank", rank, ..] if words.contains(&"device") => {
+                    if let Ok(rank) = rank.parse::<u32>() {
+                        self.max_rank = Some(self.max_rank.map_or(rank, |m| m.max(rank)));
+                    }
+                }
+                _ => {}
+            }
+            return;
+        }
+        // "... NCCL INFO NCCL version 2.19.3+cuda12.3" (or without the log prefix)
+        if let Some(i) = t
+            .find("NCCL version ")
+            .filter(|_| self.nccl_version.is_none())
+        {
+            let v = t[i + "NCCL version ".len()..].split_whitespace().next();
+            if let Some(v) = v.filter(|v| v.starts_with(|c: char| c.is_ascii_digit())) {
+                self.nccl_version = Some(v.to_string());
+            }
+        }
+        if is_nccl_log(t) {
+            let mut words = t.split_whitespace();
+            if words.any(|w| w == "nranks" || w == "nRanks") {
+                if let Some(n) = words.next().and_then(|w| w.parse::<u32>().ok()) {
+                    self.info_nranks = Some(self.info_nranks.map_or(n, |m| m.max(n)));
+                }
+            }
+            const SET: &str = " set by environment to ";
+            if let Some(i) = t.find(SET) {
+                let name = t[..i].split_whitespace().last().unwrap_or("");
+                let value = t[i + SET.len()..].trim();
+                // NCCL prints integer parameters with a trailing period: "to 1."
+                let value = match value.strip_suffix('.') {
+                    Some(v) if v.parse::<i64>().is_ok() => v,
+                    _ => value,
+                };
+                if is_nccl_var(name) {
+                    self.add_env(name, value);
+                }
+            }
+            return;
+        }
+        if let Some(rest) = t.strip_prefix("export ") {
+            for word in rest.split_whitespace() {
+                self.add_assignments(word);
+            }
+        }
+    }
+
+    /// `NCCL_X=1`, also inside `--export=ALL,NCCL_X=1` or quotes.
+    fn add_assignments(&mut self, word: &str) {
+        for part in word.split(',') {
+            let part = part.trim_matches(|c| c == '"' || c == '\'' || c == '`');
+            if let Some((name, value)) = part.split_once('=') {
+                if is_nccl_var(name) {
+                    let value = value.trim_matches(|c| c == '"' || c == '\'');
+                    self.add_env(name, value);
+                }
+            }
+        }
+    }
+
+    fn add_env(&mut self, name: &str, value: &str) {
+        if !self.env.iter().any(|(n, _)| n == name) {
+            self.env.push((name.to_string(), value.to_string()));
+        }
+    }
+}
+
+fn is_nccl_var(name: &str) -> bool {
+    name.len() > 5
+        && name.starts_with("NCCL_")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// NCCL's version code: X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before.
+fn version_from_code(code: u64) -> String {
+    if code >= 10000 {
+        format!("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100)
+    } else {
+        format!("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100)
+    }
+}
+
+/// Words of `s` with their byte offsets.
+fn words(s: &str) -> impl Iterator<Item = (usize, &str)> {
+    s.split_whitespace()
+        .map(move |w| (w.as_ptr() as usize - s.as_ptr() as usize, w))
+}
+
+const LAUNCHERS: &[&str] = &[
+    "mpirun", "mpiexec", "orterun", "srun", "jsrun", "aprun", "env", "sudo", "time", "nohup",
+    "numactl", "taskset", "timeout", "stdbuf", "nsys", "ncu", "docker", "kubectl",
+];
+
+fn is_perf_binary(word: &str) -> bool {
+    let w = word.trim_matches(|c| c == '`' || c == '"' || c == '\'');
+    let base = w.rsplit('/').next().unwrap_or(w);
+    base.len() > 5 && (base.ends_with("_perf") || base.ends_with("_perf_mpi"))
+}
+
+/// The first shell command line (joined over `\` continuations) that runs a `*_perf`
+/// binary, without a shell prompt or prose before it.
+fn find_command(lines: &[Line]) -> Option<String> {
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.body.trim();
+        if t.starts_with('#') || is_nccl_log(t) || !t.split_whitespace().any(is_perf_binary) {
+            continue;
+        }
+        let continued = |j: usize| lines[j].body.trim_end().ends_with('\\');
+        let mut start = i;
+        while start > 0 && continued(start - 1) {
+            start -= 1;
+        }
+        let mut end = i;
+        while end + 1 < lines.len() && continued(end) {
+            end += 1;
+        }
+        let joined = lines[start..=end]
+            .iter()
+            .map(|l| l.body.trim().trim_end_matches('\\').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if let Some(cmd) = command_in(&joined) {
+            return Some(cmd);
+        }
+    }
+    None
+}
+
+fn command_in(line: &str) -> Option<String> {
+    let (pos, program) = words(line).find(|(_, w)| is_perf_binary(w))?;
+    let head = &line[..pos];
+    let after_prompt = ["$ ", "# ", "% ", "> "]
+        .iter()
+        .filter_map(|p| head.rfind(p).map(|i| i + p.len()))
+        .max()
+        .unwrap_or(0);
+    let mut cmd = line[after_prompt..].trim_start();
+    let first = cmd.split_whitespace().next().unwrap_or("");
+    let first_base = first.rsplit('/').next().unwrap_or(first);
+    let launched = LAUNCHERS.contains(&first_base) || is_perf_binary(first);
+    if !launched && !first.contains('=') {
+        // prose before the program ("We ran ./build/all_reduce_perf ...")
+        if !program.contains('/') && !program.starts_with('`') {
+            return None;
+        }
+        cmd = &line[pos..];
+    }
+    if let Some(quoted) = cmd.strip_prefix('`') {
+        cmd = quoted.split('`').next().unwrap_or(quoted);
+    }
+    let cmd = cmd.trim();
+    (!cmd.is_empty()).then(|| cmd.to_string())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Col {
+    Size,
+    Count,
+    Type,
+    Op,
+    Root,
+    Time,
+    AlgBw,
+    BusBw,
+    Wrong,
+    Error,
+    IMin,
+    IMax,
+    IP99,
+    ICv,
+    /// `-S 1`: date and time, two words.
+    Timestamp,
+    Other,
+}
+
+struct Schema {
+    cols: Vec<Col>,
+    /// Multiplier to microseconds (1000 for the 2017 millisecond table).
+    time_scale: f64,
+    cpu_time: bool,
+    per_iter: bool,
+}
+
+/// Recognizes the column-name line of the table.
+fn parse_header(t: &str) -> Option<Schema> {
+    let names: Vec<&str> = t.strip_prefix('#')?.split_whitespace().collect();
+    if !matches!(names.first(), Some(&"size" | &"bytes")) {
+        return None;
+    }
+    let cols: Vec<Col> = names
+        .iter()
+        .map(|n| match *n {
+            "size" | "bytes" => Col::Size,
+            "count" | "N" => Col::Count,
+            "type" => Col::Type,
+            "redop" | "op" => Col::Op,
+            "root" => Col::Root,
+            "time" | "cputime" => Col::Time,
+            "algbw" => Col::AlgBw,
+            "busbw" => Col::BusBw,
+            "#wrong" | "wrong" => Col::Wrong,
+            "error" | "res" => Col::Error,
+            "i_min" => Col::IMin,
+            "i_max" => Col::IMax,
+            "i_p99" => Col::IP99,
+            "i_cv%" => Col::ICv,
+            "timestamp" => Col::Timestamp,
+            _ => Col::Other,
+        })
+        .collect();
+    let first_time = cols.iter().position(|c| *c == Col::Time)?;
+    let timing_col = |c: &Col| {
+        use Col::*;
+        matches!(c, AlgBw | BusBw | Wrong | Error | IMin | IMax | IP99 | ICv)
+    };
+    let times = cols.iter().filter(|c| **c == Col::Time).count();
+    let ok = cols.contains(&Col::Count)
+        && cols.contains(&Col::AlgBw)
+        && cols.contains(&Col::BusBw)
+        && times <= 2
+        && !cols[..first_time].iter().any(timing_col);
+    ok.then(|| Schema {
+        per_iter: cols.contains(&Col::IMin),
+        cpu_time: names.contains(&"cputime"),
+        time_scale: if names[0] == "bytes" { 1000.0 } else { 1.0 },
+        cols,
+    })
+}
+
+enum Footer {
+    OutOfBounds(Option<u64>),
+    AvgBusBw(Option<f64>),
+}
+
+fn parse_footer(t: &str) -> Option<Footer> {
+    let t = t.strip_prefix('#').unwrap_or(t).trim_start();
+    let value = || {
+        t.split_once(':')
+            .and_then(|(_, v)| v.split_whitespace().next())
+    };
+    if t.starts_with("Out of bounds values") {
+        Some(Footer::OutOfBounds(value().and_then(|v| v.parse().ok())))
+    } else if t.starts_with("Avg bus bandwidth") {
+        Some(Footer::AvgBusBw(value().and_then(|v| v.parse().ok())))
+    } else {
+        None
+    }
+}
+
+/// A line that starts like a result row: a size, then a count (or nothing).
+fn looks_like_row(t: &str) -> bool {
+    let digits = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+    let mut w = t.split_whitespace();
+    w.next().is_some_and(digits) && w.next().is_none_or(digits)
+}
+
+struct Table {
+    schema: Schema,
+    rows: Vec<ImportedRow>,
+    avg: Option<f64>,
+    oob: Option<u64>,
+}
+
+/// Reads the first table of the first prefix that prints a header. The table is open
+/// from its header to its footer, a code fence or the end of the input; another header
+/// of the same prefix ends the reading.
+fn read_table(lines: &[Line]) -> Result<Option<Table>, ImportError> {
+    let mut found: Option<(Table, &str)> = None;
+    let mut open = false;
+    let mut seen = HashSet::new();
+    for l in lines {
+        let t = l.body.trim();
+        if is_nccl_log(t) {
+            continue;
+        }
+        let Some((table, owner)) = &mut found else {
+            if let Some(schema) = parse_header(t) {
+                let table = Table {
+                    schema,
+                    rows: Vec::new(),
+                    avg: None,
+                    oob: None,
+                };
+                found = Some((table, l.key));
+                open = true;
+            }
+            continue;
+        };
+        if l.key != *owner {
+            continue;
+        }
+        if parse_header(t).is_some() {
+            break;
+        }
+        if let Some(footer) = parse_footer(t) {
+            match footer {
+                Footer::OutOfBounds(v) => table.oob = table.oob.or(v),
+                Footer::AvgBusBw(v) => table.avg = table.avg.or(v),
+            }
+            open = false;
+        } else if is_fence(t) {
+            open = false;
+        } else if open && looks_like_row(t) {
+            let row = parse_row(t, &table.schema, l.no).map_err(|why| ImportError::BadRow {
+                line: l.no,
+                text: l.body.trim().to_string(),
+                why,
+            })?;
+            let key = (row.bytes, row.dtype.clone(), row.op.clone(), row.root);
+            if seen.insert(key) {
+                table.rows.push(row);
+            }
+        }
+    }
+    Ok(found.map(|(table, _)| table))
+}
+
+fn number(word: &str, what: &str) -> Result<f64, String> {
+    word.parse()
+        .map_err(|_| format!("{what} '{word}' is not a number"))
+}
+
+fn integer<T: std::str::FromStr>(word: &str, what: &str) -> Result<T, String> {
+    word.parse()
+        .map_err(|_| format!("{what} '{word}' is not an integer"))
+}
+
+fn new_timing(time_us: f64) -> Timing {
+    Timing {
+        time_us,
+        algbw_gbps: 0.0,
+        busbw_gbps: 0.0,
+        wrong: None,
+        error: None,
+        per_iter: None,
+    }
+}
+
+fn parse_row(t: &str, schema: &Schema, line: usize) -> Result<ImportedRow, String> {
+    let words: Vec<&str> = t.split_whitespace().collect();
+    let has_ts = schema.cols.contains(&Col::Timestamp);
+    let width = schema.cols.len() + usize::from(has_ts);
+    if words.len() != width && !(has_ts && words.len() + 2 == width) {
+        return Err(format!(
+            "{} columns where the header has {width}",
+            words.len()
+        ));
+    }
+    let mut row = ImportedRow {
+        line,
+        bytes: 0,
+        count: 0,
+        dtype: String::new(),
+        op: String::new(),
+        root: None,
+        out_of_place: new_timing(0.0),
+        in_place: None,
+        iteration_times_us: Vec::new(),
+    };
+    let mut timings: Vec<Timing> = Vec::new();
+    let mut words = words.into_iter();
+    for col in &schema.cols {
+        let Some(word) = words.next() else { break };
+        if *col == Col::Time {
+            timings.push(new_timing(number(word, "time")? * schema.time_scale));
+            continue;
+        }
+        match col {
+            Col::Size => row.bytes = integer(word, "size")?,
+            Col::Count => row.count = integer(word, "count")?,
+            Col::Type => row.dtype = word.to_string(),
+            Col::Op => row.op = word.to_string(),
+            Col::Root => row.root = Some(integer(word, "root")?),
+            Col::Timestamp => {
+                words.next();
+            }
+            Col::Time | Col::Other => {}
+            _ => {
+                // the header puts every timing column after a time column
+                let Some(timing) = timings.last_mut() else {
+                    continue;
+                };
+                match col {
+                    Col::AlgBw => timing.algbw_gbps = number(word, "algbw")?,
+                    Col::BusBw => timing.busbw_gbps = number(word, "busbw")?,
+                    Col::Wrong if word != "N/A" => {
+                        let v = number(word, "#wrong")?;
+                        if !(v.is_finite() && v >= 0.0) {
+                            return Err(format!("#wrong '{word}' is not a count"));
+                        }
+                        timing.wrong = Some(v.round() as u64);
+                    }
+                    Col::Error if word != "N/A" => timing.error = Some(number(word, "error")?),
+                    Col::IMin | Col::IMax | Col::IP99 | Col::ICv => {
+                        let v = number(word, "per-iteration value")?;
+                        let s = timing.per_iter.get_or_insert_with(IterStats::default);
+                        match col {
+                            Col::IMin => s.min_us = v,
+                            Col::IMax => s.max_us = v,
+                            Col::IP99 => s.p99_us = v,
+                            _ => s.cv_pct = v,
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let mut timings = timings.into_iter();
+    row.out_of_place = timings.next().ok_or("no time column")?;
+    row.in_place = timings.next();
+    Ok(row)
+}
+
+// ---------------------------------------------------------------------------------
+// JSON
+
+/// Reads the document nccl-tests writes with `-J file.json`, or a JSON list of them
+/// (rows of all documents, run details from the first).
+pub fn parse_json(text: &str) -> Result<ImportedRun, ImportError> {
+    let json_err = |e: serde_json::Error| ImportError::Json {
+        line: e.line(),
+        message: e.to_string(),
+    };
+    let text = text.trim_start_matches('\u{feff}');
+    let docs: Vec<JsonDoc> = if text.trim_start().starts_with('[') {
+        serde_json::from_str(text).map_err(json_err)?
+    } else {
+        vec![serde_json::from_str(text).map_err(json_err)?]
+    };
+    if docs.iter().all(|d| d.results.is_none()) {
+        return Err(ImportError::NoTable {
+            path_hint: NO_PATH.to_string(),
+        });
+    }
+    let row_lines = result_lines(text);
+    let mut run = ImportedRun {
+        rows: Vec::new(),
+        nranks: None,
+        nccl_version: None,
+        nccl_tests_version: None,
+        env: Vec::new(),
+        command: None,
+        format: Format::Json,
+        per_iteration: false,
+        cpu_time: false,
+        avg_busbw_gbps: None,
+        out_of_bounds: None,
+    };
+    if let Some(doc) = docs.first() {
+        run.nccl_version = doc.nccl_version.map(version_from_code);
+        if !doc.args.is_empty() {
+            run.command = Some(
+                doc.args
+                    .iter()
+                    .map(|a| shell_word(a))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+        }
+        for entry in &doc.env {
+            if let Some((name, value)) = entry.split_once('=') {
+                if is_nccl_var(name) && !run.env.iter().any(|(n, _)| n == name) {
+                    run.env.push((name.to_string(), value.to_string()));
+                }
+            }
+        }
+        if let Some(config) = &doc.config {
+            run.per_iteration = config.per_iter_timing.is_some_and(|f| f.0);
+            if !config.devices.is_empty() {
+                let per_process = config.nthreads.unwrap_or(1) * config.ngpus.unwrap_or(1);
+                run.nranks = Some(config.devices.len() as u32 * per_process);
+            }
+        }
+        run.avg_busbw_gbps = doc
+            .average_bus_bandwidth
+            .as_ref()
+            .and_then(|a| a.bandwidth.map(|b| b.0));
+        run.out_of_bounds = doc.out_of_bounds.as_ref().and_then(|o| o.count);
+    }
+    let mut seen = HashSet::new();
+    let rows = docs.into_iter().flat_map(|d| d.results.unwrap_or_default());
+    for (i, r) in rows.enumerate() {
+        let line = row_lines.get(i).copied().unwrap_or(1);
+        let missing = |what: &str| ImportError::Json {
+            line,
+            message: format!("result {} (size {}) has no {what}", i + 1, r.size),
+        };
+        let out = r
+            .out_of_place
+            .as_ref()
+            .ok_or_else(|| missing("out_of_place timing"))?;
+        run.cpu_time |= out.cpu_time.is_some();
+        let out_of_place =
+            json_timing(out, r.out_of_place_per_iter.as_ref()).ok_or_else(|| missing("time"))?;
+        let in_place = match &r.in_place {
+            Some(t) => Some(
+                json_timing(t, r.in_place_per_iter.as_ref())
+                    .ok_or_else(|| missing("in-place time"))?,
+            ),
+            None => None,
+        };
+        run.per_iteration |= out_of_place.per_iter.is_some();
+        let row = ImportedRow {
+            line,
+            bytes: r.size,
+            count: r.count,
+            iteration_times_us: out_of_place
+                .per_iter
+                .as_ref()
+                .map(|s| s.times_us.clone())
+                .unwrap_or_default(),
+            dtype: r.dtype,
+            op: r.redop,
+            root: r.root.map(|r| r.0),
+            out_of_place,
+            in_place,
+        };
+        if seen.insert((row.bytes, row.dtype.clone(), row.op.clone(), row.root)) {
+            run.rows.push(row);
+        }
+    }
+    Ok(run)
+}
+
+fn shell_word(a: &str) -> String {
+    let plain = !a.is_empty()
+        && a.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', r"'\''"))
+    }
+}
+
+fn json_timing(t: &JsonTiming, per_iter: Option<&JsonIter>) -> Option<Timing> {
+    let time = t.time.or(t.cpu_time)?.0;
+    Some(Timing {
+        time_us: time,
+        algbw_gbps: t.alg_bw.0,
+        busbw_gbps: t.bus_bw.0,
+        wrong: t.nwrong.map(|n| n.0.max(0.0).round() as u64),
+        error: None,
+        per_iter: per_iter.map(|p| IterStats {
+            min_us: p.min_us.0,
+            max_us: p.max_us.0,
+            p99_us: p.p99_us.0,
+            cv_pct: p.cv_pct.0,
+            avg_us: p.avg_us.map(|v| v.0),
+            p50_us: p.p50_us.map(|v| v.0),
+            p95_us: p.p95_us.map(|v| v.0),
+            stdev_us: p.stdev_us.map(|v| v.0),
+            skipped_iterations: p.skipped_iterations,
+            times_us: p.times_us.iter().map(|v| v.0).collect(),
+        }),
+    })
+}
+
+/// 1-based lines where the elements of each document's `"results"` list start, in order
+/// (nccl-tests writes the whole document on one line; reformatted files have more).
+fn result_lines(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut lines = Vec::new();
+    let mut line = 1;
+    // (is a list, is a document's results list)
+    let mut stack: Vec<(bool, bool)> = Vec::new();
+    let mut last_string = (0, 0);
+    let mut key_is_results = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => line += 1,
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                last_string = (start, i.min(bytes.len()));
+            }
+            b':' => key_is_results = &bytes[last_string.0..last_string.1] == b"results",
+            b'{' | b'[' => {
+                if stack.last().is_some_and(|s| s.1) && bytes[i] == b'{' {
+                    lines.push(line);
+                }
+                let in_document =
+                    matches!(stack.as_slice(), [(false, _)] | [(true, _), (false, _)]);
+                let list = bytes[i] == b'[';
+                stack.push((list, list && key_is_results && in_document));
+                key_is_results = false;
+            }
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => key_is_results = false,
+            _ => {}
+        }
+        i += 1;
+    }
+    lines
+}
+
+#[derive(Deserialize)]
+struct JsonDoc {
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: Vec<String>,
+    nccl_version: Option<u64>,
+    config: Option<JsonConfig>,
+    results: Option<Vec<JsonRow>>,
+    out_of_bounds: Option<JsonOutOfBounds>,
+    // nccl-tests' first JSON version spelled it "bandwidith"
+    #[serde(alias = "average_bus_bandwidith")]
+    average_bus_bandwidth: Option<JsonAvg>,
+}
+
+#[derive(Deserialize)]
+struct JsonConfig {
+    nthreads: Option<u32>,
+    ngpus: Option<u32>,
+    per_iter_timing: Option<Flag>,
+    #[serde(default)]
+    devices: Vec<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct JsonOutOfBounds {
+    count: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct JsonAvg {
+    #[serde(alias = "bandwidith")]
+    bandwidth: Option<Num>,
+}
+
+#[derive(Deserialize)]
+struct JsonRow {
+    size: u64,
+    count: u64,
+    #[serde(rename = "type")]
+    dtype: String,
+    redop: String,
+    root: Option<Root>,
+    out_of_place: Option<JsonTiming>,
+    in_place: Option<JsonTiming>,
+    out_of_place_per_iter: Option<JsonIter>,
+    in_place_per_iter: Option<JsonIter>,
+}
+
+#[derive(Deserialize)]
+struct JsonTiming {
+    time: Option<Num>,
+    cpu_time: Option<Num>,
+    alg_bw: Num,
+    bus_bw: Num,
+    nwrong: Option<Num>,
+}
+
+#[derive(Deserialize)]
+struct JsonIter {
+    skipped_iterations: Option<u32>,
+    min_us: Num,
+    max_us: Num,
+    avg_us: Option<Num>,
+    p50_us: Option<Num>,
+    p95_us: Option<Num>,
+    p99_us: Num,
+    stdev_us: Option<Num>,
+    cv_pct: Num,
+    #[serde(default)]
+    times_us: Vec<Num>,
+}
+
+/// A number; nccl-tests writes NaN as the string "nan".
+#[derive(Debug, Clone, Copy)]
+struct Num(f64);
+
+/// nccl-tests writes its booleans as the strings "true"/"false".
+#[derive(Debug, Clone, Copy)]
+struct Flag(bool);
+
+/// nccl-tests writes the root as a padded string ("    -1").
+#[derive(Debug, Clone, Copy)]
+struct Root(i64);
+
+macro_rules! lenient_visitor {
+    ($ty:ident, $expecting:literal, |$v:ident| $from_f64:expr, |$s:ident| $from_str:expr) => {
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl Visitor<'_> for V {
+                    type Value = $ty;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        f.write_str($expecting)
+                    }
+                    fn visit_f64<E: de::Error>(self, $v: f64) -> Result<$ty, E> {
+                        $from_f64.ok_or_else(|| E::invalid_value(Unexpected::Float($v), &self))
+                    }
+                    fn visit_u64<E: de::Error>(self, v: u64) -> Result<$ty, E> {
+                        self.visit_f64(v as f64)
+                    }
+                    fn visit_i64<E: de::Error>(self, v: i64) -> Result<$ty, E> {
+                        self.visit_f64(v as f64)
+                    }
+                    fn visit_bool<E: de::Error>(self, v: bool) -> Result<$ty, E> {
+                        self.visit_str(if v { "true" } else { "false" })
+                    }
+                    fn visit_str<E: de::Error>(self, $s: &str) -> Result<$ty, E> {
+                        $from_str.ok_or_else(|| E::invalid_value(Unexpected::Str($s), &self))
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+
+lenient_visitor!(Num, "a number or \"nan\"", |v| Some(Num(v)), |s| s
+    .trim()
+    .parse()
+    .ok()
+    .map(Num));
+lenient_visitor!(
+    Flag,
+    "true, false, \"true\" or \"false\"",
+    |v| Some(Flag(v != 0.0)),
+    |s| match s.trim() {
+        "true" => Some(Flag(true)),
+        "false" => Some(Flag(false)),
+        _ => None,
+    }
+);
+lenient_visitor!(
+    Root,
+    "an integer or a string holding one",
+    |v| (v.fract() == 0.0).then_some(Root(v as i64)),
+    |s| s.trim().parse().ok().map(Root)
+);
+
+#[cfg(test)]
+#[path = "nccl_tests_tests.rs"]
+mod tests;

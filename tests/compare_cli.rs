@@ -1,0 +1,284 @@
+//! `nccl-bench compare` on synthetic runs written by the real run writer: identical
+//! runs, a 10 % slowdown at large sizes, noise inside the band, a new failure, two
+//! configs of one run, and the errors that must exit 2.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, SystemTime};
+
+use nccl_bench::export::{RunDir, RunWriter};
+use nccl_bench::model::{
+    BackendInfo, CaseCounts, CaseKey, CaseResult, CaseStatus, HostInfo, RunManifest, RunStatus,
+    ToolInfo,
+};
+use nccl_bench::ops::{DataType, ReduceOp};
+use nccl_bench::stats::{Bandwidth, LatencyRecorder};
+
+/// A case: config, bytes, and a latency scale (1.0 = the base distribution), or None
+/// for a failed case.
+type Spec<'a> = (&'a str, u64, Option<f64>);
+
+/// Writes a run of 2-rank cases whose iteration times are a fixed noisy distribution
+/// around 10 us + 1 us per 10 KiB, multiplied by the case's scale.
+fn write_run(parent: &Path, name: &str, specs: &[Spec]) -> std::path::PathBuf {
+    let dir = RunDir::create(parent, name, "synthetic", None).unwrap();
+    let path = dir.path.clone();
+    let writer = RunWriter::new(dir, SystemTime::now()).unwrap();
+    let manifest = RunManifest {
+        schema_version: 1,
+        tool: ToolInfo {
+            name: "nccl-bench".into(),
+            version: "test".into(),
+            git_rev: "test".into(),
+        },
+        command_line: vec![],
+        label: None,
+        status: RunStatus::Complete,
+        started_at: String::new(),
+        finished_at: None,
+        error: None,
+        backend: BackendInfo {
+            requested: "host".into(),
+            used: "host".into(),
+            note: "synthetic".into(),
+        },
+        nccl: None,
+        nccl_per_config: Default::default(),
+        gpu: None,
+        host: HostInfo::default(),
+        configs: vec![],
+        gpu_counts: vec![2],
+        sizes: vec![],
+        dtype: DataType::Float,
+        op: ReduceOp::Sum,
+        iterations: nccl_bench::config::IterationPolicy::Fixed { iters: 2000 },
+        warmup_iters: 5,
+        timeout_s: 60.0,
+        cases: CaseCounts::default(),
+        warnings: vec![],
+    };
+    writer.write_manifest(&manifest).unwrap();
+    for (i, (config, bytes, scale)) in specs.iter().enumerate() {
+        let key = CaseKey {
+            config: config.to_string(),
+            nranks: 2,
+            bytes: *bytes,
+            dtype: DataType::Float,
+            op: ReduceOp::Sum,
+        };
+        let mut rec = LatencyRecorder::new();
+        let base_ns = 10_000.0 + *bytes as f64 / 10.0;
+        let result = match scale {
+            Some(scale) => {
+                for j in 0..2000u64 {
+                    let noise = 1.0 + ((j * 7919 + i as u64 * 31) % 100) as f64 / 1000.0;
+                    rec.record((base_ns * noise * scale) as u64);
+                }
+                let s = rec.summary();
+                CaseResult {
+                    key,
+                    backend: "host".into(),
+                    status: CaseStatus::Ok,
+                    warmup: 5,
+                    latency: Some(s),
+                    bandwidth: Some(Bandwidth::allreduce(*bytes, 2, s.mean_us)),
+                    stop: None,
+                    wrong: 0,
+                    transports: "SHM".into(),
+                    error: String::new(),
+                    started_at: String::new(),
+                    duration_s: 0.1,
+                }
+            }
+            None => CaseResult {
+                key,
+                backend: "host".into(),
+                status: CaseStatus::Failed,
+                warmup: 5,
+                latency: None,
+                bandwidth: None,
+                stop: None,
+                wrong: 0,
+                transports: String::new(),
+                error: "rank 1 exited with status 3".into(),
+                started_at: String::new(),
+                duration_s: 0.0,
+            },
+        };
+        writer
+            .record(
+                &result,
+                Some(rec.histogram()),
+                Duration::from_secs(i as u64),
+            )
+            .unwrap();
+    }
+    path
+}
+
+const SIZES: [u64; 4] = [1024, 65536, 1 << 20, 16 << 20];
+
+fn uniform(config: &str, scale: impl Fn(u64) -> Option<f64>) -> Vec<(&str, u64, Option<f64>)> {
+    SIZES.iter().map(|&b| (config, b, scale(b))).collect()
+}
+
+fn compare(args: &[&std::ffi::OsStr]) -> Output {
+    std::process::Command::new(common::bin())
+        .arg("compare")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_run_compared_with_itself_reports_no_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = write_run(tmp.path(), "a", &uniform("default", |_| Some(1.0)));
+    let o = compare(&[run.as_os_str(), run.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("4 matched cases (4 unchanged)"), "{out}");
+    assert!(out.contains("no regression"), "{out}");
+    assert!(out.contains("+0.0%"), "{out}");
+}
+
+#[test]
+fn a_ten_percent_slowdown_at_large_sizes_fails_the_gate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = write_run(tmp.path(), "base", &uniform("default", |_| Some(1.0)));
+    let cand = write_run(
+        tmp.path(),
+        "cand",
+        &uniform("default", |b| Some(if b >= 1 << 20 { 1.1 } else { 1.0 })),
+    );
+    let o = compare(&[
+        base.as_os_str(),
+        cand.as_os_str(),
+        "--format".as_ref(),
+        "csv".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    let mut reader = csv::Reader::from_reader(o.stdout.as_slice());
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let outcome: Vec<(&str, &str)> = rows.iter().map(|r| (&r[2], &r[14])).collect();
+    assert_eq!(
+        outcome,
+        [
+            ("1024", "unchanged"),
+            ("65536", "unchanged"),
+            ("1048576", "regressed"),
+            ("16777216", "regressed")
+        ]
+    );
+    let change: f64 = rows[3][9].parse().unwrap();
+    assert!((change - 0.10).abs() < 0.01, "{change}");
+    let table = compare(&[base.as_os_str(), cand.as_os_str()]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("worst regression: default n=2 "), "{text}");
+}
+
+#[test]
+fn noise_inside_the_band_is_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = write_run(tmp.path(), "base", &uniform("default", |_| Some(1.0)));
+    let cand = write_run(tmp.path(), "cand", &uniform("default", |_| Some(1.005)));
+    let o = compare(&[
+        base.as_os_str(),
+        cand.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for row in report["rows"].as_array().unwrap() {
+        assert_eq!(row["outcome"], "unchanged", "{row}");
+    }
+}
+
+#[test]
+fn a_case_that_now_fails_is_a_regression() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = write_run(tmp.path(), "base", &uniform("default", |_| Some(1.0)));
+    let cand = write_run(
+        tmp.path(),
+        "cand",
+        &uniform("default", |b| if b == 65536 { None } else { Some(1.0) }),
+    );
+    let o = compare(&[
+        base.as_os_str(),
+        cand.as_os_str(),
+        "--format".as_ref(),
+        "markdown".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("| new-failure |"), "{md}");
+    assert!(
+        md.contains("worst regression: default n=2 64 KiB: now failed"),
+        "{md}"
+    );
+}
+
+#[test]
+fn two_configs_of_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut specs = uniform("default", |_| Some(1.0));
+    specs.extend(uniform("shm-off", |_| Some(1.5)));
+    let run = write_run(tmp.path(), "both", &specs);
+    let o = compare(&[
+        run.as_os_str(),
+        "--config-a".as_ref(),
+        "default".as_ref(),
+        "--config-b".as_ref(),
+        "shm-off".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("4 matched cases (4 regressed)"), "{out}");
+    assert!(out.contains("default -> shm-off"), "{out}");
+    assert!(out.contains("+50.0%"), "{out}");
+}
+
+#[test]
+fn errors_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = write_run(tmp.path(), "a", &uniform("default", |_| Some(1.0)));
+    let other = write_run(tmp.path(), "b", &uniform("other", |_| Some(1.0)));
+    for (args, message) in [
+        (
+            vec![
+                run.as_os_str(),
+                tmp.path().join("nope").as_os_str().to_owned().as_os_str(),
+            ],
+            "is not a directory",
+        ),
+        (
+            vec![run.as_os_str(), tmp.path().as_os_str()],
+            "is not a run directory (no results.csv)",
+        ),
+        (vec![run.as_os_str(), other.as_os_str()], "no case of"),
+        (
+            vec![run.as_os_str()],
+            "give a candidate run, or --config-a and --config-b",
+        ),
+        (
+            vec![
+                run.as_os_str(),
+                "--config-a".as_ref(),
+                "default".as_ref(),
+                "--config-b".as_ref(),
+                "shm-of".as_ref(),
+            ],
+            "has no config 'shm-of' (it has: default)",
+        ),
+    ] {
+        let owned: Vec<std::ffi::OsString> = args.iter().map(|a| a.to_os_string()).collect();
+        let refs: Vec<&std::ffi::OsStr> = owned.iter().map(|a| a.as_os_str()).collect();
+        let o = compare(&refs);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::text(&o));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
