@@ -39,6 +39,8 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Compare two run directories (or two configs of one run); exit 1 on a regression
     Compare(CompareArgs),
+    /// Turn nccl-tests all_reduce_perf output (text or -J JSON) into a run directory
+    Import(ImportArgs),
     /// One rank of a case (spawned by `sweep`; not for direct use)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -209,6 +211,31 @@ pub struct CompareArgs {
     /// Bootstrap resamples per case
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=100_000))]
     pub resamples: u64,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The run directory holds mean times only (nccl-tests keeps no per-iteration data); compare says so when it uses one.\n\n\
+Example:\n  \
+mpirun -np 8 ./all_reduce_perf -b 8 -e 8G -f 2 -g 1 > base.txt\n  \
+nccl-bench import base.txt -o results/base-nccl-tests"
+)]
+pub struct ImportArgs {
+    /// all_reduce_perf output as printed (mpirun/srun prefixes and NCCL INFO lines are fine), or its -J JSON
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// The run directory to create (never an existing one)
+    #[arg(short = 'o', long = "out", value_name = "RUN_DIR")]
+    pub out: PathBuf,
+
+    /// Config name for the rows [default: the preset whose NCCL variables the output shows, else "default"]
+    #[arg(long, value_name = "NAME")]
+    pub config: Option<String>,
+
+    /// Rank count, when the output does not show it
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub nranks: Option<u32>,
 }
 
 #[derive(Debug, Args)]

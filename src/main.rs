@@ -17,6 +17,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             session::run(&settings, std::env::args().collect())
         }
         Command::Compare(args) => nccl_bench::cmd::compare::run(&args),
+        Command::Import(args) => nccl_bench::cmd::import::run(&args),
         Command::Worker(args) => Ok(worker::run(&args).clamp(0, 255) as u8),
     }
 }

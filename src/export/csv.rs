@@ -41,42 +41,107 @@ fn num(v: Option<f64>, decimals: usize) -> String {
     v.map(|v| format!("{v:.decimals$}")).unwrap_or_default()
 }
 
-/// The cells of one row.
-pub fn row(r: &CaseResult) -> Vec<String> {
-    let l = r.latency;
-    let lat = |f: fn(&crate::stats::LatencySummary) -> f64| num(l.as_ref().map(f), 3);
+/// The values of one row, before formatting. Runs made elsewhere (imported
+/// nccl-tests output) fill what they know and leave the rest empty.
+#[derive(Debug, Clone, Default)]
+pub struct RowCells {
+    pub config: String,
+    pub backend: String,
+    pub nranks: u32,
+    pub bytes: u64,
+    pub dtype: String,
+    pub op: String,
+    pub iters: u64,
+    pub status: String,
+    pub time_us: Option<f64>,
+    pub algbw_gbps: Option<f64>,
+    pub busbw_gbps: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub max_us: Option<f64>,
+    pub wrong: u64,
+    pub transports: String,
+    pub error: String,
+    pub warmup_iters: u64,
+    pub min_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub stddev_us: Option<f64>,
+    pub median_ci_us: Option<(f64, f64)>,
+    pub stop: String,
+    pub started_at: String,
+    pub duration_s: f64,
+    pub hist_tag: String,
+}
+
+impl From<&CaseResult> for RowCells {
+    fn from(r: &CaseResult) -> RowCells {
+        let l = r.latency;
+        let lat = |f: fn(&crate::stats::LatencySummary) -> f64| l.as_ref().map(f);
+        RowCells {
+            config: r.key.config.clone(),
+            backend: r.backend.clone(),
+            nranks: r.key.nranks,
+            bytes: r.key.bytes,
+            dtype: r.key.dtype.to_string(),
+            op: r.key.op.to_string(),
+            iters: r.iters(),
+            status: r.status.to_string(),
+            time_us: lat(|s| s.mean_us),
+            algbw_gbps: r.bandwidth.map(|b| b.algbw.0),
+            busbw_gbps: r.bandwidth.map(|b| b.busbw.0),
+            p50_us: lat(|s| s.p50_us),
+            p99_us: lat(|s| s.p99_us),
+            max_us: lat(|s| s.max_us),
+            wrong: r.wrong,
+            transports: r.transports.clone(),
+            error: r.error.clone(),
+            warmup_iters: r.warmup,
+            min_us: lat(|s| s.min_us),
+            p90_us: lat(|s| s.p90_us),
+            stddev_us: lat(|s| s.stddev_us),
+            median_ci_us: l.map(|s| s.median_ci_us),
+            stop: r.stop.map(|s| s.to_string()).unwrap_or_default(),
+            started_at: r.started_at.clone(),
+            duration_s: r.duration_s,
+            hist_tag: if l.is_some() {
+                r.key.tag()
+            } else {
+                String::new()
+            },
+        }
+    }
+}
+
+/// The cells of one row, formatted.
+pub fn row(c: &RowCells) -> Vec<String> {
     vec![
-        r.key.config.clone(),
-        r.backend.clone(),
-        r.key.nranks.to_string(),
-        r.key.bytes.to_string(),
-        r.key.dtype.to_string(),
-        r.key.op.to_string(),
-        r.iters().to_string(),
-        r.status.to_string(),
-        lat(|s| s.mean_us),
-        num(r.bandwidth.map(|b| b.algbw.0), 3),
-        num(r.bandwidth.map(|b| b.busbw.0), 3),
-        lat(|s| s.p50_us),
-        lat(|s| s.p99_us),
-        lat(|s| s.max_us),
-        r.wrong.to_string(),
-        r.transports.clone(),
-        r.error.clone(),
-        r.warmup.to_string(),
-        lat(|s| s.min_us),
-        lat(|s| s.p90_us),
-        lat(|s| s.stddev_us),
-        lat(|s| s.median_ci_us.0),
-        lat(|s| s.median_ci_us.1),
-        r.stop.map(|s| s.to_string()).unwrap_or_default(),
-        r.started_at.clone(),
-        format!("{:.3}", r.duration_s),
-        if l.is_some() {
-            r.key.tag()
-        } else {
-            String::new()
-        },
+        c.config.clone(),
+        c.backend.clone(),
+        c.nranks.to_string(),
+        c.bytes.to_string(),
+        c.dtype.clone(),
+        c.op.clone(),
+        c.iters.to_string(),
+        c.status.clone(),
+        num(c.time_us, 3),
+        num(c.algbw_gbps, 3),
+        num(c.busbw_gbps, 3),
+        num(c.p50_us, 3),
+        num(c.p99_us, 3),
+        num(c.max_us, 3),
+        c.wrong.to_string(),
+        c.transports.clone(),
+        c.error.clone(),
+        c.warmup_iters.to_string(),
+        num(c.min_us, 3),
+        num(c.p90_us, 3),
+        num(c.stddev_us, 3),
+        num(c.median_ci_us.map(|ci| ci.0), 3),
+        num(c.median_ci_us.map(|ci| ci.1), 3),
+        c.stop.clone(),
+        c.started_at.clone(),
+        format!("{:.3}", c.duration_s),
+        c.hist_tag.clone(),
     ]
 }
 
@@ -86,8 +151,8 @@ pub fn header() -> io::Result<Vec<u8>> {
 }
 
 /// One row, CSV-encoded (quoted where needed), with its newline.
-pub fn encode_row(r: &CaseResult) -> io::Result<Vec<u8>> {
-    encode(&row(r))
+pub fn encode_row(cells: &RowCells) -> io::Result<Vec<u8>> {
+    encode(&row(cells))
 }
 
 fn encode(cells: &[String]) -> io::Result<Vec<u8>> {

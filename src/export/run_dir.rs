@@ -70,6 +70,32 @@ impl RunDir {
         )
     }
 
+    /// Creates exactly `path` (and `logs/`); an existing directory is an error.
+    pub fn create_at(path: &Path) -> Result<RunDir> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create output directory {}", parent.display()))?;
+        }
+        match fs::create_dir(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                anyhow::bail!(
+                    "{} already exists: a run directory is never overwritten",
+                    path.display()
+                )
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot create run directory {}", path.display()))
+            }
+        }
+        fs::create_dir(path.join(LOGS))
+            .with_context(|| format!("cannot create {}", path.join(LOGS).display()))?;
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
+    }
+
     pub fn file(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
@@ -129,10 +155,15 @@ impl RunWriter {
             atomic::append(&self.dir.file(HISTOGRAMS), &self.hlog_header, &line)
                 .with_context(|| format!("cannot write {}", self.dir.file(HISTOGRAMS).display()))?;
         }
+        self.record_row(&csv::RowCells::from(result))
+    }
+
+    /// Appends a row that has no histogram (an imported result).
+    pub fn record_row(&self, cells: &csv::RowCells) -> Result<()> {
         atomic::append(
             &self.dir.file(RESULTS_CSV),
             &self.csv_header,
-            &csv::encode_row(result)?,
+            &csv::encode_row(cells)?,
         )
         .with_context(|| format!("cannot write {}", self.dir.file(RESULTS_CSV).display()))
     }

@@ -1,0 +1,274 @@
+//! `nccl-bench import`: nccl-tests all_reduce_perf output (text or `-J` JSON) becomes
+//! a normal run directory (backend `nccl-tests`), so that compare (and report) read
+//! the numbers people already have next to nccl-bench's own. Out-of-place rows go
+//! under the config's name, in-place rows under `<config>-inplace`. Only mean times
+//! exist: the CSV's percentile columns stay empty and there is no histogram log entry.
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::cli::ImportArgs;
+use crate::config::transport::{builtin_configs, check_name, TransportConfig};
+use crate::config::IterationPolicy;
+use crate::export::csv::RowCells;
+use crate::export::{RunDir, RunWriter};
+use crate::import::{self, ImportedRun, Timing};
+use crate::model::{
+    BackendInfo, CaseCounts, CaseStatus, HostInfo, NcclChoice, RunManifest, RunStatus, ToolInfo,
+    SCHEMA_VERSION,
+};
+use crate::ops::{DataType, ReduceOp};
+
+pub const BACKEND: &str = "nccl-tests";
+
+pub fn run(args: &ImportArgs) -> Result<u8> {
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let parsed = import::parse(&text)
+        .map_err(|e| e.with_path_hint(args.file.display().to_string()))
+        .map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
+    if parsed.rows.is_empty() {
+        bail!(
+            "{}: the table has no rows (did the run crash before its first size?)",
+            args.file.display()
+        );
+    }
+    let nranks = args.nranks.or(parsed.nranks).ok_or_else(|| {
+        anyhow!(
+            "{}: the output does not show the rank count; give --nranks",
+            args.file.display()
+        )
+    })?;
+    let config = match &args.config {
+        Some(name) => {
+            check_name(name).map_err(anyhow::Error::msg)?;
+            name.clone()
+        }
+        None => config_from_env(&parsed.env),
+    };
+    let (dtype, op) = checked_types(&parsed, &args.file)?;
+    let iters = iters_from_command(parsed.command.as_deref());
+
+    let dir = RunDir::create_at(&args.out)?;
+    let writer = RunWriter::new(dir, SystemTime::now())?;
+    let mut counts = CaseCounts::default();
+    let mut configs = vec![config.clone()];
+    for row in &parsed.rows {
+        let mut sides = vec![(config.clone(), &row.out_of_place)];
+        if let Some(in_place) = &row.in_place {
+            let name = format!("{config}-inplace");
+            if !configs.contains(&name) {
+                configs.push(name.clone());
+            }
+            sides.push((name, in_place));
+        }
+        for (name, timing) in sides {
+            let mut cells = cells(
+                &name, nranks, row.bytes, &row.dtype, &row.op, timing, &args.file, row.line,
+            );
+            cells.iters = iters;
+            counts.total += 1;
+            counts.add(if cells.status == "ok" {
+                CaseStatus::Ok
+            } else {
+                CaseStatus::Wrong
+            });
+            writer.record_row(&cells)?;
+        }
+    }
+    let env: std::collections::BTreeMap<String, String> = parsed.env.iter().cloned().collect();
+    let manifest = RunManifest {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "nccl-bench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            git_rev: option_env!("NCCL_BENCH_GIT_REV").unwrap_or("unknown").into(),
+        },
+        command_line: std::env::args().collect(),
+        label: None,
+        status: RunStatus::Complete,
+        started_at: crate::units::now_rfc3339(),
+        finished_at: Some(crate::units::now_rfc3339()),
+        error: None,
+        backend: BackendInfo {
+            requested: "import".into(),
+            used: BACKEND.into(),
+            note: format!(
+                "imported from {} (nccl-tests all_reduce_perf{}{}): mean times only, no per-iteration data",
+                args.file.display(),
+                parsed.nccl_tests_version.as_deref().map(|v| format!(" {v}")).unwrap_or_default(),
+                parsed.command.as_deref().map(|c| format!(", `{c}`")).unwrap_or_default()
+            ),
+        },
+        nccl: parsed.nccl_version.clone().map(|version| NcclChoice {
+            path: Default::default(),
+            version,
+            found_by: "reported by nccl-tests".into(),
+        }),
+        nccl_per_config: Default::default(),
+        gpu: None,
+        host: HostInfo::default(),
+        configs: configs
+            .iter()
+            .map(|name| TransportConfig {
+                name: name.clone(),
+                description: format!("imported from {}", args.file.display()),
+                env: env.clone(),
+                nccl_lib: None,
+                source: args.file.display().to_string(),
+            })
+            .collect(),
+        gpu_counts: vec![nranks],
+        sizes: parsed.rows.iter().map(|r| r.bytes).collect(),
+        dtype,
+        op,
+        iterations: IterationPolicy::Fixed { iters },
+        warmup_iters: 0,
+        timeout_s: 0.0,
+        cases: counts.clone(),
+        warnings: vec![],
+    };
+    writer.write_manifest(&manifest)?;
+    println!(
+        "imported {} rows ({} ranks, {}) from {} into {}",
+        counts.done,
+        nranks,
+        configs.join(", "),
+        args.file.display(),
+        writer.dir().path.display()
+    );
+    Ok(0)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cells(
+    config: &str,
+    nranks: u32,
+    bytes: u64,
+    dtype: &str,
+    op: &str,
+    t: &Timing,
+    file: &Path,
+    line: usize,
+) -> RowCells {
+    let wrong = t.wrong.unwrap_or(0);
+    RowCells {
+        config: config.to_string(),
+        backend: BACKEND.into(),
+        nranks,
+        bytes,
+        dtype: dtype.to_string(),
+        op: op.to_string(),
+        status: if wrong > 0 {
+            "wrong".into()
+        } else {
+            "ok".into()
+        },
+        time_us: Some(t.time_us),
+        algbw_gbps: Some(t.algbw_gbps),
+        busbw_gbps: Some(t.busbw_gbps),
+        wrong,
+        error: if wrong > 0 {
+            format!(
+                "{wrong} wrong element(s) reported by nccl-tests ({}:{line})",
+                file.display()
+            )
+        } else {
+            String::new()
+        },
+        ..RowCells::default()
+    }
+}
+
+/// The built-in preset whose NCCL variables the output shows; `default` when it
+/// shows none; `imported` otherwise (the variables are in the manifest).
+fn config_from_env(env: &[(String, String)]) -> String {
+    let shown: Vec<&(String, String)> = env
+        .iter()
+        .filter(|(k, _)| !k.starts_with("NCCL_DEBUG") && k.starts_with("NCCL_"))
+        .collect();
+    if shown.is_empty() {
+        return "default".into();
+    }
+    builtin_configs()
+        .into_iter()
+        .find(|c| c.env.len() == shown.len() && shown.iter().all(|(k, v)| c.env.get(k) == Some(v)))
+        .map(|c| c.name)
+        .unwrap_or_else(|| "imported".into())
+}
+
+fn checked_types(run: &ImportedRun, file: &Path) -> Result<(DataType, ReduceOp)> {
+    let first = &run.rows[0];
+    let dtype: DataType = first
+        .dtype
+        .parse()
+        .map_err(|e| anyhow!("{}:{}: {e}", file.display(), first.line))?;
+    let op: ReduceOp = first
+        .op
+        .parse()
+        .map_err(|e| anyhow!("{}:{}: {e}", file.display(), first.line))?;
+    if let Some(other) = run
+        .rows
+        .iter()
+        .find(|r| r.dtype != first.dtype || r.op != first.op)
+    {
+        bail!(
+            "{}:{}: rows of several types or ops ({} {} and {} {}); import them separately",
+            file.display(),
+            other.line,
+            first.dtype,
+            first.op,
+            other.dtype,
+            other.op
+        );
+    }
+    Ok((dtype, op))
+}
+
+/// `-n N` / `--iters N` from the command line nccl-tests was run with, else its default 20.
+fn iters_from_command(command: Option<&str>) -> u64 {
+    let words: Vec<&str> = command.unwrap_or("").split_whitespace().collect();
+    words
+        .windows(2)
+        .find(|w| w[0] == "-n" || w[0] == "--iters")
+        .and_then(|w| w[1].parse().ok())
+        .unwrap_or(20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_names_come_from_the_recorded_environment() {
+        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(config_from_env(&env(&[("NCCL_DEBUG", "INFO")])), "default");
+        assert_eq!(
+            config_from_env(&env(&[("NCCL_SHM_DISABLE", "1")])),
+            "shm-off"
+        );
+        assert_eq!(
+            config_from_env(&env(&[
+                ("NCCL_SHM_DISABLE", "1"),
+                ("NCCL_P2P_DISABLE", "1")
+            ])),
+            "net-only"
+        );
+        assert_eq!(
+            config_from_env(&env(&[("NCCL_MIN_NCHANNELS", "4")])),
+            "imported"
+        );
+        assert_eq!(
+            iters_from_command(Some("./all_reduce_perf -b 8 -e 1G -n 50 -g 1")),
+            50
+        );
+        assert_eq!(iters_from_command(None), 20);
+    }
+}
