@@ -5,6 +5,7 @@
 //!   in every format it has printed, and its `-J` JSON document), read by [`parse`].
 
 pub mod nccl_tests;
+pub mod nccl_tests_json;
 
 pub use nccl_tests::{parse, parse_json, parse_text};
 

@@ -1,19 +1,19 @@
 use super::*;
 
 /// Joins lines with '\n' so that a fixture's line numbers are its indices + 1.
-fn text(lines: &[&str]) -> String {
+pub(super) fn text(lines: &[&str]) -> String {
     lines.join("\n") + "\n"
 }
 
 /// (time_us, algbw, busbw, #wrong, error)
-type T = (f64, f64, f64, Option<u64>, Option<f64>);
+pub(super) type T = (f64, f64, f64, Option<u64>, Option<f64>);
 
-fn timing(t: &Timing) -> T {
+pub(super) fn timing(t: &Timing) -> T {
     (t.time_us, t.algbw_gbps, t.busbw_gbps, t.wrong, t.error)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn check_row(
+pub(super) fn check_row(
     row: &ImportedRow,
     line: usize,
     bytes: u64,
@@ -40,199 +40,12 @@ fn check_row(
     );
 }
 
-fn close(a: f64, b: f64) -> bool {
+pub(super) fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
 
-// ---------------------------------------------------------------------------------
-// Real outputs in ../shared/fixtures/nccl-tests (read in place)
-
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/nccl-tests");
-
-fn fixture(name: &str) -> Option<String> {
-    let dir = std::path::Path::new(FIXTURES);
-    if !dir.is_dir() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("fixture folder {FIXTURES} is missing (CI=true)");
-        }
-        eprintln!("skipping: fixture folder {FIXTURES} not found");
-        return None;
-    }
-    let path = dir.join(name);
-    let body = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    Some(body)
-}
-
-fn parse_fixture(name: &str) -> Option<ImportedRun> {
-    let body = fixture(name)?;
-    let run = parse(&body).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(run.format, Format::Text);
-    assert_eq!(run, parse_text(&body).unwrap());
-    Some(run)
-}
-
-#[test]
-fn fixture_1_old_error_column_no_root() {
-    let Some(run) = parse_fixture("nccl-tests-1-old-error-column-no-root.txt") else {
-        return;
-    };
-    assert_eq!(run.rows.len(), 10);
-    let e = Some(5e-07);
-    let first = &run.rows[0];
-    let last = run.rows.last().unwrap();
-    #[rustfmt::skip]
-    check_row(first, 6, 1048576, 262144, "float", "sum", None,
-        (192.4, 5.45, 10.22, None, e), (193.6, 5.42, 10.16, None, e));
-    #[rustfmt::skip]
-    check_row(last, 15, 536870912, 134217728, "float", "sum", None,
-        (18620.0, 28.83, 54.06, None, e), (18732.0, 28.66, 53.74, None, e));
-    assert_eq!(run.nranks, None);
-    assert_eq!(run.nccl_version, None);
-    assert_eq!(run.nccl_tests_version, None);
-    assert_eq!(run.avg_busbw_gbps, Some(35.3542));
-    assert_eq!(run.out_of_bounds, Some(0));
-    assert_eq!(run.command, None);
-    assert!(run.env.is_empty());
-    assert!(!run.per_iteration && !run.cpu_time);
-}
-
-#[test]
-fn fixture_2_mpirun_tag_output_old_format() {
-    let Some(run) = parse_fixture("nccl-tests-2-mpirun-tag-output-old-format.txt") else {
-        return;
-    };
-    assert_eq!(run.rows.len(), 28);
-    let first = &run.rows[0];
-    let last = run.rows.last().unwrap();
-    #[rustfmt::skip]
-    check_row(first, 16, 8, 2, "float", "sum", None,
-        (167.5, 0.0, 0.0, None, Some(2e-07)), (167.1, 0.0, 0.0, None, Some(1e-07)));
-    #[rustfmt::skip]
-    check_row(last, 43, 1073741824, 268435456, "float", "sum", None,
-        (61556.0, 17.44, 32.71, None, Some(5e-07)), (61303.0, 17.52, 32.84, None, Some(5e-07)));
-    // no rank lines in the excerpt: "comm ... rank 0 nranks 16 ... Init COMPLETE"
-    assert_eq!(run.nranks, Some(16));
-    assert_eq!(run.nccl_version, None);
-    assert_eq!(run.avg_busbw_gbps, Some(7.80081));
-    assert_eq!(run.out_of_bounds, Some(0));
-    let sizes: Vec<u64> = run.rows.iter().map(|r| r.bytes).collect();
-    assert_eq!(sizes, (3..=30).map(|p| 1u64 << p).collect::<Vec<_>>());
-}
-
-#[test]
-fn fixture_3_srun_label_na_multinode() {
-    let Some(run) = parse_fixture("nccl-tests-3-srun-label-na-multinode.txt") else {
-        return;
-    };
-    assert_eq!(run.rows.len(), 11);
-    let first = &run.rows[0];
-    let last = run.rows.last().unwrap();
-    #[rustfmt::skip]
-    check_row(first, 26, 8388608, 2097152, "float", "sum", Some(-1),
-        (215.3, 38.96, 73.04, None, None), (180.0, 46.60, 87.38, None, None));
-    #[rustfmt::skip]
-    check_row(last, 36, 8589934592, 2147483648, "float", "sum", Some(-1),
-        (103530.0, 82.97, 155.57, None, None), (103538.0, 82.96, 155.56, None, None));
-    assert_eq!(run.nranks, Some(16));
-    assert_eq!(run.nccl_version, None);
-    assert_eq!(run.nccl_tests_version, None);
-    assert_eq!(run.avg_busbw_gbps, Some(142.735));
-    assert_eq!(run.out_of_bounds, Some(0));
-}
-
-#[test]
-fn fixture_5_current_v2_19_4() {
-    let Some(run) =
-        parse_fixture("nccl-tests-5-current-v2.19.4-nccl-2.19.3-UNIDENTIFIED-SOURCE.txt")
-    else {
-        return;
-    };
-    assert_eq!(run.rows.len(), 25);
-    let first = &run.rows[0];
-    let last = run.rows.last().unwrap();
-    #[rustfmt::skip]
-    check_row(first, 21, 8, 2, "float", "sum", Some(-1),
-        (34.84, 0.0, 0.0, Some(0), None), (36.18, 0.0, 0.0, Some(0), None));
-    #[rustfmt::skip]
-    check_row(last, 45, 134217728, 33554432, "float", "sum", Some(-1),
-        (1295.41, 103.61, 181.32, Some(0), None), (1284.21, 104.51, 182.90, Some(0), None));
-    assert_eq!(run.nranks, Some(8));
-    // no "NCCL version" line: decoded from nccl-library=21903
-    assert_eq!(run.nccl_version.as_deref(), Some("2.19.3"));
-    assert_eq!(run.nccl_tests_version.as_deref(), Some("2.19.4"));
-    assert_eq!(run.avg_busbw_gbps, Some(34.9024));
-    assert_eq!(run.out_of_bounds, Some(0));
-    assert_eq!(
-        run.command.as_deref(),
-        Some("./build/all_reduce_perf -b 8 -e 128M -f 2 -g 8")
-    );
-}
-
-#[test]
-fn fixture_5b_current_v2_20_0_partial() {
-    let Some(run) = parse_fixture("nccl-tests-5b-current-v2.20.0-partial.txt") else {
-        return;
-    };
-    assert_eq!(run.rows.len(), 4);
-    let first = &run.rows[0];
-    let last = run.rows.last().unwrap();
-    #[rustfmt::skip]
-    check_row(first, 14, 8192, 2048, "float", "sum", Some(-1),
-        (35.15, 0.23, 0.23, Some(0), None), (30.33, 0.27, 0.27, Some(0), None));
-    #[rustfmt::skip]
-    check_row(last, 17, 65536, 16384, "float", "sum", Some(-1),
-        (67.93, 0.96, 0.96, Some(0), None), (64.71, 1.01, 1.01, Some(0), None));
-    assert_eq!(run.nranks, Some(2));
-    assert_eq!(run.nccl_version.as_deref(), Some("2.31.2"));
-    assert_eq!(run.nccl_tests_version.as_deref(), Some("2.20.0"));
-    // cut after 4 rows: no footer
-    assert_eq!(run.avg_busbw_gbps, None);
-    assert_eq!(run.out_of_bounds, None);
-}
-
-/// A crashed run from ../shared/fixtures/nccl-logs: header printed, then CUDA failure.
-#[test]
-fn fixture_log_2_crashed_run_has_header_but_no_rows() {
-    let Some(_) = fixture("nccl-tests-1-old-error-column-no-root.txt") else {
-        return;
-    };
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/nccl-logs/nccl-log-2-shm-direct-2.25-rtx5090.txt"
-    );
-    let body = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let run = parse(&body).unwrap();
-    assert!(run.rows.is_empty());
-    assert_eq!(run.nranks, Some(2));
-    assert_eq!(run.nccl_version.as_deref(), Some("2.25.1+cuda12.8"));
-    assert_eq!(
-        run.env,
-        vec![("NCCL_DEBUG".to_string(), "INFO".to_string())]
-    );
-    assert_eq!(
-        run.command.as_deref(),
-        Some("NCCL_DEBUG=INFO ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 2")
-    );
-    assert_eq!(run.avg_busbw_gbps, None);
-}
-
-#[test]
-fn every_fixture_file_parses() {
-    let Some(_) = fixture("nccl-tests-1-old-error-column-no-root.txt") else {
-        return;
-    };
-    let mut names: Vec<_> = std::fs::read_dir(FIXTURES)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    names.sort();
-    assert!(names.len() >= 5, "{names:?}");
-    for path in names {
-        let body = std::fs::read_to_string(&path).unwrap();
-        let run = parse(&body).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert!(!run.rows.is_empty(), "{}", path.display());
-    }
-}
+#[path = "nccl_tests_fixture_tests.rs"]
+mod fixtures;
 
 // ---------------------------------------------------------------------------------
 // Own fixtures: every format variant
@@ -619,182 +432,9 @@ fn header_without_rows_is_an_empty_run() {
     assert!(run.rows.is_empty());
 }
 
-// ---------------------------------------------------------------------------------
-// JSON (-J), written from nccl-tests' src/util.cu schema
-
-const JSON_ONE_LINE: &str = concat!(
-    r#"{"version":3,"start_time":"2026-07-10 12:00:00","#,
-    r#""args":["./build/all_reduce_perf","-b","8","-e","16","-f","2","-g","2","-I","1","-J","out.json"],"#,
-    r#""env":["PATH=/usr/bin","NCCL_SHM_DISABLE=1","NCCL_DEBUG=INFO","MY_NCCL_X=2"],"nccl_version":21903,"#,
-    r#""config":{"nthreads":1,"ngpus":2,"minimum_bytes":8,"maximum_bytes":16,"step_factor":2,"warmup_iters":1,"#,
-    r#""iterations":3,"aggregated_iterations":1,"validation":1,"graph":0,"blocking_collectives":"false","#,
-    r#""per_iter_timing":"true","per_iter_skip":0,"parallel_init":"false","devices":[{"rank":0,"group":0,"pid":12345,"#,
-    r#""hostname":"node1","device":0,"device_hex":"0000:07:00","device_info":"NVIDIA H100 80GB HBM3"}]},"#,
-    r#""results":[{"size":8,"count":2,"type":"float","redop":"sum","root":"    -1","#,
-    r#""out_of_place":{"time":10.500000,"alg_bw":0.000762,"bus_bw":0.000762,"nwrong":0.000000},"#,
-    r#""out_of_place_per_iter":{"skipped_iterations":0,"min_us":10.000000,"max_us":11.000000,"avg_us":10.500000,"#,
-    r#""p50_us":10.500000,"p95_us":11.000000,"p99_us":11.000000,"stdev_us":0.408248,"cv_pct":3.888079,"#,
-    r#""times_us":[10.000000,10.500000,11.000000]},"#,
-    r#""in_place":{"time":10.200000,"alg_bw":0.000784,"bus_bw":0.000784,"nwrong":0.000000},"#,
-    r#""in_place_per_iter":{"skipped_iterations":0,"min_us":10.000000,"max_us":10.400000,"avg_us":10.200000,"#,
-    r#""p50_us":10.200000,"p95_us":10.400000,"p99_us":10.400000,"stdev_us":0.163299,"cv_pct":1.600970,"#,
-    r#""times_us":[10.000000,10.200000,10.400000]},"actual_iterations":3,"experiment_name":""},"#,
-    r#"{"size":16,"count":4,"type":"float","redop":"sum","root":"    -1","#,
-    r#""out_of_place":{"time":"nan","alg_bw":"nan","bus_bw":"nan","nwrong":null},"#,
-    r#""in_place":{"time":10.400000,"alg_bw":0.001538,"bus_bw":0.001538,"nwrong":2.000000},"#,
-    r#""actual_iterations":3,"experiment_name":""}],"#,
-    r#""out_of_bounds":{"count":0,"okay":"true"},"#,
-    r#""average_bus_bandwidth":{"bandwidth":0.000773,"okay":"unchecked"},"errors":[],"end_time":"2026-07-10 12:00:01"}"#,
-);
-
-#[test]
-fn json_document_as_nccl_tests_writes_it() {
-    let run = parse(JSON_ONE_LINE).unwrap();
-    // (Debug text: the NaN of the second row is not equal to itself)
-    let direct = parse_json(JSON_ONE_LINE).unwrap();
-    assert_eq!(format!("{run:?}"), format!("{direct:?}"));
-    assert_eq!(run.format, Format::Json);
-    assert_eq!(run.rows.len(), 2);
-    assert_eq!(run.nranks, Some(2));
-    assert_eq!(run.nccl_version.as_deref(), Some("2.19.3"));
-    assert_eq!(run.nccl_tests_version, None);
-    assert_eq!(
-        run.command.as_deref(),
-        Some("./build/all_reduce_perf -b 8 -e 16 -f 2 -g 2 -I 1 -J out.json")
-    );
-    assert_eq!(
-        run.env,
-        vec![
-            ("NCCL_SHM_DISABLE".to_string(), "1".to_string()),
-            ("NCCL_DEBUG".to_string(), "INFO".to_string()),
-        ]
-    );
-    assert!(run.per_iteration);
-    assert!(!run.cpu_time);
-    assert_eq!(run.avg_busbw_gbps, Some(0.000773));
-    assert_eq!(run.out_of_bounds, Some(0));
-
-    let first = &run.rows[0];
-    #[rustfmt::skip]
-    check_row(first, 1, 8, 2, "float", "sum", Some(-1),
-        (10.5, 0.000762, 0.000762, Some(0), None), (10.2, 0.000784, 0.000784, Some(0), None));
-    assert_eq!(first.iteration_times_us, vec![10.0, 10.5, 11.0]);
-    let stats = first.out_of_place.per_iter.as_ref().unwrap();
-    assert_eq!(
-        (stats.min_us, stats.max_us, stats.p99_us, stats.cv_pct),
-        (10.0, 11.0, 11.0, 3.888079)
-    );
-    assert_eq!(
-        (stats.avg_us, stats.p50_us, stats.skipped_iterations),
-        (Some(10.5), Some(10.5), Some(0))
-    );
-    let in_stats = first.in_place.as_ref().unwrap().per_iter.as_ref().unwrap();
-    assert_eq!(in_stats.times_us, vec![10.0, 10.2, 10.4]);
-
-    let second = &run.rows[1];
-    assert!(second.out_of_place.time_us.is_nan() && second.out_of_place.busbw_gbps.is_nan());
-    assert_eq!(second.out_of_place.wrong, None);
-    assert_eq!(second.in_place.as_ref().unwrap().wrong, Some(2));
-    assert!(second.iteration_times_us.is_empty());
-}
-
-#[test]
-fn json_reformatted_list_of_documents_with_row_lines() {
-    // First JSON version spellings ("bandwidith"), -C (cpu_time), an MPI run (one
-    // device entry per process), and a second document in a list.
-    let doc = r#"[
-{
-  "version": 1,
-  "args": ["mpirun", "-np", "2", "./all_reduce_perf", "-g", "4", "-C", "1", "-x", "it's"],
-  "nccl_version": 2803,
-  "config": {"nthreads": 1, "ngpus": 4, "per_iter_timing": "false",
-             "devices": [{"rank": 0}, {"rank": 4}]},
-  "results": [
-    {"size": 1024, "count": 256, "type": "half", "redop": "max", "root": "    -1",
-     "out_of_place": {"cpu_time": 20.5, "alg_bw": 0.05, "bus_bw": 0.0875, "nwrong": null},
-     "in_place": {"cpu_time": 21, "alg_bw": 0.05, "bus_bw": 0.0875, "nwrong": null}},
-    {"size": 2048, "count": 512, "type": "half", "redop": "max", "root": -1,
-     "out_of_place": {"cpu_time": 30.0, "alg_bw": 0.07, "bus_bw": 0.12, "nwrong": 0}}
-  ],
-  "average_bus_bandwidith": {"bandwidith": 0.1, "okay": "unchecked"}
-},
-{
-  "version": 1,
-  "results": [
-    {"size": 1024, "count": 256, "type": "half", "redop": "max", "root": "    -1",
-     "out_of_place": {"cpu_time": 99, "alg_bw": 0.01, "bus_bw": 0.01, "nwrong": 0}},
-    {"size": 4096, "count": 1024, "type": "half", "redop": "max", "root": "    -1",
-     "out_of_place": {"cpu_time": 40, "alg_bw": 0.1, "bus_bw": 0.17, "nwrong": 0}}
-  ]
-}
-]"#;
-    let run = parse(doc).unwrap();
-    assert_eq!(run.format, Format::Json);
-    assert_eq!(run.nranks, Some(8));
-    assert_eq!(run.nccl_version.as_deref(), Some("2.8.3"));
-    assert!(run.cpu_time);
-    assert!(!run.per_iteration);
-    assert_eq!(run.avg_busbw_gbps, Some(0.1));
-    assert_eq!(
-        run.command.as_deref(),
-        Some(r"mpirun -np 2 ./all_reduce_perf -g 4 -C 1 -x 'it'\''s'")
-    );
-    let got: Vec<(usize, u64, f64, bool)> = run
-        .rows
-        .iter()
-        .map(|r| {
-            (
-                r.line,
-                r.bytes,
-                r.out_of_place.time_us,
-                r.in_place.is_some(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        got,
-        vec![
-            (9, 1024, 20.5, true),
-            (12, 2048, 30.0, false),
-            (22, 4096, 40.0, false)
-        ]
-    );
-    assert_eq!(run.rows[0].in_place.as_ref().unwrap().time_us, 21.0);
-    assert_eq!(run.rows[0].dtype, "half");
-}
-
-#[test]
-fn json_errors_carry_lines() {
-    // truncated (a run killed while writing)
-    let truncated = "{\n  \"version\": 3,\n  \"results\": [\n    {\"size\": 8,";
-    let err = parse(truncated).unwrap_err();
-    assert!(matches!(err, ImportError::Json { line: 4, .. }), "{err:?}");
-    assert!(
-        err.to_string()
-            .starts_with("line 4: invalid nccl-tests JSON"),
-        "{err}"
-    );
-
-    // wrong type
-    let bad = "{\n\"results\": [\n {\"size\": \"eight\", \"count\": 2}\n]}";
-    let err = parse(bad).unwrap_err();
-    assert!(matches!(err, ImportError::Json { line: 3, .. }), "{err:?}");
-
-    // a row with no time
-    let no_time = concat!(
-        "{\"results\": [\n",
-        "{\"size\": 8, \"count\": 2, \"type\": \"float\", \"redop\": \"sum\", \"root\": \"-1\",\n",
-        " \"out_of_place\": {\"alg_bw\": 1, \"bus_bw\": 1, \"nwrong\": 0}}]}"
-    );
-    let err = parse(no_time).unwrap_err();
-    assert!(
-        matches!(&err, ImportError::Json { line: 2, message } if message.contains("no time")),
-        "{err:?}"
-    );
-
-    // a results list that is there but empty is a run without rows
-    assert!(parse("{\"results\": []}").unwrap().rows.is_empty());
-}
+#[path = "nccl_tests_json_tests.rs"]
+mod json;
+use json::JSON_ONE_LINE;
 
 #[test]
 fn dispatch_between_text_and_json() {

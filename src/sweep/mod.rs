@@ -2,7 +2,9 @@
 //! each (config, GPU count) in fresh worker processes and turns their reports into
 //! case results, the worker side of the protocol, and test-only fault injection.
 
+pub mod failure;
 pub mod fault;
+pub mod merge;
 pub mod observer;
 pub mod orchestrator;
 pub mod plan;

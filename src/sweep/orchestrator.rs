@@ -11,7 +11,6 @@
 //! remaining sizes. SIGINT/SIGTERM stop the sweep after killing the current group;
 //! every finished case is already on disk.
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Command as ProcessCommand;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::failure::{Failure, Tails};
+use super::merge::{fold_max, merge_transports};
 use super::observer::SweepObserver;
 use super::plan::{Group, Plan};
 use super::process::{describe_exit, Incoming, ProcessGroup};
@@ -31,9 +32,6 @@ use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus, RunManifest, Run
 use crate::stats::adaptive::{BatchDecision, StopRule};
 use crate::stats::{Bandwidth, LatencyRecorder};
 use crate::units::Bytes;
-
-/// Lines of output kept per rank for failure reasons.
-const TAIL_LINES: usize = 20;
 
 /// Everything a sweep needs from its caller.
 pub struct Orchestrator<'a> {
@@ -60,128 +58,16 @@ pub struct SweepOutcome {
     pub interrupted: bool,
 }
 
-/// Why a group of workers stopped early.
-#[derive(Debug)]
-enum Failure {
-    Timeout {
-        waiting_for: Vec<u32>,
-        phase: String,
-    },
-    Died {
-        rank: u32,
-        how: String,
-        phase: String,
-    },
-    Error {
-        rank: u32,
-        message: String,
-    },
-    Protocol(String),
-    /// Writing the results failed: not the case's fault, the sweep cannot go on.
-    Write(String),
-    Interrupted,
-}
-
-impl Failure {
-    fn status(&self) -> CaseStatus {
-        match self {
-            Failure::Timeout { .. } => CaseStatus::Timeout,
-            _ => CaseStatus::Failed,
-        }
-    }
-
-    /// The `error` cell: what happened, then the evidence from the ranks' output.
-    fn describe(&self, timeout: Duration, tails: &Tails) -> String {
-        match self {
-            Failure::Timeout { waiting_for, phase } => {
-                let ranks: Vec<String> = waiting_for.iter().map(u32::to_string).collect();
-                let mut s = format!(
-                    "timed out after {} during {phase}, waiting for rank(s) {}",
-                    seconds(timeout),
-                    ranks.join(",")
-                );
-                tails.append_evidence(&mut s, waiting_for);
-                s
-            }
-            Failure::Died { rank, how, phase } => {
-                let mut s = format!("rank {rank} {how} during {phase}");
-                tails.append_evidence(&mut s, &[*rank]);
-                s
-            }
-            Failure::Error { rank, message } => format!("rank {rank}: {message}"),
-            Failure::Protocol(message) => format!("worker protocol error: {message}"),
-            Failure::Write(message) => message.clone(),
-            Failure::Interrupted => "interrupted".to_string(),
-        }
-    }
-}
-
-fn seconds(d: Duration) -> String {
-    format!("{}s", (d.as_secs_f64() * 10.0).round() / 10.0)
-}
-
-/// The last lines each rank printed.
-struct Tails(Vec<VecDeque<String>>);
-
-impl Tails {
-    fn new(nranks: u32) -> Tails {
-        Tails((0..nranks).map(|_| VecDeque::new()).collect())
-    }
-
-    fn push(&mut self, rank: u32, line: String) {
-        if let Some(t) = self.0.get_mut(rank as usize) {
-            if t.len() == TAIL_LINES {
-                t.pop_front();
-            }
-            t.push_back(line);
-        }
-    }
-
-    /// Appends NCCL WARN lines (all ranks) or else the last lines of `ranks`.
-    fn append_evidence(&self, s: &mut String, ranks: &[u32]) {
-        let warns: Vec<&String> = self
-            .0
-            .iter()
-            .flatten()
-            .filter(|l| l.contains("NCCL WARN"))
-            .collect();
-        let lines: Vec<&String> = if !warns.is_empty() {
-            warns.into_iter().rev().take(3).rev().collect()
-        } else {
-            ranks
-                .iter()
-                .filter_map(|r| self.0.get(*r as usize))
-                .flat_map(|t| t.iter().rev().take(2).rev())
-                .collect()
-        };
-        if !lines.is_empty() {
-            let joined: Vec<&str> = lines.iter().map(|l| l.trim()).collect();
-            s.push_str("; last output: ");
-            s.push_str(&joined.join(" | "));
-        }
-    }
-}
-
-/// What the group was doing when it failed.
-struct GroupFailure {
-    /// Sizes completed (and recorded) before the failure.
-    done: usize,
-    in_init: bool,
-    failure: Failure,
-    transports: String,
-}
-
-/// A group that did not run all its sizes, as recorded.
+/// A group that did not run all its sizes: where it stopped, why, and (once the
+/// group is cleaned up) the reason as recorded.
 struct GroupStop {
     /// Sizes completed (and recorded) before the failure.
     done: usize,
+    /// The failure came during communicator set-up (every size would fail alike).
     in_init: bool,
-    interrupted: bool,
-    /// The sweep must stop (results could not be written).
-    fatal: Option<String>,
-    status: CaseStatus,
-    reason: String,
+    failure: Failure,
     transports: String,
+    reason: String,
 }
 
 impl Orchestrator<'_> {
@@ -231,11 +117,11 @@ impl Orchestrator<'_> {
                 let Some(f) = self.run_group(group, remaining, attempt, sequence)? else {
                     break;
                 };
-                if f.interrupted {
-                    return Ok(true);
-                }
-                if let Some(e) = f.fatal {
-                    anyhow::bail!(e);
+                match &f.failure {
+                    Failure::Interrupted => return Ok(true),
+                    // Results could not be written: the sweep cannot go on.
+                    Failure::Write(e) => anyhow::bail!(e.clone()),
+                    _ => {}
                 }
                 let failed = if f.in_init {
                     remaining.len() - f.done
@@ -390,28 +276,16 @@ impl Orchestrator<'_> {
             }
         }
         remove_segments(&self.settings.shm_dir, &prefix);
-        Ok(outcome.err().map(|f| {
-            let mut reason = f.failure.describe(self.settings.timeout, &tails);
+        Ok(outcome.err().map(|mut f| {
+            f.reason = f.failure.describe(self.settings.timeout, &tails);
             let (logged, nccl_error) = self.nccl_log_findings(&log_stem);
             if let Some(e) = nccl_error {
-                reason.push_str(&format!("; NCCL log: {e}"));
+                f.reason.push_str(&format!("; NCCL log: {e}"));
             }
-            GroupStop {
-                done: f.done,
-                in_init: f.in_init,
-                interrupted: matches!(f.failure, Failure::Interrupted),
-                fatal: match &f.failure {
-                    Failure::Write(e) => Some(e.clone()),
-                    _ => None,
-                },
-                status: f.failure.status(),
-                reason,
-                transports: if logged.is_empty() {
-                    f.transports
-                } else {
-                    logged
-                },
+            if !logged.is_empty() {
+                f.transports = logged;
             }
+            f
         }))
     }
 
@@ -422,14 +296,15 @@ impl Orchestrator<'_> {
         group: &Group,
         sizes: &[u64],
         log_stem: &str,
-    ) -> Result<(), GroupFailure> {
+    ) -> Result<(), GroupStop> {
         let n = group.nranks;
         let timeout = self.settings.timeout;
-        let fail = |done, in_init, failure, transports: &str| GroupFailure {
+        let fail = |done, in_init, failure, transports: &str| GroupStop {
             done,
             in_init,
             failure,
             transports: transports.to_string(),
+            reason: String::new(),
         };
         let init = "communicator set-up";
         self.observer.case_started(&self.key(group, sizes[0]));
@@ -657,7 +532,7 @@ impl Orchestrator<'_> {
         let result = CaseResult {
             key: self.key(group, bytes),
             backend: self.backend.clone(),
-            status: f.status,
+            status: f.failure.status(),
             warmup: self.settings.warmup,
             latency: None,
             bandwidth: None,
@@ -673,36 +548,6 @@ impl Orchestrator<'_> {
     }
 }
 
-/// Every rank's transports; one value when they agree.
-fn merge_transports(per_rank: &[String]) -> String {
-    let mut unique: Vec<&str> = Vec::new();
-    for t in per_rank {
-        if !unique.contains(&t.as_str()) {
-            unique.push(t);
-        }
-    }
-    unique.join(";")
-}
-
-/// Iteration i's time is the slowest rank's i-th duration.
-fn fold_max(
-    batches: &[Vec<u64>],
-    iters: u64,
-    recorder: &mut LatencyRecorder,
-) -> Result<(), Failure> {
-    if let Some(bad) = batches.iter().find(|b| b.len() as u64 != iters) {
-        return Err(Failure::Protocol(format!(
-            "a rank returned {} durations for a batch of {iters}",
-            bad.len()
-        )));
-    }
-    for i in 0..iters as usize {
-        let max = batches.iter().map(|b| b[i]).max().unwrap_or(0);
-        recorder.record(max);
-    }
-    Ok(())
-}
-
 /// Removes the shared-memory segments a killed group may have left.
 fn remove_segments(dir: &Path, prefix: &str) {
     let start = format!("{prefix}-");
@@ -712,60 +557,5 @@ fn remove_segments(dir: &Path, prefix: &str) {
                 let _ = std::fs::remove_file(e.path());
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iteration_time_is_the_max_over_ranks() {
-        let mut r = LatencyRecorder::new();
-        fold_max(&[vec![10, 50, 30], vec![20, 40, 30]], 3, &mut r).unwrap();
-        let s = r.summary();
-        assert_eq!(s.count, 3);
-        assert!((s.mean_us - (20.0 + 50.0 + 30.0) / 3.0 / 1000.0).abs() < 1e-9);
-        assert!(fold_max(&[vec![1, 2], vec![1]], 2, &mut r).is_err());
-    }
-
-    #[test]
-    fn transports_merge_when_ranks_agree() {
-        assert_eq!(merge_transports(&["SHM".into(), "SHM".into()]), "SHM");
-        assert_eq!(
-            merge_transports(&["SHM".into(), "NET/Socket".into()]),
-            "SHM;NET/Socket"
-        );
-    }
-
-    #[test]
-    fn failure_reasons_carry_the_evidence() {
-        let mut tails = Tails::new(2);
-        tails.push(1, "fault injection: exiting with status 3".into());
-        let f = Failure::Died {
-            rank: 1,
-            how: "exited with status 3".into(),
-            phase: "4 KiB".into(),
-        };
-        assert_eq!(
-            f.describe(Duration::from_secs(5), &tails),
-            "rank 1 exited with status 3 during 4 KiB; last output: fault injection: exiting with status 3"
-        );
-        tails.push(
-            0,
-            "host:1:1 [0] NCCL WARN Call to posix_fallocate failed : No space left on device"
-                .into(),
-        );
-        let t = Failure::Timeout {
-            waiting_for: vec![1],
-            phase: "8 B".into(),
-        };
-        let text = t.describe(Duration::from_secs(5), &tails);
-        assert!(
-            text.starts_with("timed out after 5s during 8 B, waiting for rank(s) 1; last output: "),
-            "{text}"
-        );
-        assert!(text.contains("NCCL WARN Call to posix_fallocate"), "{text}");
-        assert_eq!(t.status(), CaseStatus::Timeout);
     }
 }

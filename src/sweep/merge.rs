@@ -1,0 +1,60 @@
+//! Merging what the ranks report into one case: iteration i's time is the slowest
+//! rank's i-th duration (the collective is done when the last rank is), and the
+//! transports of all ranks become one cell.
+
+use super::failure::Failure;
+use crate::stats::LatencyRecorder;
+
+/// Every rank's transports; one value when they agree.
+pub(crate) fn merge_transports(per_rank: &[String]) -> String {
+    let mut unique: Vec<&str> = Vec::new();
+    for t in per_rank {
+        if !unique.contains(&t.as_str()) {
+            unique.push(t);
+        }
+    }
+    unique.join(";")
+}
+
+/// Iteration i's time is the slowest rank's i-th duration.
+pub(crate) fn fold_max(
+    batches: &[Vec<u64>],
+    iters: u64,
+    recorder: &mut LatencyRecorder,
+) -> Result<(), Failure> {
+    if let Some(bad) = batches.iter().find(|b| b.len() as u64 != iters) {
+        return Err(Failure::Protocol(format!(
+            "a rank returned {} durations for a batch of {iters}",
+            bad.len()
+        )));
+    }
+    for i in 0..iters as usize {
+        let max = batches.iter().map(|b| b[i]).max().unwrap_or(0);
+        recorder.record(max);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iteration_time_is_the_max_over_ranks() {
+        let mut r = LatencyRecorder::new();
+        fold_max(&[vec![10, 50, 30], vec![20, 40, 30]], 3, &mut r).unwrap();
+        let s = r.summary();
+        assert_eq!(s.count, 3);
+        assert!((s.mean_us - (20.0 + 50.0 + 30.0) / 3.0 / 1000.0).abs() < 1e-9);
+        assert!(fold_max(&[vec![1, 2], vec![1]], 2, &mut r).is_err());
+    }
+
+    #[test]
+    fn transports_merge_when_ranks_agree() {
+        assert_eq!(merge_transports(&["SHM".into(), "SHM".into()]), "SHM");
+        assert_eq!(
+            merge_transports(&["SHM".into(), "NET/Socket".into()]),
+            "SHM;NET/Socket"
+        );
+    }
+}
