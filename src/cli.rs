@@ -41,6 +41,10 @@ pub enum Command {
     Compare(CompareArgs),
     /// Turn nccl-tests all_reduce_perf output (text or -J JSON) into a run directory
     Import(ImportArgs),
+    /// Write report.md for a run directory: tables per GPU count and the SHM verdict
+    Report(ReportArgs),
+    /// Read NCCL_DEBUG=INFO/WARN logs: versions, ranks, transports per rank pair, and a diagnosis of every known failure
+    Explain(ExplainArgs),
     /// One rank of a case (spawned by `sweep`; not for direct use)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -236,6 +240,34 @@ pub struct ImportArgs {
     /// Rank count, when the output does not show it
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub nranks: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run directory (sweep writes its report itself)
+    #[arg(value_name = "RUN_DIR")]
+    pub run: PathBuf,
+
+    /// The config others are compared against
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub baseline: String,
+
+    /// A change counts only when its 95% confidence interval lies entirely beyond this
+    #[arg(long, value_name = "PERCENT", default_value = "2%", value_parser = units::parse_percent)]
+    pub threshold: f64,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Logs may mix ranks and carry timestamp, mpirun or srun prefixes; a PyTorch traceback around them is fine.\n\n\
+Examples:\n  \
+nccl-bench explain nccl.*.log\n  \
+kubectl logs trainer-0 | nccl-bench explain -"
+)]
+pub struct ExplainArgs {
+    /// Log files (- for standard input)
+    #[arg(value_name = "LOGFILE", required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

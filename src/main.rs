@@ -18,6 +18,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Compare(args) => nccl_bench::cmd::compare::run(&args),
         Command::Import(args) => nccl_bench::cmd::import::run(&args),
+        Command::Report(args) => nccl_bench::cmd::report::run(&args),
+        Command::Explain(args) => nccl_bench::cmd::explain::run(&args),
         Command::Worker(args) => Ok(worker::run(&args).clamp(0, 255) as u8),
     }
 }

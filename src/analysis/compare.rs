@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use crate::export::reader::{CaseRow, RunData};
-use crate::stats::compare::{compare_histograms, compare_means, Comparison, Verdict};
+use crate::stats::compare::{compare_histograms, compare_means, Comparison, Method, Verdict};
 
 /// How a matched pair of cases turned out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -173,32 +173,10 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         let Some(c) = cand_cases.get(&key) else {
             continue;
         };
-        let (comparison, outcome) = match (b.is_ok(), c.is_ok()) {
-            (true, true) => {
-                let cmp = match (base.run.histogram(b), cand.run.histogram(c)) {
-                    (Some(hb), Some(hc)) => {
-                        compare_histograms(hb, hc, opts.threshold, opts.resamples, seed(&key))
-                    }
-                    _ => {
-                        means_only = true;
-                        match (b.time_us, c.time_us) {
-                            (Some(tb), Some(tc)) => compare_means(tb, tc, opts.threshold),
-                            _ => None,
-                        }
-                    }
-                };
-                let outcome = match cmp.as_ref().map(|c| c.verdict) {
-                    Some(Verdict::Improved) => Outcome::Improved,
-                    Some(Verdict::Regressed) => Outcome::Regressed,
-                    Some(Verdict::Unchanged) => Outcome::Unchanged,
-                    Some(Verdict::Inconclusive) | None => Outcome::Inconclusive,
-                };
-                (cmp, outcome)
-            }
-            (true, false) => (None, Outcome::NewFailure),
-            (false, true) => (None, Outcome::Fixed),
-            (false, false) => (None, Outcome::FailedBoth),
-        };
+        let (comparison, outcome) = compare_pair(base.run, b, cand.run, c, opts, seed(&key));
+        means_only |= comparison
+            .as_ref()
+            .is_some_and(|c| c.method == Method::MeansOnly);
         rows.push(PairRow {
             config: match (base.config, cand.config) {
                 (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
@@ -239,8 +217,43 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
     })
 }
 
+/// One pair of cases: the comparison of their latencies when both are ok (bootstrap
+/// over their histograms, or their means when a run has none), and the outcome.
+pub fn compare_pair(
+    base_run: &RunData,
+    b: &CaseRow,
+    cand_run: &RunData,
+    c: &CaseRow,
+    opts: CompareOptions,
+    seed: u64,
+) -> (Option<Comparison>, Outcome) {
+    match (b.is_ok(), c.is_ok()) {
+        (true, true) => {
+            let cmp = match (base_run.histogram(b), cand_run.histogram(c)) {
+                (Some(hb), Some(hc)) => {
+                    compare_histograms(hb, hc, opts.threshold, opts.resamples, seed)
+                }
+                _ => match (b.time_us, c.time_us) {
+                    (Some(tb), Some(tc)) => compare_means(tb, tc, opts.threshold),
+                    _ => None,
+                },
+            };
+            let outcome = match cmp.as_ref().map(|c| c.verdict) {
+                Some(Verdict::Improved) => Outcome::Improved,
+                Some(Verdict::Regressed) => Outcome::Regressed,
+                Some(Verdict::Unchanged) => Outcome::Unchanged,
+                Some(Verdict::Inconclusive) | None => Outcome::Inconclusive,
+            };
+            (cmp, outcome)
+        }
+        (true, false) => (None, Outcome::NewFailure),
+        (false, true) => (None, Outcome::Fixed),
+        (false, false) => (None, Outcome::FailedBoth),
+    }
+}
+
 /// A seed per case, so that reruns give the same intervals.
-fn seed(key: &Key) -> u64 {
+pub fn seed(key: &impl std::fmt::Debug) -> u64 {
     let text = format!("{key:?}");
     text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)

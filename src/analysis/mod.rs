@@ -4,7 +4,10 @@
 
 pub mod compare;
 pub mod compare_render;
+pub mod explain;
 pub mod nccl_log;
+pub mod report;
+pub mod verdict;
 
 pub use nccl_log::{
     Connection, Direction, Failure, FailureKind, NcclLog, NvlsUse, RankInfo, Transport,

@@ -14,9 +14,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use lines::{
-    classify_plain, classify_transport, classify_warn, is_error_return, nvls_evidence,
-    parse_connection, parse_init_line, split_tagged, strip_launcher_prefixes, ConnectionParts,
-    Level,
+    classify_plain, classify_transport, classify_warn, connect_target, is_error_return,
+    nvls_evidence, parse_connection, parse_env_setting, parse_init_line, parse_interfaces,
+    shm_segment_size, split_tagged, strip_launcher_prefixes, ConnectionParts, Level,
 };
 
 #[path = "nccl_log_lines.rs"]
@@ -39,6 +39,16 @@ pub struct NcclLog {
     pub failures: Vec<Failure>,
     /// Every `NCCL WARN` line, trimmed, prefix included.
     pub warnings: Vec<String>,
+    /// Lines naming the network interfaces NCCL uses (`NET/Socket : Using [0]eth0:...`,
+    /// `NET/IB : Using ...`, `Bootstrap : Using ...`) or saying IB has none, in order.
+    #[serde(default)]
+    pub interfaces: Vec<InterfaceLine>,
+    /// `NCCL_X set by environment to V` lines as (name, value), distinct, in order.
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
+    /// The processes named by `host:pid:tid [dev]` prefixes, in order of appearance.
+    #[serde(default)]
+    pub processes: Vec<ProcessInfo>,
     /// Lines that came from NCCL: those with an `NCCL INFO`/`WARN`/`TRACE` tag, plus
     /// untagged lines the parser took something from (NCCL 2.28 prints its version line
     /// untagged, and some posted logs have every prefix stripped).
@@ -139,6 +149,30 @@ pub struct RankInfo {
     pub init_complete: bool,
 }
 
+/// A line naming the network interfaces NCCL uses, or saying IB has none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceLine {
+    /// `NET/Socket`, `NET/IB` or `Bootstrap`.
+    pub source: String,
+    /// Interface names in NCCL's order (`eth0`, `mlx5_0:1`); empty for `NET/IB : No device
+    /// found` and `Failed to open libibverbs.so`.
+    pub names: Vec<String>,
+    pub host: Option<String>,
+    /// 1-based line number in the file it came from.
+    pub line: usize,
+    /// The message, trimmed.
+    pub text: String,
+}
+
+/// A process seen in `host:pid:tid [dev]` prefixes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub host: String,
+    pub pid: u32,
+    /// The CUDA devices its lines named in `[dev]`, sorted, distinct.
+    pub devices: Vec<u32>,
+}
+
 /// A failure message found in the log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
@@ -190,6 +224,19 @@ impl FailureKind {
 impl fmt::Display for FailureKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl Failure {
+    /// The segment size a /dev/shm failure names (`(size 9637888)`, or `failed to extend
+    /// ... to 9637892 bytes`); `None` when it names none.
+    pub fn shm_segment_size(&self) -> Option<u64> {
+        shm_segment_size(&self.text)
+    }
+
+    /// The peer a failed connect names: `Connect to 10.0.0.2<45763> failed` -> `10.0.0.2<45763>`.
+    pub fn connect_target(&self) -> Option<&str> {
+        connect_target(&self.text)
     }
 }
 
@@ -303,6 +350,8 @@ type ThreadKey = (String, u32, u32);
 struct Parser {
     log: NcclLog,
     seen_connections: HashSet<ConnectionKey>,
+    /// host -> pid -> index in `log.processes`.
+    process_index: HashMap<String, HashMap<u32, usize>>,
 }
 
 impl Parser {
@@ -322,6 +371,7 @@ impl Parser {
                 if self.read_message(message, None, None, number) {
                     self.log.nccl_lines += 1;
                 }
+                self.read_context(message, None, number);
                 if let Some(kind) = classify_plain(message) {
                     failures.push(Failure {
                         kind,
@@ -333,6 +383,9 @@ impl Parser {
             };
             self.log.nccl_lines += 1;
             let message = tagged.message;
+            if let (Some(host), Some(pid)) = (tagged.host, tagged.pid) {
+                self.add_process(host, pid, tagged.dev);
+            }
             let thread = match (tagged.host, tagged.pid, tagged.tid) {
                 (Some(h), Some(p), Some(t)) => Some((h.to_string(), p, t)),
                 _ => None,
@@ -368,6 +421,7 @@ impl Parser {
                 }
             }
             self.read_message(message, tagged.host, tagged.pid, number);
+            self.read_context(message, tagged.host, number);
         }
         failures.sort_by_key(|f| f.line);
         self.log.failures.extend(failures);
@@ -407,6 +461,50 @@ impl Parser {
             return true;
         }
         false
+    }
+
+    /// Takes the interface and environment lines: context for a diagnosis, not counted as
+    /// NCCL lines on their own (an untagged `NET/IB : Using` line does not make a log).
+    fn read_context(&mut self, message: &str, host: Option<&str>, number: usize) {
+        if let Some(parts) = parse_interfaces(message) {
+            self.log.interfaces.push(InterfaceLine {
+                source: parts.source.to_string(),
+                names: parts.names.iter().map(|n| n.to_string()).collect(),
+                host: host.map(str::to_string),
+                line: number,
+                text: message.to_string(),
+            });
+        } else if let Some((name, value)) = parse_env_setting(message) {
+            let known = self.log.env.iter().any(|(n, v)| n == name && v == value);
+            if !known {
+                self.log.env.push((name.to_string(), value.to_string()));
+            }
+        }
+    }
+
+    fn add_process(&mut self, host: &str, pid: u32, dev: Option<u32>) {
+        let index = match self.process_index.get(host).and_then(|p| p.get(&pid)) {
+            Some(&index) => index,
+            None => {
+                self.log.processes.push(ProcessInfo {
+                    host: host.to_string(),
+                    pid,
+                    devices: Vec::new(),
+                });
+                let index = self.log.processes.len() - 1;
+                self.process_index
+                    .entry(host.to_string())
+                    .or_default()
+                    .insert(pid, index);
+                index
+            }
+        };
+        if let Some(dev) = dev {
+            let devices = &mut self.log.processes[index].devices;
+            if let Err(at) = devices.binary_search(&dev) {
+                devices.insert(at, dev);
+            }
+        }
     }
 
     fn add_connection(

@@ -11,6 +11,8 @@ pub(super) struct Tagged<'a> {
     pub(super) host: Option<&'a str>,
     pub(super) pid: Option<u32>,
     pub(super) tid: Option<u32>,
+    /// The CUDA device in `[3]` after `host:pid:tid`; `None` without a host prefix.
+    pub(super) dev: Option<u32>,
     pub(super) message: &'a str,
 }
 
@@ -32,11 +34,15 @@ pub(super) fn split_tagged(line: &str) -> Option<Tagged<'_>> {
         Some(token) => split_host_pid_tid(token),
         None => (None, None, None),
     };
+    let dev = dev_at
+        .filter(|_| host.is_some())
+        .and_then(|i| header[i].trim_matches(['[', ']']).parse().ok());
     Some(Tagged {
         level,
         host,
         pid,
         tid,
+        dev,
         message: line[end..].trim(),
     })
 }
@@ -357,26 +363,8 @@ pub(super) fn parse_init_line(
 /// The failure a `NCCL WARN` message reports, if it is one we know.
 pub(super) fn classify_warn(message: &str) -> Option<FailureKind> {
     let m = message.to_ascii_lowercase();
-    if m.contains("posix_fallocate failed") {
-        return Some(if m.contains("no space left") {
-            FailureKind::ShmEnospc
-        } else {
-            FailureKind::Other
-        });
-    }
-    if m.contains("failed to extend /dev/shm") || m.contains("creating shared memory segment") {
-        return Some(shm_errno(
-            &m,
-            "no space left on device",
-            FailureKind::ShmEnospc,
-        ));
-    }
-    if m.contains("attaching to shared memory segment") {
-        return Some(shm_errno(
-            &m,
-            "no such file or directory",
-            FailureKind::ShmAttachEnoent,
-        ));
+    if let Some(kind) = classify_shm(&m) {
+        return Some(kind);
     }
     if m.contains("connection refused") || connect_failed(&m) {
         return Some(FailureKind::ConnectionRefused);
@@ -404,7 +392,10 @@ pub(super) fn classify_plain(message: &str) -> Option<FailureKind> {
         "unhandled cuda error",
         "ncclunhandledcudaerror",
     ];
-    if cuda.iter().any(|s| m.contains(s)) {
+    if let Some(kind) = classify_shm(&m) {
+        // PyTorch prints NCCL's last error untagged after `Last error:`.
+        Some(kind)
+    } else if cuda.iter().any(|s| m.contains(s)) {
         Some(FailureKind::CudaFailure)
     } else if m.contains("remote process exited") || m.contains("ncclremoteerror") {
         Some(FailureKind::RemoteError)
@@ -413,6 +404,33 @@ pub(super) fn classify_plain(message: &str) -> Option<FailureKind> {
     } else {
         None
     }
+}
+
+/// The /dev/shm failures (lowercased message): messages only NCCL writes, so they are
+/// recognised with or without the `NCCL WARN` tag.
+fn classify_shm(m: &str) -> Option<FailureKind> {
+    if m.contains("posix_fallocate failed") {
+        return Some(if m.contains("no space left") {
+            FailureKind::ShmEnospc
+        } else {
+            FailureKind::Other
+        });
+    }
+    if m.contains("failed to extend /dev/shm") || m.contains("creating shared memory segment") {
+        return Some(shm_errno(
+            m,
+            "no space left on device",
+            FailureKind::ShmEnospc,
+        ));
+    }
+    if m.contains("attaching to shared memory segment") {
+        return Some(shm_errno(
+            m,
+            "no such file or directory",
+            FailureKind::ShmAttachEnoent,
+        ));
+    }
+    None
 }
 
 /// `Connect to 10.0.0.2<45763> failed : ...` (lowercased).
@@ -428,4 +446,111 @@ fn shm_errno(m: &str, expected: &str, kind: FailureKind) -> FailureKind {
         Some(i) if !m[i..].contains(expected) => FailureKind::Other,
         _ => kind,
     }
+}
+
+/// The size a /dev/shm failure names: `... segment /dev/shm/nccl-X (size 9637888)`, else
+/// `failed to extend /dev/shm/nccl-X to 9637892 bytes`. `None` for a size of 0 (an attach
+/// failure) or none at all (`posix_fallocate failed`).
+pub(super) fn shm_segment_size(message: &str) -> Option<u64> {
+    fn leading_number(text: &str) -> Option<(u64, &str)> {
+        let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+        let n = text[..digits].parse::<u64>().ok()?;
+        Some((n, &text[digits..]))
+    }
+    if let Some(i) = message.find("(size ") {
+        let (n, rest) = leading_number(&message[i + "(size ".len()..])?;
+        return (n > 0 && rest.starts_with(')')).then_some(n);
+    }
+    let path = "failed to extend /dev/shm/";
+    let rest = &message[message.find(path)? + path.len()..];
+    let to = rest.find(" to ")?;
+    let (n, rest) = leading_number(&rest[to + " to ".len()..])?;
+    (n > 0 && rest.starts_with(" bytes")).then_some(n)
+}
+
+/// The peer of a failed connect: `Connect to 10.0.0.2<45763> failed : ...` -> `10.0.0.2<45763>`.
+pub(super) fn connect_target(message: &str) -> Option<&str> {
+    let i = message.find("Connect to ")?;
+    let rest = &message[i + "Connect to ".len()..];
+    let end = rest.find(" failed")?;
+    let target = rest[..end].trim();
+    (!target.is_empty() && !target.contains(char::is_whitespace)).then_some(target)
+}
+
+/// The pieces of a line naming the network interfaces NCCL uses, or saying IB has none.
+pub(super) struct InterfaceParts<'a> {
+    /// `NET/Socket`, `NET/IB`, `Bootstrap`: what precedes ` : Using`.
+    pub(super) source: &'a str,
+    /// Interface names in NCCL's order: `eth0` from `[0]eth0:10.0.0.1<0>`, `mlx5_0:1` from
+    /// `[0]mlx5_0:1/RoCE`. Empty when the line says there is none.
+    pub(super) names: Vec<&'a str>,
+}
+
+/// `NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.1.0.1<0>`,
+/// `NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB [RO]; OOB eth0:10.0.0.1<0>`,
+/// `Bootstrap : Using eth0:10.0.0.1<0>` (`Bootstrap: Using` in 2.20+, `Using [0]eth0:...`
+/// in old versions), and the lines saying IB has no device: `NET/IB : No device found.` and
+/// `Failed to open libibverbs.so[.1]` (source `NET/IB`, no names).
+pub(super) fn parse_interfaces(message: &str) -> Option<InterfaceParts<'_>> {
+    if message.starts_with("Failed to open libibverbs") {
+        return Some(InterfaceParts {
+            source: "NET/IB",
+            names: Vec::new(),
+        });
+    }
+    let (source, rest) = message.split_once(':')?;
+    let source = source.trim();
+    if !(source == "Bootstrap" || source.starts_with("NET/")) || source.contains(' ') {
+        return None;
+    }
+    let rest = rest.trim();
+    if source == "NET/IB" && rest.starts_with("No device found") {
+        return Some(InterfaceParts {
+            source,
+            names: Vec::new(),
+        });
+    }
+    let list = rest.strip_prefix("Using ")?;
+    let list = list.split(';').next().unwrap_or_default();
+    let ib = source.ends_with("IB");
+    let names: Vec<&str> = list
+        .split_whitespace()
+        .filter_map(|token| {
+            let token = match token.strip_prefix('[') {
+                Some(inner) => {
+                    let (index, rest) = inner.split_once(']')?;
+                    if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+                        return None;
+                    }
+                    rest
+                }
+                None => token,
+            };
+            let end = if ib {
+                token.find(['/', '<'])
+            } else {
+                token.find([':', '<'])
+            };
+            let name = &token[..end.unwrap_or(token.len())];
+            (!name.is_empty()).then_some(name)
+        })
+        .collect();
+    (!names.is_empty()).then_some(InterfaceParts { source, names })
+}
+
+/// `NCCL_SOCKET_IFNAME set by environment to eth0`, `NCCL_IB_DISABLE set by environment to
+/// 1.` -> (name, value), the trailing period of numeric parameters dropped.
+pub(super) fn parse_env_setting(message: &str) -> Option<(&str, &str)> {
+    let (name, value) = message.split_once(" set by environment to ")?;
+    let name = name.trim();
+    if !name.starts_with("NCCL_")
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return None;
+    }
+    let value = value.trim();
+    let value = value.strip_suffix('.').unwrap_or(value);
+    Some((name, value))
 }

@@ -1,4 +1,6 @@
 //! Commands that work on finished run directories.
 
 pub mod compare;
+pub mod explain;
 pub mod import;
+pub mod report;

@@ -59,6 +59,25 @@ pub struct ManifestHead {
     pub backend: BackendHead,
     #[serde(default)]
     pub host: HostHead,
+    #[serde(default)]
+    pub configs: Vec<ConfigHead>,
+    #[serde(default)]
+    pub nccl: Option<NcclHead>,
+    #[serde(default)]
+    pub gpu: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConfigHead {
+    pub name: String,
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct NcclHead {
+    #[serde(default)]
+    pub version: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -73,6 +92,12 @@ pub struct BackendHead {
 pub struct HostHead {
     #[serde(default)]
     pub hostname: String,
+    #[serde(default)]
+    pub cpu_model: String,
+    #[serde(default)]
+    pub cpus: usize,
+    #[serde(default)]
+    pub shm_total_bytes: Option<u64>,
 }
 
 /// A run directory, loaded.

@@ -104,6 +104,16 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         run_start: Instant::now(),
     };
     let outcome = orchestrator.run(&Plan::new(settings))?;
+    // The report is a reading of what is on disk: a failure to write it is said, and
+    // does not change what the sweep measured or its exit code.
+    match crate::cmd::report::write(
+        &writer.dir().path,
+        "default",
+        crate::stats::compare::DEFAULT_THRESHOLD,
+    ) {
+        Ok(path) => println!("report: {}", path.display()),
+        Err(e) => eprintln!("warning: no report: {e:#}"),
+    }
     Ok(if outcome.interrupted {
         EXIT_INTERRUPTED
     } else if outcome.counts.all_ok() {

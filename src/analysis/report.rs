@@ -1,0 +1,238 @@
+//! `report.md`: what a person reads after a sweep. The machine and backend, the SHM
+//! verdict with its evidence, one table per GPU count in the style of the well-known
+//! SHM analysis (per config: busbw at the largest size, median latency at 8 B and
+//! 64 KiB, change against the baseline, significance, transports, status), and the
+//! cases that failed with their reasons. Renders on GitHub.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::compare::{compare_pair, seed, CompareOptions, Outcome};
+use super::verdict::{decide, explain};
+use crate::export::reader::{CaseRow, RunData};
+use crate::units::{format_us, Bytes};
+
+/// Builds the Markdown of a run's report.
+pub fn markdown(run: &RunData, baseline: &str, options: CompareOptions) -> Result<String> {
+    let mut s = String::new();
+    let name = run
+        .dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    writeln!(s, "# nccl-bench report: {name}\n")?;
+    let m = &run.manifest;
+    if m.backend.used == "host" {
+        writeln!(
+            s,
+            "> **Host backend (CPU), not NCCL.** These numbers measure this machine's CPU transports (shared memory, TCP) between processes, not NCCL on GPUs.\n"
+        )?;
+    }
+    writeln!(s, "## Machine\n")?;
+    writeln!(
+        s,
+        "- Host: {} ({}, {} CPUs)",
+        or_unknown(&m.host.hostname),
+        or_unknown(&m.host.cpu_model),
+        m.host.cpus
+    )?;
+    writeln!(
+        s,
+        "- Backend: {} ({})",
+        or_unknown(&m.backend.used),
+        m.backend.note
+    )?;
+    if let Some(n) = &m.nccl {
+        writeln!(s, "- NCCL: {}", n.version)?;
+    }
+    if let Some(gpu) = &m.gpu {
+        let names: Vec<String> = gpu["gpus"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|g| {
+                        format!(
+                            "{} ({})",
+                            g["name"].as_str().unwrap_or("?"),
+                            g["bus_id"].as_str().unwrap_or("?")
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        writeln!(
+            s,
+            "- GPUs: {}; driver {}, CUDA {}",
+            names.join(", "),
+            gpu["driver_version"].as_str().unwrap_or("?"),
+            gpu["cuda_version"].as_str().unwrap_or("?")
+        )?;
+    }
+    if let Some(total) = m.host.shm_total_bytes {
+        writeln!(s, "- /dev/shm: {}", Bytes(total))?;
+    }
+    writeln!(
+        s,
+        "- Run: started {}, status {}\n",
+        or_unknown(&m.started_at),
+        or_unknown(&m.status)
+    )?;
+
+    writeln!(s, "## Keep SHM enabled?\n")?;
+    writeln!(
+        s,
+        "{}\n",
+        explain(&decide(run, baseline, options), baseline)
+    )?;
+
+    let counts: BTreeSet<u32> = run.cases.iter().map(|c| c.nranks).collect();
+    for nranks in counts {
+        gpu_count_table(&mut s, run, nranks, baseline, options)?;
+    }
+
+    let failed: Vec<&CaseRow> = run.cases.iter().filter(|c| !c.is_ok()).collect();
+    if !failed.is_empty() {
+        writeln!(s, "## Cases that did not pass\n")?;
+        writeln!(
+            s,
+            "| config | ranks | size | status | reason |\n|---|---|---|---|---|"
+        )?;
+        for c in failed {
+            writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                c.config,
+                c.nranks,
+                Bytes(c.bytes),
+                c.status,
+                c.error.replace('|', "\\|")
+            )?;
+        }
+        writeln!(s)?;
+    }
+    Ok(s)
+}
+
+fn or_unknown(s: &str) -> &str {
+    if s.is_empty() {
+        "unknown"
+    } else {
+        s
+    }
+}
+
+/// The case of `rows` whose size is closest to `bytes`.
+fn nearest<'a>(rows: &[&'a CaseRow], bytes: u64) -> Option<&'a CaseRow> {
+    rows.iter().copied().min_by_key(|r| r.bytes.abs_diff(bytes))
+}
+
+fn gpu_count_table(
+    s: &mut String,
+    run: &RunData,
+    nranks: u32,
+    baseline: &str,
+    options: CompareOptions,
+) -> Result<()> {
+    let rows: Vec<&CaseRow> = run.cases.iter().filter(|c| c.nranks == nranks).collect();
+    let largest = rows.iter().map(|r| r.bytes).max().unwrap_or(0);
+    let small = nearest(&rows, 8).map(|r| r.bytes).unwrap_or(8);
+    let medium = nearest(&rows, 65536).map(|r| r.bytes).unwrap_or(65536);
+    writeln!(s, "## {nranks} GPUs\n")?;
+    writeln!(
+        s,
+        "| config | busbw at {} | latency at {} | latency at {} | vs {baseline} at {} | significant | transports | status |",
+        Bytes(largest),
+        Bytes(small),
+        Bytes(medium),
+        Bytes(largest)
+    )?;
+    writeln!(s, "|---|---|---|---|---|---|---|---|")?;
+    let mut configs: Vec<&str> = Vec::new();
+    for r in &rows {
+        if !configs.contains(&r.config.as_str()) {
+            configs.push(&r.config);
+        }
+    }
+    for config in configs {
+        let mine: Vec<&CaseRow> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.config == config)
+            .collect();
+        let at = |bytes: u64| mine.iter().copied().find(|r| r.bytes == bytes);
+        let busbw = at(largest)
+            .and_then(|r| r.busbw_gbps)
+            .map(|b| format!("{b:.2} GB/s"))
+            .unwrap_or_else(|| "-".into());
+        let latency = |bytes| {
+            at(bytes)
+                .and_then(|r| r.p50_us.or(r.time_us))
+                .map(format_us)
+                .unwrap_or_else(|| "-".into())
+        };
+        let (change, significant) = if config == baseline {
+            ("baseline".to_string(), String::new())
+        } else {
+            versus_baseline(run, baseline, config, nranks, largest, options)
+        };
+        let transports: BTreeSet<&str> = mine
+            .iter()
+            .map(|r| r.transports.as_str())
+            .filter(|t| !t.is_empty())
+            .collect();
+        let bad = mine.iter().filter(|r| !r.is_ok()).count();
+        let status = if bad == 0 {
+            "ok".to_string()
+        } else {
+            format!("{bad} of {} not ok", mine.len())
+        };
+        writeln!(
+            s,
+            "| {config} | {busbw} | {} | {} | {change} | {significant} | {} | {status} |",
+            latency(small),
+            latency(medium),
+            transports.into_iter().collect::<Vec<_>>().join(" "),
+        )?;
+    }
+    writeln!(s)?;
+    Ok(())
+}
+
+/// Change of the median time against the baseline at one size, and whether it is
+/// significant (its interval lies beyond the threshold).
+fn versus_baseline(
+    run: &RunData,
+    baseline: &str,
+    config: &str,
+    nranks: u32,
+    bytes: u64,
+    options: CompareOptions,
+) -> (String, String) {
+    let find = |name: &str| {
+        run.cases
+            .iter()
+            .find(|r| r.config == name && r.nranks == nranks && r.bytes == bytes)
+    };
+    let (Some(b), Some(c)) = (find(baseline), find(config)) else {
+        return ("-".into(), String::new());
+    };
+    match compare_pair(run, b, run, c, options, seed(&(config, nranks, bytes))) {
+        (Some(c), outcome) => (
+            format!(
+                "{:+.1}% [{:+.1}, {:+.1}]",
+                c.change * 100.0,
+                c.ci.0 * 100.0,
+                c.ci.1 * 100.0
+            ),
+            match outcome {
+                Outcome::Regressed => "yes (slower)".into(),
+                Outcome::Improved => "yes (faster)".into(),
+                Outcome::Unchanged => "no".into(),
+                _ => "not yet".into(),
+            },
+        ),
+        (None, outcome) => ("-".into(), outcome.as_str().into()),
+    }
+}

@@ -1,0 +1,259 @@
+//! "Keep SHM enabled?" answered from a run, as rules in code: find the baseline
+//! config and the one that disables SHM, see whether SHM was on the baseline's data
+//! path at all (the transports NCCL logged), whether it failed (ENOSPC and friends),
+//! and what disabling it measurably cost at the sizes where it matters.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::compare::{compare, CompareOptions, CompareReport, Outcome, Side};
+use crate::config::transport::env_truthy;
+use crate::export::reader::{CaseRow, RunData};
+
+/// The answer, with the evidence that supports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The run cannot answer (no SHM-disabled config, no baseline...).
+    CannotTell { why: String },
+    /// SHM failed in the baseline: fix /dev/shm rather than disabling SHM.
+    ShmFails {
+        error: String,
+        shm_total_bytes: Option<u64>,
+    },
+    /// The baseline never used SHM: disabling it does not change the data path.
+    NotOnDataPath {
+        carried_by: Vec<String>,
+        difference: Difference,
+    },
+    /// SHM was used; disabling it measurably costs this much: keep it.
+    KeepShm { difference: Difference },
+    /// SHM was used and disabling it changed nothing measurable.
+    NoMeasurableCost { difference: Difference },
+    /// SHM was used; the data cannot tell yet.
+    Inconclusive {
+        difference: Difference,
+        more_iterations: Option<u64>,
+    },
+}
+
+/// What disabling SHM did, across the matched cases.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    pub cases: usize,
+    pub regressed: usize,
+    pub improved: usize,
+    pub unchanged: usize,
+    pub inconclusive: usize,
+    /// The largest slowdown among regressed cases: (bytes, nranks, change, CI).
+    pub worst: Option<(u64, u32, f64, (f64, f64))>,
+    /// Change at the largest size matched (busbw matters there), first rank count.
+    pub at_largest: Option<(u64, f64, (f64, f64))>,
+    /// Cases that failed with SHM disabled but not with it.
+    pub new_failures: usize,
+}
+
+/// The config that disables SHM and nothing else if there is one, else any that
+/// disables SHM without disabling P2P (which changes more than SHM).
+pub fn shm_off_config(run: &RunData) -> Option<String> {
+    let disables = |env: &std::collections::BTreeMap<String, String>| {
+        env.get("NCCL_SHM_DISABLE").is_some_and(|v| env_truthy(v))
+    };
+    let configs = &run.manifest.configs;
+    configs
+        .iter()
+        .find(|c| disables(&c.env) && c.env.len() == 1)
+        .or_else(|| {
+            configs
+                .iter()
+                .find(|c| disables(&c.env) && !c.env.contains_key("NCCL_P2P_DISABLE"))
+        })
+        .map(|c| c.name.clone())
+}
+
+fn rows_of<'a>(run: &'a RunData, config: &str) -> Vec<&'a CaseRow> {
+    run.cases.iter().filter(|c| c.config == config).collect()
+}
+
+/// Transport labels the config's cases used (`P2P/CUMEM:100%` -> `P2P/CUMEM`).
+pub fn transports_used(rows: &[&CaseRow]) -> Vec<String> {
+    let mut set = BTreeSet::new();
+    for r in rows {
+        for part in r.transports.split(';').filter(|p| !p.is_empty()) {
+            set.insert(part.split(':').next().unwrap_or(part).trim().to_string());
+        }
+    }
+    set.into_iter().collect()
+}
+
+fn is_shm_error(error: &str) -> bool {
+    let e = error.to_ascii_lowercase();
+    e.contains("shared memory segment")
+        || e.contains("posix_fallocate")
+        || (e.contains("/dev/shm") && e.contains("no space"))
+}
+
+pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict {
+    let base_rows = rows_of(run, baseline);
+    if base_rows.is_empty() {
+        return Verdict::CannotTell {
+            why: format!("the run has no '{baseline}' config to compare against"),
+        };
+    }
+    let Some(off) = shm_off_config(run) else {
+        return Verdict::CannotTell {
+            why: "the run has no config that sets NCCL_SHM_DISABLE=1 (sweep with --transports default,shm-off)".into(),
+        };
+    };
+    if let Some(failed) = base_rows
+        .iter()
+        .find(|r| !r.is_ok() && is_shm_error(&r.error))
+    {
+        return Verdict::ShmFails {
+            error: failed.error.clone(),
+            shm_total_bytes: run.manifest.host.shm_total_bytes,
+        };
+    }
+    let report = match compare(
+        &Side {
+            run,
+            config: Some(baseline),
+            label: baseline.into(),
+        },
+        &Side {
+            run,
+            config: Some(&off),
+            label: off.clone(),
+        },
+        options,
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            return Verdict::CannotTell {
+                why: format!("{e:#}"),
+            }
+        }
+    };
+    let difference = summarize(&report);
+    let used = transports_used(&base_rows);
+    if !used.is_empty() && !used.iter().any(|t| t == "SHM") {
+        return Verdict::NotOnDataPath {
+            carried_by: used,
+            difference,
+        };
+    }
+    if difference.regressed + difference.new_failures > 0 {
+        Verdict::KeepShm { difference }
+    } else if difference.inconclusive == 0 {
+        Verdict::NoMeasurableCost { difference }
+    } else {
+        let more = more_iterations(&report, options.threshold);
+        Verdict::Inconclusive {
+            difference,
+            more_iterations: more,
+        }
+    }
+}
+
+fn summarize(report: &CompareReport) -> Difference {
+    let worst = report.worst().and_then(|w| {
+        w.comparison
+            .as_ref()
+            .map(|c| (w.bytes, w.nranks, c.change, c.ci))
+    });
+    let at_largest = report
+        .rows
+        .iter()
+        .filter(|r| r.comparison.is_some())
+        .max_by_key(|r| (r.bytes, std::cmp::Reverse(r.nranks)))
+        .and_then(|r| r.comparison.as_ref().map(|c| (r.bytes, c.change, c.ci)));
+    Difference {
+        cases: report.rows.len(),
+        regressed: report.count(Outcome::Regressed),
+        improved: report.count(Outcome::Improved),
+        unchanged: report.count(Outcome::Unchanged),
+        inconclusive: report.count(Outcome::Inconclusive),
+        worst,
+        at_largest,
+        new_failures: report.count(Outcome::NewFailure),
+    }
+}
+
+/// How many times more iterations would shrink the widest inconclusive interval to
+/// the threshold (intervals narrow as 1/sqrt(n)).
+fn more_iterations(report: &CompareReport, threshold: f64) -> Option<u64> {
+    report
+        .rows
+        .iter()
+        .filter(|r| r.outcome == Outcome::Inconclusive)
+        .filter_map(|r| r.comparison.as_ref())
+        .map(|c| (c.ci.1 - c.ci.0) / 2.0)
+        .filter(|w| w.is_finite() && *w > 0.0)
+        .map(|half| ((half / threshold).powi(2)).ceil() as u64)
+        .max()
+}
+
+/// The verdict in words (Markdown).
+pub fn explain(v: &Verdict, baseline: &str) -> String {
+    let pct = |x: f64| format!("{:+.1}%", x * 100.0);
+    let diff_words = |d: &Difference| -> String {
+        let mut s = format!(
+            "{} matched cases: {} slower, {} faster, {} unchanged, {} inconclusive",
+            d.cases, d.regressed, d.improved, d.unchanged, d.inconclusive
+        );
+        if d.new_failures > 0 {
+            s.push_str(&format!(
+                ", {} failing only with SHM disabled",
+                d.new_failures
+            ));
+        }
+        if let Some((bytes, change, ci)) = d.at_largest {
+            s.push_str(&format!(
+                "; at the largest size ({}) the median time changes by {} (95% CI {} to {})",
+                crate::units::Bytes(bytes),
+                pct(change),
+                pct(ci.0),
+                pct(ci.1)
+            ));
+        }
+        s
+    };
+    match v {
+        Verdict::CannotTell { why } => format!("**Cannot tell**: {why}."),
+        Verdict::ShmFails { error, shm_total_bytes } => format!(
+            "**Fix /dev/shm, do not disable SHM.** The `{baseline}` config failed creating NCCL's shared-memory segments: `{error}`. \
+             /dev/shm is {} here. Give the container more (`docker run --shm-size=8g ...`, or `--ipc=host`; on Kubernetes an \
+             `emptyDir` with `medium: Memory` mounted at /dev/shm). Disabling SHM only moves this traffic to the network path.",
+            shm_total_bytes.map(|b| crate::units::Bytes(b).to_string()).unwrap_or_else(|| "of unknown size".into())
+        ),
+        Verdict::NotOnDataPath { carried_by, difference } => format!(
+            "**Disabling SHM does not change the data path here.** `{baseline}` never used SHM: its traffic went over {}. \
+             Measured: {}.",
+            carried_by.join(", "),
+            diff_words(difference)
+        ),
+        Verdict::KeepShm { difference } => {
+            let worst = difference
+                .worst
+                .map(|(b, n, c, ci)| format!(" The worst case is {} on {n} ranks: {} (95% CI {} to {}).", crate::units::Bytes(b), pct(c), pct(ci.0), pct(ci.1)))
+                .unwrap_or_default();
+            format!("**Keep SHM enabled.** SHM carries traffic here and disabling it costs time: {}.{worst}", diff_words(difference))
+        }
+        Verdict::NoMeasurableCost { difference } => format!(
+            "**SHM is used, but disabling it costs nothing measurable here**: {}.",
+            diff_words(difference)
+        ),
+        Verdict::Inconclusive { difference, more_iterations } => format!(
+            "**Not settled yet.** {}.{}",
+            diff_words(difference),
+            more_iterations
+                .map(|k| format!(" About {k}x more iterations per size (-n, or a longer --max-time) would narrow the widest interval to the threshold."))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+#[cfg(test)]
+#[path = "verdict_tests.rs"]
+mod tests;

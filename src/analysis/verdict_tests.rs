@@ -1,0 +1,241 @@
+//! The verdict rules on constructed runs, one per branch.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use hdrhistogram::Histogram;
+
+use super::*;
+use crate::export::reader::{ConfigHead, ManifestHead};
+
+const OPTIONS: CompareOptions = CompareOptions {
+    threshold: 0.02,
+    resamples: 300,
+};
+
+struct Case {
+    config: &'static str,
+    bytes: u64,
+    status: &'static str,
+    transports: &'static str,
+    error: &'static str,
+    /// Latency scale against the reference distribution, and the sample count.
+    scale: f64,
+    samples: u64,
+}
+
+fn ok(config: &'static str, bytes: u64, transports: &'static str, scale: f64) -> Case {
+    Case {
+        config,
+        bytes,
+        status: "ok",
+        transports,
+        error: "",
+        scale,
+        samples: 2000,
+    }
+}
+
+fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
+    let mut histograms = HashMap::new();
+    let rows = cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let tag = format!("{}/n2/{}/float/sum", c.config, c.bytes);
+            let mut h = Histogram::<u64>::new(3).unwrap();
+            for j in 0..c.samples {
+                let noise = 1.0 + ((j * 7919 + i as u64) % 100) as f64 / 500.0;
+                h.record((10_000.0 * noise * c.scale) as u64).unwrap();
+            }
+            let median = h.value_at_quantile(0.5) as f64 / 1e3;
+            let ok = c.status == "ok";
+            if ok {
+                histograms.insert(tag.clone(), h);
+            }
+            CaseRow {
+                config: c.config.into(),
+                backend: "nccl".into(),
+                nranks: 2,
+                bytes: c.bytes,
+                dtype: "float".into(),
+                op: "sum".into(),
+                iters: c.samples,
+                status: c.status.into(),
+                time_us: ok.then_some(median),
+                algbw_gbps: None,
+                busbw_gbps: None,
+                p50_us: ok.then_some(median),
+                p99_us: None,
+                max_us: None,
+                wrong: Some(0),
+                transports: c.transports.into(),
+                error: c.error.into(),
+                hist_tag: ok.then_some(tag),
+            }
+        })
+        .collect();
+    RunData {
+        dir: PathBuf::from("synthetic"),
+        manifest: ManifestHead {
+            configs: configs
+                .iter()
+                .map(|(name, env)| ConfigHead {
+                    name: name.to_string(),
+                    env: env
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect::<BTreeMap<_, _>>(),
+                })
+                .collect(),
+            ..ManifestHead::default()
+        },
+        cases: rows,
+        histograms,
+    }
+}
+
+const SHM_DECISION: [(&str, &[(&str, &str)]); 2] =
+    [("default", &[]), ("shm-off", &[("NCCL_SHM_DISABLE", "1")])];
+
+#[test]
+fn no_shm_disabled_config_cannot_tell() {
+    let r = run(&[("default", &[])], vec![ok("default", 1024, "SHM", 1.0)]);
+    assert!(matches!(
+        decide(&r, "default", OPTIONS),
+        Verdict::CannotTell { .. }
+    ));
+}
+
+#[test]
+fn an_enospc_failure_in_the_baseline_says_fix_dev_shm() {
+    let failed = Case {
+        config: "default",
+        bytes: 1024,
+        status: "failed",
+        transports: "",
+        error: "rank 0: host backend: error while creating shared memory segment /dev/shm/x (size 4198400): posix_fallocate failed: No space left on device (os error 28)",
+        scale: 1.0,
+        samples: 0,
+    };
+    let r = run(
+        &SHM_DECISION,
+        vec![failed, ok("shm-off", 1024, "NET/Socket", 1.0)],
+    );
+    let v = decide(&r, "default", OPTIONS);
+    assert!(matches!(v, Verdict::ShmFails { .. }), "{v:?}");
+    let words = explain(&v, "default");
+    assert!(
+        words.contains("Fix /dev/shm")
+            && words.contains("--shm-size")
+            && words.contains("--ipc=host"),
+        "{words}"
+    );
+}
+
+#[test]
+fn shm_not_on_the_data_path_says_so_with_the_transport() {
+    let r = run(
+        &SHM_DECISION,
+        vec![
+            ok("default", 1024, "P2P/CUMEM:100%", 1.0),
+            ok("default", 1 << 20, "P2P/CUMEM:100%", 1.0),
+            ok("shm-off", 1024, "P2P/CUMEM:100%", 1.001),
+            ok("shm-off", 1 << 20, "P2P/CUMEM:100%", 1.0),
+        ],
+    );
+    let v = decide(&r, "default", OPTIONS);
+    match &v {
+        Verdict::NotOnDataPath {
+            carried_by,
+            difference,
+        } => {
+            assert_eq!(carried_by, &["P2P/CUMEM"]);
+            assert_eq!(difference.regressed, 0);
+            assert_eq!(difference.cases, 2);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(explain(&v, "default").contains("went over P2P/CUMEM"));
+}
+
+#[test]
+fn a_measured_cost_says_keep_shm() {
+    let r = run(
+        &SHM_DECISION,
+        vec![
+            ok("default", 1024, "SHM", 1.0),
+            ok("default", 1 << 20, "SHM", 1.0),
+            ok("shm-off", 1024, "NET/Socket", 3.0),
+            ok("shm-off", 1 << 20, "NET/Socket", 1.2),
+        ],
+    );
+    let v = decide(&r, "default", OPTIONS);
+    match &v {
+        Verdict::KeepShm { difference } => {
+            assert_eq!(difference.regressed, 2);
+            let (bytes, change, ci) = difference.at_largest.unwrap();
+            assert_eq!(bytes, 1 << 20);
+            assert!(
+                (change - 0.2).abs() < 0.01 && ci.0 > 0.02,
+                "{change} {ci:?}"
+            );
+            assert_eq!(
+                difference.worst.unwrap().0,
+                1024,
+                "the 3x slowdown is the worst"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(explain(&v, "default").starts_with("**Keep SHM enabled.**"));
+}
+
+#[test]
+fn shm_used_without_cost_is_said_plainly() {
+    let r = run(
+        &SHM_DECISION,
+        vec![
+            ok("default", 1024, "SHM", 1.0),
+            ok("shm-off", 1024, "NET/Socket", 1.0),
+        ],
+    );
+    assert!(matches!(
+        decide(&r, "default", OPTIONS),
+        Verdict::NoMeasurableCost { .. }
+    ));
+}
+
+#[test]
+fn too_few_iterations_is_inconclusive_with_how_many_more() {
+    let few = |config, scale| Case {
+        samples: 12,
+        ..ok(config, 1024, "SHM", scale)
+    };
+    let r = run(
+        &SHM_DECISION,
+        vec![few("default", 1.0), few("shm-off", 1.03)],
+    );
+    match decide(&r, "default", OPTIONS) {
+        Verdict::Inconclusive {
+            more_iterations, ..
+        } => assert!(more_iterations.unwrap() > 1),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_shm_off_config_is_found_by_its_environment() {
+    let r = run(
+        &[
+            ("default", &[]),
+            (
+                "net-only",
+                &[("NCCL_SHM_DISABLE", "1"), ("NCCL_P2P_DISABLE", "1")],
+            ),
+            ("no-shm", &[("NCCL_SHM_DISABLE", "1")]),
+        ],
+        vec![],
+    );
+    assert_eq!(shm_off_config(&r).as_deref(), Some("no-shm"));
+}

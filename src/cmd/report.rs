@@ -1,0 +1,35 @@
+//! `nccl-bench report`: writes `report.md` into a run directory (atomically) and
+//! prints where it is. `sweep` calls the same function when it finishes.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::analysis::compare::CompareOptions;
+use crate::analysis::report::markdown;
+use crate::cli::ReportArgs;
+use crate::export::atomic;
+use crate::export::reader::RunData;
+use crate::stats::compare::DEFAULT_RESAMPLES;
+
+pub const REPORT: &str = "report.md";
+
+pub fn run(args: &ReportArgs) -> Result<u8> {
+    let path = write(&args.run, &args.baseline, args.threshold)?;
+    println!("report: {}", path.display());
+    Ok(0)
+}
+
+/// Writes the run's report; returns its path.
+pub fn write(run_dir: &Path, baseline: &str, threshold: f64) -> Result<PathBuf> {
+    let run = RunData::load(run_dir)?;
+    let options = CompareOptions {
+        threshold,
+        resamples: DEFAULT_RESAMPLES,
+    };
+    let text = markdown(&run, baseline, options)?;
+    let path = run_dir.join(REPORT);
+    atomic::write(&path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}

@@ -1,0 +1,63 @@
+//! `report`: written by every sweep and on demand, with the SHM verdict drawn from
+//! the data; a directory that is not a run is exit 2.
+
+mod common;
+
+#[test]
+fn a_host_sweep_writes_a_report_with_the_shm_verdict() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let o = common::sweep(out.path(), shm.path())
+        .args([
+            "--gpus",
+            "2",
+            "--transports",
+            "default,shm-off",
+            "-b",
+            "8",
+            "-e",
+            "64K",
+            "-f",
+            "8",
+            "-n",
+            "200",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::text(&o));
+    let run = common::run_dir(out.path());
+    let report = std::fs::read_to_string(run.join("report.md")).expect("sweep writes report.md");
+    assert!(
+        report.contains("**Host backend (CPU), not NCCL.**"),
+        "{report}"
+    );
+    // TCP loopback against shared memory: tens of microseconds against one.
+    assert!(report.contains("**Keep SHM enabled.**"), "{report}");
+    assert!(report.contains("| shm-off |"), "{report}");
+    assert!(report.contains("| NET/Socket |"), "{report}");
+    assert!(report.contains("yes (slower)"), "{report}");
+
+    // On demand, with another baseline: the verdict needs "default", the tables do not.
+    std::fs::remove_file(run.join("report.md")).unwrap();
+    let o = std::process::Command::new(common::bin())
+        .args(["report", "--baseline", "shm-off"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::text(&o));
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("vs shm-off at"), "{report}");
+}
+
+#[test]
+fn report_on_something_that_is_not_a_run_is_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(common::bin())
+        .arg("report")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a run directory"));
+    assert!(!tmp.path().join("report.md").exists());
+}
