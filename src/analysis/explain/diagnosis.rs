@@ -1,0 +1,410 @@
+//! The diagnosis and the fix of each finding kind a failure line can raise: the /dev/shm
+//! estimate behind the ENOSPC one, the socket interface advice, the hint for each known CUDA
+//! error. Text only; which lines raise which finding is [`super::failures`]'s business.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use super::context::Context;
+use super::evidence::Line;
+use super::render::human_bytes;
+use super::{FindingKind, GIB};
+use crate::analysis::nccl_log::{Failure, InterfaceLine, NcclLog};
+
+/// One SHM receive segment with the default `NCCL_BUFFSIZE` (NCCL 2.12+): a 4096 B header
+/// plus the LL, LL128 and Simple buffers.
+pub const DEFAULT_SHM_SEGMENT_BYTES: u64 = 9_637_888;
+
+/// The estimate of the /dev/shm a node needs for NCCL's SHM transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShmEstimate {
+    pub segment_bytes: u64,
+    pub channels: usize,
+    pub shm_peers: usize,
+    pub local_ranks: usize,
+    /// segment x channels x SHM peers per rank x local ranks.
+    pub total_bytes: u64,
+}
+
+/// Segment size x channels x SHM peers per rank x local ranks: one receive segment per
+/// channel and SHM peer on every local rank.
+pub fn shm_estimate(
+    segment_bytes: u64,
+    channels: usize,
+    shm_peers: usize,
+    local_ranks: usize,
+) -> ShmEstimate {
+    let total_bytes = segment_bytes
+        .saturating_mul(channels as u64)
+        .saturating_mul(shm_peers as u64)
+        .saturating_mul(local_ranks as u64);
+    ShmEstimate {
+        segment_bytes,
+        channels,
+        shm_peers,
+        local_ranks,
+        total_bytes,
+    }
+}
+
+/// Whole GiB for `--shm-size`: twice the estimate (NCCL's proxy and the application use
+/// /dev/shm too), at least 1.
+pub fn shm_size_gib(estimate_bytes: Option<u64>) -> u64 {
+    estimate_bytes.map_or(1, |b| b.saturating_mul(2).div_ceil(GIB).max(1))
+}
+
+pub(super) fn shm_no_space_text(failures: &[&Failure], context: &Context) -> (String, String) {
+    let mut d = String::from(
+        "/dev/shm too small for NCCL's SHM segments: creating a shared memory segment failed \
+         with ENOSPC (No space left on device).",
+    );
+    // `(size N)` names the segment; `failed to extend ... to N bytes` adds a 4 B refcount.
+    let segment = failures
+        .iter()
+        .filter(|f| f.text.contains("(size "))
+        .find_map(|f| f.shm_segment_size())
+        .or_else(|| failures.iter().find_map(|f| f.shm_segment_size()));
+    let mut estimate_bytes = None;
+    match segment {
+        Some(size) => {
+            let _ = write!(d, " One segment here is {size} B ({}).", human_bytes(size));
+            match (context.channels, &context.local_ranks) {
+                (Some(channels), Some((local, host))) => {
+                    let peers = context.shm_peers.unwrap_or(1);
+                    let e = shm_estimate(size, channels, peers, *local);
+                    estimate_bytes = Some(e.total_bytes);
+                    let peer_source = if context.shm_peers.is_some() {
+                        "the most SHM senders one rank had on one channel in this log"
+                    } else {
+                        "as in a ring; trees and more channels need more"
+                    };
+                    let host = if host.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" on {host}")
+                    };
+                    let _ = write!(
+                        d,
+                        " Needed: about {} = {size} B x {channels} channel(s) x {peers} SHM \
+                         peer(s) per rank x {local} local rank(s). Assumed: one segment per \
+                         channel and SHM peer; {peers} SHM peer(s) per rank and channel \
+                         ({peer_source}); the {channels} channel(s) and {local} rank(s){host} \
+                         this log shows.",
+                        human_bytes(e.total_bytes)
+                    );
+                }
+                (channels, local) => {
+                    let mut missing = Vec::new();
+                    if channels.is_none() {
+                        missing.push("the channel count");
+                    }
+                    if local.is_none() {
+                        missing.push("how many ranks share a node");
+                    }
+                    let _ = write!(
+                        d,
+                        " A node needs about segment size x channels x SHM peers per rank x \
+                         local ranks; this log does not show {}.",
+                        missing.join(" or ")
+                    );
+                }
+            }
+        }
+        None => {
+            let _ = write!(
+                d,
+                " The log does not give the segment size: with the default NCCL_BUFFSIZE one \
+                 segment is {DEFAULT_SHM_SEGMENT_BYTES} B ({}) in NCCL 2.12+, and a node needs \
+                 about one per channel and SHM peer on each local rank.",
+                human_bytes(DEFAULT_SHM_SEGMENT_BYTES)
+            );
+        }
+    }
+    d.push_str(" Docker gives a container 64 MiB of /dev/shm unless told otherwise.");
+    if context.connections > 0 && context.shm_connections == 0 {
+        d.push_str(
+            " No connection in this log used the SHM transport, so the failing segment is \
+             probably another NCCL user of /dev/shm (such as the proxy's shared buffers): \
+             NCCL_SHM_DISABLE=1 would not even remove it.",
+        );
+    }
+    let gib = shm_size_gib(estimate_bytes);
+    let fix = format!(
+        "Give /dev/shm more room: `docker run --shm-size={gib}g ...` or share the host's with \
+         `docker run --ipc=host`; on Kubernetes mount an `emptyDir: {{medium: Memory}}` volume \
+         at /dev/shm (sizeLimit {gib}Gi or more). NCCL_SHM_DISABLE=1 only hides the problem: \
+         the traffic SHM would carry then takes the network path (sockets or IB loopback), \
+         usually slower."
+    );
+    (d, fix)
+}
+
+pub(super) fn shm_attach_missing_text() -> (String, String) {
+    (
+        "A rank could not open a /dev/shm segment that a peer on the same node created \
+         (ENOENT): the segment was already gone (stale, or removed by a peer that crashed or \
+         restarted), or the two ranks do not share /dev/shm because they run in different IPC \
+         namespaces, such as separate containers without a shared /dev/shm. NCCL saw the same \
+         host, chose SHM, and the peer's segment was not there. This is not a reason to \
+         disable SHM."
+            .to_string(),
+        "Run the ranks of a node in one container or pod, or share the IPC namespace \
+         (`docker run --ipc=host`, or `--ipc=container:<first>`; containers of one Kubernetes \
+         pod share it, with one emptyDir of medium Memory at /dev/shm); remove leftover \
+         /dev/shm/nccl-* files of crashed runs. If the ranks really are on different machines \
+         that look alike (same hostname), give them distinct NCCL_HOSTID values."
+            .to_string(),
+    )
+}
+
+pub(super) const IFNAME_FIX: &str =
+    "Set NCCL_SOCKET_IFNAME on every node to the interface the nodes \
+     reach each other on (`NCCL_SOCKET_IFNAME=eth0`: a name is a prefix, `=eth0` matches \
+     exactly, `^docker0,lo` excludes instead)";
+
+pub(super) fn socket_connect_text(failures: &[&Failure], log: &NcclLog) -> (String, String) {
+    let mut d = String::from("NCCL could not open a TCP connection to a peer");
+    let targets: BTreeSet<&str> = failures.iter().filter_map(|f| f.connect_target()).collect();
+    if !targets.is_empty() {
+        let _ = write!(
+            d,
+            " ({})",
+            targets.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+    d.push_str(
+        ": refused, aborted or timed out. The address is the peer's NCCL socket interface; \
+         usually it is one this node cannot reach (NCCL picked docker0, lo, a management \
+         network or a link-local address), or a firewall drops the connection.",
+    );
+    let names = socket_interface_names(&log.interfaces);
+    if !names.is_empty() {
+        let _ = write!(d, " Socket interfaces in this log: {}.", names.join(", "));
+    }
+    if let Some((_, v)) = log.env.iter().find(|(n, _)| n == "NCCL_SOCKET_IFNAME") {
+        let _ = write!(
+            d,
+            " NCCL_SOCKET_IFNAME is set to `{v}`: check it selects the right interface on \
+             every node."
+        );
+    }
+    let fix = format!(
+        "{IFNAME_FIX}; check the peer address is reachable from this node (`ping`, `nc -vz \
+         <addr> <port>`); allow TCP between the nodes on all ports in the firewall or security \
+         group (NCCL listens on ephemeral ports)."
+    );
+    (d, fix)
+}
+
+/// Distinct interface names of the socket and bootstrap lines.
+pub(super) fn socket_interface_names(lines: &[InterfaceLine]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for l in lines.iter().filter(|l| is_socket_source(&l.source)) {
+        for n in &l.names {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+    }
+    names
+}
+
+pub(super) fn is_socket_source(source: &str) -> bool {
+    source == "NET/Socket" || source == "Bootstrap"
+}
+
+pub(super) fn socket_error_text(failures: &[&Failure]) -> (String, String) {
+    let texts: Vec<String> = failures
+        .iter()
+        .map(|f| f.text.to_ascii_lowercase())
+        .collect();
+    let any = |s: &[&str]| texts.iter().any(|t| s.iter().any(|p| t.contains(p)));
+    let mut d = String::from("A TCP connection between ranks failed after it was set up.");
+    let peer_died = any(&[
+        "closed",
+        "reset",
+        "recv failed",
+        "broken pipe",
+        "call to recv",
+    ]);
+    if peer_died {
+        d.push_str(
+            " `Connection closed by remote peer`, a reset or a failed recv mostly means the \
+             peer process died or aborted first: this rank is a victim.",
+        );
+    }
+    if any(&["wrong type", "magic", "unexpected"]) {
+        d.push_str(
+            " `wrong type` (an unexpected handshake) means something else answered on the \
+             port NCCL connected to: a rank of another job or NCCL version, or bootstrap and \
+             socket interfaces that resolve to different networks on different nodes.",
+        );
+    }
+    if !peer_died && !any(&["wrong type", "magic", "unexpected"]) {
+        d.push_str(" The peer may have died, or the network dropped the connection.");
+    }
+    let fix = format!(
+        "Look at the other ranks' logs for the first error (a crash, OOM or kill there \
+         explains this one); make sure every node runs the same NCCL version; {}.",
+        lowercase_first(IFNAME_FIX)
+    );
+    (d, fix)
+}
+
+fn lowercase_first(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+pub(super) fn ib_error_text(lines: &[Line]) -> (String, String) {
+    let mut d = String::from(
+        "An InfiniBand/RoCE (ibverbs) operation failed: a port that is down or on another \
+         fabric, a wrong GID index on RoCE, a memlock limit too low to register memory, or a \
+         peer that went away.",
+    );
+    if lines.iter().any(|l| l.text.contains("error 12")) {
+        d.push_str(
+            " `error 12` is a transport retry timeout: the remote HCA did not answer (link \
+             down, no route between the ports, or the peer died).",
+        );
+    }
+    let fix = "Choose the HCAs explicitly with NCCL_IB_HCA (e.g. `NCCL_IB_HCA=mlx5_0,mlx5_1`; \
+               check the ports with `ibstat` or `ibv_devinfo`), set NCCL_IB_GID_INDEX on RoCE \
+               (often 3 for RoCEv2), run containers with `ulimit -l unlimited` and \
+               /dev/infiniband; NCCL_IB_DISABLE=1 falls back to sockets (slower) and shows \
+               whether IB is the problem."
+        .to_string();
+    (d, fix)
+}
+
+/// What a quoted CUDA error usually means.
+pub fn cuda_hint(text: &str) -> Option<&'static str> {
+    let t = text.to_ascii_lowercase();
+    let hints: [(&[&str], &str); 7] = [
+        (
+            &["driver version is insufficient"],
+            "the NVIDIA driver is older than the CUDA runtime NCCL was built with: update the \
+             driver, or use an NCCL/PyTorch build for the driver's CUDA version",
+        ),
+        (
+            &["no kernel image", "invalid device function"],
+            "NCCL or the program was not compiled for this GPU's architecture: use a build \
+             that includes it (a newer GPU needs a newer NCCL)",
+        ),
+        (
+            &["invalid argument"],
+            "at a kernel launch this usually means a build without support for this GPU's \
+             architecture or a launch the GPU refuses: check that NCCL and the program are \
+             built for this GPU",
+        ),
+        (
+            &["out of memory"],
+            "the GPU ran out of memory while NCCL allocated its buffers: free memory before \
+             init, or lower NCCL_BUFFSIZE or NCCL_MAX_NCHANNELS",
+        ),
+        (
+            &["illegal memory access", "misaligned address"],
+            "a kernel touched invalid memory, often the application's (a buffer freed or too \
+             small); NCCL reports it because it synchronises",
+        ),
+        (
+            &[
+                "no cuda-capable device",
+                "initialization error",
+                "not initialized",
+            ],
+            "the process sees no usable GPU: check CUDA_VISIBLE_DEVICES, the container's GPU \
+             access (`--gpus`) and nvidia-smi",
+        ),
+        (
+            &["peer access", "launch failure", "uncorrectable ecc"],
+            "the GPU or the path between GPUs is in a bad state: check dmesg for Xid errors; \
+             NCCL_P2P_DISABLE=1 shows whether peer-to-peer access is the cause",
+        ),
+    ];
+    hints
+        .iter()
+        .find(|(keys, _)| keys.iter().any(|k| t.contains(k)))
+        .map(|(_, hint)| *hint)
+}
+
+pub(super) fn cuda_failure_text(failures: &[&Failure]) -> (String, String) {
+    let mut d = String::from(
+        "A CUDA call inside NCCL failed (`Cuda failure`, ncclUnhandledCudaError); the quoted \
+         CUDA error says which.",
+    );
+    let mut hints: Vec<&str> = Vec::new();
+    for f in failures {
+        if let Some(h) = cuda_hint(&f.text) {
+            if !hints.contains(&h) {
+                hints.push(h);
+            }
+        }
+    }
+    if hints.is_empty() {
+        d.push_str(
+            " Common causes: a driver older than the CUDA runtime, a GPU architecture the \
+             build lacks, out of memory, or a GPU in a bad state (Xid errors in dmesg).",
+        );
+    } else {
+        for h in hints {
+            let _ = write!(d, " Here: {h}.");
+        }
+    }
+    let fix = "Check `nvidia-smi` and dmesg (Xid errors); match the driver, CUDA runtime and \
+               NCCL versions; rerun with NCCL_DEBUG=INFO to see the call that failed."
+        .to_string();
+    (d, fix)
+}
+
+pub(super) fn system_error_text(others: &[FindingKind]) -> (String, String) {
+    let mut d = String::from(
+        "`unhandled system error` (ncclSystemError): a system call or external library inside \
+         NCCL failed. The message names no cause; usually it is a resource limit (/dev/shm \
+         too small, `ulimit -l` for IB memory registration, open files) or a failed socket or \
+         shm call, reported by an NCCL WARN line just before it in the failing rank's log.",
+    );
+    let specific: Vec<&str> = others
+        .iter()
+        .filter(|k| !matches!(k, FindingKind::RemoteError | FindingKind::SystemError))
+        .map(|k| k.as_str())
+        .collect();
+    if !specific.is_empty() {
+        let _ = write!(
+            d,
+            " Here the other finding(s) ({}) are the likely cause.",
+            specific.join(", ")
+        );
+    }
+    let fix = "Read the first NCCL WARN of the failing rank; if the log has none, rerun with \
+               NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (and NCCL_DEBUG_FILE=nccl.%h.%p.log \
+               for one file per process)."
+        .to_string();
+    (d, fix)
+}
+
+pub(super) fn remote_error_text() -> (String, String) {
+    (
+        "`remote process exited or there was a network error` (ncclRemoteError): a peer died \
+         or its connection dropped; the rank that reports it is usually a victim."
+            .to_string(),
+        "Look at the other ranks' logs first: the rank that failed first (OOM, CUDA error, \
+         killed by the scheduler) holds the cause. If every rank was alive, check the network \
+         (NCCL_SOCKET_IFNAME, IB ports)."
+            .to_string(),
+    )
+}
+
+pub(super) fn other_error_text() -> (String, String) {
+    (
+        "NCCL reported an error (a WARN followed by an error return) this tool has no \
+         diagnosis for; the WARN line says what failed."
+            .to_string(),
+        "Read the WARN line and the lines before it; rerun with NCCL_DEBUG=INFO \
+         NCCL_DEBUG_SUBSYS=INIT,NET to see the failing call."
+            .to_string(),
+    )
+}

@@ -1,0 +1,223 @@
+//! The plain-text report `nccl-bench explain` prints from an [`Explanation`], and the small
+//! formatters it uses (rank ranges, byte sizes, word wrapping).
+
+use std::fmt::Write as _;
+
+use super::{Explanation, GIB};
+use crate::analysis::nccl_log::NvlsUse;
+
+/// Width the text report wraps its prose at.
+pub(super) const WIDTH: usize = 100;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// The report `nccl-bench explain` prints: sections NCCL, Ranks, Network, Transports (per
+/// rank pair) and Findings. Plain text, no colors.
+pub fn render_text(e: &Explanation) -> String {
+    let mut out = String::new();
+    out.push_str("NCCL\n");
+    match e.versions.as_slice() {
+        [] => out.push_str("  version: not in the log\n"),
+        v => {
+            let _ = writeln!(out, "  version: {}", v.join(", "));
+        }
+    }
+    if !e.env.is_empty() {
+        let env: Vec<String> = e.env.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        wrap_into(
+            &mut out,
+            &format!("set by environment: {}", env.join(" ")),
+            "  ",
+            "    ",
+        );
+    }
+
+    out.push_str("\nRanks\n");
+    if !e.nranks.is_empty() {
+        let sizes: Vec<String> = e.nranks.iter().map(u32::to_string).collect();
+        let _ = writeln!(out, "  communicator size: {} ranks", sizes.join(", "));
+    }
+    if e.hosts.is_empty() {
+        out.push_str("  no host or rank in the log\n");
+    }
+    for h in &e.hosts {
+        let host = if h.host.is_empty() {
+            "(no host prefix)"
+        } else {
+            h.host.as_str()
+        };
+        let plural = |word: &str, n: usize| {
+            if n == 1 {
+                word.to_string()
+            } else {
+                format!("{word}s")
+            }
+        };
+        let mut parts = Vec::new();
+        if !h.ranks.is_empty() {
+            let label = plural("rank", h.ranks.len());
+            parts.push(format!("{label} {}", ranges(&h.ranks)));
+        }
+        if !h.devices.is_empty() {
+            let label = plural("GPU", h.devices.len());
+            parts.push(format!("{label} {}", ranges(&h.devices)));
+        }
+        if !h.pids.is_empty() {
+            let pids: Vec<String> = h.pids.iter().map(u32::to_string).collect();
+            let label = plural("pid", h.pids.len());
+            parts.push(format!("{label} {}", pids.join(", ")));
+        }
+        wrap_into(
+            &mut out,
+            &format!("{host}: {}", parts.join("; ")),
+            "  ",
+            "    ",
+        );
+    }
+
+    out.push_str("\nNetwork\n");
+    if e.networks.is_empty() && e.interfaces.is_empty() {
+        out.push_str("  not in the log\n");
+    }
+    if !e.networks.is_empty() {
+        let _ = writeln!(out, "  using network: {}", e.networks.join(", "));
+    }
+    for i in &e.interfaces {
+        let names = if i.names.is_empty() {
+            "none found".to_string()
+        } else {
+            i.names.join(", ")
+        };
+        let _ = writeln!(out, "  {} interfaces: {names}", i.source);
+    }
+
+    out.push_str("\nTransports (per rank pair)\n");
+    if e.pairs.is_empty() {
+        out.push_str("  no connection lines in the log\n");
+    } else {
+        let width = e
+            .pairs
+            .iter()
+            .map(|p| format!("{} -> {}", p.from_rank, p.to_rank).len())
+            .max()
+            .unwrap_or(0);
+        for p in &e.pairs {
+            let pair = format!("{} -> {}", p.from_rank, p.to_rank);
+            let transports: Vec<String> = p
+                .transports
+                .iter()
+                .map(|t| format!("{} x{}", t.label, t.connections))
+                .collect();
+            let _ = writeln!(out, "  {pair:<width$}  {}", transports.join(", "));
+        }
+        let _ = writeln!(
+            out,
+            "  (xN: channel connections; all lines: {})",
+            e.transports.replace(';', ", ")
+        );
+    }
+    let nvls = match e.nvls {
+        NvlsUse::Unknown => "not in the log",
+        NvlsUse::NotAvailable => "not available",
+        NvlsUse::Available => "available (not shown in use)",
+        NvlsUse::Used => "used",
+    };
+    let _ = writeln!(out, "  NVLS: {nvls}");
+    let collnet = if e.collnet { "used" } else { "not in the log" };
+    let _ = writeln!(out, "  CollNet: {collnet}");
+
+    out.push_str("\nFindings\n");
+    if e.findings.is_empty() {
+        out.push_str("  no known failure signature in the log\n");
+    }
+    for (i, f) in e.findings.iter().enumerate() {
+        let times = if f.occurrences > 1 {
+            format!(" ({} lines)", f.occurrences)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {}. [{}] {}{times}",
+            i + 1,
+            f.severity.as_str(),
+            f.kind.title()
+        );
+        for line in &f.evidence {
+            let _ = writeln!(out, "     > {line}");
+        }
+        if f.occurrences > f.evidence.len() {
+            let _ = writeln!(out, "     > ... {} more", f.occurrences - f.evidence.len());
+        }
+        wrap_into(
+            &mut out,
+            &format!("Diagnosis: {}", f.diagnosis),
+            "     ",
+            "       ",
+        );
+        wrap_into(&mut out, &format!("Fix: {}", f.fix), "     ", "       ");
+    }
+    out
+}
+
+/// `0-3, 5, 7-8`.
+pub fn ranges(values: &[u32]) -> String {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        parts.push(if end > start {
+            format!("{start}-{end}")
+        } else {
+            start.to_string()
+        });
+        i += 1;
+    }
+    parts.join(", ")
+}
+
+/// `9637888` -> `9.2 MiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes >= GIB {
+        format!("{:.1} GiB", b / GIB as f64)
+    } else if b >= MIB {
+        format!("{:.1} MiB", b / MIB)
+    } else if bytes >= 1024 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// Appends `text` wrapped at [`WIDTH`]: the first line after `first`, the others after
+/// `rest`. Words longer than a line stay whole.
+fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str) {
+    let mut line = String::from(first);
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::from(rest);
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    if !empty {
+        out.push_str(&line);
+        out.push('\n');
+    }
+}

@@ -1,0 +1,491 @@
+//! Tests of the finding rules on small logs written here: each failure signature with its
+//! diagnosis and fix, the rules on the log as a whole, the order of the findings and their
+//! evidence.
+
+use super::super::evidence::MAX_EVIDENCE_CHARS;
+use super::*;
+use crate::analysis::nccl_log::{Failure, FailureKind};
+
+#[test]
+fn shm_no_space_estimates_the_need_from_segment_channels_peers_and_local_ranks() {
+    let e = explain(&parse(
+        "h:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\n\
+         h:20:21 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct\n\
+         h:10:11 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via SHM/direct/direct\n\
+         h:20:21 [1] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via SHM/direct/direct\n\
+         h:20:22 [1] misc/shmutils.cc:129 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-ab (size 9637888), error: No space left on device (28)\n\
+         h:20:22 [1] NCCL INFO transport/shm.cc:114 -> 2\n",
+    ));
+    assert_eq!(kinds(&e), [(FindingKind::ShmNoSpace, Severity::Error)]);
+    let f = finding(&e, FindingKind::ShmNoSpace);
+    assert_eq!(
+        f.evidence,
+        ["line 5: Error while creating shared memory segment /dev/shm/nccl-ab (size 9637888), error: No space left on device (28)"]
+    );
+    assert_eq!(f.occurrences, 1);
+    // 9637888 x 2 channels x 1 SHM peer x 2 local ranks = 38551552 B.
+    assert!(
+        f.diagnosis.contains(
+            "Needed: about 36.8 MiB = 9637888 B x 2 channel(s) x 1 SHM peer(s) per rank x 2 local rank(s)"
+        ),
+        "{}",
+        f.diagnosis
+    );
+    assert!(f.diagnosis.contains("the most SHM senders one rank had"));
+    assert!(f.diagnosis.contains("2 rank(s) on h"));
+    assert!(!f
+        .diagnosis
+        .contains("No connection in this log used the SHM"));
+    for part in [
+        "--shm-size=1g",
+        "--ipc=host",
+        "emptyDir: {medium: Memory}",
+        "/dev/shm",
+        "NCCL_SHM_DISABLE=1 only hides",
+        "network path",
+    ] {
+        assert!(f.fix.contains(part), "{part}: {}", f.fix);
+    }
+}
+
+#[test]
+fn shm_estimate_and_shm_size_are_plain_arithmetic() {
+    let e = shm_estimate(DEFAULT_SHM_SEGMENT_BYTES, 16, 2, 8);
+    assert_eq!(e.total_bytes, 9_637_888 * 16 * 2 * 8);
+    assert_eq!((e.channels, e.shm_peers, e.local_ranks), (16, 2, 8));
+    // 2.3 GiB, twice that rounded up: 5 GiB.
+    assert_eq!(shm_size_gib(Some(e.total_bytes)), 5);
+    assert_eq!(shm_size_gib(Some(1)), 1);
+    assert_eq!(shm_size_gib(Some(GIB / 2)), 1);
+    assert_eq!(shm_size_gib(Some(GIB / 2 + 1)), 2);
+    assert_eq!(shm_size_gib(None), 1);
+    assert_eq!(shm_estimate(u64::MAX, 2, 2, 2).total_bytes, u64::MAX);
+}
+
+#[test]
+fn shm_no_space_without_sizes_or_channels_says_what_is_missing() {
+    let no_size = explain(&parse(
+        "h:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n",
+    ));
+    let d = &finding(&no_size, FindingKind::ShmNoSpace).diagnosis;
+    assert!(d.contains("does not give the segment size"), "{d}");
+    assert!(d.contains("9637888 B (9.2 MiB)"), "{d}");
+    assert!(!d.contains("Needed:"), "{d}");
+
+    let no_channels = explain(&parse(
+        "h:1:2 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 5967872)\n",
+    ));
+    let d = &finding(&no_channels, FindingKind::ShmNoSpace).diagnosis;
+    assert!(d.contains("5967872 B (5.7 MiB)"), "{d}");
+    assert!(d.contains("does not show the channel count."), "{d}");
+    let f = finding(&no_channels, FindingKind::ShmNoSpace);
+    assert!(f.fix.contains("--shm-size=1g"));
+}
+
+#[test]
+fn attach_enoent_points_at_ipc_namespaces_not_at_disabling_shm() {
+    let e = explain(&parse(
+        "h:1:2 [0] misc/shmutils.cc:1 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-ab (size 0), error: No such file or directory (2)\n",
+    ));
+    assert_eq!(
+        kinds(&e),
+        [(FindingKind::ShmAttachMissing, Severity::Error)]
+    );
+    let f = finding(&e, FindingKind::ShmAttachMissing);
+    assert!(f.diagnosis.contains("IPC namespaces"));
+    assert!(f.diagnosis.contains("not a reason to disable SHM"));
+    assert!(f.fix.contains("--ipc=host"));
+    assert!(f.fix.contains("/dev/shm/nccl-*"));
+}
+
+#[test]
+fn connect_failures_and_timeouts_point_at_the_socket_interface() {
+    let e = explain(&parse(
+        "h:1:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth\n\
+         h:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
+         h:1:2 [0] misc/socket.cc:1 NCCL WARN Connect to 10.0.0.2<45763> failed : Connection refused\n\
+         h:1:2 [0] misc/socket.cc:2 NCCL WARN socketPollConnect: connect returned Connection timed out, exceeded error retry count (35)\n",
+    ));
+    assert_eq!(kinds(&e), [(FindingKind::SocketConnect, Severity::Error)]);
+    let f = finding(&e, FindingKind::SocketConnect);
+    assert_eq!(f.occurrences, 2);
+    assert!(f.diagnosis.contains("(10.0.0.2<45763>)"), "{}", f.diagnosis);
+    assert!(f.diagnosis.contains("Socket interfaces in this log: eth0."));
+    assert!(f.diagnosis.contains("NCCL_SOCKET_IFNAME is set to `eth`"));
+    assert!(f.fix.contains("NCCL_SOCKET_IFNAME=eth0"));
+    assert!(f.fix.contains("`^docker0,lo` excludes"));
+    assert!(f.fix.contains("ports"));
+}
+
+#[test]
+fn socket_errors_after_connecting_say_whether_the_peer_died_or_something_else_answered() {
+    let closed = explain(&parse(
+        "h:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node1<57557>\n",
+    ));
+    let f = finding(&closed, FindingKind::SocketError);
+    assert!(f.diagnosis.contains("this rank is a victim"));
+    assert!(!f.diagnosis.contains("wrong type"));
+    let wrong = explain(&parse(
+        "h:1:2 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 4 != 3\n",
+    ));
+    let f = finding(&wrong, FindingKind::SocketError);
+    assert!(f.diagnosis.contains("something else answered"));
+    assert!(!f.diagnosis.contains("victim"));
+    assert!(f.fix.contains("same NCCL version"));
+}
+
+fn interface_rule(text: &str, multi_node: bool) -> Option<Finding> {
+    let log = parse(text);
+    socket_interface_rule(&log.interfaces, &log.env, multi_node)
+}
+
+#[test]
+fn socket_interface_rule_warns_on_multi_host_logs_and_virtual_interfaces_only() {
+    let eth0 = "a:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.1.0.1<0>\n";
+    // One host, a real interface: nothing to say.
+    assert_eq!(interface_rule(eth0, false), None);
+    // Several hosts and NCCL chose: a warning naming what it chose.
+    let f = interface_rule(eth0, true).unwrap();
+    assert_eq!(
+        (f.kind, f.severity),
+        (FindingKind::SocketInterfaceAmbiguous, Severity::Warning)
+    );
+    assert!(f.diagnosis.contains("(eth0, eth1)"), "{}", f.diagnosis);
+    assert!(f.fix.contains("NCCL_SOCKET_IFNAME"));
+    assert_eq!(
+        f.evidence,
+        ["line 1: NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.1.0.1<0>"]
+    );
+    // Chosen explicitly: nothing to say.
+    let set = format!("a:1:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n{eth0}");
+    assert_eq!(interface_rule(&set, true), None);
+    // ... unless it selects a virtual interface.
+    let docker = "a:1:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to docker\n\
+                  a:1:2 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.2<0>\n";
+    let f = interface_rule(docker, true).unwrap();
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.diagnosis.contains("docker0"));
+    assert!(f
+        .diagnosis
+        .contains("NCCL_SOCKET_IFNAME=`docker` selects it"));
+    // lo on one host: a note, since it only breaks runs across hosts.
+    let lo = "Bootstrap : Using lo:127.0.0.1<0>\nNCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n";
+    let f = interface_rule(lo, false).unwrap();
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.diagnosis.contains("is lo (loopback or virtual"));
+    assert!(f.fix.contains("Only needed for runs across hosts"));
+    // IB interface lines are not socket interfaces.
+    let ib = "a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE; OOB eth0:10.0.0.1<0>\n";
+    assert_eq!(interface_rule(ib, true), None);
+}
+
+#[test]
+fn virtual_interfaces_are_recognised_by_name() {
+    for name in [
+        "lo",
+        "docker0",
+        "virbr0",
+        "veth12ab",
+        "br-3f2a",
+        "cni0",
+        "flannel.1",
+    ] {
+        assert!(is_virtual_interface(name), "{name}");
+    }
+    for name in ["eth0", "ens5", "enp227s0f0", "ib0", "bond0", "low0"] {
+        assert!(!is_virtual_interface(name), "{name}");
+    }
+}
+
+#[test]
+fn socket_interface_rule_runs_in_explain_with_hosts_or_net_connections_as_multi_node() {
+    let e = explain(&parse(
+        "a:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
+         b:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n",
+    ));
+    assert_eq!(
+        kinds(&e),
+        [(FindingKind::SocketInterfaceAmbiguous, Severity::Warning)]
+    );
+    // The two lines differ by address: both kept as evidence.
+    assert_eq!(
+        finding(&e, FindingKind::SocketInterfaceAmbiguous)
+            .evidence
+            .len(),
+        2
+    );
+    let one_host_with_net = explain(&parse(
+        "a:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
+         a:1:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0\n",
+    ));
+    assert_eq!(
+        kinds(&one_host_with_net),
+        [
+            (FindingKind::SocketInterfaceAmbiguous, Severity::Warning),
+            (FindingKind::ShmNotOnDataPath, Severity::Info)
+        ]
+    );
+}
+
+#[test]
+fn ib_failures_become_ib_errors_with_or_without_an_error_return() {
+    let returned = explain(&parse(
+        "h:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1234> with error 12, opcode 0, len 0, vendor err 129\n\
+         h:1:2 [0] NCCL INFO transport/net.cc:1 -> 6\n",
+    ));
+    assert_eq!(kinds(&returned), [(FindingKind::IbError, Severity::Error)]);
+    let f = finding(&returned, FindingKind::IbError);
+    assert_eq!(
+        f.evidence,
+        ["line 1: NET/IB : Got completion from peer 10.0.0.2<1234> with error 12, opcode 0, len 0, vendor err 129"]
+    );
+    assert!(f
+        .diagnosis
+        .contains("`error 12` is a transport retry timeout"));
+    for part in ["NCCL_IB_HCA", "NCCL_IB_DISABLE=1", "NCCL_IB_GID_INDEX"] {
+        assert!(f.fix.contains(part), "{part}");
+    }
+    // No error return followed: the parser has no failure, the WARN line still counts.
+    let alone = explain(&parse(
+        "h:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : ibv_modify_qp failed with 110 Connection timed out\n",
+    ));
+    assert_eq!(kinds(&alone), [(FindingKind::IbError, Severity::Error)]);
+    assert_eq!(
+        finding(&alone, FindingKind::IbError).evidence,
+        ["h:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : ibv_modify_qp failed with 110 Connection timed out"]
+    );
+    assert!(is_ib_error_text("Call to ibv_reg_mr failed"));
+    assert!(!is_ib_error_text("Failed to open libibverbs.so[.1]"));
+    assert!(!is_ib_error_text("NET/IB : No device found."));
+}
+
+#[test]
+fn no_ib_device_is_a_warning_only_across_hosts_that_did_not_use_ib() {
+    let text = "a:1:2 [0] NCCL INFO NET/IB : No device found.\n\
+                a:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
+                a:1:2 [0] NCCL INFO Using network Socket\n\
+                a:1:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n";
+    let single = explain(&parse(text));
+    assert!(single.findings.is_empty(), "{:#?}", single.findings);
+    let multi = format!("{text}b:1:2 [0] NCCL INFO NET/IB : No device found.\n");
+    let e = explain(&parse(&multi));
+    assert_eq!(kinds(&e), [(FindingKind::IbError, Severity::Warning)]);
+    let f = finding(&e, FindingKind::IbError);
+    assert_eq!(f.occurrences, 2);
+    assert_eq!(f.evidence, ["line 1: NET/IB : No device found."]);
+    assert!(f.diagnosis.contains("TCP sockets (`Using network Socket`)"));
+    assert!(f.fix.contains("NCCL_IB_DISABLE=1"));
+    let used =
+        format!("{multi}a:1:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n");
+    assert!(!kinds(&explain(&parse(&used)))
+        .iter()
+        .any(|(k, _)| *k == FindingKind::IbError));
+}
+
+#[test]
+fn cuda_failures_get_the_hint_of_their_cuda_error() {
+    let e = explain(&parse(
+        "h:1:2 [0] init.cc:1 NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'\n",
+    ));
+    assert_eq!(kinds(&e), [(FindingKind::CudaFailure, Severity::Error)]);
+    let f = finding(&e, FindingKind::CudaFailure);
+    assert!(
+        f.diagnosis.contains("Here: the NVIDIA driver is older"),
+        "{}",
+        f.diagnosis
+    );
+    assert!(f.fix.contains("nvidia-smi"));
+    assert_eq!(
+        cuda_hint("Cuda failure 'out of memory'").map(|h| h.starts_with("the GPU ran out")),
+        Some(true)
+    );
+    assert!(
+        cuda_hint("Cuda failure 'no kernel image is available for execution on the device'")
+            .unwrap()
+            .contains("architecture")
+    );
+    assert_eq!(cuda_hint("Cuda failure 'something new'"), None);
+    let unknown = explain(&parse(
+        "h:1:2 [0] a.cc:1 NCCL WARN Cuda failure 'something new'\n",
+    ));
+    assert!(finding(&unknown, FindingKind::CudaFailure)
+        .diagnosis
+        .contains("Common causes"));
+}
+
+#[test]
+fn a_pytorch_traceback_explains_the_system_error_by_the_last_error_line() {
+    let log = parse(
+        "Traceback (most recent call last):\n\
+         \x20 File \"train.py\", line 10, in <module>\n\
+         torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n\
+         ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n\
+         Last error:\n\
+         Error while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)\n",
+    );
+    assert_eq!(log.nccl_lines, 0);
+    assert!(is_nccl_log(&log));
+    let e = explain(&log);
+    assert_eq!(
+        kinds(&e),
+        [
+            (FindingKind::SystemError, Severity::Error),
+            (FindingKind::ShmNoSpace, Severity::Error)
+        ]
+    );
+    let system = finding(&e, FindingKind::SystemError);
+    assert_eq!(system.occurrences, 2);
+    assert!(system
+        .diagnosis
+        .contains("(shm-no-space) are the likely cause"));
+    assert!(system
+        .fix
+        .contains("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"));
+    let shm = finding(&e, FindingKind::ShmNoSpace);
+    assert_eq!(
+        shm.evidence,
+        ["line 6: Error while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)"]
+    );
+    // No channel or rank in a traceback.
+    assert!(shm
+        .diagnosis
+        .contains("does not show the channel count or how many ranks share a node"));
+}
+
+#[test]
+fn remote_and_unknown_errors_have_their_own_findings() {
+    let e = explain(&parse(
+        "[rank1]: torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error\n\
+         h:1:2 [0] proxy.cc:1 NCCL WARN Something nobody has seen\n\
+         h:1:2 [0] NCCL INFO proxy.cc:2 -> 3\n",
+    ));
+    assert_eq!(
+        kinds(&e),
+        [
+            (FindingKind::RemoteError, Severity::Error),
+            (FindingKind::OtherError, Severity::Error)
+        ]
+    );
+    let remote = finding(&e, FindingKind::RemoteError);
+    assert!(remote.fix.contains("other ranks' logs first"));
+    // The `: ` the `[rank1]` prefix left is not part of the evidence.
+    assert_eq!(
+        remote.evidence,
+        ["line 1: torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error"]
+    );
+    assert_eq!(
+        finding(&e, FindingKind::OtherError).evidence,
+        ["line 2: Something nobody has seen"]
+    );
+}
+
+#[test]
+fn failure_kinds_map_to_findings() {
+    let f = |kind, text: &str| Failure {
+        kind,
+        line: 1,
+        text: text.to_string(),
+    };
+    let cases = [
+        (f(FailureKind::ShmEnospc, "x"), FindingKind::ShmNoSpace),
+        (
+            f(FailureKind::ShmAttachEnoent, "x"),
+            FindingKind::ShmAttachMissing,
+        ),
+        (f(FailureKind::CudaFailure, "x"), FindingKind::CudaFailure),
+        (f(FailureKind::SystemError, "x"), FindingKind::SystemError),
+        (f(FailureKind::RemoteError, "x"), FindingKind::RemoteError),
+        (
+            f(FailureKind::ConnectionRefused, "Connect to a failed"),
+            FindingKind::SocketConnect,
+        ),
+        (
+            f(FailureKind::SocketError, "socketPollConnect: timed out"),
+            FindingKind::SocketConnect,
+        ),
+        (
+            f(FailureKind::SocketError, "Connection closed by remote peer"),
+            FindingKind::SocketError,
+        ),
+        (
+            f(FailureKind::SocketError, "NET/IB : recv failed"),
+            FindingKind::IbError,
+        ),
+        (
+            f(FailureKind::Other, "ibv_create_qp failed"),
+            FindingKind::IbError,
+        ),
+        (f(FailureKind::Other, "something"), FindingKind::OtherError),
+    ];
+    for (failure, kind) in cases {
+        assert_eq!(finding_kind_of(&failure), kind, "{failure:?}");
+    }
+}
+
+#[test]
+fn shm_not_on_data_path_needs_connections_none_of_them_shm_and_shm_not_disabled() {
+    let p2p = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n\
+               h:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM\n\
+               h:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 2[0] [send] via NET/IB/0\n";
+    let f = shm_not_on_data_path_rule(&parse(p2p)).unwrap();
+    assert_eq!(
+        (f.kind, f.severity),
+        (FindingKind::ShmNotOnDataPath, Severity::Info)
+    );
+    assert_eq!(
+        f.evidence,
+        ["3 connection line(s): P2P/CUMEM:67%, NET/IB:33%"]
+    );
+    assert!(f
+        .diagnosis
+        .contains("P2P/CUMEM and NET/IB carried all 3 connection line(s)"));
+    assert!(f
+        .diagnosis
+        .contains("disabling SHM does not change the data path here"));
+    let disabled = format!("h:1:2 [0] NCCL INFO NCCL_SHM_DISABLE set by environment to 1.\n{p2p}");
+    assert_eq!(shm_not_on_data_path_rule(&parse(&disabled)), None);
+    let enabled = format!("h:1:2 [0] NCCL INFO NCCL_SHM_DISABLE set by environment to 0.\n{p2p}");
+    assert!(shm_not_on_data_path_rule(&parse(&enabled)).is_some());
+    let shm = format!("{p2p}h:1:2 [0] NCCL INFO Channel 00 : 1[1] -> 0[0] via SHM/direct/direct\n");
+    assert_eq!(shm_not_on_data_path_rule(&parse(&shm)), None);
+    assert_eq!(shm_not_on_data_path_rule(&parse("")), None);
+}
+
+#[test]
+fn findings_are_ordered_by_severity_then_appearance() {
+    let e = explain(&parse(
+        "a:1:2 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n\
+         a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n\
+         a:1:2 [0] x.cc:1 NCCL WARN Cuda failure 'out of memory'\n\
+         a:1:2 [0] x.cc:1 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-a (size 0)\n",
+    ));
+    assert_eq!(
+        kinds(&e),
+        [
+            (FindingKind::CudaFailure, Severity::Error),
+            (FindingKind::ShmAttachMissing, Severity::Error),
+            (FindingKind::SocketInterfaceAmbiguous, Severity::Info),
+            (FindingKind::ShmNotOnDataPath, Severity::Info)
+        ]
+    );
+}
+
+#[test]
+fn evidence_keeps_three_distinct_lines_cut_to_length() {
+    let mut text = String::new();
+    for i in 0..5 {
+        text.push_str(&format!(
+            "h:1:2 [0] x.cc:1 NCCL WARN Cuda failure 'out of memory'\nh:1:2 [0] x.cc:1 NCCL WARN Cuda failure {i} '{}'\n",
+            "x".repeat(300)
+        ));
+    }
+    let e = explain(&parse(&text));
+    let f = finding(&e, FindingKind::CudaFailure);
+    assert_eq!(f.occurrences, 10);
+    assert_eq!(f.evidence.len(), 3);
+    assert_eq!(f.evidence[0], "line 1: Cuda failure 'out of memory'");
+    assert!(f.evidence[1].starts_with("line 2: Cuda failure 0 'xxx"));
+    assert!(f.evidence[1].ends_with("..."));
+    assert_eq!(f.evidence[1].chars().count(), MAX_EVIDENCE_CHARS + 3);
+    assert!(f.evidence[2].starts_with("line 4: Cuda failure 1 "));
+}

@@ -1,0 +1,107 @@
+//! The host and rank-pair summaries of an [`Explanation`](super::Explanation): which hosts
+//! ran which ranks, GPUs and processes, which interfaces NCCL named, and how many channel
+//! connections each rank pair had over each transport.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{HostSummary, InterfaceSummary, PairSummary, PairTransport};
+use crate::analysis::nccl_log::{Direction, InterfaceLine, NcclLog, TransportKind};
+
+/// Hosts from the process prefixes, the `Init` lines and the connection lines: a connection
+/// line is logged by its sending rank, or by its receiving rank for `[receive]`.
+pub fn host_summaries(log: &NcclLog) -> Vec<HostSummary> {
+    #[derive(Default)]
+    struct Seen {
+        pids: BTreeSet<u32>,
+        ranks: BTreeSet<u32>,
+        devices: BTreeSet<u32>,
+    }
+    let mut hosts: BTreeMap<&str, Seen> = BTreeMap::new();
+    for p in &log.processes {
+        let seen = hosts.entry(p.host.as_str()).or_default();
+        seen.pids.insert(p.pid);
+        seen.devices.extend(&p.devices);
+    }
+    for r in &log.ranks {
+        let seen = hosts.entry(r.host.as_str()).or_default();
+        if r.pid != 0 {
+            seen.pids.insert(r.pid);
+        }
+        seen.ranks.insert(r.rank);
+        seen.devices.extend(r.cuda_dev);
+    }
+    for c in &log.connections {
+        let seen = hosts
+            .entry(c.host.as_deref().unwrap_or_default())
+            .or_default();
+        seen.pids.extend(c.pid);
+        let logger = match c.direction {
+            Some(Direction::Receive) => c.to_rank,
+            _ => c.from_rank,
+        };
+        seen.ranks.insert(logger);
+    }
+    hosts
+        .into_iter()
+        .map(|(host, seen)| HostSummary {
+            host: host.to_string(),
+            pids: seen.pids.into_iter().collect(),
+            ranks: seen.ranks.into_iter().collect(),
+            devices: seen.devices.into_iter().collect(),
+        })
+        .collect()
+}
+
+/// Distinct (source, names), in order of appearance.
+pub(super) fn interface_summaries(lines: &[InterfaceLine]) -> Vec<InterfaceSummary> {
+    let mut out: Vec<InterfaceSummary> = Vec::new();
+    for l in lines {
+        if !out
+            .iter()
+            .any(|s| s.source == l.source && s.names == l.names)
+        {
+            out.push(InterfaceSummary {
+                source: l.source.clone(),
+                names: l.names.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// Channel connections per rank pair and transport, each (channel, connection index)
+/// counted once.
+pub fn pair_summaries(log: &NcclLog) -> Vec<PairSummary> {
+    type Channels = BTreeSet<(u32, Option<u32>)>;
+    type ByLabel<'a> = BTreeMap<&'a str, (TransportKind, Channels)>;
+    let mut pairs: BTreeMap<(u32, u32), ByLabel> = BTreeMap::new();
+    for c in &log.connections {
+        pairs
+            .entry((c.from_rank, c.to_rank))
+            .or_default()
+            .entry(c.transport.label.as_str())
+            .or_insert_with(|| (c.transport.kind, Channels::new()))
+            .1
+            .insert((c.channel, c.conn_index));
+    }
+    pairs
+        .into_iter()
+        .map(|((from_rank, to_rank), labels)| {
+            let mut transports: Vec<PairTransport> = labels
+                .into_iter()
+                .map(|(label, (kind, channels))| PairTransport {
+                    kind,
+                    label: label.to_string(),
+                    connections: channels.len(),
+                })
+                .collect();
+            // Stable over the label order of the map.
+            transports.sort_by_key(|t| std::cmp::Reverse(t.connections));
+            PairSummary {
+                from_rank,
+                to_rank,
+                transports,
+            }
+        })
+        .collect()
+}
