@@ -1,0 +1,139 @@
+//! Tests of what `explain` reads beyond connections: interfaces, environment
+//! settings, processes, and the details of SHM and connect failures.
+
+use super::super::*;
+use super::kinds;
+
+#[test]
+fn interface_lines_of_every_spelling_are_read_without_counting_as_nccl_lines() {
+    let log = parse(
+        "h:1:2 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n\
+         h:1:2 [0] NCCL INFO Bootstrap: Using ib0:10.1.0.1<0>\n\
+         h:1:2 [0] NCCL INFO NET/Socket : Using [0]enp1s0:192.168.1.2<0> [1]enx02:fe80::52b1:b1f3%enx02<0>\n\
+         h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB/SHARP [RO]; OOB eth0:10.0.0.1<0>\n\
+         h:1:2 [0] NCCL INFO NET/IB : No device found.\n\
+         h:1:2 [0] NCCL INFO Failed to open libibverbs.so[.1]\n\
+         h:1:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n\
+         h:1:2 [0] NCCL INFO Using network Socket\n\
+         h:1:2 [0] NCCL INFO Bootstrap timings total 0.001151 (create 0.000048)\n\
+         NET/Socket : Using [0]lo:127.0.0.1<0>\n",
+    );
+    let read: Vec<(&str, Vec<&str>, Option<&str>, usize)> = log
+        .interfaces
+        .iter()
+        .map(|i| {
+            (
+                i.source.as_str(),
+                i.names.iter().map(String::as_str).collect(),
+                i.host.as_deref(),
+                i.line,
+            )
+        })
+        .collect();
+    assert_eq!(
+        read,
+        [
+            ("Bootstrap", vec!["eth0"], Some("h"), 1),
+            ("Bootstrap", vec!["ib0"], Some("h"), 2),
+            ("NET/Socket", vec!["enp1s0", "enx02"], Some("h"), 3),
+            ("NET/IB", vec!["mlx5_0:1", "mlx5_1:1"], Some("h"), 4),
+            ("NET/IB", vec![], Some("h"), 5),
+            ("NET/IB", vec![], Some("h"), 6),
+            ("NET/Socket", vec!["lo"], None, 10),
+        ]
+    );
+    assert_eq!(log.interfaces[4].text, "NET/IB : No device found.");
+    // The untagged interface line is kept but does not make the text an NCCL log.
+    assert_eq!(log.nccl_lines, 9);
+    assert_eq!(
+        parse("NET/Socket : Using [0]lo:127.0.0.1<0>\n").nccl_lines,
+        0
+    );
+}
+
+#[test]
+fn environment_lines_give_distinct_name_value_pairs() {
+    let log = parse(
+        "h:1:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ^docker0,lo\n\
+         h:1:2 [0] NCCL INFO NCCL_SHM_DISABLE set by environment to 1.\n\
+         h:1:3 [1] NCCL INFO NCCL_SHM_DISABLE set by environment to 1.\n\
+         NCCL_IB_HCA set by environment to =mlx5_0:1\n\
+         h:1:2 [0] NCCL INFO my_var set by environment to 3\n",
+    );
+    let env: Vec<(&str, &str)> = log
+        .env
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("NCCL_SOCKET_IFNAME", "^docker0,lo"),
+            ("NCCL_SHM_DISABLE", "1"),
+            ("NCCL_IB_HCA", "=mlx5_0:1"),
+        ]
+    );
+}
+
+#[test]
+fn processes_collect_the_devices_their_prefixes_name() {
+    let log = parse(
+        "[1,0]<stdout>:w0:26:67 [0] NCCL INFO Setting affinity\n\
+         [2025-06-06 09:52:01] w0:26:68 [2] NCCL INFO x\n\
+         [1] w1:30:31 [1] NCCL INFO y\n\
+         w0:26:69 [0] misc/a.cc:1 NCCL WARN z\n\
+         NCCL INFO no prefix\n",
+    );
+    let seen: Vec<(&str, u32, &[u32])> = log
+        .processes
+        .iter()
+        .map(|p| (p.host.as_str(), p.pid, p.devices.as_slice()))
+        .collect();
+    assert_eq!(seen, [("w0", 26, &[0, 2][..]), ("w1", 30, &[1][..])]);
+}
+
+#[test]
+fn shm_failures_name_their_segment_size_and_connect_failures_their_peer() {
+    let failure = |text: &str| Failure {
+        kind: FailureKind::Other,
+        line: 1,
+        text: text.to_string(),
+    };
+    let sizes = [
+        ("Error while creating shared memory segment /dev/shm/nccl-a (size 9637888)", Some(9637888)),
+        ("Error while creating shared memory segment /dev/shm/nccl-a (size 33030528), error: No space left on device (28)", Some(33030528)),
+        ("Error: failed to extend /dev/shm/nccl-a to 9637892 bytes, error: No space left on device (28)", Some(9637892)),
+        ("Error while attaching to shared memory segment /dev/shm/nccl-a (size 0)", None),
+        ("Call to posix_fallocate failed : No space left on device", None),
+        ("Error: failed to extend /dev/shm/nccl-a to many bytes", None),
+    ];
+    for (text, size) in sizes {
+        assert_eq!(failure(text).shm_segment_size(), size, "{text}");
+    }
+    assert_eq!(
+        failure("socketStartConnect: Connect to 10.0.0.2<45763> failed : Software caused connection abort")
+            .connect_target(),
+        Some("10.0.0.2<45763>")
+    );
+    assert_eq!(
+        failure("Connection closed by remote peer").connect_target(),
+        None
+    );
+}
+
+#[test]
+fn shm_failures_are_recognised_untagged_as_pytorch_prints_the_last_error() {
+    let log = parse(
+        "Last error:\n\
+         Error while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)\n\
+         Error while attaching to shared memory segment /dev/shm/nccl-ab (size 0), error: No such file or directory (2)\n",
+    );
+    assert_eq!(
+        kinds(&log),
+        [
+            (FailureKind::ShmEnospc, 2),
+            (FailureKind::ShmAttachEnoent, 3)
+        ]
+    );
+    assert_eq!(log.nccl_lines, 0);
+}
