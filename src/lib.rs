@@ -9,6 +9,7 @@ pub mod export;
 pub mod import;
 pub mod model;
 pub mod ops;
+pub mod plot;
 pub mod progress;
 pub mod stats;
 pub mod sweep;

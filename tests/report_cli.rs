@@ -36,6 +36,17 @@ fn a_host_sweep_writes_a_report_with_the_shm_verdict() {
     assert!(report.contains("| shm-off |"), "{report}");
     assert!(report.contains("| NET/Socket |"), "{report}");
     assert!(report.contains("yes (slower)"), "{report}");
+    // The plots are drawn and embedded.
+    for name in ["busbw-n2", "latency-n2", "relative-n2"] {
+        for ext in ["svg", "png"] {
+            let f = run.join("plots").join(format!("{name}.{ext}"));
+            assert!(f.is_file(), "{} missing", f.display());
+        }
+        assert!(
+            report.contains(&format!("![{name}.svg](plots/{name}.svg)")),
+            "{report}"
+        );
+    }
 
     // On demand, with another baseline: the verdict needs "default", the tables do not.
     std::fs::remove_file(run.join("report.md")).unwrap();

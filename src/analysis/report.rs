@@ -15,7 +15,13 @@ use crate::export::reader::{CaseRow, RunData};
 use crate::units::{format_us, Bytes};
 
 /// Builds the Markdown of a run's report.
-pub fn markdown(run: &RunData, baseline: &str, options: CompareOptions) -> Result<String> {
+/// `plots` are the files drawn for the run (their SVGs are embedded), or why none were.
+pub fn markdown(
+    run: &RunData,
+    baseline: &str,
+    options: CompareOptions,
+    plots: &std::result::Result<Vec<std::path::PathBuf>, String>,
+) -> Result<String> {
     let mut s = String::new();
     let name = run
         .dir
@@ -90,6 +96,23 @@ pub fn markdown(run: &RunData, baseline: &str, options: CompareOptions) -> Resul
     let counts: BTreeSet<u32> = run.cases.iter().map(|c| c.nranks).collect();
     for nranks in counts {
         gpu_count_table(&mut s, run, nranks, baseline, options)?;
+    }
+
+    writeln!(s, "## Plots\n")?;
+    match plots {
+        Ok(files) => {
+            for f in files
+                .iter()
+                .filter(|f| f.extension().is_some_and(|e| e == "svg"))
+            {
+                let name = f
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                writeln!(s, "![{name}](plots/{name})\n")?;
+            }
+        }
+        Err(why) => writeln!(s, "No plots: {why}\n")?,
     }
 
     let failed: Vec<&CaseRow> = run.cases.iter().filter(|c| !c.is_ok()).collect();

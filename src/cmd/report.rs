@@ -27,7 +27,12 @@ pub fn write(run_dir: &Path, baseline: &str, threshold: f64) -> Result<PathBuf> 
         threshold,
         resamples: DEFAULT_RESAMPLES,
     };
-    let text = markdown(&run, baseline, options)?;
+    // Plots are part of the report; one that cannot be drawn is said in the report
+    // rather than losing the tables and the verdict.
+    let plots_dir = run_dir.join(crate::plot::PLOTS);
+    let plots =
+        crate::plot::draw_all(&run, baseline, threshold, &plots_dir).map_err(|e| format!("{e:#}"));
+    let text = markdown(&run, baseline, options, &plots)?;
     let path = run_dir.join(REPORT);
     atomic::write(&path, text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;

@@ -1,0 +1,99 @@
+//! Bus bandwidth against message size, one chart per GPU count (`busbw-n{N}`), one
+//! line per config; cases that did not succeed are red crosses on the size axis.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::common::{self, err};
+use crate::export::reader::RunData;
+
+/// Draws `busbw-n{N}.svg` and `.png` for every GPU count of the run.
+pub fn draw(run: &RunData, out_dir: &Path) -> Result<Vec<PathBuf>> {
+    common::ensure_font()?;
+    let mut written = Vec::new();
+    for nranks in common::gpu_counts(run) {
+        let (svg, png) = common::paths(out_dir, &format!("busbw-n{nranks}"));
+        plot(
+            SVGBackend::new(&svg, common::SIZE).into_drawing_area(),
+            run,
+            nranks,
+        )?;
+        plot(
+            BitMapBackend::new(&png, common::SIZE).into_drawing_area(),
+            run,
+            nranks,
+        )?;
+        written.extend([svg, png]);
+    }
+    Ok(written)
+}
+
+fn plot<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    run: &RunData,
+    nranks: u32,
+) -> Result<()> {
+    let configs = common::configs(run);
+    let y_max = run
+        .cases
+        .iter()
+        .filter(|c| c.nranks == nranks && c.is_ok())
+        .filter_map(|c| c.busbw_gbps)
+        .fold(0.0f64, f64::max);
+    let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+    let area = common::titled(&root, &format!("All-reduce bus bandwidth, {nranks} GPUs"))?;
+    let mut chart = ChartBuilder::on(&area)
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(65)
+        .build_cartesian_2d(common::size_range(run), 0.0..y_max)
+        .map_err(err)?;
+    common::style_mesh(
+        &mut chart,
+        "message size",
+        "bus bandwidth (GB/s)",
+        &common::size_label,
+        &common::number_label,
+        24,
+    )?;
+
+    let mut failed = Vec::new();
+    for (i, config) in configs.iter().enumerate() {
+        let rows = common::rows(run, config, nranks);
+        if rows.is_empty() {
+            continue;
+        }
+        let color = common::color(i);
+        let segments = common::segments(&rows, |c| Some((common::size_x(c.bytes), c.busbw_gbps?)));
+        failed.extend(
+            rows.iter()
+                .filter(|c| !c.is_ok())
+                .map(|c| (common::size_x(c.bytes), 0.0)),
+        );
+        let points: Vec<(f64, f64)> = segments.iter().flatten().copied().collect();
+        chart
+            .draw_series(
+                segments
+                    .into_iter()
+                    .map(|s| PathElement::new(s, color.stroke_width(2))),
+            )
+            .map_err(err)?
+            .label(config.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(
+                points
+                    .into_iter()
+                    .map(|p| Circle::new(p, 3, color.filled())),
+            )
+            .map_err(err)?;
+    }
+    common::failed_markers(&mut chart, failed)?;
+    common::legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+    root.present().map_err(err)
+}

@@ -1,0 +1,211 @@
+//! Each config's median latency relative to the baseline config, per message size,
+//! one chart per GPU count (`relative-n{N}`): the change in percent (positive is
+//! slower) with its 95 % confidence interval as a band, over a grey +-threshold noise
+//! band around 0. The numbers come from the same comparison as `nccl-bench compare`.
+//! Pairs where one side did not succeed are red crosses at the bottom.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::common::{self, err};
+use crate::analysis::compare::{compare_pair, seed, CompareOptions};
+use crate::export::reader::RunData;
+use crate::stats::compare::DEFAULT_RESAMPLES;
+
+/// One config's changes against the baseline: runs of `(x, change %, ci lo %,
+/// ci hi %)`, split where a pair failed so no line bridges a failure.
+struct Relative {
+    config_index: usize,
+    config: String,
+    segments: Vec<Vec<(f64, f64, f64, f64)>>,
+    failed: Vec<f64>,
+}
+
+/// Draws `relative-n{N}.svg` and `.png` for every GPU count at which the baseline
+/// config ran; nothing when the run has no such config.
+pub fn draw(run: &RunData, baseline: &str, threshold: f64, out_dir: &Path) -> Result<Vec<PathBuf>> {
+    common::ensure_font()?;
+    let mut written = Vec::new();
+    for nranks in common::gpu_counts(run) {
+        let series = relatives(run, baseline, threshold, nranks);
+        if series.is_empty() {
+            continue;
+        }
+        let (svg, png) = common::paths(out_dir, &format!("relative-n{nranks}"));
+        let chart = Chart {
+            run,
+            baseline,
+            threshold,
+            nranks,
+            series: &series,
+        };
+        chart.plot(SVGBackend::new(&svg, common::SIZE).into_drawing_area())?;
+        chart.plot(BitMapBackend::new(&png, common::SIZE).into_drawing_area())?;
+        written.extend([svg, png]);
+    }
+    Ok(written)
+}
+
+/// The comparisons of every other config against the baseline at one GPU count;
+/// empty when the baseline did not run there.
+fn relatives(run: &RunData, baseline: &str, threshold: f64, nranks: u32) -> Vec<Relative> {
+    let base_rows = common::rows(run, baseline, nranks);
+    if base_rows.is_empty() {
+        return Vec::new();
+    }
+    let opts = CompareOptions {
+        threshold,
+        resamples: DEFAULT_RESAMPLES,
+    };
+    let mut out = Vec::new();
+    for (config_index, config) in common::configs(run).into_iter().enumerate() {
+        if config == baseline {
+            continue;
+        }
+        let mut rel = Relative {
+            config_index,
+            config: config.clone(),
+            segments: vec![Vec::new()],
+            failed: Vec::new(),
+        };
+        for c in common::rows(run, &config, nranks) {
+            let Some(b) = base_rows
+                .iter()
+                .find(|b| b.bytes == c.bytes && b.dtype == c.dtype && b.op == c.op)
+            else {
+                continue;
+            };
+            let x = common::size_x(c.bytes);
+            if !(b.is_ok() && c.is_ok()) {
+                rel.failed.push(x);
+                rel.segments.push(Vec::new());
+                continue;
+            }
+            let key = (&config, nranks, c.bytes, &c.dtype, &c.op);
+            let (cmp, _) = compare_pair(run, b, run, c, opts, seed(&key));
+            if let Some(cmp) = cmp.filter(|m| m.change.is_finite()) {
+                // An unbounded interval (too few samples) is drawn as the point alone.
+                let (lo, hi) = if cmp.ci.0.is_finite() && cmp.ci.1.is_finite() {
+                    cmp.ci
+                } else {
+                    (cmp.change, cmp.change)
+                };
+                if let Some(segment) = rel.segments.last_mut() {
+                    segment.push((x, cmp.change * 100.0, lo * 100.0, hi * 100.0));
+                }
+            }
+        }
+        rel.segments.retain(|s| !s.is_empty());
+        out.push(rel);
+    }
+    out
+}
+
+struct Chart<'a> {
+    run: &'a RunData,
+    baseline: &'a str,
+    threshold: f64,
+    nranks: u32,
+    series: &'a [Relative],
+}
+
+impl Chart<'_> {
+    fn plot<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<()> {
+        let t = self.threshold.abs() * 100.0;
+        let (lo, hi) = self
+            .series
+            .iter()
+            .flat_map(|s| s.segments.iter().flatten())
+            .fold((-t, t), |(lo, hi), &(_, _, l, h)| (lo.min(l), hi.max(h)));
+        let pad = ((hi - lo) * 0.08).max(1.0);
+        let y_range = (lo - pad)..(hi + pad);
+        let bottom = y_range.start;
+        let x_range = common::size_range(self.run);
+        let area = common::titled(
+            &root,
+            &format!(
+                "Median latency vs '{}' (95 % CI; above 0 is slower), {} GPUs",
+                self.baseline, self.nranks
+            ),
+        )?;
+        let mut chart = ChartBuilder::on(&area)
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(65)
+            .build_cartesian_2d(x_range.clone(), y_range)
+            .map_err(err)?;
+        common::style_mesh(
+            &mut chart,
+            "message size",
+            "change of median latency (%)",
+            &common::size_label,
+            &common::number_label,
+            24,
+        )?;
+
+        let grey = RGBColor(120, 120, 120);
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(x_range.start, -t), (x_range.end, t)],
+                grey.mix(0.15).filled(),
+            )))
+            .map_err(err)?
+            .label(format!("noise band ±{} %", common::number_label(&t)))
+            .legend(move |(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 20, y + 5)], grey.mix(0.3).filled())
+            });
+        chart
+            .draw_series(LineSeries::new(
+                [(x_range.start, 0.0), (x_range.end, 0.0)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(err)?
+            .label(format!("{} (baseline)", self.baseline))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(1)));
+
+        let mut failed = Vec::new();
+        for s in self.series {
+            let color = common::color(s.config_index);
+            failed.extend(s.failed.iter().map(|&x| (x, bottom)));
+            let bands = s.segments.iter().filter(|g| g.len() >= 2).map(|g| {
+                let outline: Vec<(f64, f64)> = g
+                    .iter()
+                    .map(|&(x, _, lo, _)| (x, lo))
+                    .chain(g.iter().rev().map(|&(x, _, _, hi)| (x, hi)))
+                    .collect();
+                Polygon::new(outline, color.mix(0.2).filled())
+            });
+            chart.draw_series(bands).map_err(err)?;
+            let lines: Vec<Vec<(f64, f64)>> = s
+                .segments
+                .iter()
+                .map(|g| g.iter().map(|&(x, c, _, _)| (x, c)).collect())
+                .collect();
+            let points: Vec<(f64, f64)> = lines.iter().flatten().copied().collect();
+            chart
+                .draw_series(
+                    lines
+                        .into_iter()
+                        .map(|g| PathElement::new(g, color.stroke_width(2))),
+                )
+                .map_err(err)?
+                .label(s.config.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 3, color.filled())),
+                )
+                .map_err(err)?;
+        }
+        common::failed_markers(&mut chart, failed)?;
+        common::legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        root.present().map_err(err)
+    }
+}
