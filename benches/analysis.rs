@@ -1,6 +1,7 @@
 //! How long the commands that read finished runs take on a large synthetic run:
 //! 10,000 cases (10 configs x 4 rank counts x 250 sizes), each with a histogram of
-//! 2,000 iterations, compared with itself and with a copy 3 % slower.
+//! 2,000 iterations: compare with itself and with a copy 3 % slower, and report
+//! (tables, verdict and every plot).
 //!
 //! Run with `cargo bench --bench analysis`.
 
@@ -47,7 +48,11 @@ fn write_run(dir: &Path, scale: f64) -> usize {
                 }
                 let sum = rec.summary();
                 let bw = Bandwidth::allreduce(bytes, nranks, sum.mean_us);
-                let config = format!("config{c}");
+                let config = match c {
+                    0 => "default".to_string(),
+                    1 => "shm-off".to_string(),
+                    _ => format!("config{c}"),
+                };
                 let tag = format!("{config}/n{nranks}/{bytes}/float/sum");
                 let cells = RowCells {
                     config,
@@ -118,5 +123,15 @@ fn main() {
     println!(
         "compare, run vs 3 % slower:   {:6.2} s for {n} cases (exit {code_slower})",
         slower.as_secs_f64()
+    );
+    let start = Instant::now();
+    let o = Command::new(exe()).arg("report").arg(&a).output().unwrap();
+    let plots = std::fs::read_dir(a.join("plots"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    println!(
+        "report (tables, verdict, {plots} plot files): {:6.2} s for {n} cases (exit {:?})",
+        start.elapsed().as_secs_f64(),
+        o.status.code()
     );
 }

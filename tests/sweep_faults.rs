@@ -207,6 +207,13 @@ fn a_full_shm_dir_fails_with_enospc_and_leaves_nothing() {
         );
     }
     assert_eq!(rows[2]["transports"], "NET/Socket");
+    // The report reads this as a /dev/shm problem, not as a reason to disable SHM.
+    let report = std::fs::read_to_string(run_dir(out.path()).join("report.md")).unwrap();
+    assert!(
+        report.contains("**Fix /dev/shm, do not disable SHM.**"),
+        "{report}"
+    );
+    assert!(report.contains("It needs at least 8.01 MiB"), "{report}");
 }
 
 fn wait_for_rows(run_parent: &Path, n: usize, limit: Duration) -> bool {

@@ -21,6 +21,12 @@ pub enum Verdict {
     ShmFails {
         error: String,
         shm_total_bytes: Option<u64>,
+        /// At least this much /dev/shm: one segment (its size from the error) per rank
+        /// of the failed case; NCCL needs one per channel and SHM peer, so more.
+        need_at_least: Option<u64>,
+        /// What the SHM-disabled config measured instead: (bytes, busbw GB/s) at its
+        /// largest ok size.
+        disabled_busbw: Option<(u64, f64)>,
     },
     /// The baseline never used SHM: disabling it does not change the data path.
     NotOnDataPath {
@@ -87,6 +93,12 @@ pub fn transports_used(rows: &[&CaseRow]) -> Vec<String> {
     set.into_iter().collect()
 }
 
+/// The segment size an SHM error names: `... (size 9637888) ...`.
+fn segment_size(error: &str) -> Option<u64> {
+    let rest = &error[error.find("(size ")? + 6..];
+    rest[..rest.find(')')?].trim().parse().ok()
+}
+
 fn is_shm_error(error: &str) -> bool {
     let e = error.to_ascii_lowercase();
     e.contains("shared memory segment")
@@ -110,9 +122,16 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
         .iter()
         .find(|r| !r.is_ok() && is_shm_error(&r.error))
     {
+        let disabled_busbw = rows_of(run, &off)
+            .into_iter()
+            .filter(|r| r.is_ok() && r.nranks == failed.nranks)
+            .filter_map(|r| r.busbw_gbps.map(|b| (r.bytes, b)))
+            .max_by_key(|(bytes, _)| *bytes);
         return Verdict::ShmFails {
             error: failed.error.clone(),
             shm_total_bytes: run.manifest.host.shm_total_bytes,
+            need_at_least: segment_size(&failed.error).map(|size| size * failed.nranks as u64),
+            disabled_busbw,
         };
     }
     let report = match compare(
@@ -221,12 +240,26 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
     };
     match v {
         Verdict::CannotTell { why } => format!("**Cannot tell**: {why}."),
-        Verdict::ShmFails { error, shm_total_bytes } => format!(
-            "**Fix /dev/shm, do not disable SHM.** The `{baseline}` config failed creating NCCL's shared-memory segments: `{error}`. \
-             /dev/shm is {} here. Give the container more (`docker run --shm-size=8g ...`, or `--ipc=host`; on Kubernetes an \
-             `emptyDir` with `medium: Memory` mounted at /dev/shm). Disabling SHM only moves this traffic to the network path.",
-            shm_total_bytes.map(|b| crate::units::Bytes(b).to_string()).unwrap_or_else(|| "of unknown size".into())
-        ),
+        Verdict::ShmFails { error, shm_total_bytes, need_at_least, disabled_busbw } => {
+            let need = need_at_least
+                .map(|n| {
+                    let gib = (2 * n).div_ceil(1 << 30).max(1);
+                    format!(
+                        " It needs at least {} (one segment per rank; one per channel and SHM peer with NCCL, so more): give it `--shm-size={gib}g` or more.",
+                        crate::units::Bytes(n)
+                    )
+                })
+                .unwrap_or_default();
+            let instead = disabled_busbw
+                .map(|(bytes, bw)| format!(" With SHM disabled instead, the largest size ({}) ran at {bw:.2} GB/s busbw over the network path.", crate::units::Bytes(bytes)))
+                .unwrap_or_default();
+            format!(
+                "**Fix /dev/shm, do not disable SHM.** The `{baseline}` config failed creating NCCL's shared-memory segments: `{error}`. \
+                 /dev/shm is {} here.{need} Options: `docker run --shm-size=...`, or `--ipc=host`; on Kubernetes an \
+                 `emptyDir` with `medium: Memory` mounted at /dev/shm. Disabling SHM only moves this traffic to the network path.{instead}",
+                shm_total_bytes.map(|b| crate::units::Bytes(b).to_string()).unwrap_or_else(|| "of unknown size".into())
+            )
+        }
         Verdict::NotOnDataPath { carried_by, difference } => format!(
             "**Disabling SHM does not change the data path here.** `{baseline}` never used SHM: its traffic went over {}. \
              Measured: {}.",

@@ -123,8 +123,13 @@ fn an_enospc_failure_in_the_baseline_says_fix_dev_shm() {
         vec![failed, ok("shm-off", 1024, "NET/Socket", 1.0)],
     );
     let v = decide(&r, "default", OPTIONS);
-    assert!(matches!(v, Verdict::ShmFails { .. }), "{v:?}");
+    match &v {
+        Verdict::ShmFails { need_at_least, .. } => assert_eq!(*need_at_least, Some(2 * 4_198_400)),
+        other => panic!("{other:?}"),
+    }
     let words = explain(&v, "default");
+    assert!(words.contains("It needs at least 8.01 MiB"), "{words}");
+    assert!(words.contains("--shm-size=1g"), "{words}");
     assert!(
         words.contains("Fix /dev/shm")
             && words.contains("--shm-size")
