@@ -15,18 +15,11 @@ pub fn draw(run: &RunData, out_dir: &Path) -> Result<Vec<PathBuf>> {
     common::ensure_font()?;
     let mut written = Vec::new();
     for nranks in common::gpu_counts(run) {
-        let (svg, png) = common::paths(out_dir, &format!("busbw-n{nranks}"));
-        plot(
-            SVGBackend::new(&svg, common::SIZE).into_drawing_area(),
-            run,
-            nranks,
-        )?;
-        plot(
-            BitMapBackend::new(&png, common::SIZE).into_drawing_area(),
-            run,
-            nranks,
-        )?;
-        written.extend([svg, png]);
+        written.extend(common::svg_and_png!(
+            out_dir,
+            format!("busbw-n{nranks}"),
+            |area| plot(area, run, nranks)
+        ));
     }
     Ok(written)
 }
@@ -73,25 +66,7 @@ fn plot<DB: DrawingBackend>(
                 .filter(|c| !c.is_ok())
                 .map(|c| (common::size_x(c.bytes), 0.0)),
         );
-        let points: Vec<(f64, f64)> = segments.iter().flatten().copied().collect();
-        chart
-            .draw_series(
-                segments
-                    .into_iter()
-                    .map(|s| PathElement::new(s, color.stroke_width(2))),
-            )
-            .map_err(err)?
-            .label(config.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(
-                points
-                    .into_iter()
-                    .map(|p| Circle::new(p, 3, color.filled())),
-            )
-            .map_err(err)?;
+        common::config_line(&mut chart, segments, color, config)?;
     }
     common::failed_markers(&mut chart, failed)?;
     common::legend(&mut chart, SeriesLabelPosition::UpperLeft)?;

@@ -263,3 +263,57 @@ where
         .legend(|(x, y)| Cross::new((x + 10, y), 6, FAILED.stroke_width(3)));
     Ok(())
 }
+
+/// One config's line (broken where its cases failed), a dot per point, and its
+/// legend entry.
+pub fn config_line<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    segments: Vec<Vec<CT::From>>,
+    color: RGBColor,
+    label: &str,
+) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+    CT::From: Clone + 'static,
+{
+    let points: Vec<CT::From> = segments.iter().flatten().cloned().collect();
+    chart
+        .draw_series(
+            segments
+                .into_iter()
+                .map(|s| PathElement::new(s, color.stroke_width(2))),
+        )
+        .map_err(err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    chart
+        .draw_series(
+            points
+                .into_iter()
+                .map(|p| Circle::new(p, 3, color.filled())),
+        )
+        .map_err(err)?;
+    Ok(())
+}
+
+/// Draws one chart to `<stem>.svg` and `<stem>.png` and yields both paths: `$body`
+/// runs once with `$area` a drawing area of each backend (a closure cannot be
+/// generic over the backend, hence a macro).
+macro_rules! svg_and_png {
+    ($out_dir:expr, $stem:expr, |$area:ident| $body:expr) => {{
+        let (svg, png) = $crate::plot::common::paths($out_dir, &$stem);
+        {
+            let $area = plotters::prelude::SVGBackend::new(&svg, $crate::plot::common::SIZE)
+                .into_drawing_area();
+            $body?;
+        }
+        {
+            let $area = plotters::prelude::BitMapBackend::new(&png, $crate::plot::common::SIZE)
+                .into_drawing_area();
+            $body?;
+        }
+        [svg, png]
+    }};
+}
+pub(crate) use svg_and_png;

@@ -34,7 +34,6 @@ pub fn draw(run: &RunData, baseline: &str, threshold: f64, out_dir: &Path) -> Re
         if series.is_empty() {
             continue;
         }
-        let (svg, png) = common::paths(out_dir, &format!("relative-n{nranks}"));
         let chart = Chart {
             run,
             baseline,
@@ -42,9 +41,11 @@ pub fn draw(run: &RunData, baseline: &str, threshold: f64, out_dir: &Path) -> Re
             nranks,
             series: &series,
         };
-        chart.plot(SVGBackend::new(&svg, common::SIZE).into_drawing_area())?;
-        chart.plot(BitMapBackend::new(&png, common::SIZE).into_drawing_area())?;
-        written.extend([svg, png]);
+        written.extend(common::svg_and_png!(
+            out_dir,
+            format!("relative-n{nranks}"),
+            |area| chart.plot(area)
+        ));
     }
     Ok(written)
 }
@@ -184,25 +185,7 @@ impl Chart<'_> {
                 .iter()
                 .map(|g| g.iter().map(|&(x, c, _, _)| (x, c)).collect())
                 .collect();
-            let points: Vec<(f64, f64)> = lines.iter().flatten().copied().collect();
-            chart
-                .draw_series(
-                    lines
-                        .into_iter()
-                        .map(|g| PathElement::new(g, color.stroke_width(2))),
-                )
-                .map_err(err)?
-                .label(s.config.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(
-                    points
-                        .into_iter()
-                        .map(|p| Circle::new(p, 3, color.filled())),
-                )
-                .map_err(err)?;
+            common::config_line(&mut chart, lines, color, &s.config)?;
         }
         common::failed_markers(&mut chart, failed)?;
         common::legend(&mut chart, SeriesLabelPosition::UpperLeft)?;

@@ -22,18 +22,7 @@ pub fn draw(run: &RunData, out_dir: &Path) -> Result<Vec<PathBuf>> {
     if counts.len() < 2 {
         return Ok(Vec::new());
     }
-    let (svg, png) = common::paths(out_dir, "scaling");
-    plot(
-        SVGBackend::new(&svg, common::SIZE).into_drawing_area(),
-        run,
-        &counts,
-    )?;
-    plot(
-        BitMapBackend::new(&png, common::SIZE).into_drawing_area(),
-        run,
-        &counts,
-    )?;
-    Ok(vec![svg, png])
+    Ok(common::svg_and_png!(out_dir, "scaling", |area| plot(area, run, &counts)).to_vec())
 }
 
 /// The largest size and the size nearest to 64 KiB (on a log scale), in that order,
