@@ -62,6 +62,17 @@ pub enum CliBackend {
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
+    /// GPUs (ranks) per case: N sweeps 2, 4, 8, ... up to N; a list like 2,4,8 is used as given
+    #[arg(short = 'g', long = "gpus", value_name = "N|LIST", default_value = "2")]
+    pub gpus: String,
+
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+}
+
+/// What `sweep` and `run` share: sizes, iterations, configs, backend, output.
+#[derive(Debug, Args)]
+pub struct MeasureArgs {
     /// Smallest message size (K, M, G are powers of 1024)
     #[arg(short = 'b', long = "minbytes", value_name = "SIZE", default_value = "8", value_parser = Bytes::parse)]
     pub minbytes: Bytes,
@@ -110,10 +121,6 @@ pub struct SweepArgs {
     /// Reduction: sum, prod, min, max, avg
     #[arg(short = 'o', long = "op", value_name = "OP", default_value = "sum")]
     pub op: ReduceOp,
-
-    /// GPUs (ranks) per case: N sweeps 2, 4, 8, ... up to N; a list like 2,4,8 is used as given
-    #[arg(short = 'g', long = "gpus", value_name = "N|LIST", default_value = "2")]
-    pub gpus: String,
 
     /// Transport configurations from a TOML file (repeatable); all of its entries
     /// unless --transports picks some

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::cli::{CliBackend, SweepArgs};
+use crate::cli::{CliBackend, MeasureArgs, SweepArgs};
 use crate::ops::{DataType, ReduceOp};
 pub use sizes::Step;
 pub use transport::TransportConfig;
@@ -76,6 +76,12 @@ pub struct SweepSettings {
 
 impl SweepSettings {
     pub fn from_args(args: &SweepArgs) -> Result<SweepSettings> {
+        let gpu_counts = sizes::gpu_counts(&args.gpus).map_err(anyhow::Error::msg)?;
+        SweepSettings::from_measure(&args.measure, gpu_counts)
+    }
+
+    /// Settings for the given rank counts (`run` takes its one count from the launcher).
+    pub fn from_measure(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<SweepSettings> {
         let step = match (args.stepbytes, args.stepfactor) {
             (Some(b), _) => Step::Bytes(b.0),
             (None, f) => Step::Factor(f.unwrap_or(2)),
@@ -87,7 +93,6 @@ impl SweepSettings {
             args.datatype.size(),
             args.datatype.name(),
         )?;
-        let gpu_counts = sizes::gpu_counts(&args.gpus).map_err(anyhow::Error::msg)?;
         let (configs, warnings) = select_configs(&args.config, &args.transports)?;
         if let Some(label) = &args.label {
             transport::check_name(label)

@@ -4,6 +4,7 @@
 
 pub mod failure;
 pub mod fault;
+pub mod group;
 pub mod merge;
 pub mod observer;
 pub mod orchestrator;

@@ -12,7 +12,6 @@
 //! every finished case is already on disk.
 
 use std::path::{Path, PathBuf};
-use std::process::Command as ProcessCommand;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
@@ -21,10 +20,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::failure::{Failure, Tails};
+use super::group::{remove_segments, Launch, RankGroup, WorkerSpec};
 use super::merge::{fold_max, merge_transports};
 use super::observer::SweepObserver;
 use super::plan::{Group, Plan};
-use super::process::{describe_exit, Incoming, ProcessGroup};
+use super::process::Incoming;
 use super::protocol::{Command, Event};
 use crate::config::{IterationPolicy, SweepSettings};
 use crate::export::RunWriter;
@@ -36,8 +36,8 @@ use crate::units::Bytes;
 /// Everything a sweep needs from its caller.
 pub struct Orchestrator<'a> {
     pub settings: &'a SweepSettings,
-    /// The executable to run as `worker` (this binary).
-    pub worker_exe: PathBuf,
+    /// Starts the worker processes of each group.
+    pub launch: &'a mut dyn Launch,
     /// `host` or `nccl`, as the worker's `--backend` and the CSV's `backend`.
     pub backend: String,
     /// The libnccl every NCCL worker loads (one library for the whole sweep).
@@ -164,50 +164,56 @@ impl Orchestrator<'_> {
         }
     }
 
-    fn worker_command(
-        &self,
-        group: &Group,
-        rank: u32,
-        prefix: &str,
-        log_stem: &str,
-    ) -> ProcessCommand {
+    fn worker_spec(&self, group: &Group, rank: u32, prefix: &str, log_stem: &str) -> WorkerSpec {
         let s = self.settings;
-        let mut cmd = ProcessCommand::new(&self.worker_exe);
-        cmd.arg("worker")
-            .args(["--backend", &self.backend])
-            .args(["--rank", &rank.to_string()])
-            .args(["--nranks", &group.nranks.to_string()])
-            .args(["--max-bytes", &s.max_bytes().to_string()])
-            .args(["--datatype", s.dtype.name()])
-            .args(["--op", s.op.name()])
-            .arg("--shm-dir")
-            .arg(&s.shm_dir)
-            .args(["--segment-prefix", prefix])
-            .args(["--init-timeout", &s.timeout.as_secs_f64().to_string()]);
+        let mut args: Vec<String> = vec!["worker".into()];
+        let mut push = |flag: &str, value: String| {
+            args.push(flag.to_string());
+            args.push(value);
+        };
+        push("--backend", self.backend.clone());
+        push("--rank", rank.to_string());
+        push("--nranks", group.nranks.to_string());
+        push("--max-bytes", s.max_bytes().to_string());
+        push("--datatype", s.dtype.name().to_string());
+        push("--op", s.op.name().to_string());
+        push("--shm-dir", s.shm_dir.to_string_lossy().into_owned());
+        push("--segment-prefix", prefix.to_string());
+        push("--init-timeout", s.timeout.as_secs_f64().to_string());
         let own = self
             .nccl_lib_per_config
             .iter()
             .find(|(name, _)| name == &group.config.name)
             .map(|(_, p)| p);
-        if let Some(lib) = own.or(self.nccl_lib.as_ref()) {
-            // One process per GPU: rank r drives device r of those visible.
-            cmd.arg("--nccl-lib")
-                .arg(lib)
-                .args(["--device", &rank.to_string()]);
+        let nccl_lib = own.or(self.nccl_lib.as_ref());
+        let mut env = std::collections::BTreeMap::new();
+        if nccl_lib.is_some() {
+            // One process per GPU: the launcher says which of the visible devices.
+            push("--device", self.launch.device(rank).to_string());
             // NCCL's own log per process, read back for the transports it used.
             let file = self
                 .writer
                 .dir()
                 .logs()
                 .join(format!("{log_stem}.nccl.%h.%p.log"));
-            cmd.env("NCCL_DEBUG", "INFO")
-                .env("NCCL_DEBUG_SUBSYS", "INIT,ENV")
-                .env("NCCL_DEBUG_FILE", file);
+            env.insert("NCCL_DEBUG".into(), "INFO".into());
+            env.insert("NCCL_DEBUG_SUBSYS".into(), "INIT,ENV".into());
+            env.insert(
+                "NCCL_DEBUG_FILE".into(),
+                file.to_string_lossy().into_owned(),
+            );
         }
         // The config's variables replace inherited ones of the same name (and ours:
         // a config may ask for its own NCCL_DEBUG_SUBSYS).
-        cmd.envs(&group.config.env);
-        cmd
+        env.extend(group.config.env.clone());
+        WorkerSpec {
+            rank,
+            args,
+            env,
+            nccl_lib: nccl_lib.map(|p| p.to_string_lossy().into_owned()),
+            shm_dir: s.shm_dir.to_string_lossy().into_owned(),
+            segment_prefix: prefix.to_string(),
+        }
     }
 
     /// What NCCL's logs of this group say so far: the transports cell and the first
@@ -259,18 +265,18 @@ impl Orchestrator<'_> {
                     .join(format!("{log_stem}.rank{r}.log"))
             })
             .collect();
-        let commands = (0..group.nranks)
-            .map(|r| self.worker_command(group, r, &prefix, &log_stem))
+        let specs = (0..group.nranks)
+            .map(|r| self.worker_spec(group, r, &prefix, &log_stem))
             .collect();
-        let mut processes = ProcessGroup::spawn(commands, logs)?;
+        let mut processes = self.launch.start(specs, logs)?;
         let mut tails = Tails::new(group.nranks);
-        let outcome = self.drive(&mut processes, &mut tails, group, sizes, &log_stem);
+        let outcome = self.drive(processes.as_mut(), &mut tails, group, sizes, &log_stem);
         match &outcome {
             Ok(()) => processes.finish(Duration::from_secs(2)),
             Err(_) => processes.kill(),
         }
         // Lines still queued (the readers are joined now) are part of the evidence.
-        while let Ok(message) = processes.incoming.try_recv() {
+        for message in processes.drain() {
             if let Incoming::Text(rank, line) = message {
                 tails.push(rank, line);
             }
@@ -291,7 +297,7 @@ impl Orchestrator<'_> {
 
     fn drive(
         &mut self,
-        processes: &mut ProcessGroup,
+        processes: &mut dyn RankGroup,
         tails: &mut Tails,
         group: &Group,
         sizes: &[u64],
@@ -443,7 +449,7 @@ impl Orchestrator<'_> {
 
     fn broadcast(
         &self,
-        processes: &mut ProcessGroup,
+        processes: &mut dyn RankGroup,
         command: &Command,
         phase: &str,
     ) -> Result<(), Failure> {
@@ -452,10 +458,9 @@ impl Orchestrator<'_> {
             .map_err(|rank| self.dead(processes, rank, phase))
     }
 
-    fn dead(&self, processes: &mut ProcessGroup, rank: u32, phase: &str) -> Failure {
+    fn dead(&self, processes: &mut dyn RankGroup, rank: u32, phase: &str) -> Failure {
         let how = processes
-            .exit_status(rank, Duration::from_secs(1))
-            .map(describe_exit)
+            .exit_description(rank, Duration::from_secs(1))
             .unwrap_or_else(|| "stopped reading its commands".to_string());
         Failure::Died {
             rank,
@@ -468,7 +473,7 @@ impl Orchestrator<'_> {
     /// event, a dead rank, the deadline or an interrupt.
     fn wait_for<T>(
         &self,
-        processes: &mut ProcessGroup,
+        processes: &mut dyn RankGroup,
         tails: &mut Tails,
         ranks: &[u32],
         deadline: Instant,
@@ -494,7 +499,7 @@ impl Orchestrator<'_> {
                 });
             }
             let wait = (deadline - now).min(Duration::from_millis(100));
-            match processes.incoming.recv_timeout(wait) {
+            match processes.recv_timeout(wait) {
                 Ok(Incoming::Event(rank, Event::Error { message })) => {
                     return Err(Failure::Error { rank, message })
                 }
@@ -545,17 +550,5 @@ impl Orchestrator<'_> {
         };
         let offset = self.run_start.elapsed();
         self.record(&result, None, offset)
-    }
-}
-
-/// Removes the shared-memory segments a killed group may have left.
-fn remove_segments(dir: &Path, prefix: &str) {
-    let start = format!("{prefix}-");
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&start) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
     }
 }

@@ -10,12 +10,13 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use super::group::RankGroup;
 use super::protocol::{self, Event};
 
 /// What the reader threads pass to the orchestrator.
@@ -201,6 +202,36 @@ impl ProcessGroup {
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+impl RankGroup for ProcessGroup {
+    fn recv_timeout(&mut self, wait: Duration) -> Result<Incoming, RecvTimeoutError> {
+        self.incoming.recv_timeout(wait)
+    }
+
+    fn send(&mut self, rank: u32, command: &protocol::Command) -> io::Result<()> {
+        ProcessGroup::send(self, rank, command)
+    }
+
+    fn nranks(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+
+    fn exit_description(&mut self, rank: u32, grace: Duration) -> Option<String> {
+        self.exit_status(rank, grace).map(describe_exit)
+    }
+
+    fn finish(&mut self, grace: Duration) {
+        ProcessGroup::finish(self, grace)
+    }
+
+    fn kill(&mut self) {
+        ProcessGroup::kill(self)
+    }
+
+    fn drain(&mut self) -> Vec<Incoming> {
+        self.incoming.try_iter().collect()
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
 
+use super::group::LocalLaunch;
 use super::orchestrator::Orchestrator;
 use super::plan::Plan;
 use crate::backend::detect::GpuPresence;
@@ -87,9 +88,10 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     for w in &warnings {
         observer.warning(w);
     }
+    let mut launch = LocalLaunch { exe };
     let orchestrator = Orchestrator {
         settings,
-        worker_exe: exe,
+        launch: &mut launch,
         backend: backend.name.to_string(),
         nccl_lib: backend.nccl.as_ref().map(|n| n.path.clone()),
         nccl_lib_per_config: backend

@@ -1,0 +1,122 @@
+//! How the orchestrator reaches the ranks of a case group, whoever started them:
+//! `sweep` spawns them as child processes of its own (`LocalLaunch`), `run` asks the
+//! `nccl-bench run` process of each rank, possibly on another node, to spawn its
+//! worker (`cluster::remote`). Both speak the worker protocol and report the same
+//! `Incoming` messages, so the measurement loop and its failure handling are one.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command as ProcessCommand;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::process::{Incoming, ProcessGroup};
+use super::protocol::Command;
+
+/// One worker process to start: its arguments after the executable, the environment
+/// it adds, and what belongs to it on its node (its libnccl, its segments).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    pub rank: u32,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// The libnccl it loads (`--nccl-lib`); a remote node substitutes its own.
+    pub nccl_lib: Option<String>,
+    /// Directory and name prefix of the shared-memory segments it may leave behind.
+    pub shm_dir: String,
+    pub segment_prefix: String,
+}
+
+impl WorkerSpec {
+    /// The command that runs this worker with `exe` and `nccl_lib`.
+    pub fn command(&self, exe: &Path, nccl_lib: Option<&Path>) -> ProcessCommand {
+        let mut cmd = ProcessCommand::new(exe);
+        cmd.args(&self.args);
+        if let Some(lib) = nccl_lib {
+            cmd.arg("--nccl-lib").arg(lib);
+        }
+        cmd.envs(&self.env);
+        cmd
+    }
+}
+
+/// The running ranks of one case group.
+pub trait RankGroup {
+    /// The next message from any rank.
+    fn recv_timeout(&mut self, wait: Duration) -> Result<Incoming, RecvTimeoutError>;
+
+    /// Sends a command to one rank.
+    fn send(&mut self, rank: u32, command: &Command) -> io::Result<()>;
+
+    fn nranks(&self) -> u32;
+
+    /// Sends a command to every rank; the first rank that cannot take it is returned.
+    fn broadcast(&mut self, command: &Command) -> Result<(), u32> {
+        for rank in 0..self.nranks() {
+            self.send(rank, command).map_err(|_| rank)?;
+        }
+        Ok(())
+    }
+
+    /// How a rank that stopped talking ended, waiting up to `grace` to learn it.
+    fn exit_description(&mut self, rank: u32, grace: Duration) -> Option<String>;
+
+    /// Lets every rank exit by itself within `grace`, then kills the rest.
+    fn finish(&mut self, grace: Duration);
+
+    /// Kills every rank and waits until they are gone.
+    fn kill(&mut self);
+
+    /// Messages that arrived after the group ended (for the failure's evidence).
+    fn drain(&mut self) -> Vec<Incoming> {
+        let mut out = Vec::new();
+        while let Ok(m) = self.recv_timeout(Duration::ZERO) {
+            out.push(m);
+        }
+        out
+    }
+}
+
+/// Starts the ranks of a case group.
+pub trait Launch {
+    /// Starts one worker per spec; rank `r`'s free text goes to `logs[r]`.
+    fn start(&mut self, specs: Vec<WorkerSpec>, logs: Vec<PathBuf>) -> Result<Box<dyn RankGroup>>;
+
+    /// The CUDA device (among those visible to it) that rank `rank` drives.
+    fn device(&self, rank: u32) -> usize;
+}
+
+/// `sweep`: every rank is a child process of this one, rank `r` on device `r`.
+pub struct LocalLaunch {
+    pub exe: PathBuf,
+}
+
+impl Launch for LocalLaunch {
+    fn start(&mut self, specs: Vec<WorkerSpec>, logs: Vec<PathBuf>) -> Result<Box<dyn RankGroup>> {
+        let commands = specs
+            .iter()
+            .map(|s| s.command(&self.exe, s.nccl_lib.as_deref().map(Path::new)))
+            .collect();
+        Ok(Box::new(ProcessGroup::spawn(commands, logs)?))
+    }
+
+    fn device(&self, rank: u32) -> usize {
+        rank as usize
+    }
+}
+
+/// Removes the shared-memory segments a killed group may have left.
+pub fn remove_segments(dir: &Path, prefix: &str) {
+    let start = format!("{prefix}-");
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&start) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
