@@ -37,6 +37,8 @@ pub struct Cli {
 pub enum Command {
     /// Run all-reduce over sizes x GPU counts x transport configurations
     Sweep(SweepArgs),
+    /// One rank of a multi-node run under srun, mpirun or torchrun (rank 0 writes the run directory)
+    Run(RunArgs),
     /// Compare two run directories (or two configs of one run); exit 1 on a regression
     Compare(CompareArgs),
     /// Turn nccl-tests all_reduce_perf output (text or -J JSON) into a run directory
@@ -177,6 +179,44 @@ pub struct MeasureArgs {
     /// Say how the backend and libnccl were chosen (every place tried)
     #[arg(short = 'v', long)]
     pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The rank layout comes from the launcher: Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_NODELIST), Open MPI (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK), MPICH (PMI_RANK/PMI_SIZE) or torchrun-style (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT); --rank, --world-size and --local-rank override it. One transport config per launch: NCCL reads its environment once per process.\n\n\
+Exit status (every rank): 0 all cases ok, 1 a case failed, 2 error (a rank missing at the rendezvous, bad input), 130 interrupted.\n\n\
+Examples:\n  \
+srun -N 2 --ntasks-per-node 8 --gpus-per-task 1 nccl-bench run --transports default -b 8 -e 1G\n  \
+mpirun -np 16 -x MASTER_ADDR=node01 -x MASTER_PORT=29517 nccl-bench run --transports shm-off --run-dir results/nightly"
+)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Where rank 0 listens: HOST:PORT, or file:PATH on a file system every node sees
+    /// [default: MASTER_ADDR:MASTER_PORT, else the first node of the Slurm job]
+    #[arg(long, value_name = "HOST:PORT|file:PATH")]
+    pub rendezvous: Option<String>,
+
+    /// How long the ranks wait for each other at start-up
+    #[arg(long = "rendezvous-timeout", value_name = "DURATION", default_value = "120s", value_parser = units::parse_duration)]
+    pub rendezvous_timeout: Duration,
+
+    /// Append this config's cases to an existing run directory (a loop over configs builds one sweep)
+    #[arg(long = "run-dir", value_name = "DIR", conflicts_with = "label")]
+    pub run_dir: Option<PathBuf>,
+
+    /// This process's rank (overrides the launcher)
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
+
+    /// Number of ranks (overrides the launcher)
+    #[arg(long = "world-size", value_name = "N")]
+    pub world_size: Option<u32>,
+
+    /// Rank among those on this node; picks the GPU (overrides the launcher)
+    #[arg(long = "local-rank", value_name = "N")]
+    pub local_rank: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -3,6 +3,7 @@
 pub mod analysis;
 pub mod backend;
 pub mod cli;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod export;

@@ -16,6 +16,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let settings = SweepSettings::from_args(&args)?;
             session::run(&settings, std::env::args().collect())
         }
+        Command::Run(args) => nccl_bench::cluster::run::run(&args, std::env::args().collect()),
         Command::Compare(args) => nccl_bench::cmd::compare::run(&args),
         Command::Import(args) => nccl_bench::cmd::import::run(&args),
         Command::Report(args) => nccl_bench::cmd::report::run(&args),

@@ -170,6 +170,32 @@ pub struct RunManifest {
     pub timeout_s: f64,
     pub cases: CaseCounts,
     pub warnings: Vec<String>,
+    /// The ranks of a `run` under a cluster launcher (absent for `sweep`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterInfo>,
+}
+
+/// Who took part in a `run`: the launcher, the rendezvous and every rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterInfo {
+    pub launcher: String,
+    pub rendezvous: String,
+    pub world_size: u32,
+    /// Distinct hosts, in the order of their first rank.
+    pub hosts: Vec<String>,
+    pub ranks: Vec<RankInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankInfo {
+    pub rank: u32,
+    pub host: String,
+    pub local_rank: u32,
+    pub device: usize,
+    pub pid: u32,
+    /// The libnccl version this rank loaded (NCCL backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nccl_version: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -58,6 +58,7 @@ fn write_run(parent: &Path, name: &str, specs: &[Spec]) -> std::path::PathBuf {
         timeout_s: 60.0,
         cases: CaseCounts::default(),
         warnings: vec![],
+        cluster: None,
     };
     writer.write_manifest(&manifest).unwrap();
     for (i, (config, bytes, scale)) in specs.iter().enumerate() {

@@ -129,6 +129,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
         timeout_s: 0.0,
         cases: counts.clone(),
         warnings: vec![],
+        cluster: None,
     };
     writer.write_manifest(&manifest)?;
     println!(

@@ -44,6 +44,21 @@ pub fn line(h: &Histogram<u64>, tag: &str, start: Duration, length: Duration) ->
     Ok(buf)
 }
 
+/// The start time a log's header states (its intervals are offsets from it).
+pub fn start_time(path: &Path) -> Result<Option<SystemTime>> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    for entry in IntervalLogIterator::new(&bytes) {
+        match entry {
+            Ok(LogEntry::StartTime(since_epoch)) => {
+                return Ok(Some(SystemTime::UNIX_EPOCH + since_epoch))
+            }
+            Ok(_) => {}
+            Err(e) => anyhow::bail!("{}: malformed histogram log: {e:?}", path.display()),
+        }
+    }
+    Ok(None)
+}
+
 /// Reads every tagged histogram of a log file, in file order.
 pub fn read(path: &Path) -> Result<Vec<(String, Histogram<u64>)>> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -117,6 +132,17 @@ mod tests {
         assert_eq!(back[0].0, "default/n2/1024/float/sum");
         assert_eq!(back[0].1, a);
         assert_eq!(back[1].1.value_at_quantile(0.5), 7);
+    }
+
+    #[test]
+    fn the_start_time_is_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.hlog");
+        let start = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_250);
+        std::fs::write(&path, header(start).unwrap()).unwrap();
+        let read = start_time(&path).unwrap().unwrap();
+        let error = read.duration_since(start).unwrap_or_else(|e| e.duration());
+        assert!(error < Duration::from_millis(2), "{read:?} vs {start:?}");
     }
 
     #[test]

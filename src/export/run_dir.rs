@@ -110,6 +110,8 @@ pub struct RunWriter {
     dir: RunDir,
     csv_header: Vec<u8>,
     hlog_header: Vec<u8>,
+    /// The manifest of the run being appended to: every manifest written merges it.
+    previous: Option<serde_json::Value>,
 }
 
 impl RunWriter {
@@ -120,10 +122,49 @@ impl RunWriter {
             csv_header: csv::header()?,
             hlog_header: hlog::header(run_start)?,
             dir,
+            previous: None,
         };
         atomic::write(&writer.dir.file(RESULTS_CSV), &writer.csv_header)?;
         atomic::write(&writer.dir.file(HISTOGRAMS), &writer.hlog_header)?;
         Ok(writer)
+    }
+
+    /// Continues an existing run directory (`run --run-dir`): its files are kept and
+    /// appended to, and the manifest merges what it said. Returns the writer and the
+    /// run's start time (histogram intervals are offsets from it).
+    pub fn append_to(path: &Path) -> Result<(RunWriter, SystemTime)> {
+        let dir = RunDir {
+            path: path.to_path_buf(),
+        };
+        let manifest = dir.file(MANIFEST);
+        let text = fs::read_to_string(&manifest).with_context(|| {
+            format!(
+                "{} is not a run directory (no readable {MANIFEST})",
+                path.display()
+            )
+        })?;
+        let previous: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON", manifest.display()))?;
+        for file in [RESULTS_CSV, HISTOGRAMS] {
+            if !dir.file(file).is_file() {
+                anyhow::bail!("{} is not a run directory (no {file})", path.display());
+            }
+        }
+        fs::create_dir_all(dir.logs())
+            .with_context(|| format!("cannot create {}", dir.logs().display()))?;
+        let start = hlog::start_time(&dir.file(HISTOGRAMS))?.unwrap_or_else(SystemTime::now);
+        let writer = RunWriter {
+            csv_header: csv::header()?,
+            hlog_header: hlog::header(start)?,
+            dir,
+            previous: Some(previous),
+        };
+        Ok((writer, start))
+    }
+
+    /// The manifest of the run appended to, if any.
+    pub fn previous_manifest(&self) -> Option<&serde_json::Value> {
+        self.previous.as_ref()
     }
 
     pub fn dir(&self) -> &RunDir {
@@ -131,7 +172,15 @@ impl RunWriter {
     }
 
     pub fn write_manifest(&self, manifest: &RunManifest) -> Result<()> {
-        let mut text = serde_json::to_vec_pretty(manifest)?;
+        let merged;
+        let value = match &self.previous {
+            Some(previous) => {
+                merged = merge_manifests(previous, serde_json::to_value(manifest)?);
+                &merged
+            }
+            None => &serde_json::to_value(manifest)?,
+        };
+        let mut text = serde_json::to_vec_pretty(value)?;
         text.push(b'\n');
         atomic::write(&self.dir.file(MANIFEST), &text)
             .with_context(|| format!("cannot write {}", self.dir.file(MANIFEST).display()))
@@ -169,6 +218,84 @@ impl RunWriter {
     }
 }
 
+/// The manifest of a run directory that a `run` appended to: the earlier launches'
+/// configs, rank counts, sizes, case counts and warnings, plus this launch's; the
+/// start time of the first launch; the rest (status, command line, cluster) from
+/// this launch, the earlier command lines kept under `earlier_command_lines`.
+pub fn merge_manifests(
+    previous: &serde_json::Value,
+    current: serde_json::Value,
+) -> serde_json::Value {
+    use serde_json::Value;
+    let mut out = current;
+    let Some(obj) = out.as_object_mut() else {
+        return out;
+    };
+    let union = |key: &str, obj: &mut serde_json::Map<String, Value>| {
+        let mut values: Vec<Value> = previous[key].as_array().cloned().unwrap_or_default();
+        for v in obj
+            .get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+        {
+            if !values.contains(&v) {
+                values.push(v);
+            }
+        }
+        values.sort_by(|a, b| {
+            a.as_f64()
+                .partial_cmp(&b.as_f64())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        obj.insert(key.to_string(), Value::Array(values));
+    };
+    union("gpu_counts", obj);
+    union("sizes", obj);
+    let mut configs: Vec<Value> = previous["configs"].as_array().cloned().unwrap_or_default();
+    for c in obj
+        .get("configs")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+    {
+        if !configs.iter().any(|p| p["name"] == c["name"]) {
+            configs.push(c);
+        }
+    }
+    obj.insert("configs".into(), Value::Array(configs));
+    let mut warnings: Vec<Value> = previous["warnings"].as_array().cloned().unwrap_or_default();
+    for w in obj
+        .get("warnings")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+    {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    obj.insert("warnings".into(), Value::Array(warnings));
+    if let (Some(prev), Some(Value::Object(cases))) =
+        (previous["cases"].as_object(), obj.get_mut("cases"))
+    {
+        for (k, v) in cases.iter_mut() {
+            let sum = v.as_u64().unwrap_or(0) + prev.get(k).and_then(Value::as_u64).unwrap_or(0);
+            *v = Value::from(sum);
+        }
+    }
+    if let Some(started) = previous.get("started_at") {
+        obj.insert("started_at".into(), started.clone());
+    }
+    let mut earlier: Vec<Value> = previous["earlier_command_lines"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    earlier.push(previous["command_line"].clone());
+    obj.insert("earlier_command_lines".into(), Value::Array(earlier));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,6 +308,53 @@ mod tests {
         assert!(a.path.ends_with("20260101-000000-node_1-x"));
         assert!(b.path.ends_with("20260101-000000-node_1-x-2"));
         assert!(a.logs().is_dir() && b.logs().is_dir());
+    }
+
+    #[test]
+    fn an_appended_manifest_keeps_what_earlier_launches_said() {
+        let previous = serde_json::json!({
+            "started_at": "2026-01-01T00:00:00Z",
+            "command_line": ["nccl-bench", "run", "--transports", "default"],
+            "configs": [{"name": "default"}],
+            "gpu_counts": [4], "sizes": [8, 1024],
+            "cases": {"total": 2, "done": 2, "ok": 1, "failed": 1},
+            "warnings": ["w1"],
+        });
+        let current = serde_json::json!({
+            "started_at": "2026-01-01T00:05:00Z",
+            "command_line": ["nccl-bench", "run", "--transports", "shm-off"],
+            "configs": [{"name": "shm-off"}, {"name": "default"}],
+            "gpu_counts": [2, 4], "sizes": [8, 4096],
+            "cases": {"total": 2, "done": 1, "ok": 1, "failed": 0},
+            "warnings": ["w1", "w2"],
+            "status": "complete",
+        });
+        let m = merge_manifests(&previous, current);
+        assert_eq!(m["started_at"], "2026-01-01T00:00:00Z");
+        assert_eq!(
+            m["configs"],
+            serde_json::json!([{"name": "default"}, {"name": "shm-off"}])
+        );
+        assert_eq!(m["gpu_counts"], serde_json::json!([2, 4]));
+        assert_eq!(m["sizes"], serde_json::json!([8, 1024, 4096]));
+        assert_eq!(
+            m["cases"],
+            serde_json::json!({"total": 4, "done": 3, "ok": 2, "failed": 1})
+        );
+        assert_eq!(m["warnings"], serde_json::json!(["w1", "w2"]));
+        assert_eq!(m["earlier_command_lines"][0][3], "default");
+        assert_eq!(m["command_line"][3], "shm-off");
+        assert_eq!(m["status"], "complete");
+    }
+
+    #[test]
+    fn appending_needs_a_run_directory() {
+        let out = tempfile::tempdir().unwrap();
+        let err = RunWriter::append_to(out.path()).err().unwrap();
+        assert!(
+            format!("{err:#}").contains("is not a run directory"),
+            "{err:#}"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime};
 use anyhow::{bail, Context, Result};
 
 use super::group::LocalLaunch;
-use super::orchestrator::Orchestrator;
+use super::orchestrator::{Orchestrator, SweepOutcome};
 use super::plan::Plan;
 use crate::backend::detect::GpuPresence;
 use crate::backend::host::BANNER;
@@ -66,18 +66,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     let writer = RunWriter::new(dir, SystemTime::now())?;
     let manifest = manifest(settings, &backend, command_line, &gpus, warnings.clone());
 
-    // The first SIGINT/SIGTERM asks for a clean stop; a second one exits at once (the
-    // workers die with us through PR_SET_PDEATHSIG).
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(
-            signal,
-            EXIT_INTERRUPTED as i32,
-            interrupted.clone(),
-        )
-        .and_then(|_| signal_hook::flag::register(signal, interrupted.clone()))
-        .context("cannot install the signal handler")?;
-    }
+    let interrupted = interrupt_flag()?;
     if settings.verbose {
         for step in &backend.steps {
             eprintln!("{step}");
@@ -106,26 +95,47 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         run_start: Instant::now(),
     };
     let outcome = orchestrator.run(&Plan::new(settings))?;
-    // The report is a reading of what is on disk: a failure to write it is said, and
-    // does not change what the sweep measured or its exit code.
-    match crate::cmd::report::write(
-        &writer.dir().path,
-        "default",
-        crate::stats::compare::DEFAULT_THRESHOLD,
-    ) {
+    write_report(&writer.dir().path);
+    Ok(exit_code(&outcome))
+}
+
+/// The first SIGINT/SIGTERM sets the flag (a clean stop); a second one exits at once
+/// (the workers die with us through PR_SET_PDEATHSIG).
+pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(
+            signal,
+            EXIT_INTERRUPTED as i32,
+            interrupted.clone(),
+        )
+        .and_then(|_| signal_hook::flag::register(signal, interrupted.clone()))
+        .context("cannot install the signal handler")?;
+    }
+    Ok(interrupted)
+}
+
+/// The report is a reading of what is on disk: a failure to write it is said, and
+/// does not change what was measured or the exit code.
+pub(crate) fn write_report(run_dir: &std::path::Path) {
+    match crate::cmd::report::write(run_dir, "default", crate::stats::compare::DEFAULT_THRESHOLD) {
         Ok(path) => println!("report: {}", path.display()),
         Err(e) => eprintln!("warning: no report: {e:#}"),
     }
-    Ok(if outcome.interrupted {
+}
+
+/// 0 every case ok, 1 some case failed, timed out or was wrong, 130 interrupted.
+pub(crate) fn exit_code(outcome: &SweepOutcome) -> u8 {
+    if outcome.interrupted {
         EXIT_INTERRUPTED
     } else if outcome.counts.all_ok() {
         0
     } else {
         1
-    })
+    }
 }
 
-fn banner(backend: &ResolvedBackend) -> String {
+pub(crate) fn banner(backend: &ResolvedBackend) -> String {
     if backend.name != "host" {
         return format!("nccl-bench: {} backend: {}", backend.name, backend.reason);
     }
@@ -137,7 +147,7 @@ fn banner(backend: &ResolvedBackend) -> String {
     )
 }
 
-fn manifest(
+pub(crate) fn manifest(
     settings: &SweepSettings,
     backend: &ResolvedBackend,
     command_line: Vec<String>,
@@ -182,12 +192,13 @@ fn manifest(
         timeout_s: settings.timeout.as_secs_f64(),
         cases: CaseCounts::default(),
         warnings,
+        cluster: None,
     }
 }
 
 /// What would fail every case of the host backend is refused before the run starts:
 /// an environment value it cannot use, buffers the machine cannot hold.
-fn check_host_settings(settings: &SweepSettings, max_ranks: u32) -> Result<()> {
+pub(crate) fn check_host_settings(settings: &SweepSettings, max_ranks: u32) -> Result<()> {
     for c in &settings.configs {
         let mut options = crate::backend::host::HostOptions::for_validation();
         options
@@ -238,7 +249,7 @@ pub fn inherited_warnings(
     out
 }
 
-fn host_warnings(settings: &SweepSettings, max_ranks: u32) -> Vec<String> {
+pub(crate) fn host_warnings(settings: &SweepSettings, max_ranks: u32) -> Vec<String> {
     let mut out = Vec::new();
     let cores = std::thread::available_parallelism()
         .map(|n| n.get() as u32)

@@ -1,0 +1,333 @@
+//! The agent: what the `nccl-bench run` process of a rank does once it has joined
+//! rank 0. For every case group rank 0 starts, it spawns this rank's worker as a
+//! child (in its own process group, killed with the agent), relays the worker's
+//! stdout and stderr up and rank 0's commands down, forwards the lines NCCL writes
+//! to its debug file on this node, and reports how the worker ended. It exits when
+//! rank 0 says the run is done, or kills its worker and exits when rank 0 is gone.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use super::wire::{self, Down, Up};
+use crate::sweep::group::{remove_segments, WorkerSpec};
+use crate::sweep::process::{describe_exit, Incoming, ProcessGroup};
+
+/// Shared by the agent's threads: the connection to rank 0.
+pub type Link = Arc<Mutex<Box<dyn Write + Send>>>;
+
+/// How rank 0 ended the run for this agent: the exit code and what to print.
+pub type Outcome = (u8, Option<String>);
+
+/// What an agent knows about its node.
+pub struct AgentContext {
+    pub rank: u32,
+    /// The executable that runs `worker` (this binary).
+    pub exe: PathBuf,
+    /// This node's libnccl (used when rank 0 asks for the NCCL backend).
+    pub nccl_lib: Option<PathBuf>,
+    /// A node-local directory for the worker's log and NCCL's debug files.
+    pub scratch: PathBuf,
+}
+
+enum Input {
+    Down(Down),
+    /// The connection to rank 0 closed or broke.
+    Lost(String),
+    /// The worker of group `seq` closed its stdout.
+    WorkerClosed(u32),
+}
+
+/// The worker of the current group.
+struct Running {
+    seq: u32,
+    group: ProcessGroup,
+    forwarder: Option<JoinHandle<()>>,
+    tail: Arc<Mutex<NcclTail>>,
+    spec: WorkerSpec,
+    exit_reported: bool,
+}
+
+/// Serves rank 0 until it says the run is done; returns the exit code and message
+/// it gave. An error means rank 0 was lost.
+pub fn serve(
+    ctx: &AgentContext,
+    reader: impl BufRead + Send + 'static,
+    link: Link,
+) -> Result<Outcome> {
+    let (tx, rx) = mpsc::channel();
+    let reader_tx = tx.clone();
+    std::thread::spawn(move || read_downs(reader, reader_tx));
+    let mut running: Option<Running> = None;
+    let result = serve_inputs(ctx, &rx, &tx, &link, &mut running);
+    if let Some(r) = running.take() {
+        stop(r, &link, |g| g.kill());
+    }
+    result
+}
+
+fn read_downs(mut reader: impl BufRead, tx: Sender<Input>) {
+    let mut line = String::new();
+    loop {
+        let input = match wire::receive::<Down>(&mut reader, &mut line) {
+            Ok(Some(d)) => Input::Down(d),
+            Ok(None) => Input::Lost("the connection closed".into()),
+            Err(e) => Input::Lost(e.to_string()),
+        };
+        let last = matches!(input, Input::Lost(_) | Input::Down(Down::Done { .. }));
+        if tx.send(input).is_err() || last {
+            return;
+        }
+    }
+}
+
+fn serve_inputs(
+    ctx: &AgentContext,
+    rx: &Receiver<Input>,
+    tx: &Sender<Input>,
+    link: &Link,
+    running: &mut Option<Running>,
+) -> Result<Outcome> {
+    loop {
+        let input = rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("the connection to rank 0 broke"))?;
+        match input {
+            Input::Down(Down::Spawn { seq, spec }) => {
+                if let Some(r) = running.take() {
+                    stop(r, link, |g| g.kill());
+                }
+                match start(ctx, seq, *spec, link, tx) {
+                    Ok(r) => *running = Some(r),
+                    Err(e) => send_up(
+                        link,
+                        &Up::SpawnFailed {
+                            seq,
+                            message: format!("{e:#}"),
+                        },
+                    ),
+                }
+            }
+            Input::Down(Down::Worker { command }) => {
+                if let Some(r) = running.as_mut() {
+                    // A worker that cannot take it has died; its stdout closing says so.
+                    let _ = r.group.send(0, &command);
+                }
+            }
+            Input::Down(Down::Finish { grace_ms }) => {
+                if let Some(r) = running.take() {
+                    stop(r, link, |g| g.finish(Duration::from_millis(grace_ms)));
+                }
+            }
+            Input::Down(Down::Kill) => {
+                if let Some(r) = running.take() {
+                    stop(r, link, |g| g.kill());
+                }
+            }
+            Input::Down(Down::Done { code, message }) => return Ok((code, message)),
+            Input::Down(other) => bail!("unexpected message from rank 0: {other:?}"),
+            Input::WorkerClosed(seq) => {
+                if let Some(r) = running.as_mut().filter(|r| r.seq == seq) {
+                    // Say how it ended now: rank 0 is waiting to describe the failure.
+                    if let Some(status) = r.group.exit_status(0, Duration::from_secs(2)) {
+                        let how = describe_exit(status);
+                        send_up(link, &Up::Exited { seq, how });
+                        r.exit_reported = true;
+                    }
+                }
+            }
+            Input::Lost(why) => bail!("lost rank 0: {why}"),
+        }
+    }
+}
+
+fn send_up(link: &Link, message: &Up) {
+    if let Ok(mut w) = link.lock() {
+        // A broken link shows up on the reading side, which ends the agent.
+        let _ = wire::send(&mut *w, message);
+    }
+}
+
+fn start(
+    ctx: &AgentContext,
+    seq: u32,
+    spec: WorkerSpec,
+    link: &Link,
+    tx: &Sender<Input>,
+) -> Result<Running> {
+    let nccl_lib = match (&spec.nccl_lib, &ctx.nccl_lib) {
+        (None, _) => None,
+        (Some(_), Some(own)) => Some(own.as_path()),
+        (Some(_), None) => bail!("rank 0 asked for NCCL but this node has no libnccl"),
+    };
+    let mut cmd = spec.command(&ctx.exe, nccl_lib);
+    // NCCL writes its debug log on this node; the agent forwards it to rank 0.
+    let mut tail = NcclTail::default();
+    if let Some(file) = spec.env.get("NCCL_DEBUG_FILE") {
+        let name = Path::new(file)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "nccl.%h.%p.log".into());
+        tail.prefix = name.split('%').next().unwrap_or_default().to_string();
+        tail.dir = ctx.scratch.clone();
+        cmd.env("NCCL_DEBUG_FILE", ctx.scratch.join(name));
+    }
+    let log = ctx.scratch.join(format!("rank{}.{seq}.log", ctx.rank));
+    let mut group = ProcessGroup::spawn(vec![cmd], vec![log])?;
+    let incoming = std::mem::replace(&mut group.incoming, mpsc::channel().1);
+    let tail = Arc::new(Mutex::new(tail));
+    let forwarder = {
+        let (link, tail, tx) = (link.clone(), tail.clone(), tx.clone());
+        std::thread::spawn(move || forward(seq, incoming, &link, &tail, &tx))
+    };
+    Ok(Running {
+        seq,
+        group,
+        forwarder: Some(forwarder),
+        tail,
+        spec,
+        exit_reported: false,
+    })
+}
+
+/// Relays the worker's lines to rank 0, NCCL's new log lines first (so that rank 0
+/// has the log of a collective when it hears the collective finished).
+fn forward(
+    seq: u32,
+    incoming: Receiver<Incoming>,
+    link: &Link,
+    tail: &Mutex<NcclTail>,
+    tx: &Sender<Input>,
+) {
+    for message in incoming {
+        flush_nccl_log(seq, link, tail);
+        match message {
+            Incoming::Event(_, event) => {
+                if let Ok(line) = serde_json::to_string(&event) {
+                    send_up(link, &Up::Out { seq, line });
+                }
+            }
+            Incoming::Text(_, line) => send_up(link, &Up::Err { seq, line }),
+            Incoming::Closed(_) => {
+                send_up(link, &Up::Closed { seq });
+                let _ = tx.send(Input::WorkerClosed(seq));
+            }
+        }
+    }
+}
+
+fn flush_nccl_log(seq: u32, link: &Link, tail: &Mutex<NcclTail>) {
+    let Ok(mut tail) = tail.lock() else { return };
+    for (file, lines) in tail.poll() {
+        send_up(link, &Up::NcclLog { seq, file, lines });
+    }
+}
+
+/// Stops the worker with `how` (finish or kill), sends what is left of its output
+/// and NCCL log, says how it ended, and removes its shared-memory segments.
+fn stop(mut r: Running, link: &Link, how: impl FnOnce(&mut ProcessGroup)) {
+    how(&mut r.group);
+    // The readers are joined: the forwarder sees the end of its channel.
+    if let Some(f) = r.forwarder.take() {
+        let _ = f.join();
+    }
+    flush_nccl_log(r.seq, link, &r.tail);
+    if !r.exit_reported {
+        let how = r
+            .group
+            .exit_status(0, Duration::ZERO)
+            .map(describe_exit)
+            .unwrap_or_else(|| "was stopped".into());
+        send_up(link, &Up::Exited { seq: r.seq, how });
+    }
+    remove_segments(Path::new(&r.spec.shm_dir), &r.spec.segment_prefix);
+}
+
+/// Reads what NCCL appended to its debug files (one per process, named from a
+/// common prefix) since the last poll, whole lines only.
+#[derive(Default)]
+struct NcclTail {
+    dir: PathBuf,
+    prefix: String,
+    offsets: BTreeMap<String, u64>,
+}
+
+impl NcclTail {
+    fn poll(&mut self) -> Vec<(String, Vec<String>)> {
+        if self.prefix.is_empty() {
+            return Vec::new();
+        }
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(&self.prefix) {
+                continue;
+            }
+            let offset = self.offsets.entry(name.clone()).or_insert(0);
+            if let Ok((lines, consumed)) = read_new_lines(&entry.path(), *offset) {
+                *offset += consumed;
+                if !lines.is_empty() {
+                    out.push((name, lines));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The complete lines after `offset`, and how many bytes they took.
+fn read_new_lines(path: &Path, offset: u64) -> io::Result<(Vec<String>, u64)> {
+    let mut file = File::open(path)?;
+    file.seek(SeekFrom::Start(offset))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let text = String::from_utf8_lossy(&bytes[..complete]);
+    let lines = text.lines().map(str::to_string).collect();
+    Ok((lines, complete as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_returns_whole_new_lines_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tail = NcclTail {
+            dir: dir.path().to_path_buf(),
+            prefix: "g.nccl.".into(),
+            offsets: BTreeMap::new(),
+        };
+        let path = dir.path().join("g.nccl.n1.42.log");
+        std::fs::write(&path, "a\nb\npart").unwrap();
+        std::fs::write(dir.path().join("other.log"), "x\n").unwrap();
+        assert_eq!(
+            tail.poll(),
+            vec![("g.nccl.n1.42.log".to_string(), vec!["a".into(), "b".into()])]
+        );
+        assert!(tail.poll().is_empty());
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(b"ial\nc\n").unwrap();
+        assert_eq!(
+            tail.poll(),
+            vec![(
+                "g.nccl.n1.42.log".to_string(),
+                vec!["partial".into(), "c".into()]
+            )]
+        );
+    }
+}

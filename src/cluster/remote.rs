@@ -1,0 +1,356 @@
+//! Rank 0's side of a `run`: the connections to every rank's agent (the hub), and
+//! the `Launch`/`RankGroup` the orchestrator drives through them. A message from
+//! an older group (`seq`) is dropped; a connection that closes is a rank whose node
+//! or process is gone, and every later group sees that rank as dead at once.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::wire::{self, Down, Hello, Up};
+use crate::sweep::group::{Launch, RankGroup, WorkerSpec};
+use crate::sweep::process::Incoming;
+use crate::sweep::protocol::{self, Command, Event};
+
+/// One accepted rank: its hello and both directions of its connection.
+pub struct Joined {
+    pub hello: Hello,
+    pub reader: Box<dyn BufRead + Send>,
+    pub writer: Box<dyn Write + Send>,
+}
+
+struct Member {
+    hello: Hello,
+    writer: Mutex<Box<dyn Write + Send>>,
+    alive: AtomicBool,
+}
+
+/// The connections to every rank, index = rank.
+pub struct Hub {
+    members: Vec<Member>,
+    /// `(rank, message)`; `None` when the rank's connection closed.
+    rx: Mutex<Receiver<(u32, Option<Up>)>>,
+}
+
+impl Hub {
+    /// Takes the joined ranks (sorted by rank, all present) and starts reading them.
+    pub fn new(joined: Vec<Joined>) -> Arc<Hub> {
+        let (tx, rx) = mpsc::channel();
+        let mut members = Vec::new();
+        for j in joined {
+            let rank = j.hello.rank;
+            let tx: Sender<(u32, Option<Up>)> = tx.clone();
+            let mut reader = j.reader;
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                while let Ok(Some(up)) = wire::receive::<Up>(&mut reader, &mut line) {
+                    if tx.send((rank, Some(up))).is_err() {
+                        return;
+                    }
+                }
+                let _ = tx.send((rank, None));
+            });
+            members.push(Member {
+                hello: j.hello,
+                writer: Mutex::new(j.writer),
+                alive: AtomicBool::new(true),
+            });
+        }
+        Arc::new(Hub {
+            members,
+            rx: Mutex::new(rx),
+        })
+    }
+
+    pub fn hellos(&self) -> impl Iterator<Item = &Hello> {
+        self.members.iter().map(|m| &m.hello)
+    }
+
+    fn send(&self, rank: u32, message: &Down) -> io::Result<()> {
+        let member = &self.members[rank as usize];
+        if !member.alive.load(Ordering::SeqCst) {
+            return Err(io::Error::new(io::ErrorKind::BrokenPipe, "rank is gone"));
+        }
+        let mut w = member
+            .writer
+            .lock()
+            .map_err(|_| io::Error::other("poisoned link"))?;
+        wire::send(&mut *w, message).inspect_err(|_| member.alive.store(false, Ordering::SeqCst))
+    }
+
+    fn is_alive(&self, rank: u32) -> bool {
+        self.members[rank as usize].alive.load(Ordering::SeqCst)
+    }
+
+    fn host(&self, rank: u32) -> &str {
+        &self.members[rank as usize].hello.host
+    }
+
+    /// Tells every rank that the run is over and how it ends.
+    pub fn done(&self, code: u8, message: Option<String>) {
+        for rank in 0..self.members.len() as u32 {
+            let _ = self.send(
+                rank,
+                &Down::Done {
+                    code,
+                    message: message.clone(),
+                },
+            );
+        }
+    }
+}
+
+/// Starts each group's workers through the agents.
+pub struct RemoteLaunch {
+    pub hub: Arc<Hub>,
+    /// The run directory's log folder: worker output and NCCL logs land here.
+    pub logs_dir: PathBuf,
+    seq: u32,
+}
+
+impl RemoteLaunch {
+    pub fn new(hub: Arc<Hub>, logs_dir: PathBuf) -> RemoteLaunch {
+        RemoteLaunch {
+            hub,
+            logs_dir,
+            seq: 0,
+        }
+    }
+}
+
+impl Launch for RemoteLaunch {
+    fn start(&mut self, specs: Vec<WorkerSpec>, logs: Vec<PathBuf>) -> Result<Box<dyn RankGroup>> {
+        self.seq += 1;
+        let mut group = RemoteGroup {
+            hub: self.hub.clone(),
+            seq: self.seq,
+            logs_dir: self.logs_dir.clone(),
+            logs: Vec::new(),
+            exits: vec![None; specs.len()],
+            pending: VecDeque::new(),
+        };
+        for path in logs {
+            let file = File::create(&path)
+                .map_err(|e| anyhow::anyhow!("cannot create log {}: {e}", path.display()))?;
+            group.logs.push(BufWriter::new(file));
+        }
+        for spec in specs {
+            let rank = spec.rank;
+            let spawn = Down::Spawn {
+                seq: self.seq,
+                spec: Box::new(spec),
+            };
+            if self.hub.send(rank, &spawn).is_err() {
+                group.lost(rank);
+            }
+        }
+        Ok(Box::new(group))
+    }
+
+    fn device(&self, rank: u32) -> usize {
+        self.hub.members[rank as usize].hello.device
+    }
+}
+
+/// The workers of one group, reached through their agents.
+struct RemoteGroup {
+    hub: Arc<Hub>,
+    seq: u32,
+    logs_dir: PathBuf,
+    logs: Vec<BufWriter<File>>,
+    /// How each rank's worker ended, once its agent said so.
+    exits: Vec<Option<String>>,
+    /// Messages already taken off the hub that the orchestrator has not seen.
+    pending: VecDeque<Incoming>,
+}
+
+impl RemoteGroup {
+    /// A rank whose connection is gone: its worker is as good as dead.
+    fn lost(&mut self, rank: u32) {
+        let i = rank as usize;
+        if self.exits[i].is_none() {
+            self.exits[i] = Some(format!(
+                "is gone with its nccl-bench run process on {} (connection to it closed)",
+                self.hub.host(rank)
+            ));
+            self.pending.push_back(Incoming::Closed(rank));
+        }
+    }
+
+    fn log(&mut self, rank: u32, line: &str) {
+        if let Some(w) = self.logs.get_mut(rank as usize) {
+            let _ = writeln!(w, "{line}");
+            let _ = w.flush();
+        }
+    }
+
+    /// Takes one message off the hub and turns it into what the orchestrator sees,
+    /// if anything.
+    fn absorb(&mut self, rank: u32, message: Option<Up>) -> Option<Incoming> {
+        let Some(up) = message else {
+            self.lost(rank);
+            return self.pending.pop_front();
+        };
+        match up {
+            Up::Out { seq, line } if seq == self.seq => match protocol::parse_event(&line) {
+                Some(event) => Some(Incoming::Event(rank, event)),
+                None => {
+                    self.log(rank, &line);
+                    Some(Incoming::Text(rank, line))
+                }
+            },
+            Up::Err { seq, line } if seq == self.seq => {
+                self.log(rank, &line);
+                Some(Incoming::Text(rank, line))
+            }
+            Up::NcclLog { seq, file, lines } if seq == self.seq => {
+                append_log(&self.logs_dir, &file, &lines);
+                None
+            }
+            Up::Closed { seq } if seq == self.seq => Some(Incoming::Closed(rank)),
+            Up::Exited { seq, how } if seq == self.seq => {
+                self.exits[rank as usize] = Some(how);
+                None
+            }
+            Up::SpawnFailed { seq, message } if seq == self.seq => {
+                self.exits[rank as usize] = Some("could not be started".into());
+                Some(Incoming::Event(
+                    rank,
+                    Event::Error {
+                        message: format!(
+                            "cannot start the worker on {}: {message}",
+                            self.hub.host(rank)
+                        ),
+                    },
+                ))
+            }
+            _ => None, // from an earlier group
+        }
+    }
+
+    /// Waits until every rank still connected has said how its worker ended.
+    fn wait_exits(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while (0..self.nranks()).any(|r| self.exits[r as usize].is_none()) {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            match self.next(deadline - now) {
+                Ok(Some(m)) => self.pending.push_back(m),
+                Ok(None) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn next(&mut self, wait: Duration) -> Result<Option<Incoming>, RecvTimeoutError> {
+        let (rank, message) = self
+            .hub
+            .rx
+            .lock()
+            .map_err(|_| RecvTimeoutError::Disconnected)?
+            .recv_timeout(wait)?;
+        Ok(self.absorb(rank, message))
+    }
+
+    fn tell_live(&mut self, message: &Down) {
+        for rank in 0..self.nranks() {
+            if self.exits[rank as usize].is_none() && self.hub.send(rank, message).is_err() {
+                self.lost(rank);
+            }
+        }
+    }
+}
+
+impl RankGroup for RemoteGroup {
+    fn recv_timeout(&mut self, wait: Duration) -> Result<Incoming, RecvTimeoutError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(m) = self.pending.pop_front() {
+                return Ok(m);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Some(m) = self.next(left)? {
+                return Ok(m);
+            }
+        }
+    }
+
+    fn send(&mut self, rank: u32, command: &Command) -> io::Result<()> {
+        if self.exits[rank as usize].is_some() {
+            return Err(io::Error::new(io::ErrorKind::BrokenPipe, "worker ended"));
+        }
+        let message = Down::Worker {
+            command: command.clone(),
+        };
+        self.hub
+            .send(rank, &message)
+            .inspect_err(|_| self.lost(rank))
+    }
+
+    fn nranks(&self) -> u32 {
+        self.exits.len() as u32
+    }
+
+    fn exit_description(&mut self, rank: u32, grace: Duration) -> Option<String> {
+        let deadline = Instant::now() + grace;
+        while self.exits[rank as usize].is_none() && Instant::now() < deadline {
+            match self.next(deadline.saturating_duration_since(Instant::now())) {
+                Ok(Some(m)) => self.pending.push_back(m),
+                Ok(None) => {}
+                Err(_) => break,
+            }
+        }
+        let how = self.exits[rank as usize].clone()?;
+        Some(format!("{how} (on {})", self.hub.host(rank)))
+    }
+
+    fn finish(&mut self, grace: Duration) {
+        self.tell_live(&Down::Finish {
+            grace_ms: grace.as_millis() as u64,
+        });
+        self.wait_exits(grace + Duration::from_secs(5));
+        self.kill();
+    }
+
+    fn kill(&mut self) {
+        self.tell_live(&Down::Kill);
+        self.wait_exits(Duration::from_secs(10));
+        for rank in 0..self.nranks() {
+            if self.exits[rank as usize].is_none() && !self.hub.is_alive(rank) {
+                self.lost(rank);
+            }
+        }
+    }
+
+    fn drain(&mut self) -> Vec<Incoming> {
+        self.pending.drain(..).collect()
+    }
+}
+
+/// Appends forwarded NCCL log lines to the run directory's copy of that file.
+fn append_log(dir: &Path, file: &str, lines: &[String]) {
+    // The name comes from another process: keep it a plain file name.
+    if file.is_empty() || file.starts_with('.') || file.contains('/') {
+        return;
+    }
+    if let Ok(f) = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(file))
+    {
+        let mut w = BufWriter::new(f);
+        for line in lines {
+            let _ = writeln!(w, "{line}");
+        }
+        let _ = w.flush();
+    }
+}

@@ -1,0 +1,615 @@
+//! `nccl-bench run`: one process = one rank. It reads its place from the launcher,
+//! checks its node (backend, libnccl, GPU), and meets rank 0 at the rendezvous.
+//! Rank 0 gathers every rank (or names the missing ones and their nodes when the
+//! deadline passes), then runs the sweep's orchestrator over the connections and
+//! writes the run directory, new or appended to; every rank exits with its code.
+
+use std::io::BufReader;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::agent::{self, AgentContext, Link};
+use super::launcher::{self, Overrides, RankLayout};
+use super::remote::{Hub, Joined, RemoteLaunch};
+use super::rendezvous::{self, Listener, Rendezvous, DEFAULT_PORT};
+use super::wire::{Down, Hello, MAGIC};
+use crate::backend::detect::GpuPresence;
+use crate::backend::{self, ResolvedBackend};
+use crate::cli::RunArgs;
+use crate::config::SweepSettings;
+use crate::export::{RunDir, RunWriter};
+use crate::model::{ClusterInfo, RankInfo};
+use crate::sweep::orchestrator::Orchestrator;
+use crate::sweep::plan::{Group, Plan};
+use crate::sweep::session;
+use crate::units::now_stamp;
+
+/// Everything this rank found out before meeting the others.
+struct ThisRank {
+    layout: RankLayout,
+    settings: SweepSettings,
+    rendezvous: Rendezvous,
+    backend: std::result::Result<ResolvedBackend, String>,
+    hello: Hello,
+    deadline: Instant,
+}
+
+pub fn run(args: &RunArgs, command_line: Vec<String>) -> Result<u8> {
+    let env = |k: &str| std::env::var(k).ok();
+    let overrides = Overrides {
+        rank: args.rank,
+        world_size: args.world_size,
+        local_rank: args.local_rank,
+    };
+    let layout = launcher::detect(env, &overrides)?;
+    let settings = SweepSettings::from_measure(&args.measure, vec![layout.world_size])?;
+    if settings.configs.len() != 1 {
+        let names: Vec<&str> = settings.configs.iter().map(|c| c.name.as_str()).collect();
+        bail!(
+            "run measures one transport config per launch (NCCL reads its environment once per process), but {} were selected ({}): pick one with --transports NAME",
+            names.len(),
+            names.join(", ")
+        );
+    }
+    let rendezvous = match (&args.rendezvous, &layout.master) {
+        (Some(text), _) => Rendezvous::parse(text)?,
+        (None, Some(m)) => Rendezvous::Tcp {
+            host: m.host.clone(),
+            port: m.port.unwrap_or(DEFAULT_PORT),
+        },
+        (None, None) => bail!(
+            "no rendezvous for rank 0: set MASTER_ADDR (and MASTER_PORT), or pass --rendezvous HOST:PORT or --rendezvous file:PATH ({} gives no node list)",
+            layout.launcher.name()
+        ),
+    };
+    let me = prepare(layout, settings, rendezvous, args.rendezvous_timeout)?;
+    if args.measure.verbose {
+        for note in me.layout.notes.iter().chain(
+            me.backend
+                .as_ref()
+                .map(|b| b.steps.as_slice())
+                .unwrap_or_default(),
+        ) {
+            eprintln!("rank {}: {note}", me.layout.rank);
+        }
+    }
+    let scratch = std::env::temp_dir().join(format!("nccl-bench-run-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)
+        .with_context(|| format!("cannot create {}", scratch.display()))?;
+    let context = AgentContext {
+        rank: me.layout.rank,
+        exe: std::env::current_exe().context("cannot find the nccl-bench executable")?,
+        nccl_lib: me
+            .backend
+            .as_ref()
+            .ok()
+            .and_then(|b| b.nccl.as_ref().map(|n| n.path.clone())),
+        scratch: scratch.clone(),
+    };
+    let result = if me.layout.rank == 0 {
+        coordinate(args, &me, context, command_line)
+    } else {
+        serve(&me, &context)
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+/// The launcher's job, so that a rendezvous file of another job is not used.
+fn job_identity(env: impl Fn(&str) -> Option<String>) -> Option<String> {
+    if let Some(job) = env("SLURM_JOB_ID") {
+        return Some(format!(
+            "slurm-{job}.{}",
+            env("SLURM_STEP_ID").unwrap_or_default()
+        ));
+    }
+    env("TORCHELASTIC_RUN_ID").map(|id| format!("torch-{id}"))
+}
+
+/// The CUDA device of this rank among those it sees: a launcher that gives each
+/// task its own GPU (`--gpus-per-task 1`) leaves one visible, device 0.
+fn device_for(local_rank: u32, visible: Option<&str>) -> usize {
+    let count = visible.map(|v| v.split(',').filter(|d| !d.trim().is_empty()).count());
+    if count == Some(1) {
+        0
+    } else {
+        local_rank as usize
+    }
+}
+
+fn prepare(
+    layout: RankLayout,
+    settings: SweepSettings,
+    rendezvous: Rendezvous,
+    timeout: Duration,
+) -> Result<ThisRank> {
+    let deadline = Instant::now() + timeout;
+    let device = device_for(
+        layout.local_rank,
+        std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(),
+    );
+    let gpus = GpuPresence::probe();
+    let resolved = backend::resolve(
+        settings.backend,
+        &gpus,
+        settings.nccl_lib.as_deref(),
+        &settings.configs,
+        device as u32 + 1,
+    );
+    let mut backend = resolved.map_err(|e| format!("{e:#}"));
+    if let Ok(b) = &backend {
+        if b.name == "host" {
+            if let Err(e) = session::check_host_settings(&settings, layout.world_size) {
+                backend = Err(format!("{e:#}"));
+            }
+        }
+    }
+    let config = &settings.configs[0];
+    let hello = Hello {
+        magic: MAGIC.to_string(),
+        rank: layout.rank,
+        world_size: layout.world_size,
+        local_rank: layout.local_rank,
+        device,
+        host: crate::sysinfo::hostname(),
+        pid: std::process::id(),
+        config: config.name.clone(),
+        config_env: config.env.clone(),
+        backend: backend.as_ref().map(|b| b.name).unwrap_or("none").into(),
+        nccl: backend.as_ref().ok().and_then(|b| b.nccl.clone()),
+        problem: backend.as_ref().err().cloned(),
+        job: job_identity(|k| std::env::var(k).ok()),
+    };
+    Ok(ThisRank {
+        layout,
+        settings,
+        rendezvous,
+        backend,
+        hello,
+        deadline,
+    })
+}
+
+/// A rank other than 0: join, then serve rank 0 until it says the run is over.
+fn serve(me: &ThisRank, context: &AgentContext) -> Result<u8> {
+    let rank = me.layout.rank;
+    let joined = rendezvous::join(&me.rendezvous, &me.hello, me.deadline)?;
+    eprintln!(
+        "rank {rank} of {} on {}: joined rank 0 at {}",
+        me.layout.world_size, me.hello.host, me.rendezvous
+    );
+    // Rank 0 decides when the run stops; a launcher's Ctrl-C reaches it too.
+    let _interrupted = session::interrupt_flag()?;
+    let link: Link = Arc::new(Mutex::new(Box::new(joined.writer)));
+    let (code, message) = agent::serve(context, joined.reader, link)?;
+    if let Some(m) = message {
+        eprintln!("rank {rank}: {m}");
+    }
+    Ok(code)
+}
+
+/// Rank 0: gather the ranks, check them, run the sweep, tell everyone the outcome.
+fn coordinate(
+    args: &RunArgs,
+    me: &ThisRank,
+    context: AgentContext,
+    command_line: Vec<String>,
+) -> Result<u8> {
+    let world = me.layout.world_size;
+    let target = Target::choose(args, me)?;
+    let listener = Listener::open(&me.rendezvous, me.hello.job.as_deref())?;
+    println!(
+        "nccl-bench run: rank 0 of {world} ({} layout) on {}: waiting for {} rank(s) at {}",
+        me.layout.launcher.name(),
+        me.hello.host,
+        world - 1,
+        listener.address
+    );
+    let (own, own_agent) = start_own_agent(me.hello.clone(), context)?;
+    let mut joined = gather(&listener, me, own)?;
+    joined.sort_by_key(|j| j.hello.rank);
+    let hub = Hub::new(joined);
+    let outcome = check_ranks(&hub, me).and_then(|backend| {
+        sweep(
+            args,
+            me,
+            &backend,
+            target,
+            hub.clone(),
+            &listener.address,
+            command_line,
+        )
+    });
+    let (code, message) = match &outcome {
+        Ok(code) => (*code, None),
+        Err(e) => (2, Some(format!("rank 0 stopped the run: {e:#}"))),
+    };
+    hub.done(code, message);
+    let _ = own_agent.join();
+    outcome
+}
+
+/// Rank 0's own worker is started by an agent too, in a thread, over a socket pair.
+fn start_own_agent(
+    hello: Hello,
+    context: AgentContext,
+) -> Result<(Joined, JoinHandle<Result<agent::Outcome>>)> {
+    let (ours, theirs) = UnixStream::pair().context("cannot create a socket pair")?;
+    let reader = BufReader::new(theirs.try_clone()?);
+    let link: Link = Arc::new(Mutex::new(Box::new(theirs)));
+    let handle = std::thread::spawn(move || agent::serve(&context, reader, link));
+    let joined = Joined {
+        hello,
+        reader: Box::new(BufReader::new(ours.try_clone()?)),
+        writer: Box::new(ours),
+    };
+    Ok((joined, handle))
+}
+
+/// Accepts every other rank before the deadline. A hello that does not fit the run
+/// (another world size or config, a rank taken twice) stops it at once; a deadline
+/// with ranks missing names them and the nodes they were expected on.
+fn gather(listener: &Listener, me: &ThisRank, own: Joined) -> Result<Vec<Joined>> {
+    let world = me.layout.world_size as usize;
+    let mut slots: Vec<Option<Joined>> = (0..world).map(|_| None).collect();
+    slots[0] = Some(own);
+    let fail = |slots: &mut Vec<Option<Joined>>, message: String| -> anyhow::Error {
+        for j in slots.iter_mut().skip(1).flatten() {
+            let _ = super::wire::send(
+                &mut j.writer,
+                &Down::Done {
+                    code: 2,
+                    message: Some(format!("rank 0 stopped the run: {message}")),
+                },
+            );
+        }
+        anyhow!(message)
+    };
+    while slots.iter().any(Option::is_none) {
+        let Some(mut stream) = listener.accept(me.deadline) else {
+            let message = missing_ranks(&slots, &me.layout, listener);
+            return Err(fail(&mut slots, message));
+        };
+        let peer = stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let (hello, reader) = match rendezvous::read_hello(&stream, me.deadline) {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("rank 0: ignored a connection from {peer}: {e:#}");
+                continue;
+            }
+        };
+        if let Err(reason) = fits(&hello, &me.hello, &slots) {
+            let _ = rendezvous::answer(
+                &mut stream,
+                &Down::Refused {
+                    reason: reason.clone(),
+                },
+            );
+            let message = format!("rank {} from {} ({peer}): {reason}", hello.rank, hello.host);
+            return Err(fail(&mut slots, message));
+        }
+        rendezvous::answer(&mut stream, &Down::Welcome)?;
+        let rank = hello.rank as usize;
+        slots[rank] = Some(Joined {
+            hello,
+            reader: Box::new(reader),
+            writer: Box::new(stream),
+        });
+    }
+    Ok(slots.into_iter().flatten().collect())
+}
+
+/// Whether a hello belongs to this run.
+fn fits(hello: &Hello, mine: &Hello, slots: &[Option<Joined>]) -> std::result::Result<(), String> {
+    if hello.world_size != mine.world_size {
+        return Err(format!(
+            "it was started with a world size of {}, rank 0 with {}",
+            hello.world_size, mine.world_size
+        ));
+    }
+    if hello.rank == 0 || hello.rank >= mine.world_size {
+        return Err(format!(
+            "rank {} is not a rank another process can take (0 is this one; the world size is {})",
+            hello.rank, mine.world_size
+        ));
+    }
+    if let Some(Some(other)) = slots.get(hello.rank as usize) {
+        return Err(format!(
+            "rank {} already joined from {} (pid {}): two processes have the same rank; check the launcher's variables",
+            hello.rank, other.hello.host, other.hello.pid
+        ));
+    }
+    if hello.config != mine.config || hello.config_env != mine.config_env {
+        return Err(format!(
+            "it runs config '{}' {:?}, rank 0 runs '{}' {:?}: every rank must be started with the same --config/--transports",
+            hello.config, hello.config_env, mine.config, mine.config_env
+        ));
+    }
+    if hello.job != mine.job {
+        return Err(format!(
+            "it belongs to job {}, rank 0 to job {}",
+            hello.job.as_deref().unwrap_or("(none)"),
+            mine.job.as_deref().unwrap_or("(none)")
+        ));
+    }
+    Ok(())
+}
+
+/// The error of a rendezvous that timed out: who is missing, who came, and which
+/// nodes of the job have no rank at all.
+fn missing_ranks(slots: &[Option<Joined>], layout: &RankLayout, listener: &Listener) -> String {
+    let missing: Vec<u32> = (0..slots.len() as u32)
+        .filter(|&r| slots[r as usize].is_none())
+        .collect();
+    let present: Vec<&Hello> = slots.iter().flatten().map(|j| &j.hello).collect();
+    let joined: Vec<String> = present
+        .iter()
+        .map(|h| format!("{} on {}", h.rank, h.host))
+        .collect();
+    let mut message = format!(
+        "rank(s) {} of {} did not join rank 0 at {} before the deadline; joined: {}",
+        crate::analysis::explain::ranges(&missing),
+        slots.len(),
+        listener.address,
+        joined.join(", ")
+    );
+    let silent: Vec<&String> = layout
+        .nodes
+        .iter()
+        .filter(|n| !present.iter().any(|h| same_host(&h.host, n)))
+        .collect();
+    if !silent.is_empty() {
+        let names: Vec<&str> = silent.iter().map(|s| s.as_str()).collect();
+        message.push_str(&format!(
+            "; node(s) of the job with no rank joined: {}",
+            names.join(", ")
+        ));
+    }
+    message.push_str(
+        ". Check that every rank started, that its launcher variables give the same world size, and that it can reach this address (MASTER_ADDR/MASTER_PORT, --rendezvous, firewall)",
+    );
+    message
+}
+
+/// `node01` and `node01.cluster.local` are the same node.
+fn same_host(a: &str, b: &str) -> bool {
+    let short = |h: &str| h.split('.').next().unwrap_or(h).to_string();
+    short(a) == short(b)
+}
+
+/// Refuses a run the ranks cannot do together; returns rank 0's backend.
+fn check_ranks(hub: &Hub, me: &ThisRank) -> Result<ResolvedBackend> {
+    let problems: Vec<String> = hub
+        .hellos()
+        .filter_map(|h| {
+            h.problem
+                .as_ref()
+                .map(|p| format!("rank {} on {}: {p}", h.rank, h.host))
+        })
+        .collect();
+    if !problems.is_empty() {
+        bail!("{}", problems.join("; "));
+    }
+    let backend = me.backend.clone().map_err(|e| anyhow!("rank 0: {e}"))?;
+    let others: Vec<String> = hub
+        .hellos()
+        .filter(|h| h.backend != backend.name)
+        .map(|h| format!("rank {} on {} uses {}", h.rank, h.host, h.backend))
+        .collect();
+    if !others.is_empty() {
+        bail!(
+            "rank 0 uses the {} backend but {}: give every rank the same --backend",
+            backend.name,
+            others.join(", ")
+        );
+    }
+    let hosts = distinct_hosts(hub);
+    if backend.name == "host" && hosts.len() > 1 {
+        bail!(
+            "the host backend runs on one machine, but the ranks are on {}: use --backend nccl on GPU nodes",
+            hosts.join(", ")
+        );
+    }
+    Ok(backend)
+}
+
+fn distinct_hosts(hub: &Hub) -> Vec<String> {
+    let mut hosts: Vec<String> = Vec::new();
+    for h in hub.hellos() {
+        if !hosts.contains(&h.host) {
+            hosts.push(h.host.clone());
+        }
+    }
+    hosts
+}
+
+/// Where rank 0 writes: a new run directory, or one it appends this config to.
+enum Target {
+    New,
+    Append(PathBuf),
+}
+
+impl Target {
+    /// Checked before the rendezvous, so a wrong `--run-dir` fails at once.
+    fn choose(args: &RunArgs, me: &ThisRank) -> Result<Target> {
+        let Some(dir) = &args.run_dir else {
+            return Ok(Target::New);
+        };
+        let run = crate::export::reader::RunData::load(dir)?;
+        let config = &me.settings.configs[0].name;
+        if run
+            .cases
+            .iter()
+            .any(|r| &r.config == config && r.nranks == me.layout.world_size)
+        {
+            bail!(
+                "{} already has config '{config}' at {} ranks: a run directory is never overwritten (use another --run-dir)",
+                dir.display(),
+                me.layout.world_size
+            );
+        }
+        let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+            dir.join(crate::export::run_dir::MANIFEST),
+        )?)?;
+        let same = |key: &str, ours: &str| manifest[key].as_str().is_none_or(|v| v == ours);
+        if !same("dtype", me.settings.dtype.name()) || !same("op", me.settings.op.name()) {
+            bail!(
+                "{} holds {} {} results; this run measures {} {} (-d/-o must match to append)",
+                dir.display(),
+                manifest["dtype"].as_str().unwrap_or("?"),
+                manifest["op"].as_str().unwrap_or("?"),
+                me.settings.dtype.name(),
+                me.settings.op.name()
+            );
+        }
+        if let (Some(used), Ok(b)) = (manifest["backend"]["used"].as_str(), &me.backend) {
+            if used != b.name {
+                bail!(
+                    "{} holds {used} backend results; this run uses the {} backend",
+                    dir.display(),
+                    b.name
+                );
+            }
+        }
+        Ok(Target::Append(dir.clone()))
+    }
+}
+
+fn sweep(
+    args: &RunArgs,
+    me: &ThisRank,
+    backend: &ResolvedBackend,
+    target: Target,
+    hub: Arc<Hub>,
+    rendezvous: &str,
+    command_line: Vec<String>,
+) -> Result<u8> {
+    let settings = &me.settings;
+    let (writer, run_start) = match target {
+        Target::New => {
+            let dir = RunDir::create(
+                &settings.out_dir,
+                &now_stamp(),
+                &me.hello.host,
+                settings.label.as_deref(),
+            )?;
+            (RunWriter::new(dir, SystemTime::now())?, SystemTime::now())
+        }
+        Target::Append(path) => RunWriter::append_to(&path)?,
+    };
+    let gpus = GpuPresence::probe();
+    let mut warnings = settings.warnings.clone();
+    warnings.extend(session::inherited_warnings(
+        &settings.configs,
+        std::env::vars(),
+    ));
+    if backend.name == "host" {
+        warnings.extend(session::host_warnings(settings, me.layout.world_size));
+    }
+    let versions: Vec<String> = hub
+        .hellos()
+        .filter_map(|h| h.nccl.as_ref().map(|n| n.version.clone()))
+        .collect();
+    if versions.iter().any(|v| v != &versions[0]) {
+        warnings.push(format!(
+            "the ranks load different NCCL versions ({}): NCCL needs one version across a communicator",
+            versions.join(", ")
+        ));
+    }
+    let mut manifest = session::manifest(settings, backend, command_line, &gpus, warnings.clone());
+    manifest.cluster = Some(ClusterInfo {
+        launcher: me.layout.launcher.name().to_string(),
+        rendezvous: rendezvous.to_string(),
+        world_size: me.layout.world_size,
+        hosts: distinct_hosts(&hub),
+        ranks: hub
+            .hellos()
+            .map(|h| RankInfo {
+                rank: h.rank,
+                host: h.host.clone(),
+                local_rank: h.local_rank,
+                device: h.device,
+                pid: h.pid,
+                nccl_version: h.nccl.as_ref().map(|n| n.version.clone()),
+            })
+            .collect(),
+    });
+    let interrupted = session::interrupt_flag()?;
+    println!("{}", session::banner(backend));
+    let mut observer = crate::progress::for_terminal(args.measure.plain);
+    for w in &warnings {
+        observer.warning(w);
+    }
+    // Histogram intervals are offsets from the run's start, also when appending.
+    let since_start = SystemTime::now()
+        .duration_since(run_start)
+        .unwrap_or_default();
+    let start = Instant::now()
+        .checked_sub(since_start)
+        .unwrap_or_else(Instant::now);
+    let mut launch = RemoteLaunch::new(hub, writer.dir().logs());
+    let plan = Plan {
+        groups: vec![Group {
+            config: settings.configs[0].clone(),
+            nranks: me.layout.world_size,
+        }],
+        sizes: settings.sizes.clone(),
+    };
+    let orchestrator = Orchestrator {
+        settings,
+        launch: &mut launch,
+        backend: backend.name.to_string(),
+        nccl_lib: backend.nccl.as_ref().map(|n| n.path.clone()),
+        nccl_lib_per_config: backend
+            .nccl_per_config
+            .iter()
+            .map(|(name, n)| (name.clone(), n.path.clone()))
+            .collect(),
+        writer: &writer,
+        manifest,
+        observer: observer.as_mut(),
+        interrupted,
+        run_start: start,
+    };
+    let outcome = orchestrator.run(&plan)?;
+    session::write_report(&writer.dir().path);
+    Ok(session::exit_code(&outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_visible_gpu_is_device_0_else_the_local_rank() {
+        assert_eq!(device_for(3, None), 3);
+        assert_eq!(device_for(3, Some("5")), 0);
+        assert_eq!(device_for(3, Some("0,1,2,3")), 3);
+        assert_eq!(device_for(1, Some("GPU-8c1d,GPU-77aa")), 1);
+    }
+
+    #[test]
+    fn the_job_identity_comes_from_the_launcher() {
+        let slurm = |k: &str| match k {
+            "SLURM_JOB_ID" => Some("812".to_string()),
+            "SLURM_STEP_ID" => Some("3".to_string()),
+            _ => None,
+        };
+        assert_eq!(job_identity(slurm).as_deref(), Some("slurm-812.3"));
+        assert_eq!(job_identity(|_| None), None);
+    }
+
+    #[test]
+    fn short_and_full_host_names_are_one_node() {
+        assert!(same_host("node01", "node01.cluster.local"));
+        assert!(!same_host("node01", "node010"));
+    }
+}

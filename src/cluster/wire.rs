@@ -1,0 +1,153 @@
+//! Messages between rank 0 (the coordinator) and the `nccl-bench run` process of
+//! every rank (its agent), one JSON object per line over the rendezvous connection.
+//! The agent starts and stops its rank's worker when told and relays the worker's
+//! protocol lines both ways, so the coordinator drives remote workers exactly as
+//! `sweep` drives its children.
+
+use std::io::{self, BufRead, Write};
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use crate::sweep::group::WorkerSpec;
+use crate::sweep::protocol::Command;
+
+/// The first line of every connection: refuses a stray client early.
+pub const MAGIC: &str = "nccl-bench-run/1";
+
+/// Agent -> coordinator, first message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub magic: String,
+    pub rank: u32,
+    pub world_size: u32,
+    pub local_rank: u32,
+    /// The CUDA device this rank drives (among those visible to it).
+    pub device: usize,
+    pub host: String,
+    pub pid: u32,
+    /// The transport configuration this rank was started with, and its variables.
+    pub config: String,
+    pub config_env: std::collections::BTreeMap<String, String>,
+    /// `host` or `nccl`, as this rank resolved `--backend` on its node.
+    pub backend: String,
+    /// The libnccl this rank loads and its version.
+    pub nccl: Option<crate::model::NcclChoice>,
+    /// Why this rank cannot run (no driver, no libnccl, ...), found before joining.
+    pub problem: Option<String>,
+    /// The launcher's job identity, when it has one: a stale rendezvous file from
+    /// another job is recognized by it.
+    pub job: Option<String>,
+}
+
+/// Coordinator -> agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "to", rename_all = "snake_case")]
+pub enum Down {
+    /// The hello was accepted.
+    Welcome,
+    /// The hello was refused; the agent exits 2 with this reason.
+    Refused { reason: String },
+    /// Start the worker of group `seq`.
+    Spawn { seq: u32, spec: Box<WorkerSpec> },
+    /// A protocol command for the worker's stdin.
+    Worker { command: Command },
+    /// Close the worker's stdin, let it exit within `grace_ms`, then kill it.
+    Finish { grace_ms: u64 },
+    /// Kill the worker now.
+    Kill,
+    /// The run is over: exit with this code (after printing `message`, if any).
+    Done { code: u8, message: Option<String> },
+}
+
+/// Agent -> coordinator, after the hello.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "up", rename_all = "snake_case")]
+pub enum Up {
+    /// A line the worker wrote on stdout (a protocol event or free text).
+    Out { seq: u32, line: String },
+    /// A line the worker wrote on stderr.
+    Err { seq: u32, line: String },
+    /// New lines of one of NCCL's debug files on the agent's node.
+    NcclLog {
+        seq: u32,
+        file: String,
+        lines: Vec<String>,
+    },
+    /// The worker's stdout closed.
+    Closed { seq: u32 },
+    /// The worker is gone (reaped), and how it ended.
+    Exited { seq: u32, how: String },
+    /// The worker could not be started.
+    SpawnFailed { seq: u32, message: String },
+}
+
+/// Writes one message as a line and flushes.
+pub fn send<T: Serialize>(out: &mut impl Write, message: &T) -> io::Result<()> {
+    let mut line = serde_json::to_vec(message)?;
+    line.push(b'\n');
+    out.write_all(&line)?;
+    out.flush()
+}
+
+/// Reads the next message; `None` at end of input.
+pub fn receive<T: DeserializeOwned>(
+    input: &mut impl BufRead,
+    line: &mut String,
+) -> io::Result<Option<T>> {
+    line.clear();
+    if input.read_line(line)? == 0 {
+        return Ok(None);
+    }
+    serde_json::from_str(line.trim()).map(Some).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unexpected message {:?}: {e}", truncate(line.trim(), 120)),
+        )
+    })
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_as_lines() {
+        let downs = [
+            Down::Welcome,
+            Down::Worker {
+                command: Command::Time { iters: 3 },
+            },
+            Down::Done {
+                code: 1,
+                message: Some("rank 2 failed".into()),
+            },
+        ];
+        let mut buf = Vec::new();
+        for d in &downs {
+            send(&mut buf, d).unwrap();
+        }
+        let mut input = io::Cursor::new(buf);
+        let mut line = String::new();
+        for d in &downs {
+            assert_eq!(
+                receive::<Down>(&mut input, &mut line).unwrap().as_ref(),
+                Some(d)
+            );
+        }
+        assert_eq!(receive::<Down>(&mut input, &mut line).unwrap(), None);
+    }
+
+    #[test]
+    fn a_stranger_is_an_error_naming_what_it_sent() {
+        let mut input = io::Cursor::new(b"GET / HTTP/1.1\r\n".to_vec());
+        let e = receive::<Hello>(&mut input, &mut String::new()).unwrap_err();
+        assert!(e.to_string().contains("GET / HTTP/1.1"), "{e}");
+    }
+}

@@ -1,0 +1,436 @@
+//! `nccl-bench run` on one machine: four rank processes started by hand with the
+//! environment a launcher would give them (torchrun-style and Slurm), the host
+//! backend, the rendezvous on 127.0.0.1. Two configs appended to one run directory
+//! must give what `sweep` gives; missing or misconfigured ranks must make every
+//! process exit within the deadline with a precise message.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, rows, text, wait_no_processes};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A `run` process with a clean environment (no launcher variables of the machine
+/// running the tests) plus `env`.
+fn rank(out: &Path, shm: &Path, env: &[(&str, String)], extra: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .args([
+            "run",
+            "--backend",
+            "host",
+            "--plain",
+            "-b",
+            "1K",
+            "-e",
+            "16K",
+            "-n",
+            "5",
+        ])
+        .arg("--shm-dir")
+        .arg(shm)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn torchrun_env(r: u32, world: u32, port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("RANK", r.to_string()),
+        ("WORLD_SIZE", world.to_string()),
+        ("LOCAL_RANK", r.to_string()),
+        ("MASTER_ADDR", "127.0.0.1".into()),
+        ("MASTER_PORT", port.to_string()),
+    ]
+}
+
+fn slurm_env(r: u32, world: u32, port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("SLURM_PROCID", r.to_string()),
+        ("SLURM_NTASKS", world.to_string()),
+        ("SLURM_LOCALID", r.to_string()),
+        ("SLURM_NODEID", "0".into()),
+        ("SLURM_JOB_NODELIST", "localhost".into()),
+        ("SLURM_JOB_ID", "4242".into()),
+        ("SLURM_STEP_ID", "0".into()),
+        ("MASTER_PORT", port.to_string()),
+    ]
+}
+
+/// Starts the ranks (rank 0 last, so the others retry first) and waits for all.
+fn run_all(commands: Vec<Command>) -> (Vec<Output>, Duration) {
+    let start = Instant::now();
+    let children: Vec<Child> = commands
+        .into_iter()
+        .rev()
+        .map(|mut c| c.spawn().expect("start nccl-bench run"))
+        .collect();
+    let mut outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    outputs.reverse();
+    (outputs, start.elapsed())
+}
+
+fn cell_keys(run: &Path) -> BTreeSet<(String, String, String)> {
+    rows(run)
+        .into_iter()
+        .map(|r| (r["config"].clone(), r["nranks"].clone(), r["bytes"].clone()))
+        .collect()
+}
+
+#[test]
+fn four_ranks_under_two_launchers_build_one_run_directory_like_sweep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+
+    let port = free_port();
+    let (outputs, _) = run_all(
+        (0..4)
+            .map(|r| {
+                rank(
+                    &out,
+                    &shm,
+                    &torchrun_env(r, 4, port),
+                    &["--transports", "default"],
+                )
+            })
+            .collect(),
+    );
+    for (r, o) in outputs.iter().enumerate() {
+        assert!(o.status.success(), "rank {r}: {}", text(o));
+    }
+    let run = common::run_dir(&out);
+    assert!(String::from_utf8_lossy(&outputs[1].stderr).contains("rank 1 of 4"));
+
+    let port = free_port();
+    let run_dir = run.to_string_lossy().into_owned();
+    let (outputs, _) = run_all(
+        (0..4)
+            .map(|r| {
+                rank(
+                    &out,
+                    &shm,
+                    &slurm_env(r, 4, port),
+                    &["--transports", "shm-off", "--run-dir", &run_dir],
+                )
+            })
+            .collect(),
+    );
+    for (r, o) in outputs.iter().enumerate() {
+        assert!(o.status.success(), "rank {r}: {}", text(o));
+    }
+
+    // Every case of both configs, correct, with the transport each config asks for.
+    let all = rows(&run);
+    assert_eq!(all.len(), 2 * 5, "{all:?}");
+    for row in &all {
+        assert_eq!(row["status"], "ok", "{row:?}");
+        assert_eq!(row["nranks"], "4");
+        let transport = if row["config"] == "default" {
+            "SHM"
+        } else {
+            "NET/Socket"
+        };
+        assert_eq!(row["transports"], transport, "{row:?}");
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["status"], "complete");
+    assert_eq!(manifest["cases"]["ok"], 10);
+    assert_eq!(manifest["configs"][0]["name"], "default");
+    assert_eq!(manifest["configs"][1]["name"], "shm-off");
+    assert_eq!(manifest["cluster"]["launcher"], "Slurm");
+    assert_eq!(manifest["cluster"]["world_size"], 4);
+    assert_eq!(manifest["cluster"]["ranks"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        manifest["earlier_command_lines"].as_array().unwrap().len(),
+        1
+    );
+    let logs = common::dir_entries(&run.join("logs"));
+    for r in 0..4 {
+        for config in ["default", "shm-off"] {
+            let name = format!("{config}.n4.rank{r}.log");
+            assert!(logs.contains(&name), "{name} missing: {logs:?}");
+        }
+    }
+
+    // The same shape as a sweep of the same cases.
+    let swept = tmp.path().join("swept");
+    let o = common::sweep(&swept, &shm)
+        .args([
+            "--gpus",
+            "4",
+            "--transports",
+            "default,shm-off",
+            "-b",
+            "1K",
+            "-e",
+            "16K",
+            "-n",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let swept = common::run_dir(&swept);
+    // `--gpus 4` sweeps 2 and 4 ranks; the run had 4.
+    let at_4: BTreeSet<_> = cell_keys(&swept)
+        .into_iter()
+        .filter(|k| k.1 == "4")
+        .collect();
+    assert_eq!(cell_keys(&run), at_4);
+    let header = |dir: &Path| {
+        std::fs::read_to_string(dir.join("results.csv"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(header(&run), header(&swept));
+    let tags = |dir: &Path| {
+        std::fs::read_to_string(dir.join("histograms.hlog"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("Tag="))
+            .map(|l| l.split(',').next().unwrap().to_string())
+            .collect::<BTreeSet<_>>()
+    };
+    let tags_at_4: BTreeSet<_> = tags(&swept)
+        .into_iter()
+        .filter(|t| t.contains("/n4/"))
+        .collect();
+    assert_eq!(tags(&run), tags_at_4);
+    assert_eq!(tags(&run).len(), 10);
+
+    // And it reads like one: report and compare work on it.
+    let o = Command::new(bin())
+        .arg("report")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("| shm-off |"), "{report}");
+    let o = Command::new(bin())
+        .arg("compare")
+        .arg(&run)
+        .args([
+            "--config-a",
+            "default",
+            "--config-b",
+            "shm-off",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.code() == Some(0) || o.status.code() == Some(1),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).lines().count(),
+        1 + 5,
+        "{}",
+        text(&o)
+    );
+    assert!(common::dir_entries(&shm).is_empty(), "segments left behind");
+}
+
+fn assert_all_exit_2_within(outputs: &[Output], elapsed: Duration, limit: Duration) {
+    for (r, o) in outputs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(2), "rank {r}: {}", text(o));
+    }
+    assert!(elapsed < limit, "took {elapsed:?}");
+}
+
+#[test]
+fn a_rank_that_never_comes_is_named_and_every_rank_exits_within_the_deadline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
+    let port = free_port();
+    let commands = (0..2)
+        .map(|r| {
+            rank(
+                &out,
+                &shm,
+                &torchrun_env(r, 3, port),
+                &[
+                    "--transports",
+                    "default",
+                    "--rendezvous-timeout",
+                    "3s",
+                    "--label",
+                    "missing-rank",
+                ],
+            )
+        })
+        .collect();
+    let (outputs, elapsed) = run_all(commands);
+    assert_all_exit_2_within(&outputs, elapsed, Duration::from_secs(8));
+    let rank0 = String::from_utf8_lossy(&outputs[0].stderr);
+    assert!(
+        rank0.contains("rank(s) 2 of 3 did not join rank 0 at 127.0.0.1:")
+            && rank0.contains("joined: 0 on ")
+            && rank0.contains(", 1 on "),
+        "{rank0}"
+    );
+    let rank1 = String::from_utf8_lossy(&outputs[1].stderr);
+    assert!(
+        rank1.contains("rank 0 stopped the run: rank(s) 2 of 3"),
+        "{rank1}"
+    );
+    assert!(!out.exists(), "nothing is written when the ranks never met");
+    assert!(wait_no_processes("missing-rank", Duration::from_secs(5)).is_empty());
+}
+
+#[test]
+fn a_rank_with_the_wrong_port_fails_both_sides_within_the_deadline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
+    let (good, wrong) = (free_port(), free_port());
+    let args = [
+        "--transports",
+        "default",
+        "--rendezvous-timeout",
+        "3s",
+        "--label",
+        "wrong-port",
+    ];
+    let commands = vec![
+        rank(&out, &shm, &torchrun_env(0, 2, good), &args),
+        rank(&out, &shm, &torchrun_env(1, 2, wrong), &args),
+    ];
+    let (outputs, elapsed) = run_all(commands);
+    assert_all_exit_2_within(&outputs, elapsed, Duration::from_secs(8));
+    let rank0 = String::from_utf8_lossy(&outputs[0].stderr);
+    assert!(rank0.contains("rank(s) 1 of 2 did not join"), "{rank0}");
+    let rank1 = String::from_utf8_lossy(&outputs[1].stderr);
+    assert!(
+        rank1.contains(&format!(
+            "rank 1 could not reach rank 0 at 127.0.0.1:{wrong}"
+        )) && rank1.contains("Connection refused"),
+        "{rank1}"
+    );
+    assert!(wait_no_processes("wrong-port", Duration::from_secs(5)).is_empty());
+}
+
+#[test]
+fn ranks_started_with_different_world_sizes_stop_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
+    let port = free_port();
+    let args = ["--transports", "default", "--rendezvous-timeout", "30s"];
+    let odd = torchrun_env(1, 3, port);
+    let commands = vec![
+        rank(&out, &shm, &torchrun_env(0, 2, port), &args),
+        rank(&out, &shm, &odd, &args),
+    ];
+    let (outputs, elapsed) = run_all(commands);
+    assert_all_exit_2_within(&outputs, elapsed, Duration::from_secs(20));
+    let rank0 = String::from_utf8_lossy(&outputs[0].stderr);
+    assert!(
+        rank0.contains("it was started with a world size of 3, rank 0 with 2"),
+        "{rank0}"
+    );
+    let rank1 = String::from_utf8_lossy(&outputs[1].stderr);
+    assert!(rank1.contains("rank 0 refused rank 1"), "{rank1}");
+}
+
+#[test]
+fn a_crashing_remote_rank_fails_its_case_and_fresh_workers_take_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+    let port = free_port();
+    let commands = (0..2)
+        .map(|r| {
+            let mut env = torchrun_env(r, 2, port);
+            if r == 1 {
+                // Only rank 1's node has the fault: its agent's worker inherits it.
+                env.push(("NCCL_BENCH_FAULT", "crash:bytes=4K".into()));
+            }
+            rank(&out, &shm, &env, &["--transports", "default"])
+        })
+        .collect();
+    let (outputs, _) = run_all(commands);
+    assert_eq!(outputs[0].status.code(), Some(1), "{}", text(&outputs[0]));
+    assert_eq!(outputs[1].status.code(), Some(1), "{}", text(&outputs[1]));
+    let run = common::run_dir(&out);
+    let all = rows(&run);
+    assert_eq!(all.len(), 5);
+    for row in &all {
+        if row["bytes"] == "4096" {
+            assert_eq!(row["status"], "failed", "{row:?}");
+            assert!(
+                row["error"].contains("rank 1") && row["error"].contains("SIGABRT"),
+                "{row:?}"
+            );
+        } else {
+            assert_eq!(row["status"], "ok", "{row:?}");
+        }
+    }
+    assert!(common::dir_entries(&shm).is_empty(), "segments left behind");
+}
+
+#[test]
+fn run_refuses_what_it_cannot_do_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
+    let cases: Vec<(Vec<(&str, String)>, Vec<&str>, &str)> = vec![
+        (vec![], vec![], "cannot tell this process's rank"),
+        (
+            torchrun_env(0, 2, 1),
+            vec!["--transports", "default,shm-off"],
+            "one transport config per launch",
+        ),
+        (
+            vec![
+                ("RANK", "0".into()),
+                ("WORLD_SIZE", "2".into()),
+                ("LOCAL_RANK", "0".into()),
+            ],
+            vec!["--transports", "default"],
+            "no rendezvous for rank 0",
+        ),
+        (
+            torchrun_env(0, 2, 1),
+            vec!["--transports", "default", "--rendezvous", "nohost"],
+            "expected HOST:PORT or file:PATH",
+        ),
+        (
+            torchrun_env(0, 2, 1),
+            vec!["--transports", "default", "--run-dir", "/nonexistent/run"],
+            "/nonexistent/run",
+        ),
+    ];
+    for (env, args, says) in cases {
+        let o = rank(&out, &shm, &env, &args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{args:?}: expected {says:?} in {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!out.exists());
+}
