@@ -39,6 +39,8 @@ pub enum Command {
     Sweep(SweepArgs),
     /// One rank of a multi-node run under srun, mpirun or torchrun (rank 0 writes the run directory)
     Run(RunArgs),
+    /// List transport configurations: the built-in presets, or those of --config files
+    Configs(ConfigsArgs),
     /// Compare two run directories (or two configs of one run); exit 1 on a regression
     Compare(CompareArgs),
     /// Turn nccl-tests all_reduce_perf output (text or -J JSON) into a run directory
@@ -67,6 +69,11 @@ pub struct SweepArgs {
     /// GPUs (ranks) per case: N sweeps 2, 4, 8, ... up to N; a list like 2,4,8 is used as given
     #[arg(short = 'g', long = "gpus", value_name = "N|LIST", default_value = "2")]
     pub gpus: String,
+
+    /// Write the run to exactly this directory (it must not exist) instead of a new
+    /// one under --out
+    #[arg(long = "run-dir", value_name = "DIR", conflicts_with = "label")]
+    pub run_dir: Option<PathBuf>,
 
     #[command(flatten)]
     pub measure: MeasureArgs,
@@ -202,7 +209,8 @@ pub struct RunArgs {
     #[arg(long = "rendezvous-timeout", value_name = "DURATION", default_value = "120s", value_parser = units::parse_duration)]
     pub rendezvous_timeout: Duration,
 
-    /// Append this config's cases to an existing run directory (a loop over configs builds one sweep)
+    /// Write to this run directory: created when absent, else this config's cases are
+    /// appended (a loop over configs builds one sweep)
     #[arg(long = "run-dir", value_name = "DIR", conflicts_with = "label")]
     pub run_dir: Option<PathBuf>,
 
@@ -217,6 +225,23 @@ pub struct RunArgs {
     /// Rank among those on this node; picks the GPU (overrides the launcher)
     #[arg(long = "local-rank", value_name = "N")]
     pub local_rank: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example (one launch per config of a file):\n  \
+for c in $(nccl-bench configs --config configs/transports.toml --names); do srun nccl-bench run --config configs/transports.toml --transports \"$c\" --run-dir \"$RUN\"; done")]
+pub struct ConfigsArgs {
+    /// Transport configurations from a TOML file (repeatable)
+    #[arg(long = "config", value_name = "FILE.toml")]
+    pub config: Vec<PathBuf>,
+
+    /// Only these, by name, from --config files or the built-in presets
+    #[arg(long = "transports", value_name = "NAME,...", value_delimiter = ',')]
+    pub transports: Vec<String>,
+
+    /// One name per line, nothing else
+    #[arg(long)]
+    pub names: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

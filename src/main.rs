@@ -17,6 +17,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             session::run(&settings, std::env::args().collect())
         }
         Command::Run(args) => nccl_bench::cluster::run::run(&args, std::env::args().collect()),
+        Command::Configs(args) => nccl_bench::cmd::configs::run(&args),
         Command::Compare(args) => nccl_bench::cmd::compare::run(&args),
         Command::Import(args) => nccl_bench::cmd::import::run(&args),
         Command::Report(args) => nccl_bench::cmd::report::run(&args),

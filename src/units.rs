@@ -19,7 +19,7 @@ pub enum UnitError {
     SizeOverflow(String),
     #[error("invalid duration '{0}': expected a number of seconds or a number with a unit (ms, s, m, h), e.g. 30, 500ms, 2m")]
     Duration(String),
-    #[error("invalid percentage '{0}': expected a positive number, optionally followed by %, e.g. 1 or 0.5%")]
+    #[error("invalid percentage '{0}': expected a number above 0 and below 100, optionally followed by %, e.g. 1 or 0.5%")]
     Percent(String),
 }
 

@@ -398,6 +398,10 @@ fn a_crashing_remote_rank_fails_its_case_and_fresh_workers_take_the_rest() {
 fn run_refuses_what_it_cannot_do_with_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
+    let not_a_run = tmp.path().join("notes");
+    std::fs::create_dir(&not_a_run).unwrap();
+    std::fs::write(not_a_run.join("todo.txt"), "keep me").unwrap();
+    let not_a_run = not_a_run.to_string_lossy().into_owned();
     let cases: Vec<(Vec<(&str, String)>, Vec<&str>, &str)> = vec![
         (vec![], vec![], "cannot tell this process's rank"),
         (
@@ -421,8 +425,8 @@ fn run_refuses_what_it_cannot_do_with_exit_2() {
         ),
         (
             torchrun_env(0, 2, 1),
-            vec!["--transports", "default", "--run-dir", "/nonexistent/run"],
-            "/nonexistent/run",
+            vec!["--transports", "default", "--run-dir", not_a_run.as_str()],
+            "is not a run directory",
         ),
     ];
     for (env, args, says) in cases {
@@ -433,4 +437,8 @@ fn run_refuses_what_it_cannot_do_with_exit_2() {
         assert!(!err.contains("panicked"), "{err}");
     }
     assert!(!out.exists());
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&not_a_run).join("todo.txt")).unwrap(),
+        "keep me"
+    );
 }

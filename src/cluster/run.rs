@@ -431,9 +431,10 @@ fn distinct_hosts(hub: &Hub) -> Vec<String> {
     hosts
 }
 
-/// Where rank 0 writes: a new run directory, or one it appends this config to.
+/// Where rank 0 writes: a new run directory (under --out, or exactly the path
+/// given), or one it appends this config to.
 enum Target {
-    New,
+    New(Option<PathBuf>),
     Append(PathBuf),
 }
 
@@ -441,8 +442,11 @@ impl Target {
     /// Checked before the rendezvous, so a wrong `--run-dir` fails at once.
     fn choose(args: &RunArgs, me: &ThisRank) -> Result<Target> {
         let Some(dir) = &args.run_dir else {
-            return Ok(Target::New);
+            return Ok(Target::New(None));
         };
+        if !dir.exists() {
+            return Ok(Target::New(Some(dir.clone())));
+        }
         let run = crate::export::reader::RunData::load(dir)?;
         let config = &me.settings.configs[0].name;
         if run
@@ -494,13 +498,16 @@ fn sweep(
 ) -> Result<u8> {
     let settings = &me.settings;
     let (writer, run_start) = match target {
-        Target::New => {
-            let dir = RunDir::create(
-                &settings.out_dir,
-                &now_stamp(),
-                &me.hello.host,
-                settings.label.as_deref(),
-            )?;
+        Target::New(path) => {
+            let dir = match path {
+                Some(path) => RunDir::create_at(&path)?,
+                None => RunDir::create(
+                    &settings.out_dir,
+                    &now_stamp(),
+                    &me.hello.host,
+                    settings.label.as_deref(),
+                )?,
+            };
             (RunWriter::new(dir, SystemTime::now())?, SystemTime::now())
         }
         Target::Append(path) => RunWriter::append_to(&path)?,

@@ -1,6 +1,7 @@
 //! Commands that work on finished run directories.
 
 pub mod compare;
+pub mod configs;
 pub mod explain;
 pub mod import;
 pub mod report;

@@ -67,6 +67,9 @@ pub struct SweepSettings {
     pub warmup: u64,
     pub timeout: Duration,
     pub out_dir: PathBuf,
+    /// The exact run directory to create (`sweep --run-dir`), instead of a new one
+    /// under `out_dir`.
+    pub run_dir: Option<PathBuf>,
     pub label: Option<String>,
     pub shm_dir: PathBuf,
     pub nccl_lib: Option<PathBuf>,
@@ -77,7 +80,17 @@ pub struct SweepSettings {
 impl SweepSettings {
     pub fn from_args(args: &SweepArgs) -> Result<SweepSettings> {
         let gpu_counts = sizes::gpu_counts(&args.gpus).map_err(anyhow::Error::msg)?;
-        SweepSettings::from_measure(&args.measure, gpu_counts)
+        let mut settings = SweepSettings::from_measure(&args.measure, gpu_counts)?;
+        if let Some(dir) = &args.run_dir {
+            if dir.exists() {
+                bail!(
+                    "--run-dir {} already exists: a run directory is never overwritten",
+                    dir.display()
+                );
+            }
+            settings.run_dir = Some(dir.clone());
+        }
+        Ok(settings)
     }
 
     /// Settings for the given rank counts (`run` takes its one count from the launcher).
@@ -125,6 +138,7 @@ impl SweepSettings {
             warmup: args.warmup_iters,
             timeout: args.timeout,
             out_dir: args.out.clone(),
+            run_dir: None,
             label: args.label.clone(),
             shm_dir: args.shm_dir.clone(),
             nccl_lib: args.nccl_lib.clone(),
@@ -139,7 +153,7 @@ impl SweepSettings {
 }
 
 /// `--config` files and/or `--transports` names; the SHM decision presets when neither.
-fn select_configs(
+pub fn select_configs(
     files: &[PathBuf],
     names: &[String],
 ) -> Result<(Vec<TransportConfig>, Vec<String>)> {

@@ -57,12 +57,15 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
 
     let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
     let host = crate::sysinfo::hostname();
-    let dir = RunDir::create(
-        &settings.out_dir,
-        &now_stamp(),
-        &host,
-        settings.label.as_deref(),
-    )?;
+    let dir = match &settings.run_dir {
+        Some(path) => RunDir::create_at(path)?,
+        None => RunDir::create(
+            &settings.out_dir,
+            &now_stamp(),
+            &host,
+            settings.label.as_deref(),
+        )?,
+    };
     let writer = RunWriter::new(dir, SystemTime::now())?;
     let manifest = manifest(settings, &backend, command_line, &gpus, warnings.clone());
 

@@ -1,0 +1,165 @@
+//! The cluster scripts, run for real on one machine: mpirun-sweep.sh and
+//! slurm-sweep.sbatch under stand-ins for mpirun and srun that start the ranks
+//! with the variables the real launchers give (tests/fixtures/fake-launchers), and
+//! regression.sh gating on a comparison. The host backend does the measuring.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{bin, rows, text};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A script with the fake launchers first on PATH and no launcher or NCCL
+/// variables from the machine running the tests.
+fn script(name: &str) -> Command {
+    let mut c = Command::new(repo().join("scripts").join(name));
+    let path = format!(
+        "{}:{}",
+        repo().join("tests/fixtures/fake-launchers").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    c.env_clear()
+        .env("PATH", path)
+        .env("NCCL_BENCH", bin())
+        .current_dir(repo());
+    c
+}
+
+fn host_flags(shm: &Path) -> Vec<String> {
+    ["--backend", "host", "-b", "1K", "-e", "4K", "-n", "3", "--shm-dir"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([shm.to_string_lossy().into_owned()])
+        .collect()
+}
+
+fn port() -> String {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string()
+}
+
+fn configs_of(run: &Path) -> Vec<String> {
+    let mut configs: Vec<String> = rows(run).into_iter().map(|r| r["config"].clone()).collect();
+    configs.dedup();
+    configs
+}
+
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(o.status.code(), Some(code), "{}", text(o));
+}
+
+#[test]
+fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shm = tmp.path().join("shm");
+    std::fs::create_dir(&shm).unwrap();
+    let config = repo().join("tests/fixtures/two-configs.toml");
+
+    // mpirun: 2 ranks, one launch per config, one run directory, a report.
+    let by_mpirun = tmp.path().join("by-mpirun");
+    let o = script("mpirun-sweep.sh")
+        .args(["-np", "2", "-H", "localhost:2", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&by_mpirun)
+        .arg("--")
+        .args(host_flags(&shm))
+        .env("MASTER_PORT", port())
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    assert_eq!(configs_of(&by_mpirun), ["default", "shm-off"]);
+    assert_eq!(rows(&by_mpirun).len(), 2 * 3);
+    assert!(by_mpirun.join("report.md").is_file());
+    let manifest = std::fs::read_to_string(by_mpirun.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"launcher\": \"Open MPI\""), "{manifest}");
+
+    // Slurm: the batch script in an allocation of 2 tasks, compared to the mpirun run.
+    let by_slurm = tmp.path().join("by-slurm");
+    let o = script("slurm-sweep.sbatch")
+        .arg(&config)
+        .arg("--")
+        .args(host_flags(&shm))
+        .envs([
+            ("SLURM_JOB_ID", "7001"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_JOB_NODELIST", "localhost"),
+        ])
+        .env("SLURM_SUBMIT_DIR", repo())
+        .env("RUN_DIR", &by_slurm)
+        .env("MASTER_PORT", port())
+        .env("BASELINE", &by_mpirun)
+        .env("THRESHOLD", "50%")
+        .output()
+        .unwrap();
+    // Two runs of tiny cases on a shared machine may differ by more than any
+    // threshold: the verdict is the comparison's, the rest must have worked.
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    assert_eq!(configs_of(&by_slurm), ["default", "shm-off"]);
+    let manifest = std::fs::read_to_string(by_slurm.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"launcher\": \"Slurm\""), "{manifest}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("== config shm-off"), "{stdout}");
+    assert!(
+        stdout.contains("95% CI") && stdout.contains("outcome"),
+        "the comparison is printed: {stdout}"
+    );
+
+    // regression.sh: a run against itself has no regression ...
+    let o = script("regression.sh")
+        .arg(&by_slurm)
+        .arg("--candidate")
+        .arg(&by_slurm)
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    assert!(by_slurm.join("compare.md").is_file());
+
+    // ... a fresh sweep where a case fails that passed in the baseline is one.
+    let o = script("regression.sh")
+        .arg(&by_mpirun)
+        .args(["--threshold", "50%", "--"])
+        .args(["--gpus", "2", "--transports", "default"])
+        .args(host_flags(&shm))
+        .env("OUT", tmp.path().join("nightly"))
+        .env("NCCL_BENCH_FAULT", "exit:bytes=2K")
+        .output()
+        .unwrap();
+    assert_exit(&o, 1);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("REGRESSION"), "{}", text(&o));
+
+    // No baseline: an error, not a verdict.
+    let o = script("regression.sh")
+        .arg(tmp.path().join("missing"))
+        .output()
+        .unwrap();
+    assert_exit(&o, 2);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a run directory"));
+    assert!(common::dir_entries(&shm).is_empty(), "segments left behind");
+}
+
+#[test]
+fn the_scripts_say_how_to_use_them() {
+    for name in ["mpirun-sweep.sh", "regression.sh"] {
+        let o = script(name).arg("--help").output().unwrap();
+        assert_exit(&o, 2);
+        let usage = String::from_utf8_lossy(&o.stderr);
+        assert!(usage.contains("Usage:"), "{name}: {usage}");
+    }
+    let o = Command::new(bin())
+        .args(["configs", "--names", "--config"])
+        .arg(repo().join("tests/fixtures/two-configs.toml"))
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "default\nshm-off\n");
+}
