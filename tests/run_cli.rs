@@ -231,6 +231,7 @@ fn four_ranks_under_two_launchers_build_one_run_directory_like_sweep() {
     assert!(o.status.success(), "{}", text(&o));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("| shm-off |"), "{report}");
+    assert!(report.contains("- Ranks: 4 under Slurm on 1 host(s): "), "{report}");
     let o = Command::new(bin())
         .arg("compare")
         .arg(&run)
@@ -392,6 +393,55 @@ fn a_crashing_remote_rank_fails_its_case_and_fresh_workers_take_the_rest() {
         }
     }
     assert!(common::dir_entries(&shm).is_empty(), "segments left behind");
+}
+
+#[test]
+fn a_rank_whose_process_dies_fails_the_rest_of_the_config_without_waiting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+    let port = free_port();
+    let args = ["--transports", "default", "--timeout", "60s"];
+    let mut rank1_env = torchrun_env(1, 2, port);
+    // Rank 1's worker stops at 4 KiB; then its whole `run` process is killed.
+    rank1_env.push(("NCCL_BENCH_FAULT", "hang:bytes=4K".into()));
+    let mut rank1 = rank(&out, &shm, &rank1_env, &args).spawn().unwrap();
+    let start = Instant::now();
+    let rank0 = rank(&out, &shm, &torchrun_env(0, 2, port), &args).spawn().unwrap();
+    let csv = loop {
+        assert!(start.elapsed() < Duration::from_secs(30), "no results");
+        if let Ok(entries) = std::fs::read_dir(&out) {
+            if let Some(dir) = entries.flatten().next() {
+                let csv = dir.path().join("results.csv");
+                let lines = std::fs::read_to_string(&csv).unwrap_or_default().lines().count();
+                if lines >= 3 {
+                    break csv;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    rank1.kill().unwrap();
+    let _ = rank1.wait();
+    let o = rank0.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(start.elapsed() < Duration::from_secs(30), "{:?}", start.elapsed());
+    let all = rows(csv.parent().unwrap());
+    assert_eq!(all.len(), 5, "{all:?}");
+    for row in &all {
+        if ["1024", "2048"].contains(&row["bytes"].as_str()) {
+            assert_eq!(row["status"], "ok", "{row:?}");
+        } else {
+            assert_eq!(row["status"], "failed", "{row:?}");
+            assert!(
+                row["error"].contains("rank 1")
+                    && row["error"].contains("is gone with its nccl-bench run process"),
+                "{row:?}"
+            );
+        }
+    }
+    assert!(wait_no_processes(&shm.to_string_lossy(), Duration::from_secs(5)).is_empty());
 }
 
 #[test]

@@ -50,6 +50,17 @@ pub fn markdown(
         or_unknown(&m.backend.used),
         m.backend.note
     )?;
+    if let Some(c) = &m.cluster {
+        writeln!(
+            s,
+            "- Ranks: {} under {} on {} host(s): {} (rendezvous {})",
+            c.world_size,
+            c.launcher,
+            c.hosts.len(),
+            c.hosts.join(", "),
+            c.rendezvous
+        )?;
+    }
     if let Some(n) = &m.nccl {
         writeln!(s, "- NCCL: {}", n.version)?;
     }

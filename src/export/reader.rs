@@ -65,6 +65,9 @@ pub struct ManifestHead {
     pub nccl: Option<NcclHead>,
     #[serde(default)]
     pub gpu: Option<serde_json::Value>,
+    /// The ranks of a `run` (absent for `sweep` and imports).
+    #[serde(default)]
+    pub cluster: Option<crate::model::ClusterInfo>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
