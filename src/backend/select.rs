@@ -11,6 +11,7 @@ use super::detect::GpuPresence;
 use super::nccl::discovery::{self, Machine, ThisMachine};
 use super::nccl::facts::{self, GpuFacts};
 use crate::config::{BackendChoice, TransportConfig};
+use crate::units::Bytes;
 pub use crate::model::NcclChoice;
 
 /// The backend a sweep will use, and why.
@@ -165,6 +166,34 @@ fn nccl_preflight(
     })
 }
 
+/// What a rank needs on its GPU besides the send and receive buffers: the CUDA
+/// context and NCCL's own buffers (channels x peers x protocols), a few hundred MiB
+/// on current GPUs; 1 GiB keeps the check on the safe side of "will not fit".
+pub const GPU_MEMORY_MARGIN: u64 = 1 << 30;
+
+/// Refuses, before any process starts, a largest size whose send and receive
+/// buffers cannot fit on one of `devices` (a one-line error instead of a CUDA
+/// out-of-memory failure in every case).
+pub fn check_gpu_memory(facts: &GpuFacts, devices: &[usize], max_bytes: u64) -> Result<()> {
+    let need = 2 * max_bytes + GPU_MEMORY_MARGIN;
+    for &d in devices {
+        let Some(gpu) = facts.gpus.iter().find(|g| g.index == d) else {
+            continue;
+        };
+        if gpu.memory_bytes > 0 && need > gpu.memory_bytes {
+            bail!(
+                "-e/--maxbytes {} does not fit on GPU {d} ({}, {}): a rank needs {} (send and receive buffers of the largest size, plus {} for the CUDA context and NCCL's buffers); lower -e",
+                Bytes(max_bytes),
+                gpu.name,
+                Bytes(gpu.memory_bytes),
+                Bytes(need),
+                Bytes(GPU_MEMORY_MARGIN)
+            );
+        }
+    }
+    Ok(())
+}
+
 fn choice_of(found: discovery::Found) -> NcclChoice {
     NcclChoice {
         path: found.path,
@@ -192,6 +221,30 @@ fn describe_gpus(gpus: &GpuPresence) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_largest_size_that_cannot_fit_on_a_gpu_is_refused_in_one_line() {
+        let gpu = |index, gib: u64| crate::model::GpuInfo {
+            index,
+            name: "NVIDIA H100 80GB HBM3".into(),
+            bus_id: format!("0000:{index:02x}:00.0"),
+            memory_bytes: gib << 30,
+        };
+        let facts = GpuFacts {
+            driver_version: "550.54.15".into(),
+            cuda_version: "12.4".into(),
+            gpus: vec![gpu(0, 80), gpu(1, 16)],
+            p2p: vec![],
+        };
+        assert!(check_gpu_memory(&facts, &[0, 1], 1 << 30).is_ok());
+        assert!(check_gpu_memory(&facts, &[0], 32 << 30).is_ok());
+        let e = check_gpu_memory(&facts, &[0, 1], 32 << 30).unwrap_err().to_string();
+        assert!(
+            e.starts_with("-e/--maxbytes 32 GiB does not fit on GPU 1 (NVIDIA H100 80GB HBM3, 16 GiB): a rank needs 65 GiB"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+    }
 
     #[test]
     fn auto_falls_back_to_host_only_without_gpus() {

@@ -141,7 +141,14 @@ fn prepare(
         &settings.configs,
         device as u32 + 1,
     );
-    let mut backend = resolved.map_err(|e| format!("{e:#}"));
+    let mut backend = resolved
+        .and_then(|b| {
+            if let Some(facts) = &b.gpus {
+                backend::select::check_gpu_memory(facts, &[device], settings.max_bytes())?;
+            }
+            Ok(b)
+        })
+        .map_err(|e| format!("{e:#}"));
     if let Ok(b) = &backend {
         if b.name == "host" {
             if let Err(e) = session::check_host_settings(&settings, layout.world_size) {

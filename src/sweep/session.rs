@@ -39,6 +39,10 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         &settings.configs,
         max_ranks,
     )?;
+    if let Some(facts) = &backend.gpus {
+        let devices: Vec<usize> = (0..max_ranks as usize).collect();
+        backend::select::check_gpu_memory(facts, &devices, settings.max_bytes())?;
+    }
     let mut warnings = settings.warnings.clone();
     warnings.extend(inherited_warnings(&settings.configs, std::env::vars()));
     if backend.name == "host" {
