@@ -49,6 +49,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Read NCCL_DEBUG=INFO/WARN logs: versions, ranks, transports per rank pair, and a diagnosis of every known failure
     Explain(ExplainArgs),
+    /// Check this machine for NCCL: /dev/shm size and leftover segments, container, NCCL_* variables, network interfaces, InfiniBand, GPUs, libnccl
+    Doctor(DoctorArgs),
     /// One rank of a case (spawned by `sweep`; not for direct use)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -370,4 +372,38 @@ pub struct WorkerArgs {
     /// Seconds the communicator set-up may take
     #[arg(long = "init-timeout", default_value_t = 120.0)]
     pub init_timeout_s: f64,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 no check failed, 1 a check failed, 2 error.\n\n\
+Examples:\n  \
+nccl-bench doctor                     all checks, /dev/shm sized for 8 local ranks\n  \
+nccl-bench doctor --gpus 4 --json     JSON for scripts (schema in README)\n  \
+nccl-bench doctor --clean             also remove /dev/shm/nccl-* segments no process uses"
+)]
+pub struct DoctorArgs {
+    /// Local ranks (GPUs per node) to size /dev/shm for
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub gpus: u32,
+
+    /// Print the checks as one JSON document
+    #[arg(long)]
+    pub json: bool,
+
+    /// Remove leftover nccl-* segments in the shm directory that no live process maps or holds
+    #[arg(long)]
+    pub clean: bool,
+
+    /// Shared-memory directory NCCL uses
+    #[arg(long = "shm-dir", value_name = "DIR", default_value = "/dev/shm")]
+    pub shm_dir: PathBuf,
+
+    /// libnccl to check (default: the search sweep does; also NCCL_BENCH_NCCL_LIB)
+    #[arg(long = "nccl-lib", value_name = "PATH")]
+    pub nccl_lib: Option<PathBuf>,
+
+    /// Read the machine from this directory tree instead of / (tests)
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub root: Option<PathBuf>,
 }

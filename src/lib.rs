@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cluster;
 pub mod cmd;
 pub mod config;
+pub mod doctor;
 pub mod export;
 pub mod import;
 pub mod model;

@@ -22,6 +22,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Import(args) => nccl_bench::cmd::import::run(&args),
         Command::Report(args) => nccl_bench::cmd::report::run(&args),
         Command::Explain(args) => nccl_bench::cmd::explain::run(&args),
+        Command::Doctor(args) => nccl_bench::cmd::doctor::run(&args),
         Command::Worker(args) => Ok(worker::run(&args).clamp(0, 255) as u8),
     }
 }

@@ -173,6 +173,9 @@ pub struct RunManifest {
     /// The ranks of a `run` under a cluster launcher (absent for `sweep`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterInfo>,
+    /// `doctor`'s quick checks of this machine, run before the sweep.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub doctor: Vec<crate::doctor::Check>,
 }
 
 /// Who took part in a `run`: the launcher, the rendezvous and every rank.

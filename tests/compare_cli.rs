@@ -59,6 +59,7 @@ fn write_run(parent: &Path, name: &str, specs: &[Spec]) -> std::path::PathBuf {
         cases: CaseCounts::default(),
         warnings: vec![],
         cluster: None,
+        doctor: Vec::new(),
     };
     writer.write_manifest(&manifest).unwrap();
     for (i, (config, bytes, scale)) in specs.iter().enumerate() {

@@ -231,7 +231,10 @@ fn four_ranks_under_two_launchers_build_one_run_directory_like_sweep() {
     assert!(o.status.success(), "{}", text(&o));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("| shm-off |"), "{report}");
-    assert!(report.contains("- Ranks: 4 under Slurm on 1 host(s): "), "{report}");
+    assert!(
+        report.contains("- Ranks: 4 under Slurm on 1 host(s): "),
+        "{report}"
+    );
     let o = Command::new(bin())
         .arg("compare")
         .arg(&run)
@@ -407,13 +410,18 @@ fn a_rank_whose_process_dies_fails_the_rest_of_the_config_without_waiting() {
     rank1_env.push(("NCCL_BENCH_FAULT", "hang:bytes=4K".into()));
     let mut rank1 = rank(&out, &shm, &rank1_env, &args).spawn().unwrap();
     let start = Instant::now();
-    let rank0 = rank(&out, &shm, &torchrun_env(0, 2, port), &args).spawn().unwrap();
+    let rank0 = rank(&out, &shm, &torchrun_env(0, 2, port), &args)
+        .spawn()
+        .unwrap();
     let csv = loop {
         assert!(start.elapsed() < Duration::from_secs(30), "no results");
         if let Ok(entries) = std::fs::read_dir(&out) {
             if let Some(dir) = entries.flatten().next() {
                 let csv = dir.path().join("results.csv");
-                let lines = std::fs::read_to_string(&csv).unwrap_or_default().lines().count();
+                let lines = std::fs::read_to_string(&csv)
+                    .unwrap_or_default()
+                    .lines()
+                    .count();
                 if lines >= 3 {
                     break csv;
                 }
@@ -426,7 +434,11 @@ fn a_rank_whose_process_dies_fails_the_rest_of_the_config_without_waiting() {
     let _ = rank1.wait();
     let o = rank0.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(start.elapsed() < Duration::from_secs(30), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
     let all = rows(csv.parent().unwrap());
     assert_eq!(all.len(), 5, "{all:?}");
     for row in &all {
@@ -452,7 +464,8 @@ fn run_refuses_what_it_cannot_do_with_exit_2() {
     std::fs::create_dir(&not_a_run).unwrap();
     std::fs::write(not_a_run.join("todo.txt"), "keep me").unwrap();
     let not_a_run = not_a_run.to_string_lossy().into_owned();
-    let cases: Vec<(Vec<(&str, String)>, Vec<&str>, &str)> = vec![
+    type Case<'a> = (Vec<(&'a str, String)>, Vec<&'a str>, &'a str);
+    let cases: Vec<Case> = vec![
         (vec![], vec![], "cannot tell this process's rank"),
         (
             torchrun_env(0, 2, 1),

@@ -90,6 +90,22 @@ fn host_sweep_writes_a_complete_run_directory() {
         .as_str()
         .unwrap()
         .contains("not NCCL"));
+    let checks: Vec<&str> = manifest["doctor"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            "shm.size",
+            "shm.leftovers",
+            "nccl.env",
+            "net.socket",
+            "net.ib"
+        ]
+    );
     let logs = dir_entries(&run.join("logs"));
     assert!(
         logs.contains(&"default.n4.rank3.log".to_string()),
@@ -177,4 +193,46 @@ fn every_datatype_and_op_is_checked_correct() {
             assert_eq!(row["status"], "ok", "{run}: {row:?}");
         }
     }
+}
+
+#[test]
+fn a_failed_doctor_check_is_said_and_the_sweep_goes_on() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let o = sweep(out.path(), shm.path())
+        .args([
+            "--gpus",
+            "2",
+            "--transports",
+            "default",
+            "-b",
+            "1K",
+            "-e",
+            "1K",
+            "-n",
+            "3",
+        ])
+        .env("NCCL_SOCKET_IFNAME", "=nccl-bench-no-such-if0")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("doctor: Socket interfaces FAIL: ") && err.contains("fix: "),
+        "{err}"
+    );
+    let run = run_dir(out.path());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    let socket = manifest["doctor"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "net.socket")
+        .unwrap();
+    assert_eq!(socket["status"], "fail", "{socket}");
+    assert!(manifest["warnings"].as_array().unwrap().iter().any(|w| w
+        .as_str()
+        .unwrap()
+        .starts_with("doctor: Socket interfaces FAIL")));
 }

@@ -538,7 +538,16 @@ fn sweep(
             versions.join(", ")
         ));
     }
+    // The quick checks of rank 0's node, for as many ranks as share it.
+    let local = hub.hellos().filter(|h| h.host == me.hello.host).count() as u32;
+    let checks = crate::doctor::quick_checks(
+        &crate::doctor::Root::this_machine(),
+        &settings.shm_dir,
+        local,
+    );
+    warnings.extend(session::failed_checks(&checks));
     let mut manifest = session::manifest(settings, backend, command_line, &gpus, warnings.clone());
+    manifest.doctor = checks;
     manifest.cluster = Some(ClusterInfo {
         launcher: me.layout.launcher.name().to_string(),
         rendezvous: rendezvous.to_string(),

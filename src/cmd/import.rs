@@ -130,6 +130,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
         cases: counts.clone(),
         warnings: vec![],
         cluster: None,
+        doctor: Vec::new(),
     };
     writer.write_manifest(&manifest)?;
     println!(

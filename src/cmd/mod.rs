@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod configs;
+pub mod doctor;
 pub mod explain;
 pub mod import;
 pub mod report;

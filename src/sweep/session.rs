@@ -45,6 +45,12 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     }
     let mut warnings = settings.warnings.clone();
     warnings.extend(inherited_warnings(&settings.configs, std::env::vars()));
+    let checks = crate::doctor::quick_checks(
+        &crate::doctor::Root::this_machine(),
+        &settings.shm_dir,
+        max_ranks,
+    );
+    warnings.extend(failed_checks(&checks));
     if backend.name == "host" {
         if max_ranks > MAX_HOST_RANKS {
             bail!("--gpus asks for {max_ranks} ranks; the host backend runs at most {MAX_HOST_RANKS} processes");
@@ -71,7 +77,8 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         )?,
     };
     let writer = RunWriter::new(dir, SystemTime::now())?;
-    let manifest = manifest(settings, &backend, command_line, &gpus, warnings.clone());
+    let mut manifest = manifest(settings, &backend, command_line, &gpus, warnings.clone());
+    manifest.doctor = checks;
 
     let interrupted = interrupt_flag()?;
     if settings.verbose {
@@ -104,6 +111,23 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     let outcome = orchestrator.run(&Plan::new(settings))?;
     write_report(&writer.dir().path);
     Ok(exit_code(&outcome))
+}
+
+/// A failed doctor check does not stop a sweep (the host backend, or a config that
+/// avoids the problem, may still run): it is said, with its fix.
+pub(crate) fn failed_checks(checks: &[crate::doctor::Check]) -> Vec<String> {
+    checks
+        .iter()
+        .filter(|c| c.status == crate::doctor::Status::Fail)
+        .map(|c| {
+            let fix = c
+                .fix
+                .as_deref()
+                .map(|f| format!("; fix: {f}"))
+                .unwrap_or_default();
+            format!("doctor: {} FAIL: {}{fix}", c.title, c.value)
+        })
+        .collect()
 }
 
 /// The first SIGINT/SIGTERM sets the flag (a clean stop); a second one exits at once
@@ -200,6 +224,7 @@ pub(crate) fn manifest(
         cases: CaseCounts::default(),
         warnings,
         cluster: None,
+        doctor: Vec::new(),
     }
 }
 

@@ -1,0 +1,130 @@
+//! Active NVLinks per GPU, asked of NVML (`libnvidia-ml.so.1`, which ships with the
+//! driver) through libloading: `nvmlDeviceGetNvLinkState` for each link index until
+//! NVML says the index is invalid or the GPU has no NVLink. The P2P matrix cannot
+//! tell NVLink from PCIe peer access; NVML can. Only called where the driver loaded.
+//! NVSwitch systems also show their switches under /proc/driver/nvidia-nvswitch.
+
+use std::ffi::c_void;
+use std::path::Path;
+
+use libloading::{Library, Symbol};
+
+use super::Root;
+
+/// `NVML_NVLINK_MAX_LINKS` of current NVML headers.
+const MAX_LINKS: u32 = 18;
+const NVML_SUCCESS: i32 = 0;
+const NVML_ERROR_INVALID_ARGUMENT: i32 = 2;
+const NVML_ERROR_NOT_SUPPORTED: i32 = 3;
+const NVML_FEATURE_ENABLED: i32 = 1;
+
+type NvmlDevice = *mut c_void;
+
+/// Active NVLinks of each GPU, in NVML's (PCI bus) order.
+pub fn active_links() -> Result<Vec<u32>, String> {
+    // SAFETY: loading NVML runs its initializers, which have no preconditions.
+    let lib = unsafe { Library::new("libnvidia-ml.so.1") }
+        .map_err(|e| format!("libnvidia-ml.so.1: {e}"))?;
+    // SAFETY: the signatures are NVML's public C API (nvml.h).
+    unsafe {
+        let init: Symbol<unsafe extern "C" fn() -> i32> = sym(&lib, b"nvmlInit_v2\0")?;
+        let shutdown: Symbol<unsafe extern "C" fn() -> i32> = sym(&lib, b"nvmlShutdown\0")?;
+        let count: Symbol<unsafe extern "C" fn(*mut u32) -> i32> =
+            sym(&lib, b"nvmlDeviceGetCount_v2\0")?;
+        let handle: Symbol<unsafe extern "C" fn(u32, *mut NvmlDevice) -> i32> =
+            sym(&lib, b"nvmlDeviceGetHandleByIndex_v2\0")?;
+        let state: Symbol<unsafe extern "C" fn(NvmlDevice, u32, *mut i32) -> i32> =
+            sym(&lib, b"nvmlDeviceGetNvLinkState\0")?;
+        let rc = init();
+        if rc != NVML_SUCCESS {
+            return Err(format!("nvmlInit failed (NVML error {rc})"));
+        }
+        let result = (|| {
+            let mut n = 0u32;
+            let rc = count(&mut n);
+            if rc != NVML_SUCCESS {
+                return Err(format!("nvmlDeviceGetCount failed (NVML error {rc})"));
+            }
+            let mut links = Vec::with_capacity(n as usize);
+            for index in 0..n {
+                let mut dev: NvmlDevice = std::ptr::null_mut();
+                let rc = handle(index, &mut dev);
+                if rc != NVML_SUCCESS {
+                    return Err(format!(
+                        "nvmlDeviceGetHandleByIndex({index}) failed (NVML error {rc})"
+                    ));
+                }
+                let mut active = 0;
+                for link in 0..MAX_LINKS {
+                    let mut enabled = 0i32;
+                    match state(dev, link, &mut enabled) {
+                        NVML_SUCCESS if enabled == NVML_FEATURE_ENABLED => active += 1,
+                        NVML_SUCCESS => {}
+                        NVML_ERROR_NOT_SUPPORTED | NVML_ERROR_INVALID_ARGUMENT => break,
+                        _ => {}
+                    }
+                }
+                links.push(active);
+            }
+            Ok(links)
+        })();
+        shutdown();
+        result
+    }
+}
+
+/// # Safety
+/// `T` must be the symbol's real type.
+unsafe fn sym<'l, T>(lib: &'l Library, name: &[u8]) -> Result<Symbol<'l, T>, String> {
+    // SAFETY: the caller guarantees the type.
+    unsafe { lib.get(name) }.map_err(|e| {
+        let shown = String::from_utf8_lossy(name.strip_suffix(b"\0").unwrap_or(name)).into_owned();
+        format!("{shown}: {e}")
+    })
+}
+
+/// NVSwitch devices the driver shows (`/proc/driver/nvidia-nvswitch/devices/*` or
+/// `/dev/nvidia-nvswitch<N>`).
+pub fn nvswitches(root: &Root) -> usize {
+    let count = |dir: &str, keep: &dyn Fn(&str) -> bool| {
+        std::fs::read_dir(root.path(Path::new(dir)))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| keep(&e.file_name().to_string_lossy()))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let proc_devices = count("/proc/driver/nvidia-nvswitch/devices", &|_| true);
+    let nodes = count("/dev", &|n| {
+        n.strip_prefix("nvidia-nvswitch")
+            .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
+    });
+    proc_devices.max(nodes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::FakeMachine;
+    use super::*;
+
+    #[test]
+    fn nvswitches_are_counted_from_proc_or_dev() {
+        assert_eq!(nvswitches(&FakeMachine::new().root()), 0);
+        let m = FakeMachine::new()
+            .dir("/proc/driver/nvidia-nvswitch/devices/0000:05:00.0")
+            .dir("/proc/driver/nvidia-nvswitch/devices/0000:06:00.0")
+            .file("/dev/nvidia-nvswitch0", "")
+            .file("/dev/nvidia-nvswitchctl", "");
+        assert_eq!(nvswitches(&m.root()), 2);
+    }
+
+    #[test]
+    fn without_nvml_the_answer_is_an_error_not_a_panic() {
+        // SAFETY: only tries to load the library.
+        if unsafe { Library::new("libnvidia-ml.so.1") }.is_err() {
+            let e = active_links().unwrap_err();
+            assert!(e.starts_with("libnvidia-ml.so.1"), "{e}");
+        }
+    }
+}
