@@ -31,11 +31,21 @@ fn script(name: &str) -> Command {
 }
 
 fn host_flags(shm: &Path) -> Vec<String> {
-    ["--backend", "host", "-b", "1K", "-e", "4K", "-n", "3", "--shm-dir"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([shm.to_string_lossy().into_owned()])
-        .collect()
+    [
+        "--backend",
+        "host",
+        "-b",
+        "1K",
+        "-e",
+        "4K",
+        "-n",
+        "3",
+        "--shm-dir",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([shm.to_string_lossy().into_owned()])
+    .collect()
 }
 
 fn port() -> String {
@@ -81,7 +91,10 @@ fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_
     assert_eq!(rows(&by_mpirun).len(), 2 * 3);
     assert!(by_mpirun.join("report.md").is_file());
     let manifest = std::fs::read_to_string(by_mpirun.join("manifest.json")).unwrap();
-    assert!(manifest.contains("\"launcher\": \"Open MPI\""), "{manifest}");
+    assert!(
+        manifest.contains("\"launcher\": \"Open MPI\""),
+        "{manifest}"
+    );
 
     // Slurm: the batch script in an allocation of 2 tasks, compared to the mpirun run.
     let by_slurm = tmp.path().join("by-slurm");
@@ -135,7 +148,11 @@ fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_
         .output()
         .unwrap();
     assert_exit(&o, 1);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("REGRESSION"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("REGRESSION"),
+        "{}",
+        text(&o)
+    );
 
     // No baseline: an error, not a verdict.
     let o = script("regression.sh")

@@ -11,8 +11,8 @@ use super::detect::GpuPresence;
 use super::nccl::discovery::{self, Machine, ThisMachine};
 use super::nccl::facts::{self, GpuFacts};
 use crate::config::{BackendChoice, TransportConfig};
-use crate::units::Bytes;
 pub use crate::model::NcclChoice;
+use crate::units::Bytes;
 
 /// The backend a sweep will use, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -238,7 +238,9 @@ mod tests {
         };
         assert!(check_gpu_memory(&facts, &[0, 1], 1 << 30).is_ok());
         assert!(check_gpu_memory(&facts, &[0], 32 << 30).is_ok());
-        let e = check_gpu_memory(&facts, &[0, 1], 32 << 30).unwrap_err().to_string();
+        let e = check_gpu_memory(&facts, &[0, 1], 32 << 30)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("-e/--maxbytes 32 GiB does not fit on GPU 1 (NVIDIA H100 80GB HBM3, 16 GiB): a rank needs 65 GiB"),
             "{e}"

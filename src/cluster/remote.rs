@@ -176,8 +176,9 @@ impl RemoteGroup {
     fn lost(&mut self, rank: u32) {
         let i = rank as usize;
         if self.exits[i].is_none() {
-            self.exits[i] =
-                Some("is gone with its nccl-bench run process (the connection to it closed)".into());
+            self.exits[i] = Some(
+                "is gone with its nccl-bench run process (the connection to it closed)".into(),
+            );
             self.pending.push_back(Incoming::Closed(rank));
         }
     }

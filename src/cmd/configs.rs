@@ -25,7 +25,10 @@ pub fn run(args: &ConfigsArgs) -> Result<u8> {
         return Ok(0);
     }
     let defaults: Vec<String> = default_configs().into_iter().map(|c| c.name).collect();
-    print!("{}", describe(&configs, listing_presets.then_some(&defaults[..])));
+    print!(
+        "{}",
+        describe(&configs, listing_presets.then_some(&defaults[..]))
+    );
     Ok(0)
 }
 
@@ -66,7 +69,10 @@ mod tests {
         assert!(text.starts_with("default *\n"), "{text}");
         assert!(text.contains("shm-off *\n"), "{text}");
         assert!(text.contains("    NCCL_SHM_DISABLE=1\n"), "{text}");
-        assert!(text.contains("    (no variables: NCCL's defaults)\n"), "{text}");
+        assert!(
+            text.contains("    (no variables: NCCL's defaults)\n"),
+            "{text}"
+        );
         assert!(text.contains("socket-only\n"), "{text}");
         assert!(!text.contains("socket-only *"), "{text}");
     }
