@@ -245,3 +245,27 @@ fn an_unusable_config_value_is_refused_before_the_run() {
 fn buffers_larger_than_memory_are_refused_before_the_run() {
     rejected(&["-b", "1T", "-e", "1T"], "needs 4 TiB of memory");
 }
+
+#[test]
+fn an_existing_run_dir_is_never_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let existing = tmp.path().join("earlier-run");
+    std::fs::create_dir(&existing).unwrap();
+    std::fs::write(existing.join("results.csv"), "precious\n").unwrap();
+    let o = sweep(&tmp.path().join("out"), tmp.path())
+        .args(["-n", "1", "--run-dir"])
+        .arg(&existing)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("already exists: a run directory is never overwritten"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(existing.join("results.csv")).unwrap(),
+        "precious\n"
+    );
+}
