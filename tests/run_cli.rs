@@ -161,10 +161,11 @@ fn four_ranks_under_two_launchers_build_one_run_directory_like_sweep() {
     assert_eq!(manifest["cluster"]["launcher"], "Slurm");
     assert_eq!(manifest["cluster"]["world_size"], 4);
     assert_eq!(manifest["cluster"]["ranks"].as_array().unwrap().len(), 4);
-    assert_eq!(
-        manifest["earlier_command_lines"].as_array().unwrap().len(),
-        1
-    );
+    let launches = manifest["launches"].as_array().unwrap();
+    assert_eq!(launches.len(), 2);
+    assert_eq!(launches[0]["cluster"]["launcher"], "torchrun");
+    assert_eq!(launches[0]["status"], "complete");
+    assert_eq!(launches[1]["configs"][0], "shm-off");
     let logs = common::dir_entries(&run.join("logs"));
     for r in 0..4 {
         for config in ["default", "shm-off"] {

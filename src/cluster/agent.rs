@@ -68,7 +68,7 @@ pub fn serve(
     let mut running: Option<Running> = None;
     let result = serve_inputs(ctx, &rx, &tx, &link, &mut running);
     if let Some(r) = running.take() {
-        stop(r, &link, |g| g.kill());
+        stop_within(r, &link, |g| g.kill(), Duration::ZERO);
     }
     result
 }
@@ -102,7 +102,7 @@ fn serve_inputs(
         match input {
             Input::Down(Down::Spawn { seq, spec }) => {
                 if let Some(r) = running.take() {
-                    stop(r, link, |g| g.kill());
+                    stop_within(r, link, |g| g.kill(), Duration::ZERO);
                 }
                 match start(ctx, seq, *spec, link, tx) {
                     Ok(r) => *running = Some(r),
@@ -123,12 +123,13 @@ fn serve_inputs(
             }
             Input::Down(Down::Finish { grace_ms }) => {
                 if let Some(r) = running.take() {
-                    stop(r, link, |g| g.finish(Duration::from_millis(grace_ms)));
+                    let grace = Duration::from_millis(grace_ms);
+                    stop_within(r, link, move |g| g.finish(grace), grace);
                 }
             }
             Input::Down(Down::Kill) => {
                 if let Some(r) = running.take() {
-                    stop(r, link, |g| g.kill());
+                    stop_within(r, link, |g| g.kill(), Duration::ZERO);
                 }
             }
             Input::Down(Down::Done { code, message }) => return Ok((code, message)),
@@ -170,16 +171,19 @@ fn start(
     let mut cmd = spec.command(&ctx.exe, nccl_lib);
     // NCCL writes its debug log on this node; the agent forwards it to rank 0.
     let mut tail = NcclTail::default();
+    // Each group's NCCL files in their own folder: a retry never re-reads the last's.
+    let scratch = ctx.scratch.join(format!("group{seq}"));
+    std::fs::create_dir_all(&scratch)?;
     if let Some(file) = spec.env.get("NCCL_DEBUG_FILE") {
         let name = Path::new(file)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "nccl.%h.%p.log".into());
         tail.prefix = name.split('%').next().unwrap_or_default().to_string();
-        tail.dir = ctx.scratch.clone();
-        cmd.env("NCCL_DEBUG_FILE", ctx.scratch.join(name));
+        tail.dir = scratch.clone();
+        cmd.env("NCCL_DEBUG_FILE", scratch.join(name));
     }
-    let log = ctx.scratch.join(format!("rank{}.{seq}.log", ctx.rank));
+    let log = scratch.join(format!("rank{}.log", ctx.rank));
     let mut group = ProcessGroup::spawn(vec![cmd], vec![log])?;
     let incoming = std::mem::replace(&mut group.incoming, mpsc::channel().1);
     let tail = Arc::new(Mutex::new(tail));
@@ -227,6 +231,36 @@ fn flush_nccl_log(seq: u32, link: &Link, tail: &Mutex<NcclTail>) {
     let Ok(mut tail) = tail.lock() else { return };
     for (file, lines) in tail.poll() {
         send_up(link, &Up::NcclLog { seq, file, lines });
+    }
+}
+
+/// How long past its grace a worker may take to be killed and reaped (its output
+/// pipes closed) before the agent gives up on it.
+const REAP_LIMIT: Duration = Duration::from_secs(10);
+
+/// `stop`, but never longer than `grace` plus `REAP_LIMIT`: a worker stuck in the
+/// kernel (a GPU driver failure) or a child of it holding its pipes must not keep
+/// the agent, and so the rank's `run` process, from going on or exiting.
+fn stop_within(
+    r: Running,
+    link: &Link,
+    how: impl FnOnce(&mut ProcessGroup) + Send + 'static,
+    grace: Duration,
+) {
+    let seq = r.seq;
+    let (done_tx, done_rx) = mpsc::channel();
+    let thread_link = link.clone();
+    std::thread::spawn(move || {
+        stop(r, &thread_link, how);
+        let _ = done_tx.send(());
+    });
+    let limit = grace + REAP_LIMIT;
+    if done_rx.recv_timeout(limit).is_err() {
+        let how = format!(
+            "could not be stopped within {} s (stuck in the kernel, or a child of it holds its output); left behind",
+            limit.as_secs()
+        );
+        send_up(link, &Up::Exited { seq, how });
     }
 }
 

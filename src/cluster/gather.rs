@@ -61,7 +61,14 @@ pub fn gather(
             let message = format!("rank {} from {} ({peer}): {reason}", hello.rank, hello.host);
             return Err(fail(&mut slots, message));
         }
-        rendezvous::answer(&mut stream, &Down::Welcome)?;
+        if let Err(e) = rendezvous::answer(&mut stream, &Down::Welcome) {
+            let message = format!(
+                "rank {} from {} ({peer}) left right after its hello: {e:#}",
+                hello.rank, hello.host
+            );
+            return Err(fail(&mut slots, message));
+        }
+        rendezvous::keepalive(&stream);
         let rank = hello.rank as usize;
         slots[rank] = Some(Joined {
             hello,

@@ -29,7 +29,8 @@ pub struct Joined {
 struct Member {
     hello: Hello,
     writer: Mutex<Box<dyn Write + Send>>,
-    alive: AtomicBool,
+    /// False once its connection failed a write or reached its end.
+    alive: Arc<AtomicBool>,
 }
 
 /// The connections to every rank, index = rank.
@@ -48,6 +49,8 @@ impl Hub {
             let rank = j.hello.rank;
             let tx: Sender<(u32, Option<Up>)> = tx.clone();
             let mut reader = j.reader;
+            let alive = Arc::new(AtomicBool::new(true));
+            let reader_alive = alive.clone();
             std::thread::spawn(move || {
                 let mut line = String::new();
                 while let Ok(Some(up)) = wire::receive::<Up>(&mut reader, &mut line) {
@@ -55,12 +58,14 @@ impl Hub {
                         return;
                     }
                 }
+                // Later groups see this rank as gone at once.
+                reader_alive.store(false, Ordering::SeqCst);
                 let _ = tx.send((rank, None));
             });
             members.push(Member {
                 hello: j.hello,
                 writer: Mutex::new(j.writer),
-                alive: AtomicBool::new(true),
+                alive,
             });
         }
         Arc::new(Hub {
@@ -209,7 +214,9 @@ impl RemoteGroup {
                 self.log(rank, &line);
                 Some(Incoming::Text(rank, line))
             }
-            Up::NcclLog { seq, file, lines } if seq == self.seq => {
+            // NCCL's files are named by host and pid: late lines of an earlier
+            // group still belong to that group's file.
+            Up::NcclLog { file, lines, .. } => {
                 append_log(&self.logs_dir, &file, &lines);
                 None
             }

@@ -213,9 +213,11 @@ pub fn read_hello(stream: &TcpStream, deadline: Instant) -> Result<(Hello, BufRe
     stream.set_read_timeout(Some(
         left.clamp(Duration::from_millis(100), Duration::from_secs(10)),
     ))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let hello: Hello = wire::receive(&mut reader, &mut String::new())?
+    // A hello is a few hundred bytes: a stranger streaming data is cut off.
+    let mut limited = BufReader::new(std::io::Read::take(stream.try_clone()?, 64 * 1024));
+    let hello: Hello = wire::receive(&mut limited, &mut String::new())?
         .ok_or_else(|| anyhow!("the connection closed before its hello"))?;
+    let reader = BufReader::new(stream.try_clone()?);
     if hello.magic != wire::MAGIC {
         bail!(
             "it speaks '{}', not '{}' (a different nccl-bench version?)",
@@ -234,9 +236,10 @@ pub fn answer(stream: &mut TcpStream, answer: &Down) -> Result<()> {
     Ok(())
 }
 
-/// Lets the kernel notice a node that vanished (no FIN) within about a minute, so an
-/// agent whose rank 0 died with its node does not wait forever.
-fn keepalive(stream: &TcpStream) {
+/// Lets the kernel notice a node that vanished (no FIN) within about a minute, idle
+/// (keepalive) or with data unacknowledged (TCP_USER_TIMEOUT), so neither side waits
+/// for a dead peer for the kernel's default quarter of an hour.
+pub fn keepalive(stream: &TcpStream) {
     use std::os::fd::AsRawFd;
     let fd = stream.as_raw_fd();
     let set = |level, name, value: libc::c_int| {
@@ -255,6 +258,7 @@ fn keepalive(stream: &TcpStream) {
     set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 30);
     set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 10);
     set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
+    set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 60_000);
 }
 
 #[cfg(test)]

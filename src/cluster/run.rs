@@ -7,8 +7,8 @@
 use std::io::BufReader;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -85,11 +85,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> Result<u8> {
     let context = AgentContext {
         rank: me.layout.rank,
         exe: std::env::current_exe().context("cannot find the nccl-bench executable")?,
-        nccl_lib: me
-            .backend
-            .as_ref()
-            .ok()
-            .and_then(|b| b.nccl.as_ref().map(|n| n.path.clone())),
+        nccl_lib: me.hello.nccl.as_ref().map(|n| n.path.clone()),
         scratch: scratch.clone(),
     };
     let result = if me.layout.rank == 0 {
@@ -169,7 +165,10 @@ fn prepare(
         config: config.name.clone(),
         config_env: config.env.clone(),
         backend: backend.as_ref().map(|b| b.name).unwrap_or("none").into(),
-        nccl: backend.as_ref().ok().and_then(|b| b.nccl.clone()),
+        nccl: backend
+            .as_ref()
+            .ok()
+            .and_then(|b| nccl_for(b, &config.name)),
         problem: backend.as_ref().err().cloned(),
         job: job_identity(|k| std::env::var(k).ok()),
     };
@@ -181,6 +180,17 @@ fn prepare(
         hello,
         deadline,
     })
+}
+
+/// The libnccl a config loads: its own `nccl_lib` when it names one, else the
+/// run's.
+fn nccl_for(backend: &ResolvedBackend, config: &str) -> Option<crate::model::NcclChoice> {
+    backend
+        .nccl_per_config
+        .iter()
+        .find(|(name, _)| name == config)
+        .map(|(_, choice)| choice.clone())
+        .or_else(|| backend.nccl.clone())
 }
 
 /// A rank other than 0: join, then serve rank 0 until it says the run is over.
@@ -238,7 +248,8 @@ fn coordinate(
         Err(e) => (2, Some(format!("rank 0 stopped the run: {e:#}"))),
     };
     hub.done(code, message);
-    let _ = own_agent.join();
+    // Its worker is already stopped (or given up on, within bounds): a short wait.
+    let _ = own_agent.recv_timeout(Duration::from_secs(30));
     outcome
 }
 
@@ -246,11 +257,14 @@ fn coordinate(
 fn start_own_agent(
     hello: Hello,
     context: AgentContext,
-) -> Result<(Joined, JoinHandle<Result<agent::Outcome>>)> {
+) -> Result<(Joined, Receiver<Result<agent::Outcome>>)> {
     let (ours, theirs) = UnixStream::pair().context("cannot create a socket pair")?;
     let reader = BufReader::new(theirs.try_clone()?);
     let link: Link = Arc::new(Mutex::new(Box::new(theirs)));
-    let handle = std::thread::spawn(move || agent::serve(&context, reader, link));
+    let (done, handle) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(agent::serve(&context, reader, link));
+    });
     let joined = Joined {
         hello,
         reader: Box::new(BufReader::new(ours.try_clone()?)),

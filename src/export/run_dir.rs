@@ -220,13 +220,16 @@ impl RunWriter {
 
 /// The manifest of a run directory that a `run` appended to: the earlier launches'
 /// configs, rank counts, sizes, case counts and warnings, plus this launch's; the
-/// start time of the first launch; the rest (status, command line, cluster) from
-/// this launch, the earlier command lines kept under `earlier_command_lines`.
+/// start time of the first launch; the rest from this launch. `launches` keeps what
+/// each launch alone said (command line, times, status, error, settings, cluster),
+/// and an earlier launch that did not complete keeps the run's status from reading
+/// `complete`.
 pub fn merge_manifests(
     previous: &serde_json::Value,
     current: serde_json::Value,
 ) -> serde_json::Value {
     use serde_json::Value;
+    let this_launch = launch_summary(&current);
     let mut out = current;
     let Some(obj) = out.as_object_mut() else {
         return out;
@@ -287,13 +290,51 @@ pub fn merge_manifests(
     if let Some(started) = previous.get("started_at") {
         obj.insert("started_at".into(), started.clone());
     }
-    let mut earlier: Vec<Value> = previous["earlier_command_lines"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    earlier.push(previous["command_line"].clone());
-    obj.insert("earlier_command_lines".into(), Value::Array(earlier));
+    let mut launches: Vec<Value> = match previous["launches"].as_array() {
+        Some(earlier) => earlier.clone(),
+        None => vec![launch_summary(previous)],
+    };
+    launches.push(this_launch);
+    let unfinished = launches[..launches.len() - 1]
+        .iter()
+        .map(|l| &l["status"])
+        .find(|s| s.as_str().is_some_and(|s| s != "complete"))
+        .cloned();
+    if let (Some(status), Some("complete")) =
+        (unfinished, obj.get("status").and_then(Value::as_str))
+    {
+        obj.insert("status".into(), status);
+    }
+    obj.insert("launches".into(), Value::Array(launches));
     out
+}
+
+/// What one launch alone said: its command line, times, status, error, settings,
+/// cluster, and the names of its configs.
+fn launch_summary(m: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    let mut l = serde_json::Map::new();
+    for key in [
+        "command_line",
+        "started_at",
+        "finished_at",
+        "status",
+        "error",
+        "iterations",
+        "warmup_iters",
+        "timeout_s",
+        "cluster",
+    ] {
+        if let Some(v) = m.get(key).filter(|v| !v.is_null()) {
+            l.insert(key.into(), v.clone());
+        }
+    }
+    let names: Vec<Value> = m["configs"]
+        .as_array()
+        .map(|cs| cs.iter().map(|c| c["name"].clone()).collect())
+        .unwrap_or_default();
+    l.insert("configs".into(), Value::Array(names));
+    Value::Object(l)
 }
 
 #[cfg(test)]
@@ -342,7 +383,25 @@ mod tests {
             serde_json::json!({"total": 4, "done": 3, "ok": 2, "failed": 1})
         );
         assert_eq!(m["warnings"], serde_json::json!(["w1", "w2"]));
-        assert_eq!(m["earlier_command_lines"][0][3], "default");
+        assert_eq!(m["launches"][0]["command_line"][3], "default");
+        assert_eq!(m["launches"][0]["configs"], serde_json::json!(["default"]));
+        assert_eq!(
+            m["launches"][1]["configs"],
+            serde_json::json!(["shm-off", "default"])
+        );
+        // A third launch after an interrupted second: the earlier launches are kept
+        // as they were, and the run does not read as complete.
+        let mut second = m.clone();
+        second["launches"][1]["status"] = "interrupted".into();
+        let third = serde_json::json!({
+            "command_line": ["nccl-bench", "run", "--transports", "p2p-off"],
+            "configs": [{"name": "p2p-off"}], "status": "complete",
+            "cases": {"total": 1}, "gpu_counts": [4], "sizes": [8], "warnings": [],
+        });
+        let m3 = merge_manifests(&second, third);
+        assert_eq!(m3["launches"].as_array().unwrap().len(), 3);
+        assert_eq!(m3["status"], "interrupted");
+        assert_eq!(m3["cases"]["total"], 5);
         assert_eq!(m["command_line"][3], "shm-off");
         assert_eq!(m["status"], "complete");
     }

@@ -460,7 +460,7 @@ impl Orchestrator<'_> {
 
     fn dead(&self, processes: &mut dyn RankGroup, rank: u32, phase: &str) -> Failure {
         let how = processes
-            .exit_description(rank, Duration::from_secs(1))
+            .exit_description(rank, Duration::from_secs(3))
             .unwrap_or_else(|| "stopped reading its commands".to_string());
         Failure::Died {
             rank,

@@ -263,13 +263,15 @@ fn signal_name(sig: i32) -> &'static str {
 
 fn read_lines(pipe: impl io::Read, mut each: impl FnMut(String) -> bool) {
     let mut reader = BufReader::new(pipe);
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        match reader.read_line(&mut line) {
+        // Bytes, not text: a worker (or NCCL) printing invalid UTF-8 must not end
+        // the stream while the process lives.
+        match reader.read_until(b'\n', &mut line) {
             Ok(0) | Err(_) => break,
             Ok(_) => {
-                if !each(line.trim_end().to_string()) {
+                if !each(String::from_utf8_lossy(&line).trim_end().to_string()) {
                     break;
                 }
             }
