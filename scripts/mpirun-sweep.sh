@@ -8,7 +8,8 @@
 #                           [--run-dir DIR] [-- RUN_FLAGS...]
 #
 #   -np N          ranks in all (one per GPU)
-#   -H, --hostfile passed to mpirun; the first host is rank 0's (MASTER_ADDR)
+#   -H, --hostfile passed to mpirun (Open MPI syntax); the first host is rank 0's
+#                  (MASTER_ADDR); with MPICH/Hydra use --hostfile
 #   --config       transport configs to sweep (default: configs/shm-decision.toml)
 #   --run-dir      the run directory (default: results/<date>-mpirun)
 #   RUN_FLAGS      passed to every `nccl-bench run` (default: -b 8 -e 1G)
@@ -36,7 +37,8 @@ while [[ $# -gt 0 ]]; do
         -np | -n) np=${2:-}; shift 2 || usage ;;
         -H | --host)
             hosts=(-H "${2:-}")
-            first_host=${2%%[:,]*}
+            first_host=${2:-}
+            first_host=${first_host%%[:,]*}
             shift 2 || usage
             ;;
         --hostfile)
@@ -53,6 +55,11 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 [[ $np =~ ^[1-9][0-9]*$ ]] || { echo "error: -np N is required" >&2; usage; }
+# Rank 0 may start on another host, in the same directory of a shared file system.
+case $run_dir in
+    /*) ;;
+    *) run_dir=$PWD/$run_dir ;;
+esac
 run_flags=("$@")
 if [[ ${#run_flags[@]} -eq 0 ]]; then
     run_flags=(-b 8 -e 1G)
@@ -84,10 +91,14 @@ fi
 worst=0
 for name in $configs; do
     echo "== config $name -> $run_dir"
-    "$mpirun" -np "$np" "${hosts[@]}" "${export_env[@]}" \
+    "$mpirun" -np "$np" ${hosts[@]+"${hosts[@]}"} "${export_env[@]}" \
         "$bench" run --config "$config" --transports "$name" --run-dir "$run_dir" \
         --plain "${run_flags[@]}"
     status=$?
+    # Anything but nccl-bench's own 0/1/2 (a launcher killing the job) is an error.
+    if [[ $status -gt 2 ]]; then
+        status=2
+    fi
     if [[ $status -gt $worst ]]; then
         worst=$status
     fi

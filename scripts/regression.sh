@@ -57,6 +57,11 @@ if [[ ! -f $baseline/manifest.json ]]; then
     exit 2
 fi
 
+if [[ -n $candidate && ! -f $candidate/manifest.json ]]; then
+    echo "error: candidate $candidate is not a run directory (no manifest.json)" >&2
+    exit 2
+fi
+
 if [[ -z $candidate ]]; then
     candidate=${OUT:-results}/$(date +%Y%m%d-%H%M%S)-regression
     "$bench" sweep --run-dir "$candidate" "${sweep_flags[@]}"
@@ -69,10 +74,13 @@ if [[ -z $candidate ]]; then
     fi
 fi
 
-"$bench" compare "$baseline" "$candidate" --threshold "$threshold" --format markdown \
-    >"$candidate/compare.md"
+comparison=$("$bench" compare "$baseline" "$candidate" --threshold "$threshold" --format markdown)
 status=$?
-cat "$candidate/compare.md"
+printf '%s\n' "$comparison"
+if [[ $status -le 1 ]] && ! printf '%s\n' "$comparison" >"$candidate/compare.md"; then
+    echo "error: cannot write $candidate/compare.md" >&2
+    exit 2
+fi
 case $status in
     0) echo "regression.sh: no regression beyond $threshold ($candidate vs $baseline)" ;;
     1) echo "regression.sh: REGRESSION beyond $threshold ($candidate vs $baseline)" >&2 ;;

@@ -11,15 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, rows, text, wait_no_processes};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{bin, free_port, rows, text, wait_no_processes};
 
 /// A `run` process with a clean environment (no launcher variables of the machine
 /// running the tests) plus `env`.
@@ -307,7 +299,8 @@ fn a_rank_that_never_comes_is_named_and_every_rank_exits_within_the_deadline() {
         "{rank1}"
     );
     assert!(!out.exists(), "nothing is written when the ranks never met");
-    assert!(wait_no_processes("missing-rank", Duration::from_secs(5)).is_empty());
+    let marker = tmp.path().to_string_lossy();
+    assert!(wait_no_processes(&marker, Duration::from_secs(5)).is_empty());
 }
 
 #[test]
@@ -338,7 +331,8 @@ fn a_rank_with_the_wrong_port_fails_both_sides_within_the_deadline() {
         )) && rank1.contains("Connection refused"),
         "{rank1}"
     );
-    assert!(wait_no_processes("wrong-port", Duration::from_secs(5)).is_empty());
+    let marker = tmp.path().to_string_lossy();
+    assert!(wait_no_processes(&marker, Duration::from_secs(5)).is_empty());
 }
 
 #[test]
@@ -455,6 +449,50 @@ fn a_rank_whose_process_dies_fails_the_rest_of_the_config_without_waiting() {
         }
     }
     assert!(wait_no_processes(&shm.to_string_lossy(), Duration::from_secs(5)).is_empty());
+}
+
+#[test]
+fn appending_refuses_what_would_mix_or_overwrite_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shm = tmp.path().join("shm");
+    std::fs::create_dir(&shm).unwrap();
+    let existing = tmp.path().join("existing");
+    let o = common::sweep(&tmp.path().join("unused"), &shm)
+        .args([
+            "--gpus",
+            "2",
+            "--transports",
+            "default",
+            "-b",
+            "1K",
+            "-e",
+            "2K",
+            "-n",
+            "2",
+        ])
+        .arg("--run-dir")
+        .arg(&existing)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let before = std::fs::read(existing.join("results.csv")).unwrap();
+    let dir = existing.to_string_lossy().into_owned();
+    for (transport, extra, says) in [
+        ("default", None, "already has config 'default' at 2 ranks"),
+        ("shm-off", Some("double"), "-d/-o must match to append"),
+    ] {
+        let mut args = vec!["--transports", transport, "--run-dir", dir.as_str()];
+        if let Some(dtype) = extra {
+            args.extend(["-d", dtype]);
+        }
+        let o = rank(&tmp.path().join("out"), &shm, &torchrun_env(0, 2, 1), &args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "expected {says:?} in {err}");
+    }
+    assert_eq!(std::fs::read(existing.join("results.csv")).unwrap(), before);
 }
 
 #[test]

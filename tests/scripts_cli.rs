@@ -49,12 +49,7 @@ fn host_flags(shm: &Path) -> Vec<String> {
 }
 
 fn port() -> String {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string()
+    common::free_port().to_string()
 }
 
 fn configs_of(run: &Path) -> Vec<String> {
@@ -153,6 +148,9 @@ fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_
         "{}",
         text(&o)
     );
+    let nightly = common::run_dir(&tmp.path().join("nightly"));
+    let comparison = std::fs::read_to_string(nightly.join("compare.md")).unwrap();
+    assert!(comparison.contains("failed"), "{comparison}");
 
     // No baseline: an error, not a verdict.
     let o = script("regression.sh")

@@ -334,6 +334,93 @@ fn read_new_lines(path: &Path, offset: u64) -> io::Result<(Vec<String>, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::BufReader;
+    use std::os::unix::net::UnixStream;
+
+    /// An agent driven like rank 0 drives it, with `sh` standing in for the worker:
+    /// the worker writes NCCL's debug file and one protocol event; rank 0 must get
+    /// the log lines first, then the event, then the end of the worker.
+    #[test]
+    fn the_agent_relays_the_worker_and_nccl_log_in_order() {
+        let scratch = tempfile::tempdir().unwrap();
+        let ctx = AgentContext {
+            rank: 1,
+            exe: PathBuf::from("/bin/sh"),
+            nccl_lib: None,
+            scratch: scratch.path().to_path_buf(),
+        };
+        let script = r#"f=$(printf %s "$NCCL_DEBUG_FILE" | sed 's/%h/node7/; s/%p/42/'); printf 'node7:42:42 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n' > "$f"; printf '{"event":"bye"}\n'"#;
+        let spec = WorkerSpec {
+            rank: 1,
+            args: vec!["-c".into(), script.into()],
+            env: [(
+                "NCCL_DEBUG_FILE".to_string(),
+                "/run-dir/logs/default.n2.nccl.%h.%p.log".to_string(),
+            )]
+            .into(),
+            nccl_lib: None,
+            shm_dir: scratch.path().to_string_lossy().into_owned(),
+            segment_prefix: "none".into(),
+        };
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let reader = BufReader::new(theirs.try_clone().unwrap());
+        let link: Link = Arc::new(Mutex::new(Box::new(theirs)));
+        let agent = std::thread::spawn(move || serve(&ctx, reader, link));
+        let mut down = ours.try_clone().unwrap();
+        wire::send(
+            &mut down,
+            &Down::Spawn {
+                seq: 3,
+                spec: Box::new(spec),
+            },
+        )
+        .unwrap();
+        let mut up = BufReader::new(ours);
+        let mut line = String::new();
+        let mut seen = Vec::new();
+        while let Some(m) = wire::receive::<Up>(&mut up, &mut line).unwrap() {
+            let closed = matches!(m, Up::Closed { .. });
+            seen.push(m);
+            if closed {
+                break;
+            }
+        }
+        assert_eq!(
+            seen,
+            vec![
+                Up::NcclLog {
+                    seq: 3,
+                    file: "default.n2.nccl.node7.42.log".into(),
+                    lines: vec![
+                        "node7:42:42 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct"
+                            .into()
+                    ],
+                },
+                Up::Out {
+                    seq: 3,
+                    line: r#"{"event":"bye"}"#.into()
+                },
+                Up::Closed { seq: 3 },
+            ]
+        );
+        let exited = wire::receive::<Up>(&mut up, &mut line).unwrap();
+        assert_eq!(
+            exited,
+            Some(Up::Exited {
+                seq: 3,
+                how: "exited with status 0".into()
+            })
+        );
+        wire::send(
+            &mut down,
+            &Down::Done {
+                code: 1,
+                message: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(agent.join().unwrap().unwrap(), (1, None));
+    }
 
     #[test]
     fn the_tail_returns_whole_new_lines_once() {

@@ -119,3 +119,18 @@ pub fn dir_entries(dir: &Path) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// A TCP port for a rank 0 to listen on, never the same twice in one test binary
+/// (tests run in parallel), and free when asked (bind(0)-and-close can hand two
+/// tests the same port).
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = 20_000 + (std::process::id() % 400) * 25;
+    loop {
+        let port = (base + NEXT.fetch_add(1, Ordering::SeqCst) % 12_000) as u16;
+        if std::net::TcpListener::bind(("0.0.0.0", port)).is_ok() {
+            return port;
+        }
+    }
+}
