@@ -3,7 +3,7 @@
 //! written, each failure one line with a hint: the NVIDIA driver, GPUs (enough for
 //! `--gpus`), libnccl. What was found goes into the manifest.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
@@ -30,6 +30,16 @@ pub struct ResolvedBackend {
 }
 
 impl ResolvedBackend {
+    /// The libnccl of the whole run, and of each config that names its own.
+    pub fn nccl_paths(&self) -> (Option<PathBuf>, Vec<(String, PathBuf)>) {
+        let own = self
+            .nccl_per_config
+            .iter()
+            .map(|(name, n)| (name.clone(), n.path.clone()))
+            .collect();
+        (self.nccl.as_ref().map(|n| n.path.clone()), own)
+    }
+
     fn host(reason: &str) -> ResolvedBackend {
         ResolvedBackend {
             name: "host",

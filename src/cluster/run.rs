@@ -467,16 +467,13 @@ fn sweep(
         }],
         sizes: settings.sizes.clone(),
     };
+    let (nccl_lib, nccl_lib_per_config) = backend.nccl_paths();
     let orchestrator = Orchestrator {
         settings,
         launch: &mut launch,
         backend: backend.name.to_string(),
-        nccl_lib: backend.nccl.as_ref().map(|n| n.path.clone()),
-        nccl_lib_per_config: backend
-            .nccl_per_config
-            .iter()
-            .map(|(name, n)| (name.clone(), n.path.clone()))
-            .collect(),
+        nccl_lib,
+        nccl_lib_per_config,
         writer: &writer,
         manifest,
         observer: observer.as_mut(),

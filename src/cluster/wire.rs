@@ -4,9 +4,7 @@
 //! protocol lines both ways, so the coordinator drives remote workers exactly as
 //! `sweep` drives its children.
 
-use std::io::{self, BufRead, Write};
-
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde::{Deserialize, Serialize};
 
 use crate::sweep::group::WorkerSpec;
 use crate::sweep::protocol::Command;
@@ -81,41 +79,12 @@ pub enum Up {
     SpawnFailed { seq: u32, message: String },
 }
 
-/// Writes one message as a line and flushes.
-pub fn send<T: Serialize>(out: &mut impl Write, message: &T) -> io::Result<()> {
-    let mut line = serde_json::to_vec(message)?;
-    line.push(b'\n');
-    out.write_all(&line)?;
-    out.flush()
-}
-
-/// Reads the next message; `None` at end of input.
-pub fn receive<T: DeserializeOwned>(
-    input: &mut impl BufRead,
-    line: &mut String,
-) -> io::Result<Option<T>> {
-    line.clear();
-    if input.read_line(line)? == 0 {
-        return Ok(None);
-    }
-    serde_json::from_str(line.trim()).map(Some).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("unexpected message {:?}: {e}", truncate(line.trim(), 120)),
-        )
-    })
-}
-
-fn truncate(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => &text[..i],
-        None => text,
-    }
-}
+pub use crate::sweep::protocol::{read_message as receive, send};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io;
 
     #[test]
     fn messages_round_trip_as_lines() {

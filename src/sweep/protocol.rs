@@ -80,14 +80,28 @@ pub fn send<T: Serialize>(out: &mut impl Write, message: &T) -> io::Result<()> {
 
 /// Reads the next command; `None` at end of input (the orchestrator is gone).
 pub fn read_command(input: &mut impl BufRead, line: &mut String) -> io::Result<Option<Command>> {
+    read_message(input, line)
+}
+
+/// Reads the next JSON-lines message of any type; `None` at end of input. A line
+/// that is not one is an error quoting (the start of) it.
+pub fn read_message<T: serde::de::DeserializeOwned>(
+    input: &mut impl BufRead,
+    line: &mut String,
+) -> io::Result<Option<T>> {
     line.clear();
     if input.read_line(line)? == 0 {
         return Ok(None);
     }
     serde_json::from_str(line.trim()).map(Some).map_err(|e| {
+        let text = line.trim();
+        let shown = text
+            .char_indices()
+            .nth(120)
+            .map_or(text, |(i, _)| &text[..i]);
         io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("bad command {line:?}: {e}"),
+            format!("unexpected message {shown:?}: {e}"),
         )
     })
 }

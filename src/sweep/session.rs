@@ -92,16 +92,13 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         observer.warning(w);
     }
     let mut launch = LocalLaunch { exe };
+    let (nccl_lib, nccl_lib_per_config) = backend.nccl_paths();
     let orchestrator = Orchestrator {
         settings,
         launch: &mut launch,
         backend: backend.name.to_string(),
-        nccl_lib: backend.nccl.as_ref().map(|n| n.path.clone()),
-        nccl_lib_per_config: backend
-            .nccl_per_config
-            .iter()
-            .map(|(name, n)| (name.clone(), n.path.clone()))
-            .collect(),
+        nccl_lib,
+        nccl_lib_per_config,
         writer: &writer,
         manifest,
         observer: observer.as_mut(),
