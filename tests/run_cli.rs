@@ -452,6 +452,45 @@ fn a_rank_whose_process_dies_fails_the_rest_of_the_config_without_waiting() {
 }
 
 #[test]
+fn ranks_meet_through_a_rendezvous_file_on_a_shared_file_system() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+    // A stale file of an earlier job must not be used.
+    let file = tmp.path().join("rendezvous");
+    std::fs::write(&file, "deadhost 1 slurm-1.0\n").unwrap();
+    let rendezvous = format!("file:{}", file.display());
+    let commands = (0..2)
+        .map(|r| {
+            let env = vec![
+                ("SLURM_PROCID", r.to_string()),
+                ("SLURM_NTASKS", "2".to_string()),
+                ("SLURM_LOCALID", r.to_string()),
+                ("SLURM_JOB_ID", "2".to_string()),
+                ("SLURM_STEP_ID", "0".to_string()),
+            ];
+            let args = [
+                "--transports",
+                "default",
+                "--rendezvous",
+                rendezvous.as_str(),
+            ];
+            rank(&out, &shm, &env, &args)
+        })
+        .collect();
+    let (outputs, _) = run_all(commands);
+    for (r, o) in outputs.iter().enumerate() {
+        assert!(o.status.success(), "rank {r}: {}", text(o));
+    }
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.ends_with(" slurm-2.0\n"), "{written}");
+    let run = common::run_dir(&out);
+    assert_eq!(rows(&run).len(), 5);
+    let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
+    assert!(manifest.contains("written to"), "{manifest}");
+}
+
+#[test]
 fn appending_refuses_what_would_mix_or_overwrite_results() {
     let tmp = tempfile::tempdir().unwrap();
     let shm = tmp.path().join("shm");
