@@ -236,7 +236,7 @@ fn flush_nccl_log(seq: u32, link: &Link, tail: &Mutex<NcclTail>) {
 
 /// How long past its grace a worker may take to be killed and reaped (its output
 /// pipes closed) before the agent gives up on it.
-const REAP_LIMIT: Duration = Duration::from_secs(10);
+pub const REAP_LIMIT: Duration = Duration::from_secs(10);
 
 /// `stop`, but never longer than `grace` plus `REAP_LIMIT`: a worker stuck in the
 /// kernel (a GPU driver failure) or a child of it holding its pipes must not keep

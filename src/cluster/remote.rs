@@ -112,6 +112,10 @@ impl Hub {
     }
 }
 
+/// How long rank 0 waits for an agent to confirm its worker is gone: longer than
+/// the agent's own limit for reaping one (`agent::REAP_LIMIT`).
+const CONFIRM_LIMIT: Duration = Duration::from_secs(15);
+
 /// Starts each group's workers through the agents.
 pub struct RemoteLaunch {
     pub hub: Arc<Hub>,
@@ -323,13 +327,13 @@ impl RankGroup for RemoteGroup {
         self.tell_live(&Down::Finish {
             grace_ms: grace.as_millis() as u64,
         });
-        self.wait_exits(grace + Duration::from_secs(5));
+        self.wait_exits(grace + CONFIRM_LIMIT);
         self.kill();
     }
 
     fn kill(&mut self) {
         self.tell_live(&Down::Kill);
-        self.wait_exits(Duration::from_secs(10));
+        self.wait_exits(CONFIRM_LIMIT);
         for rank in 0..self.nranks() {
             if self.exits[rank as usize].is_none() && !self.hub.is_alive(rank) {
                 self.lost(rank);

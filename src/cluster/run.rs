@@ -15,7 +15,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use super::agent::{self, AgentContext, Link};
 use super::gather;
-use super::launcher::{self, Overrides, RankLayout};
+use super::launcher::{self, Launcher, Overrides, RankLayout};
 use super::remote::{Hub, Joined, RemoteLaunch};
 use super::rendezvous::{self, Listener, Rendezvous, DEFAULT_PORT};
 use super::wire::{Hello, MAGIC};
@@ -97,15 +97,16 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> Result<u8> {
     result
 }
 
-/// The launcher's job, so that a rendezvous file of another job is not used.
-fn job_identity(env: impl Fn(&str) -> Option<String>) -> Option<String> {
-    if let Some(job) = env("SLURM_JOB_ID") {
-        return Some(format!(
-            "slurm-{job}.{}",
-            env("SLURM_STEP_ID").unwrap_or_default()
-        ));
+/// The launcher's job, so that a rendezvous file of another job is not used. Only
+/// from the launcher that placed the ranks: under mpirun in a Slurm allocation the
+/// ranks see different Slurm steps (the batch step, mpirun's daemons' step).
+fn job_identity(launcher: Launcher, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+    match launcher {
+        Launcher::Slurm => env("SLURM_JOB_ID")
+            .map(|job| format!("slurm-{job}.{}", env("SLURM_STEP_ID").unwrap_or_default())),
+        Launcher::Torchrun => env("TORCHELASTIC_RUN_ID").map(|id| format!("torch-{id}")),
+        _ => None,
     }
-    env("TORCHELASTIC_RUN_ID").map(|id| format!("torch-{id}"))
 }
 
 /// The CUDA device of this rank among those it sees: a launcher that gives each
@@ -170,7 +171,7 @@ fn prepare(
             .ok()
             .and_then(|b| nccl_for(b, &config.name)),
         problem: backend.as_ref().err().cloned(),
-        job: job_identity(|k| std::env::var(k).ok()),
+        job: job_identity(layout.launcher, |k| std::env::var(k).ok()),
     };
     Ok(ThisRank {
         layout,
@@ -504,7 +505,12 @@ mod tests {
             "SLURM_STEP_ID" => Some("3".to_string()),
             _ => None,
         };
-        assert_eq!(job_identity(slurm).as_deref(), Some("slurm-812.3"));
-        assert_eq!(job_identity(|_| None), None);
+        assert_eq!(
+            job_identity(Launcher::Slurm, slurm).as_deref(),
+            Some("slurm-812.3")
+        );
+        // mpirun in an allocation: its ranks' Slurm steps differ, so none is used.
+        assert_eq!(job_identity(Launcher::OpenMpi, slurm), None);
+        assert_eq!(job_identity(Launcher::Slurm, |_| None), None);
     }
 }
