@@ -85,7 +85,10 @@ impl Facts {
 impl Settings {
     pub fn read(root: &Root) -> Settings {
         let mut s = Settings::default();
-        for (name, value) in root.env_vars().filter(|(n, _)| n.starts_with("NCCL_")) {
+        // NCCL_BENCH_* are this tool's own (cargo also exports NCCL_BENCH_GIT_REV
+        // to `cargo run`): not NCCL settings.
+        let nccl = |n: &str| n.starts_with("NCCL_") && !n.starts_with("NCCL_BENCH_");
+        for (name, value) in root.env_vars().filter(|(n, _)| nccl(n)) {
             s.settings.push(Setting {
                 name: name.to_string(),
                 value: value.to_string(),
@@ -325,6 +328,16 @@ mod tests {
         assert!(c.details.contains(
             &"NCCL_DEBUG=WARN (/home/u/.nccl.conf; overridden by the value above)".into()
         ));
+    }
+
+    #[test]
+    fn this_tools_own_variables_are_not_nccl_settings() {
+        let m = FakeMachine::new()
+            .env("NCCL_BENCH_GIT_REV", "6ff87f937bdd")
+            .env("NCCL_BENCH_NCCL_LIB", "/opt/nccl/libnccl.so.2");
+        let s = Settings::read(&m.root());
+        assert!(s.settings.is_empty(), "{:?}", s.settings);
+        assert_eq!(s.check(&Facts::default()).status, Status::Ok);
     }
 
     #[test]
