@@ -52,6 +52,7 @@ fn harness_overhead_ns() -> f64 {
         init_timeout: Duration::from_secs(10),
         corrupt: false,
         pin_cpus: false,
+        bind: nccl_bench::backend::host::LOOPBACK,
     };
     let mut backend = HostBackend::new(opts);
     let id = backend.unique_id().unwrap();

@@ -301,9 +301,14 @@ fn check_ranks(hub: &Hub, me: &ThisRank) -> Result<ResolvedBackend> {
         );
     }
     let hosts = distinct_hosts(hub);
-    if backend.name == "host" && hosts.len() > 1 {
+    let ifname = me.settings.configs[0]
+        .env
+        .get("NCCL_SOCKET_IFNAME")
+        .cloned()
+        .or_else(|| std::env::var("NCCL_SOCKET_IFNAME").ok());
+    if backend.name == "host" && hosts.len() > 1 && ifname.is_none() {
         bail!(
-            "the host backend runs on one machine, but the ranks are on {}: use --backend nccl on GPU nodes",
+            "the ranks are on {}, and the host backend listens on loopback unless NCCL_SOCKET_IFNAME names the interface the nodes reach each other on: set it (as for NCCL)",
             hosts.join(", ")
         );
     }

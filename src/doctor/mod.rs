@@ -50,7 +50,7 @@ mod gpu;
 mod iflist;
 mod infiniband;
 mod nccl_env;
-mod network;
+pub mod network;
 mod nvlink;
 mod render;
 mod root;

@@ -5,15 +5,32 @@
 use super::failure::Failure;
 use crate::stats::LatencyRecorder;
 
-/// Every rank's transports; one value when they agree.
+/// Every rank's transports: one value when they agree, else each with its share of
+/// the ranks (each rank reports its outgoing connection), as `SHM:50%;NET/Socket:50%`.
 pub(crate) fn merge_transports(per_rank: &[String]) -> String {
-    let mut unique: Vec<&str> = Vec::new();
+    let mut counts: Vec<(&str, usize)> = Vec::new();
     for t in per_rank {
-        if !unique.contains(&t.as_str()) {
-            unique.push(t);
+        match counts.iter_mut().find(|(name, _)| *name == t.as_str()) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((t, 1)),
         }
     }
-    unique.join(";")
+    if counts.len() <= 1 {
+        return counts
+            .first()
+            .map(|(t, _)| t.to_string())
+            .unwrap_or_default();
+    }
+    counts
+        .iter()
+        .map(|(t, n)| {
+            format!(
+                "{t}:{}%",
+                (100.0 * *n as f64 / per_rank.len() as f64).round()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(";")
 }
 
 /// Iteration i's time is the slowest rank's i-th duration.
@@ -52,9 +69,8 @@ mod tests {
     #[test]
     fn transports_merge_when_ranks_agree() {
         assert_eq!(merge_transports(&["SHM".into(), "SHM".into()]), "SHM");
-        assert_eq!(
-            merge_transports(&["SHM".into(), "NET/Socket".into()]),
-            "SHM;NET/Socket"
-        );
+        let mixed = ["SHM", "NET/Socket", "SHM", "SHM"].map(String::from);
+        assert_eq!(merge_transports(&mixed), "SHM:75%;NET/Socket:25%");
+        assert_eq!(merge_transports(&[]), "");
     }
 }

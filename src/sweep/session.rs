@@ -27,7 +27,13 @@ pub const MAX_HOST_RANKS: u32 = 64;
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Variables the host backend acts on; every other one changes nothing there.
-const HOST_MODELLED: [&str; 3] = ["NCCL_SHM_DISABLE", "NCCL_BUFFSIZE", "NCCL_NET"];
+const HOST_MODELLED: [&str; 5] = [
+    "NCCL_SHM_DISABLE",
+    "NCCL_BUFFSIZE",
+    "NCCL_NET",
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_SOCKET_FAMILY",
+];
 
 pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     let gpus = GpuPresence::probe();

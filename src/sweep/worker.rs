@@ -56,6 +56,7 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 init_timeout: Duration::from_secs_f64(args.init_timeout_s),
                 corrupt: faults.corrupts(),
                 pin_cpus: true,
+                bind: crate::backend::host::LOOPBACK,
             };
             options.apply_env(|k| std::env::var(k).ok())?;
             Ok(Box::new(HostBackend::new(options)))

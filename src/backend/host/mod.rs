@@ -54,11 +54,16 @@ pub struct HostOptions {
     pub corrupt: bool,
     /// Pin each rank to its own CPU when there are enough (processes, not threads).
     pub pin_cpus: bool,
+    /// The address this rank listens on (bootstrap and NET/Socket): loopback, or the
+    /// interface `NCCL_SOCKET_IFNAME` selects, as NCCL picks it, for ranks on
+    /// several machines. Ranks with the same address share a machine and use SHM.
+    pub bind: IpAddr,
 }
 
 impl HostOptions {
     /// Reads the NCCL variables the host backend honours from the environment:
-    /// `NCCL_SHM_DISABLE`, `NCCL_BUFFSIZE` and `NCCL_NET` (only `Socket` exists here).
+    /// `NCCL_SHM_DISABLE`, `NCCL_BUFFSIZE`, `NCCL_SOCKET_IFNAME` (and
+    /// `NCCL_SOCKET_FAMILY`) and `NCCL_NET` (only `Socket` exists here).
     pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) -> Result<()> {
         self.use_shm = !env("NCCL_SHM_DISABLE").is_some_and(|v| env_truthy(&v));
         if let Some(v) = env("NCCL_BUFFSIZE") {
@@ -73,6 +78,9 @@ impl HostOptions {
                 );
             }
             self.buffsize = size;
+        }
+        if let Some(ifname) = env("NCCL_SOCKET_IFNAME").filter(|v| !v.trim().is_empty()) {
+            self.bind = socket_address(&ifname, env("NCCL_SOCKET_FAMILY").as_deref())?;
         }
         if let Some(net) = env("NCCL_NET") {
             if !net.trim().eq_ignore_ascii_case("socket") {
@@ -95,6 +103,7 @@ impl HostOptions {
             init_timeout: Duration::from_secs(1),
             corrupt: false,
             pin_cpus: false,
+            bind: LOOPBACK,
         }
     }
 
@@ -118,11 +127,33 @@ impl HostBackend {
     }
 }
 
-const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+pub const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// The first address of the first interface NCCL would pick for `NCCL_SOCKET_IFNAME`
+/// (prefixes, `^` to exclude, `=` for exact names), IPv4 first unless
+/// `NCCL_SOCKET_FAMILY=AF_INET6`; no match fails as NCCL's bootstrap does.
+fn socket_address(ifname: &str, family: Option<&str>) -> Result<IpAddr> {
+    use crate::doctor::network::{interfaces, selection};
+    let (ifaces, _) = interfaces(&crate::doctor::Root::this_machine());
+    let (chosen, _) = selection(&ifaces, Some(ifname), family);
+    let want_v6 = family == Some("AF_INET6");
+    chosen
+        .iter()
+        .flat_map(|i| i.addrs.iter())
+        .find(|a| a.is_ipv6() == want_v6)
+        .copied()
+        .ok_or_else(|| {
+            let names: Vec<&str> = ifaces.iter().map(|i| i.name.as_str()).collect();
+            anyhow!(
+                "{BANNER}: NCCL_SOCKET_IFNAME={ifname} selects no interface that is up with an address (interfaces: {}); NCCL fails the same way (no socket interface found)",
+                names.join(", ")
+            )
+        })
+}
 
 impl Backend for HostBackend {
     fn unique_id(&mut self) -> Result<String> {
-        let root = BootstrapRoot::new(LOOPBACK)?;
+        let root = BootstrapRoot::new(self.options.bind)?;
         let id = root.id.encode();
         self.root = Some(root);
         Ok(id)
@@ -156,22 +187,30 @@ impl HostComm {
         nranks: u32,
     ) -> Result<HostComm> {
         let deadline = Instant::now() + opts.init_timeout;
-        // The data listener exists before the bootstrap publishes its address.
-        let listener = if opts.use_shm || nranks == 1 {
+        // The data listener exists before the bootstrap publishes its address; which
+        // links use it is known only after the exchange (a peer on another address).
+        let listener = if nranks == 1 {
             None
         } else {
             Some(
-                TcpListener::bind((LOOPBACK, 0))
+                TcpListener::bind((opts.bind, 0))
                     .context("host backend: cannot listen for NET/Socket")?,
             )
         };
         let my_address = match &listener {
             Some(l) => l.local_addr()?,
-            None => SocketAddr::new(LOOPBACK, 0),
+            None => SocketAddr::new(opts.bind, 0),
         };
         let mut bootstrap = Bootstrap::init(id, root, rank, nranks, my_address, opts.init_timeout)?;
         let next = (rank + 1) % nranks;
         let prev = (rank + nranks - 1) % nranks;
+        // As NCCL: SHM between ranks of one machine (same address), the network
+        // between machines.
+        let host_of = |r: u32| bootstrap.addresses[(r % nranks) as usize].ip();
+        let shm_out = opts.use_shm && host_of(next) == host_of(rank);
+        let shm_in = opts.use_shm && host_of(prev) == host_of(rank);
+        // Every rank sees the same addresses, so all agree on whether links mix.
+        let mixed = opts.use_shm && (0..nranks).any(|r| host_of(r) != host_of(r + 1));
         let policy = WaitPolicy::for_ranks(nranks);
         let cpu = if opts.pin_cpus {
             wait::pin_rank(rank, nranks)
@@ -180,14 +219,10 @@ impl HostComm {
         };
         let (ring, transport) = if nranks == 1 {
             (None, "local")
-        } else if let Some(listener) = listener {
-            let mut out = connect_with_retry(bootstrap.addresses[next as usize], deadline)
-                .context("host backend: NET/Socket connect to the next rank failed")?;
-            std::io::Write::write_all(&mut out, &(id.magic ^ rank as u64).to_le_bytes())?;
-            let inc = accept_from(&listener, id.magic ^ prev as u64, deadline)?;
-            for s in [&out, &inc] {
-                s.set_nodelay(true)?;
-            }
+        } else if !opts.use_shm {
+            let listener =
+                listener.ok_or_else(|| anyhow!("host backend: no NET/Socket listener"))?;
+            let (out, inc) = connect_ring(&listener, &bootstrap, id, rank, nranks, deadline)?;
             let slice = tcp::slice_bytes(opts.slot_bytes(), &out, &inc);
             let ring = Ring {
                 rank: rank as usize,
@@ -200,22 +235,60 @@ impl HostComm {
         } else {
             let slot = opts.slot_bytes();
             let len = segment_bytes(slot);
+            let slice = if mixed {
+                tcp::mixed_slice_bytes(slot)
+            } else {
+                slot
+            };
             let path = |r: u32| opts.shm_dir.join(format!("{}-r{r}", opts.segment_prefix));
-            let mine = Segment::create(&path(rank), len)?;
+            // Every rank takes part in both barriers, whatever its own links are.
+            let mine = shm_in
+                .then(|| Segment::create(&path(rank), len))
+                .transpose()?;
             bootstrap.barrier()?;
-            let theirs = Segment::open(&path(next), len)?;
+            let theirs = shm_out
+                .then(|| Segment::open(&path(next), len))
+                .transpose()?;
             bootstrap.barrier()?;
-            let mut rx = ShmReceiver::new(mine, slot, policy);
-            // Every peer has mapped it: the file is no longer needed.
-            rx.segment_mut().unlink();
+            let tx = match theirs {
+                Some(seg) => Sender::Shm(ShmSender::new(seg, slot, policy)),
+                None => {
+                    let out = connect_next(&bootstrap, id, rank, nranks, deadline)?;
+                    Sender::Tcp(TcpSender::new(out, slice)?)
+                }
+            };
+            let rx = match mine {
+                Some(seg) => {
+                    let mut rx = ShmReceiver::new(seg, slot, policy);
+                    // Every peer has mapped it: the file is no longer needed.
+                    rx.segment_mut().unlink();
+                    Receiver::Shm(rx)
+                }
+                None => {
+                    let listener = listener
+                        .as_ref()
+                        .ok_or_else(|| anyhow!("host backend: no NET/Socket listener"))?;
+                    let inc = accept_from(listener, id.magic ^ prev as u64, deadline)?;
+                    inc.set_nodelay(true)?;
+                    Receiver::Tcp(TcpReceiver::new(inc, slice)?)
+                }
+            };
             let ring = Ring {
                 rank: rank as usize,
                 nranks: nranks as usize,
-                tx: Sender::Shm(ShmSender::new(theirs, slot, policy)),
-                rx: Receiver::Shm(rx),
-                slice_bytes: slot,
+                tx,
+                rx,
+                slice_bytes: slice,
             };
-            (Some(ring), TRANSPORT_SHM)
+            // The transport of this rank's outgoing connection (one per rank).
+            (
+                Some(ring),
+                if shm_out {
+                    TRANSPORT_SHM
+                } else {
+                    TRANSPORT_SOCKET
+                },
+            )
         };
         Ok(HostComm {
             ring,
@@ -231,6 +304,38 @@ impl HostComm {
             },
         })
     }
+}
+
+/// Connects to the next rank's NET/Socket listener and identifies this rank.
+fn connect_next(
+    bootstrap: &Bootstrap,
+    id: &UniqueId,
+    rank: u32,
+    nranks: u32,
+    deadline: Instant,
+) -> Result<TcpStream> {
+    let next = (rank + 1) % nranks;
+    let mut out = connect_with_retry(bootstrap.addresses[next as usize], deadline)
+        .context("host backend: NET/Socket connect to the next rank failed")?;
+    std::io::Write::write_all(&mut out, &(id.magic ^ rank as u64).to_le_bytes())?;
+    out.set_nodelay(true)?;
+    Ok(out)
+}
+
+/// Both socket links of a rank: to the next rank and from the previous one.
+fn connect_ring(
+    listener: &TcpListener,
+    bootstrap: &Bootstrap,
+    id: &UniqueId,
+    rank: u32,
+    nranks: u32,
+    deadline: Instant,
+) -> Result<(TcpStream, TcpStream)> {
+    let out = connect_next(bootstrap, id, rank, nranks, deadline)?;
+    let prev = (rank + nranks - 1) % nranks;
+    let inc = accept_from(listener, id.magic ^ prev as u64, deadline)?;
+    inc.set_nodelay(true)?;
+    Ok((out, inc))
 }
 
 /// Accepts the predecessor's data connection, identified by its first 8 bytes.
@@ -346,6 +451,7 @@ mod tests {
             init_timeout: Duration::from_secs(20),
             corrupt: false,
             pin_cpus: false,
+            bind: LOOPBACK,
         }
     }
 
@@ -407,6 +513,58 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Ranks 0-1 on 127.0.0.1 and 2-3 on 127.0.0.2 (all of 127/8 is this machine's):
+    /// two "machines", SHM within each and TCP between them in one ring, with a
+    /// FIFO larger than a TCP slice.
+    #[test]
+    fn a_ring_across_two_addresses_mixes_shm_and_tcp_and_is_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let count = 3 * PERIOD + 5;
+        let opts = |rank: u32| HostOptions {
+            buffsize: 4 << 20,
+            bind: if rank < 2 {
+                LOOPBACK
+            } else {
+                "127.0.0.2".parse().unwrap()
+            },
+            ..options(dir.path(), true, DataType::Float, ReduceOp::Sum)
+        };
+        let mut root = HostBackend::new(opts(0));
+        let id = root.unique_id().unwrap();
+        let threads: Vec<_> = (1..4)
+            .map(|rank| {
+                let (id, o) = (id.clone(), opts(rank));
+                std::thread::spawn(move || {
+                    let mut comm = HostBackend::new(o).init(&id, rank, 4).unwrap();
+                    let t = comm.transports();
+                    (
+                        t,
+                        exercise(
+                            comm.as_mut(),
+                            DataType::Float,
+                            ReduceOp::Sum,
+                            rank,
+                            4,
+                            count,
+                        ),
+                    )
+                })
+            })
+            .collect();
+        let mut comm = root.init(&id, 0, 4).unwrap();
+        let mut results = vec![(
+            comm.transports(),
+            exercise(comm.as_mut(), DataType::Float, ReduceOp::Sum, 0, 4, count),
+        )];
+        results.extend(threads.into_iter().map(|t| t.join().unwrap()));
+        let transports: Vec<&str> = results.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(transports, ["SHM", "NET/Socket", "SHM", "NET/Socket"]);
+        for (_, r) in &results {
+            assert_eq!(r.wrong, 0, "{:?}", r.first);
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

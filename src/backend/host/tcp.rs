@@ -26,6 +26,12 @@ pub fn slice_bytes(slot_bytes: usize, out: &TcpStream, inc: &TcpStream) -> usize
     (slot_bytes.min(MAX_SLICE).min(fits) / 64 * 64).max(64)
 }
 
+/// The slice size of a ring that mixes SHM and TCP links (ranks on several
+/// machines): one size every rank computes alike, that one TCP link can absorb.
+pub fn mixed_slice_bytes(slot_bytes: usize) -> usize {
+    (slot_bytes.min(MAX_SLICE) / 64 * 64).max(64)
+}
+
 /// Asks for a larger socket buffer and returns what the kernel granted (bytes).
 fn socket_buffer(s: &TcpStream, option: libc::c_int) -> usize {
     let fd = s.as_raw_fd();
