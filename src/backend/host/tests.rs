@@ -1,5 +1,6 @@
 //! Tests of the host backend: rings on threads (each rank its own communicator,
 //! as separate processes would be), SHM, TCP and mixed, exact for every size.
+
 use super::*;
 use crate::ops::pattern::PERIOD;
 
