@@ -181,6 +181,11 @@ pub struct MeasureArgs {
     #[arg(long = "shm-dir", value_name = "DIR", default_value = "/dev/shm")]
     pub shm_dir: PathBuf,
 
+    /// Capture N all-reduces in one CUDA graph and time graph launches (NCCL backend;
+    /// nccl-tests' `-n I -G L` is `--graph I -n I*L`). 0: launch one by one
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=4096))]
+    pub graph: u64,
+
     /// One line per case even on a terminal (no progress bar)
     #[arg(long)]
     pub plain: bool,
@@ -369,6 +374,9 @@ pub struct WorkerArgs {
     /// CUDA device of this rank (NCCL backend)
     #[arg(long)]
     pub device: Option<usize>,
+    /// All-reduces per CUDA graph launch (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub graph: u64,
     /// Seconds the communicator set-up may take
     #[arg(long = "init-timeout", default_value_t = 120.0)]
     pub init_timeout_s: f64,

@@ -67,6 +67,8 @@ pub struct CaseResult {
     pub backend: String,
     pub status: CaseStatus,
     pub warmup: u64,
+    /// All-reduces per CUDA graph launch (`--graph`); 0 when launched one by one.
+    pub graph: u64,
     /// Timed iterations actually run, with their summary (absent when none ran).
     pub latency: Option<LatencySummary>,
     pub bandwidth: Option<Bandwidth>,
@@ -167,6 +169,9 @@ pub struct RunManifest {
     pub op: ReduceOp,
     pub iterations: IterationPolicy,
     pub warmup_iters: u64,
+    /// All-reduces per CUDA graph launch (`--graph`); 0 when launched one by one.
+    #[serde(default)]
+    pub graph_iters: u64,
     pub timeout_s: f64,
     pub cases: CaseCounts,
     pub warnings: Vec<String>,

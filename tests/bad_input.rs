@@ -242,6 +242,15 @@ fn an_unusable_config_value_is_refused_before_the_run() {
 }
 
 #[test]
+fn cuda_graphs_need_the_nccl_backend() {
+    rejected(
+        &["--graph", "20"],
+        "--graph 20 captures CUDA graphs, which the host backend does not have",
+    );
+    rejected(&["--graph", "5000"], "--graph");
+}
+
+#[test]
 fn buffers_larger_than_memory_are_refused_before_the_run() {
     rejected(&["-b", "1T", "-e", "1T"], "needs 4 TiB of memory");
 }

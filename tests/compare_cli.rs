@@ -23,6 +23,11 @@ type Spec<'a> = (&'a str, u64, Option<f64>);
 /// Writes a run of 2-rank cases whose iteration times are a fixed noisy distribution
 /// around 10 us + 1 us per 10 KiB, multiplied by the case's scale.
 fn write_run(parent: &Path, name: &str, specs: &[Spec]) -> std::path::PathBuf {
+    write_graph_run(parent, name, specs, 0)
+}
+
+/// `write_run` with every case launched in CUDA graphs of `graph` all-reduces.
+fn write_graph_run(parent: &Path, name: &str, specs: &[Spec], graph: u64) -> std::path::PathBuf {
     let dir = RunDir::create(parent, name, "synthetic", None).unwrap();
     let path = dir.path.clone();
     let writer = RunWriter::new(dir, SystemTime::now()).unwrap();
@@ -55,6 +60,7 @@ fn write_run(parent: &Path, name: &str, specs: &[Spec]) -> std::path::PathBuf {
         op: ReduceOp::Sum,
         iterations: nccl_bench::config::IterationPolicy::Fixed { iters: 2000 },
         warmup_iters: 5,
+        graph_iters: graph,
         timeout_s: 60.0,
         cases: CaseCounts::default(),
         warnings: vec![],
@@ -84,6 +90,7 @@ fn write_run(parent: &Path, name: &str, specs: &[Spec]) -> std::path::PathBuf {
                     backend: "host".into(),
                     status: CaseStatus::Ok,
                     warmup: 5,
+                    graph,
                     latency: Some(s),
                     bandwidth: Some(Bandwidth::allreduce(*bytes, 2, s.mean_us)),
                     stop: None,
@@ -99,6 +106,7 @@ fn write_run(parent: &Path, name: &str, specs: &[Spec]) -> std::path::PathBuf {
                 backend: "host".into(),
                 status: CaseStatus::Failed,
                 warmup: 5,
+                graph,
                 latency: None,
                 bandwidth: None,
                 stop: None,
@@ -179,6 +187,22 @@ fn a_ten_percent_slowdown_at_large_sizes_fails_the_gate() {
     let table = compare(&[base.as_os_str(), cand.as_os_str()]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("worst regression: default n=2 "), "{text}");
+}
+
+#[test]
+fn runs_launched_differently_are_said_to_be() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = write_run(tmp.path(), "base", &uniform("default", |_| Some(1.0)));
+    let cand = write_graph_run(tmp.path(), "cand", &uniform("default", |_| Some(1.0)), 20);
+    let out = compare(&[base.as_os_str(), cand.as_os_str()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("note: 4 pair(s) were launched differently (one launch per all-reduce in the base, CUDA graphs of 20 all-reduces in the candidate)"),
+        "{stdout}"
+    );
+    let same = compare(&[base.as_os_str(), base.as_os_str()]);
+    assert!(!String::from_utf8_lossy(&same.stdout).contains("launched differently"));
 }
 
 #[test]

@@ -74,6 +74,8 @@ pub struct CompareReport {
     pub threshold: f64,
     /// At least one pair was compared on means only (no per-iteration data).
     pub means_only: bool,
+    /// Pairs launched differently (`--graph` differs), as (base, candidate, count).
+    pub graph_differs: Vec<(u64, u64, usize)>,
     pub rows: Vec<PairRow>,
     pub only_in_base: usize,
     pub only_in_candidate: usize,
@@ -158,6 +160,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
     // Keep the base run's order.
     let mut rows = Vec::new();
     let mut means_only = false;
+    let mut graph_differs: Vec<(u64, u64, usize)> = Vec::new();
     for b in base
         .run
         .cases
@@ -177,6 +180,13 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         means_only |= comparison
             .as_ref()
             .is_some_and(|c| c.method == Method::MeansOnly);
+        if comparison.is_some() && b.graph_iters != c.graph_iters {
+            let pair = (b.graph_iters, c.graph_iters);
+            match graph_differs.iter_mut().find(|d| (d.0, d.1) == pair) {
+                Some(d) => d.2 += 1,
+                None => graph_differs.push((pair.0, pair.1, 1)),
+            }
+        }
         rows.push(PairRow {
             config: match (base.config, cand.config) {
                 (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
@@ -211,6 +221,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         candidate: cand.label.clone(),
         threshold: opts.threshold,
         means_only,
+        graph_differs,
         rows,
         only_in_base,
         only_in_candidate,

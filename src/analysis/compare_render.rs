@@ -107,6 +107,17 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
     if report.means_only {
         lines.push("note: some cases were compared on mean times only (no per-iteration data, e.g. an imported run): their interval is a point".to_string());
     }
+    for &(base, cand, count) in &report.graph_differs {
+        let how = |n: u64| match n {
+            0 => "one launch per all-reduce".to_string(),
+            n => format!("CUDA graphs of {n} all-reduces"),
+        };
+        lines.push(format!(
+            "note: {count} pair(s) were launched differently ({} in the base, {} in the candidate): launch overhead is part of their difference",
+            how(base),
+            how(cand)
+        ));
+    }
     if report.only_in_base + report.only_in_candidate > 0 {
         lines.push(format!(
             "unmatched: {} case(s) only in the base, {} only in the candidate",

@@ -72,6 +72,7 @@ fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
                 transports: c.transports.into(),
                 error: c.error.into(),
                 hist_tag: ok.then_some(tag),
+                graph_iters: 0,
             }
         })
         .collect();

@@ -126,6 +126,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
         op,
         iterations: IterationPolicy::Fixed { iters },
         warmup_iters: 0,
+        graph_iters: 0,
         timeout_s: 0.0,
         cases: counts.clone(),
         warnings: vec![],

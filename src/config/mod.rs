@@ -65,6 +65,8 @@ pub struct SweepSettings {
     pub op: ReduceOp,
     pub iterations: IterationPolicy,
     pub warmup: u64,
+    /// All-reduces per CUDA graph launch (`--graph`); 0 launches them one by one.
+    pub graph: u64,
     pub timeout: Duration,
     pub out_dir: PathBuf,
     /// The exact run directory to create (`sweep --run-dir`), instead of a new one
@@ -136,6 +138,7 @@ impl SweepSettings {
             op: args.op,
             iterations,
             warmup: args.warmup_iters,
+            graph: args.graph,
             timeout: args.timeout,
             out_dir: args.out.clone(),
             run_dir: None,

@@ -7,7 +7,7 @@ use std::io;
 use crate::model::CaseResult;
 
 /// Column names, in order. README.md documents each.
-pub const COLUMNS: [&str; 27] = [
+pub const COLUMNS: [&str; 28] = [
     "config",
     "backend",
     "nranks",
@@ -35,6 +35,7 @@ pub const COLUMNS: [&str; 27] = [
     "started_at",
     "duration_s",
     "hist_tag",
+    "graph_iters",
 ];
 
 fn num(v: Option<f64>, decimals: usize) -> String {
@@ -71,6 +72,7 @@ pub struct RowCells {
     pub started_at: String,
     pub duration_s: f64,
     pub hist_tag: String,
+    pub graph_iters: u64,
 }
 
 impl From<&CaseResult> for RowCells {
@@ -108,6 +110,7 @@ impl From<&CaseResult> for RowCells {
             } else {
                 String::new()
             },
+            graph_iters: r.graph,
         }
     }
 }
@@ -142,6 +145,7 @@ pub fn row(c: &RowCells) -> Vec<String> {
         c.started_at.clone(),
         format!("{:.3}", c.duration_s),
         c.hist_tag.clone(),
+        c.graph_iters.to_string(),
     ]
 }
 

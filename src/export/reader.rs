@@ -36,6 +36,9 @@ pub struct CaseRow {
     pub error: String,
     #[serde(default)]
     pub hist_tag: Option<String>,
+    /// All-reduces per CUDA graph launch (0, or absent in older runs: none).
+    #[serde(default)]
+    pub graph_iters: u64,
 }
 
 impl CaseRow {

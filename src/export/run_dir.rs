@@ -150,11 +150,20 @@ impl RunWriter {
                 anyhow::bail!("{} is not a run directory (no {file})", path.display());
             }
         }
+        let csv_header = csv::header()?;
+        let existing = fs::read(dir.file(RESULTS_CSV))
+            .with_context(|| format!("cannot read {}", dir.file(RESULTS_CSV).display()))?;
+        if !existing.is_empty() && !existing.starts_with(&csv_header) {
+            anyhow::bail!(
+                "{} has other columns than this nccl-bench writes (made by another version): append to it with that version, or use a new run directory",
+                dir.file(RESULTS_CSV).display()
+            );
+        }
         fs::create_dir_all(dir.logs())
             .with_context(|| format!("cannot create {}", dir.logs().display()))?;
         let start = hlog::start_time(&dir.file(HISTOGRAMS))?.unwrap_or_else(SystemTime::now);
         let writer = RunWriter {
-            csv_header: csv::header()?,
+            csv_header,
             hlog_header: hlog::header(start)?,
             dir,
             previous: Some(previous),
@@ -322,6 +331,7 @@ fn launch_summary(m: &serde_json::Value) -> serde_json::Value {
         "error",
         "iterations",
         "warmup_iters",
+        "graph_iters",
         "timeout_s",
         "cluster",
     ] {

@@ -77,6 +77,11 @@ impl Pattern {
         repeat_into(&self.input, buf);
     }
 
+    /// One period of this rank's input: the bytes `fill` repeats.
+    pub fn input_period(&self) -> &[u8] {
+        &self.input
+    }
+
     /// Checks an all-reduce output against the exact expected values.
     pub fn check(&self, out: &[u8]) -> CheckReport {
         let tolerant = self.op == ReduceOp::Avg && self.dt.is_float();
@@ -126,6 +131,23 @@ fn tables<T: Element>(op: ReduceOp, rank: u32, nranks: u32) -> (Vec<u8>, Vec<u8>
 
 fn to_bytes<T: Pod>(v: Vec<T>) -> Vec<u8> {
     bytemuck::cast_slice(&v).to_vec()
+}
+
+/// How to fill `total` bytes of device memory with a periodic pattern without a
+/// kernel: after the first `period` bytes are copied from the host, each entry
+/// `(offset, len)` copies bytes `0..len` of the buffer to `offset..offset + len`.
+/// Offsets are whole periods and the filled part doubles with every copy, so a
+/// gigabyte takes about a dozen device-to-device copies, and a copy never overlaps
+/// its source.
+pub fn doubling_copies(period: usize, total: usize) -> Vec<(usize, usize)> {
+    let mut copies = Vec::new();
+    let mut filled = period.min(total);
+    while filled > 0 && filled < total {
+        let len = filled.min(total - filled);
+        copies.push((filled, len));
+        filled += len;
+    }
+    copies
 }
 
 fn repeat_into(table: &[u8], buf: &mut [u8]) {
@@ -189,6 +211,35 @@ mod tests {
                     assert_eq!(report.wrong, 0, "{dt} {op} n={nranks}: {:?}", report.first);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn doubling_copies_reproduce_the_fill() {
+        let pattern = Pattern::new(DataType::Double, ReduceOp::Sum, 3, 4);
+        let period = pattern.input_period().len();
+        for total in [
+            0,
+            8,
+            period - 8,
+            period,
+            period + 8,
+            5 * period + 24,
+            64 * period,
+        ] {
+            let mut want = vec![0u8; total];
+            pattern.fill(&mut want);
+            let mut got = vec![0u8; total];
+            let first = period.min(total);
+            got[..first].copy_from_slice(&pattern.input_period()[..first]);
+            let copies = doubling_copies(period, total);
+            for &(offset, len) in &copies {
+                assert!(len <= offset && offset % period == 0, "{offset} {len}");
+                got.copy_within(0..len, offset);
+            }
+            assert!(got == want, "total {total}");
+            let bound = (total / period.max(1)).max(1).ilog2() as usize + 1;
+            assert!(copies.len() <= bound, "{} copies for {total}", copies.len());
         }
     }
 

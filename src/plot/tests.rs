@@ -48,6 +48,7 @@ fn cells(config: &str, nranks: u32, bytes: u64) -> RowCells {
         started_at: String::new(),
         duration_s: 0.1,
         hist_tag: String::new(),
+        graph_iters: 0,
     }
 }
 

@@ -106,6 +106,24 @@ impl StopRule {
             }
         }
     }
+
+    /// `next`, with adaptive batches rounded up to whole CUDA graph launches of
+    /// `per_launch` iterations (`--graph`). A fixed count is kept: its last launch
+    /// is a smaller graph.
+    pub fn next_in_launches(
+        &self,
+        recorded: &LatencyRecorder,
+        elapsed: Duration,
+        per_launch: u64,
+    ) -> BatchDecision {
+        match (self, self.next(recorded, elapsed)) {
+            (StopRule::Adaptive { .. }, BatchDecision::Run(n)) if per_launch > 1 => {
+                let cap = (MAX_BATCH - MAX_BATCH % per_launch).max(per_launch);
+                BatchDecision::Run(n.div_ceil(per_launch).saturating_mul(per_launch).min(cap))
+            }
+            (_, decision) => decision,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -187,5 +205,32 @@ mod tests {
             BatchDecision::Run(n) => assert!(n <= 6, "{n}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn graph_launches_round_adaptive_batches_up() {
+        let empty = recorder([]);
+        let t = Duration::ZERO;
+        // min_iters = 20: one batch of 20, then whole launches of 8.
+        assert_eq!(
+            ADAPTIVE.next_in_launches(&empty, t, 1),
+            BatchDecision::Run(20)
+        );
+        assert_eq!(
+            ADAPTIVE.next_in_launches(&empty, t, 8),
+            BatchDecision::Run(24)
+        );
+        assert_eq!(
+            ADAPTIVE.next_in_launches(&empty, t, 4096),
+            BatchDecision::Run(4096)
+        );
+        // A fixed count is never exceeded.
+        let fixed = StopRule::Fixed(10);
+        assert_eq!(fixed.next_in_launches(&empty, t, 8), BatchDecision::Run(10));
+        let done = recorder([1000; 10]);
+        assert_eq!(
+            fixed.next_in_launches(&done, t, 8),
+            BatchDecision::Stop(StopReason::Count)
+        );
     }
 }

@@ -180,6 +180,9 @@ impl Orchestrator<'_> {
         push("--shm-dir", s.shm_dir.to_string_lossy().into_owned());
         push("--segment-prefix", prefix.to_string());
         push("--init-timeout", s.timeout.as_secs_f64().to_string());
+        if s.graph > 0 {
+            push("--graph", s.graph.to_string());
+        }
         let own = self
             .nccl_lib_per_config
             .iter()
@@ -366,7 +369,8 @@ impl Orchestrator<'_> {
             let mut recorder = LatencyRecorder::new();
             let timing_start = Instant::now();
             let stop = loop {
-                match rule.next(&recorder, timing_start.elapsed()) {
+                match rule.next_in_launches(&recorder, timing_start.elapsed(), self.settings.graph)
+                {
                     BatchDecision::Stop(reason) => break reason,
                     BatchDecision::Run(iters) => {
                         self.broadcast(processes, &Command::Time { iters }, &phase)
@@ -420,6 +424,7 @@ impl Orchestrator<'_> {
                     CaseStatus::Ok
                 },
                 warmup: self.settings.warmup,
+                graph: self.settings.graph,
                 bandwidth: Some(Bandwidth::allreduce(bytes, n, summary.mean_us)),
                 latency: Some(summary),
                 stop: Some(stop),
@@ -539,6 +544,7 @@ impl Orchestrator<'_> {
             backend: self.backend.clone(),
             status: f.failure.status(),
             warmup: self.settings.warmup,
+            graph: self.settings.graph,
             latency: None,
             bandwidth: None,
             stop: None,

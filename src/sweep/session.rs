@@ -223,6 +223,7 @@ pub(crate) fn manifest(
         op: settings.op,
         iterations: settings.iterations,
         warmup_iters: settings.warmup,
+        graph_iters: settings.graph,
         timeout_s: settings.timeout.as_secs_f64(),
         cases: CaseCounts::default(),
         warnings,
@@ -234,6 +235,12 @@ pub(crate) fn manifest(
 /// What would fail every case of the host backend is refused before the run starts:
 /// an environment value it cannot use, buffers the machine cannot hold.
 pub(crate) fn check_host_settings(settings: &SweepSettings, max_ranks: u32) -> Result<()> {
+    if settings.graph > 0 {
+        bail!(
+            "--graph {} captures CUDA graphs, which the host backend does not have: use --backend nccl on a GPU machine, or leave --graph out",
+            settings.graph
+        );
+    }
     for c in &settings.configs {
         let mut options = crate::backend::host::HostOptions::for_validation();
         options

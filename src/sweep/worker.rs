@@ -72,6 +72,7 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 max_bytes: args.max_bytes as usize,
                 dtype: args.datatype,
                 op: args.op,
+                graph: args.graph as usize,
             };
             Ok(Box::new(NcclBackend::new(nccl, options)))
         }

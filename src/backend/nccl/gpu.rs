@@ -5,21 +5,33 @@
 //! on one stream, and iteration i's time is the time between events i and i+1.
 //! Event tracking is off, so cudarc adds no synchronization of its own.
 //!
-//! Buffers are filled on the host and copied to the device; the output is copied
-//! back and checked on the host, against the exact expected values.
+//! With `--graph N`, N all-reduces are captured once per size into a CUDA graph
+//! (nccl-tests' `-G` captures its `-n` iterations the same way) and the events go
+//! between graph launches: each of the N iterations of a launch gets the launch's
+//! time / N, so the mean stays exact and the histogram shows per-launch spread.
+//!
+//! The input is filled on the device: one period of the pattern is copied from the
+//! host, then the filled part doubles with device-to-device copies (no kernel to
+//! compile, memory-speed for a gigabyte). The output is poisoned with a device
+//! memset, copied back and checked on the host against the exact expected values.
 
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
-use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::sys::{
+    CUdeviceptr, CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode,
+};
+use cudarc::driver::{
+    result as cu, CudaContext, CudaEvent, CudaGraph, CudaSlice, CudaStream, DevicePtr,
+};
 
 use super::comm::NcclComm;
 use super::library::{Nccl, UniqueId};
 use crate::backend::buffer::AlignedBuf;
 use crate::backend::{Backend, Communicator};
-use crate::ops::pattern::{CheckReport, Pattern};
+use crate::ops::pattern::{doubling_copies, CheckReport, Pattern};
 use crate::ops::{DataType, ReduceOp};
 
 /// What a GPU rank needs besides its rank.
@@ -30,6 +42,8 @@ pub struct GpuOptions {
     pub max_bytes: usize,
     pub dtype: DataType,
     pub op: ReduceOp,
+    /// All-reduces per CUDA graph launch; 0 launches them one by one.
+    pub graph: usize,
 }
 
 pub struct NcclBackend {
@@ -82,11 +96,18 @@ impl Backend for NcclBackend {
         let recv = stream
             .alloc_zeros::<u8>(o.max_bytes.max(1))
             .with_context(|| oom("receive"))?;
+        // The buffers never move or shrink, so their addresses are taken once (with
+        // event tracking off the guards these calls return do nothing).
+        let send_ptr = send.device_ptr(&stream).0;
+        let recv_ptr = recv.device_ptr(&stream).0;
         let comm = NcclComm::init(self.nccl.clone(), nranks, &id, rank)?;
         Ok(Box::new(GpuComm {
+            graphs: HashMap::new(),
             comm,
             events: Vec::new(),
             host: AlignedBuf::new(o.max_bytes)?,
+            send_ptr,
+            recv_ptr,
             send,
             recv,
             stream,
@@ -94,16 +115,22 @@ impl Backend for NcclBackend {
             dtype: o.dtype,
             op: o.op,
             device: o.device,
+            graph: o.graph,
         }))
     }
 }
 
-/// One GPU rank. Field order is drop order: the communicator goes before the
-/// buffers it may still reference, the context last.
+/// One GPU rank. Field order is drop order: graphs go before the communicator
+/// their all-reduces belong to, the communicator before the buffers it may still
+/// reference, the context last.
 pub struct GpuComm {
+    /// Captured graphs of the current size, by the number of all-reduces in them.
+    graphs: HashMap<(usize, usize), CudaGraph>,
     comm: NcclComm,
     events: Vec<CudaEvent>,
     host: AlignedBuf,
+    send_ptr: CUdeviceptr,
+    recv_ptr: CUdeviceptr,
     send: CudaSlice<u8>,
     recv: CudaSlice<u8>,
     stream: Arc<CudaStream>,
@@ -111,6 +138,7 @@ pub struct GpuComm {
     dtype: DataType,
     op: ReduceOp,
     device: usize,
+    graph: usize,
 }
 
 impl GpuComm {
@@ -121,14 +149,12 @@ impl GpuComm {
     /// Enqueues one all-reduce of `bytes` on the stream.
     fn enqueue(&mut self, bytes: usize) -> Result<()> {
         let count = bytes / self.dtype.size();
-        let (send, _s) = self.send.device_ptr(&self.stream);
-        let (recv, _r) = self.recv.device_ptr_mut(&self.stream);
         // SAFETY: both buffers hold at least `bytes` (checked) and live as long as self;
         // the stream belongs to this communicator's device.
         unsafe {
             self.comm.all_reduce(
-                send as *const c_void,
-                recv as *mut c_void,
+                self.send_ptr as *const c_void,
+                self.recv_ptr as *mut c_void,
                 count,
                 self.dtype,
                 self.op,
@@ -136,6 +162,40 @@ impl GpuComm {
             )?;
         }
         Ok(())
+    }
+
+    /// Captures (once per size) a graph of `n` all-reduces of `bytes`, uploads it and
+    /// launches it once untimed, so that no timed launch pays for instantiation.
+    fn ensure_graph(&mut self, bytes: usize, n: usize) -> Result<()> {
+        if self.graphs.contains_key(&(bytes, n)) {
+            return Ok(());
+        }
+        self.graphs.retain(|&(b, _), _| b == bytes);
+        self.stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .context("cannot start a CUDA graph capture")?;
+        let enqueued = (0..n).try_for_each(|_| self.enqueue(bytes));
+        // The capture is ended even when an all-reduce failed, or the stream stays
+        // unusable.
+        let graph = self
+            .stream
+            .end_capture(CUgraphInstantiate_flags(0))
+            .context("CUDA graph capture of the all-reduces failed")?;
+        enqueued.context("ncclAllReduce failed during CUDA graph capture")?;
+        let graph = graph.ok_or_else(|| anyhow!("the CUDA graph capture recorded nothing"))?;
+        graph.upload().context("cannot upload the CUDA graph")?;
+        graph.launch().context("CUDA graph launch failed")?;
+        self.sync()?;
+        self.graphs.insert((bytes, n), graph);
+        Ok(())
+    }
+
+    /// Enqueues `n` all-reduces of `bytes`: one graph launch, or `n` launches.
+    fn enqueue_step(&mut self, bytes: usize, n: usize) -> Result<()> {
+        match self.graphs.get(&(bytes, n)) {
+            Some(graph) => graph.launch().context("CUDA graph launch failed"),
+            None => (0..n).try_for_each(|_| self.enqueue(bytes)),
+        }
     }
 
     fn sync(&mut self) -> Result<()> {
@@ -172,21 +232,31 @@ impl Communicator for GpuComm {
 
     fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()> {
         self.check_len(bytes)?;
-        pattern.fill(&mut self.host.bytes_mut()[..bytes]);
-        let mut dst = self.send.slice_mut(0..bytes);
+        let period = pattern.input_period();
+        let first = period.len().min(bytes);
+        let mut dst = self.send.slice_mut(0..first);
         self.stream
-            .memcpy_htod(&self.host.bytes()[..bytes], &mut dst)
+            .memcpy_htod(&period[..first], &mut dst)
             .context("copy to the GPU failed")?;
+        let stream = self.stream.cu_stream();
+        for (offset, len) in doubling_copies(period.len(), bytes) {
+            // SAFETY: source 0..len and destination offset..offset+len lie within the
+            // first `bytes` of the send buffer (checked above) and do not overlap
+            // (len <= offset); the stream belongs to the buffer's context.
+            unsafe {
+                cu::memcpy_dtod_async(self.send_ptr + offset as u64, self.send_ptr, len, stream)
+            }
+            .context("device-to-device copy failed while filling the input")?;
+        }
         self.sync()
     }
 
     fn poison_output(&mut self, bytes: usize) -> Result<()> {
         self.check_len(bytes)?;
-        self.host.bytes_mut()[..bytes].fill(0xff);
-        let mut dst = self.recv.slice_mut(0..bytes);
-        self.stream
-            .memcpy_htod(&self.host.bytes()[..bytes], &mut dst)
-            .context("copy to the GPU failed")?;
+        // SAFETY: the first `bytes` of the receive buffer exist (checked above); any
+        // byte pattern is valid for u8.
+        unsafe { cu::memset_d8_async(self.recv_ptr, 0xff, bytes, self.stream.cu_stream()) }
+            .context("cuMemsetD8Async failed on the output buffer")?;
         self.sync()
     }
 
@@ -202,23 +272,34 @@ impl Communicator for GpuComm {
 
     fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()> {
         self.check_len(bytes)?;
-        let n = durations.len();
-        self.ensure_events(n + 1)?;
+        let steps = launch_steps(durations.len(), self.graph);
+        if self.graph > 0 {
+            for &n in &steps {
+                self.ensure_graph(bytes, n)?;
+            }
+        }
+        self.ensure_events(steps.len() + 1)?;
+        // One untimed all-reduce lines the ranks up: event 0 then marks its
+        // completion, which every rank reaches together.
+        self.enqueue(bytes)?;
         self.events[0]
             .record(&self.stream)
             .context("cudaEventRecord failed")?;
-        for i in 0..n {
-            self.enqueue(bytes)?;
+        for (i, &n) in steps.iter().enumerate() {
+            self.enqueue_step(bytes, n)?;
             self.events[i + 1]
                 .record(&self.stream)
                 .context("cudaEventRecord failed")?;
         }
         self.sync()?;
-        for (i, d) in durations.iter_mut().enumerate() {
+        let mut rest = &mut durations[..];
+        for (i, &n) in steps.iter().enumerate() {
             let ms = self.events[i]
                 .elapsed_ms(&self.events[i + 1])
                 .context("cudaEventElapsedTime failed")?;
-            *d = (ms as f64 * 1e6).round() as u64;
+            let (step, tail) = rest.split_at_mut(n);
+            spread((ms as f64 * 1e6).round() as u64, step);
+            rest = tail;
         }
         Ok(())
     }
@@ -227,5 +308,50 @@ impl Communicator for GpuComm {
         self.check_len(bytes)?;
         self.enqueue(bytes)?;
         self.sync()
+    }
+}
+
+/// The launches of a batch of `iters` all-reduces: one each, or graphs of `graph`
+/// all-reduces and a smaller last one for the remainder.
+fn launch_steps(iters: usize, graph: usize) -> Vec<usize> {
+    let per = graph.max(1);
+    let mut steps = vec![per; iters / per];
+    if iters % per != 0 {
+        steps.push(iters % per);
+    }
+    steps
+}
+
+/// Shares a launch's time among its iterations so that they sum to it exactly.
+fn spread(total_ns: u64, iterations: &mut [u64]) {
+    let n = iterations.len() as u64;
+    for (i, d) in iterations.iter_mut().enumerate() {
+        *d = total_ns / n + u64::from((i as u64) < total_ns % n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launches_cover_the_batch() {
+        assert_eq!(launch_steps(5, 0), vec![1; 5]);
+        assert_eq!(launch_steps(10, 4), vec![4, 4, 2]);
+        assert_eq!(launch_steps(8, 4), vec![4, 4]);
+        assert_eq!(launch_steps(3, 20), vec![3]);
+        assert!(launch_steps(0, 4).is_empty());
+    }
+
+    #[test]
+    fn a_launch_is_shared_exactly() {
+        let mut d = [0u64; 4];
+        spread(10, &mut d);
+        assert_eq!(d, [3, 3, 2, 2]);
+        spread(8, &mut d);
+        assert_eq!(d, [2; 4]);
+        let mut one = [0u64];
+        spread(7, &mut one);
+        assert_eq!(one, [7]);
     }
 }
