@@ -8,6 +8,7 @@ mod common;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use nccl_bench::backend::nccl::comm::NcclComm;
 use nccl_bench::backend::nccl::discovery::{self, ThisMachine};
@@ -190,6 +191,32 @@ fn an_nccl_worker_without_a_gpu_reports_over_the_protocol() {
         events[2]["message"],
         "communicator initialization failed: no NVIDIA driver found (libcuda.so.1)"
     );
+}
+
+#[test]
+fn the_init_preflight_is_one_line_with_a_hint() {
+    let Some(path) = library() else { return };
+    if nccl_bench::backend::cuda_driver().is_ok() {
+        eprintln!("skipped: this machine has an NVIDIA driver");
+        return;
+    }
+    let exe = common::bin();
+    let target = nccl_bench::sweep::preflight::Target {
+        exe: &exe,
+        nccl_lib: &path,
+        device: 0,
+    };
+    let err = nccl_bench::sweep::preflight::check_nccl_init(&target, Duration::from_secs(60))
+        .expect_err("no GPU here")
+        .to_string();
+    let expected = format!(
+        "NCCL cannot initialize even one rank on GPU 0 with {}: communicator initialization failed: no NVIDIA driver found (libcuda.so.1); hint: run `nccl-bench doctor`",
+        path.display()
+    );
+    assert!(err.starts_with(&expected), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let scratch = std::env::temp_dir().join(format!("nccl-bench-preflight-{}", std::process::id()));
+    assert!(!scratch.exists(), "{} left behind", scratch.display());
 }
 
 /// A machine whose file system is a temporary tree: absolute paths are looked up

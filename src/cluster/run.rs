@@ -27,7 +27,7 @@ use crate::export::{RunDir, RunWriter};
 use crate::model::{ClusterInfo, RankInfo};
 use crate::sweep::orchestrator::Orchestrator;
 use crate::sweep::plan::{Group, Plan};
-use crate::sweep::session;
+use crate::sweep::{preflight, session};
 use crate::units::now_stamp;
 
 /// Everything this rank found out before meeting the others.
@@ -147,14 +147,25 @@ fn prepare(
             Ok(b)
         })
         .map_err(|e| format!("{e:#}"));
+    let config = &settings.configs[0];
     if let Ok(b) = &backend {
-        if b.name == "host" {
-            if let Err(e) = session::check_host_settings(&settings, layout.world_size) {
-                backend = Err(format!("{e:#}"));
-            }
+        let checked = match nccl_for(b, &config.name) {
+            None => session::check_host_settings(&settings, layout.world_size),
+            Some(nccl) => std::env::current_exe()
+                .context("cannot find the nccl-bench executable")
+                .and_then(|exe| {
+                    let target = preflight::Target {
+                        exe: &exe,
+                        nccl_lib: &nccl.path,
+                        device,
+                    };
+                    preflight::check_nccl_init(&target, settings.timeout)
+                }),
+        };
+        if let Err(e) = checked {
+            backend = Err(format!("{e:#}"));
         }
     }
-    let config = &settings.configs[0];
     let hello = Hello {
         magic: MAGIC.to_string(),
         rank: layout.rank,

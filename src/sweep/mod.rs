@@ -9,6 +9,7 @@ pub mod merge;
 pub mod observer;
 pub mod orchestrator;
 pub mod plan;
+pub mod preflight;
 pub mod process;
 pub mod protocol;
 pub mod session;

@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use super::group::LocalLaunch;
 use super::orchestrator::{Orchestrator, SweepOutcome};
 use super::plan::Plan;
+use super::preflight;
 use crate::backend::detect::GpuPresence;
 use crate::backend::host::BANNER;
 use crate::backend::{self, ResolvedBackend};
@@ -49,6 +50,15 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         let devices: Vec<usize> = (0..max_ranks as usize).collect();
         backend::select::check_gpu_memory(facts, &devices, settings.max_bytes())?;
     }
+    let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
+    if let Some(nccl) = &backend.nccl {
+        let target = preflight::Target {
+            exe: &exe,
+            nccl_lib: &nccl.path,
+            device: 0,
+        };
+        preflight::check_nccl_init(&target, settings.timeout)?;
+    }
     let mut warnings = settings.warnings.clone();
     warnings.extend(inherited_warnings(&settings.configs, std::env::vars()));
     let checks = crate::doctor::quick_checks(
@@ -71,7 +81,6 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         warnings.extend(host_warnings(settings, max_ranks));
     }
 
-    let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
     let host = crate::sysinfo::hostname();
     let dir = match &settings.run_dir {
         Some(path) => RunDir::create_at(path)?,

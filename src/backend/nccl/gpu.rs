@@ -177,12 +177,12 @@ impl GpuComm {
         let enqueued = (0..n).try_for_each(|_| self.enqueue(bytes));
         // The capture is ended even when an all-reduce failed, or the stream stays
         // unusable.
-        let graph = self
-            .stream
-            .end_capture(CUgraphInstantiate_flags(0))
-            .context("CUDA graph capture of the all-reduces failed")?;
+        let graph = self.stream.end_capture(CUgraphInstantiate_flags(0));
+        // NCCL's own error first: it says more than the capture it invalidated.
         enqueued.context("ncclAllReduce failed during CUDA graph capture")?;
-        let graph = graph.ok_or_else(|| anyhow!("the CUDA graph capture recorded nothing"))?;
+        let graph = graph
+            .context("CUDA graph capture of the all-reduces failed")?
+            .ok_or_else(|| anyhow!("the CUDA graph capture recorded nothing"))?;
         graph.upload().context("cannot upload the CUDA graph")?;
         graph.launch().context("CUDA graph launch failed")?;
         self.sync()?;

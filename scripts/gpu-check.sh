@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The NCCL backend on a real GPU, end to end: doctor, a one-rank sweep 8 B..MAXBYTES
+# with `default` and `shm-off`, the same with CUDA graphs, and (when an nccl-tests
+# all_reduce_perf is given) nccl-tests with the same sizes imported and compared
+# case by case, our time next to its time.
+#
+# Usage:
+#   scripts/gpu-check.sh [--all-reduce-perf PATH] [--maxbytes SIZE] [--out DIR]
+#
+# Environment: NCCL_BENCH (the binary, default target/release/nccl-bench, else
+# nccl-bench on PATH); libnccl is found as by the sweep (--nccl-lib is not needed
+# when NCCL_BENCH_NCCL_LIB is set).
+#
+# Exit status: 0 every check passed, 1 a check failed (the reason is printed), 2 usage.
+
+set -uo pipefail
+
+usage() {
+    sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
+    exit 2
+}
+
+perf=""
+maxbytes=1G
+out=results/gpu-check
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --all-reduce-perf) perf=${2:-}; shift 2 || usage ;;
+        --maxbytes) maxbytes=${2:-}; shift 2 || usage ;;
+        --out) out=${2:-}; shift 2 || usage ;;
+        -h | --help) usage ;;
+        *) echo "error: unknown option $1" >&2; usage ;;
+    esac
+done
+
+bin=${NCCL_BENCH:-}
+if [[ -z $bin ]]; then
+    if [[ -x target/release/nccl-bench ]]; then
+        bin=target/release/nccl-bench
+    else
+        bin=$(command -v nccl-bench) || { echo "error: no nccl-bench binary (cargo build --release)" >&2; exit 2; }
+    fi
+fi
+mkdir -p "$out" || exit 2
+
+failures=0
+fail() {
+    echo "FAILED: $*" >&2
+    failures=$((failures + 1))
+}
+
+# The newest run directory under $out whose name ends in $1.
+run_dir() {
+    find "$out" -mindepth 1 -maxdepth 1 -type d -name "*-$1" | sort | tail -n 1
+}
+
+# Every row of a run's results.csv is ok with no wrong element and the nccl backend.
+check_rows() {
+    local csv=$1/results.csv
+    [[ -f $csv ]] || { fail "$csv missing"; return; }
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        $col["backend"] != "nccl" || $col["status"] != "ok" || $col["wrong"] != 0 { bad++; print "  " $0 }
+        END { exit bad > 0 }' "$csv" || fail "$csv has rows that are not ok (above)"
+    local rows
+    rows=$(($(wc -l <"$csv") - 1))
+    echo "$csv: $rows cases"
+}
+
+echo "== doctor"
+"$bin" doctor --gpus 1 || echo "(doctor reported problems; going on)"
+
+echo "== sweep: 1 GPU, default and shm-off, 8 B..$maxbytes, 20 iterations"
+if "$bin" sweep --backend nccl --gpus 1 -b 8 -e "$maxbytes" -n 20 -w 5 \
+    --transports default,shm-off --out "$out" --label plain --plain; then
+    check_rows "$(run_dir plain)"
+else
+    fail "the sweep exited with $?"
+fi
+
+echo "== sweep: CUDA graphs of 20 all-reduces, 5 launches per size"
+if "$bin" sweep --backend nccl --gpus 1 -b 8 -e "$maxbytes" -n 100 -w 5 --graph 20 \
+    --transports default --out "$out" --label graph --plain; then
+    check_rows "$(run_dir graph)"
+    "$bin" compare "$(run_dir plain)" "$(run_dir graph)" --threshold 5% || true
+else
+    fail "the graph sweep exited with $?"
+fi
+
+if [[ -n $perf ]]; then
+    echo "== nccl-tests: $perf -g 1 with the same sizes"
+    text=$out/all_reduce_perf.txt
+    if "$perf" -g 1 -b 8 -e "$maxbytes" -f 2 -n 20 -w 5 -c 1 >"$text"; then
+        cat "$text"
+        imported=$out/nccl-tests-$(date +%Y%m%d-%H%M%S)
+        if "$bin" import "$text" -o "$imported" --config default; then
+            echo "== ours (candidate) against nccl-tests (base), per size"
+            "$bin" compare "$imported" "$(run_dir plain)" --threshold 5% || true
+        else
+            fail "import of $text"
+        fi
+    else
+        fail "$perf exited with $?"
+    fi
+fi
+
+if ((failures > 0)); then
+    echo "gpu-check: $failures check(s) failed" >&2
+    exit 1
+fi
+echo "gpu-check: all checks passed"
