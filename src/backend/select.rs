@@ -40,6 +40,16 @@ impl ResolvedBackend {
         (self.nccl.as_ref().map(|n| n.path.clone()), own)
     }
 
+    /// The libnccl a config loads: its own `nccl_lib` when it names one, else the
+    /// run's (none on the host backend).
+    pub fn nccl_for(&self, config: &str) -> Option<&NcclChoice> {
+        self.nccl_per_config
+            .iter()
+            .find(|(name, _)| name == config)
+            .map(|(_, choice)| choice)
+            .or(self.nccl.as_ref())
+    }
+
     fn host(reason: &str) -> ResolvedBackend {
         ResolvedBackend {
             name: "host",

@@ -149,17 +149,23 @@ fn prepare(
         .map_err(|e| format!("{e:#}"));
     let config = &settings.configs[0];
     if let Ok(b) = &backend {
-        let checked = match nccl_for(b, &config.name) {
+        // Half of what is left before the rendezvous deadline at most: a rank whose
+        // preflight hangs still says why before the others give up on it.
+        let limit = settings
+            .timeout
+            .min(deadline.saturating_duration_since(Instant::now()) / 2);
+        let checked = match b.nccl_for(&config.name) {
             None => session::check_host_settings(&settings, layout.world_size),
             Some(nccl) => std::env::current_exe()
                 .context("cannot find the nccl-bench executable")
                 .and_then(|exe| {
+                    preflight::check_graph_support(nccl, settings.graph)?;
                     let target = preflight::Target {
                         exe: &exe,
                         nccl_lib: &nccl.path,
                         device,
                     };
-                    preflight::check_nccl_init(&target, settings.timeout)
+                    preflight::check_nccl_init(&target, limit)
                 }),
         };
         if let Err(e) = checked {
@@ -180,7 +186,7 @@ fn prepare(
         nccl: backend
             .as_ref()
             .ok()
-            .and_then(|b| nccl_for(b, &config.name)),
+            .and_then(|b| b.nccl_for(&config.name).cloned()),
         problem: backend.as_ref().err().cloned(),
         job: job_identity(layout.launcher, |k| std::env::var(k).ok()),
     };
@@ -192,17 +198,6 @@ fn prepare(
         hello,
         deadline,
     })
-}
-
-/// The libnccl a config loads: its own `nccl_lib` when it names one, else the
-/// run's.
-fn nccl_for(backend: &ResolvedBackend, config: &str) -> Option<crate::model::NcclChoice> {
-    backend
-        .nccl_per_config
-        .iter()
-        .find(|(name, _)| name == config)
-        .map(|(_, choice)| choice.clone())
-        .or_else(|| backend.nccl.clone())
 }
 
 /// A rank other than 0: join, then serve rank 0 until it says the run is over.

@@ -126,6 +126,17 @@ impl StopRule {
     }
 }
 
+/// The launches of a batch of `iters` all-reduces: one each, or graphs of `graph`
+/// all-reduces and a smaller last one for the remainder.
+pub fn launch_steps(iters: usize, graph: usize) -> Vec<usize> {
+    let per = graph.max(1);
+    let mut steps = vec![per; iters / per];
+    if iters % per != 0 {
+        steps.push(iters % per);
+    }
+    steps
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +243,14 @@ mod tests {
             fixed.next_in_launches(&done, t, 8),
             BatchDecision::Stop(StopReason::Count)
         );
+    }
+
+    #[test]
+    fn launches_cover_the_batch() {
+        assert_eq!(launch_steps(5, 0), vec![1; 5]);
+        assert_eq!(launch_steps(10, 4), vec![4, 4, 2]);
+        assert_eq!(launch_steps(8, 4), vec![4, 4]);
+        assert_eq!(launch_steps(3, 20), vec![3]);
+        assert!(launch_steps(0, 4).is_empty());
     }
 }

@@ -2,6 +2,12 @@
 //! into an HdrHistogram with 3 significant digits, plus exact running sums for the
 //! mean and standard deviation. Nothing is kept per iteration, so memory is constant
 //! however many iterations a case runs.
+//!
+//! With CUDA graphs (`--graph N`) the N iterations of one launch are timed together:
+//! the launch is one sample (its time per iteration) in the histogram, and so in the
+//! median's confidence interval and in `compare`'s bootstrap, since N copies of one
+//! measurement are not N independent ones; the mean and the count are over
+//! iterations.
 
 use hdrhistogram::Histogram;
 
@@ -14,6 +20,7 @@ pub struct LatencyRecorder {
     histogram: Histogram<u64>,
     sum_ns: u128,
     sum_sq_ns: f64,
+    iterations: u64,
 }
 
 /// Summary of a case's iteration times, in microseconds.
@@ -59,17 +66,33 @@ impl LatencyRecorder {
                 .unwrap_or_else(|_| unreachable!("3 significant digits is valid")),
             sum_ns: 0,
             sum_sq_ns: 0.0,
+            iterations: 0,
         }
     }
 
+    /// One iteration's time.
     pub fn record(&mut self, ns: u64) {
-        // An auto-resizing histogram accepts every u64.
-        let _ = self.histogram.record(ns);
-        self.sum_ns += ns as u128;
-        self.sum_sq_ns += (ns as f64) * (ns as f64);
+        self.record_launch(ns, 1);
     }
 
+    /// A launch of `iterations` iterations (a CUDA graph) that took `total_ns`.
+    pub fn record_launch(&mut self, total_ns: u64, iterations: u64) {
+        let n = iterations.max(1);
+        let per_iteration = (total_ns as f64 / n as f64).round();
+        // An auto-resizing histogram accepts every u64.
+        let _ = self.histogram.record(per_iteration as u64);
+        self.sum_ns += total_ns as u128;
+        self.sum_sq_ns += per_iteration * per_iteration * n as f64;
+        self.iterations += n;
+    }
+
+    /// Iterations recorded.
     pub fn count(&self) -> u64 {
+        self.iterations
+    }
+
+    /// Independent samples in the histogram: iterations, or launches with graphs.
+    pub fn samples(&self) -> u64 {
         self.histogram.len()
     }
 
@@ -88,7 +111,7 @@ impl LatencyRecorder {
     /// statistics at n/2 -+ 1.96 sqrt(n)/2). Needs at least 2 samples; with fewer the
     /// interval is unbounded.
     pub fn median_ci_ns(&self) -> (f64, f64) {
-        let n = self.count();
+        let n = self.samples();
         if n < 2 {
             return (0.0, f64::INFINITY);
         }
@@ -196,6 +219,32 @@ mod tests {
         }
         assert!(r.median_ci_relative() < 1e-3);
         assert_eq!(r.summary().stddev_us, 0.0);
+    }
+
+    #[test]
+    fn a_graph_launch_is_one_sample_of_many_iterations() {
+        let mut r = LatencyRecorder::new();
+        r.record_launch(10_000, 4); // 2.5 us per iteration
+        assert!(
+            r.median_ci_relative().is_infinite(),
+            "one launch is one sample"
+        );
+        r.record_launch(20_000, 4);
+        r.record_launch(3_000, 1);
+        let s = r.summary();
+        assert_eq!((s.count, r.samples()), (9, 3));
+        assert!((s.mean_us - 33.0 / 9.0).abs() < 1e-9, "{}", s.mean_us);
+        assert_eq!(s.min_us, 2.5);
+        assert!((s.max_us - 5.0).abs() <= 0.005, "{}", s.max_us);
+        // Ten launches of ten iterations are ten samples: recorded as 100 separate
+        // iterations, the same times would claim a far narrower interval.
+        let (mut launches, mut each) = (LatencyRecorder::new(), LatencyRecorder::new());
+        for us in 1..=10u64 {
+            launches.record_launch(us * 10_000, 10);
+            (0..10).for_each(|_| each.record(us * 1000));
+        }
+        assert_eq!(launches.median_ci_ns(), (1000.0, 9007.0));
+        assert_eq!(each.median_ci_ns(), (4001.0, 6003.0));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! transports of all ranks become one cell.
 
 use super::failure::Failure;
+use crate::stats::adaptive::launch_steps;
 use crate::stats::LatencyRecorder;
 
 /// Every rank's transports: one value when they agree, else each with its share of
@@ -33,10 +34,13 @@ pub(crate) fn merge_transports(per_rank: &[String]) -> String {
         .join(";")
 }
 
-/// Iteration i's time is the slowest rank's i-th duration.
+/// Iteration i's time is the slowest rank's i-th duration. With CUDA graphs of
+/// `per_launch` iterations, the iterations of one launch (as `launch_steps` cuts the
+/// batch) are one sample of their summed time.
 pub(crate) fn fold_max(
     batches: &[Vec<u64>],
     iters: u64,
+    per_launch: u64,
     recorder: &mut LatencyRecorder,
 ) -> Result<(), Failure> {
     if let Some(bad) = batches.iter().find(|b| b.len() as u64 != iters) {
@@ -45,9 +49,12 @@ pub(crate) fn fold_max(
             bad.len()
         )));
     }
-    for i in 0..iters as usize {
-        let max = batches.iter().map(|b| b[i]).max().unwrap_or(0);
-        recorder.record(max);
+    let max = |i: usize| batches.iter().map(|b| b[i]).max().unwrap_or(0);
+    let mut start = 0;
+    for n in launch_steps(iters as usize, per_launch as usize) {
+        let total = (start..start + n).map(max).sum();
+        recorder.record_launch(total, n as u64);
+        start += n;
     }
     Ok(())
 }
@@ -59,11 +66,21 @@ mod tests {
     #[test]
     fn iteration_time_is_the_max_over_ranks() {
         let mut r = LatencyRecorder::new();
-        fold_max(&[vec![10, 50, 30], vec![20, 40, 30]], 3, &mut r).unwrap();
+        fold_max(&[vec![10, 50, 30], vec![20, 40, 30]], 3, 0, &mut r).unwrap();
         let s = r.summary();
         assert_eq!(s.count, 3);
         assert!((s.mean_us - (20.0 + 50.0 + 30.0) / 3.0 / 1000.0).abs() < 1e-9);
-        assert!(fold_max(&[vec![1, 2], vec![1]], 2, &mut r).is_err());
+        assert!(fold_max(&[vec![1, 2], vec![1]], 2, 0, &mut r).is_err());
+    }
+
+    #[test]
+    fn graph_launches_are_one_sample_each() {
+        let mut r = LatencyRecorder::new();
+        // Launches of 2, 2 and 1 iterations; rank 1 is slower in the first launch.
+        let ranks = [vec![10, 10, 40, 40, 7], vec![15, 15, 30, 30, 9]];
+        fold_max(&ranks, 5, 2, &mut r).unwrap();
+        assert_eq!((r.count(), r.samples()), (5, 3));
+        assert!((r.mean_ns() - (15.0 + 15.0 + 40.0 + 40.0 + 9.0) / 5.0).abs() < 1e-9);
     }
 
     #[test]

@@ -381,7 +381,8 @@ impl Orchestrator<'_> {
                                 _ => None,
                             })
                             .map_err(failed)?;
-                        fold_max(&batches, iters, &mut recorder).map_err(failed)?;
+                        fold_max(&batches, iters, self.settings.graph, &mut recorder)
+                            .map_err(failed)?;
                     }
                 }
             };

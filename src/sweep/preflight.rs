@@ -17,6 +17,7 @@ use super::process::{describe_exit, Incoming, ProcessGroup};
 use super::protocol::Event;
 use crate::analysis::explain::{self, cuda_hint, Severity};
 use crate::analysis::nccl_log;
+use crate::model::NcclChoice;
 
 /// Where the NCCL library was found and which GPU is tried, for the message.
 pub struct Target<'a> {
@@ -86,6 +87,25 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// NCCL captures collectives into CUDA graphs from 2.9.6 (earlier versions may
+/// capture and then hang on replay), so `--graph` needs at least that.
+pub fn check_graph_support(nccl: &NcclChoice, graph: u64) -> Result<()> {
+    let version: Vec<u32> = nccl
+        .version
+        .split(|c: char| !c.is_ascii_digit())
+        .take(3)
+        .map(|p| p.parse().unwrap_or(0))
+        .collect();
+    if graph > 0 && version.as_slice() < [2, 9, 6].as_slice() {
+        bail!(
+            "--graph needs NCCL 2.9.6 or newer (CUDA graph capture of collectives); {} is NCCL {}: use a newer libnccl with --nccl-lib, or leave --graph out",
+            nccl.path.display(),
+            nccl.version
+        );
+    }
+    Ok(())
 }
 
 /// Runs the worker until its communicator is up (Ok) or it fails (the reason).
@@ -225,6 +245,26 @@ mod tests {
         let err =
             fake_worker(&format!("{HELLO}; sleep 30"), Duration::from_millis(300)).unwrap_err();
         assert!(err.contains("not up after"), "{err}");
+    }
+
+    #[test]
+    fn graphs_need_nccl_2_9_6() {
+        let lib = |version: &str| NcclChoice {
+            path: "/x/libnccl.so.2".into(),
+            version: version.into(),
+            found_by: "test".into(),
+        };
+        for old in ["2.8.4", "2.9.5", "2.9"] {
+            let err = check_graph_support(&lib(old), 20).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("/x/libnccl.so.2 is NCCL {old}")),
+                "{err}"
+            );
+        }
+        for new in ["2.9.6", "2.10.3", "2.21.5", "3.0.0"] {
+            check_graph_support(&lib(new), 20).unwrap();
+        }
+        check_graph_support(&lib("2.8.4"), 0).unwrap();
     }
 
     #[test]

@@ -51,7 +51,17 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         backend::select::check_gpu_memory(facts, &devices, settings.max_bytes())?;
     }
     let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
-    if let Some(nccl) = &backend.nccl {
+    // Each libnccl the configs load, once.
+    let mut checked: Vec<&std::path::Path> = Vec::new();
+    for c in &settings.configs {
+        let Some(nccl) = backend.nccl_for(&c.name) else {
+            continue;
+        };
+        if checked.contains(&nccl.path.as_path()) {
+            continue;
+        }
+        checked.push(&nccl.path);
+        preflight::check_graph_support(nccl, settings.graph)?;
         let target = preflight::Target {
             exe: &exe,
             nccl_lib: &nccl.path,

@@ -33,6 +33,7 @@ use crate::backend::buffer::AlignedBuf;
 use crate::backend::{Backend, Communicator};
 use crate::ops::pattern::{doubling_copies, CheckReport, Pattern};
 use crate::ops::{DataType, ReduceOp};
+use crate::stats::adaptive::launch_steps;
 
 /// What a GPU rank needs besides its rank.
 #[derive(Debug, Clone)]
@@ -146,6 +147,14 @@ impl GpuComm {
         crate::backend::check_message(bytes, self.host.len(), self.dtype)
     }
 
+    /// Makes this rank's context current: the raw driver and NCCL calls below do
+    /// not bind it themselves.
+    fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .context("cannot make the CUDA context current")
+    }
+
     /// Enqueues one all-reduce of `bytes` on the stream.
     fn enqueue(&mut self, bytes: usize) -> Result<()> {
         let count = bytes / self.dtype.size();
@@ -171,6 +180,10 @@ impl GpuComm {
             return Ok(());
         }
         self.graphs.retain(|&(b, _), _| b == bytes);
+        // NCCL connects lazily: a first all-reduce outside the capture sets the
+        // connections up, so no set-up happens inside it.
+        self.enqueue(bytes)?;
+        self.sync()?;
         self.stream
             .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .context("cannot start a CUDA graph capture")?;
@@ -232,6 +245,7 @@ impl Communicator for GpuComm {
 
     fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()> {
         self.check_len(bytes)?;
+        self.bind()?;
         let period = pattern.input_period();
         let first = period.len().min(bytes);
         let mut dst = self.send.slice_mut(0..first);
@@ -253,6 +267,7 @@ impl Communicator for GpuComm {
 
     fn poison_output(&mut self, bytes: usize) -> Result<()> {
         self.check_len(bytes)?;
+        self.bind()?;
         // SAFETY: the first `bytes` of the receive buffer exist (checked above); any
         // byte pattern is valid for u8.
         unsafe { cu::memset_d8_async(self.recv_ptr, 0xff, bytes, self.stream.cu_stream()) }
@@ -272,6 +287,7 @@ impl Communicator for GpuComm {
 
     fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()> {
         self.check_len(bytes)?;
+        self.bind()?;
         let steps = launch_steps(durations.len(), self.graph);
         if self.graph > 0 {
             for &n in &steps {
@@ -311,17 +327,6 @@ impl Communicator for GpuComm {
     }
 }
 
-/// The launches of a batch of `iters` all-reduces: one each, or graphs of `graph`
-/// all-reduces and a smaller last one for the remainder.
-fn launch_steps(iters: usize, graph: usize) -> Vec<usize> {
-    let per = graph.max(1);
-    let mut steps = vec![per; iters / per];
-    if iters % per != 0 {
-        steps.push(iters % per);
-    }
-    steps
-}
-
 /// Shares a launch's time among its iterations so that they sum to it exactly.
 fn spread(total_ns: u64, iterations: &mut [u64]) {
     let n = iterations.len() as u64;
@@ -333,15 +338,6 @@ fn spread(total_ns: u64, iterations: &mut [u64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn launches_cover_the_batch() {
-        assert_eq!(launch_steps(5, 0), vec![1; 5]);
-        assert_eq!(launch_steps(10, 4), vec![4, 4, 2]);
-        assert_eq!(launch_steps(8, 4), vec![4, 4]);
-        assert_eq!(launch_steps(3, 20), vec![3]);
-        assert!(launch_steps(0, 4).is_empty());
-    }
 
     #[test]
     fn a_launch_is_shared_exactly() {
