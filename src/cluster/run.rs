@@ -159,13 +159,12 @@ fn prepare(
             Some(nccl) => std::env::current_exe()
                 .context("cannot find the nccl-bench executable")
                 .and_then(|exe| {
-                    preflight::check_graph_support(nccl, settings.graph)?;
                     let target = preflight::Target {
                         exe: &exe,
                         nccl_lib: &nccl.path,
                         device,
                     };
-                    preflight::check_nccl_init(&target, limit)
+                    preflight::check_library(&target, nccl, settings.graph, limit)
                 }),
         };
         if let Err(e) = checked {

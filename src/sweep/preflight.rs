@@ -26,6 +26,18 @@ pub struct Target<'a> {
     pub device: usize,
 }
 
+/// Everything a sweep needs from one libnccl before it starts: graph support when
+/// `--graph` asks for it, and a one-rank communicator that comes up.
+pub fn check_library(
+    target: &Target,
+    nccl: &NcclChoice,
+    graph: u64,
+    timeout: Duration,
+) -> Result<()> {
+    check_graph_support(nccl, graph)?;
+    check_nccl_init(target, timeout)
+}
+
 /// Initializes one rank on `target.device` in a worker process and shuts it down.
 pub fn check_nccl_init(target: &Target, timeout: Duration) -> Result<()> {
     let scratch = Scratch::new()?;

@@ -61,13 +61,12 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
             continue;
         }
         checked.push(&nccl.path);
-        preflight::check_graph_support(nccl, settings.graph)?;
         let target = preflight::Target {
             exe: &exe,
             nccl_lib: &nccl.path,
             device: 0,
         };
-        preflight::check_nccl_init(&target, settings.timeout)?;
+        preflight::check_library(&target, nccl, settings.graph, settings.timeout)?;
     }
     let mut warnings = settings.warnings.clone();
     warnings.extend(inherited_warnings(&settings.configs, std::env::vars()));
