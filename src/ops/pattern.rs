@@ -1,15 +1,24 @@
 //! The correctness check of every case. Each rank fills its input with a
 //! rank-dependent pseudo-random pattern of small integers, chosen per operator so
-//! that every partial result is exact in every element type (sums of 1..=4, products
-//! of 1 or 2, min/max of 0..=63). The expected output is then known exactly, and the
-//! check counts the elements that differ (nccl-tests' `#wrong`).
+//! that every partial result is exact in every element type and in every order NCCL
+//! may combine the ranks (ring, tree, NVLS): sums of 1..=4, products of 1 or 2,
+//! min/max of 0..=63. The expected output is then known exactly, and the check counts
+//! the elements that differ (nccl-tests' `#wrong`).
+//!
+//! Where the rank count would take a sum or product past what the type holds exactly
+//! (bf16 holds the integers only to 256, so 128 ranks of 1..=4 would not fit; half's
+//! largest power of two is 2^15), only some ranks contribute at each position: rank r
+//! is active at position j when r and j agree modulo a stride, the others add 0 or
+//! multiply by 1. Every rank still contributes to a share of the positions, and every
+//! partial result stays within the type's exact range whatever the order.
 //!
 //! The pattern repeats with a prime period of 65521 elements, so filling and checking
 //! run at memory speed from two small tables, while a chunk delivered to the wrong
 //! offset (offsets are never a multiple of a prime that large) still shows up.
-//! Floating-point `avg` is the one result that is not exact for every rank count
-//! (1/n is not representable for n = 3, 6, ...): it is compared with a tolerance of
-//! four units in the last place of the element type.
+//! Floating-point `avg` is the one result that is not exact for every rank count:
+//! NCCL multiplies each input by 1/n before summing, and 1/n is not representable for
+//! n = 3, 6, ... . It is compared with the rounding bound of that computation,
+//! (n + 3) / 2 units of the type's epsilon relative to the value (at least 4).
 
 use bytemuck::Pod;
 
@@ -39,6 +48,7 @@ pub struct CheckReport {
 pub struct Pattern {
     dt: DataType,
     op: ReduceOp,
+    nranks: u32,
     input: Vec<u8>,
     expected: Vec<u8>,
 }
@@ -51,14 +61,46 @@ fn mix(j: u64, rank: u64) -> u64 {
     h ^ (h >> 32)
 }
 
+/// The largest value a rank contributes to a sum.
+const SUM_MAX: u64 = 4;
+
+/// How many ranks may contribute at one position of a pattern of `T` for `op`
+/// without a partial result leaving the type's exact range.
+fn active_ranks<T: Element>(op: ReduceOp) -> u64 {
+    match op {
+        ReduceOp::Sum | ReduceOp::Avg => T::EXACT_UP_TO / SUM_MAX,
+        // Each active rank multiplies by at most 2.
+        ReduceOp::Prod => u64::from(T::MAX_POW2),
+        ReduceOp::Max | ReduceOp::Min => u64::MAX,
+    }
+}
+
+/// Rank r is active at position j when `r % stride == j % stride`: the smallest
+/// stride that keeps the active ranks at any position within `active_ranks`.
+fn stride<T: Element>(op: ReduceOp, nranks: u32) -> u32 {
+    let fit = Ord::max(active_ranks::<T>(op), 1);
+    let stride = u32::try_from(u64::from(nranks).div_ceil(fit)).unwrap_or(u32::MAX);
+    Ord::max(stride, 1)
+}
+
 /// The value rank `rank` contributes at pattern position `j`.
-fn small_value(op: ReduceOp, j: usize, rank: u32) -> u32 {
+fn small_value(op: ReduceOp, j: usize, rank: u32, stride: u32) -> u32 {
+    let active = rank % stride == (j % stride as usize) as u32;
     let h = mix(j as u64, rank as u64);
     match op {
-        ReduceOp::Sum | ReduceOp::Avg => 1 + (h % 4) as u32,
-        ReduceOp::Prod => 1 + (h % 2) as u32,
+        ReduceOp::Sum | ReduceOp::Avg if active => 1 + (h % SUM_MAX) as u32,
+        ReduceOp::Sum | ReduceOp::Avg => 0,
+        ReduceOp::Prod if active => 1 + (h % 2) as u32,
+        ReduceOp::Prod => 1,
         ReduceOp::Max | ReduceOp::Min => (h % 64) as u32,
     }
+}
+
+/// The relative tolerance of a floating-point `avg` over `nranks` (NCCL's
+/// pre-multiplied sum: one rounding for 1/n, one per product, n - 1 for the sum, in
+/// units of half an epsilon; plus half an epsilon for the reference).
+fn avg_tolerance(epsilon: f64, nranks: u32) -> f64 {
+    ((f64::from(nranks) + 3.0) / 2.0).max(4.0) * epsilon
 }
 
 impl Pattern {
@@ -67,6 +109,7 @@ impl Pattern {
         Pattern {
             dt,
             op,
+            nranks,
             input,
             expected,
         }
@@ -93,7 +136,8 @@ impl Pattern {
                 continue;
             }
             let base = (block_index * PERIOD) as u64;
-            let (wrong, first) = with_element!(self.dt, compare(block, want, tolerant));
+            let tolerance = if tolerant { Some(self.nranks) } else { None };
+            let (wrong, first) = with_element!(self.dt, compare(block, want, tolerance));
             if report.first.is_none() {
                 report.first = first.map(|mut m| {
                     m.index += base;
@@ -107,13 +151,14 @@ impl Pattern {
 }
 
 fn tables<T: Element>(op: ReduceOp, rank: u32, nranks: u32) -> (Vec<u8>, Vec<u8>) {
+    let stride = stride::<T>(op, nranks);
     let mut input: Vec<T> = Vec::with_capacity(PERIOD);
     let mut expected: Vec<T> = Vec::with_capacity(PERIOD);
     for j in 0..PERIOD {
-        input.push(T::from_small(small_value(op, j, rank)));
-        let mut acc = T::from_small(small_value(op, j, 0));
+        input.push(T::from_small(small_value(op, j, rank, stride)));
+        let mut acc = T::from_small(small_value(op, j, 0, stride));
         for r in 1..nranks {
-            let v = T::from_small(small_value(op, j, r));
+            let v = T::from_small(small_value(op, j, r, stride));
             acc = match op {
                 ReduceOp::Sum | ReduceOp::Avg => acc.add(v),
                 ReduceOp::Prod => acc.mul(v),
@@ -156,17 +201,21 @@ fn repeat_into(table: &[u8], buf: &mut [u8]) {
     }
 }
 
-fn compare<T: Element>(got: &[u8], want: &[u8], tolerant: bool) -> (u64, Option<Mismatch>) {
+/// Counts the elements of `got` that differ from `want`: bit for bit, or within the
+/// `avg` tolerance for `tolerance: Some(nranks)`.
+fn compare<T: Element>(got: &[u8], want: &[u8], tolerance: Option<u32>) -> (u64, Option<Mismatch>) {
     let got: &[T] = bytemuck::cast_slice(got);
     let want: &[T] = bytemuck::cast_slice(want);
+    let relative = tolerance.map(|n| avg_tolerance(T::EPSILON, n));
     let mut wrong = 0;
     let mut first = None;
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let ok = if tolerant {
-            let (g, w) = (g.to_f64(), w.to_f64());
-            (g - w).abs() <= 4.0 * T::EPSILON * w.abs()
-        } else {
-            bytemuck::bytes_of(g) == bytemuck::bytes_of(w)
+        let ok = match relative {
+            Some(relative) => {
+                let (g, w) = (g.to_f64(), w.to_f64());
+                (g - w).abs() <= relative * w.abs()
+            }
+            None => bytemuck::bytes_of(g) == bytemuck::bytes_of(w),
         };
         if !ok {
             wrong += 1;
@@ -205,12 +254,114 @@ mod tests {
     fn reference_reduction_passes_the_check_for_every_type_and_op() {
         for dt in DataType::ALL {
             for op in ReduceOp::ALL {
-                for nranks in [1, 2, 3, 8] {
+                for nranks in [1, 2, 3, 8, 24] {
                     let out = reference(dt, op, nranks, PERIOD + 1000);
                     let report = Pattern::new(dt, op, 0, nranks).check(&out);
                     assert_eq!(report.wrong, 0, "{dt} {op} n={nranks}: {:?}", report.first);
                 }
             }
+        }
+    }
+
+    /// How NCCL may combine the ranks: in ring order, the other way round, or as a
+    /// binary tree.
+    fn reduce_in<T: Element>(values: &[T], op: ReduceOp, order: &str) -> T {
+        let combine = |a: T, b: T| match op {
+            ReduceOp::Sum | ReduceOp::Avg => a.add(b),
+            ReduceOp::Prod => a.mul(b),
+            ReduceOp::Max => a.max(b),
+            ReduceOp::Min => a.min(b),
+        };
+        match order {
+            "ring" => values[1..].iter().fold(values[0], |a, &b| combine(a, b)),
+            "reverse" => values[..values.len() - 1]
+                .iter()
+                .rev()
+                .fold(values[values.len() - 1], |a, &b| combine(a, b)),
+            _ => {
+                let mut level = values.to_vec();
+                while level.len() > 1 {
+                    level = level
+                        .chunks(2)
+                        .map(|p| {
+                            if p.len() == 2 {
+                                combine(p[0], p[1])
+                            } else {
+                                p[0]
+                            }
+                        })
+                        .collect();
+                }
+                level[0]
+            }
+        }
+    }
+
+    /// NCCL's result at the first `count` positions, each rank's input taken from the
+    /// pattern; `avg` as NCCL computes it for floats (each input times 1/n, summed).
+    fn nccl_like<T: Element>(op: ReduceOp, nranks: u32, count: usize, order: &str) -> Vec<u8> {
+        let stride = stride::<T>(op, nranks);
+        let scale = T::from_small(1).div_count(nranks);
+        let out: Vec<T> = (0..count)
+            .map(|j| {
+                let values: Vec<T> = (0..nranks)
+                    .map(|r| {
+                        let v = T::from_small(small_value(op, j, r, stride));
+                        if op == ReduceOp::Avg {
+                            v.mul(scale)
+                        } else {
+                            v
+                        }
+                    })
+                    .collect();
+                reduce_in(&values, op, order)
+            })
+            .collect();
+        to_bytes(out)
+    }
+
+    #[test]
+    fn half_and_bf16_results_are_exact_in_any_order_at_64_128_and_512_ranks() {
+        for dt in [DataType::Half, DataType::Bfloat16] {
+            for nranks in [64, 128, 512] {
+                for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Avg, ReduceOp::Max] {
+                    let pattern = Pattern::new(dt, op, 0, nranks);
+                    for order in ["ring", "reverse", "tree"] {
+                        let out = with_element!(dt, nccl_like(op, nranks, 3000, order));
+                        let report = pattern.check(&out);
+                        assert_eq!(
+                            report.wrong, 0,
+                            "{dt} {op} n={nranks} {order}: {:?}",
+                            report.first
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ranks_beyond_a_types_exact_range_take_turns() {
+        use half::{bf16, f16};
+        // bf16 holds the integers to 256: 64 ranks of 1..=4 fit, 128 take turns.
+        assert_eq!(stride::<bf16>(ReduceOp::Sum, 64), 1);
+        assert_eq!(stride::<bf16>(ReduceOp::Sum, 128), 2);
+        assert_eq!(stride::<bf16>(ReduceOp::Sum, 512), 8);
+        assert_eq!(stride::<f16>(ReduceOp::Sum, 512), 1);
+        assert_eq!(stride::<f16>(ReduceOp::Prod, 16), 2);
+        assert_eq!(stride::<f32>(ReduceOp::Sum, 512), 1);
+        assert_eq!(stride::<i8>(ReduceOp::Prod, 8), 2);
+        // Every rank is active somewhere, and a position's active ranks fit.
+        let (n, s) = (512, stride::<bf16>(ReduceOp::Sum, 512));
+        for j in 0..64 {
+            let sum: u32 = (0..n).map(|r| small_value(ReduceOp::Sum, j, r, s)).sum();
+            assert!(sum <= 256, "position {j}: {sum}");
+        }
+        for r in 0..n {
+            assert!(
+                (0..64).any(|j| small_value(ReduceOp::Sum, j, r, s) > 0),
+                "rank {r}"
+            );
         }
     }
 

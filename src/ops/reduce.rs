@@ -22,6 +22,12 @@ pub trait Element: Pod + PartialEq + Send + Sync {
     fn to_f64(self) -> f64;
     /// Relative rounding unit (0 for integers, whose results are exact).
     const EPSILON: f64;
+    /// The largest M such that every integer 0..=M is exact in this type (integers
+    /// wrap, which is exact in any order: `u64::MAX`).
+    const EXACT_UP_TO: u64;
+    /// The largest k such that 2^k is a finite value of this type (for integers, one
+    /// that does not wrap).
+    const MAX_POW2: u32;
 }
 
 macro_rules! int_element {
@@ -35,6 +41,8 @@ macro_rules! int_element {
             #[inline(always)] fn from_small(v: u32) -> Self { v as $t }
             #[inline(always)] fn to_f64(self) -> f64 { self as f64 }
             const EPSILON: f64 = 0.0;
+            const EXACT_UP_TO: u64 = u64::MAX;
+            const MAX_POW2: u32 = <$t>::BITS - 1 - (<$t>::MIN != 0) as u32;
         }
     )*};
 }
@@ -51,6 +59,8 @@ macro_rules! float_element {
             #[inline(always)] fn from_small(v: u32) -> Self { v as $t }
             #[inline(always)] fn to_f64(self) -> f64 { self as f64 }
             const EPSILON: f64 = <$t>::EPSILON as f64;
+            const EXACT_UP_TO: u64 = 1 << <$t>::MANTISSA_DIGITS;
+            const MAX_POW2: u32 = <$t>::MAX_EXP as u32 - 1;
         }
     )*};
 }
@@ -67,6 +77,8 @@ macro_rules! half_element {
             #[inline(always)] fn from_small(v: u32) -> Self { <$t>::from_f32(v as f32) }
             #[inline(always)] fn to_f64(self) -> f64 { self.to_f64() }
             const EPSILON: f64 = <$t>::EPSILON.to_f64_const();
+            const EXACT_UP_TO: u64 = 1 << <$t>::MANTISSA_DIGITS;
+            const MAX_POW2: u32 = <$t>::MAX_EXP as u32 - 1;
         }
     )*};
 }
