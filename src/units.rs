@@ -136,6 +136,11 @@ impl fmt::Display for GbPerSec {
     }
 }
 
+/// `1 thing`, `2 things`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Renders a time in microseconds with a precision that suits its magnitude.
 pub fn format_us(us: f64) -> String {
     if us >= 1e6 {

@@ -33,10 +33,17 @@ pub enum Verdict {
         carried_by: Vec<String>,
         difference: Difference,
     },
-    /// SHM was used; disabling it measurably costs this much: keep it.
-    KeepShm { difference: Difference },
-    /// SHM was used and disabling it changed nothing measurable.
-    NoMeasurableCost { difference: Difference },
+    /// Disabling SHM measurably costs this much: keep it. `shm_seen`: NCCL's logs
+    /// showed SHM on the baseline's data path (false: the logs named no transport).
+    KeepShm {
+        difference: Difference,
+        shm_seen: bool,
+    },
+    /// Disabling SHM changed nothing measurable.
+    NoMeasurableCost {
+        difference: Difference,
+        shm_seen: bool,
+    },
     /// SHM was used; the data cannot tell yet.
     Inconclusive {
         difference: Difference,
@@ -106,11 +113,31 @@ fn is_shm_error(error: &str) -> bool {
         || (e.contains("/dev/shm") && e.contains("no space"))
 }
 
+/// The run without its one-rank cases: one GPU has no peer, so no transport carries
+/// anything and SHM cannot matter; their differences are noise the verdict must not
+/// read as a cost.
+fn multi_rank(run: &RunData) -> RunData {
+    RunData {
+        dir: run.dir.clone(),
+        manifest: run.manifest.clone(),
+        cases: run.cases.iter().filter(|c| c.nranks > 1).cloned().collect(),
+        histograms: run.histograms.clone(),
+    }
+}
+
 pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict {
+    if rows_of(run, baseline).is_empty() {
+        return Verdict::CannotTell {
+            why: format!("the run has no '{baseline}' config to compare against"),
+        };
+    }
+    let run = &multi_rank(run);
     let base_rows = rows_of(run, baseline);
     if base_rows.is_empty() {
         return Verdict::CannotTell {
-            why: format!("the run has no '{baseline}' config to compare against"),
+            why: format!(
+                "every '{baseline}' case ran on one rank, and one GPU has no peer: no transport (SHM, P2P or the network) carries data, so NCCL_SHM_DISABLE cannot matter; sweep with --gpus 2 or more"
+            ),
         };
     }
     let Some(off) = shm_off_config(run) else {
@@ -162,10 +189,17 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
             difference,
         };
     }
+    let shm_seen = !used.is_empty();
     if difference.regressed + difference.new_failures > 0 {
-        Verdict::KeepShm { difference }
+        Verdict::KeepShm {
+            difference,
+            shm_seen,
+        }
     } else if difference.inconclusive == 0 {
-        Verdict::NoMeasurableCost { difference }
+        Verdict::NoMeasurableCost {
+            difference,
+            shm_seen,
+        }
     } else {
         let more = more_iterations(&report, options.threshold);
         Verdict::Inconclusive {
@@ -266,15 +300,21 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
             carried_by.join(", "),
             diff_words(difference)
         ),
-        Verdict::KeepShm { difference } => {
+        Verdict::KeepShm { difference, shm_seen } => {
             let worst = difference
                 .worst
-                .map(|(b, n, c, ci)| format!(" The worst case is {} on {n} ranks: {} (95% CI {} to {}).", crate::units::Bytes(b), pct(c), pct(ci.0), pct(ci.1)))
+                .map(|(b, n, c, ci)| format!(" The worst case is {} on {}: {} (95% CI {} to {}).", crate::units::Bytes(b), crate::units::plural(n as usize, "rank", "ranks"), pct(c), pct(ci.0), pct(ci.1)))
                 .unwrap_or_default();
-            format!("**Keep SHM enabled.** SHM carries traffic here and disabling it costs time: {}.{worst}", diff_words(difference))
+            let carried = if *shm_seen {
+                "SHM carries traffic here and disabling it costs time"
+            } else {
+                "disabling SHM costs time (NCCL's logs named no transport, so which one carried the traffic is not known)"
+            };
+            format!("**Keep SHM enabled.** {carried}: {}.{worst}", diff_words(difference))
         }
-        Verdict::NoMeasurableCost { difference } => format!(
-            "**SHM is used, but disabling it costs nothing measurable here**: {}.",
+        Verdict::NoMeasurableCost { difference, shm_seen } => format!(
+            "**{}, but disabling it costs nothing measurable here**: {}.",
+            if *shm_seen { "SHM is used" } else { "SHM may be used (NCCL's logs named no transport)" },
             diff_words(difference)
         ),
         Verdict::Inconclusive { difference, more_iterations } => format!(

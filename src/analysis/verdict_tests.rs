@@ -178,7 +178,11 @@ fn a_measured_cost_says_keep_shm() {
     );
     let v = decide(&r, "default", OPTIONS);
     match &v {
-        Verdict::KeepShm { difference } => {
+        Verdict::KeepShm {
+            difference,
+            shm_seen,
+        } => {
+            assert!(shm_seen);
             assert_eq!(difference.regressed, 2);
             let (bytes, change, ci) = difference.at_largest.unwrap();
             assert_eq!(bytes, 1 << 20);
@@ -194,7 +198,75 @@ fn a_measured_cost_says_keep_shm() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(explain(&v, "default").starts_with("**Keep SHM enabled.**"));
+    assert!(explain(&v, "default")
+        .starts_with("**Keep SHM enabled.** SHM carries traffic here and disabling it costs time"));
+}
+
+/// Logs that named no transport (an NCCL too old or too quiet): the cost is still
+/// measured, but the verdict must not claim SHM carried the traffic.
+#[test]
+fn a_cost_without_transports_does_not_claim_shm_carried_traffic() {
+    let r = run(
+        &SHM_DECISION,
+        vec![ok("default", 1024, "", 1.0), ok("shm-off", 1024, "", 3.0)],
+    );
+    let v = decide(&r, "default", OPTIONS);
+    assert!(
+        matches!(
+            v,
+            Verdict::KeepShm {
+                shm_seen: false,
+                ..
+            }
+        ),
+        "{v:?}"
+    );
+    let words = explain(&v, "default");
+    assert!(!words.contains("SHM carries traffic"), "{words}");
+    assert!(words.contains("named no transport"), "{words}");
+}
+
+/// One GPU has no peer: a one-rank sweep cannot answer, and one-rank cases of a
+/// larger sweep (noise, whatever they show) do not sway the answer.
+#[test]
+fn one_rank_cases_do_not_decide() {
+    let one_rank = |mut r: RunData| {
+        for c in &mut r.cases {
+            c.nranks = 1;
+        }
+        r
+    };
+    let r = one_rank(run(
+        &SHM_DECISION,
+        vec![ok("default", 1024, "", 1.0), ok("shm-off", 1024, "", 3.0)],
+    ));
+    let v = decide(&r, "default", OPTIONS);
+    match &v {
+        Verdict::CannotTell { why } => assert!(
+            why.contains("every 'default' case ran on one rank"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+
+    let mut r = run(
+        &SHM_DECISION,
+        vec![
+            ok("default", 1024, "", 1.0),
+            ok("shm-off", 1024, "", 3.0),
+            ok("default", 4096, "SHM", 1.0),
+            ok("shm-off", 4096, "NET/Socket", 1.0),
+        ],
+    );
+    r.cases[0].nranks = 1;
+    r.cases[1].nranks = 1;
+    match decide(&r, "default", OPTIONS) {
+        Verdict::NoMeasurableCost {
+            difference,
+            shm_seen: true,
+        } => assert_eq!(difference.cases, 1),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

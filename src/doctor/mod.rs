@@ -64,6 +64,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::units::plural;
+
 pub use iflist::IfList;
 pub use render::{render_json, render_text};
 pub use root::{FsSpace, IfAddr, Memlock, Root};
@@ -235,11 +237,6 @@ pub fn run_checks(root: &Root, options: &Options) -> Report {
         gpu::library_check(root, options.nccl_lib.as_deref(), gpus.has_gpus()),
     ];
     Report::new(root.hostname(), checks)
-}
-
-/// `1 thing`, `2 things`.
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[cfg(test)]

@@ -37,7 +37,13 @@ fn plot<DB: DrawingBackend>(
         .filter_map(|c| c.busbw_gbps)
         .fold(0.0f64, f64::max);
     let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
-    let area = common::titled(&root, &format!("All-reduce bus bandwidth, {nranks} GPUs"))?;
+    let area = common::titled(
+        &root,
+        &format!(
+            "All-reduce bus bandwidth, {}",
+            crate::units::plural(nranks as usize, "GPU", "GPUs")
+        ),
+    )?;
     let mut chart = ChartBuilder::on(&area)
         .margin(15)
         .x_label_area_size(45)

@@ -41,7 +41,10 @@ fn plot<DB: DrawingBackend>(
     let bottom = y_range.start;
     let area = common::titled(
         &root,
-        &format!("All-reduce latency (median, band to p99), {nranks} GPUs"),
+        &format!(
+            "All-reduce latency (median, band to p99), {}",
+            crate::units::plural(nranks as usize, "GPU", "GPUs")
+        ),
     )?;
     let mut chart = ChartBuilder::on(&area)
         .margin(15)

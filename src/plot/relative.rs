@@ -128,8 +128,9 @@ impl Chart<'_> {
         let area = common::titled(
             &root,
             &format!(
-                "Median latency vs '{}' (95 % CI; above 0 is slower), {} GPUs",
-                self.baseline, self.nranks
+                "Median latency vs '{}' (95 % CI; above 0 is slower), {}",
+                self.baseline,
+                crate::units::plural(self.nranks as usize, "GPU", "GPUs")
             ),
         )?;
         let mut chart = ChartBuilder::on(&area)
