@@ -236,6 +236,10 @@ pub struct GpuInfo {
     pub name: String,
     pub bus_id: String,
     pub memory_bytes: u64,
+    /// Free memory when the run started (NVML, which sees other processes' use);
+    /// absent where NVML could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_bytes: Option<u64>,
 }
 
 /// GPU facts of the machine a run used.

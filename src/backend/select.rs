@@ -193,25 +193,66 @@ pub const GPU_MEMORY_MARGIN: u64 = 1 << 30;
 
 /// Refuses, before any process starts, a largest size whose send and receive
 /// buffers cannot fit on one of `devices` (a one-line error instead of a CUDA
-/// out-of-memory failure in every case).
+/// out-of-memory failure in every case). Free memory counts where NVML gave it
+/// (another job on the GPU leaves less than the total), else the total.
 pub fn check_gpu_memory(facts: &GpuFacts, devices: &[usize], max_bytes: u64) -> Result<()> {
     let need = 2 * max_bytes + GPU_MEMORY_MARGIN;
     for &d in devices {
         let Some(gpu) = facts.gpus.iter().find(|g| g.index == d) else {
             continue;
         };
-        if gpu.memory_bytes > 0 && need > gpu.memory_bytes {
+        let (have, what) = match gpu.free_bytes {
+            Some(free) => (
+                free,
+                format!("{} free of {}", Bytes(free), Bytes(gpu.memory_bytes)),
+            ),
+            None => (gpu.memory_bytes, Bytes(gpu.memory_bytes).to_string()),
+        };
+        if have > 0 && need > have {
             bail!(
-                "-e/--maxbytes {} does not fit on GPU {d} ({}, {}): a rank needs {} (send and receive buffers of the largest size, plus {} for the CUDA context and NCCL's buffers); lower -e",
+                "-e/--maxbytes {} does not fit on GPU {d} ({}, {what}): a rank needs {} (send and receive buffers of the largest size, plus {} for the CUDA context and NCCL's buffers), {} more than there is; lower -e",
                 Bytes(max_bytes),
                 gpu.name,
-                Bytes(gpu.memory_bytes),
                 Bytes(need),
-                Bytes(GPU_MEMORY_MARGIN)
+                Bytes(GPU_MEMORY_MARGIN),
+                Bytes(need - have)
             );
         }
     }
     Ok(())
+}
+
+/// Host memory a GPU rank takes besides its copy of the output: the CUDA context,
+/// NCCL's pinned host buffers and proxy state, a few hundred MiB per process.
+pub const HOST_MEMORY_MARGIN: u64 = 512 << 20;
+
+/// Refuses a sweep whose `ranks` local GPU ranks cannot all keep their host copy of
+/// the largest output (each rank checks its result in host memory) in the memory
+/// available (`MemAvailable` of /proc/meminfo, in bytes; `None`: unknown, no check).
+pub fn check_host_memory(available: Option<u64>, ranks: u32, max_bytes: u64) -> Result<()> {
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let need = u64::from(ranks) * (max_bytes + HOST_MEMORY_MARGIN);
+    if need > available {
+        bail!(
+            "-e/--maxbytes {} needs {} of host memory for {ranks} GPU rank(s) ({} each: a host copy of the largest output to check it, plus {} for the CUDA context and NCCL), {} more than the {} available; lower -e or --gpus",
+            Bytes(max_bytes),
+            Bytes(need),
+            Bytes(max_bytes + HOST_MEMORY_MARGIN),
+            Bytes(HOST_MEMORY_MARGIN),
+            Bytes(need - available),
+            Bytes(available)
+        );
+    }
+    Ok(())
+}
+
+/// `MemAvailable` from the text of /proc/meminfo, in bytes.
+pub fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 fn choice_of(found: discovery::Found) -> NcclChoice {
@@ -245,6 +286,7 @@ mod tests {
     #[test]
     fn a_largest_size_that_cannot_fit_on_a_gpu_is_refused_in_one_line() {
         let gpu = |index, gib: u64| crate::model::GpuInfo {
+            free_bytes: None,
             index,
             name: "NVIDIA H100 80GB HBM3".into(),
             bus_id: format!("0000:{index:02x}:00.0"),
@@ -265,6 +307,41 @@ mod tests {
             e.starts_with("-e/--maxbytes 32 GiB does not fit on GPU 1 (NVIDIA H100 80GB HBM3, 16 GiB): a rank needs 65 GiB"),
             "{e}"
         );
+        assert!(!e.contains('\n'));
+
+        // Another process holds 70 GiB of GPU 0: free memory is what counts.
+        let mut busy = facts.clone();
+        busy.gpus[0].free_bytes = Some(10 << 30);
+        assert!(check_gpu_memory(&busy, &[0], 4 << 30).is_ok());
+        let e = check_gpu_memory(&busy, &[0], 8 << 30)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("-e/--maxbytes 8 GiB does not fit on GPU 0 (NVIDIA H100 80GB HBM3, 10 GiB free of 80 GiB): a rank needs 17 GiB"),
+            "{e}"
+        );
+        assert!(e.contains("7 GiB more than there is"), "{e}");
+    }
+
+    #[test]
+    fn host_memory_for_every_ranks_output_copy_is_checked() {
+        let meminfo =
+            "MemTotal:       32768000 kB\nMemFree:         1000 kB\nMemAvailable:   16777216 kB\n";
+        let available = mem_available(meminfo);
+        assert_eq!(available, Some(16 << 30));
+        assert_eq!(mem_available("MemTotal: 1 kB\n"), None);
+        check_host_memory(available, 8, 1 << 30).unwrap();
+        check_host_memory(None, 8, 64 << 30).unwrap();
+        let e = check_host_memory(available, 8, 2 << 30)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "-e/--maxbytes 2 GiB needs 20 GiB of host memory for 8 GPU rank(s) (2.5 GiB each"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("4 GiB more than the 16 GiB available"), "{e}");
         assert!(!e.contains('\n'));
     }
 

@@ -395,6 +395,7 @@ mod tests {
                 cuda_version: "12.4".into(),
                 gpus: (0..2)
                     .map(|index| GpuInfo {
+                        free_bytes: None,
                         index,
                         name: "NVIDIA RTX 5090".into(),
                         bus_id: format!("0000:0{index}:00.0"),

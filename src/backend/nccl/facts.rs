@@ -2,8 +2,10 @@
 //! a context (no GPU memory is taken): driver and CUDA versions, each GPU's name, PCI
 //! bus id and memory, and the peer-access matrix (`cuDeviceCanAccessPeer`), which says
 //! whether NCCL can use P2P between two GPUs or must fall back to SHM or the network.
+//! Free memory comes from NVML (`libnvidia-ml.so.1`), which, unlike `cuMemGetInfo`,
+//! needs no context and counts what other processes hold on the GPU.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int, CString};
 
 use anyhow::{Context, Result};
 use cudarc::driver::{result, sys};
@@ -36,6 +38,7 @@ pub fn read() -> Result<GpuFacts> {
             .into_owned();
         gpus.push(GpuInfo {
             index,
+            free_bytes: nvml_free_bytes(&bus_id),
             name: result::device::get_name(dev)?,
             bus_id,
             // SAFETY: dev comes from cuDeviceGet.
@@ -61,6 +64,46 @@ pub fn read() -> Result<GpuFacts> {
         gpus,
         p2p,
     })
+}
+
+/// `nvmlMemory_t`.
+#[repr(C)]
+struct NvmlMemory {
+    total: u64,
+    free: u64,
+    used: u64,
+}
+
+/// Free memory of the GPU at `bus_id` (`0000:00:06.0`), from NVML; `None` when NVML is
+/// missing or says nothing (the memory check then uses the total).
+fn nvml_free_bytes(bus_id: &str) -> Option<u64> {
+    type Init = unsafe extern "C" fn() -> c_int;
+    type ByBusId = unsafe extern "C" fn(*const c_char, *mut *mut std::ffi::c_void) -> c_int;
+    type MemoryInfo = unsafe extern "C" fn(*mut std::ffi::c_void, *mut NvmlMemory) -> c_int;
+    let id = CString::new(bus_id).ok()?;
+    // SAFETY: loading NVML runs its initializers, which have no preconditions; the
+    // symbols are used with the signatures nvml.h declares, while the library is
+    // loaded; nvmlShutdown balances the successful nvmlInit_v2.
+    unsafe {
+        let lib = libloading::Library::new("libnvidia-ml.so.1").ok()?;
+        let init: libloading::Symbol<Init> = lib.get(b"nvmlInit_v2\0").ok()?;
+        let shutdown: libloading::Symbol<Init> = lib.get(b"nvmlShutdown\0").ok()?;
+        let by_bus: libloading::Symbol<ByBusId> =
+            lib.get(b"nvmlDeviceGetHandleByPciBusId_v2\0").ok()?;
+        let info: libloading::Symbol<MemoryInfo> = lib.get(b"nvmlDeviceGetMemoryInfo\0").ok()?;
+        if init() != 0 {
+            return None;
+        }
+        let mut device = std::ptr::null_mut();
+        let mut memory = NvmlMemory {
+            total: 0,
+            free: 0,
+            used: 0,
+        };
+        let ok = by_bus(id.as_ptr(), &mut device) == 0 && info(device, &mut memory) == 0;
+        shutdown();
+        (ok && memory.total > 0).then_some(memory.free)
+    }
 }
 
 /// `NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ...` -> 550.54.15.
