@@ -248,6 +248,12 @@ pub fn check_host_memory(available: Option<u64>, ranks: u32, max_bytes: u64) -> 
     Ok(())
 }
 
+/// `check_host_memory` with this machine's /proc/meminfo.
+pub fn check_host_memory_here(ranks: u32, max_bytes: u64) -> Result<()> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    check_host_memory(mem_available(&meminfo), ranks, max_bytes)
+}
+
 /// `MemAvailable` from the text of /proc/meminfo, in bytes.
 pub fn mem_available(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;

@@ -143,6 +143,12 @@ fn prepare(
         .and_then(|b| {
             if let Some(facts) = &b.gpus {
                 backend::select::check_gpu_memory(facts, &[device], settings.max_bytes())?;
+                // At least local_rank + 1 ranks share this node's memory (the node's
+                // last local rank checks for all of them).
+                backend::select::check_host_memory_here(
+                    layout.local_rank + 1,
+                    settings.max_bytes(),
+                )?;
             }
             Ok(b)
         })

@@ -49,12 +49,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     if let Some(facts) = &backend.gpus {
         let devices: Vec<usize> = (0..max_ranks as usize).collect();
         backend::select::check_gpu_memory(facts, &devices, settings.max_bytes())?;
-        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-        backend::select::check_host_memory(
-            backend::select::mem_available(&meminfo),
-            max_ranks,
-            settings.max_bytes(),
-        )?;
+        backend::select::check_host_memory_here(max_ranks, settings.max_bytes())?;
     }
     let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
     // Each libnccl the configs load, once.
