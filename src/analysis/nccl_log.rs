@@ -312,6 +312,13 @@ impl NcclLog {
     }
 }
 
+/// The `NCCL_DEBUG_FILE` value for logs named `<prefix>.<host>.<pid>.log`. NCCL
+/// expands `%h`, `%p` and `%%` anywhere in the value, so a `%` of the path itself (a
+/// `--out` directory named `50%`) is doubled to reach the file system as it is.
+pub fn debug_file(prefix: &Path) -> String {
+    format!("{}.%h.%p.log", prefix.to_string_lossy().replace('%', "%%"))
+}
+
 /// Parses one log. Never fails: unknown lines are ignored.
 pub fn parse(text: &str) -> NcclLog {
     let mut parser = Parser::default();

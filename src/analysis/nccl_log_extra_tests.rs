@@ -137,3 +137,33 @@ fn shm_failures_are_recognised_untagged_as_pytorch_prints_the_last_error() {
     );
     assert_eq!(log.nccl_lines, 0);
 }
+
+/// NCCL turns `%%` into `%` and `%h`/`%p` into the host and pid anywhere in
+/// `NCCL_DEBUG_FILE`: a `%` of the directory must come out as it went in.
+#[test]
+fn a_percent_in_the_log_path_is_escaped_for_nccl() {
+    let file = debug_file(Path::new("/runs/50%h/logs/default.n2.nccl"));
+    assert_eq!(file, "/runs/50%%h/logs/default.n2.nccl.%h.%p.log");
+    // NCCL's expansion (debug.cc): %% -> %, %h -> host, %p -> pid.
+    let (mut out, mut chars) = (String::new(), file.chars());
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('%') => out.push('%'),
+            Some('h') => out.push_str("node7"),
+            Some('p') => out.push_str("42"),
+            other => {
+                out.push('%');
+                out.extend(other);
+            }
+        }
+    }
+    assert_eq!(out, "/runs/50%h/logs/default.n2.nccl.node7.42.log");
+    assert_eq!(
+        debug_file(Path::new("/tmp/x/nccl")),
+        "/tmp/x/nccl.%h.%p.log"
+    );
+}
