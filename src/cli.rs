@@ -380,6 +380,13 @@ pub struct WorkerArgs {
     /// Seconds the communicator set-up may take
     #[arg(long = "init-timeout", default_value_t = 120.0)]
     pub init_timeout_s: f64,
+    /// Seconds a case (one size) may take before the orchestrator kills the group;
+    /// the rank stops a stuck collective itself a little earlier
+    #[arg(long = "case-timeout")]
+    pub case_timeout_s: Option<f64>,
+    /// Eager all-reduces between two timing events (NCCL backend)
+    #[arg(long = "event-stride", default_value_t = 1)]
+    pub event_stride: u64,
 }
 
 #[derive(Debug, Args)]

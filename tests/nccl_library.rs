@@ -76,7 +76,8 @@ fn communicator_init_without_a_gpu_fails_with_nccls_own_words() {
     }
     let nccl = Arc::new(Nccl::load(&path).unwrap());
     let id = nccl.unique_id().unwrap();
-    let err = NcclComm::init(nccl.clone(), 1, &id, 0)
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let err = NcclComm::init(nccl.clone(), 1, &id, 0, deadline)
         .err()
         .expect("init must fail without a GPU");
     match &err {

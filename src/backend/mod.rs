@@ -13,7 +13,10 @@ pub mod select;
 
 pub use select::{cuda_driver, resolve, ResolvedBackend};
 
+use std::time::Instant;
+
 use anyhow::Result;
+use thiserror::Error;
 
 use crate::ops::pattern::{CheckReport, Pattern};
 
@@ -43,6 +46,22 @@ pub trait Communicator {
 
     /// One untimed all-reduce, synchronized (warm-up).
     fn all_reduce(&mut self, bytes: usize) -> Result<()>;
+
+    /// When waits for the collective give up, stopping it (set before each size, a
+    /// little before the orchestrator's case timeout). A backend whose waits cannot
+    /// hang on their own ignores it: the orchestrator's kill is the backstop.
+    fn set_deadline(&mut self, _deadline: Instant) {}
+}
+
+/// A collective that was still running at the worker's deadline and was stopped
+/// (NCCL: `ncclCommAbort`). The case is a timeout, reported by the rank itself with
+/// what NCCL had to say, instead of a kill by the orchestrator with nothing said.
+#[derive(Debug, Error)]
+#[error("{what} did not complete within {waited_s:.1}s (the worker's deadline, just before --timeout); {aftermath}")]
+pub struct DeadlineExceeded {
+    pub what: String,
+    pub waited_s: f64,
+    pub aftermath: String,
 }
 
 /// Refuses a message that does not fit the buffers (sized for the largest message)

@@ -238,6 +238,7 @@ impl RemoteGroup {
                             "cannot start the worker on {}: {message}",
                             self.hub.host(rank)
                         ),
+                        timed_out: false,
                     },
                 ))
             }

@@ -1,4 +1,4 @@
-//! Latency of one case: every timed iteration (the maximum over ranks, in ns) goes
+//! Latency of one case: every timed iteration (the mean over ranks, in ns) goes
 //! into an HdrHistogram with 3 significant digits, plus exact running sums for the
 //! mean and standard deviation. Nothing is kept per iteration, so memory is constant
 //! however many iterations a case runs.

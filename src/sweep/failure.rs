@@ -25,6 +25,11 @@ pub enum Failure {
         rank: u32,
         message: String,
     },
+    /// A rank stopped its stuck collective at its own deadline and said so.
+    Aborted {
+        rank: u32,
+        message: String,
+    },
     Protocol(String),
     /// Writing the results failed: not the case's fault, the sweep cannot go on.
     Write(String),
@@ -34,7 +39,7 @@ pub enum Failure {
 impl Failure {
     pub fn status(&self) -> CaseStatus {
         match self {
-            Failure::Timeout { .. } => CaseStatus::Timeout,
+            Failure::Timeout { .. } | Failure::Aborted { .. } => CaseStatus::Timeout,
             _ => CaseStatus::Failed,
         }
     }
@@ -57,7 +62,9 @@ impl Failure {
                 tails.append_evidence(&mut s, &[*rank]);
                 s
             }
-            Failure::Error { rank, message } => format!("rank {rank}: {message}"),
+            Failure::Error { rank, message } | Failure::Aborted { rank, message } => {
+                format!("rank {rank}: {message}")
+            }
             Failure::Protocol(message) => format!("worker protocol error: {message}"),
             Failure::Write(message) => message.clone(),
             Failure::Interrupted => "interrupted".to_string(),

@@ -1,7 +1,7 @@
 //! The orchestrator: for each (GPU count, config) it spawns one worker per rank with
 //! the config's environment, relays rank 0's unique id, then drives every size
 //! (warm-up, timed batches until the stop rule is met, correctness check), folds the
-//! ranks' iteration times (max over ranks) into a histogram and records the case.
+//! ranks' iteration times (mean over ranks) into a histogram and records the case.
 //!
 //! Failures are data. When a rank reports an error, dies, or a case exceeds its
 //! timeout, the whole process group is killed and the case is recorded as `failed` or
@@ -21,11 +21,12 @@ use anyhow::Result;
 
 use super::failure::{Failure, Tails};
 use super::group::{remove_segments, Launch, RankGroup, WorkerSpec};
-use super::merge::{fold_max, merge_transports};
+use super::merge::{fold_mean, merge_transports};
 use super::observer::SweepObserver;
 use super::plan::{Group, Plan};
 use super::process::Incoming;
 use super::protocol::{Command, Event};
+use crate::analysis::nccl_log;
 use crate::config::{IterationPolicy, SweepSettings};
 use crate::export::RunWriter;
 use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus, RunManifest, RunStatus};
@@ -180,6 +181,7 @@ impl Orchestrator<'_> {
         push("--shm-dir", s.shm_dir.to_string_lossy().into_owned());
         push("--segment-prefix", prefix.to_string());
         push("--init-timeout", s.timeout.as_secs_f64().to_string());
+        push("--case-timeout", s.timeout.as_secs_f64().to_string());
         if s.graph > 0 {
             push("--graph", s.graph.to_string());
         }
@@ -194,17 +196,10 @@ impl Orchestrator<'_> {
             // One process per GPU: the launcher says which of the visible devices.
             push("--device", self.launch.device(rank).to_string());
             // NCCL's own log per process, read back for the transports it used.
-            let file = self
-                .writer
-                .dir()
-                .logs()
-                .join(format!("{log_stem}.nccl.%h.%p.log"));
+            let prefix = self.writer.dir().logs().join(format!("{log_stem}.nccl"));
             env.insert("NCCL_DEBUG".into(), "INFO".into());
             env.insert("NCCL_DEBUG_SUBSYS".into(), "INIT,ENV".into());
-            env.insert(
-                "NCCL_DEBUG_FILE".into(),
-                file.to_string_lossy().into_owned(),
-            );
+            env.insert("NCCL_DEBUG_FILE".into(), nccl_log::debug_file(&prefix));
         }
         // The config's variables replace inherited ones of the same name (and ours:
         // a config may ask for its own NCCL_DEBUG_SUBSYS).
@@ -239,7 +234,7 @@ impl Orchestrator<'_> {
             .unwrap_or_default();
         files.sort();
         let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-        match crate::analysis::nccl_log::parse_files(&paths) {
+        match nccl_log::parse_files(&paths) {
             Ok(log) => (log.transports_cell(), log.error_cell()),
             Err(_) => (String::new(), None),
         }
@@ -381,7 +376,7 @@ impl Orchestrator<'_> {
                                 _ => None,
                             })
                             .map_err(failed)?;
-                        fold_max(&batches, iters, self.settings.graph, &mut recorder)
+                        fold_mean(&batches, iters, self.settings.graph, &mut recorder)
                             .map_err(failed)?;
                     }
                 }
@@ -506,8 +501,12 @@ impl Orchestrator<'_> {
             }
             let wait = (deadline - now).min(Duration::from_millis(100));
             match processes.recv_timeout(wait) {
-                Ok(Incoming::Event(rank, Event::Error { message })) => {
-                    return Err(Failure::Error { rank, message })
+                Ok(Incoming::Event(rank, Event::Error { message, timed_out })) => {
+                    return Err(if timed_out {
+                        Failure::Aborted { rank, message }
+                    } else {
+                        Failure::Error { rank, message }
+                    })
                 }
                 Ok(Incoming::Event(rank, event)) => {
                     if let (Some(i), Some(value)) = (slot(rank), pick(event)) {

@@ -41,7 +41,7 @@ pub fn check_library(
 /// Initializes one rank on `target.device` in a worker process and shuts it down.
 pub fn check_nccl_init(target: &Target, timeout: Duration) -> Result<()> {
     let scratch = Scratch::new()?;
-    let log = scratch.path().join("nccl.%h.%p.log");
+    let log = crate::analysis::nccl_log::debug_file(&scratch.path().join("nccl"));
     let mut cmd = Command::new(target.exe);
     cmd.args([
         "worker",
@@ -101,8 +101,10 @@ impl Drop for Scratch {
     }
 }
 
-/// NCCL captures collectives into CUDA graphs from 2.9.6 (earlier versions may
-/// capture and then hang on replay), so `--graph` needs at least that.
+/// NCCL captures collectives into CUDA graphs from 2.9.6, but mixing graph launches
+/// with eager all-reduces on one communicator (the untimed all-reduce before each
+/// capture, warm-up, the alignment all-reduce of every batch) is declared supported
+/// only from 2.13 (`NCCL_GRAPH_MIXING_SUPPORT`), so `--graph` needs 2.13.
 pub fn check_graph_support(nccl: &NcclChoice, graph: u64) -> Result<()> {
     let version: Vec<u32> = nccl
         .version
@@ -110,9 +112,9 @@ pub fn check_graph_support(nccl: &NcclChoice, graph: u64) -> Result<()> {
         .take(3)
         .map(|p| p.parse().unwrap_or(0))
         .collect();
-    if graph > 0 && version.as_slice() < [2, 9, 6].as_slice() {
+    if graph > 0 && version.as_slice() < [2, 13, 0].as_slice() {
         bail!(
-            "--graph needs NCCL 2.9.6 or newer (CUDA graph capture of collectives); {} is NCCL {}: use a newer libnccl with --nccl-lib, or leave --graph out",
+            "--graph needs NCCL 2.13 or newer (graph-launched and eager all-reduces on one communicator); {} is NCCL {}: use a newer libnccl with --nccl-lib, or leave --graph out",
             nccl.path.display(),
             nccl.version
         );
@@ -130,7 +132,7 @@ fn init_outcome(cmd: Command, worker_log: PathBuf, timeout: Duration) -> Result<
         let wait = deadline.saturating_duration_since(Instant::now());
         match group.incoming.recv_timeout(wait) {
             Ok(Incoming::Event(_, Event::Ready { .. })) => break Ok(()),
-            Ok(Incoming::Event(_, Event::Error { message })) => break Err(message),
+            Ok(Incoming::Event(_, Event::Error { message, .. })) => break Err(message),
             Ok(Incoming::Event(..)) => {}
             Ok(Incoming::Text(_, line)) => last_text = line,
             Ok(Incoming::Closed(_)) => {
@@ -260,20 +262,20 @@ mod tests {
     }
 
     #[test]
-    fn graphs_need_nccl_2_9_6() {
+    fn graphs_need_nccl_2_13() {
         let lib = |version: &str| NcclChoice {
             path: "/x/libnccl.so.2".into(),
             version: version.into(),
             found_by: "test".into(),
         };
-        for old in ["2.8.4", "2.9.5", "2.9"] {
+        for old in ["2.8.4", "2.9.6", "2.12.12", "2.9"] {
             let err = check_graph_support(&lib(old), 20).unwrap_err().to_string();
             assert!(
                 err.contains(&format!("/x/libnccl.so.2 is NCCL {old}")),
                 "{err}"
             );
         }
-        for new in ["2.9.6", "2.10.3", "2.21.5", "3.0.0"] {
+        for new in ["2.13.4", "2.21.5", "3.0.0"] {
             check_graph_support(&lib(new), 20).unwrap();
         }
         check_graph_support(&lib("2.8.4"), 0).unwrap();

@@ -40,6 +40,10 @@ pub enum Event<'a> {
     },
     Error {
         message: String,
+        /// The rank gave up at its own deadline (just before the case timeout) and
+        /// stopped the collective: the case is a timeout, not a failure.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        timed_out: bool,
     },
     Bye,
 }
@@ -140,6 +144,11 @@ mod tests {
             },
             Event::Error {
                 message: "boom".into(),
+                timed_out: false,
+            },
+            Event::Error {
+                message: "stuck".into(),
+                timed_out: true,
             },
         ];
         for e in events {

@@ -3,10 +3,19 @@
 //! its input, warms up, runs the timed batches it is asked for (each preceded by one
 //! untimed all-reduce that lines the ranks up) and checks the output. Its buffers and
 //! its duration buffer are allocated once; nothing is allocated per iteration.
+//!
+//! The protocol has stdout to itself: the worker keeps a private copy of the
+//! descriptor and points descriptor 1 at stderr (the rank's log), because NCCL
+//! writes its debug log to stdout when `NCCL_DEBUG_FILE` cannot be opened, and a
+//! library's line written into the middle of a large batch message would break it.
+//! A worker that fails leaves with `_exit` once its error is sent: libnccl's static
+//! destructors must not run while its proxy threads and kernels may still be alive.
 
 use std::borrow::Cow;
+use std::fs::File;
 use std::io::{self, BufRead, BufWriter, Write};
-use std::time::Duration;
+use std::os::fd::FromRawFd;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
@@ -15,31 +24,57 @@ use super::protocol::{self, Command, Event, WrongElement};
 use crate::backend::host::{HostBackend, HostOptions, BANNER, DEFAULT_BUFFSIZE};
 use crate::backend::nccl::gpu::{GpuOptions, NcclBackend};
 use crate::backend::nccl::Nccl;
-use crate::backend::{Backend, Communicator};
+use crate::backend::{Backend, Communicator, DeadlineExceeded};
 use crate::cli::{CliBackend, WorkerArgs};
 use crate::ops::pattern::Pattern;
 use crate::stats::adaptive::MAX_BATCH;
 
-/// Runs a worker to completion; returns the process exit code.
+/// Runs a worker to completion; returns the process exit code (a failed worker
+/// does not return: it leaves with `_exit(1)` once the error is sent).
 pub fn run(args: &WorkerArgs) -> i32 {
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = BufWriter::new(protocol_output());
     let stdin = io::stdin();
     let mut input = stdin.lock();
     match serve(args, &mut input, &mut out) {
         Ok(()) => 0,
-        Err(e) => {
-            report(&mut out, args.rank, &e);
-            1
-        }
+        Err(e) => fail(&mut out, args.rank, &e),
     }
 }
 
-/// Sends an error to the orchestrator (and to the rank's log).
-fn report(out: &mut impl Write, rank: u32, e: &anyhow::Error) {
+/// The protocol's own copy of stdout; descriptor 1 then goes to stderr.
+fn protocol_output() -> File {
+    // SAFETY: dup/dup2 on the process's standard descriptors; the new descriptor is
+    // owned by the returned File alone.
+    unsafe {
+        let fd = libc::dup(1);
+        if fd < 0 {
+            // Without a copy the protocol keeps descriptor 1 itself.
+            return File::from_raw_fd(1);
+        }
+        libc::dup2(2, 1);
+        File::from_raw_fd(fd)
+    }
+}
+
+/// Sends the error to the orchestrator (and to the rank's log) and leaves at once.
+fn fail(out: &mut impl Write, rank: u32, e: &anyhow::Error) -> ! {
     let message = format!("{e:#}");
     eprintln!("rank {rank}: error: {message}");
-    let _ = protocol::send(out, &Event::Error { message });
+    let timed_out = e.chain().any(|c| c.is::<DeadlineExceeded>());
+    let _ = protocol::send(out, &Event::Error { message, timed_out });
+    let _ = out.flush();
+    // SAFETY: ends the process without running atexit handlers or static destructors
+    // (libnccl's would race its own threads); everything to keep is already written.
+    unsafe { libc::_exit(1) }
+}
+
+/// How long a rank waits for one case before it stops the collective itself: the
+/// orchestrator's timeout less a margin for the abort and the report to arrive first.
+pub fn case_budget(timeout: Duration) -> Duration {
+    let margin = timeout
+        .mul_f64(0.1)
+        .clamp(Duration::from_millis(500), Duration::from_secs(5));
+    timeout.saturating_sub(margin)
 }
 
 fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
@@ -73,6 +108,8 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 dtype: args.datatype,
                 op: args.op,
                 graph: args.graph as usize,
+                event_stride: args.event_stride.max(1) as usize,
+                init_timeout: Duration::from_secs_f64(args.init_timeout_s),
             };
             Ok(Box::new(NcclBackend::new(nccl, options)))
         }
@@ -110,8 +147,13 @@ fn serve(args: &WorkerArgs, input: &mut impl BufRead, out: &mut impl Write) -> R
         .init(&id, rank, args.nranks)
         .context("communicator initialization failed")?;
     let transports = comm.transports();
+    // Each backend's own words: the host backend's banner says it is not NCCL.
+    let banner = match args.backend {
+        CliBackend::Host => BANNER,
+        _ => "nccl backend",
+    };
     let detail = format!(
-        "{BANNER}: rank {rank} of {} (pid {}) connected via {}",
+        "{banner}: rank {rank} of {} (pid {}) connected via {}",
         args.nranks,
         std::process::id(),
         comm.detail()
@@ -122,8 +164,7 @@ fn serve(args: &WorkerArgs, input: &mut impl BufRead, out: &mut impl Write) -> R
         // Report first, then leave without tearing the communicator down: peers may be
         // stuck in a collective, and a destroy would wait for them. The orchestrator
         // kills the group anyway.
-        report(out, rank, &e);
-        std::process::exit(1);
+        fail(out, rank, &e);
     }
     Ok(())
 }
@@ -140,9 +181,16 @@ fn measure(
     let mut durations = vec![0u64; MAX_BATCH as usize];
     let mut current: Option<usize> = None;
     let mut line = String::new();
+    let budget = args
+        .case_timeout_s
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| case_budget(Duration::from_secs_f64(s)));
     while let Some(command) = protocol::read_command(input, &mut line)? {
         match command {
             Command::Size { bytes, warmup } => {
+                if let Some(budget) = budget {
+                    comm.set_deadline(Instant::now() + budget);
+                }
                 faults.trigger(Phase::Size(bytes));
                 let bytes = usize::try_from(bytes)?;
                 comm.fill_input(&pattern, bytes)?;

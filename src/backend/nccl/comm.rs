@@ -1,36 +1,67 @@
 //! Layer 3: a communicator that cleans up after itself. Dropping it destroys the
 //! communicator, or aborts it when a call failed (destroy could block on peers that
 //! are gone). Errors during clean-up are ignored: `Drop` never panics.
+//!
+//! Non-blocking communicators (`NCCL_COMM_BLOCKING=0` in a config) return
+//! `ncclInProgress` from init, collectives and finalize; NCCL's documented rule is to
+//! poll `ncclCommGetAsyncError` until the state leaves `ncclInProgress` before the
+//! next call. Every such wait here is bounded by the communicator's deadline.
 
 use std::ffi::c_void;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::ffi::{RawComm, RawStream};
-use super::library::{Nccl, NcclError, UniqueId};
+use super::library::{Nccl, NcclError, UniqueId, IN_PROGRESS};
 use crate::ops::{DataType, ReduceOp};
+
+/// How long `Drop` waits for a non-blocking finalize before it aborts instead.
+const FINALIZE_WAIT: Duration = Duration::from_secs(10);
 
 pub struct NcclComm {
     nccl: Arc<Nccl>,
     raw: RawComm,
     failed: bool,
+    /// When waits for NCCL give up (set per case by the worker).
+    deadline: Instant,
 }
 
 // SAFETY: a communicator may be used from any thread, one call at a time (&mut self).
 unsafe impl Send for NcclComm {}
 
 impl NcclComm {
+    /// `ncclCommInitRank`, waiting until `deadline` when the communicator is
+    /// non-blocking. A half-built communicator that failed is aborted, not leaked.
     pub fn init(
         nccl: Arc<Nccl>,
         nranks: u32,
         id: &UniqueId,
         rank: u32,
+        deadline: Instant,
     ) -> Result<NcclComm, NcclError> {
-        let raw = nccl.comm_init_rank(nranks, id, rank)?;
-        Ok(NcclComm {
+        let (rc, raw) = nccl.comm_init_rank(nranks, id, rank);
+        let mut comm = NcclComm {
             nccl,
             raw,
             failed: false,
-        })
+            deadline,
+        };
+        if rc == IN_PROGRESS && !raw.is_null() {
+            comm.wait_in_progress("ncclCommInitRank")?;
+        } else {
+            let r = comm.nccl.check("ncclCommInitRank", rc, raw);
+            comm.track(r)?;
+        }
+        Ok(comm)
+    }
+
+    /// Sets when waits for NCCL give up.
+    pub fn set_deadline(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+    }
+
+    pub fn deadline(&self) -> Instant {
+        self.deadline
     }
 
     /// Enqueues an all-reduce of `count` elements on `stream`.
@@ -58,23 +89,67 @@ impl NcclComm {
             self.raw,
             stream,
         );
+        if rc == IN_PROGRESS {
+            return self.wait_in_progress("ncclAllReduce");
+        }
         self.track(self.nccl.check("ncclAllReduce", rc, self.raw))
     }
 
     /// `ncclCommGetAsyncError`: an error a background thread of NCCL hit (a peer that
-    /// died, a network failure).
+    /// died, a network failure). `ncclInProgress` is not an error.
     pub fn async_error(&mut self) -> Result<(), NcclError> {
+        let r = self.state("asynchronous NCCL operation").map(|_| ());
+        self.track(r)
+    }
+
+    /// The communicator's state: `Ok(true)` while an operation is in progress.
+    fn state(&self, call: &'static str) -> Result<bool, NcclError> {
         let mut state = 0;
         // SAFETY: a live communicator and an out-parameter.
         let rc = unsafe { (self.nccl.symbols().comm_get_async_error)(self.raw, &mut state) };
-        let r = self.nccl.check("ncclCommGetAsyncError", rc, self.raw);
-        let r = r.and_then(|()| match state {
-            0 | 7 => Ok(()), // success, or still in progress
-            code => self
-                .nccl
-                .check("asynchronous NCCL operation", code, self.raw),
-        });
+        self.nccl.check("ncclCommGetAsyncError", rc, self.raw)?;
+        match state {
+            0 => Ok(false),
+            IN_PROGRESS => Ok(true),
+            code => Err(self.nccl.call_error(call, code, self.raw)),
+        }
+    }
+
+    /// Polls the state until it leaves `ncclInProgress`; NCCL's error, or a timeout
+    /// at the deadline, fails the communicator.
+    fn wait_in_progress(&mut self, call: &'static str) -> Result<(), NcclError> {
+        let start = Instant::now();
+        let r = loop {
+            match self.state(call) {
+                Ok(true) if Instant::now() >= self.deadline => {
+                    break Err(NcclError::Stuck {
+                        call,
+                        waited_ms: start.elapsed().as_millis() as u64,
+                    })
+                }
+                Ok(true) => backoff(start),
+                other => break other.map(|_| ()),
+            }
+        };
         self.track(r)
+    }
+
+    /// `ncclCommAbort` now: NCCL's kernels and proxy threads stop, a stuck collective
+    /// ends. The communicator is gone afterwards (`Drop` does nothing more).
+    pub fn abort(&mut self) {
+        if self.raw.is_null() {
+            return;
+        }
+        // SAFETY: the communicator is live; it is not used again (raw is cleared).
+        unsafe {
+            let _ = (self.nccl.symbols().comm_abort)(self.raw);
+        }
+        self.raw = std::ptr::null_mut();
+    }
+
+    /// NCCL's last error for this communicator, when the library has one to say.
+    pub fn last_error(&self) -> Option<String> {
+        self.nccl.last_error(self.raw).filter(|t| !t.is_empty())
     }
 
     fn track(&mut self, r: Result<(), NcclError>) -> Result<(), NcclError> {
@@ -85,10 +160,31 @@ impl NcclComm {
     }
 }
 
+/// Waits between polls: yield for the first 200 us (an all-reduce usually finishes
+/// within that), then sleep 50 us per pass so that NCCL's own proxy threads keep
+/// their cores during a long wait.
+pub(crate) fn backoff(since: Instant) {
+    if since.elapsed() < Duration::from_micros(200) {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
 impl Drop for NcclComm {
     fn drop(&mut self) {
         if self.raw.is_null() {
             return;
+        }
+        if !self.failed {
+            if let Some(finalize) = self.nccl.symbols().comm_finalize {
+                // SAFETY: the communicator is live.
+                let rc = unsafe { finalize(self.raw) };
+                self.deadline = Instant::now() + FINALIZE_WAIT;
+                if rc == IN_PROGRESS && self.wait_in_progress("ncclCommFinalize").is_err() {
+                    self.failed = true;
+                }
+            }
         }
         let s = self.nccl.symbols();
         // SAFETY: the communicator is live and dropped exactly once.
@@ -96,9 +192,6 @@ impl Drop for NcclComm {
             if self.failed {
                 let _ = (s.comm_abort)(self.raw);
             } else {
-                if let Some(finalize) = s.comm_finalize {
-                    let _ = finalize(self.raw);
-                }
                 let _ = (s.comm_destroy)(self.raw);
             }
         }

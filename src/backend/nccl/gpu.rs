@@ -1,14 +1,21 @@
 //! The NCCL backend's rank: one process per GPU, CUDA through cudarc (context,
 //! stream, device buffers sized once for the largest message, events), collectives
-//! through our libnccl bindings. Timing follows nccl-tests' method with one event
-//! per iteration: events are recorded between back-to-back `ncclAllReduce` launches
-//! on one stream, and iteration i's time is the time between events i and i+1.
-//! Event tracking is off, so cudarc adds no synchronization of its own.
+//! through our libnccl bindings. All-reduces are launched back to back on one stream
+//! with CUDA events between them (every `event_stride` all-reduces; 1 by default),
+//! and each gap between two events is that step's time; the orchestrator averages
+//! the ranks' times (see `sweep::merge`). Event tracking is off, so cudarc adds no
+//! synchronization of its own.
 //!
 //! With `--graph N`, N all-reduces are captured once per size into a CUDA graph
 //! (nccl-tests' `-G` captures its `-n` iterations the same way) and the events go
 //! between graph launches: each of the N iterations of a launch gets the launch's
 //! time / N, so the mean stays exact and the histogram shows per-launch spread.
+//!
+//! Waiting for the stream polls `cuStreamQuery` and `ncclCommGetAsyncError`, as
+//! nccl-tests' `testStreamSynchronize` does: a collective that NCCL reports failed
+//! (a peer died, the network broke), or that is still running at the worker's
+//! deadline, is stopped with `ncclCommAbort` and reported with NCCL's own words,
+//! where `cuStreamSynchronize` would block until the orchestrator killed the rank.
 //!
 //! The input is filled on the device: one period of the pattern is copied from the
 //! host, then the filled part doubles with device-to-device copies (no kernel to
@@ -18,19 +25,21 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use cudarc::driver::sys::{
-    CUdeviceptr, CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode,
+    self as cusys, CUdeviceptr, CUevent_flags, CUgraphInstantiate_flags, CUresult,
+    CUstreamCaptureMode,
 };
 use cudarc::driver::{
-    result as cu, CudaContext, CudaEvent, CudaGraph, CudaSlice, CudaStream, DevicePtr,
+    result as cu, CudaContext, CudaEvent, CudaGraph, CudaSlice, CudaStream, DevicePtr, DriverError,
 };
 
-use super::comm::NcclComm;
+use super::comm::{backoff, NcclComm};
 use super::library::{Nccl, UniqueId};
 use crate::backend::buffer::AlignedBuf;
-use crate::backend::{Backend, Communicator};
+use crate::backend::{Backend, Communicator, DeadlineExceeded};
 use crate::ops::pattern::{doubling_copies, CheckReport, Pattern};
 use crate::ops::{DataType, ReduceOp};
 use crate::stats::adaptive::launch_steps;
@@ -45,6 +54,10 @@ pub struct GpuOptions {
     pub op: ReduceOp,
     /// All-reduces per CUDA graph launch; 0 launches them one by one.
     pub graph: usize,
+    /// Eager all-reduces between two timing events (1: an event after each).
+    pub event_stride: usize,
+    /// How long communicator set-up may take.
+    pub init_timeout: Duration,
 }
 
 pub struct NcclBackend {
@@ -101,7 +114,8 @@ impl Backend for NcclBackend {
         // event tracking off the guards these calls return do nothing).
         let send_ptr = send.device_ptr(&stream).0;
         let recv_ptr = recv.device_ptr(&stream).0;
-        let comm = NcclComm::init(self.nccl.clone(), nranks, &id, rank)?;
+        let deadline = Instant::now() + o.init_timeout;
+        let comm = NcclComm::init(self.nccl.clone(), nranks, &id, rank, deadline)?;
         Ok(Box::new(GpuComm {
             graphs: HashMap::new(),
             comm,
@@ -117,6 +131,7 @@ impl Backend for NcclBackend {
             op: o.op,
             device: o.device,
             graph: o.graph,
+            event_stride: o.event_stride.max(1),
         }))
     }
 }
@@ -140,6 +155,7 @@ pub struct GpuComm {
     op: ReduceOp,
     device: usize,
     graph: usize,
+    event_stride: usize,
 }
 
 impl GpuComm {
@@ -211,10 +227,44 @@ impl GpuComm {
         }
     }
 
+    /// Waits until the stream has run everything enqueued, polling `cuStreamQuery`
+    /// and NCCL's asynchronous error; on an NCCL error or at the deadline the
+    /// communicator is aborted, which ends the collective, and the error says why.
     fn sync(&mut self) -> Result<()> {
-        self.stream
-            .synchronize()
-            .context("CUDA stream synchronization failed")?;
+        self.bind()?;
+        let stream = self.stream.cu_stream();
+        let start = Instant::now();
+        loop {
+            // SAFETY: a live stream of this rank's context, which is current.
+            match unsafe { cusys::cuStreamQuery(stream) } {
+                CUresult::CUDA_SUCCESS => break,
+                CUresult::CUDA_ERROR_NOT_READY => {}
+                code => {
+                    self.comm.abort();
+                    return Err(DriverError(code)).context("CUDA stream failed");
+                }
+            }
+            if let Err(e) = self.comm.async_error() {
+                self.comm.abort();
+                return Err(anyhow::Error::new(e)
+                    .context("NCCL reported an error while the stream ran; the communicator was aborted (ncclCommAbort)"));
+            }
+            if Instant::now() >= self.comm.deadline() {
+                let last = self.comm.last_error();
+                self.comm.abort();
+                return Err(DeadlineExceeded {
+                    what: "the work on the GPU stream".into(),
+                    waited_s: start.elapsed().as_secs_f64(),
+                    aftermath: format!(
+                        "the communicator was aborted (ncclCommAbort){}",
+                        last.map(|l| format!("; NCCL's last error: {l}"))
+                            .unwrap_or_default()
+                    ),
+                }
+                .into());
+            }
+            backoff(start);
+        }
         self.comm.async_error()?;
         Ok(())
     }
@@ -288,7 +338,12 @@ impl Communicator for GpuComm {
     fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()> {
         self.check_len(bytes)?;
         self.bind()?;
-        let steps = launch_steps(durations.len(), self.graph);
+        let per_step = if self.graph > 0 {
+            self.graph
+        } else {
+            self.event_stride
+        };
+        let steps = launch_steps(durations.len(), per_step);
         if self.graph > 0 {
             for &n in &steps {
                 self.ensure_graph(bytes, n)?;
@@ -324,6 +379,10 @@ impl Communicator for GpuComm {
         self.check_len(bytes)?;
         self.enqueue(bytes)?;
         self.sync()
+    }
+
+    fn set_deadline(&mut self, deadline: Instant) {
+        self.comm.set_deadline(deadline);
     }
 }
 

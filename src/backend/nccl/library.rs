@@ -23,6 +23,9 @@ const RESULT_NAMES: [&str; 9] = [
     "ncclTimeout",
 ];
 
+/// `ncclInProgress`: a non-blocking communicator is still working on the call.
+pub const IN_PROGRESS: NcclResult = 7;
+
 pub fn result_name(code: NcclResult) -> &'static str {
     usize::try_from(code)
         .ok()
@@ -45,6 +48,8 @@ pub enum NcclError {
         text: String,
         last_error: Option<String>,
     },
+    #[error("{call} was still in progress after {waited_ms} ms (the deadline)")]
+    Stuck { call: &'static str, waited_ms: u64 },
 }
 
 /// A version as NCCL encodes it: X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before.
@@ -160,13 +165,23 @@ impl Nccl {
         if code == 0 {
             return Ok(());
         }
-        Err(NcclError::Call {
+        Err(self.call_error(call, code, comm))
+    }
+
+    /// The error for `call` having returned (or reported) `code`.
+    pub(crate) fn call_error(
+        &self,
+        call: &'static str,
+        code: NcclResult,
+        comm: RawComm,
+    ) -> NcclError {
+        NcclError::Call {
             call,
             code,
             name: result_name(code),
             text: self.error_string(code),
             last_error: self.last_error(comm),
-        })
+        }
     }
 
     pub fn version(&self) -> Result<NcclVersion, NcclError> {
@@ -187,19 +202,16 @@ impl Nccl {
         Ok(UniqueId(raw))
     }
 
-    /// `ncclCommInitRank`; the caller owns the returned communicator (see `comm`).
-    pub fn comm_init_rank(
-        &self,
-        nranks: u32,
-        id: &UniqueId,
-        rank: u32,
-    ) -> Result<RawComm, NcclError> {
+    /// `ncclCommInitRank` as NCCL returns it: the code and the communicator, which
+    /// may be non-null even when the code is not success (non-blocking init returns
+    /// `ncclInProgress`; a failed init can leave a half-built communicator to abort).
+    /// The caller owns the communicator (see `comm`).
+    pub fn comm_init_rank(&self, nranks: u32, id: &UniqueId, rank: u32) -> (NcclResult, RawComm) {
         let mut comm: RawComm = std::ptr::null_mut();
         // SAFETY: comm is an out-parameter; the id is passed by value as declared.
         let rc =
             unsafe { (self.sym().comm_init_rank)(&mut comm, nranks as i32, id.0, rank as i32) };
-        self.check("ncclCommInitRank", rc, comm)?;
-        Ok(comm)
+        (rc, comm)
     }
 
     pub(crate) fn symbols(&self) -> &ffi::Symbols {
