@@ -7,8 +7,24 @@
 
 const KNOWN: &str = include_str!("nccl_vars.txt");
 
-/// Variables nccl-bench itself sets or reads (not NCCL's).
-const OURS: [&str; 2] = ["NCCL_BENCH_NCCL_LIB", "NCCL_BENCH_FAULT"];
+/// nccl-bench's own variables: `NCCL_BENCH` (the binary, for the scripts) and
+/// `NCCL_BENCH_*` (`NCCL_BENCH_NCCL_LIB`, `NCCL_BENCH_FAULT`, the test suite's). Not
+/// NCCL's, never flagged.
+pub fn is_ours(var: &str) -> bool {
+    var == "NCCL_BENCH" || var.starts_with("NCCL_BENCH_")
+}
+
+/// `NCCL_*` names that describe an installation rather than set anything: NVIDIA's
+/// container images export `NCCL_VERSION` to name the NCCL they ship.
+const IMAGE_LABELS: [&str; 1] = ["NCCL_VERSION"];
+
+/// What to say about a variable that describes the installed NCCL (an image label),
+/// not a setting; `None` for anything else.
+pub fn image_label(var: &str) -> Option<String> {
+    IMAGE_LABELS.contains(&var).then(|| {
+        format!("{var} is set by the container image to name the NCCL it ships; NCCL does not read it, and the library actually loaded may differ")
+    })
+}
 
 fn known_names() -> impl Iterator<Item = &'static str> {
     KNOWN
@@ -19,7 +35,7 @@ fn known_names() -> impl Iterator<Item = &'static str> {
 
 /// Whether NCCL (some release of it) reads this variable.
 pub fn is_known(var: &str) -> bool {
-    OURS.contains(&var) || known_names().any(|k| k == var)
+    is_ours(var) || known_names().any(|k| k == var)
 }
 
 /// A warning for an `NCCL_*` variable NCCL does not know; `None` for anything else.

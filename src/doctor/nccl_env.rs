@@ -87,7 +87,7 @@ impl Settings {
         let mut s = Settings::default();
         // NCCL_BENCH_* are this tool's own (cargo also exports NCCL_BENCH_GIT_REV
         // to `cargo run`): not NCCL settings.
-        let nccl = |n: &str| n.starts_with("NCCL_") && !n.starts_with("NCCL_BENCH_");
+        let nccl = |n: &str| n.starts_with("NCCL_") && !known_vars::is_ours(n);
         for (name, value) in root.env_vars().filter(|(n, _)| nccl(n)) {
             s.settings.push(Setting {
                 name: name.to_string(),
@@ -195,6 +195,8 @@ impl Settings {
                 notes.push(format!(
                     "{name} is read by PyTorch (older name of {torch}), not by NCCL"
                 ));
+            } else if let Some(note) = known_vars::image_label(name) {
+                notes.push(note);
             } else if let Some(w) = known_vars::check(name) {
                 warnings.push(w);
                 fixes.push(format!("remove or correct {name}"));
@@ -334,10 +336,28 @@ mod tests {
     fn this_tools_own_variables_are_not_nccl_settings() {
         let m = FakeMachine::new()
             .env("NCCL_BENCH_GIT_REV", "6ff87f937bdd")
-            .env("NCCL_BENCH_NCCL_LIB", "/opt/nccl/libnccl.so.2");
+            .env("NCCL_BENCH_NCCL_LIB", "/opt/nccl/libnccl.so.2")
+            .env("NCCL_BENCH", "/opt/bin/nccl-bench");
         let s = Settings::read(&m.root());
         assert!(s.settings.is_empty(), "{:?}", s.settings);
         assert_eq!(s.check(&Facts::default()).status, Status::Ok);
+    }
+
+    /// NVIDIA's images export NCCL_VERSION: a note, not an unknown-variable warning.
+    #[test]
+    fn an_image_label_is_noted_not_flagged() {
+        let m = FakeMachine::new().env("NCCL_VERSION", "2.28.3-1");
+        let c = Settings::read(&m.root()).check(&Facts::default());
+        assert_eq!(c.status, Status::Ok, "{c:?}");
+        let all = format!("{c:?}");
+        assert!(
+            all.contains("NCCL_VERSION is set by the container image"),
+            "{all}"
+        );
+        assert!(
+            !all.contains("not a variable any NCCL release reads"),
+            "{all}"
+        );
     }
 
     #[test]
