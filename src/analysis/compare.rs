@@ -57,7 +57,9 @@ pub struct PairRow {
     pub op: String,
     pub base_status: String,
     pub cand_status: String,
-    /// Median iteration time (mean when the run has no percentiles), us.
+    /// The iteration time the comparison used, us: the median, or the mean on both
+    /// sides when the pair was compared on means (a side without per-iteration data,
+    /// such as an imported nccl-tests run, whose `time` is a mean).
     pub base_time_us: Option<f64>,
     pub cand_time_us: Option<f64>,
     pub base_busbw_gbps: Option<f64>,
@@ -177,9 +179,6 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             continue;
         };
         let (comparison, outcome) = compare_pair(base.run, b, cand.run, c, opts, seed(&key));
-        means_only |= comparison
-            .as_ref()
-            .is_some_and(|c| c.method == Method::MeansOnly);
         if comparison.is_some() && b.graph_iters != c.graph_iters {
             let pair = (b.graph_iters, c.graph_iters);
             match graph_differs.iter_mut().find(|d| (d.0, d.1) == pair) {
@@ -187,6 +186,17 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
                 None => graph_differs.push((pair.0, pair.1, 1)),
             }
         }
+        let on_means = comparison
+            .as_ref()
+            .is_some_and(|c| c.method == Method::MeansOnly);
+        let shown = |r: &CaseRow| {
+            if on_means {
+                r.time_us.or(r.p50_us)
+            } else {
+                r.p50_us.or(r.time_us)
+            }
+        };
+        means_only |= on_means;
         rows.push(PairRow {
             config: match (base.config, cand.config) {
                 (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
@@ -199,8 +209,8 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             op: b.op.clone(),
             base_status: b.status.clone(),
             cand_status: c.status.clone(),
-            base_time_us: b.p50_us.or(b.time_us),
-            cand_time_us: c.p50_us.or(c.time_us),
+            base_time_us: shown(b),
+            cand_time_us: shown(c),
             base_busbw_gbps: b.busbw_gbps,
             cand_busbw_gbps: c.busbw_gbps,
             comparison,
@@ -269,4 +279,79 @@ pub fn seed(key: &impl std::fmt::Debug) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use hdrhistogram::Histogram;
+
+    use super::*;
+
+    fn row(time_us: f64, p50_us: Option<f64>, hist_tag: Option<&str>) -> CaseRow {
+        CaseRow {
+            config: "default".into(),
+            backend: "nccl".into(),
+            nranks: 1,
+            bytes: 65536,
+            dtype: "float".into(),
+            op: "sum".into(),
+            iters: 1000,
+            status: "ok".into(),
+            time_us: Some(time_us),
+            algbw_gbps: None,
+            busbw_gbps: None,
+            p50_us,
+            p99_us: None,
+            max_us: None,
+            wrong: Some(0),
+            transports: String::new(),
+            error: String::new(),
+            hist_tag: hist_tag.map(str::to_string),
+            graph_iters: 0,
+        }
+    }
+
+    /// Our run (median 7.89 us, mean 12.5 us: a few slow iterations) against an
+    /// imported nccl-tests run (its mean, 7.97 us): the pair is compared on means,
+    /// and the times shown must be the means the change was computed from (a real
+    /// H100 run showed 7.89 -> 7.97 beside a change computed from 12.5).
+    #[test]
+    fn a_pair_compared_on_means_shows_the_means() {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        h.record_n(7_890, 1000).unwrap();
+        let ours = RunData {
+            dir: PathBuf::from("ours"),
+            manifest: Default::default(),
+            cases: vec![row(12.5, Some(7.89), Some("t"))],
+            histograms: [("t".to_string(), h)].into_iter().collect(),
+        };
+        let imported = RunData {
+            dir: PathBuf::from("imported"),
+            manifest: Default::default(),
+            cases: vec![row(7.97, None, None)],
+            histograms: Default::default(),
+        };
+        let side = |run, label: &str| Side {
+            run,
+            config: None,
+            label: label.into(),
+        };
+        let opts = CompareOptions {
+            threshold: 0.02,
+            resamples: 100,
+        };
+        let report = compare(&side(&ours, "ours"), &side(&imported, "nccl-tests"), opts).unwrap();
+        assert!(report.means_only);
+        let r = &report.rows[0];
+        assert_eq!((r.base_time_us, r.cand_time_us), (Some(12.5), Some(7.97)));
+        let change = r.comparison.as_ref().unwrap().change;
+        assert!((change - (7.97 / 12.5 - 1.0)).abs() < 1e-9, "{change}");
+
+        // Two runs with histograms: medians, as before.
+        let report = compare(&side(&ours, "a"), &side(&ours, "b"), opts).unwrap();
+        assert!(!report.means_only);
+        assert_eq!(report.rows[0].base_time_us, Some(7.89));
+    }
 }

@@ -105,7 +105,7 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
         None => lines.push("no regression".to_string()),
     }
     if report.means_only {
-        lines.push("note: some cases were compared on mean times only (no per-iteration data, e.g. an imported run): their interval is a point".to_string());
+        lines.push("note: some cases were compared on mean times only (no per-iteration data, e.g. an imported run): their times shown are means and their interval is a point".to_string());
     }
     for &(base, cand, count) in &report.graph_differs {
         let how = |n: u64| match n {
