@@ -1,0 +1,69 @@
+//! A test stand-in for the CUDA driver (`libcuda.so.1`) and for NCCL (`libnccl.so.2`),
+//! so that nccl-bench's NCCL backend runs end to end on machines without a GPU. It is
+//! a test double, never a measurement: it exports `ncclBenchSimulated`, and
+//! nccl-bench labels every run on it as simulated.
+//!
+//! One library holds both: `scripts/test.sh` links `libcuda.so`, `libcuda.so.1` and
+//! `libnccl.so.2` to the one file, and the dynamic loader maps a file once however
+//! many names it is opened by, so NCCL's half enqueues on the driver half's streams
+//! as the real NCCL does on real CUDA streams.
+//!
+//! Faithful where nccl-bench depends on the real libraries' behaviour:
+//! - the driver ([`driver`]): devices, primary contexts and the current context per
+//!   thread, device memory with CUDA's errors for bad pointers and exhaustion,
+//!   asynchronous streams (a thread per stream drains its queue), events stamped when
+//!   the stream reaches them, stream capture into graphs and their replay, and the
+//!   errors of operations that capture forbids;
+//! - NCCL ([`nccl`]): a unique id that names a rendezvous, `ncclCommInitRank` blocking
+//!   until every rank (each in its own process) has joined, exact all-reduces across
+//!   processes for every type and operator, asynchronous errors, abort, NCCL's error
+//!   strings and its `NCCL_DEBUG` log lines, from which nccl-bench reads transports;
+//! - the transports NCCL would pick on a topology (`NCCL_BENCH_SIM_TOPO`) and a cost
+//!   model per transport ([`topo`]): times come from a virtual device clock, so they
+//!   show the shape of real results without the noise of a loaded CI machine.
+//!
+//! Configuration (all optional): `NCCL_BENCH_SIM_GPUS` (8), `NCCL_BENCH_SIM_TOPO`
+//! (`nvlink`, `pcie`, `pcie-nop2p`), `NCCL_BENCH_SIM_MEM_GIB` (80),
+//! `NCCL_BENCH_SIM_VERSION` (2.28.9), `NCCL_BENCH_SIM_DRIVER` (12040),
+//! `NCCL_BENCH_SIM_FAULT` (see [`fault`]).
+
+#![allow(non_snake_case)]
+#![allow(clippy::missing_safety_doc)]
+
+pub mod driver;
+pub mod fault;
+pub mod log;
+pub mod nccl;
+pub mod reduce;
+pub mod rendezvous;
+pub mod stream;
+pub mod topo;
+
+use std::ffi::c_char;
+
+/// The marker nccl-bench looks for: present only in this stand-in.
+#[no_mangle]
+pub static ncclBenchSimulated: [u8; 52] =
+    *b"simulated GPUs (test stand-in), not a measurement\0\0\0";
+
+/// Returns the marker text (for tools that prefer a function).
+#[no_mangle]
+pub extern "C" fn ncclBenchSimulatedText() -> *const c_char {
+    ncclBenchSimulated.as_ptr().cast()
+}
+
+/// An environment variable, trimmed; `None` when unset or empty.
+pub(crate) fn env(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// Nanoseconds of the real-time clock: comparable between processes on one host.
+pub(crate) fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}

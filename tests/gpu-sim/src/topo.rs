@@ -1,0 +1,135 @@
+//! The simulated machine: its GPUs, which pairs have peer access, the transport NCCL
+//! would choose between two ranks, and what moving data costs on each.
+
+use crate::env;
+
+/// How the GPUs are connected (`NCCL_BENCH_SIM_TOPO`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// Every pair over NVLink (an HGX board): P2P everywhere.
+    NvLink,
+    /// PCIe with peer access: P2P over PCIe.
+    Pcie,
+    /// PCIe without peer access (consumer GPUs, some VMs): NCCL uses SHM.
+    PcieNoP2p,
+}
+
+impl Topology {
+    pub fn from_env() -> Topology {
+        match env("NCCL_BENCH_SIM_TOPO").as_deref() {
+            Some("pcie") => Topology::Pcie,
+            Some("pcie-nop2p") => Topology::PcieNoP2p,
+            _ => Topology::NvLink,
+        }
+    }
+
+    pub fn peer_access(self, a: usize, b: usize) -> bool {
+        a != b && self != Topology::PcieNoP2p
+    }
+}
+
+/// One simulated GPU.
+#[derive(Debug, Clone)]
+pub struct Gpu {
+    pub name: String,
+    pub total_bytes: u64,
+    pub bus: u32,
+}
+
+impl Gpu {
+    /// `0000:18:00.0`, as `cuDeviceGetPCIBusId` writes it.
+    pub fn bus_id(&self) -> String {
+        format!("0000:{:02x}:00.0", self.bus)
+    }
+}
+
+/// The GPUs of the machine, from the environment.
+pub fn gpus() -> Vec<Gpu> {
+    let count = env("NCCL_BENCH_SIM_GPUS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8usize);
+    let gib: u64 = env("NCCL_BENCH_SIM_MEM_GIB")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(80);
+    let name = match Topology::from_env() {
+        Topology::NvLink => "Simulated H100 80GB HBM3",
+        _ => "Simulated L40S PCIe",
+    };
+    (0..count)
+        .map(|i| Gpu {
+            name: name.to_string(),
+            total_bytes: gib << 30,
+            bus: 0x18 + 0x10 * i as u32,
+        })
+        .collect()
+}
+
+/// A transport between two ranks, as NCCL's log names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    P2p,
+    Shm,
+    Net,
+}
+
+/// What the environment allows, read once per communicator as NCCL does.
+#[derive(Debug, Clone, Copy)]
+pub struct Allowed {
+    pub p2p: bool,
+    pub shm: bool,
+}
+
+impl Allowed {
+    pub fn from_env() -> Allowed {
+        let on = |name: &str| env(name).is_some_and(|v| v != "0");
+        let level_off =
+            env("NCCL_P2P_LEVEL").is_some_and(|v| v.eq_ignore_ascii_case("LOC") || v == "0");
+        Allowed {
+            p2p: !on("NCCL_P2P_DISABLE") && !level_off,
+            shm: !on("NCCL_SHM_DISABLE"),
+        }
+    }
+}
+
+/// The transport NCCL picks from rank a's GPU to rank b's, on one host.
+pub fn transport(topo: Topology, allowed: Allowed, a: usize, b: usize) -> Transport {
+    if allowed.p2p && topo.peer_access(a, b) {
+        Transport::P2p
+    } else if allowed.shm {
+        Transport::Shm
+    } else {
+        Transport::Net
+    }
+}
+
+/// Latency (ns) and bandwidth (bytes per ns = GB/s) of one ring step on a link.
+fn link(topo: Topology, t: Transport) -> (f64, f64) {
+    match (t, topo) {
+        (Transport::P2p, Topology::NvLink) => (1_000.0, 150.0),
+        (Transport::P2p, _) => (1_500.0, 22.0),
+        (Transport::Shm, _) => (2_500.0, 11.0),
+        (Transport::Net, _) => (12_000.0, 2.5),
+    }
+}
+
+/// Device time of an all-reduce of `bytes` over a ring whose slowest link is `t`:
+/// a launch, then 2(n-1) steps each moving bytes/n (nccl-tests' busbw then comes out
+/// near the link bandwidth at large sizes). One rank copies locally.
+pub fn all_reduce_ns(topo: Topology, t: Option<Transport>, bytes: u64, nranks: u32) -> f64 {
+    const LAUNCH_NS: f64 = 4_000.0;
+    let Some(t) = t.filter(|_| nranks > 1) else {
+        return LAUNCH_NS / 2.0 + bytes as f64 / 1_500.0;
+    };
+    let (latency, bandwidth) = link(topo, t);
+    let steps = 2.0 * (nranks as f64 - 1.0);
+    LAUNCH_NS + steps * (latency + bytes as f64 / nranks as f64 / bandwidth)
+}
+
+/// Device time of a copy of `bytes`: over PCIe to or from the host, or within HBM.
+pub fn copy_ns(bytes: u64, host_side: bool) -> f64 {
+    if host_side {
+        2_000.0 + bytes as f64 / 25.0
+    } else {
+        1_500.0 + bytes as f64 / 1_500.0
+    }
+}
