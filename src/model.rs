@@ -228,6 +228,10 @@ pub struct NcclChoice {
     pub version: String,
     /// Which discovery step found it.
     pub found_by: String,
+    /// The library is the simulated-GPU test stand-in (tests/gpu-sim), not NCCL:
+    /// nothing measured with it is a measurement.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub simulated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

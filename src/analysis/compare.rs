@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use crate::backend::select::SIMULATED_LABEL;
 use crate::export::reader::{CaseRow, RunData};
 use crate::stats::compare::{compare_histograms, compare_means, Comparison, Method, Verdict};
 
@@ -141,8 +142,26 @@ fn keyed<'a>(side: &Side<'a>) -> HashMap<Key, &'a CaseRow> {
         .collect()
 }
 
+/// Whether a run was made on the simulated-GPU test stand-in.
+pub fn is_simulated(run: &RunData) -> bool {
+    run.manifest.backend.used == SIMULATED_LABEL
+        || run.cases.iter().any(|c| c.backend == SIMULATED_LABEL)
+}
+
 /// Compares the candidate side against the base side.
 pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<CompareReport> {
+    if is_simulated(base.run) != is_simulated(cand.run) {
+        let (sim, real) = if is_simulated(base.run) {
+            (base, cand)
+        } else {
+            (cand, base)
+        };
+        bail!(
+            "{} ran on simulated GPUs (nccl-bench's test stand-in, not a measurement) and {} did not: a simulated run is never compared with a real one",
+            sim.run.dir.display(),
+            real.run.dir.display()
+        );
+    }
     for side in [base, cand] {
         if let Some(name) = side.config {
             if !side.run.cases.iter().any(|c| c.config == name) {

@@ -11,6 +11,7 @@ use anyhow::Result;
 
 use super::compare::{compare_pair, seed, CompareOptions, Outcome};
 use super::verdict::{decide, explain};
+use crate::backend::select::SIMULATED_LABEL;
 use crate::export::reader::{CaseRow, RunData};
 use crate::units::{format_us, Bytes};
 
@@ -34,6 +35,12 @@ pub fn markdown(
         writeln!(
             s,
             "> **Host backend (CPU), not NCCL.** These numbers measure this machine's CPU transports (shared memory, TCP) between processes, not NCCL on GPUs.\n"
+        )?;
+    }
+    if m.backend.used == SIMULATED_LABEL {
+        writeln!(
+            s,
+            "> **Simulated GPUs (test stand-in), not a measurement.** The libnccl and libcuda of this run are nccl-bench's test stand-in (tests/gpu-sim): its times come from a cost model, to test nccl-bench, and say nothing about any hardware.\n"
         )?;
     }
     writeln!(s, "## Machine\n")?;

@@ -14,6 +14,11 @@ use crate::config::{BackendChoice, TransportConfig};
 pub use crate::model::NcclChoice;
 use crate::units::Bytes;
 
+/// The backend column of runs on the simulated-GPU test stand-in.
+pub const SIMULATED_LABEL: &str = "nccl-sim";
+/// What every run on the stand-in says about itself.
+pub const SIMULATED_NOTE: &str = "simulated GPUs (test stand-in), not a measurement";
+
 /// The backend a sweep will use, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResolvedBackend {
@@ -48,6 +53,22 @@ impl ResolvedBackend {
             .find(|(name, _)| name == config)
             .map(|(_, choice)| choice)
             .or(self.nccl.as_ref())
+    }
+
+    /// Whether a libnccl of the run is the simulated-GPU test stand-in.
+    pub fn simulated(&self) -> bool {
+        self.nccl.iter().any(|n| n.simulated)
+            || self.nccl_per_config.iter().any(|(_, n)| n.simulated)
+    }
+
+    /// The backend as results name it: `nccl-sim` on the test stand-in, so that
+    /// nothing simulated passes for a measurement.
+    pub fn label(&self) -> &'static str {
+        if self.simulated() {
+            SIMULATED_LABEL
+        } else {
+            self.name
+        }
     }
 
     fn host(reason: &str) -> ResolvedBackend {
@@ -262,10 +283,12 @@ pub fn mem_available(meminfo: &str) -> Option<u64> {
 }
 
 fn choice_of(found: discovery::Found) -> NcclChoice {
+    let simulated = super::nccl::Nccl::load(&found.path).is_ok_and(|n| n.simulated());
     NcclChoice {
         path: found.path,
         version: found.version.to_string(),
         found_by: found.how,
+        simulated,
     }
 }
 

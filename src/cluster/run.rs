@@ -489,6 +489,7 @@ fn sweep(
         settings,
         launch: &mut launch,
         backend: backend.name.to_string(),
+        label: backend.label().to_string(),
         nccl_lib,
         nccl_lib_per_config,
         writer: &writer,

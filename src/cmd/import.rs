@@ -106,6 +106,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
             path: Default::default(),
             version,
             found_by: "reported by nccl-tests".into(),
+            simulated: false,
         }),
         nccl_per_config: Default::default(),
         gpu: None,

@@ -40,7 +40,10 @@ pub struct Orchestrator<'a> {
     /// Starts the worker processes of each group.
     pub launch: &'a mut dyn Launch,
     /// `host` or `nccl`, as the worker's `--backend` and the CSV's `backend`.
+    /// The workers' `--backend` (`host`, `nccl`).
     pub backend: String,
+    /// The CSV's `backend`: the backend, or `nccl-sim` on the simulated GPUs.
+    pub label: String,
     /// The libnccl every NCCL worker loads (one library for the whole sweep).
     pub nccl_lib: Option<PathBuf>,
     /// Configurations that load a libnccl of their own.
@@ -413,7 +416,7 @@ impl Orchestrator<'_> {
             };
             let result = CaseResult {
                 key,
-                backend: self.backend.clone(),
+                backend: self.label.clone(),
                 status: if wrong > 0 {
                     CaseStatus::Wrong
                 } else {
@@ -541,7 +544,7 @@ impl Orchestrator<'_> {
     fn record_failure(&mut self, group: &Group, bytes: u64, f: &GroupStop) -> Result<()> {
         let result = CaseResult {
             key: self.key(group, bytes),
-            backend: self.backend.clone(),
+            backend: self.label.clone(),
             status: f.failure.status(),
             warmup: self.settings.warmup,
             graph: self.settings.graph,

@@ -267,6 +267,7 @@ mod tests {
             path: "/x/libnccl.so.2".into(),
             version: version.into(),
             found_by: "test".into(),
+            simulated: false,
         };
         for old in ["2.8.4", "2.9.6", "2.12.12", "2.9"] {
             let err = check_graph_support(&lib(old), 20).unwrap_err().to_string();

@@ -15,6 +15,7 @@ use super::plan::Plan;
 use super::preflight;
 use crate::backend::detect::GpuPresence;
 use crate::backend::host::BANNER;
+use crate::backend::select::SIMULATED_NOTE;
 use crate::backend::{self, ResolvedBackend};
 use crate::config::{SweepSettings, TransportConfig};
 use crate::export::{RunDir, RunWriter};
@@ -122,6 +123,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         settings,
         launch: &mut launch,
         backend: backend.name.to_string(),
+        label: backend.label().to_string(),
         nccl_lib,
         nccl_lib_per_config,
         writer: &writer,
@@ -189,10 +191,17 @@ pub(crate) fn exit_code(outcome: &SweepOutcome) -> u8 {
 }
 
 pub(crate) fn banner(backend: &ResolvedBackend) -> String {
+    let rule = "=".repeat(78);
+    if backend.simulated() {
+        return format!(
+            "{rule}\n {}: the libnccl loaded is nccl-bench's test stand-in\n (tests/gpu-sim), {}.\n The numbers come from its cost model: they test nccl-bench, they measure nothing.\n{rule}",
+            SIMULATED_NOTE.to_uppercase(),
+            backend.reason
+        );
+    }
     if backend.name != "host" {
         return format!("nccl-bench: {} backend: {}", backend.name, backend.reason);
     }
-    let rule = "=".repeat(78);
     format!(
         "{rule}\n {}: {}.\n Ranks are CPU processes exchanging data over shared memory segments or TCP\n loopback. The numbers measure this machine's CPU transports, not NCCL on GPUs.\n{rule}",
         BANNER.to_uppercase(),
@@ -224,8 +233,10 @@ pub(crate) fn manifest(
         error: None,
         backend: BackendInfo {
             requested: format!("{:?}", settings.backend).to_lowercase(),
-            used: backend.name.into(),
-            note: if backend.name == "host" {
+            used: backend.label().into(),
+            note: if backend.simulated() {
+                format!("{SIMULATED_NOTE}: {}", backend.reason)
+            } else if backend.name == "host" {
                 format!("{BANNER}: {}", backend.reason)
             } else {
                 backend.reason.clone()

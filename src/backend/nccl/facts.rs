@@ -57,9 +57,11 @@ pub fn read() -> Result<GpuFacts> {
         }
     }
     Ok(GpuFacts {
-        driver_version: kernel_driver_version(
+        driver_version: Some(kernel_driver_version(
             &std::fs::read_to_string("/proc/driver/nvidia/version").unwrap_or_default(),
-        ),
+        ))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "unknown".into()),
         cuda_version: format!("{}.{}", cuda / 1000, (cuda % 1000) / 10),
         gpus,
         p2p,

@@ -60,6 +60,9 @@ pub struct Symbols {
 /// `dlclose` under a running thread crashes the process (seen: SIGSEGV at exit).
 pub struct Loaded {
     pub symbols: Symbols,
+    /// The library exports `ncclBenchSimulated`: it is the test stand-in of
+    /// tests/gpu-sim (simulated GPUs), not NCCL.
+    pub simulated: bool,
     _library: &'static Library,
 }
 
@@ -108,6 +111,7 @@ impl Loaded {
             };
             Ok(Loaded {
                 symbols,
+                simulated: library.get::<*const u8>(b"ncclBenchSimulated\0").is_ok(),
                 _library: Box::leak(Box::new(library)),
             })
         }

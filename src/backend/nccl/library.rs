@@ -120,6 +120,11 @@ pub struct Nccl {
 }
 
 impl Nccl {
+    /// Whether this is the simulated-GPU test stand-in rather than NCCL.
+    pub fn simulated(&self) -> bool {
+        self.loaded.simulated
+    }
+
     pub fn load(path: &Path) -> Result<Nccl, NcclError> {
         match Loaded::open(path) {
             Ok(loaded) => Ok(Nccl {
