@@ -5,5 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NCCL_BENCH_TEST_NCCL_LIB="$(scripts/fetch-nccl.sh)"
+# The simulated GPUs (tests/gpu-sim): the NCCL backend end to end without a GPU.
+NCCL_BENCH_TEST_SIM_DIR="$(scripts/build-gpu-sim.sh)"
+export NCCL_BENCH_TEST_SIM_DIR
 export NCCL_BENCH_TEST_NCCL_LIB
 exec cargo test "$@"

@@ -121,6 +121,9 @@ pub struct Comm {
     topo: Topology,
     /// The slowest transport of the ring; `None` on one rank.
     slowest: OnceLock<Option<Transport>>,
+    /// SHM segments, unlinked but held (their space stays taken) until the
+    /// communicator goes, as NCCL's mappings do.
+    segments: Mutex<Vec<std::fs::File>>,
 }
 
 static COMMS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
@@ -377,38 +380,38 @@ impl Comm {
                 Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
             };
             let _ = std::fs::remove_file(&name);
-            if failed != 0 {
-                let why = std::io::Error::from_raw_os_error(failed);
-                if v < (2, 12, 0) {
-                    log::warn(
-                        self.device,
-                        "include/shm.h:28",
-                        &format!("Call to posix_fallocate failed : {}", strip_os(&why)),
-                    );
-                    return Err((
-                        SYSTEM_ERROR,
-                        format!("Error while creating shared memory segment {name} (size {size})"),
-                        "include/shm.h:48",
-                    ));
-                }
+            if let (0, Ok(f)) = (failed, file) {
+                self.segments.lock().unwrap().push(f);
+                continue;
+            }
+            let why = std::io::Error::from_raw_os_error(failed);
+            if v < (2, 12, 0) {
                 log::warn(
                     self.device,
-                    "misc/shmutils.cc:71",
-                    &format!("Error: failed to extend {name} to {} bytes", size + 4),
+                    "include/shm.h:28",
+                    &format!("Call to posix_fallocate failed : {}", strip_os(&why)),
                 );
-                let tail = if v >= (2, 23, 0) {
-                    format!(", error: {} ({failed})", strip_os(&why))
-                } else {
-                    String::new()
-                };
                 return Err((
                     SYSTEM_ERROR,
-                    format!(
-                        "Error while creating shared memory segment {name} (size {size}){tail}"
-                    ),
-                    "misc/shmutils.cc:112",
+                    format!("Error while creating shared memory segment {name} (size {size})"),
+                    "include/shm.h:48",
                 ));
             }
+            log::warn(
+                self.device,
+                "misc/shmutils.cc:71",
+                &format!("Error: failed to extend {name} to {} bytes", size + 4),
+            );
+            let tail = if v >= (2, 23, 0) {
+                format!(", error: {} ({failed})", strip_os(&why))
+            } else {
+                String::new()
+            };
+            return Err((
+                SYSTEM_ERROR,
+                format!("Error while creating shared memory segment {name} (size {size}){tail}"),
+                "misc/shmutils.cc:112",
+            ));
         }
         Ok(())
     }
@@ -713,6 +716,7 @@ pub extern "C" fn ncclCommInitRank(
         shared: OnceLock::new(),
         topo: driver::driver().topo,
         slowest: OnceLock::new(),
+        segments: Mutex::new(Vec::new()),
     });
     let finish = move |c: &Comm| {
         let code = match c.connect(&id) {

@@ -1,0 +1,552 @@
+//! The NCCL backend end to end on simulated GPUs: nccl-bench's own test stand-in for
+//! libcuda and libnccl (tests/gpu-sim), built by scripts/test.sh, which passes its
+//! directory in NCCL_BENCH_TEST_SIM_DIR. Without it these tests fail under CI and
+//! are skipped elsewhere. Nothing here is a measurement, and every run says so.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::{bin, dir_entries, rows, run_dir, text, wait_no_processes};
+
+fn sim_dir() -> Option<PathBuf> {
+    match std::env::var("NCCL_BENCH_TEST_SIM_DIR") {
+        Ok(dir) => Some(PathBuf::from(dir)),
+        Err(_) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("NCCL_BENCH_TEST_SIM_DIR is not set under CI: run scripts/test.sh")
+        }
+        Err(_) => {
+            eprintln!("skipped: set NCCL_BENCH_TEST_SIM_DIR (scripts/test.sh does) to run the simulated GPUs");
+            None
+        }
+    }
+}
+
+/// `nccl-bench <args>` on the simulated GPUs of topology `topo`, with a clean NCCL
+/// environment plus `env`.
+fn on_sim(dir: &Path, topo: &str, env: &[(&str, &str)], args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NCCL_") {
+            c.env_remove(k);
+        }
+    }
+    c.args(args)
+        .env("LD_LIBRARY_PATH", dir)
+        .env("NCCL_BENCH_SIM_TOPO", topo);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c
+}
+
+/// A sweep on the simulated GPUs writing under `out`.
+fn sim_sweep(dir: &Path, topo: &str, env: &[(&str, &str)], out: &Path, args: &[&str]) -> Output {
+    let lib = dir.join("libnccl.so.2");
+    let mut base = vec![
+        "sweep",
+        "--backend",
+        "nccl",
+        "--plain",
+        "--nccl-lib",
+        lib.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    base.extend_from_slice(args);
+    on_sim(dir, topo, env, &base).output().unwrap()
+}
+
+fn report(run: &Path) -> String {
+    std::fs::read_to_string(run.join("report.md")).unwrap()
+}
+
+fn nccl_bench_segments() -> Vec<String> {
+    dir_entries(Path::new("/dev/shm"))
+        .into_iter()
+        .filter(|n| n.starts_with("nccl-"))
+        .collect()
+}
+
+#[test]
+fn eight_nvlink_gpus_run_every_config_and_shm_is_not_on_the_data_path() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[],
+        out.path(),
+        &["--gpus", "8", "-e", "64K"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("SIMULATED GPUS (TEST STAND-IN), NOT A MEASUREMENT"),
+        "{stdout}"
+    );
+    let run = run_dir(out.path());
+    let rows = rows(&run);
+    assert_eq!(
+        rows.len(),
+        4 * 3 * 14,
+        "4 configs x 2/4/8 GPUs x 8 B..64 KiB"
+    );
+    for r in &rows {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        assert_eq!(r["wrong"], "0", "{r:?}");
+        assert_eq!(r["backend"], "nccl-sim", "{r:?}");
+        let want = match r["config"].as_str() {
+            "default" | "shm-off" => "P2P/CUMEM:100%",
+            "p2p-off" => "SHM:100%",
+            _ => "NET/Socket:100%",
+        };
+        assert_eq!(r["transports"], want, "{r:?}");
+    }
+    let report = report(&run);
+    assert!(
+        report.contains("**Simulated GPUs (test stand-in), not a measurement.**"),
+        "{report}"
+    );
+    assert!(
+        report.contains("**Disabling SHM does not change the data path here.**"),
+        "{report}"
+    );
+    let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
+    assert!(manifest.contains(r#""used": "nccl-sim""#), "{manifest}");
+    assert!(manifest.contains(r#""simulated": true"#), "{manifest}");
+}
+
+#[test]
+fn without_p2p_shm_carries_the_traffic_and_disabling_it_costs() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let o = sim_sweep(
+        &dir,
+        "pcie-nop2p",
+        &[],
+        out.path(),
+        &[
+            "--gpus",
+            "4",
+            "-b",
+            "1K",
+            "-e",
+            "256K",
+            "--transports",
+            "default,shm-off",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(out.path());
+    for r in rows(&run) {
+        let want = if r["config"] == "default" {
+            "SHM:100%"
+        } else {
+            "NET/Socket:100%"
+        };
+        assert_eq!(
+            (r["status"].as_str(), r["transports"].as_str()),
+            ("ok", want),
+            "{r:?}"
+        );
+    }
+    let report = report(&run);
+    assert!(
+        report
+            .contains("**Keep SHM enabled.** SHM carries traffic here and disabling it costs time"),
+        "{report}"
+    );
+}
+
+/// CUDA graphs (`--graph 10`): launches of 10 captured all-reduces, timed as a
+/// whole, give the same per-iteration time as eager launches on the modelled device.
+#[test]
+fn graph_launches_match_eager_times() {
+    let Some(dir) = sim_dir() else { return };
+    let medians = |graph: &str| {
+        let out = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--gpus",
+            "2",
+            "-b",
+            "64K",
+            "-e",
+            "1M",
+            "--transports",
+            "default",
+        ];
+        if !graph.is_empty() {
+            args.extend(["--graph", graph]);
+        }
+        let o = sim_sweep(&dir, "nvlink", &[], out.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        rows(&run_dir(out.path()))
+            .into_iter()
+            .map(|r| {
+                assert_eq!(r["status"], "ok", "{r:?}");
+                assert_eq!(r["graph_iters"], if graph.is_empty() { "0" } else { graph });
+                r["p50_us"].parse::<f64>().unwrap()
+            })
+            .collect::<Vec<f64>>()
+    };
+    let eager = medians("");
+    let graphs = medians("10");
+    assert_eq!(eager.len(), 5);
+    for (e, g) in eager.iter().zip(&graphs) {
+        assert!(
+            (g / e - 1.0).abs() < 0.03,
+            "eager {eager:?} vs graphs {graphs:?}"
+        );
+    }
+}
+
+/// An NCCL error in a running collective (a peer's network failing) ends the case
+/// at once with NCCL's words, and the sweep goes on.
+#[test]
+fn an_async_nccl_error_fails_the_case_quickly_with_nccls_error() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let start = Instant::now();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[("NCCL_BENCH_SIM_FAULT", "remote-error@1+40")],
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "64",
+            "--transports",
+            "default",
+            "--timeout",
+            "30",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    let rows = rows(&run_dir(out.path()));
+    let failed: Vec<_> = rows.iter().filter(|r| r["status"] == "failed").collect();
+    assert!(!failed.is_empty(), "{rows:?}");
+    for r in &failed {
+        assert!(r["error"].contains("ncclRemoteError (6)"), "{r:?}");
+    }
+    assert!(rows.iter().any(|r| r["status"] == "ok"), "{rows:?}");
+    assert!(nccl_bench_segments().is_empty());
+}
+
+/// A collective that never completes is stopped by the rank itself just before
+/// --timeout (ncclCommAbort), reported as a timeout that says so, with no process
+/// left behind.
+#[test]
+fn a_hung_collective_is_aborted_by_the_rank_before_the_timeout() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let marker = out.path().to_str().unwrap().to_string();
+    let start = Instant::now();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[("NCCL_BENCH_SIM_FAULT", "hang@1+40")],
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "32",
+            "--transports",
+            "default",
+            "--timeout",
+            "4",
+        ],
+    );
+    let took = start.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(took < Duration::from_secs(4 * 2 + 5), "{took:?}");
+    let rows = rows(&run_dir(out.path()));
+    let hung: Vec<_> = rows.iter().filter(|r| r["status"] == "timeout").collect();
+    assert_eq!(hung.len(), 1, "{rows:?}");
+    let e = &hung[0]["error"];
+    assert!(
+        e.contains("the communicator was aborted (ncclCommAbort)"),
+        "{e}"
+    );
+    assert!(e.contains("worker's deadline"), "{e}");
+    assert_eq!(
+        wait_no_processes(&marker, Duration::from_secs(5)),
+        Vec::<u32>::new()
+    );
+}
+
+/// A wrong element, a crashed rank, out of device memory, a failing NCCL init: each
+/// case says what happened, and the other cases are measured.
+#[test]
+fn each_fault_is_named_and_the_sweep_goes_on() {
+    let Some(dir) = sim_dir() else { return };
+    let cases = [
+        ("wrong@0+40", "wrong", "wrong"),
+        ("crash@1+40", "failed", "rank 1"),
+        ("oom@1", "failed", "out of GPU memory"),
+        (
+            "init-cuda@1",
+            "failed",
+            "CUDA driver version is insufficient",
+        ),
+    ];
+    for (fault, status, says) in cases {
+        let out = tempfile::tempdir().unwrap();
+        let o = sim_sweep(
+            &dir,
+            "nvlink",
+            &[("NCCL_BENCH_SIM_FAULT", fault)],
+            out.path(),
+            &[
+                "--gpus",
+                "2",
+                "-b",
+                "8",
+                "-e",
+                "64",
+                "--transports",
+                "default,shm-off",
+                "--timeout",
+                "20",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{fault}: {}", text(&o));
+        let rows = rows(&run_dir(out.path()));
+        let bad: Vec<_> = rows.iter().filter(|r| r["status"] == status).collect();
+        assert!(!bad.is_empty(), "{fault}: {rows:?}");
+        for r in &bad {
+            let said = format!("{} {}", r["status"], r["error"]);
+            assert!(said.contains(says), "{fault}: {r:?}");
+        }
+        if fault.starts_with("wrong") || fault.starts_with("crash") {
+            assert!(
+                rows.iter().any(|r| r["status"] == "ok"),
+                "{fault}: {rows:?}"
+            );
+        }
+    }
+}
+
+/// NCCL_COMM_BLOCKING=0: init and collectives report ncclInProgress, which the
+/// backend waits out instead of failing.
+#[test]
+fn a_non_blocking_communicator_works() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let config = out.path().join("nonblocking.toml");
+    std::fs::write(
+        &config,
+        "[[config]]\nname = \"nonblocking\"\nenv = { NCCL_COMM_BLOCKING = \"0\" }\n",
+    )
+    .unwrap();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[],
+        &out.path().join("runs"),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "4K",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(&out.path().join("runs"));
+    for r in rows(&run) {
+        assert_eq!(r["status"], "ok", "{r:?}");
+    }
+    // NCCL saw the setting (and so returned ncclInProgress).
+    let logs: String = dir_entries(&run.join("logs"))
+        .iter()
+        .filter(|n| n.contains(".nccl."))
+        .map(|n| std::fs::read_to_string(run.join("logs").join(n)).unwrap())
+        .collect();
+    assert!(
+        logs.contains("NCCL_COMM_BLOCKING set by environment to 0."),
+        "{logs}"
+    );
+}
+
+/// The transports come from NCCL's log in the format of each release: 2.7's bus-id
+/// peers and "direct shared memory", 2.18's P2P/IPC.
+#[test]
+fn older_nccl_log_formats_give_the_same_transports() {
+    let Some(dir) = sim_dir() else { return };
+    for (version, p2p) in [
+        ("2.7.8", "P2P/IPC"),
+        ("2.18.3", "P2P/IPC"),
+        ("2.28.9", "P2P/CUMEM"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let o = sim_sweep(
+            &dir,
+            "nvlink",
+            &[("NCCL_BENCH_SIM_VERSION", version)],
+            out.path(),
+            &[
+                "--gpus",
+                "2",
+                "-b",
+                "8",
+                "-e",
+                "8",
+                "--transports",
+                "default,p2p-off",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{version}: {}", text(&o));
+        for r in rows(&run_dir(out.path())) {
+            let want = if r["config"] == "default" {
+                format!("{p2p}:100%")
+            } else {
+                "SHM:100%".to_string()
+            };
+            assert_eq!(r["transports"], want, "{version}: {r:?}");
+        }
+    }
+}
+
+/// A /dev/shm too small for NCCL's SHM segments (Docker's 64 MB default, here
+/// 16 MB in a private mount namespace): the SHM config fails with NCCL's own
+/// posix_fallocate error, and the report says to fix /dev/shm, not to disable SHM.
+#[test]
+fn a_small_dev_shm_fails_shm_and_the_report_says_fix_dev_shm() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let script = r#"mount -t tmpfs -o size=16M tmpfs /dev/shm || exit 99; exec "$@""#;
+    let lib = dir.join("libnccl.so.2");
+    let mut c = Command::new("unshare");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NCCL_") {
+            c.env_remove(k);
+        }
+    }
+    let o = c
+        .args([
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(bin())
+        .args(["sweep", "--backend", "nccl", "--plain", "--gpus", "4"])
+        .args([
+            "-b",
+            "1K",
+            "-e",
+            "4K",
+            "--transports",
+            "default,shm-off",
+            "--nccl-lib",
+        ])
+        .arg(&lib)
+        .arg("--out")
+        .arg(out.path())
+        .env("LD_LIBRARY_PATH", &dir)
+        .env("NCCL_BENCH_SIM_TOPO", "pcie-nop2p")
+        .output()
+        .expect("unshare (util-linux) is needed for this test");
+    assert_ne!(
+        o.status.code(),
+        Some(99),
+        "cannot mount a tmpfs: {}",
+        text(&o)
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let run = run_dir(out.path());
+    let rows = rows(&run);
+    for r in &rows {
+        if r["config"] == "default" && r["nranks"] == "4" {
+            assert_eq!(r["status"], "failed", "{r:?}");
+            assert!(
+                r["error"].contains("Error while creating shared memory segment /dev/shm/nccl-"),
+                "{r:?}"
+            );
+        }
+        if r["config"] == "shm-off" {
+            assert_eq!(r["status"], "ok", "{r:?}");
+        }
+    }
+    let report = report(&run);
+    assert!(
+        report.contains("**Fix /dev/shm, do not disable SHM.**"),
+        "{report}"
+    );
+}
+
+/// A simulated run is never compared with a real one (here: the host backend's).
+#[test]
+fn compare_refuses_a_simulated_run_against_a_real_one() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let sim_out = out.path().join("sim");
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[],
+        &sim_out,
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "64",
+            "--transports",
+            "default",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let shm = tempfile::tempdir().unwrap();
+    let host_out = out.path().join("host");
+    let o = common::sweep(&host_out, shm.path())
+        .args([
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "64",
+            "--transports",
+            "default",
+            "-n",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = Command::new(bin())
+        .arg("compare")
+        .arg(run_dir(&host_out))
+        .arg(run_dir(&sim_out))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ran on simulated GPUs (nccl-bench's test stand-in, not a measurement)"),
+        "{err}"
+    );
+}
