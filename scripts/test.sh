@@ -9,4 +9,6 @@ NCCL_BENCH_TEST_NCCL_LIB="$(scripts/fetch-nccl.sh)"
 NCCL_BENCH_TEST_SIM_DIR="$(scripts/build-gpu-sim.sh)"
 export NCCL_BENCH_TEST_SIM_DIR
 export NCCL_BENCH_TEST_NCCL_LIB
+# The stand-in's own tests: its driver semantics against a real driver's answers.
+cargo test --quiet -p gpu-sim
 exec cargo test "$@"

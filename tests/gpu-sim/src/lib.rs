@@ -67,3 +67,6 @@ pub(crate) fn realtime_ns() -> u64 {
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,266 @@
+//! The driver semantics nccl-bench relies on, each checked against what a real
+//! driver returned for the same call (555.x, H100, read on 2026-11-23 with a probe of
+//! the driver API): error codes for misuse, asynchronous streams, events, capture.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::driver::*;
+use crate::stream::*;
+
+/// Work that takes real time on the stream, so "not yet done" can be observed.
+struct Sleep(Duration, Arc<AtomicBool>);
+
+impl Work for Sleep {
+    fn run(&self, start: u64) -> u64 {
+        std::thread::sleep(self.0);
+        self.1.store(true, Ordering::Release);
+        start + self.0.as_nanos() as u64
+    }
+}
+
+/// cuInit, device 0's primary context made current; its handle.
+fn context() -> CUcontext {
+    assert_eq!(cuInit(0), 0);
+    let mut ctx = std::ptr::null_mut();
+    assert_eq!(cuDevicePrimaryCtxRetain(&mut ctx, 0), 0);
+    assert_eq!(cuCtxSetCurrent(ctx), 0);
+    ctx
+}
+
+fn new_stream() -> CUstream {
+    let mut s = std::ptr::null_mut();
+    assert_eq!(cuStreamCreate(&mut s, 1), 0);
+    s
+}
+
+fn alloc(bytes: usize) -> CUdeviceptr {
+    let mut p = 0;
+    assert_eq!(cuMemAlloc_v2(&mut p, bytes), 0);
+    p
+}
+
+fn sleep_on(s: CUstream, ms: u64) -> Arc<AtomicBool> {
+    let done = Arc::new(AtomicBool::new(false));
+    submit(
+        s,
+        Op::Work(Arc::new(Sleep(Duration::from_millis(ms), done.clone()))),
+    )
+    .unwrap();
+    done
+}
+
+#[test]
+fn calls_without_a_current_context_fail_as_cuda_does() {
+    assert_eq!(cuInit(0), 0);
+    std::thread::spawn(|| {
+        let mut p = 0;
+        assert_eq!(cuMemAlloc_v2(&mut p, 64), 201);
+        let mut s = std::ptr::null_mut();
+        assert_eq!(cuStreamCreate(&mut s, 0), 201);
+        let mut e = std::ptr::null_mut();
+        assert_eq!(cuEventCreate(&mut e, 0), 201);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn the_primary_context_is_one_handle_however_often_retained() {
+    let a = context();
+    let b = context();
+    assert_eq!(a, b);
+    let mut cur = std::ptr::null_mut();
+    assert_eq!(cuCtxGetCurrent(&mut cur), 0);
+    assert_eq!(cur, a);
+}
+
+#[test]
+fn bad_pointers_and_exhaustion_are_errors_not_crashes() {
+    context();
+    let mut p = 0;
+    assert_eq!(cuMemAlloc_v2(&mut p, 0), 1, "zero bytes");
+    let mut total = 0;
+    assert_eq!(cuDeviceTotalMem_v2(&mut total, 0), 0);
+    assert_eq!(
+        cuMemAlloc_v2(&mut p, total + 1),
+        2,
+        "more than the device has"
+    );
+    let s = new_stream();
+    let buf = alloc(4096);
+    assert_eq!(cuMemsetD8Async(buf + 4000, 0, 200, s), 1, "past the end");
+    assert_eq!(cuMemsetD8Async(0xdead_0000, 0, 8, s), 1, "never allocated");
+    assert_eq!(cuMemFree_v2(buf), 0);
+    assert_eq!(cuMemFree_v2(buf), 1, "double free");
+    assert_eq!(cuMemsetD8Async(buf, 0, 8, s), 1, "freed");
+}
+
+#[test]
+fn streams_run_asynchronously_and_synchronize_waits() {
+    context();
+    let s = new_stream();
+    let done = sleep_on(s, 100);
+    assert_eq!(
+        cuStreamQuery(s),
+        600,
+        "enqueue returned before the work ran"
+    );
+    assert!(!done.load(Ordering::Acquire));
+    assert_eq!(cuStreamSynchronize(s), 0);
+    assert!(done.load(Ordering::Acquire));
+    assert_eq!(cuStreamQuery(s), 0);
+}
+
+#[test]
+fn copies_run_in_stream_order() {
+    context();
+    let s = new_stream();
+    let dev = alloc(8);
+    let src = [7u8; 8];
+    let mut dst = [0u8; 8];
+    sleep_on(s, 50);
+    assert_eq!(cuMemcpyHtoDAsync_v2(dev, src.as_ptr().cast(), 8, s), 0);
+    assert_eq!(cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), dev, 8, s), 0);
+    assert_eq!(dst, [0; 8], "nothing copied before the stream got there");
+    assert_eq!(cuStreamSynchronize(s), 0);
+    assert_eq!(dst, [7; 8]);
+}
+
+#[test]
+fn events_follow_the_driver() {
+    context();
+    let s = new_stream();
+    let (mut a, mut b, mut untimed) = (
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
+    assert_eq!(cuEventCreate(&mut a, 0), 0);
+    assert_eq!(cuEventCreate(&mut b, 0), 0);
+    assert_eq!(cuEventCreate(&mut untimed, 2), 0);
+    let mut ms = 0f32;
+    assert_eq!(cuEventQuery(a), 0, "never recorded: complete");
+    assert_eq!(cuEventSynchronize(a), 0);
+    assert_eq!(cuEventElapsedTime(&mut ms, a, b), 400, "never recorded");
+    assert_eq!(cuEventRecord(a, s), 0);
+    sleep_on(s, 50);
+    let dev = alloc(1 << 20);
+    assert_eq!(cuMemsetD8Async(dev, 1, 1 << 20, s), 0);
+    assert_eq!(cuEventRecord(b, s), 0);
+    assert_eq!(cuEventQuery(b), 600, "not reached yet");
+    assert_eq!(cuEventElapsedTime(&mut ms, a, b), 600);
+    assert_eq!(cuEventSynchronize(b), 0);
+    assert_eq!(cuEventElapsedTime(&mut ms, a, b), 0);
+    // 50 ms of work plus a 1 MiB memset at the modelled speed, in milliseconds.
+    assert!((ms - 50.0).abs() < 0.01, "{ms}");
+    assert_eq!(cuEventRecord(untimed, s), 0);
+    assert_eq!(cuStreamSynchronize(s), 0);
+    assert_eq!(
+        cuEventElapsedTime(&mut ms, a, untimed),
+        400,
+        "timing disabled"
+    );
+}
+
+#[test]
+fn capture_records_instead_of_running_and_replays_on_launch() {
+    context();
+    let s = new_stream();
+    let dev = alloc(16);
+    assert_eq!(cuMemsetD8Async(dev, 0, 16, s), 0);
+    assert_eq!(cuStreamBeginCapture_v2(s, 1), 0);
+    assert_eq!(cuMemsetD8Async(dev, 9, 16, s), 0);
+    let mut graph = std::ptr::null_mut();
+    assert_eq!(cuStreamEndCapture(s, &mut graph), 0);
+    assert!(!graph.is_null());
+    let mut out = [0u8; 16];
+    assert_eq!(cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), dev, 16, s), 0);
+    assert_eq!(cuStreamSynchronize(s), 0);
+    assert_eq!(out, [0; 16], "the captured memset did not run");
+    let mut exec = std::ptr::null_mut();
+    assert_eq!(cuGraphInstantiateWithFlags(&mut exec, graph, 0), 0);
+    assert_eq!(cuGraphLaunch(exec, s), 0);
+    assert_eq!(cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), dev, 16, s), 0);
+    assert_eq!(cuStreamSynchronize(s), 0);
+    assert_eq!(out, [9; 16], "the launch replayed it");
+    assert_eq!(cuGraphExecDestroy(exec), 0);
+    assert_eq!(cuGraphDestroy(graph), 0);
+    assert_eq!(cuGraphDestroy(graph), 400);
+}
+
+#[test]
+fn what_capture_forbids_fails_and_invalidates_it() {
+    context();
+    let s = new_stream();
+    // Waiting for a capturing stream: 900, then the capture ends invalidated (901)
+    // with no graph.
+    assert_eq!(cuStreamBeginCapture_v2(s, 1), 0);
+    assert_eq!(cuStreamSynchronize(s), 900);
+    let mut graph = 1 as *mut c_void;
+    assert_eq!(cuStreamEndCapture(s, &mut graph), 901);
+    assert!(graph.is_null());
+    // An event recorded in a capture cannot be queried (907).
+    let mut e = std::ptr::null_mut();
+    assert_eq!(cuEventCreate(&mut e, 0), 0);
+    assert_eq!(cuStreamBeginCapture_v2(s, 1), 0);
+    assert_eq!(cuEventRecord(e, s), 0);
+    assert_eq!(cuEventQuery(e), 907);
+    // The legacy stream while this thread captures: 906.
+    let dev = alloc(8);
+    assert_eq!(cuMemsetD8Async(dev, 0, 8, std::ptr::null_mut()), 906);
+    assert_eq!(cuStreamEndCapture(s, &mut graph), 901);
+    // Capture on the legacy stream is not allowed at all.
+    assert_eq!(cuStreamBeginCapture_v2(std::ptr::null_mut(), 1), 900);
+}
+
+#[test]
+fn error_names_and_strings_are_the_drivers() {
+    let mut text: *const std::ffi::c_char = std::ptr::null();
+    assert_eq!(cuGetErrorString(201, &mut text), 0);
+    // SAFETY: a static NUL-terminated string.
+    let s = unsafe { std::ffi::CStr::from_ptr(text) }.to_str().unwrap();
+    assert_eq!(s, "invalid device context");
+    assert_eq!(cuGetErrorName(907, &mut text), 0);
+    let s = unsafe { std::ffi::CStr::from_ptr(text) }.to_str().unwrap();
+    assert_eq!(s, "CUDA_ERROR_CAPTURED_EVENT");
+    assert_eq!(cuGetErrorString(12345, &mut text), 1);
+}
+
+#[test]
+fn reductions_are_exact_per_type_and_avg_is_pre_multiplied() {
+    use crate::reduce::reduce;
+    let a = 3.0f32.to_le_bytes();
+    let b = 5.0f32.to_le_bytes();
+    let mut out = [0u8; 4];
+    reduce(7, 0, &[&a, &b], &mut out);
+    assert_eq!(f32::from_le_bytes(out), 8.0);
+    reduce(7, 4, &[&a, &b], &mut out);
+    assert_eq!(f32::from_le_bytes(out), 4.0);
+    let (x, y) = ([250u8], [10u8]);
+    let mut o = [0u8];
+    reduce(1, 0, &[&x, &y], &mut o);
+    assert_eq!(o, [4], "uint8 sums wrap");
+    reduce(1, 3, &[&x, &y], &mut o);
+    assert_eq!(o, [10]);
+}
+
+#[test]
+fn fault_specs_parse() {
+    use crate::fault::{parse, Fault, Spec};
+    assert_eq!(
+        parse("hang@1+40"),
+        Some(Spec {
+            fault: Fault::Hang,
+            rank: Some(1),
+            after: 40
+        })
+    );
+    assert_eq!(
+        parse("oom").map(|s| (s.fault, s.rank)),
+        Some((Fault::OutOfMemory, None))
+    );
+    assert_eq!(parse("explode"), None);
+}
