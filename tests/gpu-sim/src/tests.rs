@@ -199,7 +199,7 @@ fn what_capture_forbids_fails_and_invalidates_it() {
     // with no graph.
     assert_eq!(cuStreamBeginCapture_v2(s, 1), 0);
     assert_eq!(cuStreamSynchronize(s), 900);
-    let mut graph = 1 as *mut c_void;
+    let mut graph = std::ptr::dangling_mut::<c_void>();
     assert_eq!(cuStreamEndCapture(s, &mut graph), 901);
     assert!(graph.is_null());
     // An event recorded in a capture cannot be queried (907).
