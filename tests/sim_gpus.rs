@@ -550,3 +550,69 @@ fn compare_refuses_a_simulated_run_against_a_real_one() {
         "{err}"
     );
 }
+
+/// `run` with four ranks started as torchrun starts them (RANK, WORLD_SIZE,
+/// LOCAL_RANK, MASTER_ADDR/PORT), one simulated GPU each: one run directory,
+/// every case ok on four ranks, the transport read from each rank's NCCL log.
+#[test]
+fn four_torchrun_style_ranks_run_on_the_simulated_gpus() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let port = common::free_port().to_string();
+    let lib = dir.join("libnccl.so.2");
+    let children: Vec<_> = (0..4)
+        .rev()
+        .map(|r: u32| {
+            let rank = r.to_string();
+            on_sim(
+                &dir,
+                "nvlink",
+                &[
+                    ("RANK", &rank),
+                    ("WORLD_SIZE", "4"),
+                    ("LOCAL_RANK", &rank),
+                    ("MASTER_ADDR", "127.0.0.1"),
+                    ("MASTER_PORT", &port),
+                ],
+                &[
+                    "run",
+                    "--backend",
+                    "nccl",
+                    "--plain",
+                    "-b",
+                    "1K",
+                    "-e",
+                    "16K",
+                ],
+            )
+            .arg("--nccl-lib")
+            .arg(&lib)
+            .arg("--transports")
+            .arg("default")
+            .arg("--out")
+            .arg(out.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    let rows = rows(&run_dir(out.path()));
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    for r in &rows {
+        assert_eq!(
+            (
+                r["status"].as_str(),
+                r["nranks"].as_str(),
+                r["backend"].as_str()
+            ),
+            ("ok", "4", "nccl-sim"),
+            "{r:?}"
+        );
+        assert_eq!(r["transports"], "P2P/CUMEM:100%", "{r:?}");
+    }
+}
