@@ -6,6 +6,11 @@
 #
 # Usage:
 #   scripts/gpu-check.sh [--all-reduce-perf PATH] [--maxbytes SIZE] [--out DIR]
+#                        [--simulated DIR]
+#
+# --simulated DIR runs the same checks on the simulated GPUs of nccl-bench's test
+# stand-in (DIR from scripts/build-gpu-sim.sh): a test of nccl-bench, not of the
+# machine; its rows must say nccl-sim. nccl-tests cannot run there.
 #
 # Environment: NCCL_BENCH (the binary, default target/release/nccl-bench, else
 # nccl-bench on PATH); libnccl is found as by the sweep (--nccl-lib is not needed
@@ -16,11 +21,12 @@
 set -uo pipefail
 
 usage() {
-    sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,20s/^# \{0,1\}//p' "$0" >&2
     exit 2
 }
 
 perf=""
+sim=""
 maxbytes=1G
 out=results/gpu-check
 while [[ $# -gt 0 ]]; do
@@ -28,6 +34,7 @@ while [[ $# -gt 0 ]]; do
         --all-reduce-perf) perf=${2:-}; shift 2 || usage ;;
         --maxbytes) maxbytes=${2:-}; shift 2 || usage ;;
         --out) out=${2:-}; shift 2 || usage ;;
+        --simulated) sim=${2:-}; shift 2 || usage ;;
         -h | --help) usage ;;
         *) echo "error: unknown option $1" >&2; usage ;;
     esac
@@ -43,6 +50,16 @@ if [[ -z $bin ]]; then
 fi
 mkdir -p "$out" || exit 2
 
+backend=nccl
+if [[ -n $sim ]]; then
+    [[ -f $sim/libnccl.so.2 ]] || { echo "error: $sim/libnccl.so.2 missing (scripts/build-gpu-sim.sh)" >&2; exit 2; }
+    [[ -z $perf ]] || { echo "error: nccl-tests cannot run on the simulated GPUs" >&2; exit 2; }
+    export LD_LIBRARY_PATH="$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export NCCL_BENCH_NCCL_LIB=$sim/libnccl.so.2
+    backend=nccl-sim
+    echo "== simulated GPUs (test stand-in in $sim): this checks nccl-bench, it measures nothing"
+fi
+
 failures=0
 fail() {
     echo "FAILED: $*" >&2
@@ -54,12 +71,12 @@ run_dir() {
     find "$out" -mindepth 1 -maxdepth 1 -type d -name "*-$1" | sort | tail -n 1
 }
 
-# Every row of a run's results.csv is ok with no wrong element and the nccl backend.
+# Every row of a run's results.csv is ok with no wrong element and the expected backend.
 check_rows() {
     local csv=$1/results.csv
     [[ -f $csv ]] || { fail "$csv missing"; return; }
-    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-        $col["backend"] != "nccl" || $col["status"] != "ok" || $col["wrong"] != 0 { bad++; print "  " $0 }
+    awk -F, -v backend="$backend" 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        $col["backend"] != backend || $col["status"] != "ok" || $col["wrong"] != 0 { bad++; print "  " $0 }
         END { exit bad > 0 }' "$csv" || fail "$csv has rows that are not ok (above)"
     local rows
     rows=$(($(wc -l <"$csv") - 1))

@@ -616,3 +616,36 @@ fn four_torchrun_style_ranks_run_on_the_simulated_gpus() {
         assert_eq!(r["transports"], "P2P/CUMEM:100%", "{r:?}");
     }
 }
+
+/// scripts/gpu-check.sh, the on-GPU check list, runs on the simulated GPUs as far as
+/// it can there (everything but nccl-tests).
+#[test]
+fn gpu_check_script_passes_on_the_simulated_gpus() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gpu-check.sh");
+    let mut c = Command::new(script);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NCCL_") {
+            c.env_remove(k);
+        }
+    }
+    let o = c
+        .arg("--simulated")
+        .arg(&dir)
+        .args(["--maxbytes", "64K", "--out"])
+        .arg(out.path())
+        .env("NCCL_BENCH", bin())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("this checks nccl-bench, it measures nothing"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("gpu-check: all checks passed"), "{stdout}");
+    // 8 B..64 KiB: 14 sizes, for default and shm-off, then default with graphs.
+    assert!(stdout.contains("plain/results.csv: 28 cases"), "{stdout}");
+    assert!(stdout.contains("graph/results.csv: 14 cases"), "{stdout}");
+}
