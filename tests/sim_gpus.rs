@@ -24,15 +24,20 @@ fn sim_dir() -> Option<PathBuf> {
     }
 }
 
-/// `nccl-bench <args>` on the simulated GPUs of topology `topo`, with a clean NCCL
-/// environment plus `env`.
-fn on_sim(dir: &Path, topo: &str, env: &[(&str, &str)], args: &[&str]) -> Command {
-    let mut c = Command::new(bin());
+/// Removes the NCCL_* variables of the environment running the tests.
+fn without_nccl_env(c: &mut Command) {
     for (k, _) in std::env::vars() {
         if k.starts_with("NCCL_") {
             c.env_remove(k);
         }
     }
+}
+
+/// `nccl-bench <args>` on the simulated GPUs of topology `topo`, with a clean NCCL
+/// environment plus `env`.
+fn on_sim(dir: &Path, topo: &str, env: &[(&str, &str)], args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    without_nccl_env(&mut c);
     c.args(args)
         .env("LD_LIBRARY_PATH", dir)
         .env("NCCL_BENCH_SIM_TOPO", topo);
@@ -435,11 +440,7 @@ fn a_small_dev_shm_fails_shm_and_the_report_says_fix_dev_shm() {
     let script = r#"mount -t tmpfs -o size=16M tmpfs /dev/shm || exit 99; exec "$@""#;
     let lib = dir.join("libnccl.so.2");
     let mut c = Command::new("unshare");
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NCCL_") {
-            c.env_remove(k);
-        }
-    }
+    without_nccl_env(&mut c);
     let o = c
         .args([
             "--user",
@@ -625,11 +626,7 @@ fn gpu_check_script_passes_on_the_simulated_gpus() {
     let out = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gpu-check.sh");
     let mut c = Command::new(script);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NCCL_") {
-            c.env_remove(k);
-        }
-    }
+    without_nccl_env(&mut c);
     let o = c
         .arg("--simulated")
         .arg(&dir)

@@ -108,29 +108,51 @@ fn memfd(len: usize) -> std::io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// A message of one status byte with room for one descriptor: the buffers and the
+/// header pointing at them (which must not outlive them).
+struct FdMessage {
+    status: [u8; 1],
+    iov: libc::iovec,
+    control: Vec<u8>,
+    msg: libc::msghdr,
+}
+
+impl FdMessage {
+    fn new(status: u8) -> Box<FdMessage> {
+        // SAFETY: CMSG_SPACE is a size computation.
+        let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+        let mut m = Box::new(FdMessage {
+            status: [status],
+            iov: libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 1,
+            },
+            control: vec![0u8; space],
+            // SAFETY: msghdr is plain data; zero is its empty value.
+            msg: unsafe { std::mem::zeroed() },
+        });
+        // The box does not move: the pointers into it stay valid.
+        m.iov.iov_base = m.status.as_mut_ptr().cast();
+        m.msg.msg_iov = &mut m.iov;
+        m.msg.msg_iovlen = 1;
+        m.msg.msg_control = m.control.as_mut_ptr().cast();
+        m.msg.msg_controllen = space as _;
+        m
+    }
+}
+
 /// Sends status 0 and `fd` over `s`.
 fn send_fd(s: &UnixStream, fd: RawFd) -> std::io::Result<()> {
-    let mut status = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: status.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: msghdr and its control buffer are built as cmsg(3) describes, with room
-    // for one descriptor; sendmsg reads them only during the call.
+    let m = FdMessage::new(0);
+    // SAFETY: the control buffer has room for one SCM_RIGHTS header and descriptor
+    // (cmsg(3)); sendmsg reads the message only during the call.
     unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        let cmsg = libc::CMSG_FIRSTHDR(&m.msg);
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
         (*cmsg).cmsg_type = libc::SCM_RIGHTS;
         (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
         std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
-        if libc::sendmsg(s.as_raw_fd(), &msg, 0) < 0 {
+        if libc::sendmsg(s.as_raw_fd(), &m.msg, 0) < 0 {
             return Err(std::io::Error::last_os_error());
         }
     }
@@ -163,31 +185,21 @@ pub fn join(id: &[u8; ID_BYTES], rank: u32, nranks: u32) -> Result<OwnedFd, Join
 }
 
 fn recv_fd(s: &UnixStream) -> Result<OwnedFd, JoinError> {
-    let mut status = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: status.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: as in send_fd; the received descriptor, if any, is taken over once.
+    let mut m = FdMessage::new(0xff);
+    // SAFETY: recvmsg fills the message's buffers; a received descriptor is taken
+    // over exactly once.
     unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
-        let n = libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+        let n = libc::recvmsg(s.as_raw_fd(), &mut m.msg, libc::MSG_CMSG_CLOEXEC);
         if n < 0 {
             return Err(JoinError::Io(std::io::Error::last_os_error()));
         }
         if n == 0 {
             return Err(JoinError::Io(std::io::ErrorKind::UnexpectedEof.into()));
         }
-        if status[0] != 0 {
+        if m.status[0] != 0 {
             return Err(JoinError::Mismatch);
         }
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        let cmsg = libc::CMSG_FIRSTHDR(&m.msg);
         if cmsg.is_null() || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
             return Err(JoinError::Io(std::io::ErrorKind::InvalidData.into()));
         }
