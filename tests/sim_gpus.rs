@@ -244,6 +244,12 @@ fn an_async_nccl_error_fails_the_case_quickly_with_nccls_error() {
     assert!(!failed.is_empty(), "{rows:?}");
     for r in &failed {
         assert!(r["error"].contains("ncclRemoteError (6)"), "{r:?}");
+        // The cause is in the cell even when a peer's consequent error came first.
+        assert!(
+            r["error"].contains("rank 1: asynchronous NCCL operation failed"),
+            "{r:?}"
+        );
+        assert!(r["error"].contains("(simulated network failure)"), "{r:?}");
     }
     assert!(rows.iter().any(|r| r["status"] == "ok"), "{rows:?}");
     assert!(nccl_bench_segments().is_empty());

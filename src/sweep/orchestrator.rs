@@ -505,11 +505,12 @@ impl Orchestrator<'_> {
             let wait = (deadline - now).min(Duration::from_millis(100));
             match processes.recv_timeout(wait) {
                 Ok(Incoming::Event(rank, Event::Error { message, timed_out })) => {
+                    let message = message + &Self::other_errors(processes, tails, rank, deadline);
                     return Err(if timed_out {
                         Failure::Aborted { rank, message }
                     } else {
                         Failure::Error { rank, message }
-                    })
+                    });
                 }
                 Ok(Incoming::Event(rank, event)) => {
                     if let (Some(i), Some(value)) = (slot(rank), pick(event)) {
@@ -525,6 +526,31 @@ impl Orchestrator<'_> {
             }
         }
         Ok(got.into_iter().flatten().collect())
+    }
+
+    /// What other ranks report within a moment of the first error (a failure often
+    /// shows on several ranks, and the first to arrive is not always the cause), as
+    /// text to append: `; also rank 1: ...`.
+    fn other_errors(
+        processes: &mut dyn RankGroup,
+        tails: &mut Tails,
+        first: u32,
+        deadline: Instant,
+    ) -> String {
+        const GRACE: Duration = Duration::from_millis(300);
+        let until = (Instant::now() + GRACE).min(deadline);
+        let mut also = String::new();
+        while let Some(wait) = until.checked_duration_since(Instant::now()) {
+            match processes.recv_timeout(wait) {
+                Ok(Incoming::Event(rank, Event::Error { message, .. })) if rank != first => {
+                    also.push_str(&format!("; also rank {rank}: {message}"));
+                }
+                Ok(Incoming::Text(rank, line)) => tails.push(rank, line),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        also
     }
 
     fn record(
