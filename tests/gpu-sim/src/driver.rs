@@ -422,19 +422,6 @@ pub extern "C" fn cuCtxGetCurrent(ctx: *mut CUcontext) -> CUresult {
     out(ctx, CURRENT.with(Cell::get) as CUcontext)
 }
 
-#[no_mangle]
-pub extern "C" fn cuCtxGetDevice(dev: *mut CUdevice) -> CUresult {
-    match current() {
-        Ok(c) => out(dev, c.device as CUdevice),
-        Err(e) => e,
-    }
-}
-
-#[no_mangle]
-pub extern "C" fn cuCtxSynchronize() -> CUresult {
-    result(current().and_then(stream::synchronize_context))
-}
-
 /// Allocates `bytes` of simulated device memory on the current context's device.
 fn alloc(bytes: usize) -> Result<CUdeviceptr, i32> {
     let ctx = current()?;
@@ -538,22 +525,6 @@ pub extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, stream: stream::CUstream) ->
         return code::INVALID_VALUE;
     }
     result(stream::submit(stream, stream::Op::Free(dptr)))
-}
-
-#[no_mangle]
-pub extern "C" fn cuMemGetInfo_v2(free_bytes: *mut usize, total: *mut usize) -> CUresult {
-    let ctx = match current() {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
-    let d = driver();
-    let t = d.gpus[ctx.device].total_bytes;
-    let used = d.used[ctx.device].load(Ordering::Acquire);
-    let r = out(total, t as usize);
-    if r != code::SUCCESS {
-        return r;
-    }
-    out(free_bytes, t.saturating_sub(used) as usize)
 }
 
 fn error_lookup(code: CUresult, which: usize, text: *mut *const c_char) -> CUresult {

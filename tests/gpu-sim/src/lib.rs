@@ -39,18 +39,9 @@ pub mod rendezvous;
 pub mod stream;
 pub mod topo;
 
-use std::ffi::c_char;
-
 /// The marker nccl-bench looks for: present only in this stand-in.
 #[no_mangle]
-pub static ncclBenchSimulated: [u8; 52] =
-    *b"simulated GPUs (test stand-in), not a measurement\0\0\0";
-
-/// Returns the marker text (for tools that prefer a function).
-#[no_mangle]
-pub extern "C" fn ncclBenchSimulatedText() -> *const c_char {
-    ncclBenchSimulated.as_ptr().cast()
-}
+pub static ncclBenchSimulated: [u8; 50] = *b"simulated GPUs (test stand-in), not a measurement\0";
 
 /// An environment variable, trimmed; `None` when unset or empty.
 pub(crate) fn env(name: &str) -> Option<String> {

@@ -15,7 +15,7 @@
 
 use std::cell::RefCell;
 use std::collections::{HashSet, VecDeque};
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_uint, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::ThreadId;
@@ -382,13 +382,6 @@ pub extern "C" fn cuStreamSynchronize(h: CUstream) -> CUresult {
 }
 
 #[no_mangle]
-pub extern "C" fn cuStreamWaitEvent(h: CUstream, event: CUevent, _flags: c_uint) -> CUresult {
-    // One stream per rank in nccl-bench: ordering across streams is not modelled
-    // beyond checking the handles.
-    result(resolve(h).and_then(|_| event_of(event).map(|_| ())))
-}
-
-#[no_mangle]
 pub extern "C" fn cuStreamBeginCapture_v2(h: CUstream, mode: c_uint) -> CUresult {
     if is_legacy(h) {
         return code::STREAM_CAPTURE_UNSUPPORTED;
@@ -448,23 +441,6 @@ pub extern "C" fn cuStreamEndCapture(h: CUstream, graph: *mut CUgraph) -> CUresu
     let g = Box::into_raw(Box::new(c.ops)) as usize;
     GRAPHS.lock().unwrap().push(g);
     out(graph, g as CUgraph)
-}
-
-#[no_mangle]
-pub extern "C" fn cuStreamIsCapturing(h: CUstream, status: *mut c_int) -> CUresult {
-    let s = match resolve(h) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
-    let v = match s.q.lock().unwrap().capture.as_ref() {
-        None => 0,
-        Some(c) if c.invalidated => 2,
-        Some(_) => 1,
-    };
-    if status.is_null() {
-        return code::INVALID_VALUE;
-    }
-    out(status, v)
 }
 
 fn graph_ops(set: &Mutex<Vec<usize>>, h: *mut c_void) -> Result<&'static Vec<Op>, i32> {
