@@ -741,3 +741,47 @@ fn every_type_and_operator_checks_out() {
         }
     }
 }
+
+/// NCCL writes its log to stdout when NCCL_DEBUG_FILE cannot be opened (here a
+/// config points it at a directory that does not exist): the lines end up in the
+/// rank's log and every case is measured. (The worker's protocol has a descriptor of
+/// its own, so a line another NCCL thread writes cannot split a large message
+/// either; this test cannot provoke that interleaving on demand.)
+#[test]
+fn nccl_logging_to_stdout_does_not_break_the_workers_protocol() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let config = out.path().join("stdout-log.toml");
+    std::fs::write(
+        &config,
+        "[[config]]\nname = \"stdout-log\"\nenv = { NCCL_DEBUG_FILE = \"/nonexistent/dir/nccl.%h.%p.log\", NCCL_DEBUG_SUBSYS = \"ALL\" }\n",
+    )
+    .unwrap();
+    let runs = out.path().join("runs");
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[],
+        &runs,
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "1K",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(&runs);
+    for r in rows(&run) {
+        assert_eq!(r["status"], "ok", "{r:?}");
+    }
+    let rank_log = std::fs::read_to_string(run.join("logs/stdout-log.n2.rank0.log")).unwrap();
+    assert!(
+        rank_log.contains("NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"),
+        "{rank_log}"
+    );
+}
