@@ -23,7 +23,7 @@ use super::fault::{Faults, Phase};
 use super::protocol::{self, Command, Event, WrongElement};
 use crate::backend::host::{HostBackend, HostOptions, BANNER, DEFAULT_BUFFSIZE};
 use crate::backend::nccl::gpu::{GpuOptions, NcclBackend};
-use crate::backend::nccl::Nccl;
+use crate::backend::nccl::{Nccl, NcclError};
 use crate::backend::{Backend, Communicator, DeadlineExceeded};
 use crate::cli::{CliBackend, WorkerArgs};
 use crate::ops::pattern::Pattern;
@@ -60,7 +60,10 @@ fn protocol_output() -> File {
 fn fail(out: &mut impl Write, rank: u32, e: &anyhow::Error) -> ! {
     let message = format!("{e:#}");
     eprintln!("rank {rank}: error: {message}");
-    let timed_out = e.chain().any(|c| c.is::<DeadlineExceeded>());
+    let timed_out = e.chain().any(|c| {
+        c.is::<DeadlineExceeded>()
+            || matches!(c.downcast_ref::<NcclError>(), Some(NcclError::Stuck { .. }))
+    });
     let _ = protocol::send(out, &Event::Error { message, timed_out });
     let _ = out.flush();
     // SAFETY: ends the process without running atexit handlers or static destructors
@@ -73,7 +76,8 @@ fn fail(out: &mut impl Write, rank: u32, e: &anyhow::Error) -> ! {
 pub fn case_budget(timeout: Duration) -> Duration {
     let margin = timeout
         .mul_f64(0.1)
-        .clamp(Duration::from_millis(500), Duration::from_secs(5));
+        .clamp(Duration::from_millis(500), Duration::from_secs(5))
+        .min(timeout / 2);
     timeout.saturating_sub(margin)
 }
 
@@ -109,7 +113,8 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 op: args.op,
                 graph: args.graph as usize,
                 event_stride: args.event_stride.max(1) as usize,
-                init_timeout: Duration::from_secs_f64(args.init_timeout_s),
+                // Within the orchestrator's own limit, so that the rank says why.
+                init_timeout: case_budget(Duration::from_secs_f64(args.init_timeout_s)),
             };
             Ok(Box::new(NcclBackend::new(nccl, options)))
         }

@@ -22,8 +22,8 @@ pub struct NcclComm {
     nccl: Arc<Nccl>,
     raw: RawComm,
     failed: bool,
-    /// When waits for NCCL give up (set per case by the worker).
-    deadline: Instant,
+    /// When waits for NCCL give up (set per case by the worker); `None`: never.
+    deadline: Option<Instant>,
 }
 
 // SAFETY: a communicator may be used from any thread, one call at a time (&mut self).
@@ -32,6 +32,7 @@ unsafe impl Send for NcclComm {}
 impl NcclComm {
     /// `ncclCommInitRank`, waiting until `deadline` when the communicator is
     /// non-blocking. A half-built communicator that failed is aborted, not leaked.
+    /// Later waits have no deadline until `set_deadline` gives one.
     pub fn init(
         nccl: Arc<Nccl>,
         nranks: u32,
@@ -44,7 +45,7 @@ impl NcclComm {
             nccl,
             raw,
             failed: false,
-            deadline,
+            deadline: Some(deadline),
         };
         if rc == IN_PROGRESS && !raw.is_null() {
             comm.wait_in_progress("ncclCommInitRank")?;
@@ -52,16 +53,18 @@ impl NcclComm {
             let r = comm.nccl.check("ncclCommInitRank", rc, raw);
             comm.track(r)?;
         }
+        comm.deadline = None;
         Ok(comm)
     }
 
     /// Sets when waits for NCCL give up.
     pub fn set_deadline(&mut self, deadline: Instant) {
-        self.deadline = deadline;
+        self.deadline = Some(deadline);
     }
 
-    pub fn deadline(&self) -> Instant {
-        self.deadline
+    /// Whether the deadline has passed.
+    pub fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// Enqueues an all-reduce of `count` elements on `stream`.
@@ -115,17 +118,18 @@ impl NcclComm {
         }
     }
 
-    /// Polls the state until it leaves `ncclInProgress`; NCCL's error, or a timeout
-    /// at the deadline, fails the communicator.
+    /// Polls the state until it leaves `ncclInProgress`; NCCL's error fails the
+    /// communicator, and at the deadline it is aborted.
     fn wait_in_progress(&mut self, call: &'static str) -> Result<(), NcclError> {
         let start = Instant::now();
         let r = loop {
             match self.state(call) {
-                Ok(true) if Instant::now() >= self.deadline => {
+                Ok(true) if self.past_deadline() => {
+                    self.abort();
                     break Err(NcclError::Stuck {
                         call,
                         waited_ms: start.elapsed().as_millis() as u64,
-                    })
+                    });
                 }
                 Ok(true) => backoff(start),
                 other => break other.map(|_| ()),
@@ -180,9 +184,16 @@ impl Drop for NcclComm {
             if let Some(finalize) = self.nccl.symbols().comm_finalize {
                 // SAFETY: the communicator is live.
                 let rc = unsafe { finalize(self.raw) };
-                self.deadline = Instant::now() + FINALIZE_WAIT;
-                if rc == IN_PROGRESS && self.wait_in_progress("ncclCommFinalize").is_err() {
-                    self.failed = true;
+                self.deadline = Some(Instant::now() + FINALIZE_WAIT);
+                let finalized = match rc {
+                    0 => true,
+                    IN_PROGRESS => self.wait_in_progress("ncclCommFinalize").is_ok(),
+                    _ => false,
+                };
+                // A failed finalize leaves peers unsynchronized: destroy could block.
+                self.failed |= !finalized;
+                if self.raw.is_null() {
+                    return;
                 }
             }
         }

@@ -249,7 +249,7 @@ impl GpuComm {
                 return Err(anyhow::Error::new(e)
                     .context("NCCL reported an error while the stream ran; the communicator was aborted (ncclCommAbort)"));
             }
-            if Instant::now() >= self.comm.deadline() {
+            if self.comm.past_deadline() {
                 let last = self.comm.last_error();
                 self.comm.abort();
                 return Err(DeadlineExceeded {
@@ -265,7 +265,12 @@ impl GpuComm {
             }
             backoff(start);
         }
-        self.comm.async_error()?;
+        if let Err(e) = self.comm.async_error() {
+            self.comm.abort();
+            return Err(anyhow::Error::new(e).context(
+                "NCCL reported an error once the stream was done; the communicator was aborted (ncclCommAbort)",
+            ));
+        }
         Ok(())
     }
 

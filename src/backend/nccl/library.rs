@@ -48,7 +48,7 @@ pub enum NcclError {
         text: String,
         last_error: Option<String>,
     },
-    #[error("{call} was still in progress after {waited_ms} ms (the deadline)")]
+    #[error("{call} was still in progress after {waited_ms} ms (the worker's deadline, just before --timeout); the communicator was aborted (ncclCommAbort)")]
     Stuck { call: &'static str, waited_ms: u64 },
 }
 
