@@ -17,8 +17,10 @@
 //! offset (offsets are never a multiple of a prime that large) still shows up.
 //! Floating-point `avg` is the one result that is not exact for every rank count:
 //! NCCL multiplies each input by 1/n before summing, and 1/n is not representable for
-//! n = 3, 6, ... . It is compared with the rounding bound of that computation,
-//! (n + 3) / 2 units of the type's epsilon relative to the value (at least 4).
+//! n = 3, 6, ... . At most 4 ranks contribute at a position (the others add 0, which
+//! is exact), and the result is compared with the rounding bound of that
+//! computation, (a + 3) / 2 units of the type's epsilon relative to the value for a
+//! contributing ranks, at least 4: tight enough that a rank's missing share shows.
 
 use bytemuck::Pod;
 
@@ -48,7 +50,8 @@ pub struct CheckReport {
 pub struct Pattern {
     dt: DataType,
     op: ReduceOp,
-    nranks: u32,
+    /// The most ranks contributing at one position.
+    active: u32,
     input: Vec<u8>,
     expected: Vec<u8>,
 }
@@ -64,10 +67,16 @@ fn mix(j: u64, rank: u64) -> u64 {
 /// The largest value a rank contributes to a sum.
 const SUM_MAX: u64 = 4;
 
+/// Ranks contributing at one position of a floating-point `avg`: each adds its
+/// rounding to the result, and few keep the tolerance tight enough that a rank's
+/// missing share (at least 1 in 4 x SUM_MAX) is always caught.
+const AVG_ACTIVE: u64 = 4;
+
 /// How many ranks may contribute at one position of a pattern of `T` for `op`
 /// without a partial result leaving the type's exact range.
 fn active_ranks<T: Element>(op: ReduceOp) -> u64 {
     match op {
+        ReduceOp::Avg if T::EPSILON > 0.0 => AVG_ACTIVE,
         ReduceOp::Sum | ReduceOp::Avg => T::EXACT_UP_TO / SUM_MAX,
         // Each active rank multiplies by at most 2.
         ReduceOp::Prod => u64::from(T::MAX_POW2),
@@ -96,20 +105,22 @@ fn small_value(op: ReduceOp, j: usize, rank: u32, stride: u32) -> u32 {
     }
 }
 
-/// The relative tolerance of a floating-point `avg` over `nranks` (NCCL's
-/// pre-multiplied sum: one rounding for 1/n, one per product, n - 1 for the sum, in
-/// units of half an epsilon; plus half an epsilon for the reference).
-fn avg_tolerance(epsilon: f64, nranks: u32) -> f64 {
-    ((f64::from(nranks) + 3.0) / 2.0).max(4.0) * epsilon
+/// The relative tolerance of a floating-point `avg` with `active` ranks contributing
+/// at a position (NCCL's pre-multiplied sum: one rounding for 1/n, one per product,
+/// one per addition of a non-zero term, in units of half an epsilon; plus half an
+/// epsilon for the reference), at least 4 epsilon.
+fn avg_tolerance(epsilon: f64, active: u32) -> f64 {
+    ((f64::from(active) + 3.0) / 2.0).max(4.0) * epsilon
 }
 
 impl Pattern {
     pub fn new(dt: DataType, op: ReduceOp, rank: u32, nranks: u32) -> Pattern {
         let (input, expected) = with_element!(dt, tables(op, rank, nranks));
+        let stride = with_element!(dt, stride(op, nranks));
         Pattern {
             dt,
             op,
-            nranks,
+            active: nranks.div_ceil(stride),
             input,
             expected,
         }
@@ -136,7 +147,7 @@ impl Pattern {
                 continue;
             }
             let base = (block_index * PERIOD) as u64;
-            let tolerance = if tolerant { Some(self.nranks) } else { None };
+            let tolerance = if tolerant { Some(self.active) } else { None };
             let (wrong, first) = with_element!(self.dt, compare(block, want, tolerance));
             if report.first.is_none() {
                 report.first = first.map(|mut m| {
@@ -336,6 +347,79 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// An all-reduce that lost one rank's input must fail the check, for `avg` too,
+    /// whose tolerance must stay below one rank's share.
+    #[test]
+    fn a_missing_rank_fails_the_check_even_for_avg() {
+        fn without_last<T: Element>(op: ReduceOp, nranks: u32, count: usize) -> Vec<u8> {
+            let stride = stride::<T>(op, nranks);
+            let out: Vec<T> = (0..count)
+                .map(|j| {
+                    let mut acc = T::from_small(small_value(op, j, 0, stride));
+                    for r in 1..nranks - 1 {
+                        acc = acc.add(T::from_small(small_value(op, j, r, stride)));
+                    }
+                    if op == ReduceOp::Avg {
+                        acc = acc.div_count(nranks);
+                    }
+                    acc
+                })
+                .collect();
+            to_bytes(out)
+        }
+        for dt in [DataType::Half, DataType::Bfloat16, DataType::Float] {
+            for op in [ReduceOp::Sum, ReduceOp::Avg] {
+                for nranks in [8, 64, 256] {
+                    let out = with_element!(dt, without_last(op, nranks, 3000));
+                    let report = Pattern::new(dt, op, 0, nranks).check(&out);
+                    assert!(
+                        report.wrong > 0,
+                        "{dt} {op} n={nranks}: missing rank not seen"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Integer avg divides by the true rank count (`n as i8` would wrap at 128).
+    #[test]
+    fn integer_avg_at_many_ranks_divides_by_the_true_count() {
+        fn avg<T: Element>(nranks: u32, count: usize) -> Vec<u8> {
+            let stride = stride::<T>(ReduceOp::Avg, nranks);
+            let out: Vec<T> = (0..count)
+                .map(|j| {
+                    let sum: u32 = (0..nranks)
+                        .map(|r| small_value(ReduceOp::Avg, j, r, stride))
+                        .sum();
+                    T::from_small(sum / nranks)
+                })
+                .collect();
+            to_bytes(out)
+        }
+        // Sums of 1..=4 over 128 ranks stay below 2^16 and avg to 1..=4: the true
+        // quotient, where NCCL's int8 sum wraps the same way before dividing.
+        for nranks in [128, 256] {
+            let out = avg::<u32>(nranks, 1000);
+            let report = Pattern::new(DataType::Uint32, ReduceOp::Avg, 0, nranks).check(&out);
+            assert_eq!(report.wrong, 0, "uint32 n={nranks}");
+            // int8: the wrapped sum divided by the true n (as i8, 128 was -128 and
+            // 256 was 0, a division by zero).
+            let p = Pattern::new(DataType::Int8, ReduceOp::Avg, 0, nranks);
+            let expected: &[i8] = bytemuck::cast_slice(&p.expected);
+            let stride = stride::<i8>(ReduceOp::Avg, nranks);
+            for (j, &e) in expected.iter().enumerate().take(1000) {
+                let sum = (0..nranks).fold(0i8, |acc, r| {
+                    acc.wrapping_add(small_value(ReduceOp::Avg, j, r, stride) as i8)
+                });
+                assert_eq!(
+                    e,
+                    (i128::from(sum) / i128::from(nranks)) as i8,
+                    "n={nranks} j={j}"
+                );
             }
         }
     }

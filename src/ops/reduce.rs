@@ -37,7 +37,8 @@ macro_rules! int_element {
             #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
             #[inline(always)] fn max(self, o: Self) -> Self { Ord::max(self, o) }
             #[inline(always)] fn min(self, o: Self) -> Self { Ord::min(self, o) }
-            #[inline(always)] fn div_count(self, n: u32) -> Self { self / (n as $t) }
+            // By the true n: `n as i8` would wrap at 128 ranks.
+            #[inline(always)] fn div_count(self, n: u32) -> Self { (self as i128 / i128::from(n)) as $t }
             #[inline(always)] fn from_small(v: u32) -> Self { v as $t }
             #[inline(always)] fn to_f64(self) -> f64 { self as f64 }
             const EPSILON: f64 = 0.0;
