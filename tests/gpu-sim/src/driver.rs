@@ -229,6 +229,13 @@ fn device(dev: CUdevice) -> Result<(&'static Driver, usize), i32> {
         .ok_or(code::INVALID_DEVICE)
 }
 
+/// Gives device `device`'s context a sticky error (what a faulting kernel does).
+pub fn fault_device(device: usize, code: i32) {
+    if let Some(c) = driver().contexts.get(device) {
+        c.set_sticky(code);
+    }
+}
+
 /// Checks that `[ptr, ptr + len)` lies within one live allocation; its device.
 pub fn check_range(ptr: CUdeviceptr, len: usize) -> Result<usize, i32> {
     let allocs = driver().allocs.lock().unwrap();
@@ -425,7 +432,7 @@ pub extern "C" fn cuCtxGetCurrent(ctx: *mut CUcontext) -> CUresult {
 /// Allocates `bytes` of simulated device memory on the current context's device.
 fn alloc(bytes: usize) -> Result<CUdeviceptr, i32> {
     let ctx = current()?;
-    stream::refuse_in_global_capture()?;
+    stream::refuse_in_capture()?;
     if bytes == 0 {
         return Err(code::INVALID_VALUE);
     }

@@ -68,9 +68,7 @@ struct Slot {
 struct Header {
     count: AtomicU32,
     phase: AtomicU32,
-    /// Rank + 1 of a rank that aborted; 0 when none did.
-    abort_by: AtomicU32,
-    _pad: u32,
+    _pad: [u32; 2],
     slots: [Slot; MAX_RANKS],
 }
 
@@ -101,10 +99,11 @@ impl Shared {
     }
 }
 
-/// Why a wait among the ranks stopped.
+/// Why a wait among the ranks stopped. A peer's abort is not one: as with NCCL's
+/// kernels, the others wait on until they abort too (or see the peer's process
+/// gone).
 enum Stop {
     Aborted,
-    PeerAborted(u32),
     PeerDied(u32),
 }
 
@@ -115,6 +114,12 @@ pub struct Comm {
     hash: u64,
     /// `ncclCommGetAsyncError`'s state: success, in progress, or the error.
     state: AtomicI32,
+    /// `NCCL_COMM_BLOCKING=0`: calls may return `ncclInProgress`.
+    blocking: bool,
+    /// Init completed: collectives may be issued.
+    connected: AtomicBool,
+    /// The first collective connects lazily (non-blocking: `ncclInProgress`).
+    first_collective: AtomicBool,
     aborted: AtomicBool,
     seq: AtomicU64,
     shared: OnceLock<Shared>,
@@ -129,9 +134,10 @@ pub struct Comm {
 static COMMS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
 fn comm_of(h: *mut c_void) -> Option<Arc<Comm>> {
-    let live = COMMS.lock().unwrap().contains(&(h as usize));
-    // SAFETY: a live handle made by Arc::into_raw; one more reference is taken.
-    live.then(|| unsafe {
+    let comms = COMMS.lock().unwrap();
+    // SAFETY: a live handle made by Arc::into_raw; one more reference is taken while
+    // the list is locked, so a concurrent destroy cannot free it in between.
+    comms.contains(&(h as usize)).then(|| unsafe {
         Arc::increment_strong_count(h as *const Comm);
         Arc::from_raw(h as *const Comm)
     })
@@ -195,10 +201,6 @@ impl Comm {
             if self.aborted.load(Ordering::Acquire) {
                 return Err(Stop::Aborted);
             }
-            match h.abort_by.load(Ordering::Acquire) {
-                0 => {}
-                r => return Err(Stop::PeerAborted(r - 1)),
-            }
             if checked.elapsed() > Duration::from_millis(200) {
                 checked = Instant::now();
                 for r in 0..self.nranks as usize {
@@ -215,19 +217,17 @@ impl Comm {
     /// Records an asynchronous error with NCCL's WARN line.
     fn fail_async(&self, code: c_int, origin: &str, msg: &str) {
         log::warn(self.device, origin, msg);
+        // The first error stays; it replaces success or an operation in progress.
         let _ = self
             .state
-            .compare_exchange(SUCCESS, code, Ordering::AcqRel, Ordering::Acquire);
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                matches!(s, SUCCESS | IN_PROGRESS).then_some(code)
+            });
     }
 
     fn stopped(&self, stop: Stop) {
         match stop {
             Stop::Aborted => {}
-            Stop::PeerAborted(r) => self.fail_async(
-                REMOTE_ERROR,
-                "proxy.cc:1143",
-                &format!("Socket recv failed while polling: rank {r} aborted its communicator"),
-            ),
             Stop::PeerDied(r) => self.fail_async(
                 REMOTE_ERROR,
                 "misc/socket.cc:49",
@@ -514,7 +514,17 @@ fn jitter(hash: u64, seq: u64) -> f64 {
 impl Work for AllReduce {
     fn run(&self, start: u64) -> u64 {
         let c = &self.comm;
-        if c.aborted.load(Ordering::Acquire) || c.state.load(Ordering::Acquire) != SUCCESS {
+        let state = c.state.load(Ordering::Acquire);
+        if c.aborted.load(Ordering::Acquire) || !matches!(state, SUCCESS | IN_PROGRESS) {
+            return start;
+        }
+        // The buffers were checked at enqueue; a free since (or a graph replayed
+        // after one) is the device's illegal address, as on a GPU.
+        let gone = [self.send, self.recv]
+            .iter()
+            .any(|&p| self.bytes > 0 && driver::check_range(p, self.bytes).is_err());
+        if gone {
+            driver::fault_device(c.device, driver::code::ILLEGAL_ADDRESS);
             return start;
         }
         let seq = c.seq.fetch_add(1, Ordering::AcqRel);
@@ -575,8 +585,12 @@ impl Work for AllReduce {
             // SAFETY: between the two barriers no rank writes a slot; recv holds
             // offset + len bytes.
             unsafe {
-                let inputs: Vec<&[u8]> = (0..c.nranks as usize)
-                    .map(|r| std::slice::from_raw_parts(c.shared().slot_ptr(r), len))
+                // NCCL's order of combining ranks differs by algorithm and chunk:
+                // start at another rank for every chunk of every collective.
+                let n = c.nranks as usize;
+                let first = (seq as usize + offset / step) % n;
+                let inputs: Vec<&[u8]> = (0..n)
+                    .map(|i| std::slice::from_raw_parts(c.shared().slot_ptr((first + i) % n), len))
                     .collect();
                 let out =
                     std::slice::from_raw_parts_mut((self.recv as usize + offset) as *mut u8, len);
@@ -711,6 +725,9 @@ pub extern "C" fn ncclCommInitRank(
         device,
         hash: rendezvous::comm_hash(&id),
         state: AtomicI32::new(IN_PROGRESS),
+        blocking: crate::env("NCCL_COMM_BLOCKING").is_none_or(|v| v != "0"),
+        connected: AtomicBool::new(false),
+        first_collective: AtomicBool::new(true),
         aborted: AtomicBool::new(false),
         seq: AtomicU64::new(0),
         shared: OnceLock::new(),
@@ -720,7 +737,10 @@ pub extern "C" fn ncclCommInitRank(
     });
     let finish = move |c: &Comm| {
         let code = match c.connect(&id) {
-            Ok(()) => SUCCESS,
+            Ok(()) => {
+                c.connected.store(true, Ordering::Release);
+                SUCCESS
+            }
             Err((code, msg, origin)) => {
                 log::warn(c.device, origin, &msg);
                 code
@@ -731,7 +751,7 @@ pub extern "C" fn ncclCommInitRank(
     };
     let handle = Arc::into_raw(c.clone()) as usize;
     COMMS.lock().unwrap().push(handle);
-    let blocking = crate::env("NCCL_COMM_BLOCKING").is_none_or(|v| v != "0");
+    let blocking = c.blocking;
     if blocking {
         let code = finish(&c);
         if code != SUCCESS {
@@ -767,8 +787,10 @@ pub extern "C" fn ncclAllReduce(
         return INVALID_ARGUMENT;
     };
     match c.state.load(Ordering::Acquire) {
-        SUCCESS => {}
+        // Init, or the previous call, still in progress: NCCL's rule is to wait.
         IN_PROGRESS => return INVALID_USAGE,
+        SUCCESS if c.connected.load(Ordering::Acquire) => {}
+        SUCCESS => return INVALID_USAGE,
         e => return e,
     }
     let Some(width) = reduce::size(dtype) else {
@@ -807,6 +829,11 @@ pub extern "C" fn ncclAllReduce(
         op,
     };
     match stream::submit(stream, Op::Work(Arc::new(work))) {
+        // The first collective of a non-blocking communicator connects in the
+        // background (NCCL 2.22+ connects lazily): ncclInProgress until it is done.
+        Ok(()) if !c.blocking && c.first_collective.swap(false, Ordering::AcqRel) => {
+            in_progress_for(&c, Duration::from_millis(2))
+        }
         Ok(()) => SUCCESS,
         Err(e) => {
             log::warn(
@@ -846,26 +873,44 @@ pub extern "C" fn ncclCommAbort(comm: *mut c_void) -> NcclResult {
         };
     };
     c.aborted.store(true, Ordering::Release);
-    if let Some(s) = c.shared.get() {
-        let _ = s.header().abort_by.compare_exchange(
-            0,
-            c.rank + 1,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        );
-        futex_wake_all(&s.header().phase);
+    // Wakes this process's stream thread if it waits among the ranks; the peers
+    // are not told (NCCL's kernels on the other GPUs spin until their own abort).
+    if let Some(shared) = c.shared.get() {
+        futex_wake_all(&shared.header().phase);
     }
     SUCCESS
 }
 
+/// Puts a non-blocking communicator in progress for `how_long`, then back to
+/// success (unless an error came meanwhile); returns `ncclInProgress`.
+fn in_progress_for(c: &Arc<Comm>, how_long: Duration) -> NcclResult {
+    if c.state
+        .compare_exchange(SUCCESS, IN_PROGRESS, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return c.state.load(Ordering::Acquire);
+    }
+    let c = c.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(how_long);
+        let _ = c
+            .state
+            .compare_exchange(IN_PROGRESS, SUCCESS, Ordering::AcqRel, Ordering::Acquire);
+    });
+    IN_PROGRESS
+}
+
 #[no_mangle]
 pub extern "C" fn ncclCommFinalize(comm: *mut c_void) -> NcclResult {
-    match comm_of(comm) {
-        Some(c) => match c.state.load(Ordering::Acquire) {
-            IN_PROGRESS => INVALID_USAGE,
-            _ => SUCCESS,
-        },
-        None => INVALID_ARGUMENT,
+    let Some(c) = comm_of(comm) else {
+        return INVALID_ARGUMENT;
+    };
+    match c.state.load(Ordering::Acquire) {
+        IN_PROGRESS => INVALID_USAGE,
+        // Non-blocking: finalize flushes in the background.
+        SUCCESS if !c.blocking => in_progress_for(&c, Duration::from_millis(2)),
+        SUCCESS => SUCCESS,
+        e => e,
     }
 }
 

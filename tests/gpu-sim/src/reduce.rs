@@ -44,7 +44,7 @@ macro_rules! int_elem {
                     _ => self.wrapping_add(o),
                 }
             }
-            fn finish_avg(self, n: u32) -> Self { self / (n as $t) }
+            fn finish_avg(self, n: u32) -> Self { (self as i128 / i128::from(n)) as $t }
             fn premul(self, _n: u32) -> Self { self }
         }
     )*};

@@ -280,9 +280,13 @@ fn invalidate_own_captures() -> Result<(), i32> {
     Err(code::STREAM_CAPTURE_IMPLICIT)
 }
 
-/// Allocation and other unsafe calls during a global-mode capture fail.
-pub fn refuse_in_global_capture() -> Result<(), i32> {
-    if GLOBAL_CAPTURES.load(Ordering::Acquire) > 0 {
+/// Allocation and other potentially unsafe calls fail during a global-mode capture
+/// (any thread) and on a thread capturing in thread-local mode, and invalidate the
+/// caller's captures.
+pub fn refuse_in_capture() -> Result<(), i32> {
+    let mine = CAPTURING.with(|c| !c.borrow().is_empty());
+    if mine || GLOBAL_CAPTURES.load(Ordering::Acquire) > 0 {
+        let _ = invalidate_own_captures();
         return Err(code::STREAM_CAPTURE_UNSUPPORTED);
     }
     Ok(())
@@ -596,14 +600,17 @@ struct EventState {
 }
 
 fn event_of(h: CUevent) -> Result<Arc<Event>, i32> {
-    if !live(&EVENTS, h as usize) {
+    let events = EVENTS.lock().unwrap();
+    if h.is_null() || !events.contains(&(h as usize)) {
         return Err(code::INVALID_HANDLE);
     }
-    // SAFETY: a live handle made by Arc::into_raw; one more reference is taken.
+    // SAFETY: a live handle made by Arc::into_raw; one more reference is taken while
+    // the list is locked, so a concurrent destroy cannot free it in between.
     let e = unsafe {
         Arc::increment_strong_count(h as *const Event);
         Arc::from_raw(h as *const Event)
     };
+    drop(events);
     e.ctx.check()?;
     Ok(e)
 }

@@ -195,6 +195,7 @@ fn capture_records_instead_of_running_and_replays_on_launch() {
 fn what_capture_forbids_fails_and_invalidates_it() {
     context();
     let s = new_stream();
+    let dev = alloc(8);
     // Waiting for a capturing stream: 900, then the capture ends invalidated (901)
     // with no graph.
     assert_eq!(cuStreamBeginCapture_v2(s, 1), 0);
@@ -209,8 +210,12 @@ fn what_capture_forbids_fails_and_invalidates_it() {
     assert_eq!(cuEventRecord(e, s), 0);
     assert_eq!(cuEventQuery(e), 907);
     // The legacy stream while this thread captures: 906.
-    let dev = alloc(8);
     assert_eq!(cuMemsetD8Async(dev, 0, 8, std::ptr::null_mut()), 906);
+    assert_eq!(cuStreamEndCapture(s, &mut graph), 901);
+    // Allocating on a thread that captures in thread-local mode: 900, invalidated.
+    assert_eq!(cuStreamBeginCapture_v2(s, 1), 0);
+    let mut p = 0;
+    assert_eq!(cuMemAlloc_v2(&mut p, 64), 900);
     assert_eq!(cuStreamEndCapture(s, &mut graph), 901);
     // Capture on the legacy stream is not allowed at all.
     assert_eq!(cuStreamBeginCapture_v2(std::ptr::null_mut(), 1), 900);
