@@ -505,8 +505,10 @@ impl Orchestrator<'_> {
             let wait = (deadline - now).min(Duration::from_millis(100));
             match processes.recv_timeout(wait) {
                 Ok(Incoming::Event(rank, Event::Error { message, timed_out })) => {
-                    let message = message + &Self::other_errors(processes, tails, rank, deadline);
-                    return Err(if timed_out {
+                    let (also, other_timed_out) =
+                        Self::other_errors(processes, tails, rank, deadline);
+                    let message = message + &also;
+                    return Err(if timed_out || other_timed_out {
                         Failure::Aborted { rank, message }
                     } else {
                         Failure::Error { rank, message }
@@ -530,27 +532,43 @@ impl Orchestrator<'_> {
 
     /// What other ranks report within a moment of the first error (a failure often
     /// shows on several ranks, and the first to arrive is not always the cause), as
-    /// text to append: `; also rank 1: ...`.
+    /// text to append (`; also rank 1: ...`), and whether one of them stopped at its
+    /// deadline (the case is then a timeout).
     fn other_errors(
         processes: &mut dyn RankGroup,
         tails: &mut Tails,
         first: u32,
         deadline: Instant,
-    ) -> String {
+    ) -> (String, bool) {
         const GRACE: Duration = Duration::from_millis(300);
         let until = (Instant::now() + GRACE).min(deadline);
         let mut also = String::new();
+        let mut reported = vec![first];
+        let mut timed_out = false;
         while let Some(wait) = until.checked_duration_since(Instant::now()) {
             match processes.recv_timeout(wait) {
-                Ok(Incoming::Event(rank, Event::Error { message, .. })) if rank != first => {
+                Ok(Incoming::Event(
+                    rank,
+                    Event::Error {
+                        message,
+                        timed_out: t,
+                    },
+                )) if !reported.contains(&rank) => {
                     also.push_str(&format!("; also rank {rank}: {message}"));
+                    reported.push(rank);
+                    timed_out |= t;
+                }
+                // A rank that died without a word (it did not report an error).
+                Ok(Incoming::Closed(rank)) if !reported.contains(&rank) => {
+                    also.push_str(&format!("; also rank {rank}: its process exited"));
+                    reported.push(rank);
                 }
                 Ok(Incoming::Text(rank, line)) => tails.push(rank, line),
                 Ok(_) => {}
                 Err(_) => break,
             }
         }
-        also
+        (also, timed_out)
     }
 
     fn record(
