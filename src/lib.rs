@@ -16,4 +16,6 @@ pub mod progress;
 pub mod stats;
 pub mod sweep;
 pub mod sysinfo;
+#[doc(hidden)]
+pub mod test_inputs;
 pub mod units;

@@ -4,22 +4,12 @@
 mod common;
 
 use std::io::Write;
-use std::path::Path;
 use std::process::{Command, Stdio};
 
+use nccl_bench::test_inputs::{need, Need};
+
 fn logs() -> Option<std::path::PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/nccl-logs");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert_ne!(
-        std::env::var("CI").as_deref(),
-        Ok("true"),
-        "{} is missing under CI",
-        dir.display()
-    );
-    eprintln!("skipped: {} not found", dir.display());
-    None
+    need(Need::Fixtures("nccl-logs"))
 }
 
 #[test]

@@ -7,6 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use nccl_bench::test_inputs::{need, Need};
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
@@ -105,17 +107,9 @@ fn malformed_input_is_exit_2_with_the_line_and_nothing_is_overwritten() {
 /// The real outputs in ../shared/fixtures/nccl-tests, read in place.
 #[test]
 fn every_shared_nccl_tests_fixture_imports() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/nccl-tests");
-    if !dir.is_dir() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "{} is missing under CI",
-            dir.display()
-        );
-        eprintln!("skipped: {} not found", dir.display());
+    let Some(dir) = need(Need::Fixtures("nccl-tests")) else {
         return;
-    }
+    };
     let tmp = tempfile::tempdir().unwrap();
     let expected = [
         ("nccl-tests-1-old-error-column-no-root.txt", 20, Some("16")),

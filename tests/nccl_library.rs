@@ -1,8 +1,8 @@
 //! The real libnccl (from the nvidia-nccl-cu12 wheel, fetched by scripts/fetch-nccl.sh)
 //! through our FFI, on a machine without GPUs: what loads, what NCCL says, and how the
 //! sweep refuses the NCCL backend. `scripts/test.sh` (and CI) set
-//! NCCL_BENCH_TEST_NCCL_LIB; without it these tests fail under CI and are skipped
-//! otherwise.
+//! NCCL_BENCH_TEST_NCCL_LIB; without it these tests fail unless
+//! NCCL_BENCH_TEST_SKIP names `nccl` (see `nccl_bench::test_inputs`).
 
 mod common;
 
@@ -13,18 +13,10 @@ use std::time::Duration;
 use nccl_bench::backend::nccl::comm::NcclComm;
 use nccl_bench::backend::nccl::discovery::{self, ThisMachine};
 use nccl_bench::backend::nccl::{Nccl, NcclError};
+use nccl_bench::test_inputs::{need, Need};
 
 fn library() -> Option<PathBuf> {
-    match std::env::var("NCCL_BENCH_TEST_NCCL_LIB") {
-        Ok(p) if !p.is_empty() => Some(PathBuf::from(p)),
-        _ if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("NCCL_BENCH_TEST_NCCL_LIB is not set under CI: run scripts/test.sh")
-        }
-        _ => {
-            eprintln!("skipped: set NCCL_BENCH_TEST_NCCL_LIB (scripts/test.sh does) to test the real libnccl");
-            None
-        }
-    }
+    need(Need::Nccl)
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The NCCL backend end to end on simulated GPUs: nccl-bench's own test stand-in for
 //! libcuda and libnccl (tests/gpu-sim), built by scripts/test.sh, which passes its
-//! directory in NCCL_BENCH_TEST_SIM_DIR. Without it these tests fail under CI and
-//! are skipped elsewhere. Nothing here is a measurement, and every run says so.
+//! directory in NCCL_BENCH_TEST_SIM_DIR. Without it these tests fail unless
+//! NCCL_BENCH_TEST_SKIP names `sim`. Nothing here is a measurement, and every run
+//! says so.
 
 mod common;
 
@@ -10,18 +11,10 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::{bin, dir_entries, rows, run_dir, text, wait_no_processes};
+use nccl_bench::test_inputs::{need, Need};
 
 fn sim_dir() -> Option<PathBuf> {
-    match std::env::var("NCCL_BENCH_TEST_SIM_DIR") {
-        Ok(dir) => Some(PathBuf::from(dir)),
-        Err(_) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("NCCL_BENCH_TEST_SIM_DIR is not set under CI: run scripts/test.sh")
-        }
-        Err(_) => {
-            eprintln!("skipped: set NCCL_BENCH_TEST_SIM_DIR (scripts/test.sh does) to run the simulated GPUs");
-            None
-        }
-    }
+    need(Need::Sim)
 }
 
 /// Removes the NCCL_* variables of the environment running the tests.

@@ -1,7 +1,7 @@
 //! Tests of the NCCL log parser: small logs written here, one per format, then every real
 //! log in `../shared/fixtures/nccl-logs/` with findings checked by hand.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::*;
 
@@ -450,17 +450,7 @@ struct Expected {
 }
 
 fn fixture_dir() -> Option<PathBuf> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/nccl-logs"
-    ));
-    if dir.is_dir() {
-        return Some(dir.to_path_buf());
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
-    assert!(!ci, "fixture folder {} is missing under CI", dir.display());
-    eprintln!("skipping: fixture folder {} not found", dir.display());
-    None
+    crate::test_inputs::need(crate::test_inputs::Need::Fixtures("nccl-logs"))
 }
 
 /// Parses one fixture and checks `expected`; `None` when the folder is absent outside CI.

@@ -6,17 +6,8 @@ use super::check_row;
 // ---------------------------------------------------------------------------------
 // Real outputs in ../shared/fixtures/nccl-tests (read in place)
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/nccl-tests");
-
 fn fixture(name: &str) -> Option<String> {
-    let dir = std::path::Path::new(FIXTURES);
-    if !dir.is_dir() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("fixture folder {FIXTURES} is missing (CI=true)");
-        }
-        eprintln!("skipping: fixture folder {FIXTURES} not found");
-        return None;
-    }
+    let dir = crate::test_inputs::need(crate::test_inputs::Need::Fixtures("nccl-tests"))?;
     let path = dir.join(name);
     let body = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     Some(body)
@@ -177,10 +168,11 @@ fn fixture_log_2_crashed_run_has_header_but_no_rows() {
 
 #[test]
 fn every_fixture_file_parses() {
-    let Some(_) = fixture("nccl-tests-1-old-error-column-no-root.txt") else {
+    let Some(dir) = crate::test_inputs::need(crate::test_inputs::Need::Fixtures("nccl-tests"))
+    else {
         return;
     };
-    let mut names: Vec<_> = std::fs::read_dir(FIXTURES)
+    let mut names: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();

@@ -3,7 +3,7 @@
 //! of `../shared/fixtures/nccl-logs/` against what was read off the file by hand. Each rule
 //! is tested in `rule_tests.rs`, each real log in `fixture_tests.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::render::WIDTH;
 use super::*;
@@ -218,17 +218,7 @@ fn ranges_and_byte_sizes_read_well() {
 // ---- Real logs from ../shared/fixtures/nccl-logs (read in place, never copied) ----
 
 fn fixture_dir() -> Option<PathBuf> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/nccl-logs"
-    ));
-    if dir.is_dir() {
-        return Some(dir.to_path_buf());
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
-    assert!(!ci, "fixture folder {} is missing under CI", dir.display());
-    eprintln!("skipping: fixture folder {} not found", dir.display());
-    None
+    crate::test_inputs::need(crate::test_inputs::Need::Fixtures("nccl-logs"))
 }
 
 type Pair = (u32, u32, &'static [(&'static str, usize)]);
