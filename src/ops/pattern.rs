@@ -449,6 +449,92 @@ mod tests {
         }
     }
 
+    /// The expected values against an oracle that shares no arithmetic with them:
+    /// integers in i128 (wrapped to the type once, at the end, as NCCL's wrapping
+    /// adds and multiplies give), floats in f64 (exact for these small integers),
+    /// then cast. Swapping min and max, or a wrong wrap, fails here.
+    #[test]
+    fn expected_values_match_an_independent_oracle() {
+        fn bits(dt: DataType) -> u32 {
+            8 * dt.size() as u32
+        }
+        // The oracle's value, as the element's little-endian bytes.
+        fn oracle(dt: DataType, op: ReduceOp, values: &[u32], nranks: u32) -> Vec<u8> {
+            let ints = values.iter().map(|&v| i128::from(v));
+            let exact: i128 = match op {
+                ReduceOp::Sum | ReduceOp::Avg => ints.sum(),
+                ReduceOp::Prod => ints.product(),
+                ReduceOp::Max => ints.max().unwrap(),
+                ReduceOp::Min => ints.min().unwrap(),
+            };
+            let size = dt.size();
+            if !dt.is_float() {
+                // Wrap to the type: keep the low bits, sign-extend signed types.
+                let b = bits(dt);
+                let signed = matches!(dt, DataType::Int8 | DataType::Int32 | DataType::Int64);
+                let mask = if b == 128 { -1 } else { (1i128 << b) - 1 };
+                let mut v = exact & mask;
+                if signed && v >= 1i128 << (b - 1) {
+                    v -= 1i128 << b;
+                }
+                if op == ReduceOp::Avg {
+                    v /= i128::from(nranks);
+                }
+                return v.to_le_bytes()[..size].to_vec();
+            }
+            let mut x = exact as f64;
+            if op == ReduceOp::Avg {
+                x /= f64::from(nranks);
+            }
+            match dt {
+                DataType::Half => half::f16::from_f64(x).to_le_bytes().to_vec(),
+                DataType::Bfloat16 => half::bf16::from_f64(x).to_le_bytes().to_vec(),
+                DataType::Float => (x as f32).to_le_bytes().to_vec(),
+                _ => x.to_le_bytes().to_vec(),
+            }
+        }
+        for dt in DataType::ALL {
+            for op in ReduceOp::ALL {
+                for nranks in [2, 3, 8, 64] {
+                    let pattern = Pattern::new(dt, op, 0, nranks);
+                    let stride = with_element!(dt, stride(op, nranks));
+                    let size = dt.size();
+                    for j in 0..300 {
+                        let values: Vec<u32> =
+                            (0..nranks).map(|r| small_value(op, j, r, stride)).collect();
+                        let want = oracle(dt, op, &values, nranks);
+                        let got = &pattern.expected[j * size..(j + 1) * size];
+                        assert_eq!(got, &want[..], "{dt} {op} n={nranks} j={j} {values:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// For every type and operator, one wrong element is counted (avg's tolerance
+    /// included).
+    #[test]
+    fn one_corrupted_element_is_caught_for_every_type_and_op() {
+        fn corrupt<T: Element>(buf: &mut [u8], at: usize) {
+            let v: &mut [T] = bytemuck::cast_slice_mut(buf);
+            let (a, b) = (T::from_small(1000), T::from_small(1001));
+            v[at] = if v[at] == a { b } else { a };
+        }
+        for dt in DataType::ALL {
+            for op in ReduceOp::ALL {
+                for nranks in [2, 3, 8] {
+                    let pattern = Pattern::new(dt, op, 0, nranks);
+                    let mut out = pattern.expected[..500 * dt.size()].to_vec();
+                    assert_eq!(pattern.check(&out).wrong, 0, "{dt} {op} n={nranks}");
+                    with_element!(dt, corrupt(&mut out, 321));
+                    let report = pattern.check(&out);
+                    assert_eq!(report.wrong, 1, "{dt} {op} n={nranks}");
+                    assert_eq!(report.first.unwrap().index, 321);
+                }
+            }
+        }
+    }
+
     #[test]
     fn doubling_copies_reproduce_the_fill() {
         let pattern = Pattern::new(DataType::Double, ReduceOp::Sum, 3, 4);
