@@ -51,6 +51,7 @@ fn harness_overhead_ns() -> f64 {
         op: ReduceOp::Sum,
         init_timeout: Duration::from_secs(10),
         corrupt: false,
+        hang_with_segment: false,
         pin_cpus: false,
         bind: nccl_bench::backend::host::LOOPBACK,
     };

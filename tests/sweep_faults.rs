@@ -327,3 +327,49 @@ fn workers_die_with_a_killed_orchestrator() {
         "orphans"
     );
 }
+
+/// Each worker unlinks its own segment right after set-up, so the orchestrator's
+/// clean-up is exercised only by a rank that hangs in between (the `segment` fault):
+/// the segment is there while the group is stuck, and gone once the orchestrator
+/// has killed the group.
+#[test]
+fn a_stuck_groups_segments_are_removed_by_the_orchestrator() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let mut child = sweep(out.path(), shm.path())
+        .args([
+            "--gpus",
+            "2",
+            "--transports",
+            "default",
+            "-b",
+            "1K",
+            "-e",
+            "1K",
+        ])
+        .args(["-n", "3", "--timeout", "3"])
+        .env("NCCL_BENCH_FAULT", "segment:rank=1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    while seen.is_empty() && start.elapsed() < Duration::from_secs(10) {
+        seen = dir_entries(shm.path());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        seen.iter().any(|n| n.ends_with("-r1")),
+        "rank 1's segment never appeared: {seen:?}"
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        dir_entries(shm.path()).is_empty(),
+        "segments left: {:?}",
+        dir_entries(shm.path())
+    );
+    let rows = rows(&run_dir(out.path()));
+    assert_eq!(statuses(&rows), ["timeout"], "{rows:?}");
+}

@@ -5,7 +5,9 @@
 //! - `hang`    the rank stops responding (sleeps forever) at size B, or during init;
 //! - `exit`    the rank exits with status 3 at size B, or during init;
 //! - `crash`   the rank aborts (SIGABRT) at size B, or during init;
-//! - `corrupt` the rank's all-reduce output is corrupted (every size).
+//! - `corrupt` the rank's all-reduce output is corrupted (every size);
+//! - `segment` the rank hangs once its shared-memory segment exists and before it is
+//!   unlinked (host backend), so only the orchestrator's clean-up can remove it.
 //!
 //! Without `rank=` a fault applies to every rank; without `bytes=` to init (hang,
 //! exit, crash). Nothing outside the tests sets it.
@@ -20,6 +22,7 @@ pub enum FaultKind {
     Exit,
     Crash,
     Corrupt,
+    Segment,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +53,7 @@ impl Faults {
                 "exit" => FaultKind::Exit,
                 "crash" => FaultKind::Crash,
                 "corrupt" => FaultKind::Corrupt,
+                "segment" => FaultKind::Segment,
                 other => bail!("{ENV}: unknown fault '{other}'"),
             };
             let mut fault = Fault {
@@ -82,6 +86,11 @@ impl Faults {
         self.0.iter().any(|f| f.kind == FaultKind::Corrupt)
     }
 
+    /// Whether the rank hangs between creating its segment and unlinking it.
+    pub fn hangs_with_segment(&self) -> bool {
+        self.0.iter().any(|f| f.kind == FaultKind::Segment)
+    }
+
     /// Carries out a hang, exit or crash due at this point; returns otherwise.
     pub fn trigger(&self, phase: Phase) {
         for f in &self.0 {
@@ -105,7 +114,7 @@ impl Faults {
                     eprintln!("fault injection: aborting at {phase:?}");
                     std::process::abort()
                 }
-                FaultKind::Corrupt => {}
+                FaultKind::Corrupt | FaultKind::Segment => {}
             }
         }
     }

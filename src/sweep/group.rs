@@ -120,3 +120,35 @@ pub fn remove_segments(dir: &Path, prefix: &str) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `...-1` removes its own ranks' segments, not those of group `...-10`, nor
+    /// files that merely start alike.
+    #[test]
+    fn segments_are_removed_by_exact_group_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = [
+            "nccl-bench-7-1-r0",
+            "nccl-bench-7-1-r1",
+            "nccl-bench-7-10-r0",
+            "nccl-bench-7-1",
+            "other-nccl-bench-7-1-r0",
+        ];
+        for n in names {
+            std::fs::write(dir.path().join(n), b"x").unwrap();
+        }
+        remove_segments(dir.path(), "nccl-bench-7-1");
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["nccl-bench-7-1", "nccl-bench-7-10-r0", "other-nccl-bench-7-1-r0"]
+        );
+    }
+}

@@ -94,6 +94,7 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 op: args.op,
                 init_timeout: Duration::from_secs_f64(args.init_timeout_s),
                 corrupt: faults.corrupts(),
+                hang_with_segment: faults.hangs_with_segment(),
                 pin_cpus: true,
                 bind: crate::backend::host::LOOPBACK,
             };

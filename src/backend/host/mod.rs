@@ -52,6 +52,8 @@ pub struct HostOptions {
     pub init_timeout: Duration,
     /// Test-only fault: flip one output element after every all-reduce.
     pub corrupt: bool,
+    /// Test-only fault: hang once the receive segment exists, before its unlink.
+    pub hang_with_segment: bool,
     /// Pin each rank to its own CPU when there are enough (processes, not threads).
     pub pin_cpus: bool,
     /// The address this rank listens on (bootstrap and NET/Socket): loopback, or the
@@ -102,6 +104,7 @@ impl HostOptions {
             op: ReduceOp::Sum,
             init_timeout: Duration::from_secs(1),
             corrupt: false,
+            hang_with_segment: false,
             pin_cpus: false,
             bind: LOOPBACK,
         }
@@ -245,6 +248,12 @@ impl HostComm {
             let mine = shm_in
                 .then(|| Segment::create(&path(rank), len))
                 .transpose()?;
+            if opts.hang_with_segment && mine.is_some() {
+                // Test-only fault: the segment exists and nobody will unlink it.
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
             bootstrap.barrier()?;
             let theirs = shm_out
                 .then(|| Segment::open(&path(next), len))

@@ -15,6 +15,7 @@ fn options(dir: &std::path::Path, use_shm: bool, dtype: DataType, op: ReduceOp) 
         op,
         init_timeout: Duration::from_secs(20),
         corrupt: false,
+        hang_with_segment: false,
         pin_cpus: false,
         bind: LOOPBACK,
     }
