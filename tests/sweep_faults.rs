@@ -373,3 +373,71 @@ fn a_stuck_groups_segments_are_removed_by_the_orchestrator() {
     let rows = rows(&run_dir(out.path()));
     assert_eq!(statuses(&rows), ["timeout"], "{rows:?}");
 }
+
+/// The worker pids of this sweep (processes whose command line is `... worker ...`
+/// and mentions `marker`).
+fn workers(marker: &str) -> Vec<u32> {
+    processes_mentioning(marker)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|arg| arg == b"worker"))
+        })
+        .collect()
+}
+
+/// A failed group's workers are killed and reaped before the next group starts
+/// (checked while the sweep runs: the parent-death signal would hide a failed kill
+/// once the orchestrator exits).
+#[test]
+fn a_failed_groups_workers_are_gone_before_the_next_group_starts() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let marker = shm.path().to_string_lossy().into_owned();
+    // 1 KiB hangs on rank 1 (timeout); fresh workers then run 16 MiB for a while.
+    let mut child = sweep(out.path(), shm.path())
+        .args([
+            "--gpus",
+            "2",
+            "--transports",
+            "default",
+            "-b",
+            "1K",
+            "-e",
+            "16M",
+        ])
+        .args(["-f", "16384", "-n", "40", "--timeout", "3"])
+        .env("NCCL_BENCH_FAULT", "hang:rank=1:bytes=1K")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut first: Vec<u32> = Vec::new();
+    let mut checked = false;
+    while start.elapsed() < Duration::from_secs(30) && !checked {
+        let now = workers(&marker);
+        if first.is_empty() && now.len() == 2 {
+            first = now;
+        } else if !first.is_empty() && now.iter().any(|p| !first.contains(p)) {
+            let alive: Vec<&u32> = first
+                .iter()
+                .filter(|p| Path::new(&format!("/proc/{p}")).exists())
+                .collect();
+            assert!(
+                alive.is_empty(),
+                "old workers {alive:?} alongside new {now:?}"
+            );
+            checked = true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let status = child.wait().unwrap();
+    assert!(
+        checked,
+        "never saw the second group start (first group: {first:?})"
+    );
+    assert_eq!(status.code(), Some(1));
+    let rows = rows(&run_dir(out.path()));
+    assert_eq!(statuses(&rows), ["timeout", "ok"], "{rows:?}");
+}
