@@ -148,7 +148,11 @@ mod tests {
         left.sort();
         assert_eq!(
             left,
-            ["nccl-bench-7-1", "nccl-bench-7-10-r0", "other-nccl-bench-7-1-r0"]
+            [
+                "nccl-bench-7-1",
+                "nccl-bench-7-10-r0",
+                "other-nccl-bench-7-1-r0"
+            ]
         );
     }
 }
