@@ -9,12 +9,17 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long a waiter spins and yields before it sleeps.
+/// How long a waiter spins and yields before it sleeps, and how long one sleep may
+/// last (a wake ends it sooner; the limit bounds how late an abort is noticed).
 #[derive(Debug, Clone, Copy)]
 pub struct WaitPolicy {
     pub spin: Duration,
     pub yield_for: Duration,
+    pub sleep: Duration,
 }
+
+/// The longest single sleep of a waiter.
+const SLEEP: Duration = Duration::from_millis(10);
 
 impl WaitPolicy {
     /// Spin only when every rank can have a core of its own.
@@ -26,11 +31,13 @@ impl WaitPolicy {
             WaitPolicy {
                 spin: Duration::from_micros(5),
                 yield_for: Duration::from_micros(500),
+                sleep: SLEEP,
             }
         } else {
             WaitPolicy {
                 spin: Duration::ZERO,
                 yield_for: Duration::from_micros(200),
+                sleep: SLEEP,
             }
         }
     }
@@ -84,7 +91,7 @@ pub fn wait_until(
             sleeping.store(0, Ordering::Relaxed);
             return Ok(v);
         }
-        futex_wait(word, v, Duration::from_millis(10));
+        futex_wait(word, v, policy.sleep);
         sleeping.store(0, Ordering::Relaxed);
     }
 }
@@ -169,10 +176,13 @@ mod tests {
         let word = Arc::new(AtomicU32::new(0));
         let sleeping = Arc::new(AtomicU32::new(0));
         let abort = Arc::new(AtomicU32::new(0));
+        // Sleeps of up to 10 s: only the wake can end each of the three waits in time.
         let policy = WaitPolicy {
             spin: Duration::ZERO,
             yield_for: Duration::ZERO,
+            sleep: Duration::from_secs(10),
         };
+        let start = std::time::Instant::now();
         let (w, s, a) = (word.clone(), sleeping.clone(), abort.clone());
         let waiter = std::thread::spawn(move || wait_until(&w, &s, &a, policy, |v| v >= 3).is_ok());
         for v in 1..=3 {
@@ -180,6 +190,7 @@ mod tests {
             store_and_wake(&word, &sleeping, v);
         }
         assert!(waiter.join().unwrap());
+        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
     }
 
     #[test]
