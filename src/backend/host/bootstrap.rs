@@ -317,23 +317,33 @@ mod tests {
 
     #[test]
     fn four_ranks_exchange_addresses_and_pass_barriers() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use std::sync::Arc;
         let root = BootstrapRoot::new("127.0.0.1".parse().unwrap()).unwrap();
         let id = root.id.clone();
         let addr = |r: u32| -> SocketAddr { format!("127.0.0.1:{}", 5000 + r).parse().unwrap() };
+        // Ranks reach the barrier at different times; none may leave it before the
+        // last has arrived.
+        let arrived = Arc::new(AtomicU32::new(0));
         let mut threads = Vec::new();
         for rank in 1..4u32 {
-            let id = id.clone();
+            let (id, arrived) = (id.clone(), arrived.clone());
             threads.push(std::thread::spawn(move || {
                 let mut b =
                     Bootstrap::init(&id, None, rank, 4, addr(rank), Duration::from_secs(10))
                         .unwrap();
+                std::thread::sleep(Duration::from_millis(40 * u64::from(rank)));
+                arrived.fetch_add(1, Ordering::SeqCst);
                 b.barrier().unwrap();
+                assert_eq!(arrived.load(Ordering::SeqCst), 4, "rank {rank} left early");
                 b.addresses
             }));
         }
         let mut b =
             Bootstrap::init(&id, Some(root), 0, 4, addr(0), Duration::from_secs(10)).unwrap();
+        arrived.fetch_add(1, Ordering::SeqCst);
         b.barrier().unwrap();
+        assert_eq!(arrived.load(Ordering::SeqCst), 4, "rank 0 left early");
         let expected: Vec<SocketAddr> = (0..4).map(addr).collect();
         assert_eq!(b.addresses, expected);
         for t in threads {

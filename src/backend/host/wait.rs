@@ -190,7 +190,11 @@ mod tests {
             store_and_wake(&word, &sleeping, v);
         }
         assert!(waiter.join().unwrap());
-        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
