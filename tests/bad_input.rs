@@ -247,7 +247,10 @@ fn cuda_graphs_need_the_nccl_backend() {
         &["--graph", "20"],
         "--graph 20 captures CUDA graphs, which the host backend does not have",
     );
-    rejected(&["--graph", "5000"], "--graph");
+    rejected(
+        &["--graph", "5000"],
+        "invalid value '5000' for '--graph <N>': 5000 is not in 0..=4096",
+    );
 }
 
 #[test]
