@@ -802,3 +802,48 @@ fn nccl_logging_to_stdout_does_not_break_the_workers_protocol() {
         "{rank_log}"
     );
 }
+
+/// The adaptive stop rule on device times that are the same on every run (the
+/// simulated clock): each case converges, with the median's interval within
+/// --precision (on a real machine the host test may end on the budget instead).
+#[test]
+fn adaptive_iterations_converge_to_the_precision() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[],
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "1K",
+            "-e",
+            "1M",
+            "-f",
+            "32",
+            "--transports",
+            "default",
+            "--precision",
+            "0.5%",
+            "--max-time",
+            "5s",
+            "--min-iters",
+            "30",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rows = rows(&run_dir(out.path()));
+    assert_eq!(rows.len(), 3);
+    for r in &rows {
+        assert_eq!(r["stop"], "converged", "{r:?}");
+        let iters: u64 = r["iters"].parse().unwrap();
+        assert!(iters >= 30, "{r:?}");
+        let p50: f64 = r["p50_us"].parse().unwrap();
+        let lo: f64 = r["median_ci_low_us"].parse().unwrap();
+        let hi: f64 = r["median_ci_high_us"].parse().unwrap();
+        assert!((p50 - lo).max(hi - p50) <= 0.005 * p50, "{r:?}");
+    }
+}
