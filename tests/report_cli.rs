@@ -31,11 +31,21 @@ fn a_host_sweep_writes_a_report_with_the_shm_verdict() {
         report.contains("**Host backend (CPU), not NCCL.**"),
         "{report}"
     );
-    // TCP loopback against shared memory: tens of microseconds against one.
-    assert!(report.contains("**Keep SHM enabled.**"), "{report}");
+    // The verdict depends on this machine's speeds (TCP loopback is usually far
+    // slower than shared memory, but a loaded CI machine decides): one of the
+    // verdicts is given. The verdicts themselves are tested on the simulated GPUs,
+    // whose times do not depend on the machine.
+    let verdicts = [
+        "**Keep SHM enabled.**",
+        "**SHM is used, but disabling it costs nothing measurable here**",
+        "**Not settled yet.**",
+    ];
+    assert!(
+        verdicts.iter().any(|v| report.contains(v)),
+        "no verdict: {report}"
+    );
     assert!(report.contains("| shm-off |"), "{report}");
     assert!(report.contains("| NET/Socket |"), "{report}");
-    assert!(report.contains("yes (slower)"), "{report}");
     // The plots are drawn and embedded.
     for name in ["busbw-n2", "latency-n2", "relative-n2"] {
         for ext in ["svg", "png"] {

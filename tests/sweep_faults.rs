@@ -312,8 +312,12 @@ fn workers_die_with_a_killed_orchestrator() {
         wait_for_rows(out.path(), 1, Duration::from_secs(20)),
         "no case finished"
     );
-    std::thread::sleep(Duration::from_millis(300));
-    // The orchestrator and its two workers, hung at 2K.
+    // The orchestrator and its two workers, hung at 2K (waited for, not slept on:
+    // the second group's workers may still be starting).
+    let start = Instant::now();
+    while processes_mentioning(&marker).len() != 3 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(
         processes_mentioning(&marker).len(),
         3,
