@@ -847,3 +847,30 @@ fn adaptive_iterations_converge_to_the_precision() {
         assert!((p50 - lo).max(hi - p50) <= 0.005 * p50, "{r:?}");
     }
 }
+
+/// nccl_library.rs runs the NCCL backend's positive path on machines with a driver;
+/// here it runs on the simulated GPUs, in a child process of this test binary whose
+/// loader finds the stand-in (LD_LIBRARY_PATH is read at process start).
+#[test]
+fn the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus() {
+    let Some(dir) = sim_dir() else { return };
+    const CHILD: &str = "NCCL_BENCH_TEST_SIM_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        assert!(nccl_bench::backend::cuda_driver().is_ok());
+        common::one_rank_all_reduce_checks_out(&dir.join("libnccl.so.2"));
+        return;
+    }
+    let o = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("LD_LIBRARY_PATH", &dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}

@@ -134,3 +134,40 @@ pub fn free_port() -> u16 {
         }
     }
 }
+
+/// The NCCL backend's positive path on this machine's GPU 0 with the libnccl at
+/// `lib`: a one-rank communicator, the input filled on the device, an all-reduce,
+/// the output checked exactly, and a timed batch. For machines with an NVIDIA driver
+/// (and for the simulated GPUs, in a process whose LD_LIBRARY_PATH points at them).
+pub fn one_rank_all_reduce_checks_out(lib: &Path) {
+    use nccl_bench::backend::nccl::gpu::{GpuOptions, NcclBackend};
+    use nccl_bench::backend::nccl::Nccl;
+    use nccl_bench::backend::Backend;
+    use nccl_bench::ops::pattern::Pattern;
+    use nccl_bench::ops::{DataType, ReduceOp};
+
+    let bytes = 1 << 20;
+    let mut backend = NcclBackend::new(
+        Nccl::load(lib).unwrap(),
+        GpuOptions {
+            device: 0,
+            max_bytes: bytes,
+            dtype: DataType::Float,
+            op: ReduceOp::Sum,
+            graph: 0,
+            event_stride: 1,
+            init_timeout: Duration::from_secs(60),
+        },
+    );
+    let id = backend.unique_id().unwrap();
+    let mut comm = backend.init(&id, 0, 1).unwrap();
+    let pattern = Pattern::new(DataType::Float, ReduceOp::Sum, 0, 1);
+    comm.fill_input(&pattern, bytes).unwrap();
+    comm.poison_output(bytes).unwrap();
+    comm.all_reduce(bytes).unwrap();
+    let report = comm.check_output(&pattern, bytes).unwrap();
+    assert_eq!(report.wrong, 0, "{report:?}");
+    let mut durations = vec![0u64; 50];
+    comm.timed_batch(bytes, &mut durations).unwrap();
+    assert!(durations.iter().all(|&d| d > 0), "{durations:?}");
+}
