@@ -80,8 +80,17 @@ fn write_graph_run(parent: &Path, name: &str, specs: &[Spec], graph: u64) -> std
         let base_ns = 10_000.0 + *bytes as f64 / 10.0;
         let result = match scale {
             Some(scale) => {
+                // Independent noise per run and case (seeded by the run's name):
+                // up to +10 %, uniform.
+                let seed = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+                }) ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
                 for j in 0..2000u64 {
-                    let noise = 1.0 + ((j * 7919 + i as u64 * 31) % 100) as f64 / 1000.0;
+                    let mut z = seed.wrapping_add(j.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                    z ^= z >> 31;
+                    let noise = 1.0 + (z >> 11) as f64 / (1u64 << 53) as f64 / 10.0;
                     rec.record((base_ns * noise * scale) as u64);
                 }
                 let s = rec.summary();
