@@ -62,6 +62,41 @@ fn sim_sweep(dir: &Path, topo: &str, env: &[(&str, &str)], out: &Path, args: &[&
     on_sim(dir, topo, env, &base).output().unwrap()
 }
 
+/// A two-rank sweep of 8 B..`max` on NVLink with one config, `name` with the
+/// variables `env` (TOML inline-table text); every case must be ok. Its run
+/// directory (inside `out`).
+fn config_sweep_all_ok(dir: &Path, out: &Path, name: &str, env: &str, max: &str) -> PathBuf {
+    let config = out.join(format!("{name}.toml"));
+    std::fs::write(
+        &config,
+        format!("[[config]]\nname = \"{name}\"\nenv = {{ {env} }}\n"),
+    )
+    .unwrap();
+    let runs = out.join("runs");
+    let o = sim_sweep(
+        dir,
+        "nvlink",
+        &[],
+        &runs,
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            max,
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(&runs);
+    for r in rows(&run) {
+        assert_eq!(r["status"], "ok", "{r:?}");
+    }
+    run
+}
+
 fn report(run: &Path) -> String {
     std::fs::read_to_string(run.join("report.md")).unwrap()
 }
@@ -397,33 +432,13 @@ fn each_fault_is_named_and_the_sweep_goes_on() {
 fn a_non_blocking_communicator_works() {
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
-    let config = out.path().join("nonblocking.toml");
-    std::fs::write(
-        &config,
-        "[[config]]\nname = \"nonblocking\"\nenv = { NCCL_COMM_BLOCKING = \"0\" }\n",
-    )
-    .unwrap();
-    let o = sim_sweep(
+    let run = config_sweep_all_ok(
         &dir,
-        "nvlink",
-        &[],
-        &out.path().join("runs"),
-        &[
-            "--gpus",
-            "2",
-            "-b",
-            "8",
-            "-e",
-            "4K",
-            "--config",
-            config.to_str().unwrap(),
-        ],
+        out.path(),
+        "nonblocking",
+        r#"NCCL_COMM_BLOCKING = "0""#,
+        "4K",
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let run = run_dir(&out.path().join("runs"));
-    for r in rows(&run) {
-        assert_eq!(r["status"], "ok", "{r:?}");
-    }
     // NCCL saw the setting (and so returned ncclInProgress).
     let logs: String = dir_entries(&run.join("logs"))
         .iter()
@@ -768,34 +783,8 @@ fn every_type_and_operator_checks_out() {
 fn nccl_logging_to_stdout_does_not_break_the_workers_protocol() {
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
-    let config = out.path().join("stdout-log.toml");
-    std::fs::write(
-        &config,
-        "[[config]]\nname = \"stdout-log\"\nenv = { NCCL_DEBUG_FILE = \"/nonexistent/dir/nccl.%h.%p.log\", NCCL_DEBUG_SUBSYS = \"ALL\" }\n",
-    )
-    .unwrap();
-    let runs = out.path().join("runs");
-    let o = sim_sweep(
-        &dir,
-        "nvlink",
-        &[],
-        &runs,
-        &[
-            "--gpus",
-            "2",
-            "-b",
-            "8",
-            "-e",
-            "1K",
-            "--config",
-            config.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let run = run_dir(&runs);
-    for r in rows(&run) {
-        assert_eq!(r["status"], "ok", "{r:?}");
-    }
+    let env = r#"NCCL_DEBUG_FILE = "/nonexistent/dir/nccl.%h.%p.log", NCCL_DEBUG_SUBSYS = "ALL""#;
+    let run = config_sweep_all_ok(&dir, out.path(), "stdout-log", env, "1K");
     let rank_log = std::fs::read_to_string(run.join("logs/stdout-log.n2.rank0.log")).unwrap();
     assert!(
         rank_log.contains("NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"),
