@@ -46,6 +46,14 @@ fn a_host_sweep_writes_a_report_with_the_shm_verdict() {
     );
     assert!(report.contains("| shm-off |"), "{report}");
     assert!(report.contains("| NET/Socket |"), "{report}");
+    // Host ranks are CPU processes, not GPUs, in the report and on the plots.
+    assert!(report.contains("## 2 ranks\n"), "{report}");
+    assert!(!report.contains("2 GPUs"), "{report}");
+    let title = std::fs::read_to_string(run.join("plots/busbw-n2.svg")).unwrap();
+    assert!(
+        title.contains("All-reduce bus bandwidth, 2 ranks"),
+        "busbw-n2.svg"
+    );
     // The plots are drawn and embedded.
     for name in ["busbw-n2", "latency-n2", "relative-n2"] {
         for ext in ["svg", "png"] {

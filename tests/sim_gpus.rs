@@ -145,6 +145,7 @@ fn eight_nvlink_gpus_run_every_config_and_shm_is_not_on_the_data_path() {
         report.contains("**Disabling SHM does not change the data path here.**"),
         "{report}"
     );
+    assert!(report.contains("## 8 GPUs\n"), "{report}");
     let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
     assert!(manifest.contains(r#""used": "nccl-sim""#), "{manifest}");
     assert!(manifest.contains(r#""simulated": true"#), "{manifest}");

@@ -180,11 +180,7 @@ fn gpu_count_table(
     let largest = rows.iter().map(|r| r.bytes).max().unwrap_or(0);
     let small = nearest(&rows, 8).map(|r| r.bytes).unwrap_or(8);
     let medium = nearest(&rows, 65536).map(|r| r.bytes).unwrap_or(65536);
-    writeln!(
-        s,
-        "## {}\n",
-        crate::units::plural(nranks as usize, "GPU", "GPUs")
-    )?;
+    writeln!(s, "## {}\n", run.ranks(nranks))?;
     writeln!(
         s,
         "| config | busbw at {} | latency at {} | latency at {} | vs {baseline} at {} | significant | transports | status |",

@@ -150,6 +150,19 @@ impl RunData {
     }
 
     /// The histogram of a case, when the run kept one.
+    /// `n` ranks in the words of this run's backend: "2 GPUs", or "2 ranks" on the
+    /// host backend, whose ranks are CPU processes.
+    pub fn ranks(&self, n: u32) -> String {
+        let host = self.manifest.backend.used == "host"
+            || (!self.cases.is_empty() && self.cases.iter().all(|c| c.backend == "host"));
+        let (one, many) = if host {
+            ("rank", "ranks")
+        } else {
+            ("GPU", "GPUs")
+        };
+        crate::units::plural(n as usize, one, many)
+    }
+
     pub fn histogram(&self, row: &CaseRow) -> Option<&Histogram<u64>> {
         row.hist_tag
             .as_deref()

@@ -39,10 +39,7 @@ fn plot<DB: DrawingBackend>(
     let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
     let area = common::titled(
         &root,
-        &format!(
-            "All-reduce bus bandwidth, {}",
-            crate::units::plural(nranks as usize, "GPU", "GPUs")
-        ),
+        &format!("All-reduce bus bandwidth, {}", run.ranks(nranks)),
     )?;
     let mut chart = ChartBuilder::on(&area)
         .margin(15)

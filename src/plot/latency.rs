@@ -43,7 +43,7 @@ fn plot<DB: DrawingBackend>(
         &root,
         &format!(
             "All-reduce latency (median, band to p99), {}",
-            crate::units::plural(nranks as usize, "GPU", "GPUs")
+            run.ranks(nranks)
         ),
     )?;
     let mut chart = ChartBuilder::on(&area)

@@ -130,7 +130,7 @@ impl Chart<'_> {
             &format!(
                 "Median latency vs '{}' (95 % CI; above 0 is slower), {}",
                 self.baseline,
-                crate::units::plural(self.nranks as usize, "GPU", "GPUs")
+                self.run.ranks(self.nranks)
             ),
         )?;
         let mut chart = ChartBuilder::on(&area)
