@@ -37,6 +37,10 @@ pub struct NcclLog {
     pub ranks: Vec<RankInfo>,
     /// Failures in the order they occur in each file.
     pub failures: Vec<Failure>,
+    /// Connects NCCL said it was retrying, in order (a start-up hang often shows only
+    /// as these).
+    #[serde(default)]
+    pub connect_retries: Vec<ConnectRetry>,
     /// Every `NCCL WARN` line, trimmed, prefix included.
     pub warnings: Vec<String>,
     /// Lines naming the network interfaces NCCL uses (`NET/Socket : Using [0]eth0:...`,
@@ -181,6 +185,20 @@ pub struct Failure {
     pub line: usize,
     /// The message: what follows `NCCL WARN`, or the whole line for non-NCCL lines.
     pub text: String,
+}
+
+/// One `... connect ... retrying` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectRetry {
+    /// 1-based line number in the file it came from.
+    pub line: usize,
+    /// The address being connected to (`10.0.0.2<45763>`), when the line names it
+    /// (NCCL 2.22 and later).
+    pub target: Option<String>,
+    /// What connect returned: `Connection refused`, `Connection timed out`...
+    pub error: String,
+    /// (attempt, of) when the line counts them (2.22 and later).
+    pub attempt: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -457,6 +475,10 @@ impl Parser {
         }
         if let Some(nvls) = nvls_evidence(message) {
             self.log.nvls = self.log.nvls.max(nvls);
+            return true;
+        }
+        if let Some(retry) = lines::connect_retry(message, number) {
+            self.log.connect_retries.push(retry);
             return true;
         }
         if message.ends_with("Connected CollNet") {

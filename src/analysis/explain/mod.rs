@@ -32,7 +32,8 @@ pub use evidence::MAX_EVIDENCE;
 pub use failures::{finding_kind_of, is_ib_error_text};
 pub use render::{human_bytes, ranges, render_text};
 pub use rules::{
-    ib_unavailable_rule, is_virtual_interface, shm_not_on_data_path_rule, socket_interface_rule,
+    connect_retries_rule, ib_unavailable_rule, is_virtual_interface, shm_not_on_data_path_rule,
+    socket_interface_rule,
 };
 pub use summary::{host_summaries, pair_summaries};
 
@@ -151,6 +152,8 @@ pub enum FindingKind {
     OtherError,
     /// No connection used SHM: disabling it does not change the data path.
     ShmNotOnDataPath,
+    /// NCCL kept retrying a connect: the hang at start-up that shows only as retries.
+    SocketConnectRetries,
 }
 
 impl FindingKind {
@@ -167,6 +170,7 @@ impl FindingKind {
             FindingKind::RemoteError => "remote-error",
             FindingKind::OtherError => "other-error",
             FindingKind::ShmNotOnDataPath => "shm-not-on-data-path",
+            FindingKind::SocketConnectRetries => "socket-connect-retries",
         }
     }
 
@@ -184,6 +188,7 @@ impl FindingKind {
             FindingKind::RemoteError => "a remote rank exited or the network failed",
             FindingKind::OtherError => "NCCL error without a known signature",
             FindingKind::ShmNotOnDataPath => "SHM is not on the data path",
+            FindingKind::SocketConnectRetries => "connections to a peer kept being retried",
         }
     }
 }
@@ -212,6 +217,7 @@ pub fn explain(log: &NcclLog) -> Explanation {
         findings.extend(ib_unavailable_rule(log, context.multi_node));
     }
     findings.extend(shm_not_on_data_path_rule(log));
+    findings.extend(connect_retries_rule(log));
     // Stable: the order of appearance survives within a severity.
     findings.sort_by_key(|f| f.severity);
     let nranks: BTreeSet<u32> = log.ranks.iter().map(|r| r.nranks).collect();

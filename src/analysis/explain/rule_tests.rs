@@ -489,3 +489,84 @@ fn evidence_keeps_three_distinct_lines_cut_to_length() {
     assert_eq!(f.evidence[1].chars().count(), MAX_EVIDENCE_CHARS + 3);
     assert!(f.evidence[2].starts_with("line 4: Cuda failure 1 "));
 }
+
+/// A start-up hang that shows only as connect retries, in the wording of each NCCL
+/// (from src/include/socket.h of 2.7-2.11 and src/misc/socket.cc of 2.12-2.28).
+#[test]
+fn a_hang_that_shows_only_as_connect_retries_is_named() {
+    // 2.7 to 2.21: every 1000th refusal at INFO, no address.
+    let old = explain(&parse(
+        "node1:1234:1250 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n\
+         node1:1234:1250 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
+         node1:1234:1250 [0] NCCL INFO Call to connect returned Connection refused, retrying\n\
+         node1:1234:1250 [0] NCCL INFO Call to connect returned Connection refused, retrying\n",
+    ));
+    assert_eq!(
+        kinds(&old),
+        [(FindingKind::SocketConnectRetries, Severity::Error)]
+    );
+    let f = finding(&old, FindingKind::SocketConnectRetries);
+    assert_eq!(f.occurrences, 2);
+    assert_eq!(
+        f.evidence,
+        ["line 3: connect returned Connection refused, retrying"]
+    );
+    for part in [
+        "NCCL kept retrying to connect to a peer (this NCCL does not name the address",
+        "2 retry line(s), the last one `Connection refused`",
+        "Socket interfaces in this log: eth0.",
+    ] {
+        assert!(f.diagnosis.contains(part), "{part}: {}", f.diagnosis);
+    }
+    for part in [
+        "nc -vz",
+        "NCCL_SOCKET_IFNAME=eth0",
+        "Bootstrap : Using",
+        "docker0",
+    ] {
+        assert!(f.fix.contains(part), "{part}: {}", f.fix);
+    }
+
+    // 2.22 and later: the address, the error and the attempt count.
+    let new = explain(&parse(
+        "node1:1234:1250 [0] NCCL INFO socketStartConnect: connect to 10.0.0.2<43211> returned Connection timed out, retrying (1/34) after sleep for 100 msec\n\
+         node1:1234:1250 [0] NCCL INFO socketStartConnect: connect to 10.0.0.2<43211> returned Connection timed out, retrying (2/34) after sleep for 200 msec\n",
+    ));
+    let f = finding(&new, FindingKind::SocketConnectRetries);
+    assert_eq!(f.occurrences, 2);
+    assert!(
+        f.diagnosis.contains(
+            "NCCL kept retrying to connect to 10.0.0.2<43211>: 2 retry line(s), the last one `Connection timed out` at attempt 2 of 34"
+        ),
+        "{}",
+        f.diagnosis
+    );
+    assert_eq!(
+        f.evidence,
+        [
+            "line 1: connect to 10.0.0.2<43211> returned Connection timed out, retrying (attempt 1 of 34)",
+            "line 2: connect to 10.0.0.2<43211> returned Connection timed out, retrying (attempt 2 of 34)"
+        ]
+    );
+}
+
+/// When the retries are used up NCCL says so in a WARN (2.18: `exceeded retries`,
+/// 2.22+: `exceeded error retry count`): a failed connect, its address named.
+#[test]
+fn spent_connect_retries_are_a_failed_connect() {
+    for (warn, target) in [
+        ("socketStartConnect: exceeded retries (20000)", None),
+        ("socketStartConnect: exceeded timeouts (20)", None),
+        (
+            "socketStartConnect: connect to 10.0.0.2<43211> returned Connection timed out, exceeded error retry count after 35 attempts",
+            Some("10.0.0.2<43211>"),
+        ),
+    ] {
+        let log = parse(&format!("node1:1:2 [0] misc/socket.cc:582 NCCL WARN {warn}\n"));
+        assert_eq!(log.failures.len(), 1, "{warn}");
+        assert_eq!(log.failures[0].kind, FailureKind::ConnectionRefused, "{warn}");
+        assert_eq!(log.failures[0].connect_target(), target, "{warn}");
+        let e = explain(&log);
+        assert_eq!(kinds(&e), [(FindingKind::SocketConnect, Severity::Error)], "{warn}");
+    }
+}

@@ -181,3 +181,68 @@ pub fn shm_not_on_data_path_rule(log: &NcclLog) -> Option<Finding> {
             .to_string(),
     })
 }
+
+/// NCCL said it was retrying connects: the ranks cannot reach an address a peer
+/// advertised. A start-up hang may show nothing else (NCCL 2.7 to 2.21 log only every
+/// 1000th refused connect, at INFO; 2.22 and later count the attempts).
+pub fn connect_retries_rule(log: &NcclLog) -> Option<Finding> {
+    let retries = &log.connect_retries;
+    let last = retries.last()?;
+    let targets: std::collections::BTreeSet<&str> =
+        retries.iter().filter_map(|r| r.target.as_deref()).collect();
+    let lines: Vec<Line> = retries
+        .iter()
+        .map(|r| {
+            let to = r
+                .target
+                .as_deref()
+                .map(|t| format!(" to {t}"))
+                .unwrap_or_default();
+            let count = r
+                .attempt
+                .map(|(a, n)| format!(" (attempt {a} of {n})"))
+                .unwrap_or_default();
+            Line::at(
+                r.line,
+                &format!("connect{to} returned {}, retrying{count}", r.error),
+            )
+        })
+        .collect();
+    let to = if targets.is_empty() {
+        "a peer (this NCCL does not name the address in its retry lines)".to_string()
+    } else {
+        targets.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    let mut diagnosis = format!(
+        "NCCL kept retrying to connect to {to}: {} retry line(s), the last one `{}`{}. \
+         This rank cannot reach the address the peer advertised, and the job waits at \
+         start-up until a timeout ends it.",
+        retries.len(),
+        last.error,
+        last.attempt
+            .map(|(a, n)| format!(" at attempt {a} of {n}"))
+            .unwrap_or_default()
+    );
+    let names = socket_interface_names(&log.interfaces);
+    if !names.is_empty() {
+        diagnosis.push_str(&format!(
+            " Socket interfaces in this log: {}.",
+            names.join(", ")
+        ));
+    }
+    Some(Finding {
+        kind: FindingKind::SocketConnectRetries,
+        severity: Severity::Error,
+        occurrences: retries.len(),
+        evidence: evidence(lines),
+        diagnosis,
+        fix: format!(
+            "Check, from this node, that the peer's address is reachable (`nc -vz <addr> \
+             <port>`; a firewall or security group must allow TCP between the nodes on all \
+             ports, as NCCL listens on ephemeral ones); {IFNAME_FIX}; compare with the \
+             address the peer advertised in its `NET/Socket : Using` and `Bootstrap : Using` \
+             lines: a container's virtual interface (docker0, a veth, a CNI bridge) or lo is \
+             not reachable from other nodes."
+        ),
+    })
+}
