@@ -384,9 +384,6 @@ pub struct WorkerArgs {
     /// the rank stops a stuck collective itself a little earlier
     #[arg(long = "case-timeout")]
     pub case_timeout_s: Option<f64>,
-    /// Eager all-reduces between two timing events (NCCL backend)
-    #[arg(long = "event-stride", default_value_t = 1)]
-    pub event_stride: u64,
 }
 
 #[derive(Debug, Args)]

@@ -113,7 +113,8 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 dtype: args.datatype,
                 op: args.op,
                 graph: args.graph as usize,
-                event_stride: args.event_stride.max(1) as usize,
+                // An event after every all-reduce: the orchestrator folds per iteration.
+                event_stride: 1,
                 // Within the orchestrator's own limit, so that the rank says why.
                 init_timeout: case_budget(Duration::from_secs_f64(args.init_timeout_s)),
             };
