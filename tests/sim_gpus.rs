@@ -847,6 +847,29 @@ fn the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus() {
     const CHILD: &str = "NCCL_BENCH_TEST_SIM_CHILD";
     if std::env::var_os(CHILD).is_some() {
         assert!(nccl_bench::backend::cuda_driver().is_ok());
+        // What the driver says about the machine (facts.rs, read for the manifest
+        // and the memory check), here the simulated pcie-nop2p machine of 4 GPUs.
+        let facts = nccl_bench::backend::nccl::facts::read().unwrap();
+        assert_eq!(facts.cuda_version, "12.4");
+        assert_eq!(facts.gpus.len(), 4);
+        let buses: Vec<&str> = facts.gpus.iter().map(|g| g.bus_id.as_str()).collect();
+        assert_eq!(
+            buses,
+            [
+                "0000:18:00.0",
+                "0000:28:00.0",
+                "0000:38:00.0",
+                "0000:48:00.0"
+            ]
+        );
+        assert!(
+            facts.gpus.iter().all(|g| g.memory_bytes == 24 << 30),
+            "{facts:?}"
+        );
+        assert!(
+            facts.p2p.iter().flatten().all(|&p| !p),
+            "no peer access: {facts:?}"
+        );
         common::one_rank_all_reduce_checks_out(&dir.join("libnccl.so.2"));
         return;
     }
@@ -858,6 +881,9 @@ fn the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus() {
         ])
         .env(CHILD, "1")
         .env("LD_LIBRARY_PATH", &dir)
+        .env("NCCL_BENCH_SIM_TOPO", "pcie-nop2p")
+        .env("NCCL_BENCH_SIM_GPUS", "4")
+        .env("NCCL_BENCH_SIM_MEM_GIB", "24")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
