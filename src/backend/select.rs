@@ -269,17 +269,9 @@ pub fn check_host_memory(available: Option<u64>, ranks: u32, max_bytes: u64) -> 
     Ok(())
 }
 
-/// `check_host_memory` with this machine's /proc/meminfo.
+/// `check_host_memory` with this machine's available memory.
 pub fn check_host_memory_here(ranks: u32, max_bytes: u64) -> Result<()> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    check_host_memory(mem_available(&meminfo), ranks, max_bytes)
-}
-
-/// `MemAvailable` from the text of /proc/meminfo, in bytes.
-pub fn mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    check_host_memory(crate::sysinfo::memory_available(), ranks, max_bytes)
 }
 
 fn choice_of(found: discovery::Found) -> NcclChoice {
@@ -354,11 +346,7 @@ mod tests {
 
     #[test]
     fn host_memory_for_every_ranks_output_copy_is_checked() {
-        let meminfo =
-            "MemTotal:       32768000 kB\nMemFree:         1000 kB\nMemAvailable:   16777216 kB\n";
-        let available = mem_available(meminfo);
-        assert_eq!(available, Some(16 << 30));
-        assert_eq!(mem_available("MemTotal: 1 kB\n"), None);
+        let available = Some(16 << 30);
         check_host_memory(available, 8, 1 << 30).unwrap();
         check_host_memory(None, 8, 64 << 30).unwrap();
         let e = check_host_memory(available, 8, 2 << 30)
