@@ -14,13 +14,19 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use lines::{
-    classify_plain, classify_transport, classify_warn, connect_target, is_error_return,
-    nvls_evidence, parse_connection, parse_env_setting, parse_init_line, parse_interfaces,
-    shm_segment_size, split_tagged, strip_launcher_prefixes, ConnectionParts, Level,
+    classify_plain, classify_transport, classify_warn, is_error_return, nvls_evidence,
+    parse_connection, parse_env_setting, parse_init_line, parse_interfaces, shm_segment_size,
+    split_tagged, strip_launcher_prefixes, ConnectionParts, Level,
 };
 
 #[path = "nccl_log_lines.rs"]
 mod lines;
+
+#[path = "nccl_log_connect.rs"]
+mod connect;
+
+use connect::connect_target;
+pub use connect::ConnectRetry;
 
 /// What one or more NCCL logs say about a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,20 +191,6 @@ pub struct Failure {
     pub line: usize,
     /// The message: what follows `NCCL WARN`, or the whole line for non-NCCL lines.
     pub text: String,
-}
-
-/// One `... connect ... retrying` line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConnectRetry {
-    /// 1-based line number in the file it came from.
-    pub line: usize,
-    /// The address being connected to (`10.0.0.2<45763>`), when the line names it
-    /// (NCCL 2.22 and later).
-    pub target: Option<String>,
-    /// What connect returned: `Connection refused`, `Connection timed out`...
-    pub error: String,
-    /// (attempt, of) when the line counts them (2.22 and later).
-    pub attempt: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -477,7 +469,7 @@ impl Parser {
             self.log.nvls = self.log.nvls.max(nvls);
             return true;
         }
-        if let Some(retry) = lines::connect_retry(message, number) {
+        if let Some(retry) = connect::connect_retry(message, number) {
             self.log.connect_retries.push(retry);
             return true;
         }
