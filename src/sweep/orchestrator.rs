@@ -13,7 +13,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +32,9 @@ use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus, RunManifest, Run
 use crate::stats::adaptive::{BatchDecision, StopRule};
 use crate::stats::{Bandwidth, LatencyRecorder};
 use crate::units::Bytes;
+
+#[path = "orchestrator_wait.rs"]
+mod wait;
 
 /// Everything a sweep needs from its caller.
 pub struct Orchestrator<'a> {
@@ -449,126 +451,6 @@ impl Orchestrator<'_> {
             );
         }
         Ok(())
-    }
-
-    fn broadcast(
-        &self,
-        processes: &mut dyn RankGroup,
-        command: &Command,
-        phase: &str,
-    ) -> Result<(), Failure> {
-        processes
-            .broadcast(command)
-            .map_err(|rank| self.dead(processes, rank, phase))
-    }
-
-    fn dead(&self, processes: &mut dyn RankGroup, rank: u32, phase: &str) -> Failure {
-        let how = processes
-            .exit_description(rank, Duration::from_secs(3))
-            .unwrap_or_else(|| "stopped reading its commands".to_string());
-        Failure::Died {
-            rank,
-            how,
-            phase: phase.to_string(),
-        }
-    }
-
-    /// Waits until each of `ranks` sent an event `pick` accepts; fails on an error
-    /// event, a dead rank, the deadline or an interrupt.
-    fn wait_for<T>(
-        &self,
-        processes: &mut dyn RankGroup,
-        tails: &mut Tails,
-        ranks: &[u32],
-        deadline: Instant,
-        phase: &str,
-        mut pick: impl FnMut(Event<'static>) -> Option<T>,
-    ) -> Result<Vec<T>, Failure> {
-        let mut got: Vec<Option<T>> = ranks.iter().map(|_| None).collect();
-        let slot = |rank: u32| ranks.iter().position(|&r| r == rank);
-        while got.iter().any(Option::is_none) {
-            if self.interrupted.load(Ordering::SeqCst) {
-                return Err(Failure::Interrupted);
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(Failure::Timeout {
-                    waiting_for: ranks
-                        .iter()
-                        .zip(&got)
-                        .filter(|(_, g)| g.is_none())
-                        .map(|(r, _)| *r)
-                        .collect(),
-                    phase: phase.to_string(),
-                });
-            }
-            let wait = (deadline - now).min(Duration::from_millis(100));
-            match processes.recv_timeout(wait) {
-                Ok(Incoming::Event(rank, Event::Error { message, timed_out })) => {
-                    let (also, other_timed_out) =
-                        Self::other_errors(processes, tails, rank, deadline);
-                    let message = message + &also;
-                    return Err(if timed_out || other_timed_out {
-                        Failure::Aborted { rank, message }
-                    } else {
-                        Failure::Error { rank, message }
-                    });
-                }
-                Ok(Incoming::Event(rank, event)) => {
-                    if let (Some(i), Some(value)) = (slot(rank), pick(event)) {
-                        got[i] = Some(value);
-                    }
-                }
-                Ok(Incoming::Text(rank, line)) => tails.push(rank, line),
-                Ok(Incoming::Closed(rank)) => return Err(self.dead(processes, rank, phase)),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(Failure::Protocol("every worker pipe closed".into()))
-                }
-            }
-        }
-        Ok(got.into_iter().flatten().collect())
-    }
-
-    /// What other ranks report within a moment of the first error (a failure often
-    /// shows on several ranks, and the first to arrive is not always the cause), as
-    /// text to append (`; also rank 1: ...`), and whether one of them stopped at its
-    /// deadline (the case is then a timeout).
-    fn other_errors(
-        processes: &mut dyn RankGroup,
-        tails: &mut Tails,
-        first: u32,
-        deadline: Instant,
-    ) -> (String, bool) {
-        const GRACE: Duration = Duration::from_millis(300);
-        let until = (Instant::now() + GRACE).min(deadline);
-        let mut also = String::new();
-        let mut reported = vec![first];
-        let mut timed_out = false;
-        while let Some(wait) = until.checked_duration_since(Instant::now()) {
-            match processes.recv_timeout(wait) {
-                Ok(Incoming::Event(
-                    rank,
-                    Event::Error {
-                        message,
-                        timed_out: t,
-                    },
-                )) if !reported.contains(&rank) => {
-                    also.push_str(&format!("; also rank {rank}: {message}"));
-                    reported.push(rank);
-                    timed_out |= t;
-                }
-                // A rank that died without a word (it did not report an error).
-                Ok(Incoming::Closed(rank)) if !reported.contains(&rank) => {
-                    also.push_str(&format!("; also rank {rank}: its process exited"));
-                    reported.push(rank);
-                }
-                Ok(Incoming::Text(rank, line)) => tails.push(rank, line),
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-        (also, timed_out)
     }
 
     fn record(
