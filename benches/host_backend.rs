@@ -6,36 +6,16 @@
 //!
 //! Run with `scripts/bench-host.sh` (or `cargo bench --bench host_backend`).
 
-use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+mod common;
 
+use std::process::Command;
+use std::time::Duration;
+
+use common::{csv_rows, exe, memcpy_gbps, sweep, BUSBW, BYTES, CONFIG, ITERS, P50, TIME_US};
 use nccl_bench::backend::host::{HostBackend, HostOptions, DEFAULT_BUFFSIZE};
 use nccl_bench::backend::Backend;
 use nccl_bench::ops::pattern::Pattern;
 use nccl_bench::ops::{DataType, ReduceOp};
-
-const MIB64: usize = 64 << 20;
-
-fn exe() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_nccl-bench"))
-}
-
-/// Best-of-N single-core memcpy bandwidth of a 64 MiB buffer, GB/s (bytes copied / s).
-fn memcpy_gbps() -> f64 {
-    let src = vec![1u8; MIB64];
-    let mut dst = vec![0u8; MIB64];
-    dst.copy_from_slice(&src); // fault the pages in
-    let mut best = f64::INFINITY;
-    for _ in 0..15 {
-        let t = Instant::now();
-        dst.copy_from_slice(black_box(&src));
-        black_box(&mut dst);
-        best = best.min(t.elapsed().as_secs_f64());
-    }
-    MIB64 as f64 / best / 1e9
-}
 
 /// Nanoseconds per iteration of the timing loop around a 1-rank, 8-byte all-reduce
 /// (an 8-byte copy): the harness's own cost per measured iteration.
@@ -69,37 +49,6 @@ fn harness_overhead_ns() -> f64 {
     }
     best
 }
-
-fn csv_rows(run_parent: &Path) -> Vec<csv::StringRecord> {
-    let run = std::fs::read_dir(run_parent)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let mut r = csv::Reader::from_path(run.join("results.csv")).unwrap();
-    r.records().map(Result::unwrap).collect()
-}
-
-fn sweep(args: &[&str]) -> (Vec<csv::StringRecord>, tempfile::TempDir) {
-    let out = tempfile::tempdir().unwrap();
-    let o = Command::new(exe())
-        .args(["sweep", "--backend", "host", "--plain", "--out"])
-        .arg(out.path())
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    (csv_rows(out.path()), out)
-}
-
-/// Column indices in results.csv (the stable schema).
-const CONFIG: usize = 0;
-const BYTES: usize = 3;
-const ITERS: usize = 6;
-const TIME_US: usize = 8;
-const BUSBW: usize = 10;
-const P50: usize = 11;
 
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

@@ -7,6 +7,7 @@
 pub mod bootstrap;
 pub mod ring;
 pub mod shm;
+pub mod stream;
 pub mod tcp;
 pub mod wait;
 
@@ -214,9 +215,16 @@ impl HostComm {
         let shm_in = opts.use_shm && host_of(prev) == host_of(rank);
         // Every rank sees the same addresses, so all agree on whether links mix.
         let mixed = opts.use_shm && (0..nranks).any(|r| host_of(r) != host_of(r + 1));
-        let policy = WaitPolicy::for_ranks(nranks);
+        // Cores are shared by the ranks of this machine only: its rank count decides
+        // the wait policy, and a rank's index among them its core.
+        let local: Vec<u32> = (0..nranks)
+            .filter(|&r| host_of(r) == host_of(rank))
+            .collect();
+        let local_ranks = local.len() as u32;
+        let local_index = local.iter().position(|&r| r == rank).unwrap_or(0) as u32;
+        let policy = WaitPolicy::for_ranks(local_ranks);
         let cpu = if opts.pin_cpus {
-            wait::pin_rank(rank, nranks)
+            wait::pin_rank(local_index, local_ranks)
         } else {
             None
         };

@@ -11,6 +11,7 @@ use std::ops::Range;
 use anyhow::Result;
 
 use super::shm::{ShmReceiver, ShmSender};
+use super::stream::{stream_copy, stream_reduce};
 use super::tcp::{TcpReceiver, TcpSender};
 use crate::ops::reduce::{finish_avg, reduce};
 use crate::ops::{DataType, ReduceOp};
@@ -28,11 +29,23 @@ pub enum Receiver {
 }
 
 impl Sender {
-    fn slot(&mut self, len: usize) -> Result<&mut [u8]> {
+    /// Waits for the next slot and copies `src` into it (streaming into shared
+    /// memory, see `stream`); `post` hands it on.
+    fn fill(&mut self, src: &[u8]) -> Result<()> {
         match self {
-            Sender::Shm(s) => s.slot(len),
-            Sender::Tcp(s) => s.slot(len),
+            Sender::Shm(s) => stream_copy(s.slot(src.len())?, src),
+            Sender::Tcp(s) => s.slot(src.len())?.copy_from_slice(src),
         }
+        Ok(())
+    }
+
+    /// Waits for the next slot and reduces `a` and `b` into it.
+    fn fill_reduced(&mut self, dt: DataType, op: ReduceOp, a: &[u8], b: &[u8]) -> Result<()> {
+        match self {
+            Sender::Shm(s) => stream_reduce(dt, op, s.slot(a.len())?, a, b),
+            Sender::Tcp(s) => reduce(dt, op, s.slot(a.len())?, a, b),
+        }
+        Ok(())
     }
 
     fn post(&mut self) -> Result<()> {
@@ -114,7 +127,7 @@ impl Ring {
         if src.is_empty() {
             return Ok(());
         }
-        self.tx.slot(src.len())?.copy_from_slice(src);
+        self.tx.fill(src)?;
         self.tx.post()
     }
 
@@ -123,7 +136,7 @@ impl Ring {
             return Ok(());
         }
         let incoming = self.rx.slot(local.len())?;
-        reduce(dt, op, self.tx.slot(local.len())?, incoming, local);
+        self.tx.fill_reduced(dt, op, incoming, local)?;
         self.tx.post()?;
         self.rx.release();
         Ok(())
@@ -143,7 +156,7 @@ impl Ring {
         reduce(dt, op, out, incoming, local);
         finish_avg(dt, op, out, self.nranks as u32);
         self.rx.release();
-        self.tx.slot(out.len())?.copy_from_slice(out);
+        self.tx.fill(out)?;
         self.tx.post()
     }
 
@@ -153,7 +166,7 @@ impl Ring {
         }
         let incoming = self.rx.slot(out.len())?;
         out.copy_from_slice(incoming);
-        self.tx.slot(out.len())?.copy_from_slice(incoming);
+        self.tx.fill(incoming)?;
         self.tx.post()?;
         self.rx.release();
         Ok(())

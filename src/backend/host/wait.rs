@@ -1,16 +1,29 @@
-//! Waiting for a peer process without starving it. A rank first spins briefly (the
-//! fast path when every rank has a core: a hand-off costs a cache-line transfer),
-//! then yields the CPU, then sleeps on a futex in the shared segment until the peer
-//! wakes it. With more ranks than cores the spin phase is skipped, because spinning
-//! would only delay the rank we are waiting for; and the spin is short (5 us, far
-//! more than a hand-off takes), because a peer that has not answered by then is not
-//! running, and yielding is what lets it run.
+//! Waiting for a peer process without starving it, and without handing the core to
+//! an unrelated process.
+//!
+//! When every rank of the machine has a core of its own (each is pinned to one), a
+//! waiter spins for up to half a millisecond (a hand-off then costs a cache-line
+//! transfer), then sleeps on a futex in the shared segment until the peer wakes it.
+//! It never calls `sched_yield` there: on a pinned core, yielding can only give the
+//! core to some other process (a compiler, the test harness, the orchestrator), and
+//! the scheduler lets that process keep it until the next tick while the yielding
+//! rank stays runnable and so gets no wake-up preemption. Every hand-off then costs
+//! a tick: 2-rank 8-byte cases measured p50 1-4 ms instead of 0.2 us whenever one
+//! CPU-bound process shared the machine. A sleeping rank, by contrast, is woken
+//! ahead of such a process.
+//!
+//! With more ranks than cores the peer we wait for may be waiting for our core, so a
+//! waiter yields for a short while (the peer on our core runs) before it sleeps; but
+//! the first yield that returns only after a tick's worth of time shows that a
+//! process outside the communicator holds the core, and from then on this process
+//! sleeps without yielding.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long a waiter spins and yields before it sleeps, and how long one sleep may
-/// last (a wake ends it sooner; the limit bounds how late an abort is noticed).
+/// How long a waiter spins, how long it yields before it sleeps, and how long one
+/// sleep may last (a wake ends it sooner; the limit bounds how late an abort is
+/// noticed).
 #[derive(Debug, Clone, Copy)]
 pub struct WaitPolicy {
     pub spin: Duration,
@@ -21,26 +34,52 @@ pub struct WaitPolicy {
 /// The longest single sleep of a waiter.
 const SLEEP: Duration = Duration::from_millis(10);
 
+/// A yield that returns later than this gave the core to a process that kept it
+/// until a scheduler tick, longer than ranks sharing a core hold it between hand-offs.
+const CONTESTED_YIELD: Duration = Duration::from_micros(500);
+
+/// Set once a yield in this process came back after `CONTESTED_YIELD`.
+static CORE_CONTESTED: AtomicBool = AtomicBool::new(false);
+
 impl WaitPolicy {
-    /// Spin only when every rank can have a core of its own.
+    /// Spin when every rank of this machine can have a core of its own; yield
+    /// briefly when ranks must share cores.
     pub fn for_ranks(local_ranks: u32) -> WaitPolicy {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get() as u32)
             .unwrap_or(1);
         if local_ranks <= cores {
             WaitPolicy {
-                spin: Duration::from_micros(5),
-                yield_for: Duration::from_micros(500),
+                spin: Duration::from_micros(
+                    std::env::var("XX_SPIN")
+                        .map(|v| v.parse().unwrap())
+                        .unwrap_or(500),
+                ),
+                yield_for: Duration::ZERO,
                 sleep: SLEEP,
             }
         } else {
             WaitPolicy {
                 spin: Duration::ZERO,
-                yield_for: Duration::from_micros(200),
+                yield_for: Duration::from_micros(50),
                 sleep: SLEEP,
             }
         }
     }
+}
+
+/// Gives the core to a runnable peer, unless an earlier yield showed that the core is
+/// contested by a process outside the communicator. Returns whether it yielded.
+fn yield_to_peer() -> bool {
+    if CORE_CONTESTED.load(Ordering::Relaxed) {
+        return false;
+    }
+    let start = Instant::now();
+    std::thread::yield_now();
+    if start.elapsed() > CONTESTED_YIELD {
+        CORE_CONTESTED.store(true, Ordering::Relaxed);
+    }
+    true
 }
 
 /// Raised when a peer marked the connection as aborted.
@@ -69,7 +108,9 @@ pub fn wait_until(
         }
         polls = polls.wrapping_add(1);
         if polls % 64 != 0 {
-            std::hint::spin_loop();
+            if std::env::var_os("XX_NOPAUSE").is_none() {
+                std::hint::spin_loop();
+            }
             continue;
         }
         if abort.load(Ordering::Relaxed) != 0 {
@@ -79,8 +120,7 @@ pub fn wait_until(
         if waited < policy.spin {
             continue;
         }
-        if waited < policy.spin + policy.yield_for {
-            std::thread::yield_now();
+        if waited < policy.spin + policy.yield_for && yield_to_peer() {
             continue;
         }
         // Announce the sleep, then re-check: the other side stores `word` before it
@@ -140,12 +180,12 @@ fn futex_wake(word: &AtomicU32) {
     }
 }
 
-/// Pins this process to one CPU of those it may use, `rank` modulo their count, when
+/// Pins this process to one CPU of those it may use, `local_index` modulo their count, when
 /// every rank can have its own. Two ranks that the scheduler happens to put on one
 /// core would otherwise take turns through every hand-off, and a case would measure
 /// the scheduler (100 us per 32 KiB all-reduce instead of 3 us, seen on 2 cores).
 /// Returns the CPU chosen, or `None` when ranks must share CPUs.
-pub fn pin_rank(rank: u32, local_ranks: u32) -> Option<usize> {
+pub fn pin_rank(local_index: u32, local_ranks: u32) -> Option<usize> {
     // SAFETY: cpu_set_t is plain data; the calls get and set this process's mask.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -158,7 +198,7 @@ pub fn pin_rank(rank: u32, local_ranks: u32) -> Option<usize> {
         if allowed.is_empty() || local_ranks as usize > allowed.len() {
             return None;
         }
-        let cpu = allowed[rank as usize % allowed.len()];
+        let cpu = allowed[local_index as usize % allowed.len()];
         let mut one: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut one);
         (libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) == 0)
