@@ -186,6 +186,11 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=4096))]
     pub graph: u64,
 
+    /// Do not re-measure the cases flagged as noisy or out of line with their
+    /// neighbouring sizes (they keep their first measurement and their flag)
+    #[arg(long = "no-remeasure")]
+    pub no_remeasure: bool,
+
     /// One line per case even on a terminal (no progress bar)
     #[arg(long)]
     pub plain: bool,
@@ -384,6 +389,10 @@ pub struct WorkerArgs {
     /// the rank stops a stuck collective itself a little earlier
     #[arg(long = "case-timeout")]
     pub case_timeout_s: Option<f64>,
+    /// These processes re-measure flagged cases (said in the rank's log; the test
+    /// faults that model a passing disturbance skip them)
+    #[arg(long)]
+    pub remeasure: bool,
 }
 
 #[derive(Debug, Args)]

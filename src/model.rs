@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{IterationPolicy, TransportConfig};
 use crate::ops::{DataType, ReduceOp};
+use crate::stats::quality::Quality;
 use crate::stats::{Bandwidth, LatencySummary, StopReason};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -78,11 +79,27 @@ pub struct CaseResult {
     pub error: String,
     pub started_at: String,
     pub duration_s: f64,
+    /// How far the timings deserve trust (`None` for a case without timings).
+    pub quality: Option<Quality>,
+    /// Why the case was flagged, and what re-measuring it found.
+    pub quality_note: String,
+    /// Whether these timings are a re-measurement (its histogram has a tag of its own,
+    /// so that both measurements stay in the histogram log).
+    pub second_take: bool,
 }
 
 impl CaseResult {
     pub fn iters(&self) -> u64 {
         self.latency.map(|l| l.count).unwrap_or(0)
+    }
+
+    /// The tag of this measurement's histogram in `histograms.hlog`.
+    pub fn hist_tag(&self) -> String {
+        if self.second_take {
+            format!("{}/remeasured", self.key.tag())
+        } else {
+            self.key.tag()
+        }
     }
 }
 
@@ -111,17 +128,64 @@ pub struct CaseCounts {
     pub timeout: u64,
     pub wrong: u64,
     pub skipped: u64,
+    /// Cases re-measured in fresh processes whose kept measurement passed every
+    /// quality rule, and cases still flagged `noisy` or `outlier` at the end.
+    #[serde(default)]
+    pub remeasured: u64,
+    #[serde(default)]
+    pub noisy: u64,
+    #[serde(default)]
+    pub outlier: u64,
 }
 
 impl CaseCounts {
     pub fn add(&mut self, status: CaseStatus) {
         self.done += 1;
+        *self.of_status(status) += 1;
+    }
+
+    /// Counts a case's quality.
+    pub fn add_quality(&mut self, quality: Quality) {
+        if let Some(n) = self.of_quality(quality) {
+            *n += 1;
+        }
+    }
+
+    /// Moves one case from one quality to another (a group's final assessment).
+    pub fn change_quality(&mut self, from: Quality, to: Quality) {
+        self.remove_quality(from);
+        self.add_quality(to);
+    }
+
+    fn remove_quality(&mut self, quality: Quality) {
+        if let Some(n) = self.of_quality(quality) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    fn of_quality(&mut self, quality: Quality) -> Option<&mut u64> {
+        match quality {
+            Quality::Ok => None,
+            Quality::Remeasured => Some(&mut self.remeasured),
+            Quality::Noisy => Some(&mut self.noisy),
+            Quality::Outlier => Some(&mut self.outlier),
+        }
+    }
+
+    /// Moves one case from one status to another (a re-measurement that was kept).
+    pub fn change_status(&mut self, from: CaseStatus, to: CaseStatus) {
+        let n = self.of_status(from);
+        *n = n.saturating_sub(1);
+        *self.of_status(to) += 1;
+    }
+
+    fn of_status(&mut self, status: CaseStatus) -> &mut u64 {
         match status {
-            CaseStatus::Ok => self.ok += 1,
-            CaseStatus::Failed => self.failed += 1,
-            CaseStatus::Timeout => self.timeout += 1,
-            CaseStatus::Wrong => self.wrong += 1,
-            CaseStatus::Skipped => self.skipped += 1,
+            CaseStatus::Ok => &mut self.ok,
+            CaseStatus::Failed => &mut self.failed,
+            CaseStatus::Timeout => &mut self.timeout,
+            CaseStatus::Wrong => &mut self.wrong,
+            CaseStatus::Skipped => &mut self.skipped,
         }
     }
 

@@ -14,6 +14,7 @@ use nccl_bench::model::{
     ToolInfo,
 };
 use nccl_bench::ops::{DataType, ReduceOp};
+use nccl_bench::stats::quality::Quality;
 use nccl_bench::stats::{Bandwidth, LatencyRecorder};
 
 /// A case: config, bytes, and a latency scale (1.0 = the base distribution), or None
@@ -28,6 +29,17 @@ fn write_run(parent: &Path, name: &str, specs: &[Spec]) -> std::path::PathBuf {
 
 /// `write_run` with every case launched in CUDA graphs of `graph` all-reduces.
 fn write_graph_run(parent: &Path, name: &str, specs: &[Spec], graph: u64) -> std::path::PathBuf {
+    write_run_with(parent, name, specs, graph, &|_| Quality::Ok)
+}
+
+/// `write_graph_run` with each ok case's `quality` column from `quality(bytes)`.
+fn write_run_with(
+    parent: &Path,
+    name: &str,
+    specs: &[Spec],
+    graph: u64,
+    quality: &dyn Fn(u64) -> Quality,
+) -> std::path::PathBuf {
     let dir = RunDir::create(parent, name, "synthetic", None).unwrap();
     let path = dir.path.clone();
     let writer = RunWriter::new(dir, SystemTime::now()).unwrap();
@@ -108,6 +120,9 @@ fn write_graph_run(parent: &Path, name: &str, specs: &[Spec], graph: u64) -> std
                     error: String::new(),
                     started_at: String::new(),
                     duration_s: 0.1,
+                    quality: Some(quality(*bytes)),
+                    quality_note: String::new(),
+                    second_take: false,
                 }
             }
             None => CaseResult {
@@ -124,6 +139,9 @@ fn write_graph_run(parent: &Path, name: &str, specs: &[Spec], graph: u64) -> std
                 error: "rank 1 exited with status 3".into(),
                 started_at: String::new(),
                 duration_s: 0.0,
+                quality: None,
+                quality_note: String::new(),
+                second_take: false,
             },
         };
         writer
@@ -196,6 +214,69 @@ fn a_ten_percent_slowdown_at_large_sizes_fails_the_gate() {
     let table = compare(&[base.as_os_str(), cand.as_os_str()]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("worst regression: default n=2 "), "{text}");
+}
+
+/// The same slowdown, but the candidate's 16 MiB case is flagged noisy and its 1 MiB
+/// case was re-measured: the noisy pair is inconclusive (not a regression), the
+/// re-measured one still counts.
+#[test]
+fn a_noisy_side_makes_a_pair_inconclusive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = write_run(tmp.path(), "base", &uniform("default", |_| Some(1.0)));
+    let cand = write_run_with(
+        tmp.path(),
+        "cand",
+        &uniform("default", |b| Some(if b >= 1 << 20 { 1.1 } else { 1.0 })),
+        0,
+        &|b| match b {
+            16777216 => Quality::Noisy,
+            1048576 => Quality::Remeasured,
+            _ => Quality::Ok,
+        },
+    );
+    let csv_out = compare(&[
+        base.as_os_str(),
+        cand.as_os_str(),
+        "--format".as_ref(),
+        "csv".as_ref(),
+    ]);
+    assert_eq!(csv_out.status.code(), Some(1), "{}", common::text(&csv_out));
+    let mut reader = csv::Reader::from_reader(csv_out.stdout.as_slice());
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let outcome: Vec<(&str, &str, &str)> = rows.iter().map(|r| (&r[2], &r[14], &r[15])).collect();
+    assert_eq!(
+        outcome,
+        [
+            ("1024", "unchanged", ""),
+            ("65536", "unchanged", ""),
+            ("1048576", "regressed", ""),
+            ("16777216", "inconclusive", "candidate noisy")
+        ]
+    );
+    // Only the noisy case slower: no regression left to gate on.
+    let cand2 = write_run_with(
+        tmp.path(),
+        "cand2",
+        &uniform("default", |b| Some(if b >= 1 << 24 { 1.1 } else { 1.0 })),
+        0,
+        &|b| {
+            if b == 16777216 {
+                Quality::Noisy
+            } else {
+                Quality::Ok
+            }
+        },
+    );
+    let o = compare(&[base.as_os_str(), cand2.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("inconclusive (candidate noisy)"), "{text}");
+    assert!(
+        text.contains(
+            "note: 1 pair(s) are inconclusive because a side is flagged noisy or outlier"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

@@ -68,6 +68,9 @@ pub struct PairRow {
     /// Present when both sides are ok.
     pub comparison: Option<Comparison>,
     pub outcome: Outcome,
+    /// The sides whose `quality` says not to trust them (`candidate noisy`), which
+    /// makes the pair inconclusive; empty when both are trusted.
+    pub distrust: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -234,6 +237,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             cand_busbw_gbps: c.busbw_gbps,
             comparison,
             outcome,
+            distrust: distrust(b, c),
         });
     }
     if rows.is_empty() {
@@ -257,8 +261,20 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
     })
 }
 
+/// Which sides of an ok pair are flagged by the quality rules, in words.
+pub fn distrust(b: &CaseRow, c: &CaseRow) -> String {
+    [("base", b), ("candidate", c)]
+        .iter()
+        .filter(|(_, r)| r.is_ok() && !r.is_trusted())
+        .map(|(side, r)| format!("{side} {}", r.quality))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One pair of cases: the comparison of their latencies when both are ok (bootstrap
-/// over their histograms, or their means when a run has none), and the outcome.
+/// over their histograms, or their means when a run has none), and the outcome. A
+/// pair with a side that the quality rules left `noisy` or `outlier` is
+/// inconclusive, whatever its interval says: such a side is not evidence.
 pub fn compare_pair(
     base_run: &RunData,
     b: &CaseRow,
@@ -278,7 +294,9 @@ pub fn compare_pair(
                     _ => None,
                 },
             };
+            let trusted = b.is_trusted() && c.is_trusted();
             let outcome = match cmp.as_ref().map(|c| c.verdict) {
+                _ if !trusted => Outcome::Inconclusive,
                 Some(Verdict::Improved) => Outcome::Improved,
                 Some(Verdict::Regressed) => Outcome::Regressed,
                 Some(Verdict::Unchanged) => Outcome::Unchanged,
@@ -329,6 +347,8 @@ mod tests {
             error: String::new(),
             hist_tag: hist_tag.map(str::to_string),
             graph_iters: 0,
+            quality: "ok".into(),
+            quality_note: String::new(),
         }
     }
 

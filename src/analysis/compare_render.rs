@@ -55,7 +55,11 @@ fn cells(r: &PairRow) -> [String; 10] {
         ci,
         bw(r.base_busbw_gbps),
         bw(r.cand_busbw_gbps),
-        r.outcome.as_str().to_string(),
+        if r.distrust.is_empty() {
+            r.outcome.as_str().to_string()
+        } else {
+            format!("{} ({})", r.outcome.as_str(), r.distrust)
+        },
     ]
 }
 
@@ -104,6 +108,16 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
         )),
         None => lines.push("no regression".to_string()),
     }
+    let distrusted = report
+        .rows
+        .iter()
+        .filter(|r| !r.distrust.is_empty())
+        .count();
+    if distrusted > 0 {
+        lines.push(format!(
+            "note: {distrusted} pair(s) are inconclusive because a side is flagged noisy or outlier in its run (results.csv's quality_note says why): such a case is not evidence either way"
+        ));
+    }
     if report.means_only {
         lines.push("note: some cases were compared on mean times only (no per-iteration data, e.g. an imported run): their times shown are means and their interval is a point".to_string());
     }
@@ -148,6 +162,7 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                 "base_busbw_gbps",
                 "cand_busbw_gbps",
                 "outcome",
+                "distrust",
             ])?;
             for r in &report.rows {
                 let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_default();
@@ -168,6 +183,7 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                     opt(r.base_busbw_gbps),
                     opt(r.cand_busbw_gbps),
                     r.outcome.as_str().to_string(),
+                    r.distrust.clone(),
                 ])?;
             }
             String::from_utf8(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?

@@ -9,10 +9,11 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::compare::{compare_pair, seed, CompareOptions, Outcome};
+use super::compare::{compare_pair, distrust, seed, CompareOptions, Outcome};
 use super::verdict::{decide, explain};
 use crate::backend::select::SIMULATED_LABEL;
 use crate::export::reader::{CaseRow, RunData};
+use crate::stats::quality::Quality;
 use crate::units::{format_us, Bytes};
 
 /// Builds the Markdown of a run's report.
@@ -153,7 +154,60 @@ pub fn markdown(
         }
         writeln!(s)?;
     }
+
+    let distrusted: Vec<&CaseRow> = run
+        .cases
+        .iter()
+        .filter(|c| c.is_ok() && !c.is_trusted())
+        .collect();
+    let remeasured = run
+        .cases
+        .iter()
+        .filter(|c| c.quality == Quality::Remeasured.name())
+        .count();
+    if !distrusted.is_empty() {
+        writeln!(
+            s,
+            "## Cases to distrust
+"
+        )?;
+        writeln!(
+            s,
+            "Flagged by the quality rules (README, \"Trusting the numbers\") and still flagged after being measured again in fresh processes: their numbers are shown, marked, and not counted as evidence by the verdict or by `compare`.\n"
+        )?;
+        writeln!(
+            s,
+            "| config | ranks | size | quality | why |\n|---|---|---|---|---|"
+        )?;
+        for c in distrusted {
+            writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                c.config,
+                c.nranks,
+                Bytes(c.bytes),
+                c.quality,
+                c.quality_note.replace('|', "\\|")
+            )?;
+        }
+        writeln!(s)?;
+    }
+    if remeasured > 0 {
+        writeln!(
+            s,
+            "{} flagged at first and passed when measured again in fresh processes; their rows say `remeasured`, and `quality_note` in results.csv gives both measurements.\n",
+            crate::units::plural(remeasured, "case was", "cases were")
+        )?;
+    }
     Ok(s)
+}
+
+/// A table cell with the case's quality flag when it is not to be trusted.
+fn marked(cell: String, row: Option<&CaseRow>) -> String {
+    match row {
+        Some(r) if r.is_ok() && !r.is_trusted() => format!("{cell} ({})", r.quality),
+        _ => cell,
+    }
 }
 
 fn or_unknown(s: &str) -> &str {
@@ -203,15 +257,21 @@ fn gpu_count_table(
             .filter(|r| r.config == config)
             .collect();
         let at = |bytes: u64| mine.iter().copied().find(|r| r.bytes == bytes);
-        let busbw = at(largest)
-            .and_then(|r| r.busbw_gbps)
-            .map(|b| format!("{b:.2} GB/s"))
-            .unwrap_or_else(|| "-".into());
+        let busbw = marked(
+            at(largest)
+                .and_then(|r| r.busbw_gbps)
+                .map(|b| format!("{b:.2} GB/s"))
+                .unwrap_or_else(|| "-".into()),
+            at(largest),
+        );
         let latency = |bytes| {
-            at(bytes)
-                .and_then(|r| r.p50_us.or(r.time_us))
-                .map(format_us)
-                .unwrap_or_else(|| "-".into())
+            marked(
+                at(bytes)
+                    .and_then(|r| r.p50_us.or(r.time_us))
+                    .map(format_us)
+                    .unwrap_or_else(|| "-".into()),
+                at(bytes),
+            )
         };
         let (change, significant) = if config == baseline {
             ("baseline".to_string(), String::new())
@@ -259,6 +319,7 @@ fn versus_baseline(
     let (Some(b), Some(c)) = (find(baseline), find(config)) else {
         return ("-".into(), String::new());
     };
+    let flagged = distrust(b, c);
     match compare_pair(run, b, run, c, options, seed(&(config, nranks, bytes))) {
         (Some(c), outcome) => (
             format!(
@@ -268,6 +329,7 @@ fn versus_baseline(
                 c.ci.1 * 100.0
             ),
             match outcome {
+                _ if !flagged.is_empty() => format!("set aside ({flagged})"),
                 Outcome::Regressed => "yes (slower)".into(),
                 Outcome::Improved => "yes (faster)".into(),
                 Outcome::Unchanged => "no".into(),

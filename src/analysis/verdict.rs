@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::compare::{compare, CompareOptions, CompareReport, Outcome, Side};
+use super::compare::{compare, CompareOptions, CompareReport, Outcome, PairRow, Side};
 use crate::config::transport::env_truthy;
 use crate::export::reader::{CaseRow, RunData};
 
@@ -65,6 +65,9 @@ pub struct Difference {
     pub at_largest: Option<(u64, f64, (f64, f64))>,
     /// Cases that failed with SHM disabled but not with it.
     pub new_failures: usize,
+    /// Pairs set aside because a side is flagged `noisy` or `outlier` (not counted
+    /// as inconclusive: more iterations would not settle them).
+    pub distrusted: usize,
 }
 
 /// The config that disables SHM and nothing else if there is one, else any that
@@ -195,7 +198,7 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
             difference,
             shm_seen,
         }
-    } else if difference.inconclusive == 0 {
+    } else if difference.inconclusive == 0 && difference.distrusted < difference.cases {
         Verdict::NoMeasurableCost {
             difference,
             shm_seen,
@@ -215,9 +218,11 @@ fn summarize(report: &CompareReport) -> Difference {
             .as_ref()
             .map(|c| (w.bytes, w.nranks, c.change, c.ci))
     });
+    let trusted = |r: &&PairRow| r.distrust.is_empty();
     let at_largest = report
         .rows
         .iter()
+        .filter(trusted)
         .filter(|r| r.comparison.is_some())
         .max_by_key(|r| (r.bytes, std::cmp::Reverse(r.nranks)))
         .and_then(|r| r.comparison.as_ref().map(|c| (r.bytes, c.change, c.ci)));
@@ -226,10 +231,20 @@ fn summarize(report: &CompareReport) -> Difference {
         regressed: report.count(Outcome::Regressed),
         improved: report.count(Outcome::Improved),
         unchanged: report.count(Outcome::Unchanged),
-        inconclusive: report.count(Outcome::Inconclusive),
+        inconclusive: report
+            .rows
+            .iter()
+            .filter(trusted)
+            .filter(|r| r.outcome == Outcome::Inconclusive)
+            .count(),
         worst,
         at_largest,
         new_failures: report.count(Outcome::NewFailure),
+        distrusted: report
+            .rows
+            .iter()
+            .filter(|r| !r.distrust.is_empty())
+            .count(),
     }
 }
 
@@ -239,7 +254,7 @@ fn more_iterations(report: &CompareReport, threshold: f64) -> Option<u64> {
     report
         .rows
         .iter()
-        .filter(|r| r.outcome == Outcome::Inconclusive)
+        .filter(|r| r.outcome == Outcome::Inconclusive && r.distrust.is_empty())
         .filter_map(|r| r.comparison.as_ref())
         .map(|c| (c.ci.1 - c.ci.0) / 2.0)
         .filter(|w| w.is_finite() && *w > 0.0)
@@ -259,6 +274,12 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
             s.push_str(&format!(
                 ", {} failing only with SHM disabled",
                 d.new_failures
+            ));
+        }
+        if d.distrusted > 0 {
+            s.push_str(&format!(
+                ", {} set aside (a side flagged noisy or outlier: not evidence)",
+                d.distrusted
             ));
         }
         if let Some((bytes, change, ci)) = d.at_largest {

@@ -22,6 +22,8 @@ struct Case {
     /// Latency scale against the reference distribution, and the sample count.
     scale: f64,
     samples: u64,
+    /// The `quality` column.
+    quality: &'static str,
 }
 
 fn ok(config: &'static str, bytes: u64, transports: &'static str, scale: f64) -> Case {
@@ -33,6 +35,7 @@ fn ok(config: &'static str, bytes: u64, transports: &'static str, scale: f64) ->
         error: "",
         scale,
         samples: 2000,
+        quality: "ok",
     }
 }
 
@@ -73,6 +76,8 @@ fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
                 error: c.error.into(),
                 hist_tag: ok.then_some(tag),
                 graph_iters: 0,
+                quality: c.quality.into(),
+                quality_note: String::new(),
             }
         })
         .collect();
@@ -118,6 +123,7 @@ fn an_enospc_failure_in_the_baseline_says_fix_dev_shm() {
         error: "rank 0: host backend: error while creating shared memory segment /dev/shm/x (size 4198400): posix_fallocate failed: No space left on device (os error 28)",
         scale: 1.0,
         samples: 0,
+        quality: "",
     };
     let r = run(
         &SHM_DECISION,
@@ -316,4 +322,67 @@ fn the_shm_off_config_is_found_by_its_environment() {
         vec![],
     );
     assert_eq!(shm_off_config(&r).as_deref(), Some("no-shm"));
+}
+
+/// A cost seen only where the SHM-disabled case is flagged noisy or an outlier is no
+/// evidence: set aside, and the rest decides.
+#[test]
+fn flagged_cases_are_not_evidence() {
+    let noisy = |config, bytes, quality| Case {
+        quality,
+        ..ok(config, bytes, "NET/Socket", 3.0)
+    };
+    let r = run(
+        &SHM_DECISION,
+        vec![
+            ok("default", 1024, "SHM", 1.0),
+            ok("default", 1 << 20, "SHM", 1.0),
+            noisy("shm-off", 1024, "noisy"),
+            ok("shm-off", 1 << 20, "NET/Socket", 1.0),
+        ],
+    );
+    let v = decide(&r, "default", OPTIONS);
+    match &v {
+        Verdict::NoMeasurableCost { difference, .. } => {
+            assert_eq!((difference.regressed, difference.distrusted), (0, 1));
+            assert_eq!(difference.inconclusive, 0);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        explain(&v, "default")
+            .contains("1 set aside (a side flagged noisy or outlier: not evidence)"),
+        "{}",
+        explain(&v, "default")
+    );
+    // The same cost in a re-measured (trusted) case decides.
+    let r = run(
+        &SHM_DECISION,
+        vec![
+            ok("default", 1024, "SHM", 1.0),
+            noisy("shm-off", 1024, "remeasured"),
+        ],
+    );
+    assert!(matches!(
+        decide(&r, "default", OPTIONS),
+        Verdict::KeepShm { .. }
+    ));
+    // Nothing but flagged pairs: not settled, and more iterations would not help.
+    let r = run(
+        &SHM_DECISION,
+        vec![
+            ok("default", 1024, "SHM", 1.0),
+            noisy("shm-off", 1024, "outlier"),
+        ],
+    );
+    match decide(&r, "default", OPTIONS) {
+        Verdict::Inconclusive {
+            difference,
+            more_iterations,
+        } => {
+            assert_eq!(difference.distrusted, 1);
+            assert_eq!(more_iterations, None);
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -67,6 +67,8 @@ pub struct SweepSettings {
     pub warmup: u64,
     /// All-reduces per CUDA graph launch (`--graph`); 0 launches them one by one.
     pub graph: u64,
+    /// Re-measure flagged cases in fresh processes (`--no-remeasure` turns it off).
+    pub remeasure: bool,
     pub timeout: Duration,
     pub out_dir: PathBuf,
     /// The exact run directory to create (`sweep --run-dir`), instead of a new one
@@ -139,6 +141,7 @@ impl SweepSettings {
             iterations,
             warmup: args.warmup_iters,
             graph: args.graph,
+            remeasure: !args.no_remeasure,
             timeout: args.timeout,
             out_dir: args.out.clone(),
             run_dir: None,

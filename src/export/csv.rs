@@ -7,7 +7,7 @@ use std::io;
 use crate::model::CaseResult;
 
 /// Column names, in order. README.md documents each.
-pub const COLUMNS: [&str; 28] = [
+pub const COLUMNS: [&str; 30] = [
     "config",
     "backend",
     "nranks",
@@ -36,6 +36,8 @@ pub const COLUMNS: [&str; 28] = [
     "duration_s",
     "hist_tag",
     "graph_iters",
+    "quality",
+    "quality_note",
 ];
 
 fn num(v: Option<f64>, decimals: usize) -> String {
@@ -73,6 +75,8 @@ pub struct RowCells {
     pub duration_s: f64,
     pub hist_tag: String,
     pub graph_iters: u64,
+    pub quality: String,
+    pub quality_note: String,
 }
 
 impl From<&CaseResult> for RowCells {
@@ -106,11 +110,13 @@ impl From<&CaseResult> for RowCells {
             started_at: r.started_at.clone(),
             duration_s: r.duration_s,
             hist_tag: if l.is_some() {
-                r.key.tag()
+                r.hist_tag()
             } else {
                 String::new()
             },
             graph_iters: r.graph,
+            quality: r.quality.map(|q| q.to_string()).unwrap_or_default(),
+            quality_note: r.quality_note.clone(),
         }
     }
 }
@@ -146,6 +152,8 @@ pub fn row(c: &RowCells) -> Vec<String> {
         format!("{:.3}", c.duration_s),
         c.hist_tag.clone(),
         c.graph_iters.to_string(),
+        c.quality.clone(),
+        c.quality_note.clone(),
     ]
 }
 

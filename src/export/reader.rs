@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::hlog;
 use super::run_dir::{HISTOGRAMS, MANIFEST, RESULTS_CSV};
+use crate::stats::quality::Quality;
 
 /// One row of `results.csv` (the stable columns, and the extra ones when present).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -39,11 +40,23 @@ pub struct CaseRow {
     /// All-reduces per CUDA graph launch (0, or absent in older runs: none).
     #[serde(default)]
     pub graph_iters: u64,
+    /// `ok`, `remeasured`, `noisy`, `outlier`; empty where not assessed (older runs,
+    /// imports, cases without timings).
+    #[serde(default)]
+    pub quality: String,
+    #[serde(default)]
+    pub quality_note: String,
 }
 
 impl CaseRow {
     pub fn is_ok(&self) -> bool {
         self.status == "ok"
+    }
+
+    /// Whether the row's timings count as evidence: an ok case that no quality rule
+    /// left flagged (`noisy`, `outlier`). Rows never assessed count.
+    pub fn is_trusted(&self) -> bool {
+        self.is_ok() && Quality::parse(&self.quality).is_none_or(Quality::trusted)
     }
 }
 

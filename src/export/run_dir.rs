@@ -204,16 +204,43 @@ impl RunWriter {
         start: Duration,
     ) -> Result<()> {
         if let (Some(h), true) = (histogram, result.latency.is_some()) {
-            let line = hlog::line(
-                h,
-                &result.key.tag(),
-                start,
-                Duration::from_secs_f64(result.duration_s),
-            )?;
-            atomic::append(&self.dir.file(HISTOGRAMS), &self.hlog_header, &line)
-                .with_context(|| format!("cannot write {}", self.dir.file(HISTOGRAMS).display()))?;
+            self.record_histogram(result, h, start)?;
         }
         self.record_row(&csv::RowCells::from(result))
+    }
+
+    /// Appends a histogram without a row: the measurement of a case that a later row
+    /// replaced or that another row already stands for.
+    pub fn record_histogram(
+        &self,
+        result: &CaseResult,
+        histogram: &Histogram<u64>,
+        start: Duration,
+    ) -> Result<()> {
+        let line = hlog::line(
+            histogram,
+            &result.hist_tag(),
+            start,
+            Duration::from_secs_f64(result.duration_s),
+        )?;
+        atomic::append(&self.dir.file(HISTOGRAMS), &self.hlog_header, &line)
+            .with_context(|| format!("cannot write {}", self.dir.file(HISTOGRAMS).display()))
+    }
+
+    /// Replaces the row `old` (as `record` wrote it) by `new`, in place; the file is
+    /// rewritten atomically. An error when the row is not there.
+    pub fn replace_row(&self, old: &csv::RowCells, new: &csv::RowCells) -> Result<()> {
+        let path = self.dir.file(RESULTS_CSV);
+        let text = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let old = csv::encode_row(old)?;
+        let at = find_line(&text, &old).ok_or_else(|| {
+            anyhow::anyhow!("{}: the row to replace is not there", path.display())
+        })?;
+        let mut out = Vec::with_capacity(text.len() + 256);
+        out.extend_from_slice(&text[..at]);
+        out.extend_from_slice(&csv::encode_row(new)?);
+        out.extend_from_slice(&text[at + old.len()..]);
+        atomic::write(&path, &out).with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// Appends a row that has no histogram (an imported result).
@@ -225,6 +252,18 @@ impl RunWriter {
         )
         .with_context(|| format!("cannot write {}", self.dir.file(RESULTS_CSV).display()))
     }
+}
+
+/// Where `row` (with its newline) starts a line of `text`.
+fn find_line(text: &[u8], row: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while at + row.len() <= text.len() {
+        if text[at..].starts_with(row) {
+            return Some(at);
+        }
+        at += text[at..].iter().position(|&b| b == b'\n')? + 1;
+    }
+    None
 }
 
 /// The manifest of a run directory that a `run` appended to: the earlier launches'

@@ -49,6 +49,8 @@ fn cells(config: &str, nranks: u32, bytes: u64) -> RowCells {
         duration_s: 0.1,
         hist_tag: String::new(),
         graph_iters: 0,
+        quality: String::new(),
+        quality_note: String::new(),
     }
 }
 

@@ -137,6 +137,25 @@ impl LatencyRecorder {
         self.histogram.max()
     }
 
+    /// Share of the samples below `lo_ns` or above `hi_ns` (0 without samples).
+    pub fn share_outside(&self, lo_ns: u64, hi_ns: u64) -> f64 {
+        let total = self.samples();
+        if total == 0 {
+            return 0.0;
+        }
+        let outside: u64 = self
+            .histogram
+            .iter_recorded()
+            .filter(|v| {
+                let value = v.value_iterated_to();
+                self.histogram.highest_equivalent(value) < lo_ns
+                    || self.histogram.lowest_equivalent(value) > hi_ns
+            })
+            .map(|v| v.count_at_value())
+            .sum();
+        outside as f64 / total as f64
+    }
+
     /// Relative half-width of the median's confidence interval.
     pub fn median_ci_relative(&self) -> f64 {
         let median = self.histogram.value_at_quantile(0.5) as f64;
@@ -245,6 +264,23 @@ mod tests {
         }
         assert_eq!(launches.median_ci_ns(), (1000.0, 9007.0));
         assert_eq!(each.median_ci_ns(), (4001.0, 6003.0));
+    }
+
+    #[test]
+    fn the_share_outside_a_band_counts_samples_on_both_sides() {
+        let mut r = LatencyRecorder::new();
+        assert_eq!(r.share_outside(1, 2), 0.0);
+        // 10 fast, 70 in the band, 20 slow.
+        (0..10).for_each(|_| r.record(1_000));
+        (0..70).for_each(|_| r.record(10_000));
+        (0..20).for_each(|_| r.record(100_000));
+        assert!((r.share_outside(5_000, 20_000) - 0.30).abs() < 1e-12);
+        assert!(
+            (r.share_outside(1_000, 100_000)).abs() < 1e-12,
+            "the ends are inside"
+        );
+        // 10 us is recorded as 10.00-10.007 us (3 significant digits): below 10.1 us.
+        assert!((r.share_outside(10_100, 200_000) - 0.80).abs() < 1e-12);
     }
 
     #[test]

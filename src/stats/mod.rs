@@ -5,6 +5,7 @@ pub mod adaptive;
 pub mod bandwidth;
 pub mod compare;
 pub mod latency;
+pub mod quality;
 
 pub use adaptive::{BatchDecision, StopReason, StopRule};
 pub use bandwidth::Bandwidth;

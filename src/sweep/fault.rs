@@ -7,7 +7,10 @@
 //! - `crash`   the rank aborts (SIGABRT) at size B, or during init;
 //! - `corrupt` the rank's all-reduce output is corrupted (every size);
 //! - `segment` the rank hangs once its shared-memory segment exists and before it is
-//!   unlinked (host backend), so only the orchestrator's clean-up can remove it.
+//!   unlinked (host backend), so only the orchestrator's clean-up can remove it;
+//! - `stall`   the rank pauses `us=U` microseconds (default 2000) before every timed
+//!   all-reduce at size B: a disturbance that passes, so processes started to
+//!   re-measure a flagged case do not pause.
 //!
 //! Without `rank=` a fault applies to every rank; without `bytes=` to init (hang,
 //! exit, crash). Nothing outside the tests sets it.
@@ -23,6 +26,7 @@ pub enum FaultKind {
     Crash,
     Corrupt,
     Segment,
+    Stall,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +34,8 @@ pub struct Fault {
     pub kind: FaultKind,
     pub rank: Option<u32>,
     pub bytes: Option<u64>,
+    /// The pause of a `stall`, microseconds.
+    pub us: Option<u64>,
 }
 
 /// Where in its life a worker is.
@@ -54,17 +60,20 @@ impl Faults {
                 "crash" => FaultKind::Crash,
                 "corrupt" => FaultKind::Corrupt,
                 "segment" => FaultKind::Segment,
+                "stall" => FaultKind::Stall,
                 other => bail!("{ENV}: unknown fault '{other}'"),
             };
             let mut fault = Fault {
                 kind,
                 rank: None,
                 bytes: None,
+                us: None,
             };
             for kv in parts {
                 match kv.split_once('=') {
                     Some(("rank", v)) => fault.rank = Some(v.parse()?),
                     Some(("bytes", v)) => fault.bytes = Some(crate::units::Bytes::parse(v)?.0),
+                    Some(("us", v)) => fault.us = Some(v.parse()?),
                     _ => bail!("{ENV}: bad field '{kv}' in '{item}'"),
                 }
             }
@@ -91,6 +100,14 @@ impl Faults {
         self.0.iter().any(|f| f.kind == FaultKind::Segment)
     }
 
+    /// The pause before each timed all-reduce at `bytes`, when a `stall` is due there.
+    pub fn stall_at(&self, bytes: u64) -> Option<std::time::Duration> {
+        self.0
+            .iter()
+            .find(|f| f.kind == FaultKind::Stall && f.bytes == Some(bytes))
+            .map(|f| std::time::Duration::from_micros(f.us.unwrap_or(2000)))
+    }
+
     /// Carries out a hang, exit or crash due at this point; returns otherwise.
     pub fn trigger(&self, phase: Phase) {
         for f in &self.0 {
@@ -114,7 +131,7 @@ impl Faults {
                     eprintln!("fault injection: aborting at {phase:?}");
                     std::process::abort()
                 }
-                FaultKind::Corrupt | FaultKind::Segment => {}
+                FaultKind::Corrupt | FaultKind::Segment | FaultKind::Stall => {}
             }
         }
     }
@@ -132,8 +149,20 @@ mod tests {
             [Fault {
                 kind: FaultKind::Hang,
                 rank: Some(1),
-                bytes: Some(4096)
+                bytes: Some(4096),
+                us: None,
             }]
+        );
+        let stall = Faults::parse("stall:bytes=16:us=500", 0).unwrap();
+        assert_eq!(
+            stall.stall_at(16),
+            Some(std::time::Duration::from_micros(500))
+        );
+        assert_eq!(stall.stall_at(32), None);
+        let default = Faults::parse("stall:bytes=16", 0).unwrap();
+        assert_eq!(
+            default.stall_at(16),
+            Some(std::time::Duration::from_millis(2))
         );
         assert!(!f.corrupts());
         assert!(Faults::parse("corrupt", 3).unwrap().corrupts());

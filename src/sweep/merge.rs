@@ -54,20 +54,40 @@ pub(crate) fn fold_mean(
             bad.len()
         )));
     }
-    let ranks = batches.len().max(1) as u128;
-    let mut start = 0;
-    for n in launch_steps(iters as usize, per_step as usize) {
-        let sum: u128 = batches
-            .iter()
-            .flat_map(|b| &b[start..start + n])
-            .map(|&d| u128::from(d))
-            .sum();
-        // Rounded to the nearest nanosecond.
-        let mean = (sum + ranks / 2) / ranks;
-        recorder.record_launch(u64::try_from(mean).unwrap_or(u64::MAX), n as u64);
-        start += n;
+    for (mean, n) in step_means(batches, iters, per_step) {
+        recorder.record_launch(mean, n);
     }
     Ok(())
+}
+
+/// The time per iteration of each step of a batch, in the order the steps ran (what
+/// `fold_mean` records, for the drift rule). The batch must have passed `fold_mean`.
+pub(crate) fn fold_steps(batches: &[Vec<u64>], iters: u64, per_step: u64) -> Vec<u64> {
+    step_means(batches, iters, per_step)
+        .map(|(mean, n)| mean / n.max(1))
+        .collect()
+}
+
+/// Each step's time (mean over ranks, rounded to the nearest ns) and its iterations.
+fn step_means(
+    batches: &[Vec<u64>],
+    iters: u64,
+    per_step: u64,
+) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let ranks = batches.len().max(1) as u128;
+    let mut start = 0;
+    launch_steps(iters as usize, per_step as usize)
+        .into_iter()
+        .map(move |n| {
+            let sum: u128 = batches
+                .iter()
+                .flat_map(|b| &b[start..start + n])
+                .map(|&d| u128::from(d))
+                .sum();
+            start += n;
+            let mean = (sum + ranks / 2) / ranks;
+            (u64::try_from(mean).unwrap_or(u64::MAX), n as u64)
+        })
 }
 
 #[cfg(test)]

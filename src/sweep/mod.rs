@@ -12,6 +12,7 @@ pub mod plan;
 pub mod preflight;
 pub mod process;
 pub mod protocol;
+pub mod remeasure;
 pub mod session;
 pub mod worker;
 

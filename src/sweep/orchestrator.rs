@@ -20,19 +20,23 @@ use anyhow::Result;
 
 use super::failure::{Failure, Tails};
 use super::group::{remove_segments, Launch, RankGroup, WorkerSpec};
-use super::merge::{fold_mean, merge_transports};
+use super::merge::{fold_mean, fold_steps, merge_transports};
 use super::observer::SweepObserver;
 use super::plan::{Group, Plan};
 use super::process::Incoming;
 use super::protocol::{Command, Event};
+use super::remeasure::{self, Measurement};
 use crate::analysis::nccl_log;
 use crate::config::{IterationPolicy, SweepSettings};
 use crate::export::RunWriter;
 use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus, RunManifest, RunStatus};
 use crate::stats::adaptive::{BatchDecision, StopRule};
+use crate::stats::quality::{CaseShape, Drift};
 use crate::stats::{Bandwidth, LatencyRecorder};
 use crate::units::Bytes;
 
+#[path = "orchestrator_quality.rs"]
+mod quality;
 #[path = "orchestrator_wait.rs"]
 mod wait;
 
@@ -76,6 +80,38 @@ struct GroupStop {
     reason: String,
 }
 
+/// A case measured by `drive`: the measurement, and for a re-measurement (not
+/// written as it is taken) its histogram and when it started.
+pub(super) struct Taken {
+    measurement: Measurement,
+    histogram: Option<hdrhistogram::Histogram<u64>>,
+    offset: Duration,
+}
+
+/// The measurements a group run collects, and which take they are.
+pub(super) struct Takes {
+    pub(super) take: Take,
+    pub(super) taken: Vec<Taken>,
+}
+
+impl Takes {
+    pub(super) fn new(take: Take) -> Takes {
+        Takes {
+            take,
+            taken: Vec::new(),
+        }
+    }
+}
+
+/// Which measurement of its sizes a group takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Take {
+    /// The sweep's own: each case is written as soon as it is measured.
+    First,
+    /// Flagged cases again, in fresh processes: kept aside for the quality pass.
+    Second,
+}
+
 impl Orchestrator<'_> {
     pub fn run(mut self, plan: &Plan) -> Result<SweepOutcome> {
         self.manifest.cases.total = plan.total_cases();
@@ -115,16 +151,22 @@ impl Orchestrator<'_> {
         for group in &plan.groups {
             let mut remaining: &[u64] = &plan.sizes;
             let mut attempt = 1;
+            let mut firsts = Takes::new(Take::First);
             while !remaining.is_empty() {
                 if self.interrupted.load(Ordering::SeqCst) {
+                    self.assess_group(group, firsts.taken, &mut sequence, true)?;
                     return Ok(true);
                 }
                 sequence += 1;
-                let Some(f) = self.run_group(group, remaining, attempt, sequence)? else {
+                let stop = self.run_group(group, remaining, attempt, sequence, &mut firsts)?;
+                let Some(f) = stop else {
                     break;
                 };
                 match &f.failure {
-                    Failure::Interrupted => return Ok(true),
+                    Failure::Interrupted => {
+                        self.assess_group(group, firsts.taken, &mut sequence, true)?;
+                        return Ok(true);
+                    }
                     // Results could not be written: the sweep cannot go on.
                     Failure::Write(e) => anyhow::bail!(e.clone()),
                     _ => {}
@@ -139,6 +181,9 @@ impl Orchestrator<'_> {
                 }
                 remaining = &remaining[f.done + failed..];
                 attempt += 1;
+            }
+            if self.assess_group(group, firsts.taken, &mut sequence, false)? {
+                return Ok(true);
             }
         }
         Ok(false)
@@ -170,7 +215,14 @@ impl Orchestrator<'_> {
         }
     }
 
-    fn worker_spec(&self, group: &Group, rank: u32, prefix: &str, log_stem: &str) -> WorkerSpec {
+    fn worker_spec(
+        &self,
+        group: &Group,
+        rank: u32,
+        prefix: &str,
+        log_stem: &str,
+        take: Take,
+    ) -> WorkerSpec {
         let s = self.settings;
         let mut args: Vec<String> = vec!["worker".into()];
         let mut push = |flag: &str, value: String| {
@@ -209,6 +261,9 @@ impl Orchestrator<'_> {
         // The config's variables replace inherited ones of the same name (and ours:
         // a config may ask for its own NCCL_DEBUG_SUBSYS).
         env.extend(group.config.env.clone());
+        if take == Take::Second {
+            args.push("--remeasure".into());
+        }
         WorkerSpec {
             rank,
             args,
@@ -252,12 +307,14 @@ impl Orchestrator<'_> {
         sizes: &[u64],
         attempt: u32,
         sequence: u32,
+        takes: &mut Takes,
     ) -> Result<Option<GroupStop>> {
+        let take = takes.take;
         let prefix = format!("nccl-bench-{}-{sequence}", std::process::id());
-        let suffix = if attempt > 1 {
-            format!(".try{attempt}")
-        } else {
-            String::new()
+        let suffix = match (take, attempt) {
+            (Take::Second, _) => ".remeasure".to_string(),
+            (Take::First, 1) => String::new(),
+            (Take::First, _) => format!(".try{attempt}"),
         };
         let log_stem = format!("{}.n{}{suffix}", group.config.name, group.nranks);
         let logs: Vec<PathBuf> = (0..group.nranks)
@@ -269,11 +326,18 @@ impl Orchestrator<'_> {
             })
             .collect();
         let specs = (0..group.nranks)
-            .map(|r| self.worker_spec(group, r, &prefix, &log_stem))
+            .map(|r| self.worker_spec(group, r, &prefix, &log_stem, take))
             .collect();
         let mut processes = self.launch.start(specs, logs)?;
         let mut tails = Tails::new(group.nranks);
-        let outcome = self.drive(processes.as_mut(), &mut tails, group, sizes, &log_stem);
+        let outcome = self.drive(
+            processes.as_mut(),
+            &mut tails,
+            group,
+            sizes,
+            &log_stem,
+            takes,
+        );
         match &outcome {
             Ok(()) => processes.finish(Duration::from_secs(2)),
             Err(_) => processes.kill(),
@@ -305,7 +369,9 @@ impl Orchestrator<'_> {
         group: &Group,
         sizes: &[u64],
         log_stem: &str,
+        takes: &mut Takes,
     ) -> Result<(), GroupStop> {
+        let take = takes.take;
         let n = group.nranks;
         let timeout = self.settings.timeout;
         let fail = |done, in_init, failure, transports: &str| GroupStop {
@@ -316,7 +382,9 @@ impl Orchestrator<'_> {
             reason: String::new(),
         };
         let init = "communicator set-up";
-        self.observer.case_started(&self.key(group, sizes[0]));
+        if take == Take::First {
+            self.observer.case_started(&self.key(group, sizes[0]));
+        }
         let deadline = Instant::now() + timeout;
         let id = self
             .wait_for(processes, tails, &[0], deadline, init, |e| match e {
@@ -345,7 +413,7 @@ impl Orchestrator<'_> {
         let rule = self.stop_rule();
         for (done, &bytes) in sizes.iter().enumerate() {
             let key = self.key(group, bytes);
-            if done > 0 {
+            if done > 0 && take == Take::First {
                 self.observer.case_started(&key);
             }
             let phase = Bytes(bytes).to_string();
@@ -367,6 +435,7 @@ impl Orchestrator<'_> {
             })
             .map_err(failed)?;
             let mut recorder = LatencyRecorder::new();
+            let mut drift = Drift::new();
             let timing_start = Instant::now();
             let stop = loop {
                 match rule.next_in_launches(&recorder, timing_start.elapsed(), self.settings.graph)
@@ -383,6 +452,7 @@ impl Orchestrator<'_> {
                             .map_err(failed)?;
                         fold_mean(&batches, iters, self.settings.graph, &mut recorder)
                             .map_err(failed)?;
+                        drift.add_batch(fold_steps(&batches, iters, self.settings.graph));
                     }
                 }
             };
@@ -408,6 +478,8 @@ impl Orchestrator<'_> {
                 })
                 .unwrap_or_default();
             let summary = recorder.summary();
+            let shape = CaseShape::of(&recorder, &drift);
+            let (quality, quality_note) = remeasure::first_quality(&shape);
             // NCCL connects lazily (at the first collective since 2.22): its log has
             // the connections once the case has run.
             let (logged, _) = self.nccl_log_findings(log_stem);
@@ -434,10 +506,24 @@ impl Orchestrator<'_> {
                 error,
                 started_at,
                 duration_s: case_start.elapsed().as_secs_f64(),
+                quality: Some(quality),
+                quality_note,
+                second_take: take == Take::Second,
             };
             let offset = case_start.duration_since(self.run_start);
-            self.record(&result, Some(&recorder), offset)
-                .map_err(|e| failed(Failure::Write(format!("{e:#}"))))?;
+            let histogram = match take {
+                Take::First => {
+                    self.record(&result, Some(&recorder), offset)
+                        .map_err(|e| failed(Failure::Write(format!("{e:#}"))))?;
+                    None
+                }
+                Take::Second => Some(recorder.histogram().clone()),
+            };
+            takes.taken.push(Taken {
+                measurement: Measurement { result, shape },
+                histogram,
+                offset,
+            });
         }
         // Best effort: a rank that does not say goodbye is killed by `finish`.
         if self.broadcast(processes, &Command::Exit, "exit").is_ok() {
@@ -462,6 +548,9 @@ impl Orchestrator<'_> {
         self.writer
             .record(result, recorder.map(LatencyRecorder::histogram), offset)?;
         self.manifest.cases.add(result.status);
+        if let Some(q) = result.quality {
+            self.manifest.cases.add_quality(q);
+        }
         self.writer.write_manifest(&self.manifest)?;
         self.observer.case_finished(result);
         Ok(())
@@ -482,6 +571,9 @@ impl Orchestrator<'_> {
             error: f.reason.clone(),
             started_at: crate::units::now_rfc3339(),
             duration_s: 0.0,
+            quality: None,
+            quality_note: String::new(),
+            second_take: false,
         };
         let offset = self.run_start.elapsed();
         self.record(&result, None, offset)

@@ -160,9 +160,14 @@ fn serve(args: &WorkerArgs, input: &mut impl BufRead, out: &mut impl Write) -> R
         _ => "nccl backend",
     };
     let detail = format!(
-        "{banner}: rank {rank} of {} (pid {}) connected via {}",
+        "{banner}: rank {rank} of {} (pid {}){} connected via {}",
         args.nranks,
         std::process::id(),
+        if args.remeasure {
+            ", re-measuring,"
+        } else {
+            ""
+        },
         comm.detail()
     );
     eprintln!("{detail}");
@@ -216,7 +221,21 @@ fn measure(
             Command::Time { iters } => {
                 let bytes = current.ok_or_else(|| anyhow!("time before any size"))?;
                 let iters = usize::try_from(iters.min(MAX_BATCH))?;
-                comm.timed_batch(bytes, &mut durations[..iters])?;
+                match faults.stall_at(bytes as u64).filter(|_| !args.remeasure) {
+                    // As `timed_batch` (one untimed all-reduce, then the timed
+                    // ones), each timed one after the pause: the peers wait in
+                    // theirs, so their iterations take the pause.
+                    Some(pause) => {
+                        comm.all_reduce(bytes)?;
+                        for d in &mut durations[..iters] {
+                            std::thread::sleep(pause);
+                            let start = Instant::now();
+                            comm.all_reduce(bytes)?;
+                            *d = start.elapsed().as_nanos() as u64;
+                        }
+                    }
+                    None => comm.timed_batch(bytes, &mut durations[..iters])?,
+                }
                 protocol::send(
                     out,
                     &Event::Batch {

@@ -1,0 +1,151 @@
+//! The orchestrator's quality pass over a group once its sizes are done: flag the
+//! cases to distrust, measure them again in fresh processes, keep the better-behaved
+//! measurement of each and rewrite its row (the rules and the choice are in
+//! `stats::quality` and `sweep::remeasure`; this is the running and the writing).
+
+use std::sync::atomic::Ordering;
+
+use anyhow::Result;
+
+use super::super::failure::Failure;
+use super::super::plan::Group;
+use super::super::remeasure::{self, Measurement, NoSecond};
+use super::{Orchestrator, Take, Taken, Takes};
+use crate::export::csv::RowCells;
+use crate::stats::quality::{verdict, Quality};
+use crate::units::{plural, Bytes};
+
+impl Orchestrator<'_> {
+    /// The quality pass over a group's cases once its sizes are done: flags the cases
+    /// to distrust, measures them again in fresh processes (unless `--no-remeasure`
+    /// or `interrupted`), and rewrites the rows whose measurement or quality changed.
+    /// Returns whether the sweep was interrupted meanwhile.
+    pub(super) fn assess_group(
+        &mut self,
+        group: &Group,
+        firsts: Vec<Taken>,
+        sequence: &mut u32,
+        interrupted: bool,
+    ) -> Result<bool> {
+        let measurements: Vec<Measurement> = firsts.into_iter().map(|t| t.measurement).collect();
+        let refs: Vec<&Measurement> = measurements.iter().collect();
+        let flags = remeasure::group_flags(&refs);
+        let flagged: Vec<usize> = (0..flags.len()).filter(|&i| !flags[i].is_empty()).collect();
+        if flagged.is_empty() {
+            return Ok(interrupted);
+        }
+        let sizes: Vec<u64> = flagged
+            .iter()
+            .map(|&i| measurements[i].result.key.bytes)
+            .collect();
+        let mut seconds = Takes::new(Take::Second);
+        let mut why_not = None;
+        let mut interrupted = interrupted || self.interrupted.load(Ordering::SeqCst);
+        if interrupted {
+            why_not = Some(NoSecond::Interrupted);
+        } else if !self.settings.remeasure {
+            why_not = Some(NoSecond::Disabled);
+        } else {
+            self.observer.warning(&format!(
+                "{} n={}: re-measuring {} in fresh processes ({})",
+                group.config.name,
+                group.nranks,
+                plural(sizes.len(), "case", "cases"),
+                flagged
+                    .iter()
+                    .map(|&i| format!(
+                        "{} {}",
+                        Bytes(measurements[i].result.key.bytes),
+                        verdict(&flags[i])
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            *sequence += 1;
+            if let Some(f) = self.run_group(group, &sizes, 1, *sequence, &mut seconds)? {
+                match f.failure {
+                    Failure::Interrupted => {
+                        interrupted = true;
+                        why_not = Some(NoSecond::Interrupted);
+                    }
+                    Failure::Write(e) => anyhow::bail!(e),
+                    _ => why_not = Some(NoSecond::Failed(f.reason)),
+                }
+            }
+        }
+        let mut histograms = Vec::new();
+        let outcomes: Vec<Result<Measurement, NoSecond>> = sizes
+            .iter()
+            .map(|&bytes| {
+                match seconds
+                    .taken
+                    .iter_mut()
+                    .find(|t| t.measurement.result.key.bytes == bytes)
+                {
+                    Some(t) => {
+                        histograms.push((
+                            t.measurement.result.clone(),
+                            t.histogram.take(),
+                            t.offset,
+                        ));
+                        Ok(t.measurement.clone())
+                    }
+                    None => Err(why_not.clone().unwrap_or(NoSecond::Failed(
+                        "the re-measurement stopped before this size".into(),
+                    ))),
+                }
+            })
+            .collect();
+        // Both measurements stay in the histogram log.
+        for (result, histogram, offset) in &histograms {
+            if let Some(h) = histogram {
+                self.writer.record_histogram(result, h, *offset)?;
+            }
+        }
+        let mut distrusted = Vec::new();
+        for (outcome, &i) in remeasure::decide(&measurements, &flagged, &outcomes)
+            .into_iter()
+            .zip(&flagged)
+        {
+            let first = &measurements[i].result;
+            let kept = outcome.kept;
+            self.writer
+                .replace_row(&RowCells::from(first), &RowCells::from(&kept))?;
+            let counts = &mut self.manifest.cases;
+            if kept.status != first.status {
+                counts.change_status(first.status, kept.status);
+            }
+            if let (Some(from), Some(to)) = (first.quality, kept.quality) {
+                counts.change_quality(from, to);
+            }
+            if !kept.quality.is_some_and(Quality::trusted) {
+                distrusted.push(format!(
+                    "{} {}",
+                    Bytes(kept.key.bytes),
+                    kept.quality.map(|q| q.name()).unwrap_or("unassessed")
+                ));
+            }
+        }
+        let cleared = flagged.len() - distrusted.len();
+        let mut summary = format!("{} n={}: ", group.config.name, group.nranks);
+        if cleared > 0 {
+            summary.push_str(&format!(
+                "{} passed when re-measured",
+                plural(cleared, "case", "cases")
+            ));
+            if !distrusted.is_empty() {
+                summary.push_str("; ");
+            }
+        }
+        if !distrusted.is_empty() {
+            summary.push_str(&format!(
+                "{} to distrust ({}); results.csv's quality_note says why",
+                plural(distrusted.len(), "case", "cases"),
+                distrusted.join(", ")
+            ));
+        }
+        self.observer.warning(&summary);
+        self.writer.write_manifest(&self.manifest)?;
+        Ok(interrupted)
+    }
+}
