@@ -32,6 +32,7 @@ fn harness_overhead_ns() -> f64 {
         init_timeout: Duration::from_secs(10),
         corrupt: false,
         hang_with_segment: false,
+        stores: nccl_bench::backend::host::ring::Stores::Measured,
         pin_cpus: false,
         bind: nccl_bench::backend::host::LOOPBACK,
     };
@@ -79,17 +80,33 @@ fn orchestrator_memory() -> (u64, u64, u64, usize) {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut samples = Vec::new();
+    // (RSS, CSV lines so far): "late" is the last sample taken while cases were
+    // still being measured, not the report written at the end (which decodes every
+    // histogram at once).
+    let lines = || -> usize {
+        std::fs::read_dir(out.path())
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| std::fs::read_to_string(e.ok()?.path().join("results.csv")).ok())
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let mut samples: Vec<(u64, usize)> = Vec::new();
     while child.try_wait().unwrap().is_none() {
         if let Some(kib) = rss_kib(child.id()) {
-            samples.push(kib);
+            samples.push((kib, lines()));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     let cases = csv_rows(out.path()).len();
-    let early = samples[samples.len() / 10];
-    let late = *samples.last().unwrap();
-    let max = *samples.iter().max().unwrap();
+    let measuring: Vec<u64> = samples
+        .iter()
+        .filter(|(_, n)| *n > 1 && *n <= cases)
+        .map(|s| s.0)
+        .collect();
+    let early = measuring[measuring.len() / 10];
+    let late = *measuring.last().unwrap();
+    let max = samples.iter().map(|s| s.0).max().unwrap();
     (early, late, max, cases)
 }
 
@@ -157,7 +174,7 @@ fn main() {
 
     let (early, late, max, cases) = orchestrator_memory();
     println!(
-        "orchestrator RSS over {cases} cases:       {early} KiB after 10 %, {late} KiB at the end, {max} KiB peak ({:+.1} %)",
+        "orchestrator RSS over {cases} cases:       {early} KiB after 10 %, {late} KiB at the last case ({:+.1} %), {max} KiB peak with the report",
         (late as f64 - early as f64) / early as f64 * 100.0
     );
 }

@@ -7,11 +7,13 @@
 //! - a heavy tail: p99 more than `TAIL_RATIO` x the median (with enough samples for
 //!   a p99 to mean something);
 //! - two modes: more than `FAR_SHARE` of the samples below half or above twice the
-//!   median, so that the median depends on which mode won;
+//!   median, so that the mean depends on how often each mode came up;
 //! - drift: the median of the last quarter of the iterations differs from that of
 //!   the first quarter by more than `DRIFT_RATIO` (either way).
 //!
-//! Rules across the sizes of one config and rank count (`outlier`), on medians:
+//! Rules across the sizes of one config and rank count (`outlier`), on medians and
+//! their confidence intervals (a rule fires only when the whole interval is beyond
+//! its bound, so few iterations never make an outlier):
 //! - slower than a size at least 4 x larger (by more than `SLOWER_MARGIN`: at small
 //!   sizes the time is flat, and noise must not count);
 //! - more than `NEIGHBOUR_RATIO` x what its two neighbours predict (interpolated on
@@ -29,6 +31,8 @@ pub const TAIL_RATIO: f64 = 10.0;
 pub const TAIL_MIN_SAMPLES: u64 = 100;
 /// Share of samples outside [median / 2, 2 x median] that makes a case bimodal.
 pub const FAR_SHARE: f64 = 0.10;
+/// Samples needed before two modes are judged.
+pub const FAR_MIN_SAMPLES: u64 = 20;
 /// Last-quarter / first-quarter median ratio (or its inverse) that is drift.
 pub const DRIFT_RATIO: f64 = 1.5;
 /// Samples needed before drift is judged.
@@ -232,7 +236,7 @@ pub fn case_flags(shape: &CaseShape) -> Vec<Flag> {
             us(p50)
         )));
     }
-    if shape.far_share > FAR_SHARE {
+    if shape.samples >= FAR_MIN_SAMPLES && shape.far_share > FAR_SHARE {
         flags.push(Flag::noisy(format!(
             "bimodal: {:.0} % of the samples are below half or above twice the median {}",
             shape.far_share * 100.0,
@@ -252,53 +256,68 @@ pub fn case_flags(shape: &CaseShape) -> Vec<Flag> {
     flags
 }
 
-/// The rules across sizes, for the cases of one config and rank count: `points` are
-/// (bytes, median us) of the cases that have timings, in any order. Returns the
-/// flags of each point, in the same order.
-pub fn neighbour_flags(points: &[(u64, f64)]) -> Vec<Vec<Flag>> {
+/// One case as the rules across sizes see it: its size, its median and the 95 %
+/// confidence interval of that median (us).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub bytes: u64,
+    pub p50_us: f64,
+    pub ci_us: (f64, f64),
+}
+
+/// The rules across sizes, for the cases of one config and rank count, in any
+/// order. A rule fires only when the whole confidence interval of the case's median
+/// is beyond the bound, and bounds taken from other cases use the far end of their
+/// intervals: with few iterations (`-n 3`) medians are too loose to call anything
+/// out of line. Returns the flags of each point, in the same order.
+pub fn neighbour_flags(points: &[Point]) -> Vec<Vec<Flag>> {
     let mut order: Vec<usize> = (0..points.len()).collect();
-    order.sort_by_key(|&i| points[i].0);
+    order.sort_by_key(|&i| points[i].bytes);
     let mut flags = vec![Vec::new(); points.len()];
+    let timed = |p: &Point| p.p50_us > 0.0 && p.ci_us.1.is_finite();
     for (pos, &i) in order.iter().enumerate() {
-        let (bytes, p50) = points[i];
-        if p50 <= 0.0 {
+        let me = points[i];
+        if !timed(&me) {
             continue;
         }
+        let (bytes, p50, low) = (me.bytes, me.p50_us, me.ci_us.0);
         // Slower than a size at least 4 x larger: the fastest such size.
         let faster = order[pos + 1..]
             .iter()
             .map(|&j| points[j])
-            .filter(|&(b, t)| b >= bytes.saturating_mul(4) && t > 0.0)
-            .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(Ordering::Equal));
-        if let Some((b, t)) = faster {
-            if p50 > SLOWER_MARGIN * t {
+            .filter(|p| p.bytes >= bytes.saturating_mul(4) && timed(p))
+            .min_by(|a, b| a.ci_us.1.partial_cmp(&b.ci_us.1).unwrap_or(Ordering::Equal));
+        if let Some(f) = faster {
+            if low > SLOWER_MARGIN * f.ci_us.1 {
                 flags[i].push(Flag::outlier(format!(
                     "median {} is slower than {} at {}, a size {} x larger",
                     us(p50),
-                    us(t),
-                    crate::units::Bytes(b),
-                    b / bytes.max(1)
+                    us(f.p50_us),
+                    crate::units::Bytes(f.bytes),
+                    f.bytes / bytes.max(1)
                 )));
             }
         }
-        let prev = pos.checked_sub(1).map(|p| points[order[p]]);
-        let next = order.get(pos + 1).map(|&j| points[j]);
+        let neighbour = |p: Option<&usize>| p.map(|&j| points[j]).filter(timed);
+        let prev = neighbour(pos.checked_sub(1).map(|p| &order[p]));
+        let next = neighbour(order.get(pos + 1));
         let predicted = match (prev, next) {
-            (Some((b0, t0)), Some((b1, t1))) if t0 > 0.0 && t1 > 0.0 && b0 > 0 && b1 > b0 => {
+            (Some(a), Some(b)) if a.bytes > 0 && b.bytes > a.bytes => {
                 let at = |b: u64| (b.max(1) as f64).ln();
-                let x = (at(bytes) - at(b0)) / (at(b1) - at(b0));
+                let x = (at(bytes) - at(a.bytes)) / (at(b.bytes) - at(a.bytes));
+                let (t0, t1) = (a.ci_us.1, b.ci_us.1);
                 Some((t0.ln() + x * (t1.ln() - t0.ln())).exp())
             }
             // At an end of the range: the one neighbour, scaled in proportion to
             // size when this case is larger (time grows at most linearly).
-            (Some((b0, t0)), None) if t0 > 0.0 && b0 > 0 => {
-                Some(t0 * (bytes as f64 / b0 as f64).max(1.0))
+            (Some(a), None) if a.bytes > 0 => {
+                Some(a.ci_us.1 * (bytes as f64 / a.bytes as f64).max(1.0))
             }
-            (None, Some((_, t1))) if t1 > 0.0 => Some(t1),
+            (None, Some(b)) => Some(b.ci_us.1),
             _ => None,
         };
         if let Some(expected) = predicted {
-            if p50 > NEIGHBOUR_RATIO * expected {
+            if low > NEIGHBOUR_RATIO * expected {
                 flags[i].push(Flag::outlier(format!(
                     "median {} is {:.0} x what the neighbouring sizes predict ({})",
                     us(p50),
@@ -369,6 +388,12 @@ mod tests {
         assert_eq!(verdict(&f), Quality::Noisy);
         assert!(f[0].reason.starts_with("bimodal: 30 %"), "{}", f[0].reason);
         assert!(case_flags(&shape(5.0, 12.0, 0.1, None)).is_empty());
+        // Three samples, one far off: not judged.
+        let few = CaseShape {
+            samples: 3,
+            ..shape(5.0, 12.0, 0.33, None)
+        };
+        assert!(case_flags(&few).is_empty());
     }
 
     #[test]
@@ -400,20 +425,39 @@ mod tests {
         assert_eq!(d.ends(), None);
     }
 
-    fn sizes(p50s: &[f64]) -> Vec<(u64, f64)> {
+    /// Sizes 8 B, 16 B, ... with these medians, each known to +-1 %.
+    fn sizes(p50s: &[f64]) -> Vec<Point> {
         p50s.iter()
             .enumerate()
-            .map(|(i, &t)| (8u64 << i, t))
+            .map(|(i, &t)| Point {
+                bytes: 8u64 << i,
+                p50_us: t,
+                ci_us: (t * 0.99, t * 1.01),
+            })
             .collect()
     }
 
-    fn flagged(points: &[(u64, f64)]) -> Vec<u64> {
+    fn flagged(points: &[Point]) -> Vec<u64> {
         neighbour_flags(points)
             .iter()
             .zip(points)
             .filter(|(f, _)| !f.is_empty())
-            .map(|(_, p)| p.0)
+            .map(|(_, p)| p.bytes)
             .collect()
+    }
+
+    #[test]
+    fn loose_medians_are_not_called_out_of_line() {
+        // Three iterations per size: 8 B looks 40 % slower than 32 B, but its
+        // interval reaches below 32 B's.
+        let mut points = sizes(&[0.35, 0.30, 0.25, 0.26]);
+        points[0].ci_us = (0.20, 0.50);
+        points[2].ci_us = (0.20, 0.40);
+        assert!(flagged(&points).is_empty());
+        // An unbounded interval (one sample) is never judged, nor used as a bound.
+        let mut points = sizes(&[0.3, 1000.0, 0.3, 0.3]);
+        points[1].ci_us = (0.0, f64::INFINITY);
+        assert!(flagged(&points).is_empty());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 
 use crate::model::{CaseResult, CaseStatus};
 use crate::stats::quality::{
-    case_flags, neighbour_flags, reasons, second_is_better, verdict, CaseShape, Flag, Quality, Take,
+    case_flags, neighbour_flags, reasons, second_is_better, verdict, CaseShape, Flag, Point,
+    Quality, Take,
 };
 use crate::units::format_us;
 
@@ -36,9 +37,16 @@ pub fn first_quality(shape: &CaseShape) -> (Quality, String) {
 /// assessed ones (ok cases with timings). Others get none.
 pub fn group_flags(takes: &[&Measurement]) -> Vec<Vec<Flag>> {
     let assessed: Vec<usize> = (0..takes.len()).filter(|&i| takes[i].assessed()).collect();
-    let points: Vec<(u64, f64)> = assessed
+    let points: Vec<Point> = assessed
         .iter()
-        .map(|&i| (takes[i].result.key.bytes, takes[i].p50().unwrap_or(0.0)))
+        .filter_map(|&i| {
+            let l = takes[i].result.latency?;
+            Some(Point {
+                bytes: takes[i].result.key.bytes,
+                p50_us: l.p50_us,
+                ci_us: l.median_ci_us,
+            })
+        })
         .collect();
     let mut flags = vec![Vec::new(); takes.len()];
     for (&i, neighbours) in assessed.iter().zip(neighbour_flags(&points)) {
@@ -193,6 +201,7 @@ mod tests {
                     count: 1000,
                     p50_us: p50,
                     p99_us: p50 * 2.0,
+                    median_ci_us: (p50 * 0.99, p50 * 1.01),
                     ..LatencySummary::default()
                 }),
                 bandwidth: None,

@@ -95,6 +95,7 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 init_timeout: Duration::from_secs_f64(args.init_timeout_s),
                 corrupt: faults.corrupts(),
                 hang_with_segment: faults.hangs_with_segment(),
+                stores: crate::backend::host::ring::Stores::Measured,
                 pin_cpus: true,
                 bind: crate::backend::host::LOOPBACK,
             };

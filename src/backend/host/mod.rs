@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use self::bootstrap::{connect_with_retry, Bootstrap, BootstrapRoot, UniqueId};
-use self::ring::{Receiver, Ring, Sender};
+use self::ring::{Receiver, Ring, Sender, StoreChoice, Stores};
 use self::shm::{segment_bytes, Segment, ShmReceiver, ShmSender, SLOTS};
 use self::tcp::{TcpReceiver, TcpSender};
 use self::wait::WaitPolicy;
@@ -33,6 +33,9 @@ pub const BANNER: &str = "host backend (CPU), not NCCL";
 
 /// NCCL's default NCCL_BUFFSIZE (Simple protocol buffer per channel and peer).
 pub const DEFAULT_BUFFSIZE: usize = 4 << 20;
+
+/// Forces the way SHM slots are written (`ordinary`, `streaming`; `auto` measures).
+pub const STORES_ENV: &str = "NCCL_BENCH_HOST_STORES";
 
 /// Transport names as NCCL logs them.
 pub const TRANSPORT_SHM: &str = "SHM";
@@ -61,6 +64,9 @@ pub struct HostOptions {
     /// interface `NCCL_SOCKET_IFNAME` selects, as NCCL picks it, for ranks on
     /// several machines. Ranks with the same address share a machine and use SHM.
     pub bind: IpAddr,
+    /// How SHM slots are written: measured per communicator, or as
+    /// `NCCL_BENCH_HOST_STORES=ordinary|streaming` says.
+    pub stores: Stores,
 }
 
 impl HostOptions {
@@ -85,6 +91,14 @@ impl HostOptions {
         if let Some(ifname) = env("NCCL_SOCKET_IFNAME").filter(|v| !v.trim().is_empty()) {
             self.bind = socket_address(&ifname, env("NCCL_SOCKET_FAMILY").as_deref())?;
         }
+        if let Some(v) = env(STORES_ENV) {
+            self.stores = match v.trim() {
+                "" | "auto" => Stores::Measured,
+                "ordinary" => Stores::Ordinary,
+                "streaming" => Stores::Streaming,
+                other => bail!("{STORES_ENV}='{other}' is not one of auto, ordinary, streaming"),
+            };
+        }
         if let Some(net) = env("NCCL_NET") {
             if !net.trim().eq_ignore_ascii_case("socket") {
                 bail!("{BANNER}: NCCL_NET={net} requested, but the only network here is Socket (NCCL fails the same way: network {net} not found)");
@@ -108,6 +122,7 @@ impl HostOptions {
             hang_with_segment: false,
             pin_cpus: false,
             bind: LOOPBACK,
+            stores: Stores::Measured,
         }
     }
 
@@ -228,6 +243,7 @@ impl HostComm {
         } else {
             None
         };
+        let mut stores = None;
         let (ring, transport) = if nranks == 1 {
             (None, "local")
         } else if !opts.use_shm {
@@ -241,6 +257,7 @@ impl HostComm {
                 tx: Sender::Tcp(TcpSender::new(out, slice)?),
                 rx: Receiver::Tcp(TcpReceiver::new(inc, slice)?),
                 slice_bytes: slice,
+                streaming: false,
             };
             (Some(ring), TRANSPORT_SOCKET)
         } else {
@@ -290,13 +307,24 @@ impl HostComm {
                     Receiver::Tcp(TcpReceiver::new(inc, slice)?)
                 }
             };
-            let ring = Ring {
+            let mut ring = Ring {
                 rank: rank as usize,
                 nranks: nranks as usize,
                 tx,
                 rx,
                 slice_bytes: slice,
+                streaming: false,
             };
+            // Every rank of an SHM ring takes part, whatever its own links.
+            stores = Some(match opts.stores {
+                Stores::Measured => ring
+                    .choose_stores()
+                    .context("host backend: timing ordinary against streaming stores failed")?,
+                forced => {
+                    ring.streaming = forced == Stores::Streaming;
+                    StoreChoice::forced(ring.streaming)
+                }
+            });
             // The transport of this rank's outgoing connection (one per rank).
             (
                 Some(ring),
@@ -315,10 +343,15 @@ impl HostComm {
             op: opts.op,
             transport,
             corrupt: opts.corrupt,
-            detail: match cpu {
-                Some(cpu) => format!("{transport}, pinned to CPU {cpu}"),
-                None => format!("{transport}, not pinned (more ranks than CPUs)"),
-            },
+            detail: format!(
+                "{transport}, {}{}",
+                match cpu {
+                    Some(cpu) => format!("pinned to CPU {cpu}"),
+                    None if opts.pin_cpus => "not pinned (more ranks than CPUs)".to_string(),
+                    None => "not pinned".to_string(),
+                },
+                stores.map(|c| format!(", {c}")).unwrap_or_default()
+            ),
         })
     }
 }

@@ -7,6 +7,7 @@
 //! which is what keeps a ring of bounded FIFOs free of deadlock.
 
 use std::ops::Range;
+use std::time::Instant;
 
 use anyhow::Result;
 
@@ -29,20 +30,29 @@ pub enum Receiver {
 }
 
 impl Sender {
-    /// Waits for the next slot and copies `src` into it (streaming into shared
-    /// memory, see `stream`); `post` hands it on.
-    fn fill(&mut self, src: &[u8]) -> Result<()> {
+    /// Waits for the next slot and copies `src` into it, with streaming stores into
+    /// shared memory when `streaming` (see `stream`); `post` hands it on.
+    fn fill(&mut self, src: &[u8], streaming: bool) -> Result<()> {
         match self {
-            Sender::Shm(s) => stream_copy(s.slot(src.len())?, src),
+            Sender::Shm(s) if streaming => stream_copy(s.slot(src.len())?, src),
+            Sender::Shm(s) => s.slot(src.len())?.copy_from_slice(src),
             Sender::Tcp(s) => s.slot(src.len())?.copy_from_slice(src),
         }
         Ok(())
     }
 
     /// Waits for the next slot and reduces `a` and `b` into it.
-    fn fill_reduced(&mut self, dt: DataType, op: ReduceOp, a: &[u8], b: &[u8]) -> Result<()> {
+    fn fill_reduced(
+        &mut self,
+        dt: DataType,
+        op: ReduceOp,
+        a: &[u8],
+        b: &[u8],
+        streaming: bool,
+    ) -> Result<()> {
         match self {
-            Sender::Shm(s) => stream_reduce(dt, op, s.slot(a.len())?, a, b),
+            Sender::Shm(s) if streaming => stream_reduce(dt, op, s.slot(a.len())?, a, b),
+            Sender::Shm(s) => reduce(dt, op, s.slot(a.len())?, a, b),
             Sender::Tcp(s) => reduce(dt, op, s.slot(a.len())?, a, b),
         }
         Ok(())
@@ -82,7 +92,63 @@ pub struct Ring {
     pub rx: Receiver,
     /// Largest slice one step moves, a multiple of 64 bytes.
     pub slice_bytes: usize,
+    /// Whether slices go into shared memory with streaming stores (`choose_stores`).
+    pub streaming: bool,
 }
+
+/// The message `choose_stores` times, and how many times each way.
+const CALIBRATION_BYTES: usize = 1 << 20;
+const CALIBRATION_ROUNDS: usize = 3;
+
+/// How SHM slots are to be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stores {
+    /// Timed both ways when the communicator is made (`choose_stores`).
+    Measured,
+    Ordinary,
+    Streaming,
+}
+
+/// How the ring writes its shared-memory slots, and what timing both ways found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoreChoice {
+    pub streaming: bool,
+    /// Best time of a 1 MiB all-reduce with ordinary and with streaming stores,
+    /// summed over ranks, seconds (`None` when forced).
+    pub timed_s: Option<(f64, f64)>,
+}
+
+impl StoreChoice {
+    pub fn forced(streaming: bool) -> StoreChoice {
+        StoreChoice {
+            streaming,
+            timed_s: None,
+        }
+    }
+}
+
+impl std::fmt::Display for StoreChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let way = if self.streaming {
+            "streaming"
+        } else {
+            "ordinary"
+        };
+        match self.timed_s {
+            Some((ordinary, streaming)) => write!(
+                f,
+                "{way} stores into SHM slots (1 MiB all-reduce, summed over ranks: {:.0} us ordinary, {:.0} us streaming)",
+                ordinary * 1e6,
+                streaming * 1e6
+            ),
+            None => write!(f, "{way} stores into SHM slots (forced)"),
+        }
+    }
+}
+
+/// Streaming stores are chosen only when clearly faster (by this factor): where
+/// the two are close, ordinary stores keep small slices in cache for the reader.
+const STREAMING_GAIN: f64 = 0.8;
 
 impl Ring {
     /// `output = reduce(op, input of every rank)`; `input.len() == output.len()`, a
@@ -127,7 +193,7 @@ impl Ring {
         if src.is_empty() {
             return Ok(());
         }
-        self.tx.fill(src)?;
+        self.tx.fill(src, self.streaming)?;
         self.tx.post()
     }
 
@@ -136,7 +202,8 @@ impl Ring {
             return Ok(());
         }
         let incoming = self.rx.slot(local.len())?;
-        self.tx.fill_reduced(dt, op, incoming, local)?;
+        self.tx
+            .fill_reduced(dt, op, incoming, local, self.streaming)?;
         self.tx.post()?;
         self.rx.release();
         Ok(())
@@ -156,7 +223,7 @@ impl Ring {
         reduce(dt, op, out, incoming, local);
         finish_avg(dt, op, out, self.nranks as u32);
         self.rx.release();
-        self.tx.fill(out)?;
+        self.tx.fill(out, self.streaming)?;
         self.tx.post()
     }
 
@@ -166,7 +233,7 @@ impl Ring {
         }
         let incoming = self.rx.slot(out.len())?;
         out.copy_from_slice(incoming);
-        self.tx.fill(incoming)?;
+        self.tx.fill(incoming, self.streaming)?;
         self.tx.post()?;
         self.rx.release();
         Ok(())
@@ -179,6 +246,38 @@ impl Ring {
         out.copy_from_slice(self.rx.slot(out.len())?);
         self.rx.release();
         Ok(())
+    }
+
+    /// Times a 1 MiB all-reduce with ordinary and with streaming stores into the
+    /// shared-memory slots (alternating, best of three each) and keeps the faster.
+    /// A collective: every rank of the ring calls it, and all agree, because the
+    /// decision is made on the times summed over ranks by one more all-reduce.
+    /// Which is faster depends on where the cores sit, and on virtual machines it
+    /// changes over time (see `stream`), so each communicator measures it afresh.
+    pub fn choose_stores(&mut self) -> Result<StoreChoice> {
+        let input = vec![1u8; CALIBRATION_BYTES];
+        let mut output = vec![0u8; CALIBRATION_BYTES];
+        let mut best = [f64::INFINITY; 2];
+        for _ in 0..CALIBRATION_ROUNDS {
+            for (way, streaming) in [false, true].into_iter().enumerate() {
+                self.streaming = streaming;
+                let start = Instant::now();
+                self.all_reduce(DataType::Uint8, ReduceOp::Sum, &input, &mut output)?;
+                best[way] = best[way].min(start.elapsed().as_secs_f64());
+            }
+        }
+        let mine: Vec<u8> = best.iter().flat_map(|t| t.to_le_bytes()).collect();
+        let mut sum = vec![0u8; mine.len()];
+        self.streaming = false;
+        self.all_reduce(DataType::Double, ReduceOp::Sum, &mine, &mut sum)?;
+        let total =
+            |i: usize| f64::from_le_bytes(sum[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+        let (ordinary_s, streaming_s) = (total(0), total(1));
+        self.streaming = streaming_s < STREAMING_GAIN * ordinary_s;
+        Ok(StoreChoice {
+            streaming: self.streaming,
+            timed_s: Some((ordinary_s, streaming_s)),
+        })
     }
 
     /// Tells the peers to stop waiting on us (after an error).

@@ -16,6 +16,7 @@ fn options(dir: &std::path::Path, use_shm: bool, dtype: DataType, op: ReduceOp) 
         init_timeout: Duration::from_secs(20),
         corrupt: false,
         hang_with_segment: false,
+        stores: Stores::Measured,
         pin_cpus: false,
         bind: LOOPBACK,
     }
@@ -30,12 +31,28 @@ fn run_ranks(
     op: ReduceOp,
     count: usize,
 ) -> Vec<CheckReport> {
+    run_ranks_storing(nranks, use_shm, dtype, op, count, Stores::Measured)
+}
+
+/// `run_ranks` with the way SHM slots are written set.
+fn run_ranks_storing(
+    nranks: u32,
+    use_shm: bool,
+    dtype: DataType,
+    op: ReduceOp,
+    count: usize,
+    stores: Stores,
+) -> Vec<CheckReport> {
     let dir = tempfile::tempdir().unwrap();
-    let mut root = HostBackend::new(options(dir.path(), use_shm, dtype, op));
+    let opts = || HostOptions {
+        stores,
+        ..options(dir.path(), use_shm, dtype, op)
+    };
+    let mut root = HostBackend::new(opts());
     let id = root.unique_id().unwrap();
     let mut threads = Vec::new();
     for rank in 1..nranks {
-        let (id, opts) = (id.clone(), options(dir.path(), use_shm, dtype, op));
+        let (id, opts) = (id.clone(), opts());
         threads.push(std::thread::spawn(move || {
             let mut comm = HostBackend::new(opts).init(&id, rank, nranks).unwrap();
             exercise(comm.as_mut(), dtype, op, rank, nranks, count)
@@ -79,6 +96,74 @@ fn shm_ring_is_exact_for_odd_sizes_and_rank_counts() {
             }
         }
     }
+}
+
+/// Both ways of writing SHM slots are exact, where slices are streamed (2 KiB and
+/// more, across 4 KiB reduce blocks) and where they are not, with a reduce into
+/// the slot (3 and 4 ranks) and without (2).
+#[test]
+fn ordinary_and_streaming_stores_are_both_exact() {
+    for stores in [Stores::Ordinary, Stores::Streaming] {
+        for nranks in [2, 3, 4] {
+            for (dtype, op) in [
+                (DataType::Float, ReduceOp::Sum),
+                (DataType::Int8, ReduceOp::Max),
+            ] {
+                for count in [1, 600, 3001, 2 * PERIOD + 3] {
+                    for r in run_ranks_storing(nranks, true, dtype, op, count, stores) {
+                        assert_eq!(
+                            r.wrong, 0,
+                            "{stores:?} n={nranks} {dtype:?} {op:?} count={count}: {:?}",
+                            r.first
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The choice between the two is made on times summed over ranks, so every rank
+/// makes the same one, and the communicator says which it made.
+#[test]
+fn every_rank_makes_the_same_store_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = || options(dir.path(), true, DataType::Float, ReduceOp::Sum);
+    let mut root = HostBackend::new(opts());
+    let id = root.unique_id().unwrap();
+    let threads: Vec<_> = (1..3)
+        .map(|rank| {
+            let (id, o) = (id.clone(), opts());
+            std::thread::spawn(move || HostBackend::new(o).init(&id, rank, 3).unwrap().detail())
+        })
+        .collect();
+    let mut details = vec![root.init(&id, 0, 3).unwrap().detail()];
+    details.extend(threads.into_iter().map(|t| t.join().unwrap()));
+    let way = |d: &str| {
+        let end = d
+            .find(" stores into SHM slots (1 MiB all-reduce")
+            .unwrap_or_else(|| panic!("{d}"));
+        d[..end].rsplit(' ').next().unwrap().to_string()
+    };
+    let ways: Vec<String> = details.iter().map(|d| way(d)).collect();
+    assert!(
+        ["ordinary", "streaming"].contains(&ways[0].as_str()),
+        "{details:?}"
+    );
+    assert!(ways.iter().all(|w| w == &ways[0]), "{details:?}");
+    // Forced, and a bad value refused.
+    let mut forced = opts();
+    forced
+        .apply_env(|k| (k == STORES_ENV).then(|| "streaming".to_string()))
+        .unwrap();
+    assert_eq!(forced.stores, Stores::Streaming);
+    let err = forced
+        .apply_env(|k| (k == STORES_ENV).then(|| "fast".to_string()))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "NCCL_BENCH_HOST_STORES='fast' is not one of auto, ordinary, streaming"
+    );
 }
 
 /// Ranks 0-1 on 127.0.0.1 and 2-3 on 127.0.0.2 (all of 127/8 is this machine's):
