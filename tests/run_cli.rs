@@ -258,11 +258,17 @@ fn four_ranks_under_two_launchers_build_one_run_directory_like_sweep() {
     assert!(common::dir_entries(&shm).is_empty(), "segments left behind");
 }
 
-fn assert_all_exit_2_within(outputs: &[Output], elapsed: Duration, limit: Duration) {
+/// Every rank exited 2, after the rendezvous deadline `deadline` and not long after
+/// (the margin is wide: a busy 2-core CI machine starts processes slowly; a rank
+/// that ignored the deadline would wait for its peers for ever).
+fn assert_all_exit_2_after(outputs: &[Output], elapsed: Duration, deadline: Duration) {
     for (r, o) in outputs.iter().enumerate() {
         assert_eq!(o.status.code(), Some(2), "rank {r}: {}", text(o));
     }
-    assert!(elapsed < limit, "took {elapsed:?}");
+    assert!(
+        elapsed >= deadline.mul_f64(0.95) && elapsed < deadline + Duration::from_secs(12),
+        "took {elapsed:?} with a {deadline:?} deadline"
+    );
 }
 
 #[test]
@@ -288,7 +294,7 @@ fn a_rank_that_never_comes_is_named_and_every_rank_exits_within_the_deadline() {
         })
         .collect();
     let (outputs, elapsed) = run_all(commands);
-    assert_all_exit_2_within(&outputs, elapsed, Duration::from_secs(8));
+    assert_all_exit_2_after(&outputs, elapsed, Duration::from_secs(3));
     let rank0 = String::from_utf8_lossy(&outputs[0].stderr);
     assert!(
         rank0.contains("rank(s) 2 of 3 did not join rank 0 at 127.0.0.1:")
@@ -324,7 +330,7 @@ fn a_rank_with_the_wrong_port_fails_both_sides_within_the_deadline() {
         rank(&out, &shm, &torchrun_env(1, 2, wrong), &args),
     ];
     let (outputs, elapsed) = run_all(commands);
-    assert_all_exit_2_within(&outputs, elapsed, Duration::from_secs(8));
+    assert_all_exit_2_after(&outputs, elapsed, Duration::from_secs(3));
     let rank0 = String::from_utf8_lossy(&outputs[0].stderr);
     assert!(rank0.contains("rank(s) 1 of 2 did not join"), "{rank0}");
     let rank1 = String::from_utf8_lossy(&outputs[1].stderr);
@@ -350,7 +356,11 @@ fn ranks_started_with_different_world_sizes_stop_at_once() {
         rank(&out, &shm, &odd, &args),
     ];
     let (outputs, elapsed) = run_all(commands);
-    assert_all_exit_2_within(&outputs, elapsed, Duration::from_secs(20));
+    for (r, o) in outputs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(2), "rank {r}: {}", text(o));
+    }
+    // Refused at the handshake, long before the 30 s rendezvous deadline.
+    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
     let rank0 = String::from_utf8_lossy(&outputs[0].stderr);
     assert!(
         rank0.contains("it was started with a world size of 3, rank 0 with 2"),
