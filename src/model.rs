@@ -151,15 +151,14 @@ impl CaseCounts {
         }
     }
 
-    /// Moves one case from one quality to another (a group's final assessment).
-    pub fn change_quality(&mut self, from: Quality, to: Quality) {
-        self.remove_quality(from);
-        self.add_quality(to);
-    }
-
-    fn remove_quality(&mut self, quality: Quality) {
-        if let Some(n) = self.of_quality(quality) {
+    /// Moves one case from one quality to another (a group's final assessment);
+    /// `None` is a case without one (not ok).
+    pub fn change_quality(&mut self, from: Option<Quality>, to: Option<Quality>) {
+        if let Some(n) = from.and_then(|q| self.of_quality(q)) {
             *n = n.saturating_sub(1);
+        }
+        if let Some(q) = to {
+            self.add_quality(q);
         }
     }
 

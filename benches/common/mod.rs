@@ -50,11 +50,19 @@ pub fn csv_rows(run_parent: &Path) -> Vec<csv::StringRecord> {
 }
 
 /// Runs a host-backend sweep with `args` and returns its rows; the directory lives
-/// as long as the returned guard.
+/// as long as the returned guard. Cases are not re-measured: a benchmark of the
+/// backend must see every first measurement, stalls included.
 pub fn sweep(args: &[&str]) -> (Vec<csv::StringRecord>, tempfile::TempDir) {
     let out = tempfile::tempdir().unwrap();
     let o = Command::new(exe())
-        .args(["sweep", "--backend", "host", "--plain", "--out"])
+        .args([
+            "sweep",
+            "--backend",
+            "host",
+            "--plain",
+            "--no-remeasure",
+            "--out",
+        ])
         .arg(out.path())
         .args(args)
         .output()

@@ -198,7 +198,7 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
             difference,
             shm_seen,
         }
-    } else if difference.inconclusive == 0 && difference.distrusted < difference.cases {
+    } else if difference.inconclusive == 0 && difference.unchanged + difference.improved > 0 {
         Verdict::NoMeasurableCost {
             difference,
             shm_seen,

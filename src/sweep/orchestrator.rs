@@ -479,7 +479,13 @@ impl Orchestrator<'_> {
                 .unwrap_or_default();
             let summary = recorder.summary();
             let shape = CaseShape::of(&recorder, &drift);
-            let (quality, quality_note) = remeasure::first_quality(&shape);
+            // Only a correct case is judged for trust: a wrong one is a failure.
+            let (quality, quality_note) = if wrong == 0 {
+                let (q, note) = remeasure::first_quality(&shape);
+                (Some(q), note)
+            } else {
+                (None, String::new())
+            };
             // NCCL connects lazily (at the first collective since 2.22): its log has
             // the connections once the case has run.
             let (logged, _) = self.nccl_log_findings(log_stem);
@@ -506,7 +512,7 @@ impl Orchestrator<'_> {
                 error,
                 started_at,
                 duration_s: case_start.elapsed().as_secs_f64(),
-                quality: Some(quality),
+                quality,
                 quality_note,
                 second_take: take == Take::Second,
             };

@@ -74,15 +74,17 @@ impl Orchestrator<'_> {
             }
         }
         let mut histograms = Vec::new();
+        // The size a failed re-measurement stopped at (the ones after it never ran).
+        let mut stopped_at: Option<u64> = None;
         let outcomes: Vec<Result<Measurement, NoSecond>> = sizes
             .iter()
             .map(|&bytes| {
-                match seconds
+                let taken = seconds
                     .taken
                     .iter_mut()
-                    .find(|t| t.measurement.result.key.bytes == bytes)
-                {
-                    Some(t) => {
+                    .find(|t| t.measurement.result.key.bytes == bytes);
+                match (taken, &why_not) {
+                    (Some(t), _) => {
                         histograms.push((
                             t.measurement.result.clone(),
                             t.histogram.take(),
@@ -90,9 +92,20 @@ impl Orchestrator<'_> {
                         ));
                         Ok(t.measurement.clone())
                     }
-                    None => Err(why_not.clone().unwrap_or(NoSecond::Failed(
-                        "the re-measurement stopped before this size".into(),
-                    ))),
+                    (None, Some(NoSecond::Failed(reason))) => match stopped_at {
+                        None => {
+                            stopped_at = Some(bytes);
+                            Err(NoSecond::Failed(reason.clone()))
+                        }
+                        Some(at) => Err(NoSecond::NotReached(format!(
+                            "the re-measurement failed at {}",
+                            Bytes(at)
+                        ))),
+                    },
+                    (None, Some(why)) => Err(why.clone()),
+                    (None, None) => Err(NoSecond::NotReached(
+                        "the re-measurement ended before this size".into(),
+                    )),
                 }
             })
             .collect();
@@ -115,14 +128,16 @@ impl Orchestrator<'_> {
             if kept.status != first.status {
                 counts.change_status(first.status, kept.status);
             }
-            if let (Some(from), Some(to)) = (first.quality, kept.quality) {
-                counts.change_quality(from, to);
-            }
+            counts.change_quality(first.quality, kept.quality);
+            // Each row's counts on disk as soon as the row is.
+            self.writer.write_manifest(&self.manifest)?;
             if !kept.quality.is_some_and(Quality::trusted) {
                 distrusted.push(format!(
                     "{} {}",
                     Bytes(kept.key.bytes),
-                    kept.quality.map(|q| q.name()).unwrap_or("unassessed")
+                    kept.quality
+                        .map(|q| q.name())
+                        .unwrap_or(kept.status.as_str())
                 ));
             }
         }
@@ -145,7 +160,6 @@ impl Orchestrator<'_> {
             ));
         }
         self.observer.warning(&summary);
-        self.writer.write_manifest(&self.manifest)?;
         Ok(interrupted)
     }
 }

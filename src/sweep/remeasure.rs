@@ -63,8 +63,10 @@ pub enum NoSecond {
     Disabled,
     /// The sweep was interrupted first.
     Interrupted,
-    /// The re-measurement failed (its reason).
+    /// The re-measurement failed at this size (its reason).
     Failed(String),
+    /// The re-measurement stopped before this size (why).
+    NotReached(String),
 }
 
 /// What a case ends with: the result to keep (quality and note filled in) and
@@ -106,6 +108,7 @@ pub fn decide(
                         NoSecond::Disabled => "not re-measured (--no-remeasure)".to_string(),
                         NoSecond::Interrupted => "not re-measured (interrupted)".to_string(),
                         NoSecond::Failed(reason) => format!("re-measuring failed: {reason}"),
+                        NoSecond::NotReached(why) => format!("not re-measured: {why}"),
                     };
                     let mut kept = first.result.clone();
                     kept.quality = Some(verdict(f1));
@@ -152,11 +155,14 @@ pub fn decide(
                     } else {
                         (first.result.clone(), f1, "kept the first measurement")
                     };
-                    kept.quality = Some(if take2 && flags.is_empty() {
-                        Quality::Remeasured
+                    kept.quality = if kept.status != CaseStatus::Ok {
+                        // A wrong result is a failure, not a measurement to trust.
+                        None
+                    } else if take2 && flags.is_empty() {
+                        Some(Quality::Remeasured)
                     } else {
-                        verdict(flags)
-                    });
+                        Some(verdict(flags))
+                    };
                     kept.quality_note = format!("{first_said}; {second_said}; {which}");
                     Outcome {
                         kept,
@@ -333,6 +339,10 @@ mod tests {
         let out = decide(&firsts, &[1], &[Ok(s)]);
         assert!(out[0].second_kept);
         assert_eq!(out[0].kept.status, CaseStatus::Wrong);
+        assert_eq!(
+            out[0].kept.quality, None,
+            "a wrong case is not `remeasured`"
+        );
         assert!(out[0]
             .kept
             .quality_note

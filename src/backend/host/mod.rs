@@ -315,11 +315,15 @@ impl HostComm {
                 slice_bytes: slice,
                 streaming: false,
             };
-            // Every rank of an SHM ring takes part, whatever its own links.
+            // A collective: every rank of an SHM ring takes part, whatever its own
+            // links and whatever it was told to use, so that ranks set up
+            // differently cannot disagree on running it. A forced choice is then
+            // this rank's own (the reader does not care how a slot was written).
+            let measured = ring
+                .choose_stores()
+                .context("host backend: timing ordinary against streaming stores failed")?;
             stores = Some(match opts.stores {
-                Stores::Measured => ring
-                    .choose_stores()
-                    .context("host backend: timing ordinary against streaming stores failed")?,
+                Stores::Measured => measured,
                 forced => {
                     ring.streaming = forced == Stores::Streaming;
                     StoreChoice::forced(ring.streaming)

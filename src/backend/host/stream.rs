@@ -67,10 +67,13 @@ pub fn stream_reduce(dt: DataType, op: ReduceOp, dst: &mut [u8], a: &[u8], b: &[
         reduce(dt, op, dst, a, b);
         return;
     }
-    let mut block = [0u8; BLOCK];
+    // Aligned for every element type (`reduce` views the bytes as elements).
+    #[repr(C, align(64))]
+    struct Block([u8; BLOCK]);
+    let mut block = Block([0; BLOCK]);
     for start in (0..dst.len()).step_by(BLOCK) {
         let end = (start + BLOCK).min(dst.len());
-        let tmp = &mut block[..end - start];
+        let tmp = &mut block.0[..end - start];
         reduce(dt, op, tmp, &a[start..end], &b[start..end]);
         stream_copy(&mut dst[start..end], tmp);
     }

@@ -166,6 +166,40 @@ fn every_rank_makes_the_same_store_choice() {
     );
 }
 
+/// A rank told to stream and a rank left to measure still run the timing
+/// collective together (neither waits for the other for ever), and the ring is
+/// exact with the two writing their slots differently.
+#[test]
+fn ranks_set_up_differently_still_agree_to_time_the_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = 2 * PERIOD + 3;
+    let opts = |stores| HostOptions {
+        stores,
+        ..options(dir.path(), true, DataType::Float, ReduceOp::Sum)
+    };
+    let mut root = HostBackend::new(opts(Stores::Streaming));
+    let id = root.unique_id().unwrap();
+    let peer = {
+        let (id, o) = (id.clone(), opts(Stores::Measured));
+        std::thread::spawn(move || {
+            let mut comm = HostBackend::new(o).init(&id, 1, 2).unwrap();
+            let detail = comm.detail();
+            let r = exercise(comm.as_mut(), DataType::Float, ReduceOp::Sum, 1, 2, count);
+            (detail, r)
+        })
+    };
+    let mut comm = root.init(&id, 0, 2).unwrap();
+    let detail = comm.detail();
+    let mine = exercise(comm.as_mut(), DataType::Float, ReduceOp::Sum, 0, 2, count);
+    let (peer_detail, theirs) = peer.join().unwrap();
+    assert!(
+        detail.ends_with("streaming stores into SHM slots (forced)"),
+        "{detail}"
+    );
+    assert!(peer_detail.contains("(1 MiB all-reduce"), "{peer_detail}");
+    assert_eq!((mine.wrong, theirs.wrong), (0, 0));
+}
+
 /// Ranks 0-1 on 127.0.0.1 and 2-3 on 127.0.0.2 (all of 127/8 is this machine's):
 /// two "machines", SHM within each and TCP between them in one ring, with a
 /// FIFO larger than a TCP slice.

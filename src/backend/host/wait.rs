@@ -44,17 +44,16 @@ static CORE_CONTESTED: AtomicBool = AtomicBool::new(false);
 impl WaitPolicy {
     /// Spin when every rank of this machine can have a core of its own; yield
     /// briefly when ranks must share cores.
+    /// Cores are those this process may run on (its affinity mask, as `pin_rank`
+    /// sees it), so call this before pinning.
     pub fn for_ranks(local_ranks: u32) -> WaitPolicy {
-        let cores = std::thread::available_parallelism()
-            .map(|n| n.get() as u32)
-            .unwrap_or(1);
-        if local_ranks <= cores {
+        let cores = match allowed_cpus().len() {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        if local_ranks as usize <= cores {
             WaitPolicy {
-                spin: Duration::from_micros(
-                    std::env::var("XX_SPIN")
-                        .map(|v| v.parse().unwrap())
-                        .unwrap_or(500),
-                ),
+                spin: Duration::from_micros(500),
                 yield_for: Duration::ZERO,
                 sleep: SLEEP,
             }
@@ -108,9 +107,7 @@ pub fn wait_until(
         }
         polls = polls.wrapping_add(1);
         if polls % 64 != 0 {
-            if std::env::var_os("XX_NOPAUSE").is_none() {
-                std::hint::spin_loop();
-            }
+            std::hint::spin_loop();
             continue;
         }
         if abort.load(Ordering::Relaxed) != 0 {
@@ -186,23 +183,31 @@ fn futex_wake(word: &AtomicU32) {
 /// the scheduler (100 us per 32 KiB all-reduce instead of 3 us, seen on 2 cores).
 /// Returns the CPU chosen, or `None` when ranks must share CPUs.
 pub fn pin_rank(local_index: u32, local_ranks: u32) -> Option<usize> {
-    // SAFETY: cpu_set_t is plain data; the calls get and set this process's mask.
+    let allowed = allowed_cpus();
+    if allowed.is_empty() || local_ranks as usize > allowed.len() {
+        return None;
+    }
+    let cpu = allowed[local_index as usize % allowed.len()];
+    // SAFETY: cpu_set_t is plain data; the call sets this process's mask.
     unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return None;
-        }
-        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect();
-        if allowed.is_empty() || local_ranks as usize > allowed.len() {
-            return None;
-        }
-        let cpu = allowed[local_index as usize % allowed.len()];
         let mut one: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut one);
         (libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) == 0)
             .then_some(cpu)
+    }
+}
+
+/// The CPUs this process may run on (empty when the mask cannot be read).
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; the call reads this process's mask.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
     }
 }
 
@@ -234,6 +239,24 @@ mod tests {
             start.elapsed() < Duration::from_secs(5),
             "{:?}",
             start.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_contested_core_ends_the_yielding() {
+        let was = CORE_CONTESTED.swap(true, Ordering::Relaxed);
+        assert!(!yield_to_peer(), "no yield once a yield came back late");
+        CORE_CONTESTED.store(was, Ordering::Relaxed);
+        // More ranks than this process may use cores: no spin, a short yield.
+        let shared = WaitPolicy::for_ranks(allowed_cpus().len() as u32 + 1);
+        assert_eq!(
+            (shared.spin, shared.yield_for),
+            (Duration::ZERO, Duration::from_micros(50))
+        );
+        let own = WaitPolicy::for_ranks(1);
+        assert_eq!(
+            (own.spin, own.yield_for),
+            (Duration::from_micros(500), Duration::ZERO)
         );
     }
 
