@@ -15,15 +15,18 @@
 #   RUN_FLAGS      passed to every `nccl-bench run` (default: -b 8 -e 1G)
 #
 # Environment: NCCL_BENCH (the binary, default: nccl-bench on PATH, else
-# target/release/nccl-bench), MPIRUN (default: mpirun), MASTER_ADDR (default: the
-# first host, else this one), MASTER_PORT (default: 29517).
+# target/release/nccl-bench), MPIRUN (the launcher, default: mpirun; it may carry
+# flags: "mpirun --allow-run-as-root"), MPIRUN_ARGS (more launcher flags, e.g.
+# "--mca btl tcp,self"; both are split at spaces), MASTER_ADDR (default: the first
+# host, else this one), MASTER_PORT (default: 29517).
 #
 # Exit status: 0 every case ok, 1 a case failed, 2 an error.
 
 set -uo pipefail
 
 usage() {
-    sed -n '2,20s/^# \{0,1\}//p' "$0" >&2
+    # The comment block at the top of this file, without its '# '.
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
     exit 2
 }
 
@@ -73,12 +76,16 @@ if [[ -z $bench ]]; then
         bench=$PWD/target/release/nccl-bench
     fi
 fi
-mpirun=${MPIRUN:-mpirun}
+read -r -a mpirun <<<"${MPIRUN:-mpirun}"
+read -r -a mpirun_args <<<"${MPIRUN_ARGS:-}"
+if [[ ${#mpirun[@]} -eq 0 ]]; then
+    mpirun=(mpirun)
+fi
 export MASTER_ADDR=${MASTER_ADDR:-${first_host:-$(hostname)}}
 export MASTER_PORT=${MASTER_PORT:-29517}
 
 # Open MPI exports variables with -x NAME, MPICH/Hydra with -genv NAME VALUE.
-if "$mpirun" --version 2>&1 | grep -qi "open mpi\|open-mpi\|openrte"; then
+if "${mpirun[0]}" --version 2>&1 | grep -qi "open mpi\|open-mpi\|openrte"; then
     export_env=(-x MASTER_ADDR -x MASTER_PORT)
 else
     export_env=(-genv MASTER_ADDR "$MASTER_ADDR" -genv MASTER_PORT "$MASTER_PORT")
@@ -91,7 +98,7 @@ fi
 worst=0
 for name in $configs; do
     echo "== config $name -> $run_dir"
-    "$mpirun" -np "$np" ${hosts[@]+"${hosts[@]}"} "${export_env[@]}" \
+    "${mpirun[@]}" ${mpirun_args[@]+"${mpirun_args[@]}"} -np "$np" ${hosts[@]+"${hosts[@]}"} "${export_env[@]}" \
         "$bench" run --config "$config" --transports "$name" --run-dir "$run_dir" \
         --plain "${run_flags[@]}"
     status=$?

@@ -70,7 +70,9 @@ fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_
     let config = repo().join("tests/fixtures/two-configs.toml");
 
     // mpirun: 2 ranks, one launch per config, one run directory, a report.
+    // MPIRUN and MPIRUN_ARGS carry launcher flags (a root container's).
     let by_mpirun = tmp.path().join("by-mpirun");
+    let launched = tmp.path().join("mpirun-args");
     let o = script("mpirun-sweep.sh")
         .args(["-np", "2", "-H", "localhost:2", "--config"])
         .arg(&config)
@@ -79,9 +81,22 @@ fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_
         .arg("--")
         .args(host_flags(&shm))
         .env("MASTER_PORT", port())
+        .env("MPIRUN", "mpirun --allow-run-as-root")
+        .env("MPIRUN_ARGS", "--mca btl tcp,self --oversubscribe")
+        .env("FAKE_MPIRUN_LOG", &launched)
         .output()
         .unwrap();
     assert_exit(&o, 0);
+    let launches = std::fs::read_to_string(&launched).unwrap();
+    // The script asks the launcher its --version first (Open MPI or MPICH?).
+    let launches: Vec<&str> = launches.lines().filter(|l| *l != "--version").collect();
+    assert_eq!(launches.len(), 2, "one launch per config: {launches:?}");
+    assert!(
+        launches[0].starts_with(
+            "--allow-run-as-root --mca btl tcp,self --oversubscribe -np 2 -H localhost:2 -x MASTER_ADDR -x MASTER_PORT "
+        ),
+        "{launches:?}"
+    );
     assert_eq!(configs_of(&by_mpirun), ["default", "shm-off"]);
     assert_eq!(rows(&by_mpirun).len(), 2 * 3);
     assert!(by_mpirun.join("report.md").is_file());
@@ -162,6 +177,52 @@ fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_
     assert_exit(&o, 2);
     assert!(String::from_utf8_lossy(&o.stderr).contains("is not a run directory"));
     assert!(common::dir_entries(&shm).is_empty(), "segments left behind");
+}
+
+/// The batch script asks for no GPUs (a request for more than a node has pends for
+/// ever) and stops when the job gave a node fewer GPUs than tasks, unless the host
+/// backend is asked for.
+#[test]
+fn the_batch_script_stops_when_a_node_has_fewer_gpus_than_tasks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sbatch = std::fs::read_to_string(repo().join("scripts/slurm-sweep.sbatch")).unwrap();
+    assert!(!sbatch.contains("#SBATCH --gpus"), "no GPU request in the script");
+    let run_dir = tmp.path().join("never");
+    let o = script("slurm-sweep.sbatch")
+        .args(["--", "--backend", "nccl", "-b", "8", "-e", "8"])
+        .envs([
+            ("SLURM_JOB_ID", "7002"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_TASKS_PER_NODE", "4(x2)"),
+            ("SLURM_GPUS_ON_NODE", "2"),
+        ])
+        .env("SLURM_SUBMIT_DIR", repo())
+        .env("RUN_DIR", &run_dir)
+        .output()
+        .unwrap();
+    assert_exit(&o, 2);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("this job runs 4 tasks on ")
+            && stderr.contains(" but was given 2 GPU(s) there (SLURM_GPUS_ON_NODE)")
+            && stderr.contains("--ntasks-per-node 4 --gpus-per-node 4"),
+        "{stderr}"
+    );
+    assert!(!run_dir.exists());
+    // No GPUs at all, the backend left to choose: the same.
+    let o = script("slurm-sweep.sbatch")
+        .args(["--", "-b", "8", "-e", "8"])
+        .envs([("SLURM_JOB_ID", "7003"), ("SLURM_NTASKS_PER_NODE", "8")])
+        .env("SLURM_SUBMIT_DIR", repo())
+        .env("RUN_DIR", &run_dir)
+        .output()
+        .unwrap();
+    assert_exit(&o, 2);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("this job runs 8 tasks on "),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
