@@ -186,7 +186,10 @@ fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_
 fn the_batch_script_stops_when_a_node_has_fewer_gpus_than_tasks() {
     let tmp = tempfile::tempdir().unwrap();
     let sbatch = std::fs::read_to_string(repo().join("scripts/slurm-sweep.sbatch")).unwrap();
-    assert!(!sbatch.contains("#SBATCH --gpus"), "no GPU request in the script");
+    assert!(
+        !sbatch.contains("#SBATCH --gpus"),
+        "no GPU request in the script"
+    );
     let run_dir = tmp.path().join("never");
     let o = script("slurm-sweep.sbatch")
         .args(["--", "--backend", "nccl", "-b", "8", "-e", "8"])
