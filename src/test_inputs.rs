@@ -1,10 +1,11 @@
 //! The one rule for tests that need something from outside the repository: the
 //! shared fixtures (`../shared/fixtures`), a real libnccl (`NCCL_BENCH_TEST_NCCL_LIB`)
-//! or the simulated GPUs (`NCCL_BENCH_TEST_SIM_DIR`), all of which `scripts/test.sh`
-//! provides. A test whose input is missing fails, saying what it needs, unless
-//! `NCCL_BENCH_TEST_SKIP` names the input (`fixtures`, `nccl`, `sim`, or `all`,
-//! comma-separated): then it says it is skipped and returns. Nothing is skipped
-//! silently, and no variable such as `CI` changes the rule.
+//! or the simulated GPUs (`NCCL_BENCH_TEST_SIM_DIR`), which `scripts/test.sh`
+//! provides, and Open MPI's `mpirun` on PATH (Debian `openmpi-bin`, which `.ci/run`
+//! installs). A test whose input is missing fails, saying what it needs, unless
+//! `NCCL_BENCH_TEST_SKIP` names the input (`fixtures`, `nccl`, `sim`, `mpi`, or
+//! `all`, comma-separated): then it says it is skipped and returns. Nothing is
+//! skipped silently, and no variable such as `CI` changes the rule.
 
 use std::path::PathBuf;
 
@@ -17,6 +18,8 @@ pub enum Need {
     Nccl,
     /// The directory of the simulated GPUs' libraries.
     Sim,
+    /// Open MPI's `mpirun`.
+    OpenMpi,
 }
 
 impl Need {
@@ -25,6 +28,7 @@ impl Need {
             Need::Fixtures(_) => "fixtures",
             Need::Nccl => "nccl",
             Need::Sim => "sim",
+            Need::OpenMpi => "mpi",
         }
     }
 
@@ -43,6 +47,15 @@ impl Need {
             .filter(|d| d.is_dir()),
             Need::Nccl => env("NCCL_BENCH_TEST_NCCL_LIB"),
             Need::Sim => env("NCCL_BENCH_TEST_SIM_DIR"),
+            Need::OpenMpi => std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|dir| dir.join("mpirun"))
+                .find(|p| p.is_file())
+                .filter(|p| {
+                    std::process::Command::new(p)
+                        .arg("--version")
+                        .output()
+                        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("Open MPI"))
+                }),
         }
     }
 
@@ -51,6 +64,9 @@ impl Need {
             Need::Fixtures(folder) => format!("../shared/fixtures/{folder} beside the repository"),
             Need::Nccl => "NCCL_BENCH_TEST_NCCL_LIB (a real libnccl.so.2)".into(),
             Need::Sim => "NCCL_BENCH_TEST_SIM_DIR (the simulated GPUs)".into(),
+            Need::OpenMpi => {
+                "Open MPI's mpirun on PATH (Debian: apt-get install openmpi-bin)".into()
+            }
         }
     }
 }
