@@ -1,10 +1,10 @@
 //! The one rule for tests that need something from outside the repository: the
 //! shared fixtures (`../shared/fixtures`), a real libnccl (`NCCL_BENCH_TEST_NCCL_LIB`)
 //! or the simulated GPUs (`NCCL_BENCH_TEST_SIM_DIR`), which `scripts/test.sh`
-//! provides, and Open MPI's `mpirun` on PATH (Debian `openmpi-bin`, which `.ci/run`
-//! installs). A test whose input is missing fails, saying what it needs, unless
-//! `NCCL_BENCH_TEST_SKIP` names the input (`fixtures`, `nccl`, `sim`, `mpi`, or
-//! `all`, comma-separated): then it says it is skipped and returns. Nothing is
+//! provides, and Open MPI's `mpirun` and Slurm with munge (Debian `openmpi-bin`,
+//! `slurm-wlm`, `munge`, which `.ci/run` installs). A test whose input is missing
+//! fails, saying what it needs, unless `NCCL_BENCH_TEST_SKIP` names the input
+//! (`fixtures`, `nccl`, `sim`, `mpi`, `slurm`, or `all`, comma-separated): then it says it is skipped and returns. Nothing is
 //! skipped silently, and no variable such as `CI` changes the rule.
 
 use std::path::PathBuf;
@@ -20,6 +20,8 @@ pub enum Need {
     Sim,
     /// Open MPI's `mpirun`.
     OpenMpi,
+    /// Slurm's daemons and commands and munge (a private one-node Slurm is started).
+    Slurm,
 }
 
 impl Need {
@@ -29,6 +31,7 @@ impl Need {
             Need::Nccl => "nccl",
             Need::Sim => "sim",
             Need::OpenMpi => "mpi",
+            Need::Slurm => "slurm",
         }
     }
 
@@ -56,6 +59,23 @@ impl Need {
                         .output()
                         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("Open MPI"))
                 }),
+            // The directory of slurmctld; the rest must be beside it or on PATH.
+            Need::Slurm => {
+                let found = |name: &str| {
+                    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
+                        .map(|dir| dir.join(name))
+                        .find(|p| p.is_file())
+                };
+                [
+                    "slurmd", "munged", "srun", "sbatch", "salloc", "scancel", "sinfo",
+                ]
+                .iter()
+                .all(|n| found(n).is_some())
+                .then(|| found("slurmctld"))
+                .flatten()
+                .and_then(|p| p.parent().map(PathBuf::from))
+            }
         }
     }
 
@@ -67,6 +87,7 @@ impl Need {
             Need::OpenMpi => {
                 "Open MPI's mpirun on PATH (Debian: apt-get install openmpi-bin)".into()
             }
+            Need::Slurm => "Slurm and munge (Debian: apt-get install slurm-wlm munge)".into(),
         }
     }
 }

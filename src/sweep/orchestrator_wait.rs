@@ -28,6 +28,19 @@ impl Orchestrator<'_> {
         let how = processes
             .exit_description(rank, Duration::from_secs(3))
             .unwrap_or_else(|| "stopped reading its commands".to_string());
+        // A launcher that stops a job (scancel, a killed mpirun) signals every
+        // process of it, workers included, and a worker may die before this
+        // process has seen its own signal: that is the run being stopped, not a
+        // failed case.
+        if [" (SIGTERM)", " (SIGINT)"].iter().any(|s| how.contains(s)) {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while Instant::now() < deadline {
+                if self.interrupted.load(Ordering::SeqCst) {
+                    return Failure::Interrupted;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         Failure::Died {
             rank,
             how,
