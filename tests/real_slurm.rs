@@ -278,6 +278,15 @@ fn srun_in_an_allocation_and_the_batch_script_run_under_slurm() {
     configs.dedup();
     assert_eq!(configs, ["default", "shm-off"]);
     assert!(by_batch.join("report.md").is_file());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(by_batch.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["cluster"]["launcher"], "Slurm");
+    assert_eq!(manifest["cluster"]["world_size"], 4);
+    assert_eq!(
+        manifest["launches"].as_array().map(Vec::len),
+        Some(2),
+        "one launch per config"
+    );
     let marker = shm.to_string_lossy().into_owned();
     assert!(wait_no_processes(&marker, Duration::from_secs(5)).is_empty());
     assert!(common::dir_entries(&shm).is_empty(), "segments left behind");

@@ -358,8 +358,9 @@ fn a_stuck_groups_segments_are_removed_by_the_orchestrator() {
         .spawn()
         .unwrap();
     let start = Instant::now();
-    let mut seen = Vec::new();
-    while seen.is_empty() && start.elapsed() < Duration::from_secs(10) {
+    let mut seen: Vec<String> = Vec::new();
+    // Rank 0's segment may appear first: wait for rank 1's, which stays.
+    while !seen.iter().any(|n| n.ends_with("-r1")) && start.elapsed() < Duration::from_secs(10) {
         seen = dir_entries(shm.path());
         std::thread::sleep(Duration::from_millis(20));
     }
