@@ -69,26 +69,7 @@ fn four_ranks_under_open_mpi_make_the_run_directory_a_sweep_makes() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let cases = rows(&run);
-    assert_eq!(cases.len(), 3);
-    assert!(
-        cases
-            .iter()
-            .all(|r| r["status"] == "ok" && r["nranks"] == "4"),
-        "{cases:?}"
-    );
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
-    let cluster = &manifest["cluster"];
-    assert_eq!(cluster["launcher"], "Open MPI", "{cluster}");
-    assert_eq!(cluster["world_size"], 4, "{cluster}");
-    let local: Vec<u64> = cluster["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["local_rank"].as_u64().unwrap())
-        .collect();
-    assert_eq!(local, [0, 1, 2, 3], "{cluster}");
+    common::assert_four_local_ranks(&run, 3, "Open MPI");
 
     // The same cases by `sweep`: the same columns and the same histograms.
     let out = tmp.path().join("swept");

@@ -217,25 +217,7 @@ fn srun_in_an_allocation_and_the_batch_script_run_under_slurm() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let cases = rows(&by_srun);
-    assert_eq!(cases.len(), 3);
-    assert!(
-        cases
-            .iter()
-            .all(|r| r["status"] == "ok" && r["nranks"] == "4"),
-        "{cases:?}"
-    );
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(by_srun.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(manifest["cluster"]["launcher"], "Slurm");
-    assert_eq!(manifest["cluster"]["world_size"], 4);
-    let local: Vec<u64> = manifest["cluster"]["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["local_rank"].as_u64().unwrap())
-        .collect();
-    assert_eq!(local, [0, 1, 2, 3]);
+    common::assert_four_local_ranks(&by_srun, 3, "Slurm");
 
     // The batch script, both configs, compared with the srun run as its baseline.
     let by_batch = tmp.path().join("by-batch");

@@ -171,3 +171,27 @@ pub fn one_rank_all_reduce_checks_out(lib: &Path) {
     comm.timed_batch(bytes, &mut durations).unwrap();
     assert!(durations.iter().all(|&d| d > 0), "{durations:?}");
 }
+
+/// A `run` of 4 ranks on this machine: `cases` rows, each ok with 4 ranks, and the
+/// manifest's launcher, world size and local ranks 0-3.
+pub fn assert_four_local_ranks(run: &Path, cases: usize, launcher: &str) {
+    let rows = rows(run);
+    assert_eq!(rows.len(), cases, "{rows:?}");
+    assert!(
+        rows.iter()
+            .all(|r| r["status"] == "ok" && r["nranks"] == "4"),
+        "{rows:?}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    let cluster = &manifest["cluster"];
+    assert_eq!(cluster["launcher"], launcher, "{cluster}");
+    assert_eq!(cluster["world_size"], 4, "{cluster}");
+    let local: Vec<u64> = cluster["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["local_rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(local, [0, 1, 2, 3], "{cluster}");
+}
