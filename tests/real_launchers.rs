@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, free_port, rows, text, wait_no_processes};
+use common::{bin, free_port, rows, rows_so_far, text, wait_no_processes};
 use nccl_bench::test_inputs::{need, Need};
 
 const FLAGS: [&str; 8] = ["--backend", "host", "-b", "1K", "-e", "4K", "-n", "3"];
@@ -55,9 +55,7 @@ fn four_ranks_under_open_mpi_make_the_run_directory_a_sweep_makes() {
     let Some(exe) = need(Need::OpenMpi) else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let shm = tmp.path().join("shm");
-    std::fs::create_dir(&shm).unwrap();
+    let (tmp, shm) = common::scratch_with_shm();
     let run = tmp.path().join("by-mpirun");
     let o = mpirun(&exe, free_port())
         .arg(bin())
@@ -122,9 +120,7 @@ fn the_mpirun_script_sweeps_every_config_under_open_mpi() {
     let Some(exe) = need(Need::OpenMpi) else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let shm = tmp.path().join("shm");
-    std::fs::create_dir(&shm).unwrap();
+    let (tmp, shm) = common::scratch_with_shm();
     let run = tmp.path().join("by-script");
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let o = Command::new(repo.join("scripts/mpirun-sweep.sh"))
@@ -171,9 +167,7 @@ fn a_killed_mpirun_ends_every_rank() {
     let Some(exe) = need(Need::OpenMpi) else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let shm = tmp.path().join("shm");
-    std::fs::create_dir(&shm).unwrap();
+    let (tmp, shm) = common::scratch_with_shm();
     let run = tmp.path().join("killed");
     let mut child = mpirun(&exe, free_port())
         .env("NCCL_BENCH_FAULT", "hang:rank=1:bytes=2K")
@@ -197,20 +191,5 @@ fn a_killed_mpirun_ends_every_rank() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
     assert!(!status.success(), "{status:?}");
-    let marker = shm.to_string_lossy().into_owned();
-    assert_eq!(
-        wait_no_processes(&marker, Duration::from_secs(15)),
-        Vec::<u32>::new(),
-        "ranks or workers outlived mpirun"
-    );
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(manifest["status"], "interrupted");
-    assert_eq!(rows(&run).len(), 1);
-}
-
-fn rows_so_far(run: &Path) -> usize {
-    std::fs::read_to_string(run.join("results.csv"))
-        .map(|t| t.lines().count().saturating_sub(1))
-        .unwrap_or(0)
+    common::assert_stopped_after_the_first_case(&run, &shm, "mpirun");
 }

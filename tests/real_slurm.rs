@@ -207,9 +207,7 @@ fn srun_in_an_allocation_and_the_batch_script_run_under_slurm() {
         return;
     };
     let slurm = LocalSlurm::start(bin_dir);
-    let tmp = tempfile::tempdir().unwrap();
-    let shm = tmp.path().join("shm");
-    std::fs::create_dir(&shm).unwrap();
+    let (tmp, shm) = common::scratch_with_shm();
 
     // srun inside salloc: 4 tasks, one run directory.
     let by_srun = tmp.path().join("by-srun");
@@ -282,9 +280,7 @@ fn a_cancelled_job_ends_every_rank() {
         return;
     };
     let slurm = LocalSlurm::start(bin_dir);
-    let tmp = tempfile::tempdir().unwrap();
-    let shm = tmp.path().join("shm");
-    std::fs::create_dir(&shm).unwrap();
+    let (tmp, shm) = common::scratch_with_shm();
     let run = tmp.path().join("cancelled");
     let mut child = srun_in_salloc(&slurm, &run, &shm, "default")
         .env("NCCL_BENCH_FAULT", "hang:rank=1:bytes=2K")
@@ -292,14 +288,9 @@ fn a_cancelled_job_ends_every_rank() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let rows_so_far = || {
-        std::fs::read_to_string(run.join("results.csv"))
-            .map(|t| t.lines().count().saturating_sub(1))
-            .unwrap_or(0)
-    };
     wait_until(
         Duration::from_secs(60),
-        || rows_so_far() >= 1,
+        || common::rows_so_far(&run) >= 1,
         "the first case",
     );
     let o = slurm
@@ -310,16 +301,5 @@ fn a_cancelled_job_ends_every_rank() {
     assert!(o.status.success(), "{}", text(&o));
     let status = child.wait().unwrap();
     assert!(!status.success(), "{status:?}");
-    let marker = shm.to_string_lossy().into_owned();
-    assert_eq!(
-        wait_no_processes(&marker, Duration::from_secs(15)),
-        Vec::<u32>::new(),
-        "ranks or workers outlived the job"
-    );
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(manifest["status"], "interrupted");
-    let cases = rows(&run);
-    assert_eq!(cases[0]["status"], "ok");
-    assert_eq!(cases.len(), 1, "{cases:?}");
+    common::assert_stopped_after_the_first_case(&run, &shm, "the job");
 }

@@ -195,3 +195,35 @@ pub fn assert_four_local_ranks(run: &Path, cases: usize, launcher: &str) {
         .collect();
     assert_eq!(local, [0, 1, 2, 3], "{cluster}");
 }
+
+/// A temporary directory with an empty `shm` directory in it (segments of the ranks).
+pub fn scratch_with_shm() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let shm = tmp.path().join("shm");
+    std::fs::create_dir(&shm).unwrap();
+    (tmp, shm)
+}
+
+/// Rows in a run directory's results.csv so far (0 before it exists).
+pub fn rows_so_far(run: &Path) -> usize {
+    std::fs::read_to_string(run.join("results.csv"))
+        .map(|t| t.lines().count().saturating_sub(1))
+        .unwrap_or(0)
+}
+
+/// A run stopped by its launcher after its first case: no process mentioning `shm`
+/// is left, the manifest says `interrupted`, and only the first case, ok, is kept.
+pub fn assert_stopped_after_the_first_case(run: &Path, shm: &Path, stopped_by: &str) {
+    let marker = shm.to_string_lossy().into_owned();
+    assert_eq!(
+        wait_no_processes(&marker, Duration::from_secs(15)),
+        Vec::<u32>::new(),
+        "ranks or workers outlived {stopped_by}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["status"], "interrupted");
+    let cases = rows(run);
+    assert_eq!(cases.len(), 1, "{cases:?}");
+    assert_eq!(cases[0]["status"], "ok");
+}
