@@ -41,53 +41,36 @@ pub(crate) fn merge_transports(per_rank: &[String]) -> String {
 /// Folds one batch of every rank into `recorder`: each step (an iteration, or the
 /// iterations of one CUDA graph launch or between two timing events, as
 /// `launch_steps` cuts the batch with `per_step`) is one sample, its time the mean
-/// over ranks of the ranks' times for that step.
+/// over ranks of the ranks' times for that step. Returns each step's time per
+/// iteration in the order the steps ran (for the drift rule).
 pub(crate) fn fold_mean(
     batches: &[Vec<u64>],
     iters: u64,
     per_step: u64,
     recorder: &mut LatencyRecorder,
-) -> Result<(), Failure> {
+) -> Result<Vec<u64>, Failure> {
     if let Some(bad) = batches.iter().find(|b| b.len() as u64 != iters) {
         return Err(Failure::Protocol(format!(
             "a rank returned {} durations for a batch of {iters}",
             bad.len()
         )));
     }
-    for (mean, n) in step_means(batches, iters, per_step) {
-        recorder.record_launch(mean, n);
-    }
-    Ok(())
-}
-
-/// The time per iteration of each step of a batch, in the order the steps ran (what
-/// `fold_mean` records, for the drift rule). The batch must have passed `fold_mean`.
-pub(crate) fn fold_steps(batches: &[Vec<u64>], iters: u64, per_step: u64) -> Vec<u64> {
-    step_means(batches, iters, per_step)
-        .map(|(mean, n)| mean / n.max(1))
-        .collect()
-}
-
-/// Each step's time (mean over ranks, rounded to the nearest ns) and its iterations.
-fn step_means(
-    batches: &[Vec<u64>],
-    iters: u64,
-    per_step: u64,
-) -> impl Iterator<Item = (u64, u64)> + '_ {
     let ranks = batches.len().max(1) as u128;
     let mut start = 0;
-    launch_steps(iters as usize, per_step as usize)
-        .into_iter()
-        .map(move |n| {
-            let sum: u128 = batches
-                .iter()
-                .flat_map(|b| &b[start..start + n])
-                .map(|&d| u128::from(d))
-                .sum();
-            start += n;
-            let mean = (sum + ranks / 2) / ranks;
-            (u64::try_from(mean).unwrap_or(u64::MAX), n as u64)
-        })
+    let mut per_iteration = Vec::new();
+    for n in launch_steps(iters as usize, per_step as usize) {
+        let sum: u128 = batches
+            .iter()
+            .flat_map(|b| &b[start..start + n])
+            .map(|&d| u128::from(d))
+            .sum();
+        start += n;
+        // Rounded to the nearest nanosecond.
+        let mean = u64::try_from((sum + ranks / 2) / ranks).unwrap_or(u64::MAX);
+        recorder.record_launch(mean, n as u64);
+        per_iteration.push(mean / n.max(1) as u64);
+    }
+    Ok(per_iteration)
 }
 
 #[cfg(test)]
@@ -151,8 +134,11 @@ mod tests {
         let mut r = LatencyRecorder::new();
         // Launches of 2, 2 and 1 iterations; rank 1 is slower in the first launch.
         let ranks = [vec![10, 10, 40, 40, 7], vec![15, 15, 30, 30, 9]];
-        fold_mean(&ranks, 5, 2, &mut r).unwrap();
+        let per_iteration = fold_mean(&ranks, 5, 2, &mut r).unwrap();
         assert_eq!((r.count(), r.samples()), (5, 3));
+        // Each launch's time per iteration, in order: (20 + 30) / 2 / 2, (80 + 60) / 2 / 2,
+        // (7 + 9) / 2 (whole nanoseconds).
+        assert_eq!(per_iteration, [12, 35, 8]);
         assert!((r.mean_ns() - (25.0 + 25.0 + 70.0 + 70.0 + 16.0) / 2.0 / 5.0).abs() < 1e-9);
     }
 

@@ -20,7 +20,7 @@ use anyhow::Result;
 
 use super::failure::{Failure, Tails};
 use super::group::{remove_segments, Launch, RankGroup, WorkerSpec};
-use super::merge::{fold_mean, fold_steps, merge_transports};
+use super::merge::{fold_mean, merge_transports};
 use super::observer::SweepObserver;
 use super::plan::{Group, Plan};
 use super::process::Incoming;
@@ -450,9 +450,9 @@ impl Orchestrator<'_> {
                                 _ => None,
                             })
                             .map_err(failed)?;
-                        fold_mean(&batches, iters, self.settings.graph, &mut recorder)
+                        let steps = fold_mean(&batches, iters, self.settings.graph, &mut recorder)
                             .map_err(failed)?;
-                        drift.add_batch(fold_steps(&batches, iters, self.settings.graph));
+                        drift.add_batch(steps);
                     }
                 }
             };
