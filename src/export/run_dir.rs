@@ -227,20 +227,24 @@ impl RunWriter {
             .with_context(|| format!("cannot write {}", self.dir.file(HISTOGRAMS).display()))
     }
 
-    /// Replaces the row `old` (as `record` wrote it) by `new`, in place; the file is
-    /// rewritten atomically. An error when the row is not there.
-    pub fn replace_row(&self, old: &csv::RowCells, new: &csv::RowCells) -> Result<()> {
+    /// Replaces each row `old` (as `record` wrote it) by its `new`, in place, in one
+    /// atomic rewrite of the file. An error, with nothing changed, when a row is not
+    /// there.
+    pub fn replace_rows(&self, pairs: &[(csv::RowCells, csv::RowCells)]) -> Result<()> {
+        if pairs.is_empty() {
+            return Ok(());
+        }
         let path = self.dir.file(RESULTS_CSV);
-        let text = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let old = csv::encode_row(old)?;
-        let at = find_line(&text, &old).ok_or_else(|| {
-            anyhow::anyhow!("{}: the row to replace is not there", path.display())
-        })?;
-        let mut out = Vec::with_capacity(text.len() + 256);
-        out.extend_from_slice(&text[..at]);
-        out.extend_from_slice(&csv::encode_row(new)?);
-        out.extend_from_slice(&text[at + old.len()..]);
-        atomic::write(&path, &out).with_context(|| format!("cannot write {}", path.display()))
+        let mut text =
+            fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        for (old, new) in pairs {
+            let old = csv::encode_row(old)?;
+            let at = find_line(&text, &old).ok_or_else(|| {
+                anyhow::anyhow!("{}: the row to replace is not there", path.display())
+            })?;
+            text.splice(at..at + old.len(), csv::encode_row(new)?);
+        }
+        atomic::write(&path, &text).with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// Appends a row that has no histogram (an imported result).

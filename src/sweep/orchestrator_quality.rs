@@ -116,21 +116,18 @@ impl Orchestrator<'_> {
             }
         }
         let mut distrusted = Vec::new();
+        let mut replaced = Vec::new();
         for (outcome, &i) in remeasure::decide(&measurements, &flagged, &outcomes)
             .into_iter()
             .zip(&flagged)
         {
             let first = &measurements[i].result;
             let kept = outcome.kept;
-            self.writer
-                .replace_row(&RowCells::from(first), &RowCells::from(&kept))?;
             let counts = &mut self.manifest.cases;
             if kept.status != first.status {
                 counts.change_status(first.status, kept.status);
             }
             counts.change_quality(first.quality, kept.quality);
-            // Each row's counts on disk as soon as the row is.
-            self.writer.write_manifest(&self.manifest)?;
             if !kept.quality.is_some_and(Quality::trusted) {
                 distrusted.push(format!(
                     "{} {}",
@@ -140,7 +137,11 @@ impl Orchestrator<'_> {
                         .unwrap_or(kept.status.as_str())
                 ));
             }
+            replaced.push((RowCells::from(first), RowCells::from(&kept)));
         }
+        // The rows in one rewrite of results.csv, then the counts that match them.
+        self.writer.replace_rows(&replaced)?;
+        self.writer.write_manifest(&self.manifest)?;
         let cleared = flagged.len() - distrusted.len();
         let mut summary = format!("{} n={}: ", group.config.name, group.nranks);
         if cleared > 0 {
