@@ -241,36 +241,6 @@ fn an_unusable_config_value_is_refused_before_the_run() {
     );
 }
 
-/// An inherited variable the workers would refuse is refused before the run too.
-#[test]
-fn an_unusable_inherited_value_is_refused_before_the_run() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out");
-    let o = sweep(&out, tmp.path())
-        .args([
-            "-n",
-            "1",
-            "--gpus",
-            "2",
-            "--transports",
-            "default",
-            "-b",
-            "8",
-            "-e",
-            "8",
-        ])
-        .env("NCCL_BENCH_HOST_STORES", "fast")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        stderr.contains("NCCL_BENCH_HOST_STORES='fast' is not one of auto, ordinary, streaming"),
-        "{stderr}"
-    );
-    assert!(!out.exists());
-}
-
 #[test]
 fn cuda_graphs_need_the_nccl_backend() {
     rejected(

@@ -271,18 +271,11 @@ pub(crate) fn check_host_settings(settings: &SweepSettings, max_ranks: u32) -> R
             settings.graph
         );
     }
-    // What each config's workers will see: its variables over the inherited ones.
     for c in &settings.configs {
         let mut options = crate::backend::host::HostOptions::for_validation();
         options
-            .apply_env(|k| c.env.get(k).cloned().or_else(|| std::env::var(k).ok()))
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "config '{}' ({}, with the inherited environment): {e}",
-                    c.name,
-                    c.source
-                )
-            })?;
+            .apply_env(|k| c.env.get(k).cloned())
+            .map_err(|e| anyhow::anyhow!("config '{}' ({}): {e}", c.name, c.source))?;
     }
     // Each rank holds an input and an output buffer of the largest message.
     let need = 2 * settings.max_bytes() * max_ranks as u64;
