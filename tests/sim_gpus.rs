@@ -870,7 +870,17 @@ fn the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus() {
             facts.p2p.iter().flatten().all(|&p| !p),
             "no peer access: {facts:?}"
         );
-        common::one_rank_all_reduce_checks_out(&dir.join("libnccl.so.2"));
+        let lib = dir.join("libnccl.so.2");
+        common::one_rank_all_reduce_checks_out(&lib);
+        common::one_nccl_worker_gets_ready(&lib);
+        common::one_gpu_nccl_sweep_is_ok(&lib);
+        let exe = common::bin();
+        let target = nccl_bench::sweep::preflight::Target {
+            exe: &exe,
+            nccl_lib: &lib,
+            device: 0,
+        };
+        nccl_bench::sweep::preflight::check_nccl_init(&target, Duration::from_secs(60)).unwrap();
         return;
     }
     let o = Command::new(std::env::current_exe().unwrap())

@@ -120,11 +120,19 @@ mod tests {
     }
 
     #[test]
-    fn without_nvml_the_answer_is_an_error_not_a_panic() {
+    fn nvml_answers_with_one_count_per_gpu_or_says_it_is_missing() {
         // SAFETY: only tries to load the library.
         if unsafe { Library::new("libnvidia-ml.so.1") }.is_err() {
             let e = active_links().unwrap_err();
             assert!(e.starts_with("libnvidia-ml.so.1"), "{e}");
+            return;
+        }
+        // A machine with the driver: one count per GPU the driver lists, each no
+        // more than NVML's link indices.
+        let links = active_links().unwrap();
+        assert!(links.iter().all(|&n| n <= MAX_LINKS), "{links:?}");
+        if let Ok(gpus) = std::fs::read_dir("/proc/driver/nvidia/gpus") {
+            assert_eq!(links.len(), gpus.count(), "{links:?}");
         }
     }
 }

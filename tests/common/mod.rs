@@ -172,6 +172,66 @@ pub fn one_rank_all_reduce_checks_out(lib: &Path) {
     assert!(durations.iter().all(|&d| d > 0), "{durations:?}");
 }
 
+/// The positive path of `worker --backend nccl` on a machine with a driver: a lone
+/// rank 0 says hello, hands out NCCL's unique id, builds its communicator, reports it
+/// ready with the transports it found, and leaves with exit 0 when stdin closes.
+pub fn one_nccl_worker_gets_ready(lib: &Path) {
+    let shm = tempfile::tempdir().unwrap();
+    let o = Command::new(bin())
+        .args([
+            "worker",
+            "--backend",
+            "nccl",
+            "--rank",
+            "0",
+            "--nranks",
+            "1",
+        ])
+        .args(["--max-bytes", "1024", "--datatype", "float", "--op", "sum"])
+        .args(["--segment-prefix", "t", "--shm-dir"])
+        .arg(shm.path())
+        .arg("--nccl-lib")
+        .arg(lib)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(names[..3], ["hello", "unique_id", "ready"], "{events:?}");
+    assert!(!names.contains(&"error"), "{events:?}");
+}
+
+/// The positive path of `sweep --backend nccl` on a machine with a driver: one GPU,
+/// two sizes, each case ok with nothing wrong and the library's version recorded.
+pub fn one_gpu_nccl_sweep_is_ok(lib: &Path) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = Command::new(bin())
+        .args(["sweep", "--backend", "nccl", "--plain", "--gpus", "1"])
+        .args(["-b", "8", "-e", "64K", "-f", "8192", "-n", "20"])
+        .args(["--transports", "default"])
+        .arg("--nccl-lib")
+        .arg(lib)
+        .arg("--out")
+        .arg(&out)
+        .arg("--shm-dir")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rows = rows(&run_dir(&out));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        assert_eq!(r["wrong"], "0", "{r:?}");
+        assert_eq!(r["nranks"], "1", "{r:?}");
+    }
+}
+
 /// A `run` of 4 ranks on this machine: `cases` rows, each ok with 4 ranks, and the
 /// manifest's launcher, world size and local ranks 0-3.
 pub fn assert_four_local_ranks(run: &Path, cases: usize, launcher: &str) {

@@ -134,6 +134,17 @@ mod tests {
     #[test]
     fn no_driver_is_an_error_not_a_panic() {
         if unsafe { cudarc::driver::sys::is_culib_present() } {
+            // A machine with the driver: its facts, a square P2P matrix with no GPU
+            // its own peer, and a CUDA version of the form major.minor.
+            let facts = read().unwrap();
+            let n = facts.gpus.len();
+            assert!(n > 0, "{facts:?}");
+            assert_eq!(facts.p2p.len(), n, "{facts:?}");
+            assert!(facts.p2p.iter().all(|row| row.len() == n), "{facts:?}");
+            assert!((0..n).all(|i| !facts.p2p[i][i]), "{facts:?}");
+            let (major, minor) = facts.cuda_version.split_once('.').unwrap();
+            assert!(major.parse::<u32>().unwrap() >= 11, "{facts:?}");
+            minor.parse::<u32>().unwrap();
             return;
         }
         let err = read().unwrap_err().to_string();
