@@ -244,6 +244,57 @@ pub struct RunManifest {
     /// `doctor`'s quick checks of this machine, run before the sweep.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub doctor: Vec<crate::doctor::Check>,
+    /// Link rates measured before the sweep: the reference of `ceiling_pct`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceilings: Option<Ceilings>,
+}
+
+/// What the links of this machine carry, measured just before the sweep (as
+/// nvbandwidth does, for the links the sweep's rings use): the ceiling that busbw is
+/// read against.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ceilings {
+    pub links: Vec<LinkRate>,
+    /// What could not be measured, and why (a ceiling missing is said, not guessed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+/// The kind of link a rate was measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkKind {
+    /// One core copying host memory (host backend).
+    Memcpy,
+    /// TCP over the loopback interface, one connection each way at once.
+    TcpLoopback,
+    /// GPU to GPU with peer access (NVLink or PCIe P2P), both directions at once.
+    P2p,
+    /// GPU to GPU through pinned host memory (where peer access is missing), both
+    /// directions at once.
+    ViaHost,
+    /// Device-to-device copy within one GPU.
+    D2d,
+    /// Host (pinned) to device.
+    H2d,
+    /// Device to host (pinned).
+    D2h,
+}
+
+/// One measured link.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkRate {
+    pub kind: LinkKind,
+    /// The GPUs at its ends (one for d2d/h2d/d2h, two for a pair, none on the host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<usize>,
+    /// GB/s (1e9 bytes per second) in each direction; for pairs, the slower of the
+    /// two directions while both ran at once.
+    pub gbps: f64,
+    /// Bytes per copy.
+    pub bytes: u64,
+    /// How it was measured, in a few words.
+    pub how: String,
 }
 
 /// Who took part in a `run`: the launcher, the rendezvous and every rank.

@@ -133,6 +133,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
         warnings: vec![],
         cluster: None,
         doctor: Vec::new(),
+        ceilings: None,
     };
     writer.write_manifest(&manifest)?;
     println!(

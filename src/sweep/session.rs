@@ -259,6 +259,7 @@ pub(crate) fn manifest(
         warnings,
         cluster: None,
         doctor: Vec::new(),
+        ceilings: None,
     }
 }
 
