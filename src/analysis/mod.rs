@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod compare_render;
 pub mod explain;
+pub mod model_table;
 pub mod nccl_log;
 pub mod report;
 pub mod verdict;

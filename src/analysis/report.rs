@@ -116,6 +116,13 @@ pub fn markdown(
     for nranks in counts {
         gpu_count_table(&mut s, run, nranks, baseline, options)?;
     }
+    let shm_off = super::verdict::shm_off_config(run);
+    super::model_table::markdown(
+        &mut s,
+        &super::model_table::models(run),
+        baseline,
+        shm_off.as_deref(),
+    )?;
 
     writeln!(s, "## Plots\n")?;
     match plots {

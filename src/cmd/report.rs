@@ -1,5 +1,5 @@
-//! `nccl-bench report`: writes `report.md` into a run directory (atomically) and
-//! prints where it is. `sweep` calls the same function when it finishes.
+//! `nccl-bench report`: writes `report.md` and `model.csv` into a run directory
+//! (atomically) and prints where it is. `sweep` calls the same function when it finishes.
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +32,10 @@ pub fn write(run_dir: &Path, baseline: &str, threshold: f64) -> Result<PathBuf> 
     let plots_dir = run_dir.join(crate::plot::PLOTS);
     let plots =
         crate::plot::draw_all(&run, baseline, threshold, &plots_dir).map_err(|e| format!("{e:#}"));
+    let models = crate::analysis::model_table::models(&run);
+    let model_path = run_dir.join(crate::analysis::model_table::MODEL_CSV);
+    atomic::write(&model_path, &crate::analysis::model_table::csv(&models)?)
+        .with_context(|| format!("cannot write {}", model_path.display()))?;
     let text = markdown(&run, baseline, options, &plots)?;
     let path = run_dir.join(REPORT);
     atomic::write(&path, text.as_bytes())

@@ -16,7 +16,7 @@ use super::run_dir::{HISTOGRAMS, MANIFEST, RESULTS_CSV};
 use crate::stats::quality::Quality;
 
 /// One row of `results.csv` (the stable columns, and the extra ones when present).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct CaseRow {
     pub config: String,
     pub backend: String,

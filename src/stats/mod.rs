@@ -2,6 +2,7 @@
 //! the adaptive stopping rule. Nothing here does I/O or prints.
 
 pub mod adaptive;
+pub mod alpha_beta;
 pub mod bandwidth;
 pub mod compare;
 pub mod latency;
