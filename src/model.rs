@@ -86,6 +86,8 @@ pub struct CaseResult {
     /// Whether these timings are a re-measurement (its histogram has a tag of its own,
     /// so that both measurements stay in the histogram log).
     pub second_take: bool,
+    /// The busbw ceiling of the ring it ran on (`analysis::ceiling`), where measured.
+    pub ceiling_gbps: Option<f64>,
 }
 
 impl CaseResult {

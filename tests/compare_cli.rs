@@ -123,6 +123,7 @@ fn write_run_with(
                     quality: Some(quality(*bytes)),
                     quality_note: String::new(),
                     second_take: false,
+                    ceiling_gbps: None,
                 }
             }
             None => CaseResult {
@@ -142,6 +143,7 @@ fn write_run_with(
                 quality: None,
                 quality_note: String::new(),
                 second_take: false,
+                ceiling_gbps: None,
             },
         };
         writer

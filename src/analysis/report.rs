@@ -105,6 +105,8 @@ pub fn markdown(
         or_unknown(&m.status)
     )?;
 
+    ceilings_section(&mut s, run)?;
+
     writeln!(s, "## Keep SHM enabled?\n")?;
     writeln!(
         s,
@@ -209,6 +211,58 @@ pub fn markdown(
     Ok(s)
 }
 
+/// The link rates measured before the sweep, and the ring ceiling per rank count.
+fn ceilings_section(s: &mut String, run: &RunData) -> Result<()> {
+    let Some(c) = &run.manifest.ceilings else {
+        return Ok(());
+    };
+    writeln!(s, "## Link ceilings\n")?;
+    writeln!(
+        s,
+        "Measured just before the sweep. A ring all-reduce's busbw cannot exceed the slowest link of its ring, so each case's busbw is also given as a percentage of its ring's ceiling (`ceiling_pct` in results.csv).\n"
+    )?;
+    if !c.links.is_empty() {
+        writeln!(s, "| link | between | rate | how |\n|---|---|---|---|")?;
+        for l in &c.links {
+            let between = if l.gpus.is_empty() {
+                "this host".to_string()
+            } else {
+                let gpus: Vec<String> = l.gpus.iter().map(|g| format!("GPU {g}")).collect();
+                gpus.join(" and ")
+            };
+            let kind = serde_json::to_value(l.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            writeln!(s, "| {kind} | {between} | {:.2} GB/s | {} |", l.gbps, l.how)?;
+        }
+        writeln!(s)?;
+    }
+    let counts: Vec<u32> = run
+        .cases
+        .iter()
+        .map(|c| c.nranks)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let host = run.manifest.backend.used == "host";
+    let rings = super::ceiling::rings(c, host, &counts);
+    if !rings.is_empty() {
+        writeln!(s, "| ranks | ring over | busbw ceiling |\n|---|---|---|")?;
+        for (n, what, gbps) in rings {
+            writeln!(s, "| {n} | {what} | {gbps:.2} GB/s |")?;
+        }
+        writeln!(s)?;
+    }
+    for e in &c.errors {
+        writeln!(s, "- Not measured: {e}")?;
+    }
+    if !c.errors.is_empty() {
+        writeln!(s)?;
+    }
+    Ok(())
+}
+
 /// A table cell with the case's quality flag when it is not to be trusted.
 fn marked(cell: String, row: Option<&CaseRow>) -> String {
     match row {
@@ -244,13 +298,13 @@ fn gpu_count_table(
     writeln!(s, "## {}\n", run.ranks(nranks))?;
     writeln!(
         s,
-        "| config | busbw at {} | latency at {} | latency at {} | vs {baseline} at {} | significant | transports | status |",
+        "| config | busbw at {} | of ceiling | latency at {} | latency at {} | vs {baseline} at {} | significant | transports | status |",
         Bytes(largest),
         Bytes(small),
         Bytes(medium),
         Bytes(largest)
     )?;
-    writeln!(s, "|---|---|---|---|---|---|---|---|")?;
+    writeln!(s, "|---|---|---|---|---|---|---|---|---|")?;
     let mut configs: Vec<&str> = Vec::new();
     for r in &rows {
         if !configs.contains(&r.config.as_str()) {
@@ -296,9 +350,13 @@ fn gpu_count_table(
         } else {
             format!("{bad} of {} not ok", mine.len())
         };
+        let of_ceiling = at(largest)
+            .and_then(|r| r.ceiling_pct)
+            .map(|p| format!("{p:.0} %"))
+            .unwrap_or_else(|| "-".into());
         writeln!(
             s,
-            "| {config} | {busbw} | {} | {} | {change} | {significant} | {} | {status} |",
+            "| {config} | {busbw} | {of_ceiling} | {} | {} | {change} | {significant} | {} | {status} |",
             latency(small),
             latency(medium),
             transports.into_iter().collect::<Vec<_>>().join(" "),

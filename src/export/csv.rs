@@ -7,7 +7,7 @@ use std::io;
 use crate::model::CaseResult;
 
 /// Column names, in order. README.md documents each.
-pub const COLUMNS: [&str; 30] = [
+pub const COLUMNS: [&str; 31] = [
     "config",
     "backend",
     "nranks",
@@ -38,6 +38,7 @@ pub const COLUMNS: [&str; 30] = [
     "graph_iters",
     "quality",
     "quality_note",
+    "ceiling_pct",
 ];
 
 fn num(v: Option<f64>, decimals: usize) -> String {
@@ -77,6 +78,8 @@ pub struct RowCells {
     pub graph_iters: u64,
     pub quality: String,
     pub quality_note: String,
+    /// busbw as a percentage of the ring's measured link ceiling.
+    pub ceiling_pct: Option<f64>,
 }
 
 impl From<&CaseResult> for RowCells {
@@ -117,6 +120,11 @@ impl From<&CaseResult> for RowCells {
             graph_iters: r.graph,
             quality: r.quality.map(|q| q.to_string()).unwrap_or_default(),
             quality_note: r.quality_note.clone(),
+            ceiling_pct: r
+                .bandwidth
+                .zip(r.ceiling_gbps)
+                .filter(|(_, c)| *c > 0.0)
+                .map(|(b, c)| b.busbw.0 / c * 100.0),
         }
     }
 }
@@ -154,6 +162,7 @@ pub fn row(c: &RowCells) -> Vec<String> {
         c.graph_iters.to_string(),
         c.quality.clone(),
         c.quality_note.clone(),
+        num(c.ceiling_pct, 1),
     ]
 }
 

@@ -46,6 +46,10 @@ pub struct CaseRow {
     pub quality: String,
     #[serde(default)]
     pub quality_note: String,
+    /// busbw as a percentage of the ring's measured link ceiling (absent where none
+    /// was measured, and in older runs).
+    #[serde(default)]
+    pub ceiling_pct: Option<f64>,
 }
 
 impl CaseRow {
@@ -84,6 +88,9 @@ pub struct ManifestHead {
     /// The ranks of a `run` (absent for `sweep` and imports).
     #[serde(default)]
     pub cluster: Option<crate::model::ClusterInfo>,
+    /// Link rates measured before the sweep (absent in older runs and imports).
+    #[serde(default)]
+    pub ceilings: Option<crate::model::Ceilings>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -494,6 +494,7 @@ impl Orchestrator<'_> {
             } else {
                 logged
             };
+            let ceiling_gbps = self.ceiling(n, &transports);
             let result = CaseResult {
                 key,
                 backend: self.label.clone(),
@@ -515,6 +516,7 @@ impl Orchestrator<'_> {
                 quality,
                 quality_note,
                 second_take: take == Take::Second,
+                ceiling_gbps,
             };
             let offset = case_start.duration_since(self.run_start);
             let histogram = match take {
@@ -562,6 +564,14 @@ impl Orchestrator<'_> {
         Ok(())
     }
 
+    /// The ceiling of a case of `nranks` over `transports`, from the link rates
+    /// measured before the sweep.
+    fn ceiling(&self, nranks: u32, transports: &str) -> Option<f64> {
+        let ceilings = self.manifest.ceilings.as_ref()?;
+        crate::analysis::ceiling::for_case(ceilings, self.backend == "host", nranks, transports)
+            .map(|c| c.gbps)
+    }
+
     fn record_failure(&mut self, group: &Group, bytes: u64, f: &GroupStop) -> Result<()> {
         let result = CaseResult {
             key: self.key(group, bytes),
@@ -580,6 +590,7 @@ impl Orchestrator<'_> {
             quality: None,
             quality_note: String::new(),
             second_take: false,
+            ceiling_gbps: None,
         };
         let offset = self.run_start.elapsed();
         self.record(&result, None, offset)

@@ -220,6 +220,7 @@ mod tests {
                 quality: Some(Quality::Ok),
                 quality_note: String::new(),
                 second_take: false,
+                ceiling_gbps: None,
             },
             shape: CaseShape {
                 samples: 1000,

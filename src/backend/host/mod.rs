@@ -5,6 +5,7 @@
 //! are not NCCL numbers, and everything that reports them says so.
 
 pub mod bootstrap;
+pub mod ceiling;
 pub mod ring;
 pub mod shm;
 pub mod stream;
