@@ -349,6 +349,7 @@ mod tests {
             graph_iters: 0,
             quality: "ok".into(),
             quality_note: String::new(),
+            ceiling_pct: None,
         }
     }
 

@@ -78,6 +78,7 @@ fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
                 graph_iters: 0,
                 quality: c.quality.into(),
                 quality_note: String::new(),
+                ceiling_pct: None,
             }
         })
         .collect();

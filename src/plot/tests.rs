@@ -51,6 +51,7 @@ fn cells(config: &str, nranks: u32, bytes: u64) -> RowCells {
         graph_iters: 0,
         quality: String::new(),
         quality_note: String::new(),
+        ceiling_pct: None,
     }
 }
 
