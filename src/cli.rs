@@ -191,6 +191,12 @@ pub struct MeasureArgs {
     #[arg(long = "no-remeasure")]
     pub no_remeasure: bool,
 
+    /// Published busbw figures of your own platforms ([[platform]] rows as in
+    /// configs/expected.toml), tried before the shipped ones; kept in the run
+    /// directory as expected.toml
+    #[arg(long, value_name = "FILE.toml")]
+    pub expected: Option<PathBuf>,
+
     /// One line per case even on a terminal (no progress bar)
     #[arg(long)]
     pub plain: bool,
@@ -339,6 +345,11 @@ pub struct ReportArgs {
     /// A change counts only when its 95% confidence interval lies entirely beyond this
     #[arg(long, value_name = "PERCENT", default_value = "2%", value_parser = units::parse_percent)]
     pub threshold: f64,
+
+    /// Published busbw figures of your own platforms, tried before the run's own
+    /// expected.toml and the shipped table
+    #[arg(long, value_name = "FILE.toml")]
+    pub expected: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

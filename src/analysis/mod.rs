@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod compare_render;
 pub mod ceiling;
+pub mod expected;
 pub mod explain;
 pub mod model_table;
 pub mod nccl_log;

@@ -23,6 +23,7 @@ pub fn markdown(
     baseline: &str,
     options: CompareOptions,
     plots: &std::result::Result<Vec<std::path::PathBuf>, String>,
+    expected: &[crate::config::expected::Platform],
 ) -> Result<String> {
     let mut s = String::new();
     let name = run
@@ -105,8 +106,6 @@ pub fn markdown(
         or_unknown(&m.status)
     )?;
 
-    ceilings_section(&mut s, run)?;
-
     writeln!(s, "## Keep SHM enabled?\n")?;
     writeln!(
         s,
@@ -118,6 +117,8 @@ pub fn markdown(
     for nranks in counts {
         gpu_count_table(&mut s, run, nranks, baseline, options)?;
     }
+    super::expected::markdown(&mut s, run, expected)?;
+    ceilings_section(&mut s, run)?;
     let shm_off = super::verdict::shm_off_config(run);
     super::model_table::markdown(
         &mut s,

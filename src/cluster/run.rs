@@ -417,6 +417,7 @@ fn sweep(
         }
         Target::Append(path) => RunWriter::append_to(&path)?,
     };
+    session::keep_expected(settings, &writer.dir().path)?;
     let gpus = GpuPresence::probe();
     let mut warnings = settings.warnings.clone();
     warnings.extend(session::inherited_warnings(

@@ -15,14 +15,37 @@ use crate::stats::compare::DEFAULT_RESAMPLES;
 pub const REPORT: &str = "report.md";
 
 pub fn run(args: &ReportArgs) -> Result<u8> {
-    let path = write(&args.run, &args.baseline, args.threshold)?;
+    let user = match &args.expected {
+        Some(path) => vec![crate::config::expected::load(path)?],
+        None => Vec::new(),
+    };
+    let path = write_with(&args.run, &args.baseline, args.threshold, user)?;
     println!("report: {}", path.display());
     Ok(0)
 }
 
 /// Writes the run's report; returns its path.
 pub fn write(run_dir: &Path, baseline: &str, threshold: f64) -> Result<PathBuf> {
+    write_with(run_dir, baseline, threshold, Vec::new())
+}
+
+/// The run's own table of published figures (`sweep --expected`), if it has one.
+pub const EXPECTED: &str = "expected.toml";
+
+/// Writes the run's report, with published figures from `user` tables tried before
+/// the run's own expected.toml and the shipped table; returns its path.
+fn write_with(
+    run_dir: &Path,
+    baseline: &str,
+    threshold: f64,
+    mut user: Vec<Vec<crate::config::expected::Platform>>,
+) -> Result<PathBuf> {
     let run = RunData::load(run_dir)?;
+    let own = run_dir.join(EXPECTED);
+    if own.is_file() {
+        user.push(crate::config::expected::load(&own)?);
+    }
+    let expected = crate::config::expected::merged(&user);
     let options = CompareOptions {
         threshold,
         resamples: DEFAULT_RESAMPLES,
@@ -36,7 +59,7 @@ pub fn write(run_dir: &Path, baseline: &str, threshold: f64) -> Result<PathBuf> 
     let model_path = run_dir.join(crate::analysis::model_table::MODEL_CSV);
     atomic::write(&model_path, &crate::analysis::model_table::csv(&models)?)
         .with_context(|| format!("cannot write {}", model_path.display()))?;
-    let text = markdown(&run, baseline, options, &plots)?;
+    let text = markdown(&run, baseline, options, &plots, &expected)?;
     let path = run_dir.join(REPORT);
     atomic::write(&path, text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;

@@ -2,6 +2,7 @@
 //! Everything the user can get wrong is rejected here, before any process is spawned
 //! or any file is written.
 
+pub mod expected;
 pub mod known_vars;
 pub mod sizes;
 pub mod transport;
@@ -79,6 +80,8 @@ pub struct SweepSettings {
     pub nccl_lib: Option<PathBuf>,
     pub plain_output: bool,
     pub verbose: bool,
+    /// The text of `--expected FILE`, checked; kept in the run directory.
+    pub expected: Option<String>,
 }
 
 impl SweepSettings {
@@ -150,6 +153,13 @@ impl SweepSettings {
             nccl_lib: args.nccl_lib.clone(),
             plain_output: args.plain,
             verbose: args.verbose,
+            expected: match &args.expected {
+                Some(path) => {
+                    expected::load(path)?;
+                    Some(std::fs::read_to_string(path)?)
+                }
+                None => None,
+            },
         })
     }
 

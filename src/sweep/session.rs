@@ -103,6 +103,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         )?,
     };
     let writer = RunWriter::new(dir, SystemTime::now())?;
+    keep_expected(settings, &writer.dir().path)?;
     let mut manifest = manifest(settings, &backend, command_line, &gpus, warnings.clone());
     manifest.doctor = checks;
     manifest.ceilings = ceilings(&backend);
@@ -139,6 +140,17 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     let outcome = orchestrator.run(&Plan::new(settings))?;
     write_report(&writer.dir().path);
     Ok(exit_code(&outcome))
+}
+
+/// Keeps the sweep's `--expected` table in the run directory, so that its report
+/// (now, or when written again) holds the run against the same figures.
+pub(crate) fn keep_expected(settings: &SweepSettings, run_dir: &std::path::Path) -> Result<()> {
+    if let Some(text) = &settings.expected {
+        let path = run_dir.join(crate::cmd::report::EXPECTED);
+        crate::export::atomic::write(&path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The link rates of this machine, measured now: the reference that each case's
