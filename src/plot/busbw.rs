@@ -1,5 +1,6 @@
 //! Bus bandwidth against message size, one chart per GPU count (`busbw-n{N}`), one
-//! line per config; cases that did not succeed are red crosses on the size axis.
+//! line per config; cases that did not succeed are red crosses on the size axis. The
+//! rings' link ceilings measured before the sweep are dashed lines.
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +37,18 @@ fn plot<DB: DrawingBackend>(
         .filter(|c| c.nranks == nranks && c.is_ok())
         .filter_map(|c| c.busbw_gbps)
         .fold(0.0f64, f64::max);
+    let ceilings: Vec<(String, f64)> = run
+        .manifest
+        .ceilings
+        .as_ref()
+        .map(|c| {
+            crate::analysis::ceiling::rings(c, run.manifest.backend.used == "host", &[nranks])
+                .into_iter()
+                .map(|(_, what, gbps)| (what, gbps))
+                .collect()
+        })
+        .unwrap_or_default();
+    let y_max = ceilings.iter().map(|c| c.1).fold(y_max, f64::max);
     let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
     let area = common::titled(
         &root,
@@ -70,6 +83,20 @@ fn plot<DB: DrawingBackend>(
                 .map(|c| (common::size_x(c.bytes), 0.0)),
         );
         common::config_line(&mut chart, segments, color, config)?;
+    }
+    let x = common::size_range(run);
+    for (what, gbps) in ceilings {
+        let style = BLACK.mix(0.6).stroke_width(1);
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(x.start, gbps), (x.end, gbps)],
+                8,
+                5,
+                style,
+            ))
+            .map_err(err)?
+            .label(format!("ceiling: {what}, {gbps:.1} GB/s"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
     }
     common::failed_markers(&mut chart, failed)?;
     common::legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
