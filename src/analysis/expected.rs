@@ -121,13 +121,33 @@ pub fn judge<'a>(
             }
         ));
     }
-    let Some(row) = candidates.iter().copied().find(|r| {
-        r.nvls == nvls
-            && !used.is_empty()
-            && used
-                .iter()
-                .all(|t| r.transports.iter().any(|k| t.starts_with(k.as_str())))
-    }) else {
+    let unrecorded = used.is_empty();
+    let found = if unrecorded {
+        // The run did not record transports (an nccl-tests import without NCCL's
+        // log): judged against the platform's only figure, or not at all.
+        match candidates.as_slice() {
+            [only] => Some(*only),
+            _ => {
+                let figures: Vec<String> = candidates
+                    .iter()
+                    .map(|r| format!("{} GB/s ({})", r.busbw_gbps, r.name))
+                    .collect();
+                return Err(format!(
+                    "transports not recorded (run with NCCL_DEBUG=INFO to tell which applies): {}",
+                    figures.join(", ")
+                ));
+            }
+        }
+    } else {
+        candidates.iter().copied().find(|r| {
+            r.nvls == nvls
+                && !used.is_empty()
+                && used
+                    .iter()
+                    .all(|t| r.transports.iter().any(|k| t.starts_with(k.as_str())))
+        })
+    };
+    let Some(row) = found else {
         let known: Vec<String> = candidates
             .iter()
             .map(|r| r.transports.join("+") + if r.nvls { " (NVLS)" } else { "" })
@@ -165,6 +185,14 @@ pub fn judge<'a>(
         format!("somewhat low: check {}", row.check)
     } else {
         format!("low: check {}", row.check)
+    };
+    let verdict = if unrecorded {
+        format!(
+            "{verdict} (transports not recorded: {} is this platform's only figure)",
+            row.transports.join("+")
+        )
+    } else {
+        verdict
     };
     Ok(Judgement {
         row,
@@ -217,9 +245,14 @@ pub fn markdown(s: &mut String, run: &RunData, rows: &[Platform]) -> Result<()> 
         return Ok(());
     }
     writeln!(s, "## Is this bandwidth normal?\n")?;
+    let against = if run.manifest.ceilings.is_some() {
+        "and against the ring's link ceiling measured before the sweep"
+    } else {
+        "(this run measured no link ceilings)"
+    };
     writeln!(
         s,
-        "busbw at the largest size, against the published figure for this platform (configs/expected.toml, or --expected FILE) and against the ring's link ceiling measured before the sweep.\n"
+        "busbw at the largest size, against the published figure for this platform (configs/expected.toml, or --expected FILE) {against}.\n"
     )?;
     let mut cited: Vec<&Platform> = Vec::new();
     for nranks in counts {
@@ -480,6 +513,31 @@ mod tests {
         assert_eq!(
             judge(&host, &rows, &case(2, GB, "SHM"), 1.0).unwrap_err(),
             "none (host backend: CPU processes, not GPUs)"
+        );
+    }
+
+    #[test]
+    fn without_transports_only_a_platforms_single_figure_is_used() {
+        let rows = shipped();
+        let a100 = gpus("NVIDIA A100-SXM4-80GB", 8);
+        let j = judge(&a100, &rows, &case(8, 8 * GB, ""), 150.0).unwrap();
+        assert_eq!(j.row.name, "8 x A100 SXM");
+        assert!(
+            j.verdict.starts_with("low: check ")
+                && j.verdict
+                    .ends_with("(transports not recorded: P2P is this platform's only figure)"),
+            "{j:?}"
+        );
+        let e = judge(
+            &gpus("NVIDIA H100 80GB HBM3", 8),
+            &rows,
+            &case(8, 8 * GB, ""),
+            1.0,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "transports not recorded (run with NCCL_DEBUG=INFO to tell which applies): 480 GB/s (8 x H100 SXM, NVLS), 370 GB/s (8 x H100 SXM, ring)"
         );
     }
 

@@ -14,10 +14,10 @@ use crate::config::transport::{builtin_configs, check_name, TransportConfig};
 use crate::config::IterationPolicy;
 use crate::export::csv::RowCells;
 use crate::export::{RunDir, RunWriter};
-use crate::import::{self, ImportedRun, Timing};
+use crate::import::{self, ImportedRank, ImportedRun, Timing};
 use crate::model::{
-    BackendInfo, CaseCounts, CaseStatus, HostInfo, NcclChoice, RunManifest, RunStatus, ToolInfo,
-    SCHEMA_VERSION,
+    BackendInfo, CaseCounts, CaseStatus, ClusterInfo, GpuFacts, GpuInfo, HostInfo, NcclChoice,
+    RankInfo, RunManifest, RunStatus, ToolInfo, SCHEMA_VERSION,
 };
 use crate::ops::{DataType, ReduceOp};
 
@@ -109,7 +109,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
             simulated: false,
         }),
         nccl_per_config: Default::default(),
-        gpu: None,
+        gpu: gpu_facts(&parsed.ranks),
         host: HostInfo::default(),
         configs: configs
             .iter()
@@ -131,7 +131,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
         timeout_s: 0.0,
         cases: counts.clone(),
         warnings: vec![],
-        cluster: None,
+        cluster: cluster(&parsed.ranks),
         doctor: Vec::new(),
         ceilings: None,
     };
@@ -144,7 +144,61 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
         args.file.display(),
         writer.dir().path.display()
     );
+    crate::sweep::session::write_report(&writer.dir().path);
     Ok(0)
+}
+
+/// The GPUs nccl-tests listed, one per rank in rank order (what the report matches
+/// against published figures); nothing else about them is known.
+fn gpu_facts(ranks: &[ImportedRank]) -> Option<GpuFacts> {
+    if ranks.is_empty() {
+        return None;
+    }
+    Some(GpuFacts {
+        driver_version: "unknown".into(),
+        cuda_version: "unknown".into(),
+        gpus: ranks
+            .iter()
+            .map(|r| GpuInfo {
+                index: r.device,
+                name: r.gpu.clone(),
+                bus_id: r.bus_id.clone(),
+                memory_bytes: 0,
+                free_bytes: None,
+            })
+            .collect(),
+        p2p: Vec::new(),
+    })
+}
+
+/// The ranks' hosts, when nccl-tests listed them.
+fn cluster(ranks: &[ImportedRank]) -> Option<ClusterInfo> {
+    if ranks.is_empty() {
+        return None;
+    }
+    let mut hosts: Vec<String> = Vec::new();
+    for r in ranks {
+        if !hosts.contains(&r.host) {
+            hosts.push(r.host.clone());
+        }
+    }
+    Some(ClusterInfo {
+        launcher: "nccl-tests (imported)".into(),
+        rendezvous: String::new(),
+        world_size: ranks.len() as u32,
+        hosts,
+        ranks: ranks
+            .iter()
+            .map(|r| RankInfo {
+                rank: r.rank,
+                host: r.host.clone(),
+                local_rank: r.device as u32,
+                device: r.device,
+                pid: r.pid,
+                nccl_version: None,
+            })
+            .collect(),
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

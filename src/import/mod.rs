@@ -50,6 +50,21 @@ pub struct ImportedRun {
     pub avg_busbw_gbps: Option<f64>,
     /// `# Out of bounds values : 0 OK` (JSON: `out_of_bounds.count`).
     pub out_of_bounds: Option<u64>,
+    /// Each rank's host and GPU, from the `#  Rank N Group G Pid P on HOST device D
+    /// [BUS] NAME` lines (text only), in rank order.
+    pub ranks: Vec<ImportedRank>,
+}
+
+/// One rank as nccl-tests lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImportedRank {
+    pub rank: u32,
+    pub pid: u32,
+    pub host: String,
+    pub device: usize,
+    pub bus_id: String,
+    /// The GPU's name as the driver reports it, e.g. `NVIDIA H100 80GB HBM3`.
+    pub gpu: String,
 }
 
 /// One message size of one (type, redop, root).

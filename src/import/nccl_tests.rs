@@ -96,6 +96,7 @@ pub fn parse_text(text: &str) -> Result<ImportedRun, ImportError> {
         cpu_time: table.schema.cpu_time,
         avg_busbw_gbps: table.avg,
         out_of_bounds: table.oob,
+        ranks: meta.ranks,
     })
 }
 
@@ -134,6 +135,26 @@ fn split_prefix(raw: &str) -> (&str, &str) {
     ("", s)
 }
 
+/// `Rank 0 Group 0 Pid 291005 on node005 device 0 [0x18] NVIDIA H100 80GB HBM3`, in
+/// words (after the `#`).
+fn rank_line(words: &[&str]) -> Option<super::ImportedRank> {
+    let after = |key: &str| {
+        let i = words.iter().position(|w| *w == key)?;
+        words.get(i + 1).copied()
+    };
+    let device_at = words.iter().position(|w| *w == "device")?;
+    let bus = words.get(device_at + 2)?;
+    let bus_id = bus.strip_prefix('[')?.strip_suffix(']')?;
+    Some(super::ImportedRank {
+        rank: after("Rank")?.parse().ok()?,
+        pid: after("Pid")?.parse().ok()?,
+        host: after("on")?.to_string(),
+        device: after("device")?.parse().ok()?,
+        bus_id: bus_id.to_string(),
+        gpu: words.get(device_at + 3..)?.join(" "),
+    })
+}
+
 fn is_nccl_log(t: &str) -> bool {
     t.contains("NCCL INFO") || t.contains("NCCL WARN") || t.contains("NCCL TRACE")
 }
@@ -148,6 +169,7 @@ struct Meta {
     library_code: Option<u64>,
     tests_version: Option<String>,
     max_rank: Option<u32>,
+    ranks: Vec<super::ImportedRank>,
     info_nranks: Option<u32>,
     env: Vec<(String, String)>,
 }
@@ -168,6 +190,12 @@ impl Meta {
                 ["Rank", rank, ..] if words.contains(&"device") => {
                     if let Ok(rank) = rank.parse::<u32>() {
                         self.max_rank = Some(self.max_rank.map_or(rank, |m| m.max(rank)));
+                    }
+                    if let Some(r) = rank_line(&words) {
+                        if !self.ranks.iter().any(|k| k.rank == r.rank) {
+                            let at = self.ranks.partition_point(|k| k.rank < r.rank);
+                            self.ranks.insert(at, r);
+                        }
                     }
                 }
                 _ => {}

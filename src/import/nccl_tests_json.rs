@@ -43,6 +43,7 @@ pub fn parse_json(text: &str) -> Result<ImportedRun, ImportError> {
         cpu_time: false,
         avg_busbw_gbps: None,
         out_of_bounds: None,
+        ranks: Vec::new(),
     };
     if let Some(doc) = docs.first() {
         run.nccl_version = doc.nccl_version.map(version_from_code);

@@ -220,7 +220,7 @@ pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
 
 /// The report is a reading of what is on disk: a failure to write it is said, and
 /// does not change what was measured or the exit code.
-pub(crate) fn write_report(run_dir: &std::path::Path) {
+pub fn write_report(run_dir: &std::path::Path) {
     match crate::cmd::report::write(run_dir, "default", crate::stats::compare::DEFAULT_THRESHOLD) {
         Ok(path) => println!("report: {}", path.display()),
         Err(e) => eprintln!("warning: no report: {e:#}"),
