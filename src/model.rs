@@ -268,7 +268,7 @@ pub struct Ceilings {
 pub enum LinkKind {
     /// One core copying host memory (host backend).
     Memcpy,
-    /// TCP over the loopback interface, one connection each way at once.
+    /// TCP over the loopback interface, one connection, one direction.
     TcpLoopback,
     /// GPU to GPU with peer access (NVLink or PCIe P2P), both directions at once.
     P2p,
