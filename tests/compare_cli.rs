@@ -78,6 +78,7 @@ fn write_run_with(
         warnings: vec![],
         cluster: None,
         doctor: Vec::new(),
+        ceilings: None,
     };
     writer.write_manifest(&manifest).unwrap();
     for (i, (config, bytes, scale)) in specs.iter().enumerate() {
