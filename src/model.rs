@@ -283,6 +283,21 @@ pub enum LinkKind {
     D2h,
 }
 
+impl LinkKind {
+    /// The name `manifest.json` gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkKind::Memcpy => "memcpy",
+            LinkKind::TcpLoopback => "tcp-loopback",
+            LinkKind::P2p => "p2p",
+            LinkKind::ViaHost => "via-host",
+            LinkKind::D2d => "d2d",
+            LinkKind::H2d => "h2d",
+            LinkKind::D2h => "d2h",
+        }
+    }
+}
+
 /// One measured link.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinkRate {
@@ -372,4 +387,24 @@ pub struct GpuFacts {
     pub gpus: Vec<GpuInfo>,
     /// `p2p[i][j]`: GPU i can access GPU j's memory directly.
     pub p2p: Vec<Vec<bool>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_kinds_are_named_as_the_manifest_writes_them() {
+        for kind in [
+            LinkKind::Memcpy,
+            LinkKind::TcpLoopback,
+            LinkKind::P2p,
+            LinkKind::ViaHost,
+            LinkKind::D2d,
+            LinkKind::H2d,
+            LinkKind::D2h,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+    }
 }

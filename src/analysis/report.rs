@@ -231,10 +231,7 @@ fn ceilings_section(s: &mut String, run: &RunData) -> Result<()> {
                 let gpus: Vec<String> = l.gpus.iter().map(|g| format!("GPU {g}")).collect();
                 gpus.join(" and ")
             };
-            let kind = serde_json::to_value(l.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default();
+            let kind = l.kind.as_str();
             writeln!(s, "| {kind} | {between} | {:.2} GB/s | {} |", l.gbps, l.how)?;
         }
         writeln!(s)?;

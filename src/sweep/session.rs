@@ -174,11 +174,7 @@ pub(crate) fn ceilings_line(c: &crate::model::Ceilings) -> String {
             } else {
                 format!(" {}", gpus.join("-"))
             };
-            let kind = serde_json::to_value(l.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default();
-            format!("{kind}{between} {:.2} GB/s", l.gbps)
+            format!("{}{between} {:.2} GB/s", l.kind.as_str(), l.gbps)
         })
         .collect();
     parts.extend(c.errors.iter().map(|e| format!("not measured: {e}")));
