@@ -350,6 +350,8 @@ mod tests {
             quality: "ok".into(),
             quality_note: String::new(),
             ceiling_pct: None,
+            median_ci_low_us: None,
+            median_ci_high_us: None,
         }
     }
 

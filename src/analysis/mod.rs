@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod compare_render;
+pub mod baseline;
 pub mod ceiling;
 pub mod expected;
 pub mod explain;

@@ -79,6 +79,8 @@ fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
                 quality: c.quality.into(),
                 quality_note: String::new(),
                 ceiling_pct: None,
+                median_ci_low_us: None,
+                median_ci_high_us: None,
             }
         })
         .collect();

@@ -30,6 +30,11 @@ pub struct CaseRow {
     pub algbw_gbps: Option<f64>,
     pub busbw_gbps: Option<f64>,
     pub p50_us: Option<f64>,
+    /// 95 % interval of the median (absent in imports).
+    #[serde(default)]
+    pub median_ci_low_us: Option<f64>,
+    #[serde(default)]
+    pub median_ci_high_us: Option<f64>,
     pub p99_us: Option<f64>,
     pub max_us: Option<f64>,
     pub wrong: Option<u64>,
