@@ -43,6 +43,10 @@ pub enum Command {
     Configs(ConfigsArgs),
     /// Compare two run directories (or two configs of one run); exit 1 on a regression
     Compare(CompareArgs),
+    /// Make a baseline (expected median and spread per case) from one or more runs of one platform
+    Baseline(BaselineArgs),
+    /// Check a run against a baseline, case by case (exit 1 when a case fails); table, markdown, JSON or JUnit XML
+    Check(CheckArgs),
     /// Turn nccl-tests all_reduce_perf output (text or -J JSON) into a run directory
     Import(ImportArgs),
     /// Write report.md for a run directory: tables per GPU count and the SHM verdict
@@ -260,6 +264,55 @@ pub struct ConfigsArgs {
     /// One name per line, nothing else
     #[arg(long)]
     pub names: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  \
+nccl-bench baseline results/nightly-* -o baseline.json")]
+pub struct BaselineArgs {
+    /// Run directories (sweeps, cluster runs or imports) of one backend and GPU model
+    #[arg(value_name = "RUN_DIR", required = true)]
+    pub runs: Vec<PathBuf>,
+
+    /// Where to write the baseline (an existing file is not overwritten)
+    #[arg(short = 'o', long = "output", value_name = "FILE.json")]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    Table,
+    Markdown,
+    Json,
+    Junit,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 every case passes, 1 a case is slower beyond --threshold, missing from the run or not ok, 2 error.\n\n\
+Example:\n  \
+nccl-bench check results/nightly-new --baseline baseline.json --format junit -o nccl-bench.xml"
+)]
+pub struct CheckArgs {
+    /// The run directory to check
+    #[arg(value_name = "RUN_DIR")]
+    pub run: PathBuf,
+
+    /// The baseline (from `nccl-bench baseline`)
+    #[arg(long, value_name = "FILE.json")]
+    pub baseline: PathBuf,
+
+    /// A case fails when its median's whole 95% interval is slower than every baseline run by more than this
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = units::parse_percent)]
+    pub threshold: f64,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = CheckFormat::Table)]
+    pub format: CheckFormat,
+
+    /// Write the output to this file instead of standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -19,6 +19,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(args) => nccl_bench::cluster::run::run(&args, std::env::args().collect()),
         Command::Configs(args) => nccl_bench::cmd::configs::run(&args),
         Command::Compare(args) => nccl_bench::cmd::compare::run(&args),
+        Command::Baseline(args) => nccl_bench::cmd::baseline::run(&args),
+        Command::Check(args) => nccl_bench::cmd::check::run(&args),
         Command::Import(args) => nccl_bench::cmd::import::run(&args),
         Command::Report(args) => nccl_bench::cmd::report::run(&args),
         Command::Explain(args) => nccl_bench::cmd::explain::run(&args),

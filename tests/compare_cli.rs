@@ -401,3 +401,108 @@ fn errors_exit_2() {
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
 }
+
+fn nccl_bench(args: &[&std::ffi::OsStr]) -> Output {
+    std::process::Command::new(common::bin())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A baseline from three runs, then `check`: a run like them passes (exit 0); a run
+/// 10 % slower at the two largest sizes, and missing one case, fails those three
+/// (exit 1), in a table and in JUnit XML that a JUnit reader parses.
+#[test]
+fn a_baseline_gates_a_run_case_by_case_and_junit_shows_each_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs: Vec<std::path::PathBuf> = ["n1", "n2", "n3"]
+        .iter()
+        .map(|n| write_run(tmp.path(), n, &uniform("default", |_| Some(1.0))))
+        .collect();
+    let baseline = tmp.path().join("baseline.json");
+    let mut args: Vec<&std::ffi::OsStr> = vec!["baseline".as_ref()];
+    args.extend(runs.iter().map(|r| r.as_os_str()));
+    args.extend(["-o".as_ref(), baseline.as_os_str()]);
+    let o = nccl_bench(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout)
+        .starts_with("baseline: 4 cases from 3 run(s) (host) in "));
+    let b: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
+    assert_eq!(b["cases"].as_array().unwrap().len(), 4);
+    assert!(b["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["runs"] == 3));
+    // Never overwritten.
+    let o = nccl_bench(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+
+    let check = |run: &Path, extra: &[&str]| {
+        let mut a: Vec<&std::ffi::OsStr> = vec![
+            "check".as_ref(),
+            run.as_os_str(),
+            "--baseline".as_ref(),
+            baseline.as_os_str(),
+        ];
+        a.extend(extra.iter().map(std::ffi::OsStr::new));
+        nccl_bench(&a)
+    };
+    let same = write_run(tmp.path(), "n4", &uniform("default", |_| Some(1.0)));
+    let o = check(&same, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("0 of 4 cases fail"));
+
+    let slower: Vec<Spec> = uniform("default", |b| Some(if b >= 1 << 20 { 1.1 } else { 1.0 }))
+        .into_iter()
+        .filter(|s| s.1 != 1024)
+        .collect();
+    let slower = write_run(tmp.path(), "n5", &slower);
+    let o = check(&slower, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("3 of 4 cases fail (2 slower, 1 missing, 0 not ok); 1 pass"),
+        "{out}"
+    );
+    let first: Vec<&str> = out
+        .lines()
+        .take(3)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(first, ["missing", "slower", "slower"], "{out}");
+
+    let xml = tmp.path().join("check.xml");
+    let o = check(&slower, &["--format", "junit", "-o", xml.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    let suites =
+        junit_parser::from_reader(std::io::BufReader::new(std::fs::File::open(&xml).unwrap()))
+            .unwrap();
+    assert_eq!((suites.tests, suites.failures), (4, 3));
+    let cases = &suites.suites[0].cases;
+    assert_eq!(cases.len(), 4);
+    let failed: Vec<&str> = cases
+        .iter()
+        .filter(|c| c.status.is_failure())
+        .map(|c| c.original_name.as_str())
+        .collect();
+    assert_eq!(
+        failed,
+        ["1 KiB float sum", "1 MiB float sum", "16 MiB float sum"]
+    );
+    assert!(cases
+        .iter()
+        .all(|c| c.classname.as_deref() == Some("nccl-bench.default.n2")));
+
+    let o = check(&slower, &["--format", "json"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["cases"][3]["outcome"], "slower");
+
+    // A baseline that is not one, and a run of another platform, are exit 2.
+    std::fs::write(&baseline, "{}").unwrap();
+    let o = check(&same, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("not a baseline written by `nccl-bench baseline`"));
+}

@@ -1,0 +1,45 @@
+//! `nccl-bench baseline RUN_DIR... -o baseline.json`: the expected median and spread
+//! of every case from runs of one platform (`analysis::baseline`), written atomically
+//! to a new file.
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::analysis::baseline::build;
+use crate::cli::BaselineArgs;
+use crate::export::atomic;
+use crate::export::reader::RunData;
+
+pub fn run(args: &BaselineArgs) -> Result<u8> {
+    if args.output.exists() {
+        bail!(
+            "{} already exists: a baseline is never overwritten (remove it, or write another file)",
+            args.output.display()
+        );
+    }
+    let runs = args
+        .runs
+        .iter()
+        .map(|d| RunData::load(d))
+        .collect::<Result<Vec<_>>>()?;
+    let baseline = build(&runs, crate::units::now_rfc3339()).map_err(|e| anyhow!(e))?;
+    if baseline.cases.is_empty() {
+        bail!("the runs have no ok case with trusted timings: nothing to make a baseline of");
+    }
+    let text = serde_json::to_string_pretty(&baseline)?;
+    atomic::write(&args.output, format!("{text}\n").as_bytes())
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    println!(
+        "baseline: {} cases from {} run(s) ({}{}) in {}",
+        baseline.cases.len(),
+        runs.len(),
+        baseline.platform.backend,
+        baseline
+            .platform
+            .gpu
+            .as_deref()
+            .map(|g| format!(", {g}"))
+            .unwrap_or_default(),
+        args.output.display()
+    );
+    Ok(0)
+}
