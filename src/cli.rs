@@ -58,6 +58,9 @@ pub enum Command {
     /// One rank of a case (spawned by `sweep`; not for direct use)
     #[command(hide = true)]
     Worker(WorkerArgs),
+    /// Measure the GPUs' link ceilings and print them as JSON (spawned by `sweep`)
+    #[command(hide = true)]
+    Ceilings(CeilingsArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -194,6 +197,11 @@ pub struct MeasureArgs {
     /// neighbouring sizes (they keep their first measurement and their flag)
     #[arg(long = "no-remeasure")]
     pub no_remeasure: bool,
+
+    /// Bytes per copy when measuring the GPUs' link ceilings before the sweep (NCCL
+    /// backend; 0 skips the measurement)
+    #[arg(long = "ceiling-bytes", value_name = "SIZE", default_value = "256M", value_parser = Bytes::parse)]
+    pub ceiling_bytes: Bytes,
 
     /// Published busbw figures of your own platforms ([[platform]] rows as in
     /// configs/expected.toml), tried before the shipped ones; kept in the run
@@ -416,6 +424,17 @@ pub struct ExplainArgs {
     /// Log files (- for standard input)
     #[arg(value_name = "LOGFILE", required = true)]
     pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CeilingsArgs {
+    /// CUDA device ordinals, comma-separated
+    #[arg(long, value_name = "LIST", value_delimiter = ',', required = true)]
+    pub devices: Vec<usize>,
+
+    /// Bytes per copy
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = Bytes::parse)]
+    pub bytes: Bytes,
 }
 
 #[derive(Debug, Args)]

@@ -57,6 +57,10 @@ fn sim_sweep(dir: &Path, topo: &str, env: &[(&str, &str)], out: &Path, args: &[&
         out.to_str().unwrap(),
         "--shm-dir",
         out.to_str().unwrap(),
+        // Small copies keep the link-ceiling measurement quick (the stand-in's
+        // copies move real bytes; its rates come from the cost model either way).
+        "--ceiling-bytes",
+        "4M",
     ];
     base.extend_from_slice(args);
     on_sim(dir, topo, env, &base).output().unwrap()
@@ -899,4 +903,146 @@ fn the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("1 passed"), "{stdout}");
+}
+
+/// `nccl-bench ceilings` (what a sweep runs before its first case) measures the
+/// stand-in's configured link speeds: P2P 150 GB/s on NVLink, 22 on PCIe, through
+/// host memory 25 where there is no peer access; host copies 25; HBM 1500 less its
+/// latency at 64 MiB.
+#[test]
+fn the_measured_ceilings_are_the_configured_link_speeds() {
+    let Some(dir) = sim_dir() else { return };
+    let within = |got: f64, want: f64| (got / want - 1.0).abs() <= 0.05;
+    for (topo, pair_kind, pair_gbps) in [
+        ("nvlink", "p2p", 150.0),
+        ("pcie", "p2p", 22.0),
+        ("pcie-nop2p", "via-host", 25.0),
+    ] {
+        let o = on_sim(
+            &dir,
+            topo,
+            &[("NCCL_BENCH_SIM_GPUS", "4")],
+            &["ceilings", "--devices", "0,1,2,3", "--bytes", "64M"],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(c.get("errors").is_none(), "{c}");
+        let links = c["links"].as_array().unwrap();
+        let of = |kind: &str| -> Vec<&serde_json::Value> {
+            links.iter().filter(|l| l["kind"] == kind).collect()
+        };
+        let pairs = of(pair_kind);
+        assert_eq!(pairs.len(), 6, "{topo}: {c}");
+        for l in &pairs {
+            assert!(
+                within(l["gbps"].as_f64().unwrap(), pair_gbps),
+                "{topo}: {l}"
+            );
+        }
+        for (kind, gbps) in [("h2d", 25.0), ("d2h", 25.0), ("d2d", 1452.0)] {
+            let per_gpu = of(kind);
+            assert_eq!(per_gpu.len(), 4, "{topo}: {c}");
+            assert!(
+                per_gpu
+                    .iter()
+                    .all(|l| within(l["gbps"].as_f64().unwrap(), gbps)),
+                "{topo} {kind}: {c}"
+            );
+        }
+        let other = if pair_kind == "p2p" {
+            "via-host"
+        } else {
+            "p2p"
+        };
+        assert!(of(other).is_empty(), "{topo}: {c}");
+    }
+    // A GPU that cannot hold the buffers: said in `errors`, exit 0, no panic.
+    let o = on_sim(
+        &dir,
+        "nvlink",
+        &[
+            ("NCCL_BENCH_SIM_GPUS", "2"),
+            ("NCCL_BENCH_SIM_MEM_GIB", "0"),
+        ],
+        &["ceilings", "--devices", "0,1", "--bytes", "64M"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let errors = c["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 2, "{c}");
+    assert!(errors[0].as_str().unwrap().starts_with("GPU 0: "), "{c}");
+    assert!(errors[0].as_str().unwrap().contains("OUT_OF_MEMORY"), "{c}");
+}
+
+/// A sweep reads each case against its ring's measured ceiling: at the link ceiling
+/// on the stand-in as configured, "low" when its all-reduce is made 30 % slower than
+/// its links.
+#[test]
+fn an_all_reduce_slower_than_its_links_is_reported_low() {
+    let Some(dir) = sim_dir() else { return };
+    for (slowdown, verdict) in [
+        ("1", "at the link ceiling"),
+        ("1.3", "low, the links carry more"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path();
+        let lib = dir.join("libnccl.so.2");
+        let o = on_sim(
+            &dir,
+            "nvlink",
+            &[
+                ("NCCL_BENCH_SIM_GPUS", "2"),
+                ("NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN", slowdown),
+            ],
+            &[
+                "sweep",
+                "--backend",
+                "nccl",
+                "--plain",
+                "--gpus",
+                "2",
+                "-b",
+                "64M",
+                "-e",
+                "64M",
+                "-f",
+                "4",
+                "-n",
+                "5",
+                "--transports",
+                "default",
+                "--ceiling-bytes",
+                "64M",
+                "--nccl-lib",
+                lib.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--shm-dir",
+                out.to_str().unwrap(),
+            ],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("link ceilings (measured now): d2d "));
+        let run = run_dir(out);
+        let rows = rows(&run);
+        let last = rows.last().unwrap();
+        let pct: f64 = last["ceiling_pct"].parse().unwrap();
+        let busbw: f64 = last["busbw_gbps"].parse().unwrap();
+        let want = if slowdown == "1" { 100.0 } else { 100.0 / 1.3 };
+        assert!((pct - want).abs() < 3.0, "{last:?}");
+        assert!(
+            (busbw / (pct / 100.0) / 150.0 - 1.0).abs() < 0.05,
+            "{last:?}"
+        );
+        let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+        assert!(report.contains("| of ceiling |"), "{report}");
+        assert!(report.contains(&format!("%: {verdict}")), "{report}");
+        assert!(report.contains("| 2 | P2P ring | "), "{report}");
+    }
 }

@@ -82,6 +82,8 @@ pub struct SweepSettings {
     pub verbose: bool,
     /// The text of `--expected FILE`, checked; kept in the run directory.
     pub expected: Option<String>,
+    /// Bytes per copy of the GPU link-ceiling measurement; 0 skips it.
+    pub ceiling_bytes: u64,
 }
 
 impl SweepSettings {
@@ -153,6 +155,7 @@ impl SweepSettings {
             nccl_lib: args.nccl_lib.clone(),
             plain_output: args.plain,
             verbose: args.verbose,
+            ceiling_bytes: args.ceiling_bytes.0,
             expected: match &args.expected {
                 Some(path) => {
                     expected::load(path)?;

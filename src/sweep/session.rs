@@ -106,7 +106,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     keep_expected(settings, &writer.dir().path)?;
     let mut manifest = manifest(settings, &backend, command_line, &gpus, warnings.clone());
     manifest.doctor = checks;
-    manifest.ceilings = ceilings(&backend);
+    manifest.ceilings = ceilings(&backend, settings, max_ranks, &exe);
 
     let interrupted = interrupt_flag()?;
     if settings.verbose {
@@ -155,26 +155,54 @@ pub(crate) fn keep_expected(settings: &SweepSettings, run_dir: &std::path::Path)
 
 /// The link rates of this machine, measured now: the reference that each case's
 /// `ceiling_pct` is read against.
-fn ceilings(backend: &ResolvedBackend) -> Option<crate::model::Ceilings> {
+fn ceilings(
+    backend: &ResolvedBackend,
+    settings: &SweepSettings,
+    max_ranks: u32,
+    exe: &std::path::Path,
+) -> Option<crate::model::Ceilings> {
     if backend.name == "host" {
         return Some(crate::backend::host::ceiling::measure());
     }
-    None
+    if settings.ceiling_bytes == 0 {
+        return None;
+    }
+    // The GPUs the sweep's ranks use, in a process of its own that is stopped if
+    // it hangs: a ceiling missing is said, never a reason not to sweep.
+    let devices: Vec<usize> = (0..max_ranks as usize).collect();
+    Some(crate::backend::nccl::ceiling::run_in_child(
+        exe,
+        &devices,
+        settings.ceiling_bytes,
+        std::time::Duration::from_secs(120),
+    ))
 }
 
-/// "link ceilings (measured now): memcpy 9.52 GB/s, tcp-loopback 2.51 GB/s".
+/// "link ceilings (measured now): memcpy 9.52 GB/s, tcp-loopback 2.51 GB/s"; for
+/// many links of a kind, their range and count ("p2p 148.2-149.7 GB/s (28)").
 pub(crate) fn ceilings_line(c: &crate::model::Ceilings) -> String {
-    let mut parts: Vec<String> = c
-        .links
-        .iter()
-        .map(|l| {
-            let gpus: Vec<String> = l.gpus.iter().map(|g| g.to_string()).collect();
-            let between = if gpus.is_empty() {
-                String::new()
+    let mut kinds: Vec<crate::model::LinkKind> = Vec::new();
+    for l in &c.links {
+        if !kinds.contains(&l.kind) {
+            kinds.push(l.kind);
+        }
+    }
+    let mut parts: Vec<String> = kinds
+        .into_iter()
+        .map(|kind| {
+            let rates: Vec<f64> = c
+                .links
+                .iter()
+                .filter(|l| l.kind == kind)
+                .map(|l| l.gbps)
+                .collect();
+            let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = rates.iter().copied().fold(0.0, f64::max);
+            if rates.len() == 1 {
+                format!("{} {lo:.2} GB/s", kind.as_str())
             } else {
-                format!(" {}", gpus.join("-"))
-            };
-            format!("{}{between} {:.2} GB/s", l.kind.as_str(), l.gbps)
+                format!("{} {lo:.1}-{hi:.1} GB/s ({})", kind.as_str(), rates.len())
+            }
         })
         .collect();
     parts.extend(c.errors.iter().map(|e| format!("not measured: {e}")));

@@ -2,6 +2,7 @@
 //! three layers (`ffi` raw symbols, `library` results with NCCL's codes and texts,
 //! `comm` safe owners), and `discovery` of the library on a machine.
 
+pub mod ceiling;
 pub mod comm;
 pub mod discovery;
 pub mod facts;

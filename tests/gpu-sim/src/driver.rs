@@ -29,11 +29,13 @@ pub mod code {
     pub const OUT_OF_MEMORY: i32 = 2;
     pub const NOT_INITIALIZED: i32 = 3;
     pub const INVALID_DEVICE: i32 = 101;
+    pub const PEER_ACCESS_UNSUPPORTED: i32 = 217;
     pub const INVALID_CONTEXT: i32 = 201;
     pub const INVALID_HANDLE: i32 = 400;
     pub const ILLEGAL_STATE: i32 = 401;
     pub const NOT_READY: i32 = 600;
     pub const ILLEGAL_ADDRESS: i32 = 700;
+    pub const PEER_ACCESS_ALREADY_ENABLED: i32 = 704;
     pub const CONTEXT_IS_DESTROYED: i32 = 709;
     pub const STREAM_CAPTURE_UNSUPPORTED: i32 = 900;
     pub const STREAM_CAPTURE_INVALIDATED: i32 = 901;
@@ -43,7 +45,7 @@ pub mod code {
 }
 
 /// (code, name, text) as `cuGetErrorName` and `cuGetErrorString` give them.
-const ERRORS: [(i32, &str, &str); 16] = [
+const ERRORS: [(i32, &str, &str); 18] = [
     (0, "CUDA_SUCCESS\0", "no error\0"),
     (1, "CUDA_ERROR_INVALID_VALUE\0", "invalid argument\0"),
     (2, "CUDA_ERROR_OUT_OF_MEMORY\0", "out of memory\0"),
@@ -52,6 +54,11 @@ const ERRORS: [(i32, &str, &str); 16] = [
         101,
         "CUDA_ERROR_INVALID_DEVICE\0",
         "invalid device ordinal\0",
+    ),
+    (
+        217,
+        "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED\0",
+        "peer access is not supported between these two devices\0",
     ),
     (
         201,
@@ -73,6 +80,11 @@ const ERRORS: [(i32, &str, &str); 16] = [
         700,
         "CUDA_ERROR_ILLEGAL_ADDRESS\0",
         "an illegal memory access was encountered\0",
+    ),
+    (
+        704,
+        "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED\0",
+        "peer access is already enabled\0",
     ),
     (
         709,
@@ -123,6 +135,8 @@ pub struct Context {
     refs: Mutex<u32>,
     /// The legacy default stream (`NULL`), created on first use.
     pub(crate) legacy: OnceLock<usize>,
+    /// Devices whose memory this context was given access to (cuCtxEnablePeerAccess).
+    peers: Mutex<Vec<usize>>,
 }
 
 impl Context {
@@ -171,6 +185,7 @@ pub fn driver() -> &'static Driver {
                     sticky: AtomicI32::new(0),
                     refs: Mutex::new(0),
                     legacy: OnceLock::new(),
+                    peers: Mutex::new(Vec::new()),
                 }))
             })
             .collect();
@@ -560,4 +575,79 @@ pub extern "C" fn cuGetErrorName(code: CUresult, text: *mut *const c_char) -> CU
 #[no_mangle]
 pub extern "C" fn cuGetErrorString(code: CUresult, text: *mut *const c_char) -> CUresult {
     error_lookup(code, 1, text)
+}
+
+/// Whether a copy between the memory of devices `a` and `b` goes directly over the
+/// link: the topology has peer access and one side's context enabled it.
+pub fn peer_direct(a: usize, b: usize) -> bool {
+    let Ok(d) = initialized() else {
+        return false;
+    };
+    let enabled = |from: usize, to: usize| {
+        d.contexts
+            .get(from)
+            .is_some_and(|c| c.peers.lock().unwrap().contains(&to))
+    };
+    d.topo.peer_access(a, b) && (enabled(a, b) || enabled(b, a))
+}
+
+/// The device of a context handle, when it is one of ours and alive.
+pub fn context_device(handle: CUcontext) -> Result<usize, i32> {
+    let c = context_of(handle).ok_or(code::INVALID_CONTEXT)?;
+    c.check()?;
+    Ok(c.device)
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint) -> CUresult {
+    let r = (|| {
+        let me = current()?;
+        if flags != 0 {
+            return Err(code::INVALID_VALUE);
+        }
+        let other = context_device(peer)?;
+        if other == me.device {
+            return Err(code::INVALID_DEVICE);
+        }
+        if !driver().topo.peer_access(me.device, other) {
+            return Err(code::PEER_ACCESS_UNSUPPORTED);
+        }
+        let mut peers = me.peers.lock().unwrap();
+        if peers.contains(&other) {
+            return Err(code::PEER_ACCESS_ALREADY_ENABLED);
+        }
+        peers.push(other);
+        Ok(())
+    })();
+    result(r)
+}
+
+/// Page-locked host allocations: address -> layout.
+static HOST: Mutex<BTreeMap<usize, std::alloc::Layout>> = Mutex::new(BTreeMap::new());
+
+#[no_mangle]
+pub extern "C" fn cuMemHostAlloc(pp: *mut *mut c_void, bytes: usize, _flags: c_uint) -> CUresult {
+    if let Err(e) = current() {
+        return e;
+    }
+    let Ok(layout) = std::alloc::Layout::from_size_align(bytes.max(1), 4096) else {
+        return code::INVALID_VALUE;
+    };
+    // SAFETY: a non-zero size.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return code::OUT_OF_MEMORY;
+    }
+    HOST.lock().unwrap().insert(p as usize, layout);
+    out(pp, p as *mut c_void)
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
+    let Some(layout) = HOST.lock().unwrap().remove(&(p as usize)) else {
+        return code::INVALID_VALUE;
+    };
+    // SAFETY: allocated by cuMemHostAlloc with this layout, removed from the map once.
+    unsafe { std::alloc::dealloc(p as *mut u8, layout) };
+    code::SUCCESS
 }

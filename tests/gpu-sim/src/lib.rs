@@ -25,7 +25,8 @@
 //! Configuration (all optional): `NCCL_BENCH_SIM_GPUS` (8), `NCCL_BENCH_SIM_TOPO`
 //! (`nvlink`, `pcie`, `pcie-nop2p`), `NCCL_BENCH_SIM_MEM_GIB` (80),
 //! `NCCL_BENCH_SIM_VERSION` (2.28.9), `NCCL_BENCH_SIM_DRIVER` (12040),
-//! `NCCL_BENCH_SIM_FAULT` (see [`fault`]).
+//! `NCCL_BENCH_SIM_FAULT` (see [`fault`]), `NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN` (1: a
+//! factor on every all-reduce's time, copies unchanged).
 
 #![allow(non_snake_case)]
 #![allow(clippy::missing_safety_doc)]

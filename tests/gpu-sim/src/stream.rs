@@ -44,6 +44,8 @@ pub enum Op {
         src: u64,
         len: usize,
         device: (bool, bool),
+        /// Between two GPUs (cuMemcpyPeerAsync): whether directly over the link.
+        peer: Option<bool>,
     },
     Set {
         dst: u64,
@@ -174,6 +176,7 @@ impl Stream {
                 src,
                 len,
                 device,
+                peer,
             } => {
                 let freed = [(dst, device.0), (src, device.1)]
                     .iter()
@@ -189,7 +192,11 @@ impl Stream {
                         std::ptr::copy(src as *const u8, dst as *mut u8, len);
                     }
                 }
-                start + topo::copy_ns(len as u64, !(device.0 && device.1)) as u64
+                let cost = match peer {
+                    Some(direct) => topo::peer_copy_ns(len as u64, direct),
+                    None => topo::copy_ns(len as u64, !(device.0 && device.1)),
+                };
+                start + cost as u64
             }
             Op::Set { dst, value, len } => {
                 if driver::check_range(dst, len).is_err() {
@@ -531,6 +538,39 @@ fn copy(dst: u64, src: u64, len: usize, h: CUstream, check: (bool, bool)) -> CUr
             src,
             len,
             device: check,
+            peer: None,
+        },
+    ))
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeerAsync(
+    dst: CUdeviceptr,
+    dst_ctx: driver::CUcontext,
+    src: CUdeviceptr,
+    src_ctx: driver::CUcontext,
+    len: usize,
+    h: CUstream,
+) -> CUresult {
+    let devices =
+        driver::context_device(dst_ctx).and_then(|d| Ok((d, driver::context_device(src_ctx)?)));
+    let (to, from) = match devices {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    for ptr in [dst, src] {
+        if let Err(e) = driver::check_range(ptr, len) {
+            return e;
+        }
+    }
+    result(submit(
+        h,
+        Op::Copy {
+            dst,
+            src,
+            len,
+            device: (true, true),
+            peer: (to != from).then(|| driver::peer_direct(from, to)),
         },
     ))
 }

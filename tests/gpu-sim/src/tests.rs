@@ -269,3 +269,41 @@ fn fault_specs_parse() {
     );
     assert_eq!(parse("explode"), None);
 }
+
+#[test]
+fn peer_access_and_peer_copies_behave_as_cuda_does() {
+    let ctx0 = context();
+    let mut ctx1 = std::ptr::null_mut();
+    assert_eq!(cuDevicePrimaryCtxRetain(&mut ctx1, 1), 0);
+    // Not to itself, only once, with flags 0 (the default topology is NVLink).
+    assert_eq!(cuCtxEnablePeerAccess(ctx0, 0), 101);
+    assert_eq!(cuCtxEnablePeerAccess(ctx1, 1), 1);
+    assert_eq!(cuCtxEnablePeerAccess(std::ptr::null_mut(), 0), 201);
+    assert_eq!(cuCtxEnablePeerAccess(ctx1, 0), 0);
+    assert_eq!(cuCtxEnablePeerAccess(ctx1, 0), 704);
+    // The bytes arrive, from device 0's memory to device 1's.
+    let s = new_stream();
+    let (src, dst) = (alloc(4096), alloc(4096));
+    let pattern: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+    assert_eq!(
+        cuMemcpyHtoDAsync_v2(src, pattern.as_ptr() as *const c_void, 4096, s),
+        0
+    );
+    assert_eq!(cuMemcpyPeerAsync(dst, ctx1, src, ctx0, 4096, s), 0);
+    // Pinned host memory receives it back.
+    let mut host = std::ptr::null_mut();
+    assert_eq!(cuMemHostAlloc(&mut host, 4096, 0), 0);
+    assert_eq!(cuMemcpyDtoHAsync_v2(host, dst, 4096, s), 0);
+    assert_eq!(cuStreamSynchronize(s), 0);
+    // SAFETY: 4096 bytes of pinned memory, the copy into them synchronized.
+    let back = unsafe { std::slice::from_raw_parts(host as *const u8, 4096) };
+    assert_eq!(back, &pattern[..]);
+    assert_eq!(cuMemFreeHost(host), 0);
+    assert_eq!(cuMemFreeHost(host), 1);
+    // A context that is not one is refused, and so is memory that is not allocated.
+    assert_eq!(
+        cuMemcpyPeerAsync(dst, std::ptr::null_mut(), src, ctx0, 64, s),
+        201
+    );
+    assert_eq!(cuMemcpyPeerAsync(dst, ctx1, 8, ctx0, 64, s), 1);
+}

@@ -122,7 +122,28 @@ pub fn all_reduce_ns(topo: Topology, t: Option<Transport>, bytes: u64, nranks: u
     };
     let (latency, bandwidth) = link(topo, t);
     let steps = 2.0 * (nranks as f64 - 1.0);
-    LAUNCH_NS + steps * (latency + bytes as f64 / nranks as f64 / bandwidth)
+    (LAUNCH_NS + steps * (latency + bytes as f64 / nranks as f64 / bandwidth)) * slowdown()
+}
+
+/// `NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN`: every all-reduce takes this many times its
+/// cost while copies keep the links' speed (a collective that falls short of its
+/// links, for tests of the ceiling verdict). 1 by default.
+fn slowdown() -> f64 {
+    env("NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|f| f.is_finite() && *f >= 1.0)
+        .unwrap_or(1.0)
+}
+
+/// Device time of a copy between two GPUs: over the P2P link when `direct`, else
+/// staged through host memory (down to the host and up again).
+pub fn peer_copy_ns(bytes: u64, direct: bool) -> f64 {
+    if direct {
+        let (latency, bandwidth) = link(Topology::from_env(), Transport::P2p);
+        latency + bytes as f64 / bandwidth
+    } else {
+        2.0 * copy_ns(bytes, true)
+    }
 }
 
 /// Device time of a copy of `bytes`: over PCIe to or from the host, or within HBM.
