@@ -2,10 +2,10 @@
 //! debug logs), and the verdicts built on top of that. Everything here is pure or reads
 //! files only; nothing prints, and nothing depends on `backend` or `sweep`.
 
-pub mod compare;
-pub mod compare_render;
 pub mod baseline;
 pub mod ceiling;
+pub mod compare;
+pub mod compare_render;
 pub mod expected;
 pub mod explain;
 pub mod model_table;

@@ -154,7 +154,7 @@ pub fn csv(models: &[ConfigModel]) -> Result<Vec<u8>> {
         }
         w.write_record(&row)?;
     }
-    Ok(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)
+    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// A rate cell: GB/s with three decimals, `inf` where the interval is unbounded.

@@ -92,7 +92,13 @@ fn fixture_3_srun_label_na_multinode() {
     assert_eq!(run.ranks.len(), 16);
     let r15 = &run.ranks[15];
     assert_eq!(
-        (r15.rank, r15.pid, r15.host.as_str(), r15.device, r15.bus_id.as_str()),
+        (
+            r15.rank,
+            r15.pid,
+            r15.host.as_str(),
+            r15.device,
+            r15.bus_id.as_str()
+        ),
         (15, 541705, "node007", 7, "0xc1")
     );
     assert!(run.ranks.iter().all(|r| r.gpu == "NVIDIA H100 80GB HBM3"));

@@ -125,12 +125,18 @@ pub fn fit(points: &[Point]) -> Result<AlphaBeta, NoFit> {
             break;
         }
     }
-    let (kept, left_out): (Vec<(Point, f64)>, Vec<(Point, f64)>) = pts
+    let kept: Vec<Point> = pts
         .iter()
-        .copied()
-        .zip(robust.iter().copied())
-        .partition(|(_, w)| *w > 0.0);
-    let kept: Vec<Point> = kept.into_iter().map(|(p, _)| p).collect();
+        .zip(&robust)
+        .filter(|(_, w)| **w > 0.0)
+        .map(|(p, _)| *p)
+        .collect();
+    let left_out: Vec<f64> = pts
+        .iter()
+        .zip(&robust)
+        .filter(|(_, w)| **w <= 0.0)
+        .map(|(p, _)| p.bytes)
+        .collect();
     if kept.len() < MIN_SIZES {
         return Err(NoFit::NoLine);
     }
@@ -158,7 +164,7 @@ pub fn fit(points: &[Point]) -> Result<AlphaBeta, NoFit> {
         beta_gbps: rate(b),
         beta_ci: (rate(b + t * se_b), rate(b - t * se_b)),
         kept: kept.iter().map(|p| p.bytes).collect(),
-        left_out: left_out.iter().map(|(p, _)| p.bytes).collect(),
+        left_out,
         rms_residual: rms,
         max_residual: max,
         alpha_determined: a.abs() >= MIN_SHARE * first.time_us,
