@@ -144,34 +144,7 @@ fn an_nccl_worker_without_a_gpu_reports_over_the_protocol() {
         common::one_nccl_worker_gets_ready(&path);
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let o = std::process::Command::new(common::bin())
-        .args([
-            "worker",
-            "--backend",
-            "nccl",
-            "--rank",
-            "0",
-            "--nranks",
-            "1",
-            "--max-bytes",
-            "1024",
-        ])
-        .args([
-            "--datatype",
-            "float",
-            "--op",
-            "sum",
-            "--segment-prefix",
-            "t",
-            "--shm-dir",
-        ])
-        .arg(tmp.path())
-        .arg("--nccl-lib")
-        .arg(&path)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let o = common::one_nccl_worker(&path);
     assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
     let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
         .lines()

@@ -172,12 +172,11 @@ pub fn one_rank_all_reduce_checks_out(lib: &Path) {
     assert!(durations.iter().all(|&d| d > 0), "{durations:?}");
 }
 
-/// The positive path of `worker --backend nccl` on a machine with a driver: a lone
-/// rank 0 says hello, hands out NCCL's unique id, builds its communicator, reports it
-/// ready with the transports it found, and leaves with exit 0 when stdin closes.
-pub fn one_nccl_worker_gets_ready(lib: &Path) {
+/// A lone `worker --backend nccl` (rank 0 of 1, 1 KiB floats) with stdin closed:
+/// its exit and protocol output.
+pub fn one_nccl_worker(lib: &Path) -> Output {
     let shm = tempfile::tempdir().unwrap();
-    let o = Command::new(bin())
+    Command::new(bin())
         .args([
             "worker",
             "--backend",
@@ -194,7 +193,14 @@ pub fn one_nccl_worker_gets_ready(lib: &Path) {
         .arg(lib)
         .stdin(std::process::Stdio::null())
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// The positive path of `worker --backend nccl` on a machine with a driver: a lone
+/// rank 0 says hello, hands out NCCL's unique id, builds its communicator, reports it
+/// ready with the transports it found, and leaves with exit 0 when stdin closes.
+pub fn one_nccl_worker_gets_ready(lib: &Path) {
+    let o = one_nccl_worker(lib);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
         .lines()
