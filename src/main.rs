@@ -26,12 +26,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Explain(args) => nccl_bench::cmd::explain::run(&args),
         Command::Doctor(args) => nccl_bench::cmd::doctor::run(&args),
         Command::Worker(args) => Ok(worker::run(&args).clamp(0, 255) as u8),
-        Command::Ceilings(args) => {
-            let bytes = usize::try_from(args.bytes.0)?.max(1);
-            let c = nccl_bench::backend::nccl::ceiling::measure(&args.devices, bytes);
-            println!("{}", serde_json::to_string(&c)?);
-            Ok(0)
-        }
+        Command::Ceilings(args) => nccl_bench::cmd::ceilings::run(&args),
     }
 }
 

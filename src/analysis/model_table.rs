@@ -182,7 +182,7 @@ pub fn markdown(
     writeln!(s, "## Latency and bandwidth model\n")?;
     writeln!(
         s,
-        "Each config's mean times fitted to time = alpha + bytes / beta (robust weighted least squares on relative errors; sizes where the line misses, as where NCCL changes protocol, are left out and named). Alpha is the fixed cost of every all-reduce; beta, shown as bus bandwidth (x 2(n-1)/n), is the rate at large sizes. 95 % intervals in brackets; model.csv has every number.\n"
+        "Each config's mean times fitted to time = alpha + bytes / beta (robust weighted least squares on relative errors; sizes where the line misses, as where NCCL changes protocol, are left out and named). Alpha is the fixed cost of every all-reduce; beta, shown as bus bandwidth (x 2(n-1)/n), is the rate of the size-dependent term over the sizes where the line holds. Where the largest sizes are left out (they outgrow a cache, or NCCL changes algorithm), beta describes the sizes kept, and busbw at the largest size is the rate there. 95 % intervals in brackets; model.csv has every number.\n"
     )?;
     let mut counts: Vec<u32> = models.iter().map(|m| m.nranks).collect();
     counts.sort_unstable();
@@ -347,14 +347,24 @@ fn shm_sentence(base: &ConfigModel, off: &ConfigModel) -> Option<String> {
         "raises"
     };
     Some(format!(
-        "**With {} ranks, disabling SHM ({}) {fixed} and {direction} the bandwidth term from {} to {} GB/s** (bus bandwidth; fixed cost {} against {}).",
+        "**With {} ranks, disabling SHM ({}) {fixed} and {direction} the bandwidth term from {} to {} GB/s** (bus bandwidth; fixed cost {} against {}; the models hold for {} and {}).",
         base.nranks,
         off.config,
         rate(b.beta_gbps * bus),
         rate(o.beta_gbps * bus),
         format_us(o.alpha_us),
         format_us(b.alpha_us),
+        span(b),
+        span(o),
     ))
+}
+
+/// "8 B to 4 MiB": the sizes a model was fitted over.
+fn span(f: &AlphaBeta) -> String {
+    match (f.kept.first(), f.kept.last()) {
+        (Some(a), Some(b)) => format!("{} to {}", Bytes(*a as u64), Bytes(*b as u64)),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -405,6 +415,10 @@ mod tests {
         markdown(&mut s, &models, "default", Some("shm-off")).unwrap();
         assert!(
             s.contains("**With 2 ranks, disabling SHM (shm-off) adds 25.00 us to every all-reduce and lowers the bandwidth term from 20.000 to 2.000 GB/s**"),
+            "{s}"
+        );
+        assert!(
+            s.contains("the models hold for 8 B to 32 MiB and 8 B to 32 MiB)."),
             "{s}"
         );
         // The lines cross where 5 + x/2e4 = 30 + x/2e3: never at a positive size.

@@ -1,6 +1,7 @@
 //! Commands that work on finished run directories.
 
 pub mod baseline;
+pub mod ceilings;
 pub mod check;
 pub mod compare;
 pub mod configs;

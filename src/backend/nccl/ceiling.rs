@@ -3,18 +3,27 @@
 //! device-to-host copies (pinned host memory), and for each pair, copies both ways at
 //! once over peer access where the driver allows it, else through pinned host
 //! memory. Runs in a process of its own (`nccl-bench ceilings`, started by the
-//! sweep with a time limit), so that its contexts and memory are gone before the
-//! first rank starts.
+//! sweep through [`run_in_child`] with a time limit), so that its contexts, peer
+//! mappings and memory are gone before the first rank starts, and a hung copy
+//! costs the sweep its ceilings, not its run.
 //!
 //! Each rate is the best of [`REPEATS`] after one warm-up copy, timed with CUDA
-//! events on the copy's own stream; rates count the bytes copied per second (one
-//! direction; a pair's rate is its slower direction while both ran).
+//! events on the copy's own stream. Rates count the bytes copied per second, one
+//! direction, GB/s = 1e9 B/s: for a copy within one GPU that is half the memory
+//! traffic (each byte is read and written), as nvbandwidth's `device_local_copy`
+//! reports it; for a pair, the slower direction while both ran.
+//!
+//! Copies that run "at once" are enqueued back to back on their own streams; with
+//! no kernel to hold them at a common start, the first starts a few microseconds
+//! early, which at the sizes used (hundreds of MiB, milliseconds per copy) is well
+//! under a percent of overlap lost.
 
 use std::ffi::c_void;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::{self as cusys, CUevent_flags, CUresult};
@@ -23,15 +32,18 @@ use cudarc::driver::{result as cu, CudaContext, CudaSlice, CudaStream, DevicePtr
 use crate::model::{Ceilings, LinkKind, LinkRate};
 use crate::units::Bytes;
 
+/// Timed repetitions per rate, after one warm-up.
 pub const REPEATS: usize = 5;
 
-/// Measures every link among `devices`; what fails is recorded, never fatal.
+/// Measures every link among `devices` with copies of `bytes`; what fails is recorded
+/// in `errors` with the CUDA error and what was being measured, never fatal.
 pub fn measure(devices: &[usize], bytes: usize) -> Ceilings {
     let mut out = Ceilings::default();
     if let Err(e) = super::gpu::require_driver() {
-        out.errors.push(format!("no link ceilings: {e}"));
+        out.errors.push(format!("no link ceilings: {e:#}"));
         return out;
     }
+    let size = Bytes(bytes as u64);
     let mut gpus = Vec::new();
     for &d in devices {
         match Gpu::new(d, bytes) {
@@ -39,126 +51,160 @@ pub fn measure(devices: &[usize], bytes: usize) -> Ceilings {
             Err(e) => out.errors.push(format!("GPU {d}: {e}")),
         }
     }
+    // (i, j, peer access both ways) for every unordered pair.
+    let mut pairs = Vec::new();
+    for (i, x) in gpus.iter().enumerate() {
+        for (j, y) in gpus.iter().enumerate().skip(i + 1) {
+            pairs.push((i, j, can_access_peer(x, y) && can_access_peer(y, x)));
+        }
+    }
     let Some(first) = gpus.first() else {
         return out;
     };
-    let host = match (Pinned::new(first, bytes), Pinned::new(first, bytes)) {
-        (Ok(a), Ok(b)) => Some((a, b)),
-        (Err(e), _) | (_, Err(e)) => {
+    // [down, up] for one direction, and another pair for the reverse direction of a
+    // pair without peer access, so that no two concurrent copies share a buffer.
+    let buffers = if pairs.iter().all(|p| p.2) { 2 } else { 4 };
+    let host = match (0..buffers)
+        .map(|_| Pinned::new(first, bytes))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(h) => Some(h),
+        Err(e) => {
             out.errors.push(format!(
-                "pinned host memory of {}: {e}",
-                Bytes(bytes as u64)
+                "{buffers} pinned host buffers of {size}: {}; no h2d, d2h or via-host rates",
+                cuda(e)
             ));
             None
         }
     };
-    let size = Bytes(bytes as u64);
+    let rate =
+        |kind: LinkKind, gpus: Vec<usize>, seconds: Result<f64, String>, how: String| Measured {
+            kind,
+            gpus,
+            bytes,
+            seconds,
+            how: format!("{how}, {size}, best of {REPEATS}"),
+        };
+
     for g in &gpus {
-        let d2d = best(|| {
-            timed(&[(&g.streams[0], &|s: &CudaStream| unsafe {
-                cu::memcpy_dtod_async(g.ptr(1), g.ptr(0), bytes, s.cu_stream())
-            })])
-        });
-        push(
-            &mut out,
+        let d2d = best(|| timed(&[(&g.streams[0], &|s: &CudaStream| g.copy_dtod(1, 0, s))]));
+        rate(
             LinkKind::D2d,
             vec![g.device],
-            bytes,
             d2d,
-            format!("device-to-device copy within the GPU, {size}, best of {REPEATS}"),
-        );
-        let Some((a, b)) = &host else { continue };
-        let h2d = best(|| {
-            timed(&[(&g.streams[0], &|s: &CudaStream| unsafe {
-                cusys::cuMemcpyHtoDAsync_v2(g.ptr(0), a.ptr, bytes, s.cu_stream()).result()
-            })])
-        });
-        push(
-            &mut out,
+            "cuMemcpyDtoDAsync within the GPU, bytes copied per second \
+             (as nvbandwidth's device_local_copy: half the memory traffic)"
+                .into(),
+        )
+        .record(&mut out);
+        let Some(host) = &host else { continue };
+        let (down, up) = (&host[0], &host[1]);
+        let h2d = best(|| timed(&[(&g.streams[0], &|s: &CudaStream| g.copy_htod(1, up, s))]));
+        rate(
             LinkKind::H2d,
             vec![g.device],
-            bytes,
             h2d,
-            format!("pinned host to device, {size}, best of {REPEATS}"),
-        );
-        let d2h = best(|| {
-            timed(&[(&g.streams[0], &|s: &CudaStream| unsafe {
-                cusys::cuMemcpyDtoHAsync_v2(b.ptr, g.ptr(0), bytes, s.cu_stream()).result()
-            })])
-        });
-        push(
-            &mut out,
+            "cuMemcpyHtoDAsync from pinned host memory".into(),
+        )
+        .record(&mut out);
+        let d2h = best(|| timed(&[(&g.streams[0], &|s: &CudaStream| g.copy_dtoh(down, 0, s))]));
+        rate(
             LinkKind::D2h,
             vec![g.device],
-            bytes,
             d2h,
-            format!("device to pinned host, {size}, best of {REPEATS}"),
-        );
+            "cuMemcpyDtoHAsync to pinned host memory".into(),
+        )
+        .record(&mut out);
     }
-    for (i, x) in gpus.iter().enumerate() {
-        for y in &gpus[i + 1..] {
-            let pair = vec![x.device, y.device];
-            if peer_access(x, y) && peer_access(y, x) {
-                let rate = enable_peer(x, y)
-                    .and_then(|()| enable_peer(y, x))
-                    .and_then(|()| {
-                        best(|| {
-                            timed(&[
-                                (&x.streams[0], &|s: &CudaStream| unsafe {
-                                    cu::memcpy_peer_async(
-                                        y.ctx.cu_ctx(),
-                                        y.ptr(1),
-                                        x.ctx.cu_ctx(),
-                                        x.ptr(0),
-                                        bytes,
-                                        s.cu_stream(),
-                                    )
-                                }),
-                                (&y.streams[0], &|s: &CudaStream| unsafe {
-                                    cu::memcpy_peer_async(
-                                        x.ctx.cu_ctx(),
-                                        x.ptr(1),
-                                        y.ctx.cu_ctx(),
-                                        y.ptr(0),
-                                        bytes,
-                                        s.cu_stream(),
-                                    )
-                                }),
-                            ])
-                        })
-                    });
-                push(&mut out, LinkKind::P2p, pair, bytes, rate, format!("cuMemcpyPeerAsync with peer access, both directions at once, {size}, best of {REPEATS}"));
-            } else if let Some((a, b)) = &host {
-                // What NCCL's SHM transport does without peer access: down to host
-                // memory on one side, up on the other, both ways at once.
-                let rate = best(|| {
-                    timed(&[
-                        (&x.streams[0], &|s: &CudaStream| unsafe {
-                            cusys::cuMemcpyDtoHAsync_v2(a.ptr, x.ptr(0), bytes, s.cu_stream())
-                                .result()
-                        }),
-                        (&y.streams[0], &|s: &CudaStream| unsafe {
-                            cusys::cuMemcpyHtoDAsync_v2(y.ptr(1), b.ptr, bytes, s.cu_stream())
-                                .result()
-                        }),
-                        (&y.streams[1], &|s: &CudaStream| unsafe {
-                            cusys::cuMemcpyDtoHAsync_v2(a.ptr, y.ptr(0), bytes, s.cu_stream())
-                                .result()
-                        }),
-                        (&x.streams[1], &|s: &CudaStream| unsafe {
-                            cusys::cuMemcpyHtoDAsync_v2(x.ptr(1), b.ptr, bytes, s.cu_stream())
-                                .result()
-                        }),
-                    ])
+
+    for &(i, j, direct) in &pairs {
+        let (x, y) = (&gpus[i], &gpus[j]);
+        let ends = vec![x.device, y.device];
+        if direct {
+            let seconds = enable_peer(x, y)
+                .and_then(|()| enable_peer(y, x))
+                .map_err(|e| format!("enabling peer access: {}", cuda(e)))
+                .and_then(|()| {
+                    best(|| {
+                        timed(&[
+                            (&x.streams[0], &|s: &CudaStream| x.copy_peer(0, y, 1, s)),
+                            (&y.streams[0], &|s: &CudaStream| y.copy_peer(0, x, 1, s)),
+                        ])
+                    })
                 });
-                push(&mut out, LinkKind::ViaHost, pair, bytes, rate, format!("through pinned host memory (no peer access), both directions at once, {size}, best of {REPEATS}"));
-            }
+            rate(
+                LinkKind::P2p,
+                ends,
+                seconds,
+                "cuMemcpyPeerAsync with peer access, both directions at once (the slower)".into(),
+            )
+            .record(&mut out);
+        } else if let Some(host) = &host {
+            // What NCCL's SHM transport does without peer access: down to host memory
+            // on one side and up on the other, both directions at once.
+            let seconds = best(|| {
+                timed(&[
+                    (&x.streams[0], &|s: &CudaStream| x.copy_dtoh(&host[0], 0, s)),
+                    (&y.streams[1], &|s: &CudaStream| y.copy_htod(1, &host[1], s)),
+                    (&y.streams[0], &|s: &CudaStream| y.copy_dtoh(&host[2], 0, s)),
+                    (&x.streams[1], &|s: &CudaStream| x.copy_htod(1, &host[3], s)),
+                ])
+            });
+            rate(
+                LinkKind::ViaHost,
+                ends,
+                seconds,
+                "no peer access: cuMemcpyDtoHAsync into and cuMemcpyHtoDAsync out of \
+                 pinned host memory, both directions at once (the slowest of 4 copies)"
+                    .into(),
+            )
+            .record(&mut out);
         }
     }
     out
 }
 
-/// One GPU: its context, two streams and two buffers.
+/// One measurement, before it becomes a rate or an error.
+struct Measured {
+    kind: LinkKind,
+    gpus: Vec<usize>,
+    bytes: usize,
+    seconds: Result<f64, String>,
+    how: String,
+}
+
+impl Measured {
+    fn record(self, out: &mut Ceilings) {
+        let what = match self.gpus.as_slice() {
+            [one] => format!("{} on GPU {one}", self.kind.as_str()),
+            ends => {
+                let ends: Vec<String> = ends.iter().map(|g| g.to_string()).collect();
+                format!("{} between GPUs {}", self.kind.as_str(), ends.join("-"))
+            }
+        };
+        match self.seconds {
+            Ok(s) if s > 0.0 => out.links.push(LinkRate {
+                kind: self.kind,
+                gpus: self.gpus,
+                gbps: self.bytes as f64 / s / 1e9,
+                bytes: self.bytes as u64,
+                how: self.how,
+            }),
+            Ok(_) => out.errors.push(format!("{what}: a copy timed at zero")),
+            Err(e) => out.errors.push(format!("{what}: {e}")),
+        }
+    }
+}
+
+/// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)": the driver's name and text.
+fn cuda(e: DriverError) -> String {
+    match (e.error_name(), e.error_string()) {
+        (Ok(name), Ok(text)) => format!("{} ({})", name.to_string_lossy(), text.to_string_lossy()),
+        _ => format!("CUDA error {}", e.0 as u32),
+    }
+}
+
+/// One GPU: its context, two streams and two buffers (0 is read, 1 is written).
 struct Gpu {
     device: usize,
     ctx: Arc<CudaContext>,
@@ -167,16 +213,21 @@ struct Gpu {
 }
 
 impl Gpu {
-    fn new(device: usize, bytes: usize) -> Result<Gpu, DriverError> {
-        let ctx = CudaContext::new(device)?;
+    fn new(device: usize, bytes: usize) -> Result<Gpu, String> {
+        let ctx = CudaContext::new(device).map_err(|e| format!("context: {}", cuda(e)))?;
         // SAFETY: the copies here are ordered by explicit events and synchronization.
         unsafe { ctx.disable_event_tracking() };
-        let streams = [ctx.new_stream()?, ctx.new_stream()?];
-        let buffers = [
-            streams[0].alloc_zeros::<u8>(bytes)?,
-            streams[0].alloc_zeros::<u8>(bytes)?,
-        ];
-        streams[0].synchronize()?;
+        let stream = || ctx.new_stream().map_err(|e| format!("stream: {}", cuda(e)));
+        let streams = [stream()?, stream()?];
+        let buffer = || {
+            streams[0]
+                .alloc_zeros::<u8>(bytes)
+                .map_err(|e| format!("2 buffers of {}: {}", Bytes(bytes as u64), cuda(e)))
+        };
+        let buffers = [buffer()?, buffer()?];
+        streams[0]
+            .synchronize()
+            .map_err(|e| format!("zeroing its buffers: {}", cuda(e)))?;
         Ok(Gpu {
             device,
             ctx,
@@ -188,12 +239,55 @@ impl Gpu {
     fn ptr(&self, i: usize) -> cusys::CUdeviceptr {
         self.buffers[i].device_ptr(&self.streams[0]).0
     }
+
+    fn len(&self) -> usize {
+        self.buffers[0].len()
+    }
+
+    fn copy_dtod(&self, dst: usize, src: usize, s: &CudaStream) -> Result<(), DriverError> {
+        // SAFETY: both buffers belong to this GPU and hold len() bytes.
+        unsafe { cu::memcpy_dtod_async(self.ptr(dst), self.ptr(src), self.len(), s.cu_stream()) }
+    }
+
+    fn copy_htod(&self, dst: usize, src: &Pinned, s: &CudaStream) -> Result<(), DriverError> {
+        // SAFETY: the pinned buffer and the device buffer both hold len() bytes, and
+        // the pinned one outlives the copy (every copy is synchronized before return).
+        unsafe { cusys::cuMemcpyHtoDAsync_v2(self.ptr(dst), src.ptr, self.len(), s.cu_stream()) }
+            .result()
+    }
+
+    fn copy_dtoh(&self, dst: &Pinned, src: usize, s: &CudaStream) -> Result<(), DriverError> {
+        // SAFETY: as in copy_htod.
+        unsafe { cusys::cuMemcpyDtoHAsync_v2(dst.ptr, self.ptr(src), self.len(), s.cu_stream()) }
+            .result()
+    }
+
+    /// Copies this GPU's buffer `src` into `to`'s buffer `dst`.
+    fn copy_peer(
+        &self,
+        src: usize,
+        to: &Gpu,
+        dst: usize,
+        s: &CudaStream,
+    ) -> Result<(), DriverError> {
+        // SAFETY: both contexts are alive (held by the Gpus); both buffers hold len().
+        unsafe {
+            cu::memcpy_peer_async(
+                to.ctx.cu_ctx(),
+                to.ptr(dst),
+                self.ctx.cu_ctx(),
+                self.ptr(src),
+                self.len(),
+                s.cu_stream(),
+            )
+        }
+    }
 }
 
 /// Page-locked host memory, portable to every context.
 struct Pinned {
     ptr: *mut c_void,
-    _ctx: Arc<CudaContext>,
+    ctx: Arc<CudaContext>,
 }
 
 impl Pinned {
@@ -203,28 +297,25 @@ impl Pinned {
         let ptr = unsafe { cu::malloc_host(bytes, cusys::CU_MEMHOSTALLOC_PORTABLE) }?;
         Ok(Pinned {
             ptr,
-            _ctx: gpu.ctx.clone(),
+            ctx: gpu.ctx.clone(),
         })
     }
 }
 
 impl Drop for Pinned {
     fn drop(&mut self) {
+        // Nothing to do about a failure here: the process is about to end.
+        let _ = self.ctx.bind_to_thread();
         // SAFETY: allocated by malloc_host, freed once; all copies were synchronized.
         let _ = unsafe { cu::free_host(self.ptr) };
     }
 }
 
-fn peer_access(from: &Gpu, to: &Gpu) -> bool {
-    let (Ok(a), Ok(b)) = (
-        cu::device::get(from.device as i32),
-        cu::device::get(to.device as i32),
-    ) else {
-        return false;
-    };
+/// What cuDeviceCanAccessPeer says (a failure counts as no).
+fn can_access_peer(from: &Gpu, to: &Gpu) -> bool {
     let mut can = 0;
-    // SAFETY: both devices come from cuDeviceGet.
-    unsafe { cusys::cuDeviceCanAccessPeer(&mut can, a, b) }
+    // SAFETY: both devices come from cuDeviceGet (held by live contexts).
+    unsafe { cusys::cuDeviceCanAccessPeer(&mut can, from.ctx.cu_device(), to.ctx.cu_device()) }
         .result()
         .is_ok()
         && can != 0
@@ -242,7 +333,7 @@ fn enable_peer(from: &Gpu, to: &Gpu) -> Result<(), DriverError> {
 
 type Enqueue<'a> = &'a dyn Fn(&CudaStream) -> Result<(), DriverError>;
 
-/// Runs each copy on its stream at once (events around each); the slowest one's
+/// Runs each copy on its stream at once, events around each; the slowest one's
 /// seconds.
 fn timed(copies: &[(&Arc<CudaStream>, Enqueue)]) -> Result<f64, DriverError> {
     let mut marks = Vec::with_capacity(copies.len());
@@ -265,40 +356,18 @@ fn timed(copies: &[(&Arc<CudaStream>, Enqueue)]) -> Result<f64, DriverError> {
 }
 
 /// One warm-up, then the shortest of [`REPEATS`] timings.
-fn best(mut run: impl FnMut() -> Result<f64, DriverError>) -> Result<f64, DriverError> {
-    run()?;
+fn best(mut run: impl FnMut() -> Result<f64, DriverError>) -> Result<f64, String> {
+    let mut once = || run().map_err(cuda);
+    once()?;
     let mut best = f64::INFINITY;
     for _ in 0..REPEATS {
-        best = best.min(run()?);
+        best = best.min(once()?);
     }
     Ok(best)
 }
 
-fn push(
-    out: &mut Ceilings,
-    kind: LinkKind,
-    gpus: Vec<usize>,
-    bytes: usize,
-    seconds: Result<f64, DriverError>,
-    how: String,
-) {
-    match seconds {
-        Ok(s) if s > 0.0 => out.links.push(LinkRate {
-            kind,
-            gpus,
-            gbps: bytes as f64 / s / 1e9,
-            bytes: bytes as u64,
-            how,
-        }),
-        Ok(_) => out
-            .errors
-            .push(format!("{} {gpus:?}: a copy timed at zero", kind.as_str())),
-        Err(e) => out.errors.push(format!("{} {gpus:?}: {e}", kind.as_str())),
-    }
-}
-
-/// Runs `exe ceilings` for `devices` in a process of its own, stopped after `limit`;
-/// what went wrong is in `errors`.
+/// Runs `exe ceilings` for `devices` in a process of its own, killed after `limit`;
+/// what went wrong (no start, a timeout, a crash, no JSON) is its only `errors` entry.
 pub fn run_in_child(exe: &Path, devices: &[usize], bytes: u64, limit: Duration) -> Ceilings {
     let list: Vec<String> = devices.iter().map(|d| d.to_string()).collect();
     let failed = |why: String| Ceilings {
@@ -319,8 +388,16 @@ pub fn run_in_child(exe: &Path, devices: &[usize], bytes: u64, limit: Duration) 
         .spawn();
     let mut child = match child {
         Ok(c) => c,
-        Err(e) => return failed(format!("cannot start the ceiling measurement: {e}")),
+        Err(e) => {
+            return failed(format!(
+                "cannot start the ceiling measurement ({}): {e}",
+                exe.display()
+            ))
+        }
     };
+    // Read both pipes while the child runs, so that a full pipe cannot stall it.
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
     let deadline = Instant::now() + limit;
     let status = loop {
         match child.try_wait() {
@@ -330,28 +407,146 @@ pub fn run_in_child(exe: &Path, devices: &[usize], bytes: u64, limit: Duration) 
                 let _ = child.kill();
                 let _ = child.wait();
                 return failed(format!(
-                    "the ceiling measurement timed out after {:.0} s",
+                    "ceiling measurement timed out after {} s",
                     limit.as_secs_f64()
                 ));
             }
-            Err(e) => return failed(format!("the ceiling measurement: {e}")),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return failed(format!("ceiling measurement: waiting for it: {e}"));
+            }
         }
     };
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    if let Some(mut o) = child.stdout.take() {
-        let _ = o.read_to_string(&mut stdout);
-    }
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut stderr);
-    }
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
     if !status.success() {
-        let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
         return failed(format!(
-            "the ceiling measurement ended with {status}: {}",
-            tail.join(" / ")
+            "ceiling measurement failed ({status}){}",
+            tail(&stderr)
         ));
     }
-    serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| failed(format!("the ceiling measurement printed no result: {e}")))
+    // The result is the last line; anything a library printed before it is not.
+    let last = stdout.lines().rev().find(|l| !l.trim().is_empty());
+    match last.map(|l| serde_json::from_str::<Ceilings>(l.trim())) {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => failed(format!(
+            "ceiling measurement printed no result ({e}){}",
+            tail(&stderr)
+        )),
+        None => failed(format!(
+            "ceiling measurement printed nothing{}",
+            tail(&stderr)
+        )),
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut text);
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    })
+}
+
+/// ": " and the last lines of a child's stderr (at most 3 lines, 600 characters),
+/// joined by " / "; empty when it wrote nothing.
+fn tail(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let text = lines[lines.len().saturating_sub(3)..].join(" / ");
+    let chars: Vec<char> = text.chars().collect();
+    let kept: String = chars[chars.len().saturating_sub(600)..].iter().collect();
+    format!(": {}", kept.trim())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in for `nccl-bench` that runs `body` as a shell script.
+    fn fake_exe(dir: &Path, body: &str) -> std::path::PathBuf {
+        let path = dir.join("fake-nccl-bench");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn run(body: &str, limit: Duration) -> Ceilings {
+        let dir = tempfile::tempdir().unwrap();
+        run_in_child(&fake_exe(dir.path(), body), &[0, 1], 1024, limit)
+    }
+
+    #[test]
+    fn the_childs_json_is_the_result_and_it_gets_the_devices_and_bytes() {
+        let c = run(
+            r#"echo "a library's chatter"; echo "{\"links\":[],\"errors\":[\"$*\"]}""#,
+            Duration::from_secs(30),
+        );
+        assert_eq!(c.errors, vec!["ceilings --devices 0,1 --bytes 1024"]);
+    }
+
+    #[test]
+    fn a_hung_measurement_is_killed_at_its_limit() {
+        let started = Instant::now();
+        let c = run("sleep 30", Duration::from_millis(500));
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_eq!(c.errors, vec!["ceiling measurement timed out after 0.5 s"]);
+        assert!(c.links.is_empty());
+    }
+
+    #[test]
+    fn a_crash_is_an_error_with_the_end_of_its_stderr() {
+        let c = run(
+            "echo one >&2; echo two >&2; echo three >&2; echo 'error: four' >&2; exit 3",
+            Duration::from_secs(30),
+        );
+        assert_eq!(
+            c.errors,
+            vec!["ceiling measurement failed (exit status: 3): two / three / error: four"]
+        );
+    }
+
+    #[test]
+    fn output_that_is_not_a_result_is_an_error() {
+        let c = run("echo 'not json'", Duration::from_secs(30));
+        assert_eq!(c.errors.len(), 1);
+        assert!(
+            c.errors[0].starts_with("ceiling measurement printed no result ("),
+            "{c:?}"
+        );
+        let c = run("true", Duration::from_secs(30));
+        assert_eq!(c.errors, vec!["ceiling measurement printed nothing"]);
+    }
+
+    #[test]
+    fn a_missing_executable_is_an_error() {
+        let c = run_in_child(
+            Path::new("/nonexistent/nccl-bench"),
+            &[0],
+            1024,
+            Duration::from_secs(1),
+        );
+        assert_eq!(c.errors.len(), 1);
+        assert!(
+            c.errors[0].starts_with("cannot start the ceiling measurement (/nonexistent/"),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn a_long_stderr_does_not_stall_the_child() {
+        // 1 MiB of stderr: more than a pipe holds, read while the child runs.
+        let c = run(
+            "head -c 1048576 /dev/zero | tr '\\0' 'x' >&2; echo '{\"links\":[]}'",
+            Duration::from_secs(30),
+        );
+        assert_eq!(c, Ceilings::default());
+    }
 }
