@@ -1046,3 +1046,76 @@ fn an_all_reduce_slower_than_its_links_is_reported_low() {
         assert!(report.contains("| 2 | P2P ring | "), "{report}");
     }
 }
+
+/// A GPU the machine does not have is one `errors` entry, with CUDA's error; the
+/// GPUs that exist are still measured, and the command exits 0 (errors are data).
+#[test]
+fn a_missing_gpu_is_an_error_in_the_ceilings_and_the_others_are_measured() {
+    let Some(dir) = sim_dir() else { return };
+    let o = on_sim(
+        &dir,
+        "pcie",
+        &[("NCCL_BENCH_SIM_GPUS", "2")],
+        &["ceilings", "--devices", "0,5,1", "--bytes", "4M"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        c["errors"],
+        serde_json::json!(["GPU 5: context: CUDA_ERROR_INVALID_DEVICE (invalid device ordinal)"]),
+        "{c}"
+    );
+    let kinds: Vec<(String, String)> = c["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["kind"].as_str().unwrap().to_string(),
+                l["gpus"].to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("d2d", "[0]"),
+        ("h2d", "[0]"),
+        ("d2h", "[0]"),
+        ("d2d", "[1]"),
+        ("h2d", "[1]"),
+        ("d2h", "[1]"),
+        ("p2p", "[0,1]"),
+    ]
+    .iter()
+    .map(|(k, g)| (k.to_string(), g.to_string()))
+    .collect();
+    assert_eq!(kinds, want, "{c}");
+}
+
+/// Arguments the measurement cannot run with are a usage error (exit 2) before any
+/// GPU is touched: a GPU listed twice, zero bytes, a device that is not a number.
+#[test]
+fn ceilings_with_bad_arguments_exit_2() {
+    let Some(dir) = sim_dir() else { return };
+    for (args, says) in [
+        (&["--devices", "0,0"][..], "--devices lists GPU 0 twice"),
+        (
+            &["--devices", "0", "--bytes", "0"][..],
+            "--bytes must be at least 1",
+        ),
+        (
+            &["--devices", "0,x"][..],
+            "invalid value 'x' for '--devices",
+        ),
+        (&["--bytes", "1M"][..], "--devices <LIST>"),
+    ] {
+        let mut all = vec!["ceilings"];
+        all.extend_from_slice(args);
+        let o = on_sim(&dir, "nvlink", &[], &all).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(o.stdout.is_empty(), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
+    }
+}

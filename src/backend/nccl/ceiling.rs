@@ -43,7 +43,6 @@ pub fn measure(devices: &[usize], bytes: usize) -> Ceilings {
         out.errors.push(format!("no link ceilings: {e:#}"));
         return out;
     }
-    let size = Bytes(bytes as u64);
     let mut gpus = Vec::new();
     for &d in devices {
         match Gpu::new(d, bytes) {
@@ -61,7 +60,7 @@ pub fn measure(devices: &[usize], bytes: usize) -> Ceilings {
     let Some(first) = gpus.first() else {
         return out;
     };
-    // [down, up] for one direction, and another pair for the reverse direction of a
+    // [down, up] for one direction, and another two for the reverse direction of a
     // pair without peer access, so that no two concurrent copies share a buffer.
     let buffers = if pairs.iter().all(|p| p.2) { 2 } else { 4 };
     let host = match (0..buffers)
@@ -71,127 +70,136 @@ pub fn measure(devices: &[usize], bytes: usize) -> Ceilings {
         Ok(h) => Some(h),
         Err(e) => {
             out.errors.push(format!(
-                "{buffers} pinned host buffers of {size}: {}; no h2d, d2h or via-host rates",
+                "{buffers} pinned host buffers of {}: {}; no h2d, d2h or via-host rates",
+                Bytes(bytes as u64),
                 cuda(e)
             ));
             None
         }
     };
-    let rate =
-        |kind: LinkKind, gpus: Vec<usize>, seconds: Result<f64, String>, how: String| Measured {
-            kind,
-            gpus,
-            bytes,
-            seconds,
-            how: format!("{how}, {size}, best of {REPEATS}"),
-        };
-
+    let mut meter = Meter {
+        out: &mut out,
+        bytes,
+    };
     for g in &gpus {
-        let d2d = best(|| timed(&[(&g.streams[0], &|s: &CudaStream| g.copy_dtod(1, 0, s))]));
-        rate(
-            LinkKind::D2d,
-            vec![g.device],
-            d2d,
-            "cuMemcpyDtoDAsync within the GPU, bytes copied per second \
-             (as nvbandwidth's device_local_copy: half the memory traffic)"
-                .into(),
-        )
-        .record(&mut out);
-        let Some(host) = &host else { continue };
-        let (down, up) = (&host[0], &host[1]);
-        let h2d = best(|| timed(&[(&g.streams[0], &|s: &CudaStream| g.copy_htod(1, up, s))]));
-        rate(
-            LinkKind::H2d,
-            vec![g.device],
-            h2d,
-            "cuMemcpyHtoDAsync from pinned host memory".into(),
-        )
-        .record(&mut out);
-        let d2h = best(|| timed(&[(&g.streams[0], &|s: &CudaStream| g.copy_dtoh(down, 0, s))]));
-        rate(
-            LinkKind::D2h,
-            vec![g.device],
-            d2h,
-            "cuMemcpyDtoHAsync to pinned host memory".into(),
-        )
-        .record(&mut out);
+        meter.gpu(g, host.as_deref());
     }
-
     for &(i, j, direct) in &pairs {
-        let (x, y) = (&gpus[i], &gpus[j]);
-        let ends = vec![x.device, y.device];
         if direct {
-            let seconds = enable_peer(x, y)
-                .and_then(|()| enable_peer(y, x))
-                .map_err(|e| format!("enabling peer access: {}", cuda(e)))
-                .and_then(|()| {
-                    best(|| {
-                        timed(&[
-                            (&x.streams[0], &|s: &CudaStream| x.copy_peer(0, y, 1, s)),
-                            (&y.streams[0], &|s: &CudaStream| y.copy_peer(0, x, 1, s)),
-                        ])
-                    })
-                });
-            rate(
-                LinkKind::P2p,
-                ends,
-                seconds,
-                "cuMemcpyPeerAsync with peer access, both directions at once (the slower)".into(),
-            )
-            .record(&mut out);
+            meter.peer(&gpus[i], &gpus[j]);
         } else if let Some(host) = &host {
-            // What NCCL's SHM transport does without peer access: down to host memory
-            // on one side and up on the other, both directions at once.
-            let seconds = best(|| {
-                timed(&[
-                    (&x.streams[0], &|s: &CudaStream| x.copy_dtoh(&host[0], 0, s)),
-                    (&y.streams[1], &|s: &CudaStream| y.copy_htod(1, &host[1], s)),
-                    (&y.streams[0], &|s: &CudaStream| y.copy_dtoh(&host[2], 0, s)),
-                    (&x.streams[1], &|s: &CudaStream| x.copy_htod(1, &host[3], s)),
-                ])
-            });
-            rate(
-                LinkKind::ViaHost,
-                ends,
-                seconds,
-                "no peer access: cuMemcpyDtoHAsync into and cuMemcpyHtoDAsync out of \
-                 pinned host memory, both directions at once (the slowest of 4 copies)"
-                    .into(),
-            )
-            .record(&mut out);
+            meter.via_host(&gpus[i], &gpus[j], host);
         }
     }
     out
 }
 
-/// One measurement, before it becomes a rate or an error.
-struct Measured {
-    kind: LinkKind,
-    gpus: Vec<usize>,
+/// Runs the measurements and records each as a rate or an error.
+struct Meter<'a> {
+    out: &'a mut Ceilings,
     bytes: usize,
-    seconds: Result<f64, String>,
-    how: String,
 }
 
-impl Measured {
-    fn record(self, out: &mut Ceilings) {
-        let what = match self.gpus.as_slice() {
-            [one] => format!("{} on GPU {one}", self.kind.as_str()),
+impl Meter<'_> {
+    /// D2D within `g`; H2D and D2H with pinned host memory where there is some.
+    fn gpu(&mut self, g: &Gpu, host: Option<&[Pinned]>) {
+        let d2d = best(|| timed(&[(&g.streams[0], &|s: &CudaStream| g.copy_dtod(1, 0, s))]));
+        self.record(
+            LinkKind::D2d,
+            vec![g.device],
+            d2d,
+            "cuMemcpyDtoDAsync within the GPU, bytes copied per second \
+             (as nvbandwidth's device_local_copy: half the memory traffic)",
+        );
+        let Some([down, up, ..]) = host else { return };
+        let h2d = best(|| timed(&[(&g.streams[0], &|s: &CudaStream| g.copy_htod(1, up, s))]));
+        self.record(
+            LinkKind::H2d,
+            vec![g.device],
+            h2d,
+            "cuMemcpyHtoDAsync from pinned host memory",
+        );
+        let d2h = best(|| timed(&[(&g.streams[0], &|s: &CudaStream| g.copy_dtoh(down, 0, s))]));
+        self.record(
+            LinkKind::D2h,
+            vec![g.device],
+            d2h,
+            "cuMemcpyDtoHAsync to pinned host memory",
+        );
+    }
+
+    /// `x` to `y` and `y` to `x` at once over peer access, each on its own stream.
+    fn peer(&mut self, x: &Gpu, y: &Gpu) {
+        let seconds = enable_peer(x, y)
+            .and_then(|()| enable_peer(y, x))
+            .map_err(|e| format!("enabling peer access: {}", cuda(e)))
+            .and_then(|()| {
+                best(|| {
+                    timed(&[
+                        (&x.streams[0], &|s: &CudaStream| x.copy_peer(0, y, 1, s)),
+                        (&y.streams[0], &|s: &CudaStream| y.copy_peer(0, x, 1, s)),
+                    ])
+                })
+            });
+        self.record(
+            LinkKind::P2p,
+            vec![x.device, y.device],
+            seconds,
+            "cuMemcpyPeerAsync with peer access, both directions at once (the slower)",
+        );
+    }
+
+    /// What NCCL's SHM transport does without peer access: down to host memory on
+    /// one side and up on the other, both directions at once (4 copies, 4 streams,
+    /// 4 buffers).
+    fn via_host(&mut self, x: &Gpu, y: &Gpu, host: &[Pinned]) {
+        let [down_xy, up_xy, down_yx, up_yx] = host else {
+            return;
+        };
+        let seconds = best(|| {
+            timed(&[
+                (&x.streams[0], &|s: &CudaStream| x.copy_dtoh(down_xy, 0, s)),
+                (&y.streams[1], &|s: &CudaStream| y.copy_htod(1, up_xy, s)),
+                (&y.streams[0], &|s: &CudaStream| y.copy_dtoh(down_yx, 0, s)),
+                (&x.streams[1], &|s: &CudaStream| x.copy_htod(1, up_yx, s)),
+            ])
+        });
+        self.record(
+            LinkKind::ViaHost,
+            vec![x.device, y.device],
+            seconds,
+            "no peer access: cuMemcpyDtoHAsync into and cuMemcpyHtoDAsync out of \
+             pinned host memory, both directions at once (the slowest of 4 copies)",
+        );
+    }
+
+    fn record(
+        &mut self,
+        kind: LinkKind,
+        gpus: Vec<usize>,
+        seconds: Result<f64, String>,
+        how: &str,
+    ) {
+        let what = match gpus.as_slice() {
+            [one] => format!("{} on GPU {one}", kind.as_str()),
             ends => {
                 let ends: Vec<String> = ends.iter().map(|g| g.to_string()).collect();
-                format!("{} between GPUs {}", self.kind.as_str(), ends.join("-"))
+                format!("{} between GPUs {}", kind.as_str(), ends.join("-"))
             }
         };
-        match self.seconds {
-            Ok(s) if s > 0.0 => out.links.push(LinkRate {
-                kind: self.kind,
-                gpus: self.gpus,
+        match seconds {
+            Ok(s) if s > 0.0 => self.out.links.push(LinkRate {
+                kind,
+                gpus,
                 gbps: self.bytes as f64 / s / 1e9,
                 bytes: self.bytes as u64,
-                how: self.how,
+                how: format!("{how}, {}, best of {REPEATS}", Bytes(self.bytes as u64)),
             }),
-            Ok(_) => out.errors.push(format!("{what}: a copy timed at zero")),
-            Err(e) => out.errors.push(format!("{what}: {e}")),
+            Ok(_) => self
+                .out
+                .errors
+                .push(format!("{what}: a copy timed at zero")),
+            Err(e) => self.out.errors.push(format!("{what}: {e}")),
         }
     }
 }

@@ -598,6 +598,30 @@ pub fn context_device(handle: CUcontext) -> Result<usize, i32> {
     Ok(c.device)
 }
 
+/// The rules of `cuCtxEnablePeerAccess` from device `me` to device `other` on
+/// `topo`, given the devices `me` already reaches (`peers`, updated on success): its
+/// own context is not a peer (`CUDA_ERROR_INVALID_CONTEXT`), a pair without peer
+/// access is `CUDA_ERROR_PEER_ACCESS_UNSUPPORTED`, a second time is
+/// `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`.
+pub fn grant_peer(
+    topo: Topology,
+    me: usize,
+    other: usize,
+    peers: &mut Vec<usize>,
+) -> Result<(), i32> {
+    if other == me {
+        return Err(code::INVALID_CONTEXT);
+    }
+    if !topo.peer_access(me, other) {
+        return Err(code::PEER_ACCESS_UNSUPPORTED);
+    }
+    if peers.contains(&other) {
+        return Err(code::PEER_ACCESS_ALREADY_ENABLED);
+    }
+    peers.push(other);
+    Ok(())
+}
+
 #[no_mangle]
 pub extern "C" fn cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint) -> CUresult {
     let r = (|| {
@@ -605,30 +629,35 @@ pub extern "C" fn cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint) -> CUres
         if flags != 0 {
             return Err(code::INVALID_VALUE);
         }
-        let other = context_device(peer)?;
-        if other == me.device {
-            return Err(code::INVALID_DEVICE);
+        let other = context_of(peer).ok_or(code::INVALID_CONTEXT)?;
+        if !other.alive.load(Ordering::Acquire) {
+            return Err(code::INVALID_CONTEXT);
         }
-        if !driver().topo.peer_access(me.device, other) {
-            return Err(code::PEER_ACCESS_UNSUPPORTED);
-        }
-        let mut peers = me.peers.lock().unwrap();
-        if peers.contains(&other) {
-            return Err(code::PEER_ACCESS_ALREADY_ENABLED);
-        }
-        peers.push(other);
-        Ok(())
+        grant_peer(
+            driver().topo,
+            me.device,
+            other.device,
+            &mut me.peers.lock().unwrap(),
+        )
     })();
     result(r)
 }
 
+/// `CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED`.
+const HOST_ALLOC_FLAGS: c_uint = 0x1 | 0x2 | 0x4;
+
 /// Page-locked host allocations: address -> layout.
 static HOST: Mutex<BTreeMap<usize, std::alloc::Layout>> = Mutex::new(BTreeMap::new());
 
+/// Page-locked host memory (here plain, page-aligned host memory): it needs a
+/// current context, as on a real driver, and is valid in every context.
 #[no_mangle]
-pub extern "C" fn cuMemHostAlloc(pp: *mut *mut c_void, bytes: usize, _flags: c_uint) -> CUresult {
+pub extern "C" fn cuMemHostAlloc(pp: *mut *mut c_void, bytes: usize, flags: c_uint) -> CUresult {
     if let Err(e) = current() {
         return e;
+    }
+    if flags & !HOST_ALLOC_FLAGS != 0 {
+        return code::INVALID_VALUE;
     }
     let Ok(layout) = std::alloc::Layout::from_size_align(bytes.max(1), 4096) else {
         return code::INVALID_VALUE;

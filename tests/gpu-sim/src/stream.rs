@@ -193,7 +193,7 @@ impl Stream {
                     }
                 }
                 let cost = match peer {
-                    Some(direct) => topo::peer_copy_ns(len as u64, direct),
+                    Some(direct) => topo::peer_copy_ns(driver::driver().topo, len as u64, direct),
                     None => topo::copy_ns(len as u64, !(device.0 && device.1)),
                 };
                 start + cost as u64
@@ -558,9 +558,13 @@ pub extern "C" fn cuMemcpyPeerAsync(
         Ok(d) => d,
         Err(e) => return e,
     };
-    for ptr in [dst, src] {
-        if let Err(e) = driver::check_range(ptr, len) {
-            return e;
+    // Each pointer must lie in memory of its context's device (what a real driver
+    // does with a mismatch is undefined; the stand-in refuses it).
+    for (ptr, device) in [(dst, to), (src, from)] {
+        match driver::check_range(ptr, len) {
+            Ok(d) if d == device => {}
+            Ok(_) => return code::INVALID_VALUE,
+            Err(e) => return e,
         }
     }
     result(submit(

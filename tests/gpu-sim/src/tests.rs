@@ -270,40 +270,168 @@ fn fault_specs_parse() {
     assert_eq!(parse("explode"), None);
 }
 
+/// Device `dev`'s primary context, retained (not made current).
+fn retain(dev: CUdevice) -> CUcontext {
+    assert_eq!(cuInit(0), 0);
+    let mut ctx = std::ptr::null_mut();
+    assert_eq!(cuDevicePrimaryCtxRetain(&mut ctx, dev), 0);
+    ctx
+}
+
+/// `bytes` of device memory of `ctx`'s device (made current).
+fn alloc_on(ctx: CUcontext, bytes: usize) -> CUdeviceptr {
+    assert_eq!(cuCtxSetCurrent(ctx), 0);
+    alloc(bytes)
+}
+
+// Each test below uses GPUs of its own (the default machine has 8): peer access is
+// per process, and tests share one.
+
 #[test]
-fn peer_access_and_peer_copies_behave_as_cuda_does() {
-    let ctx0 = context();
-    let mut ctx1 = std::ptr::null_mut();
-    assert_eq!(cuDevicePrimaryCtxRetain(&mut ctx1, 1), 0);
-    // Not to itself, only once, with flags 0 (the default topology is NVLink).
-    assert_eq!(cuCtxEnablePeerAccess(ctx0, 0), 101);
+fn peer_access_is_enabled_once_per_direction_with_cudas_errors() {
+    let (ctx0, ctx1) = (retain(0), retain(1));
+    assert_eq!(cuCtxSetCurrent(ctx0), 0);
+    // Not to itself, only with flags 0, only to a context (the default topology is
+    // NVLink), and once.
+    assert_eq!(cuCtxEnablePeerAccess(ctx0, 0), 201);
     assert_eq!(cuCtxEnablePeerAccess(ctx1, 1), 1);
     assert_eq!(cuCtxEnablePeerAccess(std::ptr::null_mut(), 0), 201);
     assert_eq!(cuCtxEnablePeerAccess(ctx1, 0), 0);
     assert_eq!(cuCtxEnablePeerAccess(ctx1, 0), 704);
-    // The bytes arrive, from device 0's memory to device 1's.
+    // Access is one way: the other direction is enabled on its own.
+    assert_eq!(cuCtxSetCurrent(ctx1), 0);
+    assert_eq!(cuCtxEnablePeerAccess(ctx0, 0), 0);
+    assert_eq!(cuCtxEnablePeerAccess(ctx0, 0), 704);
+    // No current context: a thread of its own.
+    let peer = ctx1 as usize;
+    std::thread::spawn(move || assert_eq!(cuCtxEnablePeerAccess(peer as CUcontext, 0), 201))
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn peer_access_follows_the_topology() {
+    use crate::topo::Topology;
+    let mut peers = Vec::new();
+    assert_eq!(grant_peer(Topology::PcieNoP2p, 0, 1, &mut peers), Err(217));
+    assert!(peers.is_empty());
+    for topo in [Topology::Pcie, Topology::NvLink] {
+        let mut peers = Vec::new();
+        assert_eq!(grant_peer(topo, 0, 1, &mut peers), Ok(()));
+        assert_eq!(grant_peer(topo, 0, 1, &mut peers), Err(704));
+        assert_eq!(grant_peer(topo, 0, 0, &mut peers), Err(201));
+        assert_eq!(peers, vec![1]);
+    }
+    // cuDeviceCanAccessPeer agrees: never to itself, to another GPU on NVLink.
+    let mut can = -1;
+    assert_eq!(cuDeviceCanAccessPeer(&mut can, 2, 2), 0);
+    assert_eq!(can, 0);
+    assert_eq!(cuDeviceCanAccessPeer(&mut can, 2, 3), 0);
+    assert_eq!(can, 1);
+    assert_eq!(cuDeviceCanAccessPeer(&mut can, 2, 99), 101);
+}
+
+#[test]
+fn peer_copies_deliver_the_bytes_into_pinned_memory_and_back() {
+    let (ctx2, ctx3) = (retain(2), retain(3));
+    let dst = alloc_on(ctx3, 4096);
+    let src = alloc_on(ctx2, 4096);
     let s = new_stream();
-    let (src, dst) = (alloc(4096), alloc(4096));
     let pattern: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
     assert_eq!(
         cuMemcpyHtoDAsync_v2(src, pattern.as_ptr() as *const c_void, 4096, s),
         0
     );
-    assert_eq!(cuMemcpyPeerAsync(dst, ctx1, src, ctx0, 4096, s), 0);
-    // Pinned host memory receives it back.
+    // From device 2's memory to device 3's, then into pinned host memory.
+    assert_eq!(cuMemcpyPeerAsync(dst, ctx3, src, ctx2, 4096, s), 0);
     let mut host = std::ptr::null_mut();
-    assert_eq!(cuMemHostAlloc(&mut host, 4096, 0), 0);
+    assert_eq!(cuMemHostAlloc(&mut host, 4096, 1), 0);
+    assert_eq!(host as usize % 4096, 0, "page-aligned");
     assert_eq!(cuMemcpyDtoHAsync_v2(host, dst, 4096, s), 0);
     assert_eq!(cuStreamSynchronize(s), 0);
     // SAFETY: 4096 bytes of pinned memory, the copy into them synchronized.
     let back = unsafe { std::slice::from_raw_parts(host as *const u8, 4096) };
     assert_eq!(back, &pattern[..]);
     assert_eq!(cuMemFreeHost(host), 0);
-    assert_eq!(cuMemFreeHost(host), 1);
-    // A context that is not one is refused, and so is memory that is not allocated.
+    assert_eq!(cuMemFreeHost(host), 1, "freed twice");
+    // A context that is not one, memory that is not allocated, memory of another
+    // device than the context says.
     assert_eq!(
-        cuMemcpyPeerAsync(dst, std::ptr::null_mut(), src, ctx0, 64, s),
+        cuMemcpyPeerAsync(dst, std::ptr::null_mut(), src, ctx2, 64, s),
         201
     );
-    assert_eq!(cuMemcpyPeerAsync(dst, ctx1, 8, ctx0, 64, s), 1);
+    assert_eq!(cuMemcpyPeerAsync(dst, ctx3, 8, ctx2, 64, s), 1);
+    assert_eq!(cuMemcpyPeerAsync(src, ctx3, dst, ctx2, 64, s), 1);
+    assert_eq!(
+        cuMemcpyPeerAsync(dst, ctx3, src, ctx2, 8192, s),
+        1,
+        "too long"
+    );
+}
+
+#[test]
+fn pinned_memory_needs_a_context_and_known_flags() {
+    let ctx = retain(4);
+    std::thread::spawn(|| {
+        let mut host = std::ptr::null_mut();
+        assert_eq!(cuMemHostAlloc(&mut host, 64, 0), 201);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(cuCtxSetCurrent(ctx), 0);
+    let mut host = std::ptr::null_mut();
+    assert_eq!(cuMemHostAlloc(&mut host, 64, 0x8), 1, "an unknown flag");
+    // PORTABLE | DEVICEMAP | WRITECOMBINED
+    assert_eq!(cuMemHostAlloc(&mut host, 64, 0x7), 0);
+    assert_eq!(cuMemFreeHost(host), 0);
+    assert_eq!(cuMemFreeHost(0x1000 as *mut c_void), 1, "never allocated");
+}
+
+/// Device time of one copy enqueued by `copy` on `s`, from events around it.
+fn copy_ms(s: CUstream, copy: impl Fn() -> CUresult) -> f64 {
+    let (mut a, mut b) = (std::ptr::null_mut(), std::ptr::null_mut());
+    assert_eq!(cuEventCreate(&mut a, 0), 0);
+    assert_eq!(cuEventCreate(&mut b, 0), 0);
+    assert_eq!(cuEventRecord(a, s), 0);
+    assert_eq!(copy(), 0);
+    assert_eq!(cuEventRecord(b, s), 0);
+    assert_eq!(cuEventSynchronize(b), 0);
+    let mut ms = 0.0f32;
+    assert_eq!(cuEventElapsedTime(&mut ms, a, b), 0);
+    assert_eq!(cuEventDestroy_v2(a), 0);
+    assert_eq!(cuEventDestroy_v2(b), 0);
+    f64::from(ms)
+}
+
+#[test]
+fn copies_take_the_time_of_the_links_the_all_reduce_uses() {
+    const LEN: usize = 15_000_000;
+    // The link's rate and its latency per copy (topo::link and topo::copy_ns).
+    let near = |ms: f64, gbps: f64, latency_ns: f64| {
+        let want_ms = (latency_ns + LEN as f64 / gbps) / 1e6;
+        (ms / want_ms - 1.0).abs() < 0.01
+    };
+    let (ctx5, ctx6) = (retain(5), retain(6));
+    let dst = alloc_on(ctx6, LEN);
+    let src = alloc_on(ctx5, LEN);
+    let s = new_stream();
+    let peer = || cuMemcpyPeerAsync(dst, ctx6, src, ctx5, LEN, s);
+    // Before peer access, staged through the host: down and up at 25 GB/s each.
+    let staged = copy_ms(s, peer);
+    assert!(near(staged, 12.5, 4_000.0), "{staged} ms");
+    // Enabled (either side), over NVLink at 150 GB/s, the P2P link of the ring.
+    assert_eq!(cuCtxEnablePeerAccess(ctx6, 0), 0);
+    let direct = copy_ms(s, peer);
+    assert!(near(direct, 150.0, 1_000.0), "{direct} ms");
+    // Pinned host memory at 25 GB/s both ways; within the GPU at 1500 GB/s.
+    let mut host = std::ptr::null_mut();
+    assert_eq!(cuMemHostAlloc(&mut host, LEN, 1), 0);
+    let up = copy_ms(s, || cuMemcpyHtoDAsync_v2(src, host, LEN, s));
+    let down = copy_ms(s, || cuMemcpyDtoHAsync_v2(host, src, LEN, s));
+    assert!(near(up, 25.0, 2_000.0), "{up} ms");
+    assert!(near(down, 25.0, 2_000.0), "{down} ms");
+    let other = alloc(LEN);
+    let local = copy_ms(s, || cuMemcpyDtoDAsync_v2(other, src, LEN, s));
+    assert!(near(local, 1500.0, 1_500.0), "{local} ms");
+    assert_eq!(cuMemFreeHost(host), 0);
 }

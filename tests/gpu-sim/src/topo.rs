@@ -117,29 +117,34 @@ fn link(topo: Topology, t: Transport) -> (f64, f64) {
 /// near the link bandwidth at large sizes). One rank copies locally.
 pub fn all_reduce_ns(topo: Topology, t: Option<Transport>, bytes: u64, nranks: u32) -> f64 {
     const LAUNCH_NS: f64 = 4_000.0;
-    let Some(t) = t.filter(|_| nranks > 1) else {
-        return LAUNCH_NS / 2.0 + bytes as f64 / 1_500.0;
+    let ns = match t.filter(|_| nranks > 1) {
+        None => LAUNCH_NS / 2.0 + bytes as f64 / 1_500.0,
+        Some(t) => {
+            let (latency, bandwidth) = link(topo, t);
+            let steps = 2.0 * (nranks as f64 - 1.0);
+            LAUNCH_NS + steps * (latency + bytes as f64 / nranks as f64 / bandwidth)
+        }
     };
-    let (latency, bandwidth) = link(topo, t);
-    let steps = 2.0 * (nranks as f64 - 1.0);
-    (LAUNCH_NS + steps * (latency + bytes as f64 / nranks as f64 / bandwidth)) * slowdown()
+    ns * slowdown()
 }
 
 /// `NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN`: every all-reduce takes this many times its
-/// cost while copies keep the links' speed (a collective that falls short of its
-/// links, for tests of the ceiling verdict). 1 by default.
+/// cost while copies keep the links' speed (1.3: each takes 30 % longer than its
+/// links allow, busbw at 1/1.3 of the ceiling, for tests of the ceiling verdict).
+/// 1 by default, and where it is not a positive number.
 fn slowdown() -> f64 {
     env("NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN")
         .and_then(|v| v.parse::<f64>().ok())
-        .filter(|f| f.is_finite() && *f >= 1.0)
+        .filter(|f| f.is_finite() && *f > 0.0)
         .unwrap_or(1.0)
 }
 
-/// Device time of a copy between two GPUs: over the P2P link when `direct`, else
-/// staged through host memory (down to the host and up again).
-pub fn peer_copy_ns(bytes: u64, direct: bool) -> f64 {
+/// Device time of a copy between two GPUs on `topo`: over the P2P link (the same
+/// link an all-reduce's P2P steps use) when `direct`, else staged through host
+/// memory (down to the host and up again).
+pub fn peer_copy_ns(topo: Topology, bytes: u64, direct: bool) -> f64 {
     if direct {
-        let (latency, bandwidth) = link(Topology::from_env(), Transport::P2p);
+        let (latency, bandwidth) = link(topo, Transport::P2p);
         latency + bytes as f64 / bandwidth
     } else {
         2.0 * copy_ns(bytes, true)
