@@ -137,3 +137,201 @@ fn every_shared_nccl_tests_fixture_imports() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("give --nranks"));
 }
+
+/// A `-J` document as nccl-tests 2.17-2.19 writes it with `-I 1` (src/util.cu): one
+/// line, `%lf` numbers, booleans and the root as strings, `per_process_max_times_us`
+/// with two processes. `time(bytes, iteration)` gives each iteration's time (us);
+/// the first process is the slower in even iterations.
+fn json_v3(sizes: &[u64], iters: usize, skip: usize, time: impl Fn(u64, usize) -> f64) -> String {
+    let list = |v: &[f64]| {
+        let cells: Vec<String> = v.iter().map(|t| format!("{t:.6}")).collect();
+        format!("[{}]", cells.join(","))
+    };
+    let mut results = Vec::new();
+    for &bytes in sizes {
+        let times: Vec<f64> = (0..iters).map(|i| time(bytes, i)).collect();
+        let other: Vec<f64> = times.iter().map(|t| t - 0.25).collect();
+        let (first, second) = (
+            times
+                .iter()
+                .zip(&other)
+                .enumerate()
+                .map(|(i, (t, o))| if i % 2 == 0 { *t } else { *o })
+                .collect::<Vec<_>>(),
+            times
+                .iter()
+                .zip(&other)
+                .enumerate()
+                .map(|(i, (t, o))| if i % 2 == 0 { *o } else { *t })
+                .collect::<Vec<_>>(),
+        );
+        let summary: Vec<f64> = times[skip..].to_vec();
+        let mean = times.iter().sum::<f64>() / iters as f64;
+        let algbw = bytes as f64 / mean / 1e3;
+        let per_iter = |key: &str| {
+            let mut sorted = summary.clone();
+            sorted.sort_by(f64::total_cmp);
+            let n = sorted.len();
+            let avg = sorted.iter().sum::<f64>() / n as f64;
+            format!(
+                concat!(
+                    r#""{}":{{"skipped_iterations":{},"min_us":{:.6},"max_us":{:.6},"avg_us":{:.6},"#,
+                    r#""p50_us":{:.6},"p95_us":{:.6},"p99_us":{:.6},"stdev_us":0.000000,"cv_pct":0.000000,"#,
+                    r#""times_us":{},"per_process_max_times_us":[{},{}]}}"#
+                ),
+                key,
+                skip,
+                sorted[0],
+                sorted[n - 1],
+                avg,
+                sorted[n / 2],
+                sorted[n * 95 / 100],
+                sorted[n * 99 / 100],
+                list(&times),
+                list(&first),
+                list(&second)
+            )
+        };
+        results.push(format!(
+            concat!(
+                r#"{{"size":{},"count":{},"type":"float","redop":"sum","root":"    -1","#,
+                r#""out_of_place":{{"time":{:.6},"alg_bw":{:.6},"bus_bw":{:.6},"nwrong":0.000000}},{},"#,
+                r#""in_place":{{"time":{:.6},"alg_bw":{:.6},"bus_bw":{:.6},"nwrong":0.000000}},{},"#,
+                r#""actual_iterations":{},"experiment_name":""}}"#
+            ),
+            bytes,
+            bytes / 4,
+            mean,
+            algbw,
+            algbw,
+            per_iter("out_of_place_per_iter"),
+            mean,
+            algbw,
+            algbw,
+            per_iter("in_place_per_iter"),
+            iters
+        ));
+    }
+    format!(
+        concat!(
+            r#"{{"version":3,"start_time":"2026-11-20 02:00:00","#,
+            r#""args":["./build/all_reduce_perf","-b","1K","-e","4M","-f","4","-g","1","-n","{}","-I","1","-K","{}","-J","out.json"],"#,
+            r#""env":["NCCL_DEBUG=WARN"],"nccl_version":22703,"#,
+            r#""config":{{"nthreads":1,"ngpus":1,"minimum_bytes":1024,"maximum_bytes":4194304,"step_factor":4,"#,
+            r#""warmup_iters":5,"iterations":{},"aggregated_iterations":1,"validation":1,"graph":0,"#,
+            r#""blocking_collectives":"false","per_iter_timing":"true","per_iter_skip":{},"parallel_init":"false","#,
+            r#""devices":[{{"rank":0,"group":0,"pid":101,"hostname":"node1","device":0,"device_hex":"0000:18:00","device_info":"NVIDIA H100 80GB HBM3"}},"#,
+            r#"{{"rank":1,"group":0,"pid":102,"hostname":"node1","device":1,"device_hex":"0000:2a:00","device_info":"NVIDIA H100 80GB HBM3"}}]}},"#,
+            r#""results":[{}],"out_of_bounds":{{"count":0,"okay":"true"}},"#,
+            r#""average_bus_bandwidth":{{"bandwidth":1.000000,"okay":"unchecked"}},"errors":[],"end_time":"2026-11-20 02:00:09"}}"#
+        ),
+        iters,
+        skip,
+        iters,
+        skip,
+        results.join(",")
+    )
+}
+
+/// Noise a run keeps from one import to the next: a fixed pattern, so the test
+/// cannot fail by chance.
+fn jitter(bytes: u64, i: usize, seed: u64) -> f64 {
+    let x = (i as u64 * 2654435761 + bytes * 40503 + seed * 97) % 1000;
+    1.0 + x as f64 / 1000.0 * 0.04
+}
+
+const JSON_SIZES: [u64; 4] = [1024, 16384, 1 << 20, 4 << 20];
+
+fn json_time(bytes: u64, i: usize, scale_large: f64, seed: u64) -> f64 {
+    let base = 8.0 + bytes as f64 / 20_000.0;
+    let scale = if bytes >= 1 << 20 { scale_large } else { 1.0 };
+    (base * jitter(bytes, i, seed) * scale * 1000.0).round() / 1000.0
+}
+
+#[test]
+fn json_per_iteration_times_become_histograms_and_compare_bootstraps_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (iters, skip) = (200, 3);
+    let doc = json_v3(&JSON_SIZES, iters, skip, |b, i| json_time(b, i, 1.0, 1));
+    let file = tmp.path().join("base.json");
+    std::fs::write(&file, &doc).unwrap();
+    let base = tmp.path().join("base");
+    let o = import(&file, &base, &[]);
+    assert!(o.status.success(), "{}", common::text(&o));
+
+    // Every time after the -K skip reaches the case's histogram, and nothing else.
+    let histograms: std::collections::HashMap<String, hdrhistogram::Histogram<u64>> =
+        nccl_bench::export::hlog::read(&base.join("histograms.hlog"))
+            .unwrap()
+            .into_iter()
+            .collect();
+    assert_eq!(histograms.len(), 8, "out-of-place and in-place, 4 sizes");
+    let rows = common::rows(&base);
+    for &bytes in &JSON_SIZES {
+        let tag = format!("default/n2/{bytes}/float/sum");
+        let h = &histograms[&tag];
+        let mut expected: Vec<u64> = (skip..iters)
+            .map(|i| (json_time(bytes, i, 1.0, 1) * 1e3).round() as u64)
+            .collect();
+        assert_eq!(h.len(), expected.len() as u64, "{tag}");
+        expected.sort_unstable();
+        let mut recorded = Vec::new();
+        for v in h.iter_recorded() {
+            for _ in 0..v.count_at_value() {
+                recorded.push(v.value_iterated_to());
+            }
+        }
+        for (r, e) in recorded.iter().zip(&expected) {
+            assert!(h.equivalent(*r, *e), "{tag}: {r} ns recorded for {e} ns");
+        }
+        let row = rows
+            .iter()
+            .find(|r| r["config"] == "default" && r["bytes"] == bytes.to_string())
+            .unwrap();
+        assert_eq!(row["hist_tag"], tag);
+        let p50: f64 = row["p50_us"].parse().unwrap();
+        let median = expected[(expected.len() - 1) / 2] as f64 / 1e3;
+        assert!((p50 - median).abs() / median < 0.002, "{p50} vs {median}");
+        assert!(!row["median_ci_low_us"].is_empty() && !row["quality"].is_empty());
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(base.join("manifest.json")).unwrap()).unwrap();
+    let note = manifest["backend"]["note"].as_str().unwrap();
+    assert!(
+        note.contains("per-iteration times (-I 1) as histograms"),
+        "{note}"
+    );
+
+    // Another night, 10 % slower from 1 MiB: the bootstrap over the histograms finds
+    // exactly those, and never falls back to the means.
+    let doc = json_v3(&JSON_SIZES, iters, skip, |b, i| json_time(b, i, 1.10, 2));
+    let file = tmp.path().join("slow.json");
+    std::fs::write(&file, &doc).unwrap();
+    let slow = tmp.path().join("slow");
+    assert!(import(&file, &slow, &[]).status.success());
+    let o = run(&[
+        "compare".as_ref(),
+        base.as_os_str(),
+        slow.as_os_str(),
+        "--threshold".as_ref(),
+        "5%".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["means_only"], false);
+    let pairs = report["rows"].as_array().unwrap();
+    assert_eq!(pairs.len(), 8);
+    for pair in pairs {
+        let method = &pair["comparison"]["method"];
+        assert!(method.get("bootstrap").is_some(), "{pair}");
+        let large = pair["bytes"].as_u64().unwrap() >= 1 << 20;
+        let outcome = pair["outcome"].as_str().unwrap();
+        assert_eq!(
+            outcome,
+            if large { "regressed" } else { "unchanged" },
+            "{pair}"
+        );
+    }
+}

@@ -1,11 +1,14 @@
 //! `nccl-bench import`: nccl-tests all_reduce_perf output (text or `-J` JSON) becomes
 //! a normal run directory (backend `nccl-tests`), so that compare (and report) read
 //! the numbers people already have next to nccl-bench's own. Out-of-place rows go
-//! under the config's name, in-place rows under `<config>-inplace`. Only mean times
-//! exist: the CSV's percentile columns stay empty and there is no histogram log entry.
+//! under the config's name, in-place rows under `<config>-inplace`. Where the output
+//! has per-iteration times (`-I 1` with `-J`), each case gets a histogram of them
+//! and the percentile, median-interval and quality columns, so compare, check and
+//! history treat it like a sweep's; otherwise only the mean is known and those
+//! columns stay empty.
 
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, bail, Context, Result};
 
@@ -14,12 +17,16 @@ use crate::config::transport::{builtin_configs, check_name, TransportConfig};
 use crate::config::IterationPolicy;
 use crate::export::csv::RowCells;
 use crate::export::{RunDir, RunWriter};
-use crate::import::{self, ImportedRank, ImportedRun, Timing};
+use crate::import::{self, ImportedRank, ImportedRun, IterStats, Timing};
 use crate::model::{
-    BackendInfo, CaseCounts, CaseStatus, ClusterInfo, GpuFacts, GpuInfo, HostInfo, NcclChoice,
-    RankInfo, RunManifest, RunStatus, ToolInfo, SCHEMA_VERSION,
+    BackendInfo, CaseCounts, CaseKey, CaseStatus, ClusterInfo, GpuFacts, GpuInfo, HostInfo,
+    NcclChoice, RankInfo, RunManifest, RunStatus, ToolInfo, SCHEMA_VERSION,
 };
 use crate::ops::{DataType, ReduceOp};
+use crate::stats::quality::{
+    case_flags, neighbour_flags, reasons, verdict, CaseShape, Drift, Flag, Point, Quality,
+};
+use crate::stats::LatencyRecorder;
 
 pub const BACKEND: &str = "nccl-tests";
 
@@ -55,6 +62,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
     let writer = RunWriter::new(dir, SystemTime::now())?;
     let mut counts = CaseCounts::default();
     let mut configs = vec![config.clone()];
+    let mut cases: Vec<Imported> = Vec::new();
     for row in &parsed.rows {
         let mut sides = vec![(config.clone(), &row.out_of_place)];
         if let Some(in_place) = &row.in_place {
@@ -69,14 +77,49 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
                 &name, nranks, row.bytes, &row.dtype, &row.op, timing, &args.file, row.line,
             );
             cells.iters = iters;
-            counts.total += 1;
-            counts.add(if cells.status == "ok" {
-                CaseStatus::Ok
+            let times = timing.per_iter.as_ref().map(timed).unwrap_or_default();
+            let (recorder, flags) = if times.is_empty() {
+                (None, Vec::new())
             } else {
-                CaseStatus::Wrong
+                let (recorder, flags) = per_iteration(&mut cells, &times);
+                cells.hist_tag = CaseKey {
+                    config: name.clone(),
+                    nranks,
+                    bytes: row.bytes,
+                    dtype,
+                    op,
+                }
+                .tag();
+                (Some(recorder), flags)
+            };
+            cases.push(Imported {
+                cells,
+                recorder,
+                flags,
             });
-            writer.record_row(&cells)?;
         }
+    }
+    assess(&mut cases);
+    let per_iteration_cases = cases.iter().filter(|c| c.recorder.is_some()).count();
+    for case in &cases {
+        counts.total += 1;
+        counts.add(if case.cells.status == "ok" {
+            CaseStatus::Ok
+        } else {
+            CaseStatus::Wrong
+        });
+        if let Some(q) = Quality::parse(&case.cells.quality) {
+            counts.add_quality(q);
+        }
+        if let Some(recorder) = &case.recorder {
+            writer.record_tagged_histogram(
+                recorder.histogram(),
+                &case.cells.hist_tag,
+                Duration::ZERO,
+                Duration::ZERO,
+            )?;
+        }
+        writer.record_row(&case.cells)?;
     }
     let env: std::collections::BTreeMap<String, String> = parsed.env.iter().cloned().collect();
     let manifest = RunManifest {
@@ -84,7 +127,9 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
         tool: ToolInfo {
             name: "nccl-bench".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            git_rev: option_env!("NCCL_BENCH_GIT_REV").unwrap_or("unknown").into(),
+            git_rev: option_env!("NCCL_BENCH_GIT_REV")
+                .unwrap_or("unknown")
+                .into(),
         },
         command_line: std::env::args().collect(),
         label: None,
@@ -96,10 +141,19 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
             requested: "import".into(),
             used: BACKEND.into(),
             note: format!(
-                "imported from {} (nccl-tests all_reduce_perf{}{}): mean times only, no per-iteration data",
+                "imported from {} (nccl-tests all_reduce_perf{}{}): {}",
                 args.file.display(),
-                parsed.nccl_tests_version.as_deref().map(|v| format!(" {v}")).unwrap_or_default(),
-                parsed.command.as_deref().map(|c| format!(", `{c}`")).unwrap_or_default()
+                parsed
+                    .nccl_tests_version
+                    .as_deref()
+                    .map(|v| format!(" {v}"))
+                    .unwrap_or_default(),
+                parsed
+                    .command
+                    .as_deref()
+                    .map(|c| format!(", `{c}`"))
+                    .unwrap_or_default(),
+                timing_note(per_iteration_cases, cases.len()),
             ),
         },
         nccl: parsed.nccl_version.clone().map(|version| NcclChoice {
@@ -146,6 +200,94 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
     );
     crate::sweep::session::write_report(&writer.dir().path);
     Ok(0)
+}
+
+/// One imported case: its row and, with per-iteration times (`-I 1`, JSON), their
+/// histogram and the quality rules' flags.
+struct Imported {
+    cells: RowCells,
+    recorder: Option<LatencyRecorder>,
+    flags: Vec<Flag>,
+}
+
+/// The iterations nccl-tests' own `-I` summary counts: all but the first
+/// `skipped_iterations` (`-K`, left out as warm-up).
+fn timed(stats: &IterStats) -> Vec<f64> {
+    let skip = stats.skipped_iterations.unwrap_or(0) as usize;
+    stats.times_us.iter().skip(skip).copied().collect()
+}
+
+/// Puts every iteration time (the max over ranks, as nccl-tests measures it) into a
+/// histogram like the sweep's own and fills the row's percentiles, spread and median
+/// interval from it; returns the histogram and the quality rules' flags on the case
+/// itself. The mean, algbw and busbw stay nccl-tests' own (from
+/// its batch time). Times that are not a number (a failed iteration) are left out.
+fn per_iteration(cells: &mut RowCells, times_us: &[f64]) -> (LatencyRecorder, Vec<Flag>) {
+    let mut recorder = LatencyRecorder::new();
+    let mut drift = Drift::new();
+    let ns: Vec<u64> = times_us
+        .iter()
+        .filter(|t| t.is_finite() && **t >= 0.0)
+        .map(|t| (t * 1e3).round() as u64)
+        .collect();
+    for &v in &ns {
+        recorder.record(v);
+    }
+    drift.add_batch(ns);
+    let s = recorder.summary();
+    cells.min_us = Some(s.min_us);
+    cells.p50_us = Some(s.p50_us);
+    cells.p90_us = Some(s.p90_us);
+    cells.p99_us = Some(s.p99_us);
+    cells.max_us = Some(s.max_us);
+    cells.stddev_us = Some(s.stddev_us);
+    cells.median_ci_us = Some(s.median_ci_us);
+    let flags = case_flags(&CaseShape::of(&recorder, &drift));
+    (recorder, flags)
+}
+
+/// The quality of every case with a histogram: the rules on the case itself and,
+/// among the ok ones of a config, the rules across sizes (the sweep's quality pass,
+/// without the second measurement it can make).
+fn assess(cases: &mut [Imported]) {
+    let mut names: Vec<String> = cases.iter().map(|c| c.cells.config.clone()).collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        let members: Vec<usize> = (0..cases.len())
+            .filter(|&i| {
+                let c = &cases[i].cells;
+                c.config == name && c.status == "ok" && cases[i].recorder.is_some()
+            })
+            .collect();
+        let points: Vec<Point> = members
+            .iter()
+            .map(|&i| {
+                let c = &cases[i].cells;
+                Point {
+                    bytes: c.bytes,
+                    p50_us: c.p50_us.unwrap_or(0.0),
+                    ci_us: c.median_ci_us.unwrap_or((0.0, f64::INFINITY)),
+                }
+            })
+            .collect();
+        for (&i, extra) in members.iter().zip(neighbour_flags(&points)) {
+            cases[i].flags.extend(extra);
+        }
+    }
+    for case in cases.iter_mut().filter(|c| c.recorder.is_some()) {
+        case.cells.quality = verdict(&case.flags).name().into();
+        case.cells.quality_note = reasons(&case.flags);
+    }
+}
+
+/// What the manifest says about the timings an import holds.
+fn timing_note(with_iterations: usize, cases: usize) -> String {
+    match with_iterations {
+        0 => "mean times only, no per-iteration data".into(),
+        n if n == cases => "per-iteration times (-I 1) as histograms".into(),
+        n => format!("per-iteration times (-I 1) as histograms for {n} of {cases} cases, mean times only for the rest"),
+    }
 }
 
 /// The GPUs nccl-tests listed, one per rank in rank order (what the report matches

@@ -217,12 +217,24 @@ impl RunWriter {
         histogram: &Histogram<u64>,
         start: Duration,
     ) -> Result<()> {
-        let line = hlog::line(
+        self.record_tagged_histogram(
             histogram,
             &result.hist_tag(),
             start,
             Duration::from_secs_f64(result.duration_s),
-        )?;
+        )
+    }
+
+    /// Appends a histogram under `tag`, for the interval `start` (from the run's
+    /// start) to `start + length`.
+    pub fn record_tagged_histogram(
+        &self,
+        histogram: &Histogram<u64>,
+        tag: &str,
+        start: Duration,
+        length: Duration,
+    ) -> Result<()> {
+        let line = hlog::line(histogram, tag, start, length)?;
         atomic::append(&self.dir.file(HISTOGRAMS), &self.hlog_header, &line)
             .with_context(|| format!("cannot write {}", self.dir.file(HISTOGRAMS).display()))
     }

@@ -117,7 +117,12 @@ pub struct IterStats {
     pub stdev_us: Option<f64>,
     /// Leading iterations left out of the statistics (`-K`).
     pub skipped_iterations: Option<u32>,
+    /// Every iteration's time (JSON only), skipped ones included: per iteration the
+    /// max over all ranks.
     pub times_us: Vec<f64>,
+    /// Per process, every iteration's time (the max over that process's GPUs), from
+    /// `per_process_max_times_us` (JSON of runs with several processes).
+    pub process_times_us: Vec<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Error)]

@@ -151,6 +151,11 @@ fn json_timing(t: &JsonTiming, per_iter: Option<&JsonIter>) -> Option<Timing> {
             stdev_us: p.stdev_us.map(|v| v.0),
             skipped_iterations: p.skipped_iterations,
             times_us: p.times_us.iter().map(|v| v.0).collect(),
+            process_times_us: p
+                .per_process_max_times_us
+                .iter()
+                .map(|times| times.iter().map(|v| v.0).collect())
+                .collect(),
         }),
     })
 }
@@ -270,6 +275,10 @@ struct JsonIter {
     cv_pct: Num,
     #[serde(default)]
     times_us: Vec<Num>,
+    /// Each process's own per-iteration times (the max over its GPUs), with more
+    /// than one process.
+    #[serde(default)]
+    per_process_max_times_us: Vec<Vec<Num>>,
 }
 
 /// A number; nccl-tests writes NaN as the string "nan".

@@ -176,3 +176,26 @@ fn json_errors_carry_lines() {
     // a results list that is there but empty is a run without rows
     assert!(parse("{\"results\": []}").unwrap().rows.is_empty());
 }
+
+#[test]
+fn per_process_times_of_a_multi_process_run_are_kept() {
+    let doc = JSON_ONE_LINE.replacen(
+        r#""times_us":[10.000000,10.500000,11.000000]}"#,
+        r#""times_us":[10.000000,10.500000,11.000000],"per_process_max_times_us":[[10.000000,10.100000,11.000000],[9.900000,10.500000,10.800000]]}"#,
+        1,
+    );
+    assert_ne!(doc, JSON_ONE_LINE);
+    let run = parse(&doc).unwrap();
+    let stats = run.rows[0].out_of_place.per_iter.as_ref().unwrap();
+    assert_eq!(
+        stats.process_times_us,
+        vec![vec![10.0, 10.1, 11.0], vec![9.9, 10.5, 10.8]]
+    );
+    let in_place = run.rows[0].in_place.as_ref().unwrap();
+    assert!(in_place
+        .per_iter
+        .as_ref()
+        .unwrap()
+        .process_times_us
+        .is_empty());
+}
