@@ -47,6 +47,8 @@ pub enum Command {
     Baseline(BaselineArgs),
     /// Check a run against a baseline, case by case (exit 1 when a case fails); table, markdown, JSON or JUnit XML
     Check(CheckArgs),
+    /// Many runs over time: busbw and latency per config and size, each step with the two runs around it and what changed
+    History(HistoryArgs),
     /// Turn nccl-tests all_reduce_perf output (text or -J JSON) into a run directory
     Import(ImportArgs),
     /// Write report.md for a run directory: tables per GPU count and the SHM verdict
@@ -285,6 +287,62 @@ pub struct BaselineArgs {
     /// Where to write the baseline (an existing file is not overwritten)
     #[arg(short = 'o', long = "output", value_name = "FILE.json")]
     pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    Table,
+    Markdown,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 (steps are reported, not failed: gate with `check`), 2 error.\n\n\
+Examples:\n  \
+nccl-bench history results/                       every run found under results/\n  \
+nccl-bench history results/nightly-* --sizes max,1M -o history/   with charts\n  \
+nccl-bench history results/ --histograms          bootstrap over the histograms (reads them all)"
+)]
+pub struct HistoryArgs {
+    /// Run directories, or directories holding them (searched up to three levels down)
+    #[arg(value_name = "RUN_OR_RESULTS_DIR", required = true)]
+    pub runs: Vec<PathBuf>,
+
+    /// Sizes to follow, comma-separated: `max` (the largest) or a size such as 64K (the runs' nearest)
+    #[arg(long, value_delimiter = ',', default_value = "max,64K,8", value_parser = parse_size_choice)]
+    pub sizes: Vec<crate::analysis::history::SizeChoice>,
+
+    /// A run is a step when its median's whole interval against the level before it is beyond this
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = units::parse_percent)]
+    pub threshold: f64,
+
+    /// How many runs of the current level each run is judged against
+    #[arg(long, value_name = "N", default_value_t = crate::analysis::history::DEFAULT_WINDOW, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100))]
+    pub window: usize,
+
+    /// Judge with compare's bootstrap over the histograms (reads every run's histograms: slower) instead of the medians' intervals in results.csv
+    #[arg(long)]
+    pub histograms: bool,
+
+    /// Output format on standard output
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
+    pub format: HistoryFormat,
+
+    /// Also write history.md, history.json, history.csv and the charts (SVG, PNG) into this directory
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+fn parse_size_choice(text: &str) -> Result<crate::analysis::history::SizeChoice, String> {
+    use crate::analysis::history::SizeChoice;
+    match text.trim() {
+        "max" | "largest" => Ok(SizeChoice::Largest),
+        t => Bytes::parse(t)
+            .map(|b| SizeChoice::Near(b.0))
+            .map_err(|e| format!("{e} (or `max`)")),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -21,6 +21,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Compare(args) => nccl_bench::cmd::compare::run(&args),
         Command::Baseline(args) => nccl_bench::cmd::baseline::run(&args),
         Command::Check(args) => nccl_bench::cmd::check::run(&args),
+        Command::History(args) => nccl_bench::cmd::history::run(&args),
         Command::Import(args) => nccl_bench::cmd::import::run(&args),
         Command::Report(args) => nccl_bench::cmd::report::run(&args),
         Command::Explain(args) => nccl_bench::cmd::explain::run(&args),

@@ -9,10 +9,7 @@ use std::process::Output;
 use std::time::{Duration, SystemTime};
 
 use nccl_bench::export::{RunDir, RunWriter};
-use nccl_bench::model::{
-    BackendInfo, CaseCounts, CaseKey, CaseResult, CaseStatus, HostInfo, RunManifest, RunStatus,
-    ToolInfo,
-};
+use nccl_bench::model::{CaseKey, CaseResult, CaseStatus};
 use nccl_bench::ops::{DataType, ReduceOp};
 use nccl_bench::stats::quality::Quality;
 use nccl_bench::stats::{Bandwidth, LatencyRecorder};
@@ -43,43 +40,8 @@ fn write_run_with(
     let dir = RunDir::create(parent, name, "synthetic", None).unwrap();
     let path = dir.path.clone();
     let writer = RunWriter::new(dir, SystemTime::now()).unwrap();
-    let manifest = RunManifest {
-        schema_version: 1,
-        tool: ToolInfo {
-            name: "nccl-bench".into(),
-            version: "test".into(),
-            git_rev: "test".into(),
-        },
-        command_line: vec![],
-        label: None,
-        status: RunStatus::Complete,
-        started_at: String::new(),
-        finished_at: None,
-        error: None,
-        backend: BackendInfo {
-            requested: "host".into(),
-            used: "host".into(),
-            note: "synthetic".into(),
-        },
-        nccl: None,
-        nccl_per_config: Default::default(),
-        gpu: None,
-        host: HostInfo::default(),
-        configs: vec![],
-        gpu_counts: vec![2],
-        sizes: vec![],
-        dtype: DataType::Float,
-        op: ReduceOp::Sum,
-        iterations: nccl_bench::config::IterationPolicy::Fixed { iters: 2000 },
-        warmup_iters: 5,
-        graph_iters: graph,
-        timeout_s: 60.0,
-        cases: CaseCounts::default(),
-        warnings: vec![],
-        cluster: None,
-        doctor: Vec::new(),
-        ceilings: None,
-    };
+    let mut manifest = common::synthetic_manifest("host");
+    manifest.graph_iters = graph;
     writer.write_manifest(&manifest).unwrap();
     for (i, (config, bytes, scale)) in specs.iter().enumerate() {
         let key = CaseKey {

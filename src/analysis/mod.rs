@@ -8,6 +8,8 @@ pub mod compare;
 pub mod compare_render;
 pub mod expected;
 pub mod explain;
+pub mod history;
+pub mod history_render;
 pub mod model_table;
 pub mod nccl_log;
 pub mod report;

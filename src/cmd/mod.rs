@@ -7,5 +7,6 @@ pub mod compare;
 pub mod configs;
 pub mod doctor;
 pub mod explain;
+pub mod history;
 pub mod import;
 pub mod report;

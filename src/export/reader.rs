@@ -88,8 +88,13 @@ pub struct ManifestHead {
     pub configs: Vec<ConfigHead>,
     #[serde(default)]
     pub nccl: Option<NcclHead>,
+    /// Configs that ran with their own libnccl (`nccl_lib` in the TOML).
+    #[serde(default)]
+    pub nccl_per_config: std::collections::BTreeMap<String, NcclHead>,
     #[serde(default)]
     pub gpu: Option<serde_json::Value>,
+    #[serde(default)]
+    pub tool: ToolHead,
     /// The ranks of a `run` (absent for `sweep` and imports).
     #[serde(default)]
     pub cluster: Option<crate::model::ClusterInfo>,
@@ -109,6 +114,17 @@ pub struct ConfigHead {
 pub struct NcclHead {
     #[serde(default)]
     pub version: String,
+    /// The library file loaded.
+    #[serde(default)]
+    pub path: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ToolHead {
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub git_rev: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -143,6 +159,15 @@ pub struct RunData {
 
 impl RunData {
     pub fn load(dir: &Path) -> Result<RunData> {
+        RunData::load_with(dir, true)
+    }
+
+    /// The manifest and results.csv only: what reading hundreds of runs needs.
+    pub fn load_summary(dir: &Path) -> Result<RunData> {
+        RunData::load_with(dir, false)
+    }
+
+    fn load_with(dir: &Path, histograms: bool) -> Result<RunData> {
         if !dir.is_dir() {
             bail!("{} is not a directory", dir.display());
         }
@@ -161,7 +186,7 @@ impl RunData {
         };
         let cases = read_rows(&csv_path)?;
         let hlog_path = dir.join(HISTOGRAMS);
-        let histograms = if hlog_path.is_file() {
+        let histograms = if histograms && hlog_path.is_file() {
             hlog::read(&hlog_path)?.into_iter().collect()
         } else {
             HashMap::new()

@@ -5,6 +5,7 @@
 
 mod busbw;
 mod common;
+mod history;
 mod latency;
 mod relative;
 mod scaling;
@@ -17,6 +18,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::export::reader::RunData;
+
+pub use history::draw as draw_history;
 
 /// The folder of a run directory that holds its charts.
 pub const PLOTS: &str = "plots";

@@ -293,3 +293,47 @@ pub fn assert_stopped_after_the_first_case(run: &Path, shm: &Path, stopped_by: &
     assert_eq!(cases.len(), 1, "{cases:?}");
     assert_eq!(cases[0]["status"], "ok");
 }
+
+/// The manifest of a synthetic run of 2-rank float sums on `backend`, complete, with
+/// no GPU, NCCL or host facts: tests fill in what they need.
+pub fn synthetic_manifest(backend: &str) -> nccl_bench::model::RunManifest {
+    use nccl_bench::model::{BackendInfo, CaseCounts, HostInfo, RunManifest, RunStatus, ToolInfo};
+    use nccl_bench::ops::{DataType, ReduceOp};
+    RunManifest {
+        schema_version: 1,
+        tool: ToolInfo {
+            name: "nccl-bench".into(),
+            version: "test".into(),
+            git_rev: "test".into(),
+        },
+        command_line: vec![],
+        label: None,
+        status: RunStatus::Complete,
+        started_at: String::new(),
+        finished_at: None,
+        error: None,
+        backend: BackendInfo {
+            requested: backend.into(),
+            used: backend.into(),
+            note: "synthetic".into(),
+        },
+        nccl: None,
+        nccl_per_config: Default::default(),
+        gpu: None,
+        host: HostInfo::default(),
+        configs: vec![],
+        gpu_counts: vec![2],
+        sizes: vec![],
+        dtype: DataType::Float,
+        op: ReduceOp::Sum,
+        iterations: nccl_bench::config::IterationPolicy::Fixed { iters: 2000 },
+        warmup_iters: 5,
+        graph_iters: 0,
+        timeout_s: 60.0,
+        cases: CaseCounts::default(),
+        warnings: vec![],
+        cluster: None,
+        doctor: Vec::new(),
+        ceilings: None,
+    }
+}

@@ -1,0 +1,559 @@
+//! `history`: one sweep repeated over time (nightly, after each driver, NCCL or
+//! firmware upgrade), read as series and searched for steps.
+//!
+//! A series is one case (backend, config, ranks, size, datatype, op) across the
+//! runs, in the order they started. Each run's median iteration time is judged
+//! against the level before it: the runs since the last step, at most `window` of
+//! them, ok and trusted by the quality rules. The change's 95 % interval spans every
+//! run of the level: from the run's median interval against each level run's, or
+//! with histograms compare's bootstrap against each level run, the lowest low end to
+//! the highest high end. So the night-to-night spread of the level widens it, not
+//! only each run's own noise, and compare's rule (`stats::compare::classify`) calls
+//! it against the threshold. A run beyond the threshold is a step when the next
+//! run is beyond it too, in the same direction (the level moved); the latest run
+//! cannot be confirmed yet and says so. Otherwise it is a one-off and stays out of
+//! the level. Each step names the two runs around it and what their manifests say
+//! changed: NCCL, its library, driver, CUDA, GPUs, hosts, the config's variables,
+//! nccl-bench itself.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::analysis::compare::seed;
+use crate::export::reader::{CaseRow, RunData};
+use crate::stats::compare::{classify, compare_histograms, Verdict, DEFAULT_RESAMPLES};
+
+/// The sizes a history follows in each series group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeChoice {
+    /// The largest size the runs have.
+    Largest,
+    /// The size the runs have nearest to this one (on a log scale).
+    Near(u64),
+}
+
+/// The default: the largest size, 64 KiB and 8 B (latency).
+pub const DEFAULT_SIZES: [SizeChoice; 3] = [
+    SizeChoice::Largest,
+    SizeChoice::Near(64 * 1024),
+    SizeChoice::Near(8),
+];
+
+/// How many runs of the current level a run is judged against.
+pub const DEFAULT_WINDOW: usize = 5;
+
+/// The settings of a history.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub sizes: Vec<SizeChoice>,
+    pub threshold: f64,
+    pub window: usize,
+    /// Bootstrap over the histograms (the runs were loaded with them) instead of
+    /// the medians' intervals in results.csv.
+    pub bootstrap: bool,
+}
+
+/// One run, as the history lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunEntry {
+    pub dir: String,
+    /// The directory's name, what tables show.
+    pub name: String,
+    pub started_at: String,
+    pub label: Option<String>,
+    pub backend: String,
+}
+
+/// A series: one case over the runs that have it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub backend: String,
+    pub config: String,
+    pub nranks: u32,
+    pub bytes: u64,
+    pub dtype: String,
+    pub op: String,
+    pub points: Vec<Point>,
+    pub steps: Vec<Step>,
+    pub one_offs: Vec<OneOff>,
+}
+
+/// One run's result in a series.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// Index into [`History::runs`].
+    pub run: usize,
+    pub status: String,
+    /// The median iteration time (the mean for runs without per-iteration data), us.
+    pub median_us: Option<f64>,
+    /// Its 95 % interval, us.
+    pub ci_us: Option<(f64, f64)>,
+    pub busbw_gbps: Option<f64>,
+    /// Ok, and not flagged by the quality rules: a point steps are judged on.
+    pub trusted: bool,
+    #[serde(skip)]
+    hist_tag: Option<String>,
+}
+
+/// A change of level between two runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// The last run of the old level and the first of the new one ([`History::runs`]).
+    pub before: usize,
+    pub after: usize,
+    pub verdict: Verdict,
+    /// The first run's median against the old level's (the median of its runs'
+    /// medians), a fraction: +0.10 is 10 % slower.
+    pub change: f64,
+    pub ci: (f64, f64),
+    /// The run after it is beyond the threshold too; false for the latest run.
+    pub confirmed: bool,
+    /// What the two runs' manifests say changed.
+    pub differences: Vec<Difference>,
+}
+
+/// A run beyond the threshold that the next run did not follow.
+#[derive(Debug, Clone, Serialize)]
+pub struct OneOff {
+    pub run: usize,
+    pub verdict: Verdict,
+    pub change: f64,
+    pub ci: (f64, f64),
+}
+
+/// One fact that differs between two runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Difference {
+    pub what: String,
+    pub before: String,
+    pub after: String,
+}
+
+/// Every series of the runs, with their steps.
+#[derive(Debug, Clone, Serialize)]
+pub struct History {
+    pub runs: Vec<RunEntry>,
+    pub threshold: f64,
+    pub window: usize,
+    /// `bootstrap` or `median intervals`.
+    pub method: String,
+    pub series: Vec<Series>,
+}
+
+impl History {
+    pub fn steps(&self) -> impl Iterator<Item = (&Series, &Step)> {
+        self.series
+            .iter()
+            .flat_map(|s| s.steps.iter().map(move |st| (s, st)))
+    }
+}
+
+/// The runs in the order they started (ties by directory), as the history's runs.
+pub fn order(runs: &mut [RunData]) {
+    runs.sort_by(|a, b| {
+        a.manifest
+            .started_at
+            .cmp(&b.manifest.started_at)
+            .then_with(|| a.dir.cmp(&b.dir))
+    });
+}
+
+/// The history of `runs`, which must be in order (see [`order`]).
+pub fn build(runs: &[RunData], opts: &Options) -> History {
+    let entries = runs
+        .iter()
+        .map(|r| RunEntry {
+            dir: r.dir.display().to_string(),
+            name: r
+                .dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| r.dir.display().to_string()),
+            started_at: r.manifest.started_at.clone(),
+            label: r.manifest.label.clone(),
+            backend: r.manifest.backend.used.clone(),
+        })
+        .collect();
+    let mut series = Vec::new();
+    for group in groups(runs) {
+        for bytes in chosen_sizes(runs, &group, &opts.sizes) {
+            let mut s = one_series(runs, &group, bytes);
+            judge(&mut s, runs, opts);
+            series.push(s);
+        }
+    }
+    History {
+        runs: entries,
+        threshold: opts.threshold,
+        window: opts.window,
+        method: if opts.bootstrap {
+            "bootstrap".into()
+        } else {
+            "median intervals".into()
+        },
+        series,
+    }
+}
+
+/// (backend, config, ranks, datatype, op): what a series keeps apart.
+type Group = (String, String, u32, String, String);
+
+fn backend_of<'a>(run: &'a RunData, row: &'a CaseRow) -> &'a str {
+    if row.backend.is_empty() {
+        &run.manifest.backend.used
+    } else {
+        &row.backend
+    }
+}
+
+fn group_of(run: &RunData, c: &CaseRow) -> Group {
+    (
+        backend_of(run, c).to_string(),
+        c.config.clone(),
+        c.nranks,
+        c.dtype.clone(),
+        c.op.clone(),
+    )
+}
+
+/// Whether a case belongs to a group (without building the group's key).
+fn in_group(run: &RunData, c: &CaseRow, g: &Group) -> bool {
+    c.nranks == g.2 && c.config == g.1 && c.dtype == g.3 && c.op == g.4 && backend_of(run, c) == g.0
+}
+
+/// Every group, in the order first seen.
+fn groups(runs: &[RunData]) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for run in runs {
+        for c in &run.cases {
+            if !out.iter().any(|g| in_group(run, c, g)) {
+                out.push(group_of(run, c));
+            }
+        }
+    }
+    out
+}
+
+/// The sizes followed in a group: among the sizes at least half of the group's runs
+/// have (all its sizes when none is that common), each choice's, without repeats.
+fn chosen_sizes(runs: &[RunData], group: &Group, choices: &[SizeChoice]) -> Vec<u64> {
+    let mut runs_with: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut group_runs = 0;
+    for run in runs {
+        let mut sizes: Vec<u64> = run
+            .cases
+            .iter()
+            .filter(|c| in_group(run, c, group))
+            .map(|c| c.bytes)
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        group_runs += usize::from(!sizes.is_empty());
+        for b in sizes {
+            *runs_with.entry(b).or_default() += 1;
+        }
+    }
+    let common: Vec<u64> = runs_with
+        .iter()
+        .filter(|(_, n)| **n * 2 >= group_runs)
+        .map(|(b, _)| *b)
+        .collect();
+    let candidates = if common.is_empty() {
+        runs_with.keys().copied().collect()
+    } else {
+        common
+    };
+    let log = |b: u64| (b.max(1) as f64).log2();
+    let mut out = Vec::new();
+    for choice in choices {
+        let pick = match choice {
+            SizeChoice::Largest => candidates.last().copied(),
+            SizeChoice::Near(target) => candidates.iter().copied().min_by(|a, b| {
+                let da = (log(*a) - log(*target)).abs();
+                let db = (log(*b) - log(*target)).abs();
+                da.total_cmp(&db).then(a.cmp(b))
+            }),
+        };
+        if let Some(b) = pick.filter(|b| !out.contains(b)) {
+            out.push(b);
+        }
+    }
+    out
+}
+
+fn one_series(runs: &[RunData], group: &Group, bytes: u64) -> Series {
+    let points = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, run)| {
+            let c = run
+                .cases
+                .iter()
+                .find(|c| c.bytes == bytes && in_group(run, c, group))?;
+            let median = c.p50_us.or(c.time_us).filter(|m| c.is_ok() && *m > 0.0);
+            Some(Point {
+                run: i,
+                status: c.status.clone(),
+                median_us: median,
+                ci_us: median.map(|m| {
+                    (
+                        c.median_ci_low_us.unwrap_or(m),
+                        c.median_ci_high_us.unwrap_or(m),
+                    )
+                }),
+                busbw_gbps: c.busbw_gbps.filter(|_| c.is_ok()),
+                trusted: c.is_trusted() && median.is_some(),
+                hist_tag: c.hist_tag.clone().filter(|t| !t.is_empty()),
+            })
+        })
+        .collect();
+    Series {
+        backend: group.0.clone(),
+        config: group.1.clone(),
+        nranks: group.2,
+        bytes,
+        dtype: group.3.clone(),
+        op: group.4.clone(),
+        points,
+        steps: Vec::new(),
+        one_offs: Vec::new(),
+    }
+}
+
+/// A run judged against a level: the change and its interval.
+#[derive(Debug, Clone, Copy)]
+struct Judged {
+    point: usize,
+    change: f64,
+    ci: (f64, f64),
+    verdict: Verdict,
+}
+
+/// Finds the series' steps and one-offs (module comment).
+fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
+    let key = (
+        series.config.clone(),
+        series.nranks,
+        series.bytes,
+        series.dtype.clone(),
+        series.op.clone(),
+    );
+    let seed = seed(&key);
+    let interval = |level: &[usize], i: usize| -> (f64, (f64, f64)) {
+        let points = &series.points;
+        let cand = &points[i];
+        let m = cand.median_us.unwrap_or(f64::NAN);
+        let level_median = middle(level.iter().filter_map(|&j| points[j].median_us));
+        let change = m / level_median - 1.0;
+        let mut ci = (change, change);
+        for &j in level {
+            let by_histograms = opts
+                .bootstrap
+                .then(|| histograms(runs, &points[j], cand))
+                .flatten()
+                .and_then(|(hb, hc)| {
+                    compare_histograms(hb, hc, opts.threshold, DEFAULT_RESAMPLES, seed)
+                });
+            let (lo, hi) = match by_histograms {
+                Some(c) => c.ci,
+                None => ends(&points[j], cand),
+            };
+            ci = (ci.0.min(lo), ci.1.max(hi));
+        }
+        (change, ci)
+    };
+    let eligible: Vec<usize> = (0..series.points.len())
+        .filter(|&i| series.points[i].trusted)
+        .collect();
+    let mut level: Vec<usize> = Vec::new();
+    let mut pending: Option<Judged> = None;
+    let mut steps = Vec::new();
+    let mut one_offs = Vec::new();
+    for &i in &eligible {
+        if level.is_empty() {
+            level.push(i);
+            continue;
+        }
+        let window = &level[level.len().saturating_sub(opts.window.max(1))..];
+        let (change, ci) = interval(window, i);
+        let judged = Judged {
+            point: i,
+            change,
+            ci,
+            verdict: classify(ci, opts.threshold),
+        };
+        let beyond = matches!(judged.verdict, Verdict::Regressed | Verdict::Improved);
+        if let Some(p) = pending.take() {
+            if beyond && judged.verdict == p.verdict {
+                let before = *window.last().unwrap_or(&p.point);
+                steps.push(step(series, runs, before, p, true));
+                level = vec![p.point, i];
+                continue;
+            }
+            one_offs.push(OneOff {
+                run: series.points[p.point].run,
+                verdict: p.verdict,
+                change: p.change,
+                ci: p.ci,
+            });
+        }
+        if beyond {
+            pending = Some(judged);
+        } else {
+            level.push(i);
+        }
+    }
+    if let Some(p) = pending {
+        let before = *level.last().unwrap_or(&p.point);
+        steps.push(step(series, runs, before, p, false));
+    }
+    series.steps = steps;
+    series.one_offs = one_offs;
+}
+
+fn step(series: &Series, runs: &[RunData], before: usize, p: Judged, confirmed: bool) -> Step {
+    let (b, a) = (series.points[before].run, series.points[p.point].run);
+    Step {
+        before: b,
+        after: a,
+        verdict: p.verdict,
+        change: p.change,
+        ci: p.ci,
+        confirmed,
+        differences: differences(&runs[b], &runs[a], &series.config),
+    }
+}
+
+fn histograms<'a>(
+    runs: &'a [RunData],
+    base: &Point,
+    cand: &Point,
+) -> Option<(
+    &'a hdrhistogram::Histogram<u64>,
+    &'a hdrhistogram::Histogram<u64>,
+)> {
+    let get = |p: &Point| runs[p.run].histograms.get(p.hist_tag.as_deref()?);
+    Some((get(base)?, get(cand)?))
+}
+
+/// The change's interval from two medians' intervals: the candidate's low end
+/// against the base's high end, and the converse.
+fn ends(base: &Point, cand: &Point) -> (f64, f64) {
+    match (base.ci_us, cand.ci_us) {
+        (Some((blo, bhi)), Some((clo, chi))) if blo > 0.0 && bhi > 0.0 => {
+            (clo / bhi - 1.0, chi / blo - 1.0)
+        }
+        _ => (f64::NEG_INFINITY, f64::INFINITY),
+    }
+}
+
+fn middle(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// What a run's manifest says about where and with what it ran, as (what, value)
+/// pairs; `config`'s own NCCL and variables included.
+pub fn facts(run: &RunData, config: &str) -> Vec<(String, String)> {
+    let m = &run.manifest;
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut add = |what: &str, value: String| {
+        if !value.is_empty() {
+            out.push((what.to_string(), value));
+        }
+    };
+    let nccl = m.nccl_per_config.get(config).or(m.nccl.as_ref());
+    add("NCCL", nccl.map(|n| n.version.clone()).unwrap_or_default());
+    add(
+        "NCCL library",
+        nccl.map(|n| n.path.clone()).unwrap_or_default(),
+    );
+    let gpu = m.gpu.as_ref();
+    let text = |key: &str| {
+        gpu.and_then(|g| g[key].as_str())
+            .filter(|v| *v != "unknown")
+            .unwrap_or("")
+            .to_string()
+    };
+    add("driver", text("driver_version"));
+    add("CUDA", text("cuda_version"));
+    add("GPUs", gpu_models(gpu));
+    let hosts = match &m.cluster {
+        Some(c) => c.hosts.join(","),
+        None => m.host.hostname.clone(),
+    };
+    add("hosts", hosts);
+    if let Some(c) = m.configs.iter().find(|c| c.name == config) {
+        let env: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        add(&format!("{config}'s variables"), env.join(" "));
+    }
+    let tool = match (m.tool.version.as_str(), m.tool.git_rev.as_str()) {
+        ("", _) => String::new(),
+        (v, "" | "unknown") => v.to_string(),
+        (v, rev) => format!("{v} ({rev})"),
+    };
+    add("nccl-bench", tool);
+    out
+}
+
+/// "8 x NVIDIA H100 80GB HBM3" (models in the order first listed).
+fn gpu_models(gpu: Option<&serde_json::Value>) -> String {
+    let Some(list) = gpu.and_then(|g| g["gpus"].as_array()) else {
+        return String::new();
+    };
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for g in list {
+        let name = g["name"].as_str().unwrap_or("?").to_string();
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(n, c)| format!("{c} x {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The facts that differ between two runs (absent on one side shows as "-").
+pub fn differences(before: &RunData, after: &RunData, config: &str) -> Vec<Difference> {
+    let (b, a) = (facts(before, config), facts(after, config));
+    let mut names: Vec<&String> = b.iter().map(|f| &f.0).collect();
+    for (n, _) in &a {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let value = |list: &[(String, String)], name: &str| {
+        list.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| "-".into())
+    };
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let (vb, va) = (value(&b, n), value(&a, n));
+            (vb != va).then(|| Difference {
+                what: n.clone(),
+                before: vb,
+                after: va,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "history_tests.rs"]
+mod tests;

@@ -1,0 +1,209 @@
+use super::*;
+use crate::export::reader::ManifestHead;
+
+/// A run at `level` (1.0 = the base) with each median's interval +-0.3 %.
+fn run(i: usize, level: f64, nccl: &str) -> RunData {
+    let mut manifest = ManifestHead::default();
+    manifest.backend.used = "host".into();
+    manifest.host.hostname = "node1".into();
+    manifest.started_at = format!("2026-10-{:02}T02:00:00Z", i + 1);
+    manifest.nccl = Some(crate::export::reader::NcclHead {
+        version: nccl.into(),
+        path: "/usr/lib/libnccl.so.2".into(),
+    });
+    let cases = [8u64, 65536, 1 << 30]
+        .iter()
+        .map(|&bytes| {
+            let p50 = (5.0 + bytes as f64 / 1e4) * level;
+            CaseRow {
+                config: "default".into(),
+                backend: "host".into(),
+                nranks: 2,
+                bytes,
+                dtype: "float".into(),
+                op: "sum".into(),
+                status: "ok".into(),
+                time_us: Some(p50),
+                p50_us: Some(p50),
+                median_ci_low_us: Some(p50 * 0.997),
+                median_ci_high_us: Some(p50 * 1.003),
+                busbw_gbps: Some(bytes as f64 / p50 / 1e3),
+                quality: "ok".into(),
+                ..CaseRow::default()
+            }
+        })
+        .collect();
+    RunData {
+        dir: format!("results/night-{i:02}").into(),
+        manifest,
+        cases,
+        histograms: Default::default(),
+    }
+}
+
+/// Night-to-night noise of +-1.5 %, a fixed pattern.
+fn noise(i: usize) -> f64 {
+    1.0 + [0.0, 0.012, -0.009, 0.015, -0.015, 0.004, -0.006, 0.009][i % 8]
+}
+
+fn opts() -> Options {
+    Options {
+        sizes: DEFAULT_SIZES.to_vec(),
+        threshold: 0.05,
+        window: DEFAULT_WINDOW,
+        bootstrap: false,
+    }
+}
+
+#[test]
+fn a_ten_percent_step_is_the_one_step_found_with_its_two_runs_and_what_changed() {
+    let runs: Vec<RunData> = (0..30)
+        .map(|i| {
+            let (level, nccl) = if i >= 20 {
+                (1.10, "2.23.4")
+            } else {
+                (1.0, "2.21.5")
+            };
+            run(i, level * noise(i), nccl)
+        })
+        .collect();
+    let h = build(&runs, &opts());
+    assert_eq!(h.series.len(), 3, "largest, 64 KiB, 8 B");
+    assert_eq!(
+        h.series.iter().map(|s| s.bytes).collect::<Vec<_>>(),
+        [1 << 30, 65536, 8]
+    );
+    for s in &h.series {
+        assert_eq!(s.points.len(), 30);
+        assert_eq!(s.steps.len(), 1, "{}: {:?}", s.bytes, s.steps);
+        assert!(s.one_offs.is_empty(), "{:?}", s.one_offs);
+        let step = &s.steps[0];
+        assert_eq!((step.before, step.after), (19, 20));
+        assert_eq!(step.verdict, Verdict::Regressed);
+        assert!(step.confirmed);
+        assert!(step.ci.0 > 0.05 && step.ci.0 <= step.change && step.change <= step.ci.1);
+        assert!((step.change - 0.10).abs() < 0.03, "{}", step.change);
+        assert_eq!(
+            step.differences,
+            vec![Difference {
+                what: "NCCL".into(),
+                before: "2.21.5".into(),
+                after: "2.23.4".into()
+            }]
+        );
+    }
+}
+
+#[test]
+fn a_one_night_blip_is_a_one_off_and_the_latest_run_is_an_unconfirmed_step() {
+    let levels = [1.0, 1.01, 0.99, 1.0, 1.2, 1.0, 1.01, 0.99, 1.0, 0.85];
+    let runs: Vec<RunData> = levels
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| run(i, l, "2.21.5"))
+        .collect();
+    let h = build(&runs, &opts());
+    let s = &h.series[0];
+    assert_eq!(s.one_offs.len(), 1);
+    assert_eq!(s.one_offs[0].run, 4);
+    assert_eq!(s.one_offs[0].verdict, Verdict::Regressed);
+    assert_eq!(s.steps.len(), 1);
+    let step = &s.steps[0];
+    assert_eq!((step.before, step.after), (8, 9));
+    assert_eq!(step.verdict, Verdict::Improved);
+    assert!(!step.confirmed);
+    assert!(step.differences.is_empty());
+}
+
+#[test]
+fn failed_and_flagged_runs_are_shown_but_never_judged() {
+    let mut runs: Vec<RunData> = (0..8).map(|i| run(i, noise(i), "2.21.5")).collect();
+    runs[3].cases[2].status = "timeout".into();
+    runs[5].cases[2].quality = "noisy".into();
+    for c in &mut runs[5].cases {
+        for v in [
+            &mut c.p50_us,
+            &mut c.median_ci_low_us,
+            &mut c.median_ci_high_us,
+        ] {
+            *v = v.map(|t| t * 1.5);
+        }
+    }
+    let h = build(&runs, &opts());
+    let s = &h.series[0];
+    assert_eq!(s.bytes, 1 << 30);
+    assert!(s.steps.is_empty() && s.one_offs.is_empty(), "{s:?}");
+    assert!(!s.points[3].trusted && s.points[3].median_us.is_none());
+    assert!(!s.points[5].trusted && s.points[5].median_us.is_some());
+    // The 64 KiB series of run 5 is 50 % slower and trusted: a one-off.
+    assert_eq!(h.series[1].one_offs.len(), 1);
+}
+
+#[test]
+fn backends_configs_and_rank_counts_are_kept_apart_and_sizes_chosen_per_group() {
+    let mut runs: Vec<RunData> = (0..4).map(|i| run(i, 1.0, "2.21.5")).collect();
+    let mut other = run(4, 2.0, "2.21.5");
+    for c in &mut other.cases {
+        c.backend = "nccl".into();
+        c.nranks = 8;
+    }
+    other.cases.truncate(2);
+    runs.push(other);
+    order(&mut runs);
+    let h = build(
+        &runs,
+        &Options {
+            sizes: vec![SizeChoice::Largest, SizeChoice::Near(100)],
+            ..opts()
+        },
+    );
+    let keys: Vec<(&str, u32, u64, usize)> = h
+        .series
+        .iter()
+        .map(|s| (s.backend.as_str(), s.nranks, s.bytes, s.points.len()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("host", 2, 1 << 30, 4),
+            ("host", 2, 8, 4),
+            ("nccl", 8, 65536, 1),
+            ("nccl", 8, 8, 1)
+        ]
+    );
+    assert!(h.steps().next().is_none());
+}
+
+#[test]
+fn facts_and_their_differences() {
+    let mut a = run(0, 1.0, "2.21.5");
+    let mut b = run(1, 1.0, "2.21.5");
+    a.manifest.gpu = Some(serde_json::json!({
+        "driver_version": "550.54.15", "cuda_version": "12.4",
+        "gpus": [{"name": "NVIDIA H100 80GB HBM3"}, {"name": "NVIDIA H100 80GB HBM3"}]
+    }));
+    b.manifest.gpu = Some(serde_json::json!({
+        "driver_version": "555.42.02", "cuda_version": "12.4",
+        "gpus": [{"name": "NVIDIA H100 80GB HBM3"}, {"name": "NVIDIA H100 80GB HBM3"}]
+    }));
+    b.manifest.host.hostname = "node7".into();
+    b.manifest.configs = vec![crate::export::reader::ConfigHead {
+        name: "default".into(),
+        env: [("NCCL_SHM_DISABLE".to_string(), "1".to_string())].into(),
+    }];
+    let f = facts(&a, "default");
+    assert!(f.contains(&("GPUs".into(), "2 x NVIDIA H100 80GB HBM3".into())));
+    let d = differences(&a, &b, "default");
+    let what: Vec<(&str, &str, &str)> = d
+        .iter()
+        .map(|d| (d.what.as_str(), d.before.as_str(), d.after.as_str()))
+        .collect();
+    assert_eq!(
+        what,
+        [
+            ("driver", "550.54.15", "555.42.02"),
+            ("hosts", "node1", "node7"),
+            ("default's variables", "-", "NCCL_SHM_DISABLE=1"),
+        ]
+    );
+}
