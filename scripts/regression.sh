@@ -1,27 +1,32 @@
 #!/usr/bin/env bash
 # Regression gate for a nightly job: run a sweep (or take a run made elsewhere, e.g.
-# by slurm-sweep.sbatch), compare it against a stored baseline run, and exit
-# non-zero when a case got significantly slower or started failing.
+# by slurm-sweep.sbatch), check it against a stored baseline, and exit non-zero
+# when a case got significantly slower, went missing or started failing.
 #
 # Usage:
-#   scripts/regression.sh BASELINE_RUN [--candidate RUN_DIR] [--threshold PCT] [-- SWEEP_FLAGS...]
+#   scripts/regression.sh BASELINE [--candidate RUN_DIR] [--threshold PCT] [-- SWEEP_FLAGS...]
 #
-#   BASELINE_RUN   the reference run directory (keep one per cluster image)
-#   --candidate    compare this existing run instead of sweeping now
-#   --threshold    a change counts when its 95% CI lies beyond this (default: 2%)
+#   BASELINE       a baseline file from `nccl-bench baseline` (the per-case gate,
+#                  `nccl-bench check`; keep one per cluster image), or a reference
+#                  run directory (the two-run gate, `nccl-bench compare`)
+#   --candidate    check this existing run instead of sweeping now
+#   --threshold    a case fails when its 95% interval is slower than the baseline by
+#                  more than this (default: 5% for a baseline file, 2% for a run)
 #   SWEEP_FLAGS    flags for `nccl-bench sweep` (default: --gpus 8 --transports default)
 #
 # Environment: NCCL_BENCH (the binary, default: nccl-bench on PATH, else
 # target/release/nccl-bench), OUT (where the new run goes, default: results).
-# The comparison is also written as compare.md into the candidate run.
+# Against a baseline file the result is also written into the candidate run as
+# check.md and check.xml (JUnit, one test per case, for the CI's test view);
+# against a run, as compare.md.
 #
-# Exit status: 0 no regression, 1 a regression (or a case failing now that passed
-# in the baseline), 2 an error (no baseline, the sweep could not run).
+# Exit status: 0 no regression, 1 a regression (or a case missing or failing now
+# that the baseline has), 2 an error (no baseline, the sweep could not run).
 
 set -uo pipefail
 
 usage() {
-    sed -n '2,20s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,24s/^# \{0,1\}//p' "$0" >&2
     exit 2
 }
 
@@ -29,7 +34,7 @@ usage() {
 baseline=$1
 shift
 candidate=""
-threshold=2%
+threshold=
 while [[ $# -gt 0 ]]; do
     case $1 in
         --candidate) candidate=${2:-}; shift 2 || usage ;;
@@ -52,8 +57,14 @@ if [[ -z $bench ]]; then
         bench=$PWD/target/release/nccl-bench
     fi
 fi
-if [[ ! -f $baseline/manifest.json ]]; then
-    echo "error: baseline $baseline is not a run directory (no manifest.json)" >&2
+if [[ -f $baseline ]]; then
+    gate=check
+    threshold=${threshold:-5%}
+elif [[ -f $baseline/manifest.json ]]; then
+    gate=compare
+    threshold=${threshold:-2%}
+else
+    echo "error: baseline $baseline is neither a baseline file nor a run directory (no manifest.json)" >&2
     exit 2
 fi
 
@@ -74,16 +85,27 @@ if [[ -z $candidate ]]; then
     fi
 fi
 
-comparison=$("$bench" compare "$baseline" "$candidate" --threshold "$threshold" --format markdown)
-status=$?
-printf '%s\n' "$comparison"
-if [[ $status -le 1 ]] && ! printf '%s\n' "$comparison" >"$candidate/compare.md"; then
-    echo "error: cannot write $candidate/compare.md" >&2
+if [[ $gate == check ]]; then
+    result=$("$bench" check "$candidate" --baseline "$baseline" --threshold "$threshold" --format markdown)
+    status=$?
+    report=check.md
+    if [[ $status -le 1 ]]; then
+        "$bench" check "$candidate" --baseline "$baseline" --threshold "$threshold" \
+            --format junit -o "$candidate/check.xml" || [[ $? -eq 1 ]] || exit 2
+    fi
+else
+    result=$("$bench" compare "$baseline" "$candidate" --threshold "$threshold" --format markdown)
+    status=$?
+    report=compare.md
+fi
+printf '%s\n' "$result"
+if [[ $status -le 1 ]] && ! printf '%s\n' "$result" >"$candidate/$report"; then
+    echo "error: cannot write $candidate/$report" >&2
     exit 2
 fi
 case $status in
     0) echo "regression.sh: no regression beyond $threshold ($candidate vs $baseline)" ;;
     1) echo "regression.sh: REGRESSION beyond $threshold ($candidate vs $baseline)" >&2 ;;
-    *) echo "regression.sh: compare failed (status $status)" >&2 ;;
+    *) echo "regression.sh: $gate failed (status $status)" >&2 ;;
 esac
 exit "$status"

@@ -169,13 +169,69 @@ fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_
     let comparison = std::fs::read_to_string(nightly.join("compare.md")).unwrap();
     assert!(comparison.contains("failed"), "{comparison}");
 
+    // With a baseline file the gate is `check`, case by case: the run the baseline
+    // was made from passes, with check.md and a JUnit check.xml in it ...
+    let baseline = tmp.path().join("baseline.json");
+    let o = Command::new(bin())
+        .arg("baseline")
+        .arg(&by_slurm)
+        .arg("-o")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let o = script("regression.sh")
+        .arg(&baseline)
+        .arg("--candidate")
+        .arg(&by_slurm)
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    assert!(by_slurm.join("check.md").is_file());
+    let junit = std::fs::read_to_string(by_slurm.join("check.xml")).unwrap();
+    assert!(
+        junit.contains("<testsuites") && !junit.contains("<failure"),
+        "{junit}"
+    );
+    // ... and the nightly run with the failing case fails it (and the config it
+    // did not run is missing).
+    let o = script("regression.sh")
+        .arg(&baseline)
+        .arg("--candidate")
+        .arg(&nightly)
+        .output()
+        .unwrap();
+    assert_exit(&o, 1);
+    let check = std::fs::read_to_string(nightly.join("check.md")).unwrap();
+    // The baseline holds the cases whose timings the quality rules trusted: on a
+    // shared machine a tiny case may have been flagged and left out.
+    let held: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
+    let holds_2k = held["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["config"] == "default" && c["bytes"] == 2048);
+    if holds_2k {
+        assert!(
+            check.contains("| not-ok | default | 2 | 2 KiB |"),
+            "{check}"
+        );
+    } else {
+        assert!(check.contains("| missing | shm-off |"), "{check}");
+    }
+    let junit = std::fs::read_to_string(nightly.join("check.xml")).unwrap();
+    assert!(junit.contains("<failure"), "{junit}");
+
     // No baseline: an error, not a verdict.
     let o = script("regression.sh")
         .arg(tmp.path().join("missing"))
         .output()
         .unwrap();
     assert_exit(&o, 2);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a run directory"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("neither a baseline file nor a run directory")
+    );
     assert!(common::dir_entries(&shm).is_empty(), "segments left behind");
 }
 
