@@ -81,6 +81,10 @@ pub struct SweepArgs {
     #[arg(short = 'g', long = "gpus", value_name = "N|LIST", default_value = "2")]
     pub gpus: String,
 
+    /// Run the 2-rank sweep on every pair of the --gpus N devices (cores on the host backend), one pair at a time, to find a slow link; rows go under <config>.pair<i>-<j>
+    #[arg(long)]
+    pub pairs: bool,
+
     /// Write the run to exactly this directory (it must not exist) instead of a new
     /// one under --out
     #[arg(long = "run-dir", value_name = "DIR", conflicts_with = "label")]

@@ -12,6 +12,7 @@ pub mod history;
 pub mod history_render;
 pub mod model_table;
 pub mod nccl_log;
+pub mod pairs;
 pub mod report;
 pub mod verdict;
 

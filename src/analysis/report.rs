@@ -117,6 +117,13 @@ pub fn markdown(
     for nranks in counts {
         gpu_count_table(&mut s, run, nranks, baseline, options)?;
     }
+    super::pairs::markdown(
+        &mut s,
+        &super::pairs::tables(run, options.threshold),
+        super::pairs::unit(run),
+        options.threshold,
+        (m.backend.used == "host").then_some(m.host.cpus),
+    )?;
     super::expected::markdown(&mut s, run, expected)?;
     ceilings_section(&mut s, run)?;
     let shm_off = super::verdict::shm_off_config(run);

@@ -173,6 +173,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
                 env: env.clone(),
                 nccl_lib: None,
                 source: args.file.display().to_string(),
+                devices: None,
             })
             .collect(),
         gpu_counts: vec![nranks],

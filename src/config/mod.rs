@@ -86,7 +86,50 @@ pub struct SweepSettings {
     pub ceiling_bytes: u64,
 }
 
+/// Every config once per pair of the devices `0..devices`, named
+/// `<config>.pair<i>-<j>`, its two ranks on devices i and j (`sweep --pairs`).
+pub fn pair_configs(configs: &[TransportConfig], devices: usize) -> Result<Vec<TransportConfig>> {
+    let mut out = Vec::new();
+    for config in configs {
+        for i in 0..devices {
+            for j in i + 1..devices {
+                let name = format!("{}.pair{i}-{j}", config.name);
+                transport::check_name(&name).map_err(|e| anyhow::anyhow!("--pairs: {e}"))?;
+                out.push(TransportConfig {
+                    name,
+                    description: format!("{} (devices {i} and {j})", config.description),
+                    devices: Some(vec![i, j]),
+                    ..config.clone()
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The config a `--pairs` config was made from, and its two devices.
+pub fn pair_of(name: &str) -> Option<(&str, usize, usize)> {
+    let (base, pair) = name.rsplit_once(".pair")?;
+    let (i, j) = pair.split_once('-')?;
+    Some((base, i.parse().ok()?, j.parse().ok()?))
+}
+
 impl SweepSettings {
+    /// How many devices the sweep's ranks use (0..n): the largest rank count, or
+    /// with `--pairs` the highest device of a pair + 1.
+    pub fn device_count(&self) -> u32 {
+        let paired = self
+            .configs
+            .iter()
+            .filter_map(|c| c.devices.as_ref())
+            .flatten()
+            .map(|&d| d as u32 + 1)
+            .max()
+            .unwrap_or(0);
+        let ranks = self.gpu_counts.iter().copied().max().unwrap_or(1);
+        paired.max(ranks)
+    }
+
     pub fn from_args(args: &SweepArgs) -> Result<SweepSettings> {
         let gpu_counts = sizes::gpu_counts(&args.gpus).map_err(anyhow::Error::msg)?;
         let mut settings = SweepSettings::from_measure(&args.measure, gpu_counts)?;
@@ -98,6 +141,14 @@ impl SweepSettings {
                 );
             }
             settings.run_dir = Some(dir.clone());
+        }
+        if args.pairs {
+            let devices = settings.gpu_counts.iter().copied().max().unwrap_or(2);
+            if devices < 2 {
+                bail!("--pairs needs at least 2 devices (--gpus 2 or more)");
+            }
+            settings.configs = pair_configs(&settings.configs, devices as usize)?;
+            settings.gpu_counts = vec![2];
         }
         Ok(settings)
     }

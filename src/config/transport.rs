@@ -26,6 +26,10 @@ pub struct TransportConfig {
     pub nccl_lib: Option<std::path::PathBuf>,
     /// Where it was defined: a path, or `built-in:<file>`.
     pub source: String,
+    /// The devices its ranks run on, rank by rank (GPUs; cores on the host
+    /// backend): set for each pair of `sweep --pairs`. Otherwise rank r uses device r.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Vec<usize>>,
 }
 
 impl TransportConfig {
@@ -209,6 +213,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ParsedConfigs, ConfigError> {
             env,
             nccl_lib,
             source: origin.to_string(),
+            devices: None,
         });
     }
     Ok(parsed)

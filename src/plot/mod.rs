@@ -7,6 +7,7 @@ mod busbw;
 mod common;
 mod history;
 mod latency;
+mod pairs;
 mod relative;
 mod scaling;
 
@@ -39,5 +40,8 @@ pub fn draw_all(
     written.extend(latency::draw(run, out_dir).context("latency chart")?);
     written.extend(relative::draw(run, baseline, threshold, out_dir).context("relative chart")?);
     written.extend(scaling::draw(run, out_dir).context("scaling chart")?);
+    let tables = crate::analysis::pairs::tables(run, threshold);
+    let unit = crate::analysis::pairs::unit(run);
+    written.extend(pairs::draw(&tables, unit, out_dir).context("pairs chart")?);
     Ok(written)
 }

@@ -249,9 +249,19 @@ impl Orchestrator<'_> {
             .map(|(_, p)| p);
         let nccl_lib = own.or(self.nccl_lib.as_ref());
         let mut env = std::collections::BTreeMap::new();
+        // A pair of `--pairs` names its devices (GPUs, or cores on the host backend).
+        let pair_device = group
+            .config
+            .devices
+            .as_ref()
+            .and_then(|d| d.get(rank as usize).copied());
+        if let (Some(device), None) = (pair_device, nccl_lib) {
+            push("--device", device.to_string());
+        }
         if nccl_lib.is_some() {
             // One process per GPU: the launcher says which of the visible devices.
-            push("--device", self.launch.device(rank).to_string());
+            let device = pair_device.unwrap_or_else(|| self.launch.device(rank));
+            push("--device", device.to_string());
             // NCCL's own log per process, read back for the transports it used.
             let prefix = self.writer.dir().logs().join(format!("{log_stem}.nccl"));
             env.insert("NCCL_DEBUG".into(), "INFO".into());

@@ -45,10 +45,10 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         &gpus,
         settings.nccl_lib.as_deref(),
         &settings.configs,
-        max_ranks,
+        settings.device_count(),
     )?;
     if let Some(facts) = &backend.gpus {
-        let devices: Vec<usize> = (0..max_ranks as usize).collect();
+        let devices: Vec<usize> = (0..settings.device_count() as usize).collect();
         backend::select::check_gpu_memory(facts, &devices, settings.max_bytes())?;
         backend::select::check_host_memory_here(max_ranks, settings.max_bytes())?;
     }
@@ -169,7 +169,7 @@ fn ceilings(
     }
     // The GPUs the sweep's ranks use, in a process of its own that is stopped if
     // it hangs: a ceiling missing is said, never a reason not to sweep.
-    let devices: Vec<usize> = (0..max_ranks as usize).collect();
+    let devices: Vec<usize> = (0..settings.device_count().max(max_ranks) as usize).collect();
     Some(crate::backend::nccl::ceiling::run_in_child(
         exe,
         &devices,

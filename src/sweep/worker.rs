@@ -97,6 +97,7 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 hang_with_segment: faults.hangs_with_segment(),
                 stores: crate::backend::host::ring::Stores::Measured,
                 pin_cpus: true,
+                cpu: args.device,
                 bind: crate::backend::host::LOOPBACK,
             };
             options.apply_env(|k| std::env::var(k).ok())?;

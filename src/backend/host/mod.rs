@@ -61,6 +61,9 @@ pub struct HostOptions {
     pub hang_with_segment: bool,
     /// Pin each rank to its own CPU when there are enough (processes, not threads).
     pub pin_cpus: bool,
+    /// Pin this rank to this CPU (its index among the CPUs the process may use)
+    /// instead: the core pairs of `sweep --pairs`.
+    pub cpu: Option<usize>,
     /// The address this rank listens on (bootstrap and NET/Socket): loopback, or the
     /// interface `NCCL_SOCKET_IFNAME` selects, as NCCL picks it, for ranks on
     /// several machines. Ranks with the same address share a machine and use SHM.
@@ -122,6 +125,7 @@ impl HostOptions {
             corrupt: false,
             hang_with_segment: false,
             pin_cpus: false,
+            cpu: None,
             bind: LOOPBACK,
             stores: Stores::Measured,
         }
@@ -239,7 +243,9 @@ impl HostComm {
         let local_ranks = local.len() as u32;
         let local_index = local.iter().position(|&r| r == rank).unwrap_or(0) as u32;
         let policy = WaitPolicy::for_ranks(local_ranks);
-        let cpu = if opts.pin_cpus {
+        let cpu = if let Some(index) = opts.cpu {
+            wait::pin_to(index)
+        } else if opts.pin_cpus {
             wait::pin_rank(local_index, local_ranks)
         } else {
             None

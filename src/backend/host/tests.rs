@@ -18,6 +18,7 @@ fn options(dir: &std::path::Path, use_shm: bool, dtype: DataType, op: ReduceOp) 
         hang_with_segment: false,
         stores: Stores::Measured,
         pin_cpus: false,
+        cpu: None,
         bind: LOOPBACK,
     }
 }

@@ -183,11 +183,20 @@ fn futex_wake(word: &AtomicU32) {
 /// the scheduler (100 us per 32 KiB all-reduce instead of 3 us, seen on 2 cores).
 /// Returns the CPU chosen, or `None` when ranks must share CPUs.
 pub fn pin_rank(local_index: u32, local_ranks: u32) -> Option<usize> {
-    let allowed = allowed_cpus();
-    if allowed.is_empty() || local_ranks as usize > allowed.len() {
+    if local_ranks as usize > allowed_cpus().len() {
         return None;
     }
-    let cpu = allowed[local_index as usize % allowed.len()];
+    pin_to(local_index as usize)
+}
+
+/// Pins this process to the `index`-th CPU it may use (modulo their count); the
+/// CPU, or `None` when the mask cannot be read or set.
+pub fn pin_to(index: usize) -> Option<usize> {
+    let allowed = allowed_cpus();
+    if allowed.is_empty() {
+        return None;
+    }
+    let cpu = allowed[index % allowed.len()];
     // SAFETY: cpu_set_t is plain data; the call sets this process's mask.
     unsafe {
         let mut one: libc::cpu_set_t = std::mem::zeroed();
