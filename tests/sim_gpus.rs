@@ -1119,3 +1119,71 @@ fn ceilings_with_bad_arguments_exit_2() {
         assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
     }
 }
+
+/// `sweep --pairs` on 4 NVLink GPUs whose link between GPUs 1 and 2 carries a
+/// quarter of its bandwidth: the report's matrix and heatmap name that pair and no
+/// other, and its ceiling (measured over the same slow link) says the all-reduce is
+/// at what the link allows: the link, not NCCL, is the problem.
+#[test]
+fn pairs_find_the_one_slow_link() {
+    let Some(dir) = sim_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[
+            ("NCCL_BENCH_SIM_GPUS", "4"),
+            ("NCCL_BENCH_SIM_SLOW_LINK", "1-2"),
+        ],
+        out,
+        &[
+            "--pairs",
+            "--gpus",
+            "4",
+            "--transports",
+            "default",
+            "-b",
+            "1M",
+            "-e",
+            "64M",
+            "-f",
+            "64",
+            "-n",
+            "10",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(out);
+    let rows = rows(&run);
+    assert_eq!(rows.len(), 6 * 2);
+    let largest: Vec<_> = rows.iter().filter(|r| r["bytes"] == "67108864").collect();
+    let busbw = |config: &str| -> f64 {
+        let r = largest.iter().find(|r| r["config"] == config).unwrap();
+        r["busbw_gbps"].parse().unwrap()
+    };
+    let slow = busbw("default.pair1-2");
+    for other in ["default.pair0-1", "default.pair0-3", "default.pair2-3"] {
+        let ratio = slow / busbw(other);
+        assert!((ratio - 0.25).abs() < 0.03, "{other}: {ratio}");
+    }
+    // Each pair's ceiling is its own link's: all at about 100 %.
+    for r in &largest {
+        let pct: f64 = r["ceiling_pct"].parse().unwrap();
+        assert!((pct - 100.0).abs() < 5.0, "{r:?}");
+    }
+    let report = report(&run);
+    let section = &report[report.find("## Pairs").expect("a Pairs section")..];
+    assert!(section.contains("**Slow: GPUs 1 and 2 (+"), "{section}");
+    assert_eq!(
+        section.matches("(slow)").count(),
+        2,
+        "one pair, twice in the matrix: {section}"
+    );
+    assert!(
+        section.contains("| | GPU 0 | GPU 1 | GPU 2 | GPU 3 |"),
+        "{section}"
+    );
+    assert!(run.join("plots/pairs-default.svg").is_file());
+    assert!(report.contains("Simulated GPUs (test stand-in), not a measurement"));
+}

@@ -34,7 +34,19 @@ pub fn for_case(
     nranks: u32,
     transports: &str,
 ) -> Option<Ceiling> {
-    if nranks < 2 || transports.is_empty() {
+    let devices: Vec<usize> = (0..nranks as usize).collect();
+    for_devices(ceilings, host_backend, &devices, transports)
+}
+
+/// [`for_case`] for a case whose ranks ran on `devices` (GPUs; rank r on
+/// `devices[r]`), such as a pair of `sweep --pairs`.
+pub fn for_devices(
+    ceilings: &Ceilings,
+    host_backend: bool,
+    devices: &[usize],
+    transports: &str,
+) -> Option<Ceiling> {
+    if devices.len() < 2 || transports.is_empty() {
         return None;
     }
     let used = |name: &str| transports.split_whitespace().any(|t| t.starts_with(name));
@@ -57,17 +69,20 @@ pub fn for_case(
         }
     } else {
         if used("P2P") {
-            bounds.push(named(ring(ceilings, nranks, PairPath::Direct)?, "P2P ring"));
+            bounds.push(named(
+                ring(ceilings, devices, PairPath::Direct)?,
+                "P2P ring",
+            ));
         }
         if used("SHM") {
             bounds.push(named(
-                ring(ceilings, nranks, PairPath::ViaHost)?,
+                ring(ceilings, devices, PairPath::ViaHost)?,
                 "ring through host memory",
             ));
         }
         if used("NET") {
             let tcp = single(ceilings, LinkKind::TcpLoopback)?;
-            let staged = ring(ceilings, nranks, PairPath::ViaHost)?;
+            let staged = ring(ceilings, devices, PairPath::ViaHost)?;
             bounds.push(named(tcp.min(staged), "TCP loopback and host copies"));
         }
     }
@@ -152,16 +167,16 @@ fn pair(ceilings: &Ceilings, a: usize, b: usize, path: PairPath) -> Option<f64> 
     }
 }
 
-/// The fastest ring's slowest link over GPUs 0..n (the devices a sweep of n ranks
-/// uses): the best bottleneck over every cyclic order, searched exhaustively up to 10
-/// GPUs, beyond that the order 0, 1, .., n-1.
-fn ring(ceilings: &Ceilings, nranks: u32, path: PairPath) -> Option<f64> {
-    let n = nranks as usize;
+/// The fastest ring's slowest link over `devices` (GPUs 0..n for a sweep of n
+/// ranks): the best bottleneck over every cyclic order, searched exhaustively up to
+/// 10 GPUs, beyond that the order given.
+fn ring(ceilings: &Ceilings, devices: &[usize], path: PairPath) -> Option<f64> {
+    let n = devices.len();
     let mut rate = vec![vec![0.0; n]; n];
     for (a, row) in rate.iter_mut().enumerate() {
         for (b, cell) in row.iter_mut().enumerate() {
             if a != b {
-                *cell = pair(ceilings, a, b, path)?;
+                *cell = pair(ceilings, devices[a], devices[b], path)?;
             }
         }
     }

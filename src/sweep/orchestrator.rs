@@ -504,7 +504,7 @@ impl Orchestrator<'_> {
             } else {
                 logged
             };
-            let ceiling_gbps = self.ceiling(n, &transports);
+            let ceiling_gbps = self.ceiling(group, &transports);
             let result = CaseResult {
                 key,
                 backend: self.label.clone(),
@@ -574,12 +574,23 @@ impl Orchestrator<'_> {
         Ok(())
     }
 
-    /// The ceiling of a case of `nranks` over `transports`, from the link rates
-    /// measured before the sweep.
-    fn ceiling(&self, nranks: u32, transports: &str) -> Option<f64> {
+    /// The ceiling of a case of `group` over `transports`, from the link rates
+    /// measured before the sweep: over the group's own devices (a pair of
+    /// `--pairs`), else over devices 0..nranks.
+    fn ceiling(&self, group: &Group, transports: &str) -> Option<f64> {
         let ceilings = self.manifest.ceilings.as_ref()?;
-        crate::analysis::ceiling::for_case(ceilings, self.backend == "host", nranks, transports)
-            .map(|c| c.gbps)
+        let devices = group
+            .config
+            .devices
+            .clone()
+            .unwrap_or_else(|| (0..group.nranks as usize).collect());
+        crate::analysis::ceiling::for_devices(
+            ceilings,
+            self.backend == "host",
+            &devices,
+            transports,
+        )
+        .map(|c| c.gbps)
     }
 
     fn record_failure(&mut self, group: &Group, bytes: u64, f: &GroupStop) -> Result<()> {

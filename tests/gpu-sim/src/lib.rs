@@ -29,7 +29,9 @@
 //! `NCCL_BENCH_SIM_VERSION` (2.28.9), `NCCL_BENCH_SIM_DRIVER` (12040),
 //! `NCCL_BENCH_SIM_FAULT` (see [`fault`]), `NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN` (1: a
 //! factor on every all-reduce's time while copies keep the links' speed; with 1.3
-//! every all-reduce takes 30 % longer than the ceilings measured by copies allow).
+//! every all-reduce takes 30 % longer than the ceilings measured by copies allow),
+//! `NCCL_BENCH_SIM_SLOW_LINK` (`a-b[:factor]`: the link between GPUs a and b at
+//! 1/factor of its bandwidth, default 4; see [`topo::link_factor`]).
 
 #![allow(non_snake_case)]
 #![allow(clippy::missing_safety_doc)]

@@ -124,8 +124,8 @@ pub struct Comm {
     seq: AtomicU64,
     shared: OnceLock<Shared>,
     topo: Topology,
-    /// The slowest transport of the ring; `None` on one rank.
-    slowest: OnceLock<Option<Transport>>,
+    /// The ring's slowest step (latency, bandwidth); `None` on one rank.
+    ring_link: OnceLock<Option<(f64, f64)>>,
     /// SHM segments, unlinked but held (their space stays taken) until the
     /// communicator goes, as NCCL's mappings do.
     segments: Mutex<Vec<std::fs::File>>,
@@ -340,12 +340,15 @@ impl Comm {
             }
             log::info(log::INIT, self.device, "Connected all rings");
         }
-        let slowest = ring.iter().copied().max_by_key(|t| match t {
-            Transport::P2p => 0,
-            Transport::Shm => 1,
-            Transport::Net => 2,
-        });
-        let _ = self.slowest.set(slowest);
+        let edges: Vec<(Transport, usize, usize)> = ring
+            .iter()
+            .enumerate()
+            .map(|(r, &t)| {
+                let next = (r + 1) % self.nranks as usize;
+                (t, self.device_of(r), self.device_of(next))
+            })
+            .collect();
+        let _ = self.ring_link.set(topo::ring_link(self.topo, &edges));
         // Every rank connected before any reports complete.
         self.barrier().map_err(|_| {
             (
@@ -610,8 +613,7 @@ impl Work for AllReduce {
             unsafe { *(self.recv as *mut u8) ^= 0x5a };
         }
         let cost = topo::all_reduce_ns(
-            c.topo,
-            c.slowest.get().copied().flatten(),
+            c.ring_link.get().copied().flatten(),
             self.bytes as u64,
             c.nranks,
         );
@@ -732,7 +734,7 @@ pub extern "C" fn ncclCommInitRank(
         seq: AtomicU64::new(0),
         shared: OnceLock::new(),
         topo: driver::driver().topo,
-        slowest: OnceLock::new(),
+        ring_link: OnceLock::new(),
         segments: Mutex::new(Vec::new()),
     });
     let finish = move |c: &Comm| {

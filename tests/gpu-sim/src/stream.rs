@@ -44,8 +44,9 @@ pub enum Op {
         src: u64,
         len: usize,
         device: (bool, bool),
-        /// Between two GPUs (cuMemcpyPeerAsync): whether directly over the link.
-        peer: Option<bool>,
+        /// Between two GPUs (cuMemcpyPeerAsync): whether directly over the link,
+        /// and from which GPU to which.
+        peer: Option<(bool, usize, usize)>,
     },
     Set {
         dst: u64,
@@ -193,7 +194,9 @@ impl Stream {
                     }
                 }
                 let cost = match peer {
-                    Some(direct) => topo::peer_copy_ns(driver::driver().topo, len as u64, direct),
+                    Some((direct, from, to)) => {
+                        topo::peer_copy_ns(driver::driver().topo, len as u64, direct, from, to)
+                    }
                     None => topo::copy_ns(len as u64, !(device.0 && device.1)),
                 };
                 start + cost as u64
@@ -574,7 +577,7 @@ pub extern "C" fn cuMemcpyPeerAsync(
             src,
             len,
             device: (true, true),
-            peer: (to != from).then(|| driver::peer_direct(from, to)),
+            peer: (to != from).then(|| (driver::peer_direct(from, to), from, to)),
         },
     ))
 }

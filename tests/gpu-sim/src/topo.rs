@@ -112,15 +112,57 @@ fn link(topo: Topology, t: Transport) -> (f64, f64) {
     }
 }
 
-/// Device time of an all-reduce of `bytes` over a ring whose slowest link is `t`:
-/// a launch, then 2(n-1) steps each moving bytes/n (nccl-tests' busbw then comes out
-/// near the link bandwidth at large sizes). One rank copies locally.
-pub fn all_reduce_ns(topo: Topology, t: Option<Transport>, bytes: u64, nranks: u32) -> f64 {
-    const LAUNCH_NS: f64 = 4_000.0;
-    let ns = match t.filter(|_| nranks > 1) {
-        None => LAUNCH_NS / 2.0 + bytes as f64 / 1_500.0,
-        Some(t) => {
+/// `NCCL_BENCH_SIM_SLOW_LINK=a-b[:factor]`: the direct link between GPUs a and b
+/// carries 1/factor (default 4) of its bandwidth, both ways: a degraded NVLink, for
+/// tests of `sweep --pairs`. Peer copies over it (the link ceilings) are as slow;
+/// traffic that does not use it (SHM, NET) is not. The factor on the link a-b: 1 for
+/// every other pair.
+pub fn link_factor(a: usize, b: usize) -> f64 {
+    let Some(spec) = env("NCCL_BENCH_SIM_SLOW_LINK") else {
+        return 1.0;
+    };
+    let (pair, factor) = match spec.split_once(':') {
+        Some((pair, f)) => (pair, f.trim().parse::<f64>().ok()),
+        None => (spec.as_str(), Some(4.0)),
+    };
+    let ends = pair.split_once('-').and_then(|(x, y)| {
+        Some((
+            x.trim().parse::<usize>().ok()?,
+            y.trim().parse::<usize>().ok()?,
+        ))
+    });
+    match (ends, factor.filter(|f| f.is_finite() && *f >= 1.0)) {
+        (Some((x, y)), Some(f)) if (x, y) == (a, b) || (y, x) == (a, b) => f,
+        _ => 1.0,
+    }
+}
+
+/// One ring step's latency and bandwidth: the slowest of the ring's links, each
+/// given as (transport, from GPU, to GPU). `None` for an empty ring (one rank).
+pub fn ring_link(topo: Topology, edges: &[(Transport, usize, usize)]) -> Option<(f64, f64)> {
+    edges
+        .iter()
+        .map(|&(t, a, b)| {
             let (latency, bandwidth) = link(topo, t);
+            let factor = if t == Transport::P2p {
+                link_factor(a, b)
+            } else {
+                1.0
+            };
+            (latency, bandwidth / factor)
+        })
+        .reduce(|x, y| (x.0.max(y.0), x.1.min(y.1)))
+}
+
+/// Device time of an all-reduce of `bytes` over a ring whose slowest step is
+/// `ring` (latency, bandwidth; see [`ring_link`]): a launch, then 2(n-1) steps each
+/// moving bytes/n (nccl-tests' busbw then comes out near the link bandwidth at large
+/// sizes). One rank copies locally.
+pub fn all_reduce_ns(ring: Option<(f64, f64)>, bytes: u64, nranks: u32) -> f64 {
+    const LAUNCH_NS: f64 = 4_000.0;
+    let ns = match ring.filter(|_| nranks > 1) {
+        None => LAUNCH_NS / 2.0 + bytes as f64 / 1_500.0,
+        Some((latency, bandwidth)) => {
             let steps = 2.0 * (nranks as f64 - 1.0);
             LAUNCH_NS + steps * (latency + bytes as f64 / nranks as f64 / bandwidth)
         }
@@ -139,13 +181,13 @@ fn slowdown() -> f64 {
         .unwrap_or(1.0)
 }
 
-/// Device time of a copy between two GPUs on `topo`: over the P2P link (the same
-/// link an all-reduce's P2P steps use) when `direct`, else staged through host
-/// memory (down to the host and up again).
-pub fn peer_copy_ns(topo: Topology, bytes: u64, direct: bool) -> f64 {
+/// Device time of a copy from GPU `from` to GPU `to` on `topo`: over the P2P link
+/// (the same link an all-reduce's P2P steps use) when `direct`, else staged through
+/// host memory (down to the host and up again).
+pub fn peer_copy_ns(topo: Topology, bytes: u64, direct: bool, from: usize, to: usize) -> f64 {
     if direct {
         let (latency, bandwidth) = link(topo, Transport::P2p);
-        latency + bytes as f64 / bandwidth
+        latency + bytes as f64 / (bandwidth / link_factor(from, to))
     } else {
         2.0 * copy_ns(bytes, true)
     }
