@@ -22,6 +22,8 @@ pub struct Distribution {
     total: u64,
     /// Hash of the content, to assign random streams independently of the role.
     fingerprint: u64,
+    /// The bucket of the median, where the search for a resampled median starts.
+    median_bucket: usize,
     /// The histogram's precision, so that equal buckets mean equal samples.
     sigfig: u8,
     low: u64,
@@ -40,11 +42,13 @@ impl Distribution {
             cumulative.push(total);
             fingerprint = mix(mix(fingerprint ^ value) ^ v.count_at_value());
         }
+        let median_bucket = cumulative.partition_point(|&c| c < total.div_ceil(2));
         Distribution {
             values,
             cumulative,
             total,
             fingerprint,
+            median_bucket,
             sigfig: histogram.sigfig(),
             low: histogram.low(),
         }
@@ -94,13 +98,76 @@ impl Distribution {
         let k = self.total.div_ceil(2) as f64;
         let u = rng.beta(k, n - k + 1.0);
         // F^-1(u) is the first bucket whose cumulative count reaches u * n.
-        self.value_at_rank((u * n).ceil() as u64)
+        let rank = ((u * n).ceil() as u64).clamp(1, self.total);
+        self.values[self.bucket_near_median(rank)]
+    }
+
+    /// The first bucket whose cumulative count reaches `rank` (1..=total), the bucket
+    /// `value_at_rank` finds, searched outwards from the median's bucket: a resampled
+    /// median lies within a bucket or two of it, where a binary search over every
+    /// bucket would take a chain of dependent loads each time.
+    fn bucket_near_median(&self, rank: u64) -> usize {
+        let m = self.median_bucket;
+        let reaches = |i: usize| self.cumulative[i] >= rank;
+        // Gallop away from the median's bucket to a window holding the answer, then
+        // search the window: O(log distance).
+        let (lo, hi) = if reaches(m) {
+            let mut step = 1;
+            let mut hi = m;
+            loop {
+                let lo = m.saturating_sub(step);
+                if lo == 0 || !reaches(lo) {
+                    break (lo, hi);
+                }
+                hi = lo;
+                step *= 2;
+            }
+        } else {
+            let last = self.cumulative.len() - 1;
+            let mut step = 1;
+            let mut lo = m + 1;
+            loop {
+                let hi = (m + step).min(last);
+                if hi == last || reaches(hi) {
+                    break (lo, hi);
+                }
+                lo = hi + 1;
+                step *= 2;
+            }
+        };
+        lo + self.cumulative[lo..hi].partition_point(|&c| c < rank)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The search from the median finds, for every rank, the bucket that a binary
+    /// search over all buckets finds.
+    #[test]
+    fn the_search_from_the_median_finds_every_rank_bucket() {
+        let mut rng = SplitMix64::new(7, 0);
+        for case in 0..300 {
+            let mut h = Histogram::<u64>::new(3).unwrap();
+            let n = 1 + rng.next_u64() % 400;
+            let spread = 1 + rng.next_u64() % 5000;
+            for _ in 0..n {
+                let skew = rng.next_u64() % 4 == 0;
+                let v = 1000 + rng.next_u64() % spread * if skew { 7 } else { 1 };
+                h.record(v).unwrap();
+            }
+            let d = Distribution::from_histogram(&h);
+            for rank in 1..=d.total() {
+                assert_eq!(
+                    d.values[d.bucket_near_median(rank)],
+                    d.value_at_rank(rank),
+                    "case {case}, rank {rank} of {}",
+                    d.total()
+                );
+            }
+        }
+    }
 
     #[test]
     fn median_and_emptiness() {

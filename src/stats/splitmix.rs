@@ -70,6 +70,14 @@ impl SplitMix64 {
             // where y is tiny.
             let v_minus_1 = y * (3.0 + y * (3.0 + y));
             let u = self.uniform_open0();
+            // Marsaglia and Tsang's squeeze: u < 1 - 0.0331 x^4 implies the full test
+            // below (with a margin far above rounding), so it accepts exactly the draws
+            // that the full test would, and spares its two logarithms about 9 times in
+            // 10. The test `the_squeeze_accepts_what_the_full_test_accepts` checks that
+            // the draws are the same bit for bit.
+            if u < 1.0 - 0.0331 * (x * x) * (x * x) {
+                return d * (1.0 + v_minus_1);
+            }
             let ln_v = 3.0 * y.ln_1p();
             if u.ln() < 0.5 * x * x - d * v_minus_1 + d * ln_v {
                 return d * (1.0 + v_minus_1);
@@ -85,3 +93,44 @@ impl SplitMix64 {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Marsaglia and Tsang's method without the squeeze, as it was written first.
+    fn gamma_without_squeeze(rng: &mut SplitMix64, shape: f64) -> f64 {
+        let d = shape - 1.0 / 3.0;
+        let c = 1.0 / (3.0 * d.sqrt());
+        loop {
+            let x = rng.normal();
+            let y = c * x;
+            if y <= -1.0 {
+                continue;
+            }
+            let v_minus_1 = y * (3.0 + y * (3.0 + y));
+            let ln_v = 3.0 * y.ln_1p();
+            let u = rng.uniform_open0();
+            if u.ln() < 0.5 * x * x - d * v_minus_1 + d * ln_v {
+                return d * (1.0 + v_minus_1);
+            }
+        }
+    }
+
+    /// The squeeze is a shortcut, not a change: the same stream gives the same draws
+    /// (the bootstrap intervals of `compare` stay what they were before it).
+    #[test]
+    fn the_squeeze_accepts_what_the_full_test_accepts() {
+        for (i, shape) in [1.0, 1.5, 2.0, 3.7, 10.0, 150.0, 1000.0, 1001.0, 5e4, 5e6]
+            .into_iter()
+            .enumerate()
+        {
+            let mut fast = SplitMix64::new(i as u64, 3);
+            let mut reference = SplitMix64::new(i as u64, 3);
+            for draw in 0..200_000 {
+                let a = fast.gamma(shape);
+                let b = gamma_without_squeeze(&mut reference, shape);
+                assert_eq!(a.to_bits(), b.to_bits(), "shape {shape}, draw {draw}");
+            }
+        }
+    }
+}
