@@ -11,6 +11,7 @@ pub mod export;
 pub mod import;
 pub mod model;
 pub mod ops;
+pub mod parallel;
 pub mod plot;
 pub mod progress;
 pub mod stats;

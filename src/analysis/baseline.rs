@@ -410,7 +410,7 @@ mod tests {
                 .iter()
                 .map(|&b| row("default", b, (5.0 + b as f64 / 1e4) * scale))
                 .collect(),
-            histograms: Default::default(),
+            distributions: Default::default(),
         }
     }
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::backend::select::SIMULATED_LABEL;
 use crate::export::reader::{CaseRow, RunData};
-use crate::stats::compare::{compare_histograms, compare_means, Comparison, Method, Verdict};
+use crate::stats::compare::{compare_distributions, compare_means, Comparison, Method, Verdict};
 
 /// How a matched pair of cases turned out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -182,25 +182,30 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
     let base_cases = keyed(base);
     let cand_cases = keyed(cand);
     // Keep the base run's order.
-    let mut rows = Vec::new();
-    let mut means_only = false;
-    let mut graph_differs: Vec<(u64, u64, usize)> = Vec::new();
-    for b in base
+    let matched: Vec<(&CaseRow, &CaseRow, Key)> = base
         .run
         .cases
         .iter()
         .filter(|c| base.config.is_none_or(|n| c.config == n))
-    {
-        let config = if base.config.is_some() {
-            String::new()
-        } else {
-            b.config.clone()
-        };
-        let key = (config, b.nranks, b.bytes, b.dtype.clone(), b.op.clone());
-        let Some(c) = cand_cases.get(&key) else {
-            continue;
-        };
-        let (comparison, outcome) = compare_pair(base.run, b, cand.run, c, opts, seed(&key));
+        .filter_map(|b| {
+            let config = if base.config.is_some() {
+                String::new()
+            } else {
+                b.config.clone()
+            };
+            let key = (config, b.nranks, b.bytes, b.dtype.clone(), b.op.clone());
+            cand_cases.get(&key).map(|&c| (b, c, key))
+        })
+        .collect();
+    // The bootstraps on every core: each pair is seeded from its key, so the results
+    // do not depend on which thread computed them.
+    let compared = crate::parallel::map(&matched, |(b, c, key)| {
+        compare_pair(base.run, b, cand.run, c, opts, seed(key))
+    });
+    let mut rows = Vec::new();
+    let mut means_only = false;
+    let mut graph_differs: Vec<(u64, u64, usize)> = Vec::new();
+    for ((b, c, _), (comparison, outcome)) in matched.into_iter().zip(compared) {
         if comparison.is_some() && b.graph_iters != c.graph_iters {
             let pair = (b.graph_iters, c.graph_iters);
             match graph_differs.iter_mut().find(|d| (d.0, d.1) == pair) {
@@ -285,9 +290,9 @@ pub fn compare_pair(
 ) -> (Option<Comparison>, Outcome) {
     match (b.is_ok(), c.is_ok()) {
         (true, true) => {
-            let cmp = match (base_run.histogram(b), cand_run.histogram(c)) {
+            let cmp = match (base_run.distribution(b), cand_run.distribution(c)) {
                 (Some(hb), Some(hc)) => {
-                    compare_histograms(hb, hc, opts.threshold, opts.resamples, seed)
+                    compare_distributions(hb, hc, opts.threshold, opts.resamples, seed)
                 }
                 _ => match (b.time_us, c.time_us) {
                     (Some(tb), Some(tc)) => compare_means(tb, tc, opts.threshold),
@@ -325,6 +330,7 @@ mod tests {
     use hdrhistogram::Histogram;
 
     use super::*;
+    use crate::stats::distribution::Distribution;
 
     fn row(time_us: f64, p50_us: Option<f64>, hist_tag: Option<&str>) -> CaseRow {
         CaseRow {
@@ -367,13 +373,15 @@ mod tests {
             dir: PathBuf::from("ours"),
             manifest: Default::default(),
             cases: vec![row(12.5, Some(7.89), Some("t"))],
-            histograms: [("t".to_string(), h)].into_iter().collect(),
+            distributions: [("t".to_string(), Distribution::from_histogram(&h))]
+                .into_iter()
+                .collect(),
         };
         let imported = RunData {
             dir: PathBuf::from("imported"),
             manifest: Default::default(),
             cases: vec![row(7.97, None, None)],
-            histograms: Default::default(),
+            distributions: Default::default(),
         };
         let side = |run, label: &str| Side {
             run,

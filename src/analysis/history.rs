@@ -22,7 +22,8 @@ use serde::Serialize;
 
 use crate::analysis::compare::seed;
 use crate::export::reader::{CaseRow, RunData};
-use crate::stats::compare::{classify, compare_histograms, Verdict, DEFAULT_RESAMPLES};
+use crate::stats::compare::{classify, compare_distributions, Verdict, DEFAULT_RESAMPLES};
+use crate::stats::distribution::Distribution;
 
 /// The sizes a history follows in each series group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -350,10 +351,10 @@ fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
         for &j in level {
             let by_histograms = opts
                 .bootstrap
-                .then(|| histograms(runs, &points[j], cand))
+                .then(|| distributions(runs, &points[j], cand))
                 .flatten()
                 .and_then(|(hb, hc)| {
-                    compare_histograms(hb, hc, opts.threshold, DEFAULT_RESAMPLES, seed)
+                    compare_distributions(hb, hc, opts.threshold, DEFAULT_RESAMPLES, seed)
                 });
             let (lo, hi) = match by_histograms {
                 Some(c) => c.ci,
@@ -425,15 +426,13 @@ fn step(series: &Series, runs: &[RunData], before: usize, p: Judged, confirmed: 
     }
 }
 
-fn histograms<'a>(
+/// The two points' distributions, when their runs were loaded with them.
+fn distributions<'a>(
     runs: &'a [RunData],
     base: &Point,
     cand: &Point,
-) -> Option<(
-    &'a hdrhistogram::Histogram<u64>,
-    &'a hdrhistogram::Histogram<u64>,
-)> {
-    let get = |p: &Point| runs[p.run].histograms.get(p.hist_tag.as_deref()?);
+) -> Option<(&'a Distribution, &'a Distribution)> {
+    let get = |p: &Point| runs[p.run].distributions.get(p.hist_tag.as_deref()?);
     Some((get(base)?, get(cand)?))
 }
 

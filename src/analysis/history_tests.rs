@@ -37,7 +37,7 @@ fn run(i: usize, level: f64, nccl: &str) -> RunData {
         dir: format!("results/night-{i:02}").into(),
         manifest,
         cases,
-        histograms: Default::default(),
+        distributions: Default::default(),
     }
 }
 

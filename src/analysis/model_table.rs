@@ -400,7 +400,7 @@ mod tests {
             dir: "run".into(),
             manifest: ManifestHead::default(),
             cases,
-            histograms: Default::default(),
+            distributions: Default::default(),
         }
     }
 

@@ -124,7 +124,7 @@ fn multi_rank(run: &RunData) -> RunData {
         dir: run.dir.clone(),
         manifest: run.manifest.clone(),
         cases: run.cases.iter().filter(|c| c.nranks > 1).cloned().collect(),
-        histograms: run.histograms.clone(),
+        distributions: run.distributions.clone(),
     }
 }
 

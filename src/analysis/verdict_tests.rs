@@ -7,6 +7,7 @@ use hdrhistogram::Histogram;
 
 use super::*;
 use crate::export::reader::{ConfigHead, ManifestHead};
+use crate::stats::distribution::Distribution;
 
 const OPTIONS: CompareOptions = CompareOptions {
     threshold: 0.02,
@@ -40,7 +41,7 @@ fn ok(config: &'static str, bytes: u64, transports: &'static str, scale: f64) ->
 }
 
 fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
-    let mut histograms = HashMap::new();
+    let mut distributions = HashMap::new();
     let rows = cases
         .iter()
         .enumerate()
@@ -54,7 +55,7 @@ fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
             let median = h.value_at_quantile(0.5) as f64 / 1e3;
             let ok = c.status == "ok";
             if ok {
-                histograms.insert(tag.clone(), h);
+                distributions.insert(tag.clone(), Distribution::from_histogram(&h));
             }
             CaseRow {
                 config: c.config.into(),
@@ -100,7 +101,7 @@ fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
             ..ManifestHead::default()
         },
         cases: rows,
-        histograms,
+        distributions,
     }
 }
 

@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use hdrhistogram::Histogram;
 use serde::Deserialize;
 
 use super::hlog;
 use super::run_dir::{HISTOGRAMS, MANIFEST, RESULTS_CSV};
+use crate::stats::distribution::Distribution;
 use crate::stats::quality::Quality;
 
 /// One row of `results.csv` (the stable columns, and the extra ones when present).
@@ -153,8 +153,9 @@ pub struct RunData {
     pub dir: PathBuf,
     pub manifest: ManifestHead,
     pub cases: Vec<CaseRow>,
-    /// Histograms by tag; empty for runs without per-iteration data (imported).
-    pub histograms: HashMap<String, Histogram<u64>>,
+    /// The distributions of the histograms by tag; empty for runs without
+    /// per-iteration data (imported).
+    pub distributions: HashMap<String, Distribution>,
 }
 
 impl RunData {
@@ -186,8 +187,8 @@ impl RunData {
         };
         let cases = read_rows(&csv_path)?;
         let hlog_path = dir.join(HISTOGRAMS);
-        let histograms = if histograms && hlog_path.is_file() {
-            hlog::read(&hlog_path)?.into_iter().collect()
+        let distributions = if histograms && hlog_path.is_file() {
+            hlog::read_distributions(&hlog_path)?.into_iter().collect()
         } else {
             HashMap::new()
         };
@@ -195,11 +196,10 @@ impl RunData {
             dir: dir.to_path_buf(),
             manifest,
             cases,
-            histograms,
+            distributions,
         })
     }
 
-    /// The histogram of a case, when the run kept one.
     /// `n` ranks in the words of this run's backend: "2 GPUs", or "2 ranks" on the
     /// host backend, whose ranks are CPU processes.
     pub fn ranks(&self, n: u32) -> String {
@@ -213,11 +213,12 @@ impl RunData {
         crate::units::plural(n as usize, one, many)
     }
 
-    pub fn histogram(&self, row: &CaseRow) -> Option<&Histogram<u64>> {
+    /// The distribution of a case's histogram, when the run kept one.
+    pub fn distribution(&self, row: &CaseRow) -> Option<&Distribution> {
         row.hist_tag
             .as_deref()
             .filter(|t| !t.is_empty())
-            .and_then(|t| self.histograms.get(t))
+            .and_then(|t| self.distributions.get(t))
     }
 }
 
@@ -263,7 +264,7 @@ mod tests {
         assert_eq!(run.cases[1].time_us, None);
         assert_eq!(run.cases[1].error, "rank 1: boom, badly");
         assert!(
-            run.histogram(&run.cases[0]).is_none(),
+            run.distribution(&run.cases[0]).is_none(),
             "no hlog in this run"
         );
     }

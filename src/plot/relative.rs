@@ -12,7 +12,7 @@ use plotters::prelude::*;
 
 use super::common::{self, err};
 use crate::analysis::compare::{compare_pair, seed, CompareOptions};
-use crate::export::reader::RunData;
+use crate::export::reader::{CaseRow, RunData};
 use crate::stats::compare::DEFAULT_RESAMPLES;
 
 /// One config's changes against the baseline: runs of `(x, change %, ci lo %,
@@ -72,21 +72,29 @@ fn relatives(run: &RunData, baseline: &str, threshold: f64, nranks: u32) -> Vec<
             segments: vec![Vec::new()],
             failed: Vec::new(),
         };
-        for c in common::rows(run, &config, nranks) {
-            let Some(b) = base_rows
-                .iter()
-                .find(|b| b.bytes == c.bytes && b.dtype == c.dtype && b.op == c.op)
-            else {
-                continue;
-            };
+        let pairs: Vec<(&CaseRow, &CaseRow)> = common::rows(run, &config, nranks)
+            .into_iter()
+            .filter_map(|c| {
+                base_rows
+                    .iter()
+                    .find(|b| b.bytes == c.bytes && b.dtype == c.dtype && b.op == c.op)
+                    .map(|b| (*b, c))
+            })
+            .collect();
+        // The bootstraps on every core: each pair is seeded from its key.
+        let compared = crate::parallel::map(&pairs, |&(b, c)| {
+            let key = (&config, nranks, c.bytes, &c.dtype, &c.op);
+            (b.is_ok() && c.is_ok())
+                .then(|| compare_pair(run, b, run, c, opts, seed(&key)).0)
+                .flatten()
+        });
+        for ((b, c), cmp) in pairs.into_iter().zip(compared) {
             let x = common::size_x(c.bytes);
             if !(b.is_ok() && c.is_ok()) {
                 rel.failed.push(x);
                 rel.segments.push(Vec::new());
                 continue;
             }
-            let key = (&config, nranks, c.bytes, &c.dtype, &c.op);
-            let (cmp, _) = compare_pair(run, b, run, c, opts, seed(&key));
             if let Some(cmp) = cmp.filter(|m| m.change.is_finite()) {
                 // An unbounded interval (too few samples) is drawn as the point alone.
                 let (lo, hi) = if cmp.ci.0.is_finite() && cmp.ci.1.is_finite() {

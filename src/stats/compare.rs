@@ -28,6 +28,9 @@ use std::fmt;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+pub use super::distribution::Distribution;
+use super::splitmix::SplitMix64;
+
 /// Bootstrap resamples when the caller has no reason to pick another number.
 pub const DEFAULT_RESAMPLES: usize = 1000;
 
@@ -133,19 +136,9 @@ pub fn compare_means(base_mean: f64, cand_mean: f64, threshold: f64) -> Option<C
 
 /// Compares the median of `cand` against that of `base` (iteration times in ns) with a
 /// percentile bootstrap of `resamples` resamples (use [`DEFAULT_RESAMPLES`]), seeded by
-/// `seed`. The interval is widened, if need be, to contain the point estimate, which a
-/// percentile interval of a discrete distribution does not guarantee.
+/// `seed`: [`compare_distributions`] on the histograms' recorded distributions.
 ///
 /// `None` when either histogram is empty, or the base median is 0 (no relative change).
-/// Fewer than 2 samples on a side, or fewer than 2 resamples, give an unbounded interval
-/// and an inconclusive verdict.
-///
-/// Cost: independent of the sample count, as each resampled median is drawn directly
-/// (see `Cdf::draw_median`): O(buckets) to read each histogram, then O(log buckets)
-/// per resampled median. Measured in a release build (x86-64, 2 cores) on two
-/// histograms of 100,000 samples each (~1000 buckets) with 1000 resamples: about
-/// 0.3 ms per comparison (reading a histogram ~40 us, one median draw ~0.1 us), so
-/// 10,000 comparisons take about 3 s. See the ignored test `cost_of_one_comparison`.
 pub fn compare_histograms(
     base: &Histogram<u64>,
     cand: &Histogram<u64>,
@@ -153,10 +146,41 @@ pub fn compare_histograms(
     resamples: usize,
     seed: u64,
 ) -> Option<Comparison> {
-    let base_cdf = Cdf::new(base)?;
-    let cand_cdf = Cdf::new(cand)?;
-    let base_median = base_cdf.median() as f64;
-    let cand_median = cand_cdf.median() as f64;
+    compare_distributions(
+        &Distribution::from_histogram(base),
+        &Distribution::from_histogram(cand),
+        threshold,
+        resamples,
+        seed,
+    )
+}
+
+/// Compares the median of `cand` against that of `base` (iteration times in ns) with a
+/// percentile bootstrap of `resamples` resamples (use [`DEFAULT_RESAMPLES`]), seeded by
+/// `seed`. The interval is widened, if need be, to contain the point estimate, which a
+/// percentile interval of a discrete distribution does not guarantee.
+///
+/// `None` when either distribution is empty, or the base median is 0 (no relative
+/// change). Fewer than 2 samples on a side, or fewer than 2 resamples, give an unbounded interval and an inconclusive
+/// verdict.
+///
+/// Cost: independent of the sample count, as each resampled median is drawn directly
+/// (see `Distribution::draw_median`): two Beta draws (four Gamma draws) and a search
+/// from the median's bucket per resample, nothing when a case is compared with
+/// itself. Reading a histogram into a [`Distribution`] is done once per case, when the
+/// run is read. Measured in a release build on a shared 2-core x86-64 machine: about
+/// 0.2 ms per comparison at 1000 resamples, so 10,000 comparisons take about 2 s of
+/// CPU, which `analysis::compare` spreads over the cores; see the ignored test
+/// `cost_of_one_comparison` and `cargo bench --bench analysis`.
+pub fn compare_distributions(
+    base: &Distribution,
+    cand: &Distribution,
+    threshold: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<Comparison> {
+    let base_median = base.median()? as f64;
+    let cand_median = cand.median()? as f64;
     if base_median <= 0.0 {
         return None;
     }
@@ -165,10 +189,10 @@ pub fn compare_histograms(
     // Resampling them independently would invent an uncertainty that is not there.
     let ci = if base == cand {
         (0.0, 0.0)
-    } else if base_cdf.total < 2 || cand_cdf.total < 2 || resamples < 2 {
+    } else if base.total() < 2 || cand.total() < 2 || resamples < 2 {
         (f64::NEG_INFINITY, f64::INFINITY)
     } else {
-        let (lo, hi) = bootstrap_interval(&base_cdf, &cand_cdf, resamples, seed);
+        let (lo, hi) = bootstrap_interval(base, cand, resamples, seed);
         (lo.min(change), hi.max(change))
     };
     Some(Comparison {
@@ -182,13 +206,18 @@ pub fn compare_histograms(
 }
 
 /// Percentile interval of `cand* / base* - 1` over the resampled medians.
-fn bootstrap_interval(base: &Cdf, cand: &Cdf, resamples: usize, seed: u64) -> (f64, f64) {
+fn bootstrap_interval(
+    base: &Distribution,
+    cand: &Distribution,
+    resamples: usize,
+    seed: u64,
+) -> (f64, f64) {
     // Each histogram draws from its own stream, and which stream a histogram gets
     // depends on its content, not on its role: comparing B to A then resamples exactly
     // the medians that comparing A to B did, and the two intervals mirror each other.
     // Identical histograms still get different streams (else every resample would agree
     // and the interval would collapse to 0).
-    let (base_stream, cand_stream) = if base.fingerprint <= cand.fingerprint {
+    let (base_stream, cand_stream) = if base.fingerprint() <= cand.fingerprint() {
         (0, 1)
     } else {
         (1, 0)
@@ -210,154 +239,6 @@ fn bootstrap_interval(base: &Cdf, cand: &Cdf, resamples: usize, seed: u64) -> (f
     // Symmetric indices, so that the mirrored comparison picks the mirrored resamples.
     let tail = (((1.0 - CONFIDENCE) / 2.0) * (resamples - 1) as f64).round() as usize;
     (changes[tail], changes[resamples - 1 - tail])
-}
-
-/// The recorded distribution of a histogram: one entry per non-empty bucket.
-struct Cdf {
-    /// Representative value of each bucket (its highest equivalent value), ascending.
-    values: Vec<u64>,
-    /// Samples at or below each bucket.
-    cumulative: Vec<u64>,
-    total: u64,
-    /// Hash of the content, to assign random streams independently of the role.
-    fingerprint: u64,
-}
-
-impl Cdf {
-    /// `None` for an empty histogram.
-    fn new(histogram: &Histogram<u64>) -> Option<Cdf> {
-        let mut values = Vec::new();
-        let mut cumulative = Vec::new();
-        let mut total = 0u64;
-        let mut fingerprint = 0u64;
-        for v in histogram.iter_recorded() {
-            let value = histogram.highest_equivalent(v.value_iterated_to());
-            total += v.count_at_value();
-            values.push(value);
-            cumulative.push(total);
-            fingerprint = mix(mix(fingerprint ^ value) ^ v.count_at_value());
-        }
-        (total > 0).then_some(Cdf {
-            values,
-            cumulative,
-            total,
-            fingerprint,
-        })
-    }
-
-    /// The value of the `rank`-th smallest sample (1-based, clamped to 1..=total).
-    fn value_at_rank(&self, rank: u64) -> u64 {
-        let rank = rank.clamp(1, self.total);
-        let i = self.cumulative.partition_point(|&c| c < rank);
-        self.values[i.min(self.values.len() - 1)]
-    }
-
-    /// The lower median, rank ceil(n/2).
-    fn median(&self) -> u64 {
-        self.value_at_rank(self.total.div_ceil(2))
-    }
-
-    /// The median of `total` draws with replacement from this distribution, drawn
-    /// directly rather than by drawing `total` values.
-    ///
-    /// Why this is exact: inverse-CDF sampling turns n uniform draws U_i into draws
-    /// X_i = F^-1(U_i), and F^-1 is non-decreasing, so the k-th smallest X is F^-1 of
-    /// the k-th smallest U. The k-th order statistic of n uniforms is Beta(k, n-k+1)
-    /// distributed. So the median of a resample (k = ceil(n/2)) is F^-1(Beta(k, n-k+1)),
-    /// one Beta draw and one binary search whatever n is, where drawing n values would
-    /// cost O(n log buckets), or, with the draws capped, would widen the interval by
-    /// sqrt(n / cap). The test `direct_median_draw_has_the_order_statistic_distribution`
-    /// checks it against the exact binomial distribution of a sample median.
-    fn draw_median(&self, rng: &mut SplitMix64) -> u64 {
-        let n = self.total as f64;
-        let k = self.total.div_ceil(2) as f64;
-        let u = rng.beta(k, n - k + 1.0);
-        // F^-1(u) is the first bucket whose cumulative count reaches u * n.
-        self.value_at_rank((u * n).ceil() as u64)
-    }
-}
-
-/// The splitmix64 finaliser: a bijective mix of 64 bits.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// splitmix64 (Steele, Lea, Flood 2014): small, fast, good enough for resampling, and
-/// reproducible from its seed without a `rand` dependency.
-struct SplitMix64 {
-    state: u64,
-    /// The second normal variate of the last Box-Muller pair, not yet used.
-    spare_normal: Option<f64>,
-}
-
-impl SplitMix64 {
-    const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
-
-    /// Independent-looking streams from one seed.
-    fn new(seed: u64, stream: u64) -> SplitMix64 {
-        SplitMix64 {
-            state: mix(seed ^ mix(stream.wrapping_add(1).wrapping_mul(Self::GAMMA))),
-            spare_normal: None,
-        }
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(Self::GAMMA);
-        mix(self.state)
-    }
-
-    /// Uniform in [0, 1), 53 random bits.
-    fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// Uniform in (0, 1], safe to take the logarithm of.
-    fn uniform_open0(&mut self) -> f64 {
-        1.0 - self.uniform()
-    }
-
-    /// Standard normal (Box-Muller, both variates of a pair used).
-    fn normal(&mut self) -> f64 {
-        if let Some(z) = self.spare_normal.take() {
-            return z;
-        }
-        let r = (-2.0 * self.uniform_open0().ln()).sqrt();
-        let (sin, cos) = (std::f64::consts::TAU * self.uniform()).sin_cos();
-        self.spare_normal = Some(r * sin);
-        r * cos
-    }
-
-    /// Gamma(shape, 1) for shape >= 1 (Marsaglia and Tsang 2000); accepts ~96 % of
-    /// tries at shape 1 and nearly all for large shapes.
-    fn gamma(&mut self, shape: f64) -> f64 {
-        debug_assert!(shape >= 1.0);
-        let d = shape - 1.0 / 3.0;
-        let c = 1.0 / (3.0 * d.sqrt());
-        loop {
-            let x = self.normal();
-            let y = c * x;
-            if y <= -1.0 {
-                continue;
-            }
-            // v = (1 + y)^3; v - 1 and ln v written to keep precision for large shapes,
-            // where y is tiny.
-            let v_minus_1 = y * (3.0 + y * (3.0 + y));
-            let ln_v = 3.0 * y.ln_1p();
-            let u = self.uniform_open0();
-            if u.ln() < 0.5 * x * x - d * v_minus_1 + d * ln_v {
-                return d * (1.0 + v_minus_1);
-            }
-        }
-    }
-
-    /// Beta(a, b) for a, b >= 1.
-    fn beta(&mut self, a: f64, b: f64) -> f64 {
-        let x = self.gamma(a);
-        let y = self.gamma(b);
-        x / (x + y)
-    }
 }
 
 #[cfg(test)]

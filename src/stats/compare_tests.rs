@@ -186,7 +186,7 @@ fn interval_contains_the_change_and_swapping_mirrors_it() {
     }
 }
 
-/// The shortcut in `Cdf::draw_median` against the exact distribution of the lower
+/// The shortcut in `Distribution::draw_median` against the exact distribution of the lower
 /// median of n draws: P(median <= x) = P(Binomial(n, F(x)) >= k).
 #[test]
 fn direct_median_draw_has_the_order_statistic_distribution() {
@@ -203,12 +203,12 @@ fn direct_median_draw_has_the_order_statistic_distribution() {
     }
     // 3 x 100 ns, 4 x 200 ns, 3 x 300 ns (exact in the histogram); n = 10, k = 5.
     let h = histogram([100; 3].into_iter().chain([200; 4]).chain([300; 3]));
-    let cdf = Cdf::new(&h).unwrap();
+    let distribution = Distribution::from_histogram(&h);
     let draws = 40_000;
     let mut rng = SplitMix64::new(5, 0);
     let mut at_most = [0usize; 2];
     for _ in 0..draws {
-        let m = cdf.draw_median(&mut rng);
+        let m = distribution.draw_median(&mut rng);
         assert!([100, 200, 300].contains(&m), "{m}");
         at_most[0] += (m <= 100) as usize;
         at_most[1] += (m <= 200) as usize;
@@ -353,7 +353,10 @@ fn the_interval_covers_the_true_change_about_95_percent_of_the_time() {
                 0.1,
                 2 * seed + 1,
             ));
-            let (b, c) = (Cdf::new(&base).unwrap(), Cdf::new(&cand).unwrap());
+            let (b, c) = (
+                Distribution::from_histogram(&base),
+                Distribution::from_histogram(&cand),
+            );
             let (lo, hi) = bootstrap_interval(&b, &c, 1000, seed);
             covered += usize::from(lo <= true_change && true_change <= hi);
         }

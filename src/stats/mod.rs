@@ -5,8 +5,10 @@ pub mod adaptive;
 pub mod alpha_beta;
 pub mod bandwidth;
 pub mod compare;
+pub mod distribution;
 pub mod latency;
 pub mod quality;
+mod splitmix;
 
 pub use adaptive::{BatchDecision, StopReason, StopRule};
 pub use bandwidth::Bandwidth;
