@@ -34,6 +34,7 @@ fn harness_overhead_ns() -> f64 {
         hang_with_segment: false,
         stores: nccl_bench::backend::host::ring::Stores::Measured,
         pin_cpus: false,
+        cpu: None,
         bind: nccl_bench::backend::host::LOOPBACK,
     };
     let mut backend = HostBackend::new(opts);
