@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::export::reader::{CaseRow, RunData};
+use crate::stats;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -172,10 +173,10 @@ pub fn build(runs: &[RunData], created_at: String) -> Result<Baseline, String> {
                 bytes,
                 dtype,
                 op,
-                median_us: middle(medians),
+                median_us: stats::median(medians).unwrap_or(f64::NAN),
                 low_us: seen.iter().map(|(_, m)| m.1).fold(f64::INFINITY, f64::min),
                 high_us: seen.iter().map(|(_, m)| m.2).fold(0.0, f64::max),
-                busbw_gbps: (!busbw.is_empty()).then(|| middle(busbw)),
+                busbw_gbps: stats::median(busbw),
                 runs: seen.len(),
             })
         })
@@ -200,16 +201,6 @@ fn on(gpu: &Option<String>) -> String {
     gpu.as_deref()
         .map(|g| format!(" on {g}"))
         .unwrap_or_default()
-}
-
-fn middle(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// How a case fared.

@@ -24,6 +24,7 @@ use crate::analysis::compare::seed;
 use crate::export::reader::{CaseRow, RunData};
 use crate::stats::compare::{classify, compare_distributions, Verdict, DEFAULT_RESAMPLES};
 use crate::stats::distribution::Distribution;
+use crate::stats::median;
 
 /// The sizes a history follows in each series group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,7 +346,8 @@ fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
         let points = &series.points;
         let cand = &points[i];
         let m = cand.median_us.unwrap_or(f64::NAN);
-        let level_median = middle(level.iter().filter_map(|&j| points[j].median_us));
+        let level_median =
+            median(level.iter().filter_map(|&j| points[j].median_us)).unwrap_or(f64::NAN);
         let change = m / level_median - 1.0;
         let mut ci = (change, change);
         for &j in level {
@@ -444,20 +446,6 @@ fn ends(base: &Point, cand: &Point) -> (f64, f64) {
             (clo / bhi - 1.0, chi / blo - 1.0)
         }
         _ => (f64::NEG_INFINITY, f64::INFINITY),
-    }
-}
-
-fn middle(values: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::config::pair_of;
 use crate::export::reader::RunData;
+use crate::stats::median;
 use crate::units::Bytes;
 
 /// One pair's result at the table's size.
@@ -117,7 +118,9 @@ fn table(run: &RunData, base: &str, threshold: f64) -> Option<PairTable> {
             .filter(|(o, _)| *o != k)
             .map(|(_, m)| *m)
             .collect();
-        let (Some(typical), Some((low, _))) = (middle(others), *ci) else {
+        // One other pair is no typical value.
+        let typical = median(others.iter().copied()).filter(|_| others.len() >= 2);
+        let (Some(typical), Some((low, _))) = (typical, *ci) else {
             continue;
         };
         if low > typical * (1.0 + threshold) {
@@ -132,20 +135,6 @@ fn table(run: &RunData, base: &str, threshold: f64) -> Option<PairTable> {
         bytes,
         devices,
         cells,
-    })
-}
-
-/// The median of at least two values (one other pair is no "typical" value).
-fn middle(mut v: Vec<f64>) -> Option<f64> {
-    if v.len() < 2 {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
 }
 

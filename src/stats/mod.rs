@@ -11,5 +11,21 @@ pub mod quality;
 mod splitmix;
 
 pub use adaptive::{BatchDecision, StopReason, StopRule};
+
+/// The median of `values` (the mean of the middle two for an even count); `None`
+/// for none.
+pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.into_iter().collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
 pub use bandwidth::Bandwidth;
 pub use latency::{LatencyRecorder, LatencySummary};
