@@ -296,6 +296,10 @@ fn json_per_iteration_times_become_histograms_and_compare_bootstraps_them() {
     }
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(base.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["started_at"], "2026-11-20T02:00:00",
+        "when nccl-tests ran"
+    );
     let note = manifest["backend"]["note"].as_str().unwrap();
     assert!(
         note.contains("per-iteration times (-I 1) as histograms"),

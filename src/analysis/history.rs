@@ -151,14 +151,24 @@ impl History {
     }
 }
 
-/// The runs in the order they started (ties by directory), as the history's runs.
+/// The runs in the order they started (ties, and runs without a readable start
+/// time, which come first, by directory), as the history's runs.
 pub fn order(runs: &mut [RunData]) {
-    runs.sort_by(|a, b| {
-        a.manifest
-            .started_at
-            .cmp(&b.manifest.started_at)
-            .then_with(|| a.dir.cmp(&b.dir))
-    });
+    runs.sort_by_cached_key(|r| (start_seconds(&r.manifest.started_at), r.dir.clone()));
+}
+
+/// A start time as seconds since the epoch: RFC 3339 with its offset (our runs), or
+/// without one (`2026-07-10T12:00:00`, an nccl-tests import: that machine's local
+/// time, taken as this one's).
+fn start_seconds(text: &str) -> Option<i64> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Some(t.timestamp());
+    }
+    let naive = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S").ok()?;
+    naive
+        .and_local_timezone(chrono::Local)
+        .earliest()
+        .map(|t| t.timestamp())
 }
 
 /// The history of `runs`, which must be in order (see [`order`]).

@@ -175,6 +175,31 @@ fn backends_configs_and_rank_counts_are_kept_apart_and_sizes_chosen_per_group() 
 }
 
 #[test]
+fn runs_are_ordered_by_their_start_time_across_offsets_and_imports() {
+    let mut runs: Vec<RunData> = (0..4).map(|i| run(i, 1.0, "2.21.5")).collect();
+    runs[0].manifest.started_at = "2026-10-05T03:00:00+02:00".into(); // 01:00 UTC
+    runs[1].manifest.started_at = "2026-10-05T02:00:00+00:00".into();
+    runs[2].manifest.started_at = "2026-10-04T23:30:00-00:00".into();
+    runs[3].manifest.started_at = "not a time".into();
+    order(&mut runs);
+    let names: Vec<String> = runs.iter().map(|r| r.dir.display().to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "results/night-03",
+            "results/night-02",
+            "results/night-00",
+            "results/night-01"
+        ]
+    );
+    assert_eq!(
+        start_seconds("2026-10-05T01:00:00Z"),
+        start_seconds("2026-10-05T03:00:00+02:00")
+    );
+    assert!(start_seconds("2026-07-10T12:00:00").is_some());
+}
+
+#[test]
 fn facts_and_their_differences() {
     let mut a = run(0, 1.0, "2.21.5");
     let mut b = run(1, 1.0, "2.21.5");

@@ -134,7 +134,11 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
         command_line: std::env::args().collect(),
         label: None,
         status: RunStatus::Complete,
-        started_at: crate::units::now_rfc3339(),
+        // When nccl-tests ran, where it says so: history sorts runs by it.
+        started_at: parsed
+            .started_at
+            .clone()
+            .unwrap_or_else(crate::units::now_rfc3339),
         finished_at: Some(crate::units::now_rfc3339()),
         error: None,
         backend: BackendInfo {

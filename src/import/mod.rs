@@ -53,6 +53,9 @@ pub struct ImportedRun {
     /// Each rank's host and GPU, from the `#  Rank N Group G Pid P on HOST device D
     /// [BUS] NAME` lines (text only), in rank order.
     pub ranks: Vec<ImportedRank>,
+    /// When the run started (JSON `start_time`, the local time of its machine,
+    /// as `2026-07-10T12:00:00`).
+    pub started_at: Option<String>,
 }
 
 /// One rank as nccl-tests lists it.

@@ -44,8 +44,10 @@ pub fn parse_json(text: &str) -> Result<ImportedRun, ImportError> {
         avg_busbw_gbps: None,
         out_of_bounds: None,
         ranks: Vec::new(),
+        started_at: None,
     };
     if let Some(doc) = docs.first() {
+        run.started_at = doc.start_time.as_deref().and_then(local_time);
         run.nccl_version = doc.nccl_version.map(version_from_code);
         if !doc.args.is_empty() {
             run.command = Some(
@@ -119,6 +121,14 @@ pub fn parse_json(text: &str) -> Result<ImportedRun, ImportError> {
         }
     }
     Ok(run)
+}
+
+/// nccl-tests' `2026-07-10 12:00:00` (its machine's local time, no zone) as
+/// `2026-07-10T12:00:00`; `None` when it is not that.
+fn local_time(text: &str) -> Option<String> {
+    chrono::NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S")
+        .ok()
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S").to_string())
 }
 
 fn shell_word(a: &str) -> String {
@@ -206,6 +216,8 @@ fn result_lines(text: &str) -> Vec<usize> {
 
 #[derive(Deserialize)]
 struct JsonDoc {
+    /// When the run started, in the local time of its machine (`%Y-%m-%d %H:%M:%S`).
+    start_time: Option<String>,
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]

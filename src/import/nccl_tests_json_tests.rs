@@ -39,6 +39,7 @@ fn json_document_as_nccl_tests_writes_it() {
     assert_eq!(run.nranks, Some(2));
     assert_eq!(run.nccl_version.as_deref(), Some("2.19.3"));
     assert_eq!(run.nccl_tests_version, None);
+    assert_eq!(run.started_at.as_deref(), Some("2026-07-10T12:00:00"));
     assert_eq!(
         run.command.as_deref(),
         Some("./build/all_reduce_perf -b 8 -e 16 -f 2 -g 2 -I 1 -J out.json")
