@@ -49,13 +49,15 @@ fn a_stalled_case_is_flagged_and_remeasured() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        stderr.contains(
-            "warning: default n=2: re-measuring 1 case in fresh processes (64 B outlier)"
-        ),
-        "{}",
-        text(&o)
-    );
+    // The stalled size is flagged as an outlier. On a busy machine a load spike can
+    // make other sizes out of line too (seen: 8-32 B three times slower than 128 B
+    // while another build ran); they are re-measured as well, which is the rule
+    // working, so only the stalled one is required here.
+    let warning = stderr
+        .lines()
+        .find(|l| l.starts_with("warning: default n=2: re-measuring "))
+        .unwrap_or_else(|| panic!("no re-measuring warning: {}", text(&o)));
+    assert!(warning.contains("64 B outlier"), "{}", text(&o));
     let run = run_dir(out.path());
     let all = rows(&run);
     assert_eq!(
