@@ -3,16 +3,21 @@
 //!
 //! A series is one case (backend, config, ranks, size, datatype, op) across the
 //! runs, in the order they started. Each run's median iteration time is judged
-//! against the level before it: the runs since the last step, at most `window` of
-//! them, ok and trusted by the quality rules. The change's 95 % interval spans every
+//! against the level before it: the runs since the last step that were unchanged
+//! against it, at most `window` of them, ok and trusted by the quality rules (an
+//! unsure run, whose interval straddles the threshold, never joins the level, so
+//! it cannot widen the level until a real step reads as noise). The change's 95 % interval spans every
 //! run of the level: from the run's median interval against each level run's, or
 //! with histograms compare's bootstrap against each level run, the lowest low end to
 //! the highest high end. So the night-to-night spread of the level widens it, not
 //! only each run's own noise, and compare's rule (`stats::compare::classify`) calls
-//! it against the threshold. A run beyond the threshold is a step when the next
-//! run is beyond it too, in the same direction (the level moved); the latest run
-//! cannot be confirmed yet and says so. Otherwise it is a one-off and stays out of
-//! the level. Each step names the two runs around it and what their manifests say
+//! it against the threshold. Two runs beyond the threshold the same way, with no
+//! run back at the level between them, make a step (the level moved), placed at
+//! the first run since the level on that side (unsure ones included), and sized by
+//! the runs beyond it; the new level is those runs. A lone run beyond the threshold
+//! at the end is a step not confirmed yet; one followed by a run back at the level
+//! is a one-off and stays out of the level. When the first run alone was the level
+//! and the next two agree against it, the first run is the one-off. Each step names the two runs around it and what their manifests say
 //! changed: NCCL, its library, driver, CUDA, GPUs, hosts, the config's variables,
 //! nccl-bench itself.
 
@@ -379,8 +384,17 @@ fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
     let eligible: Vec<usize> = (0..series.points.len())
         .filter(|&i| series.points[i].trusted)
         .collect();
+    let beyond = |v: Verdict| matches!(v, Verdict::Regressed | Verdict::Improved);
+    let one_off = |p: &Judged| OneOff {
+        run: series.points[p.point].run,
+        verdict: p.verdict,
+        change: p.change,
+        ci: p.ci,
+    };
+    // The level: runs unchanged against it (its first run, and after a step the
+    // runs of the new level). Pending: the runs since that were not unchanged.
     let mut level: Vec<usize> = Vec::new();
-    let mut pending: Option<Judged> = None;
+    let mut pending: Vec<Judged> = Vec::new();
     let mut steps = Vec::new();
     let mut one_offs = Vec::new();
     for &i in &eligible {
@@ -396,43 +410,109 @@ fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
             ci,
             verdict: classify(ci, opts.threshold),
         };
-        let beyond = matches!(judged.verdict, Verdict::Regressed | Verdict::Improved);
-        if let Some(p) = pending.take() {
-            if beyond && judged.verdict == p.verdict {
-                let before = *window.last().unwrap_or(&p.point);
-                steps.push(step(series, runs, before, p, true));
-                level = vec![p.point, i];
-                continue;
-            }
-            one_offs.push(OneOff {
-                run: series.points[p.point].run,
-                verdict: p.verdict,
-                change: p.change,
-                ci: p.ci,
-            });
-        }
-        if beyond {
-            pending = Some(judged);
-        } else {
+        if judged.verdict == Verdict::Unchanged {
+            // What was pending did not last: runs beyond the threshold were
+            // one-offs, the unsure ones stay out of the level.
+            one_offs.extend(
+                pending
+                    .drain(..)
+                    .filter(|p| beyond(p.verdict))
+                    .map(|p| one_off(&p)),
+            );
             level.push(i);
+            continue;
         }
+        if beyond(judged.verdict)
+            && pending
+                .iter()
+                .any(|p| beyond(p.verdict) && p.verdict != judged.verdict)
+        {
+            // Beyond the other way: what was pending did not last either.
+            one_offs.extend(
+                pending
+                    .drain(..)
+                    .filter(|p| beyond(p.verdict))
+                    .map(|p| one_off(&p)),
+            );
+        }
+        pending.push(judged);
+        let same: Vec<Judged> = pending
+            .iter()
+            .filter(|p| beyond(judged.verdict) && p.verdict == judged.verdict)
+            .copied()
+            .collect();
+        if same.len() < 2 {
+            continue;
+        }
+        // Two runs beyond the threshold the same way with none back at the level:
+        // it moved, from the first pending run on that side (an unsure one too).
+        let up = judged.verdict == Verdict::Regressed;
+        let start = pending
+            .iter()
+            .position(|p| (p.change > 0.0) == up)
+            .unwrap_or(0);
+        let new_level: Vec<usize> = pending[start..].iter().map(|p| p.point).collect();
+        if level.len() == 1 && level[0] == eligible[0] {
+            // The first run alone was the level, and the runs after it agree with
+            // each other, not with it: it is the one that stood out.
+            one_offs.push(OneOff {
+                run: series.points[level[0]].run,
+                verdict: if up {
+                    Verdict::Improved
+                } else {
+                    Verdict::Regressed
+                },
+                change: 1.0 / (1.0 + same[0].change) - 1.0,
+                ci: (
+                    1.0 / (1.0 + same[0].ci.1) - 1.0,
+                    1.0 / (1.0 + same[0].ci.0) - 1.0,
+                ),
+            });
+        } else {
+            let before = *level.last().unwrap_or(&pending[start].point);
+            steps.push(step(
+                series,
+                runs,
+                before,
+                pending[start].point,
+                &same,
+                true,
+            ));
+        }
+        level = new_level;
+        pending.clear();
     }
-    if let Some(p) = pending {
+    if let Some(p) = pending.iter().find(|p| beyond(p.verdict)).copied() {
         let before = *level.last().unwrap_or(&p.point);
-        steps.push(step(series, runs, before, p, false));
+        steps.push(step(series, runs, before, p.point, &[p], false));
     }
     series.steps = steps;
     series.one_offs = one_offs;
 }
 
-fn step(series: &Series, runs: &[RunData], before: usize, p: Judged, confirmed: bool) -> Step {
-    let (b, a) = (series.points[before].run, series.points[p.point].run);
+/// A step between points `before` and `after`, its size from the runs beyond the
+/// threshold that made it (`beyond`: the median of their changes, the span of
+/// their intervals).
+fn step(
+    series: &Series,
+    runs: &[RunData],
+    before: usize,
+    after: usize,
+    beyond: &[Judged],
+    confirmed: bool,
+) -> Step {
+    let (b, a) = (series.points[before].run, series.points[after].run);
+    let lo = beyond.iter().map(|p| p.ci.0).fold(f64::INFINITY, f64::min);
+    let hi = beyond
+        .iter()
+        .map(|p| p.ci.1)
+        .fold(f64::NEG_INFINITY, f64::max);
     Step {
         before: b,
         after: a,
-        verdict: p.verdict,
-        change: p.change,
-        ci: p.ci,
+        verdict: beyond[0].verdict,
+        change: median(beyond.iter().map(|p| p.change)).unwrap_or(f64::NAN),
+        ci: (lo, hi),
         confirmed,
         differences: differences(&runs[b], &runs[a], &series.config),
     }

@@ -115,6 +115,51 @@ fn a_one_night_blip_is_a_one_off_and_the_latest_run_is_an_unconfirmed_step() {
     assert!(step.differences.is_empty());
 }
 
+/// A level at 1.00, then a lasting move that each case sees through its interval.
+fn series_of(levels: &[f64]) -> Series {
+    let runs: Vec<RunData> = levels
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| run(i, l, "2.21.5"))
+        .collect();
+    build(&runs, &opts()).series.remove(0)
+}
+
+#[test]
+fn an_unsure_night_before_a_step_does_not_hide_it() {
+    // 10 nights at 1.00, one at 1.052 (its interval straddles 5 %), then 1.10.
+    let mut levels = vec![1.0; 10];
+    levels.push(1.052);
+    levels.extend([1.10; 12]);
+    let s = series_of(&levels);
+    assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
+    let step = &s.steps[0];
+    assert_eq!((step.before, step.after, step.confirmed), (9, 10, true));
+    assert_eq!(step.verdict, Verdict::Regressed);
+    assert!((step.change - 0.10).abs() < 0.01, "{}", step.change);
+    assert!(s.one_offs.is_empty());
+}
+
+#[test]
+fn a_drift_is_a_step_once_it_passes_the_threshold() {
+    let levels: Vec<f64> = (0..30).map(|i| 1.0 + 0.01 * i as f64).collect();
+    let s = series_of(&levels);
+    assert!(!s.steps.is_empty(), "+29 % over 30 nights");
+    assert!(s.steps.iter().all(|st| st.verdict == Verdict::Regressed));
+}
+
+#[test]
+fn a_first_run_out_of_line_is_a_one_off_not_a_step() {
+    let mut levels = vec![1.2];
+    levels.extend([1.0; 9]);
+    let s = series_of(&levels);
+    assert!(s.steps.is_empty(), "{:?}", s.steps);
+    assert_eq!(s.one_offs.len(), 1);
+    assert_eq!(s.one_offs[0].run, 0);
+    assert_eq!(s.one_offs[0].verdict, Verdict::Regressed);
+    assert!((s.one_offs[0].change - 0.2).abs() < 0.01);
+}
+
 #[test]
 fn failed_and_flagged_runs_are_shown_but_never_judged() {
     let mut runs: Vec<RunData> = (0..8).map(|i| run(i, noise(i), "2.21.5")).collect();

@@ -161,7 +161,7 @@ pub fn markdown(
     if let Some(n) = cpus.filter(|&n| n > 0 && devices > n) {
         writeln!(
             s,
-            "This machine has {n} CPUs for {devices} cores: core i is CPU i mod {n}, so a pair like 0 and {n} shares one CPU and takes turns on it.\n"
+            "This machine has {n} CPUs for {devices} cores: core i is the (i mod {n})-th CPU the process may use, so a pair like 0 and {n} puts both ranks on one CPU, where they take turns (and spin waiting for each other): those pairs measure that oversubscription, not a link.\n"
         )?;
     }
     for t in tables {

@@ -49,6 +49,9 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
             }
         }
     }
+    if runs.is_empty() {
+        bail!("no run could be read: {}", skipped.join("; "));
+    }
     runs.dedup_by(|a, b| a.dir == b.dir);
     history::order(&mut runs);
     runs.dedup_by(|a, b| same_dir(&a.dir, &b.dir));

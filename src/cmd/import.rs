@@ -77,7 +77,15 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
                 &name, nranks, row.bytes, &row.dtype, &row.op, timing, &args.file, row.line,
             );
             cells.iters = iters;
-            let times = timing.per_iter.as_ref().map(timed).unwrap_or_default();
+            // Times that are not a number (a failed iteration) are left out.
+            let times: Vec<f64> = timing
+                .per_iter
+                .as_ref()
+                .map(timed)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|t| t.is_finite() && *t >= 0.0)
+                .collect();
             let (recorder, flags) = if times.is_empty() {
                 (None, Vec::new())
             } else {
@@ -226,15 +234,11 @@ fn timed(stats: &IterStats) -> Vec<f64> {
 /// histogram like the sweep's own and fills the row's percentiles, spread and median
 /// interval from it; returns the histogram and the quality rules' flags on the case
 /// itself. The mean, algbw and busbw stay nccl-tests' own (from
-/// its batch time). Times that are not a number (a failed iteration) are left out.
+/// its batch time).
 fn per_iteration(cells: &mut RowCells, times_us: &[f64]) -> (LatencyRecorder, Vec<Flag>) {
     let mut recorder = LatencyRecorder::new();
     let mut drift = Drift::new();
-    let ns: Vec<u64> = times_us
-        .iter()
-        .filter(|t| t.is_finite() && **t >= 0.0)
-        .map(|t| (t * 1e3).round() as u64)
-        .collect();
+    let ns: Vec<u64> = times_us.iter().map(|t| (t * 1e3).round() as u64).collect();
     for &v in &ns {
         recorder.record(v);
     }
@@ -280,7 +284,11 @@ fn assess(cases: &mut [Imported]) {
             cases[i].flags.extend(extra);
         }
     }
-    for case in cases.iter_mut().filter(|c| c.recorder.is_some()) {
+    // As for a sweep's cases, only ok ones get a quality.
+    for case in cases
+        .iter_mut()
+        .filter(|c| c.recorder.is_some() && c.cells.status == "ok")
+    {
         case.cells.quality = verdict(&case.flags).name().into();
         case.cells.quality_note = reasons(&case.flags);
     }
