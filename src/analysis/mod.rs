@@ -9,6 +9,7 @@ pub mod compare_render;
 pub mod expected;
 pub mod explain;
 pub mod history;
+pub mod history_facts;
 pub mod history_render;
 pub mod model_table;
 pub mod nccl_log;

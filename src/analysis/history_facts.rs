@@ -1,0 +1,97 @@
+//! What a run's manifest says about where and with what it ran, for `history`:
+//! each step lists the facts that differ between the two runs around it.
+
+use super::history::Difference;
+use crate::export::reader::RunData;
+
+/// What a run's manifest says about where and with what it ran, as (what, value)
+/// pairs; `config`'s own NCCL and variables included.
+pub fn facts(run: &RunData, config: &str) -> Vec<(String, String)> {
+    let m = &run.manifest;
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut add = |what: &str, value: String| {
+        if !value.is_empty() {
+            out.push((what.to_string(), value));
+        }
+    };
+    let nccl = m.nccl_per_config.get(config).or(m.nccl.as_ref());
+    add("NCCL", nccl.map(|n| n.version.clone()).unwrap_or_default());
+    add(
+        "NCCL library",
+        nccl.map(|n| n.path.clone()).unwrap_or_default(),
+    );
+    let gpu = m.gpu.as_ref();
+    let text = |key: &str| {
+        gpu.and_then(|g| g[key].as_str())
+            .filter(|v| *v != "unknown")
+            .unwrap_or("")
+            .to_string()
+    };
+    add("driver", text("driver_version"));
+    add("CUDA", text("cuda_version"));
+    add("GPUs", gpu_models(gpu));
+    let hosts = match &m.cluster {
+        Some(c) => c.hosts.join(","),
+        None => m.host.hostname.clone(),
+    };
+    add("hosts", hosts);
+    if let Some(c) = m.configs.iter().find(|c| c.name == config) {
+        let env: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        add(&format!("{config}'s variables"), env.join(" "));
+    }
+    let tool = match (m.tool.version.as_str(), m.tool.git_rev.as_str()) {
+        ("", _) => String::new(),
+        (v, "" | "unknown") => v.to_string(),
+        (v, rev) => format!("{v} ({rev})"),
+    };
+    add("nccl-bench", tool);
+    out
+}
+
+/// "8 x NVIDIA H100 80GB HBM3" (models in the order first listed).
+fn gpu_models(gpu: Option<&serde_json::Value>) -> String {
+    let Some(list) = gpu.and_then(|g| g["gpus"].as_array()) else {
+        return String::new();
+    };
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for g in list {
+        let name = g["name"].as_str().unwrap_or("?").to_string();
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(n, c)| format!("{c} x {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The facts that differ between two runs (absent on one side shows as "-").
+pub fn differences(before: &RunData, after: &RunData, config: &str) -> Vec<Difference> {
+    let (b, a) = (facts(before, config), facts(after, config));
+    let mut names: Vec<&String> = b.iter().map(|f| &f.0).collect();
+    for (n, _) in &a {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let value = |list: &[(String, String)], name: &str| {
+        list.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| "-".into())
+    };
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let (vb, va) = (value(&b, n), value(&a, n));
+            (vb != va).then(|| Difference {
+                what: n.clone(),
+                before: vb,
+                after: va,
+            })
+        })
+        .collect()
+}
