@@ -245,6 +245,10 @@ pub struct RunArgs {
     #[arg(long = "rendezvous-timeout", value_name = "DURATION", default_value = "120s", value_parser = units::parse_duration)]
     pub rendezvous_timeout: Duration,
 
+    /// Run the sweep on every pair of the job's nodes (all ranks of both), one pair at a time, to find a slow node or link; rows go under <config>.pair<i>-<j>, nodes numbered in the order of their first rank
+    #[arg(long)]
+    pub pairs: bool,
+
     /// Write to this run directory: created when absent, else this config's cases are
     /// appended (a loop over configs builds one sweep)
     #[arg(long = "run-dir", value_name = "DIR", conflicts_with = "label")]

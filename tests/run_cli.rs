@@ -596,3 +596,25 @@ fn run_refuses_what_it_cannot_do_with_exit_2() {
         "keep me"
     );
 }
+
+#[test]
+fn pairs_of_nodes_need_two_nodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
+    let port = free_port();
+    let args = ["--transports", "default", "--pairs"];
+    let commands = (0..2)
+        .map(|r| rank(&out, &shm, &torchrun_env(r, 2, port), &args))
+        .collect();
+    let (outputs, _) = run_all(commands);
+    for (r, o) in outputs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(2), "rank {r}: {}", text(o));
+    }
+    let rank0 = String::from_utf8_lossy(&outputs[0].stderr);
+    assert!(
+        rank0.contains("--pairs pairs the job's nodes, and all 2 ranks are on ")
+            && rank0.contains("use `nccl-bench sweep --pairs`"),
+        "{rank0}"
+    );
+    assert!(!out.exists(), "a run directory was made");
+}

@@ -76,5 +76,11 @@ fn two_nodes_meet_over_their_network_and_use_shm_only_within_a_node() {
         serde_json::json!(["node1", "node2"])
     );
     assert_eq!(manifest["cluster"]["rendezvous"], "10.77.0.1:29555");
+    // A collective's time is every node's: the report points to the pairs.
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("this run cannot say which node is slow; `nccl-bench run --pairs`"),
+        "{report}"
+    );
     assert!(common::dir_entries(&shm).is_empty(), "segments left behind");
 }

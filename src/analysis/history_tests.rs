@@ -260,6 +260,7 @@ fn facts_and_their_differences() {
     b.manifest.configs = vec![crate::export::reader::ConfigHead {
         name: "default".into(),
         env: [("NCCL_SHM_DISABLE".to_string(), "1".to_string())].into(),
+        ..Default::default()
     }];
     let f = facts(&a, "default");
     assert!(f.contains(&("GPUs".into(), "2 x NVIDIA H100 80GB HBM3".into())));

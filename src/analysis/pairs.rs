@@ -1,17 +1,28 @@
-//! The pairs of `sweep --pairs`: each config's 2-rank result on every pair of
-//! devices at the largest size, as a matrix, and the pairs slower than the others.
+//! The pairs of `sweep --pairs` (every pair of GPUs, or cores on the host backend,
+//! 2 ranks each) and of `run --pairs` (every pair of a cluster job's nodes, all
+//! ranks of both): each config's result per pair at the largest size, as a
+//! matrix, the pairs slower than the others, and per GPU or node whether all its
+//! pairs are slow.
 //!
-//! A pair is slow when the whole 95 % interval of its median time is above the
-//! median of the other pairs' medians by more than the threshold (compare's rule,
-//! against the others' typical value): one slow link, or two ranks sharing a core
-//! on the host backend, stands out; noise within the threshold does not.
+//! A GPU or node is slow when the whole 95 % interval of every one of its pairs'
+//! median times is above the median of the pairs without it by more than the
+//! threshold (compare's rule, against the others' typical value): the trouble is
+//! then that GPU or node (its NIC, its links, its clocks), not one link. A pair is
+//! slow when its whole interval is that far above the median of the other pairs,
+//! leaving out those of a slow GPU or node (with three nodes, one slow node's two
+//! pairs would otherwise be the norm): one slow link, or two ranks sharing a core
+//! on the host backend, stands out; noise within the threshold does not. Several
+//! slow members at once can hide each other: the rule is relative, the ceilings
+//! and published figures are the absolute checks. Pairs are known by the
+//! manifest's configs (`devices`, or `ranks` with the cluster's hosts), not by
+//! their names.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use crate::config::pair_of;
-use crate::export::reader::RunData;
+use crate::export::reader::{CaseRow, RunData};
 use crate::stats::median;
 use crate::units::Bytes;
 
@@ -23,9 +34,27 @@ pub struct PairCell {
     pub status: String,
     pub busbw_gbps: Option<f64>,
     pub median_us: Option<f64>,
+    /// The low end of the 95 % interval of its median time.
+    pub median_ci_low_us: Option<f64>,
     /// Slower than the other pairs' median by this fraction (+0.25: 25 % slower),
     /// when the whole interval is beyond the threshold.
     pub slow_by: Option<f64>,
+}
+
+/// One GPU, core or node across its pairs.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberSummary {
+    pub index: usize,
+    /// Its pairs measured ok, and all its pairs.
+    pub pairs_ok: usize,
+    pub pairs: usize,
+    /// The median bus bandwidth of its ok pairs.
+    pub busbw_gbps: Option<f64>,
+    /// The median time of its pairs against the median of the pairs without it
+    /// (+0.25: 25 % slower); none when there is no pair without it.
+    pub versus_others: Option<f64>,
+    /// Every one of its pairs is slow against the pairs without it.
+    pub slow: bool,
 }
 
 /// A config's pairs at its largest size.
@@ -34,12 +63,22 @@ pub struct PairTable {
     /// The config the pairs were made from (`default` for `default.pair0-1`).
     pub config: String,
     pub bytes: u64,
-    /// Devices 0..devices.
-    pub devices: usize,
+    /// What the pairs are made of: `GPU`, `core` or `node`.
+    pub unit: &'static str,
+    /// Each member's name, index by index: `GPU 0`, `core 3`, or a node's host.
+    pub names: Vec<String>,
+    /// Ranks per pair (2, or every rank of two nodes).
+    pub nranks: u32,
     pub cells: Vec<PairCell>,
+    /// Per member, when there are 3 or more (2 are one pair: nothing to compare).
+    pub members: Vec<MemberSummary>,
 }
 
 impl PairTable {
+    pub fn size(&self) -> usize {
+        self.names.len()
+    }
+
     pub fn cell(&self, a: usize, b: usize) -> Option<&PairCell> {
         let (a, b) = (a.min(b), a.max(b));
         self.cells.iter().find(|c| c.a == a && c.b == b)
@@ -48,103 +87,229 @@ impl PairTable {
     pub fn slow(&self) -> impl Iterator<Item = &PairCell> {
         self.cells.iter().filter(|c| c.slow_by.is_some())
     }
+
+    pub fn slow_members(&self) -> impl Iterator<Item = &MemberSummary> {
+        self.members.iter().filter(|m| m.slow)
+    }
 }
 
-/// What a device of the run is: a core on the host backend, else a GPU.
-pub fn unit(run: &RunData) -> &'static str {
-    if run.manifest.backend.used == "host" {
-        "core"
-    } else {
-        "GPU"
-    }
+/// A pair config of the run: what it was made from and its two members.
+struct PairConfig<'a> {
+    base: &'a str,
+    a: usize,
+    b: usize,
+}
+
+/// What a config of the run pairs, from its manifest entry: two devices
+/// (`sweep --pairs`) or the ranks of two nodes (`run --pairs`).
+fn pair_config<'a>(run: &RunData, name: &'a str) -> Option<(PairConfig<'a>, &'static str)> {
+    let head = run.manifest.configs.iter().find(|c| c.name == name)?;
+    let base = pair_of(name).map_or(name, |(base, ..)| base);
+    let (a, b, unit) = match (&head.devices, &head.ranks) {
+        (Some(d), _) if d.len() == 2 => {
+            let unit = if run.manifest.backend.used == "host" {
+                "core"
+            } else {
+                "GPU"
+            };
+            (d[0], d[1], unit)
+        }
+        (_, Some(ranks)) => {
+            let cluster = run.manifest.cluster.as_ref()?;
+            let node = |rank: u32| {
+                let host = &cluster.ranks.iter().find(|r| r.rank == rank)?.host;
+                cluster.hosts.iter().position(|h| h == host)
+            };
+            let mut nodes: Vec<usize> = ranks.iter().filter_map(|&r| node(r)).collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            let [a, b] = nodes[..] else {
+                return None;
+            };
+            (a, b, "node")
+        }
+        _ => return None,
+    };
+    Some((
+        PairConfig {
+            base,
+            a: a.min(b),
+            b: a.max(b),
+        },
+        unit,
+    ))
+}
+
+/// The rows of one config's pairs.
+struct PairRows<'a> {
+    base: &'a str,
+    unit: &'static str,
+    rows: Vec<(PairConfig<'a>, &'a CaseRow)>,
 }
 
 /// Every config's pair table; empty when the run has no pairs.
 pub fn tables(run: &RunData, threshold: f64) -> Vec<PairTable> {
-    let mut bases: Vec<&str> = Vec::new();
+    let mut groups: Vec<PairRows> = Vec::new();
     for c in &run.cases {
-        if let Some((base, _, _)) = pair_of(&c.config) {
-            if !bases.contains(&base) {
-                bases.push(base);
-            }
+        let Some((pair, unit)) = pair_config(run, &c.config) else {
+            continue;
+        };
+        match groups.iter_mut().find(|g| g.base == pair.base) {
+            Some(g) => g.rows.push((pair, c)),
+            None => groups.push(PairRows {
+                base: pair.base,
+                unit,
+                rows: vec![(pair, c)],
+            }),
         }
     }
-    bases
+    groups
         .into_iter()
-        .filter_map(|base| table(run, base, threshold))
+        .filter_map(|g| table(run, g, threshold))
         .collect()
 }
 
-fn table(run: &RunData, base: &str, threshold: f64) -> Option<PairTable> {
-    let rows: Vec<(usize, usize, &crate::export::reader::CaseRow)> = run
-        .cases
+/// A pair's median time and the low end of its interval, when it is ok.
+fn time_of(c: &CaseRow) -> Option<(f64, f64)> {
+    let median = c.p50_us.or(c.time_us).filter(|_| c.is_ok())?;
+    Some((median, c.median_ci_low_us.unwrap_or(median)))
+}
+
+fn table(run: &RunData, pairs: PairRows, threshold: f64) -> Option<PairTable> {
+    let PairRows { base, unit, rows } = pairs;
+    let bytes = rows.iter().map(|r| r.1.bytes).max()?;
+    let rows: Vec<(PairConfig, &CaseRow)> =
+        rows.into_iter().filter(|r| r.1.bytes == bytes).collect();
+    let mut cells: Vec<PairCell> = rows
         .iter()
-        .filter_map(|c| {
-            let (b, i, j) = pair_of(&c.config)?;
-            (b == base && c.nranks == 2).then_some((i, j, c))
-        })
-        .collect();
-    let bytes = rows.iter().map(|r| r.2.bytes).max()?;
-    let mut cells: Vec<(PairCell, Option<(f64, f64)>)> = rows
-        .iter()
-        .filter(|r| r.2.bytes == bytes)
-        .map(|&(a, b, c)| {
-            let median = c.p50_us.or(c.time_us).filter(|_| c.is_ok());
-            let ci = median.map(|m| {
-                (
-                    c.median_ci_low_us.unwrap_or(m),
-                    c.median_ci_high_us.unwrap_or(m),
-                )
-            });
-            let cell = PairCell {
-                a: a.min(b),
-                b: a.max(b),
+        .map(|(p, c)| {
+            let time = time_of(c);
+            PairCell {
+                a: p.a,
+                b: p.b,
                 status: c.status.clone(),
                 busbw_gbps: c.busbw_gbps.filter(|_| c.is_ok()),
-                median_us: median,
+                median_us: time.map(|t| t.0),
+                median_ci_low_us: time.map(|t| t.1),
                 slow_by: None,
-            };
-            (cell, ci)
+            }
         })
         .collect();
-    let medians: Vec<(usize, f64)> = cells
+    cells.sort_by_key(|c| (c.a, c.b));
+    let size = cells.iter().map(|c| c.b + 1).max().unwrap_or(0);
+    let names = (0..size)
+        .map(|i| match &run.manifest.cluster {
+            Some(cluster) if unit == "node" => cluster
+                .hosts
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| format!("node {i}")),
+            _ => format!("{unit} {i}"),
+        })
+        .collect();
+    let members = if size >= 3 {
+        members(&cells, size, threshold)
+    } else {
+        Vec::new()
+    };
+    // The pairs of a slow member are no norm for the others.
+    let slow: Vec<usize> = members.iter().filter(|m| m.slow).map(|m| m.index).collect();
+    let healthy = |c: &PairCell| !slow.contains(&c.a) && !slow.contains(&c.b);
+    let verdicts: Vec<Option<f64>> = cells
         .iter()
         .enumerate()
-        .filter_map(|(k, (c, _))| Some((k, c.median_us?)))
+        .map(|(k, cell)| {
+            let others: Vec<f64> = cells
+                .iter()
+                .enumerate()
+                .filter(|&(o, c)| o != k && healthy(c))
+                .filter_map(|(_, c)| c.median_us)
+                .collect();
+            // One other pair is no typical value, unless the members said which
+            // pairs are the norm.
+            let enough = if slow.is_empty() { 2 } else { 1 };
+            let typical = median(others.iter().copied()).filter(|_| others.len() >= enough)?;
+            let (m, low) = (cell.median_us?, cell.median_ci_low_us?);
+            (low > typical * (1.0 + threshold)).then(|| m / typical - 1.0)
+        })
         .collect();
-    for (k, (cell, ci)) in cells.iter_mut().enumerate() {
-        let others: Vec<f64> = medians
-            .iter()
-            .filter(|(o, _)| *o != k)
-            .map(|(_, m)| *m)
-            .collect();
-        // One other pair is no typical value.
-        let typical = median(others.iter().copied()).filter(|_| others.len() >= 2);
-        let (Some(typical), Some((low, _))) = (typical, *ci) else {
-            continue;
-        };
-        if low > typical * (1.0 + threshold) {
-            cell.slow_by = cell.median_us.map(|m| m / typical - 1.0);
-        }
+    for (cell, verdict) in cells.iter_mut().zip(verdicts) {
+        cell.slow_by = verdict;
     }
-    let devices = cells.iter().map(|(c, _)| c.b + 1).max().unwrap_or(0);
-    let mut cells: Vec<PairCell> = cells.into_iter().map(|(c, _)| c).collect();
-    cells.sort_by_key(|c| (c.a, c.b));
     Some(PairTable {
         config: base.to_string(),
         bytes,
-        devices,
+        unit,
+        names,
+        nranks: rows.iter().map(|r| r.1.nranks).max().unwrap_or(2),
         cells,
+        members,
     })
 }
 
-/// The report's section: per config, the busbw matrix and the slow pairs named.
-/// `unit` is what a device is ("GPU", or "core" on the host backend).
-/// `cpus` is the CPUs of the machine on the host backend: indices past it wrap.
+/// Each member against the pairs without it: slow when every one of its pairs
+/// is, whole interval, beyond the threshold. Its time against the others leaves
+/// out the pairs of the other slow members.
+fn members(cells: &[PairCell], size: usize, threshold: f64) -> Vec<MemberSummary> {
+    let without = |i: usize, skip: &[usize]| {
+        median(
+            cells
+                .iter()
+                .filter(|c| ![c.a, c.b].iter().any(|m| *m == i || skip.contains(m)))
+                .filter_map(|c| c.median_us),
+        )
+    };
+    let mine = |i: usize| cells.iter().filter(move |c| c.a == i || c.b == i);
+    let slow: Vec<usize> = (0..size)
+        .filter(|&i| {
+            let ok: Vec<f64> = mine(i).filter_map(|c| c.median_ci_low_us).collect();
+            // One slow link makes one of its pairs slow; the member itself, all.
+            ok.len() >= 2
+                && without(i, &[])
+                    .is_some_and(|t| ok.iter().all(|&low| low > t * (1.0 + threshold)))
+        })
+        .collect();
+    (0..size)
+        .map(|i| {
+            let ok = mine(i).filter(|c| c.median_us.is_some());
+            let versus_others = without(i, &slow)
+                .and_then(|t| Some(median(ok.clone().filter_map(|c| c.median_us))? / t - 1.0));
+            MemberSummary {
+                index: i,
+                pairs_ok: ok.clone().count(),
+                pairs: mine(i).count(),
+                busbw_gbps: median(ok.filter_map(|c| c.busbw_gbps)),
+                versus_others,
+                slow: slow.contains(&i),
+            }
+        })
+        .collect()
+}
+
+/// How the report names a pair: `GPUs 1 and 2`, `cores 0 and 2`, `nodes a and b`.
+fn pair_name(t: &PairTable, a: usize, b: usize) -> String {
+    if t.unit == "node" {
+        format!("nodes {} and {}", t.names[a], t.names[b])
+    } else {
+        format!("{}s {a} and {b}", t.unit)
+    }
+}
+
+/// How the report names a member: `GPU 3`, `core 1`, `node gpu-node-07`.
+fn member_name(t: &PairTable, i: usize) -> String {
+    if t.unit == "node" {
+        format!("node {}", t.names[i])
+    } else {
+        t.names[i].clone()
+    }
+}
+
+/// The report's section: per config, the busbw matrix, the slow pairs, and per
+/// member whether all its pairs are slow. `cpus` is the CPUs of the machine on
+/// the host backend: core indices past it wrap.
 pub fn markdown(
     s: &mut String,
     tables: &[PairTable],
-    unit: &str,
     threshold: f64,
     cpus: Option<usize>,
 ) -> std::fmt::Result {
@@ -154,71 +319,122 @@ pub fn markdown(
     writeln!(s, "## Pairs\n")?;
     writeln!(
         s,
-        "Every pair of {unit}s measured on its own (2 ranks, `sweep --pairs`): bus bandwidth at the largest size, GB/s. A pair is named slow when the whole 95 % interval of its median time is more than {:.1} % above the other pairs' median.\n",
+        "Each pair measured on its own: bus bandwidth at the largest size, GB/s. A GPU, core or node is named slow when the whole 95 % interval of every one of its pairs' median times is more than {:.1} % above the median of the pairs without it: the trouble is then that GPU or node, not one link. A pair is named slow when its whole interval is that far above the other pairs' median (leaving out the pairs of a slow GPU or node).\n",
         threshold * 100.0
     )?;
-    let devices = tables.iter().map(|t| t.devices).max().unwrap_or(0);
-    if let Some(n) = cpus.filter(|&n| n > 0 && devices > n) {
+    let cores = tables
+        .iter()
+        .filter(|t| t.unit == "core")
+        .map(PairTable::size)
+        .max()
+        .unwrap_or(0);
+    if let Some(n) = cpus.filter(|&n| n > 0 && cores > n) {
         writeln!(
             s,
-            "This machine has {n} CPUs for {devices} cores: core i is the (i mod {n})-th CPU the process may use, so a pair like 0 and {n} puts both ranks on one CPU, where they take turns (and spin waiting for each other): those pairs measure that oversubscription, not a link.\n"
+            "This machine has {n} CPUs for {cores} cores: core i is the (i mod {n})-th CPU the process may use, so a pair like 0 and {n} puts both ranks on one CPU, where they take turns (and spin waiting for each other): those pairs measure that oversubscription, not a link.\n"
         )?;
     }
     for t in tables {
-        writeln!(s, "### {} at {}\n", t.config, Bytes(t.bytes))?;
-        let header: Vec<String> = (0..t.devices).map(|d| format!("{unit} {d}")).collect();
-        writeln!(s, "| | {} |", header.join(" | "))?;
-        writeln!(s, "|---|{}", "---|".repeat(t.devices))?;
-        for a in 0..t.devices {
-            let row: Vec<String> = (0..t.devices)
-                .map(|b| match t.cell(a, b) {
-                    _ if a == b => "-".to_string(),
-                    None => String::new(),
-                    Some(c) => match (c.busbw_gbps, c.slow_by) {
-                        (Some(bw), Some(_)) => format!("**{bw:.2}** (slow)"),
-                        (Some(bw), None) => format!("{bw:.2}"),
-                        (None, _) => c.status.clone(),
-                    },
-                })
-                .collect();
-            writeln!(s, "| **{unit} {a}** | {} |", row.join(" | "))?;
-        }
-        writeln!(s)?;
-        let slow: Vec<String> = t
-            .slow()
-            .map(|c| {
-                format!(
-                    "{unit}s {} and {} ({:+.0} % time)",
-                    c.a,
-                    c.b,
-                    c.slow_by.unwrap_or(0.0) * 100.0
-                )
+        table_markdown(s, t)?;
+    }
+    Ok(())
+}
+
+fn table_markdown(s: &mut String, t: &PairTable) -> std::fmt::Result {
+    writeln!(s, "### {} at {}\n", t.config, Bytes(t.bytes))?;
+    let how = if t.unit == "node" {
+        format!("`run --pairs`: the {} ranks of both nodes", t.nranks)
+    } else {
+        format!("`sweep --pairs`: {} ranks", t.nranks)
+    };
+    writeln!(s, "Pairs of {}s ({how}).\n", t.unit)?;
+    writeln!(s, "| | {} |", t.names.join(" | "))?;
+    writeln!(s, "|---|{}", "---|".repeat(t.size()))?;
+    for a in 0..t.size() {
+        let row: Vec<String> = (0..t.size())
+            .map(|b| match t.cell(a, b) {
+                _ if a == b => "-".to_string(),
+                None => String::new(),
+                Some(c) => match (c.busbw_gbps, c.slow_by) {
+                    (Some(bw), Some(_)) => format!("**{bw:.2}** (slow)"),
+                    (Some(bw), None) => format!("{bw:.2}"),
+                    (None, _) => c.status.clone(),
+                },
             })
             .collect();
-        let failed: Vec<String> = t
-            .cells
-            .iter()
-            .filter(|c| c.status != "ok")
-            .map(|c| format!("{unit}s {} and {} ({})", c.a, c.b, c.status))
-            .collect();
-        if slow.is_empty() {
-            writeln!(s, "No pair is slower than the others beyond the threshold.")?;
-        } else {
-            writeln!(s, "**Slow: {}.**", slow.join(", "))?;
-        }
-        if !failed.is_empty() {
-            writeln!(s, " Not ok: {}.", failed.join(", "))?;
+        writeln!(s, "| **{}** | {} |", t.names[a], row.join(" | "))?;
+    }
+    writeln!(s)?;
+    if !t.members.is_empty() {
+        writeln!(
+            s,
+            "| {} | pairs ok | busbw of its pairs (median) | time of its pairs against the others |",
+            t.unit
+        )?;
+        writeln!(s, "|---|---|---|---|")?;
+        for m in &t.members {
+            let versus = m
+                .versus_others
+                .map(|v| format!("{:+.0} %", v * 100.0))
+                .unwrap_or_else(|| "-".into());
+            writeln!(
+                s,
+                "| {} | {}/{} | {} | {}{} |",
+                t.names[m.index],
+                m.pairs_ok,
+                m.pairs,
+                m.busbw_gbps.map(|b| format!("{b:.2}")).unwrap_or_default(),
+                versus,
+                if m.slow { " **slow**" } else { "" }
+            )?;
         }
         writeln!(s)?;
     }
-    Ok(())
+    for m in t.slow_members() {
+        writeln!(
+            s,
+            "**Slow {}**: every one of its {} pairs is slower than the pairs without it ({:+.0} % time): look at the {} itself (its links, NIC, clocks, errors), not one link.\n",
+            member_name(t, m.index),
+            m.pairs_ok,
+            m.versus_others.unwrap_or(0.0) * 100.0,
+            t.unit
+        )?;
+    }
+    let slow: Vec<String> = t
+        .slow()
+        .map(|c| {
+            format!(
+                "{} ({:+.0} % time)",
+                pair_name(t, c.a, c.b),
+                c.slow_by.unwrap_or(0.0) * 100.0
+            )
+        })
+        .collect();
+    let failed: Vec<String> = t
+        .cells
+        .iter()
+        .filter(|c| c.status != "ok")
+        .map(|c| format!("{} ({})", pair_name(t, c.a, c.b), c.status))
+        .collect();
+    if slow.is_empty() {
+        writeln!(s, "No pair is slower than the others beyond the threshold.")?;
+    } else {
+        writeln!(s, "**Slow: {}.**", slow.join(", "))?;
+    }
+    if !failed.is_empty() {
+        writeln!(s, " Not ok: {}.", failed.join(", "))?;
+    }
+    writeln!(s)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::reader::{CaseRow, ManifestHead};
+    use crate::export::reader::{ConfigHead, ManifestHead};
+    use crate::model::{ClusterInfo, RankInfo};
 
+    /// A run of pairs at 1 KiB and 1 MiB, with these median times at 1 MiB, each
+    /// known to the manifest by its devices.
     fn run(times: &[((usize, usize), f64)]) -> RunData {
         let cases = times
             .iter()
@@ -241,9 +457,20 @@ mod tests {
                 })
             })
             .collect();
+        let configs = times
+            .iter()
+            .map(|&((a, b), _)| ConfigHead {
+                name: format!("default.pair{a}-{b}"),
+                devices: Some(vec![a, b]),
+                ..ConfigHead::default()
+            })
+            .collect();
         RunData {
             dir: "run".into(),
-            manifest: ManifestHead::default(),
+            manifest: ManifestHead {
+                configs,
+                ..ManifestHead::default()
+            },
             cases,
             distributions: Default::default(),
         }
@@ -263,20 +490,109 @@ mod tests {
         assert_eq!(t.len(), 1);
         let t = &t[0];
         assert_eq!(
-            (t.config.as_str(), t.bytes, t.devices),
-            ("default", 1 << 20, 4)
+            (t.config.as_str(), t.bytes, t.size(), t.unit),
+            ("default", 1 << 20, 4, "GPU")
         );
         let slow: Vec<(usize, usize)> = t.slow().map(|c| (c.a, c.b)).collect();
         assert_eq!(slow, [(1, 2)]);
         let by = t.cell(2, 1).unwrap().slow_by.unwrap();
         assert!((by - 0.5).abs() < 0.01, "{by}");
+        // One slow link: neither of its GPUs is slow in all its pairs.
+        assert_eq!(t.slow_members().count(), 0);
         let mut s = String::new();
-        markdown(&mut s, std::slice::from_ref(t), "GPU", 0.05, None).unwrap();
+        markdown(&mut s, std::slice::from_ref(t), 0.05, None).unwrap();
         assert!(s.contains("**Slow: GPUs 1 and 2 (+50 % time).**"), "{s}");
         assert!(
             s.contains("| **GPU 1** | 10.49 | - | **6.99** (slow) | 10.38 |"),
             "{s}"
         );
+        assert!(s.contains("| GPU 1 | 3/3 | 10.38 | +2 % |"), "{s}");
+        assert!(!s.contains("**Slow GPU"), "{s}");
+    }
+
+    #[test]
+    fn a_gpu_whose_every_pair_is_slow_is_named_itself() {
+        let r = run(&[
+            ((0, 1), 100.0),
+            ((0, 2), 102.0),
+            ((0, 3), 160.0),
+            ((1, 2), 99.0),
+            ((1, 3), 150.0),
+            ((2, 3), 170.0),
+        ]);
+        let t = &tables(&r, 0.05)[0];
+        let slow: Vec<usize> = t.slow_members().map(|m| m.index).collect();
+        assert_eq!(slow, [3]);
+        let m = &t.members[3];
+        assert_eq!((m.pairs_ok, m.pairs), (3, 3));
+        assert!((m.versus_others.unwrap() - 0.6).abs() < 0.01, "{m:?}");
+        let mut s = String::new();
+        markdown(&mut s, std::slice::from_ref(t), 0.05, None).unwrap();
+        assert!(
+            s.contains("**Slow GPU 3**: every one of its 3 pairs is slower than the pairs without it (+60 % time)"),
+            "{s}"
+        );
+        // One of its pairs back at the others' level: a link, not the GPU.
+        let r = run(&[
+            ((0, 1), 100.0),
+            ((0, 2), 102.0),
+            ((0, 3), 160.0),
+            ((1, 2), 99.0),
+            ((1, 3), 101.0),
+            ((2, 3), 170.0),
+        ]);
+        assert_eq!(tables(&r, 0.05)[0].slow_members().count(), 0);
+    }
+
+    #[test]
+    fn node_pairs_are_known_by_their_ranks_and_named_by_host() {
+        // 3 nodes, 2 ranks each; node c's pairs are twice as slow.
+        let hosts = ["a", "b", "c"];
+        let mut r = run(&[((0, 1), 100.0), ((0, 2), 200.0), ((1, 2), 210.0)]);
+        for config in &mut r.manifest.configs {
+            let d = config.devices.take().unwrap();
+            config.ranks = Some(
+                d.iter()
+                    .flat_map(|&n| [2 * n as u32, 2 * n as u32 + 1])
+                    .collect(),
+            );
+        }
+        for c in &mut r.cases {
+            c.nranks = 4;
+        }
+        r.manifest.cluster = Some(ClusterInfo {
+            launcher: "slurm".into(),
+            rendezvous: "a:29500".into(),
+            world_size: 6,
+            hosts: hosts.map(String::from).to_vec(),
+            ranks: (0..6)
+                .map(|rank| RankInfo {
+                    rank,
+                    host: hosts[rank as usize / 2].into(),
+                    local_rank: rank % 2,
+                    device: (rank % 2) as usize,
+                    pid: 1000 + rank,
+                    nccl_version: None,
+                })
+                .collect(),
+        });
+        let t = &tables(&r, 0.05)[0];
+        assert_eq!((t.unit, t.nranks), ("node", 4));
+        assert_eq!(t.names, ["a", "b", "c"]);
+        let slow: Vec<usize> = t.slow_members().map(|m| m.index).collect();
+        assert_eq!(slow, [2]);
+        let mut s = String::new();
+        markdown(&mut s, std::slice::from_ref(t), 0.05, None).unwrap();
+        assert!(
+            s.contains("Pairs of nodes (`run --pairs`: the 4 ranks of both nodes)."),
+            "{s}"
+        );
+        assert!(s.contains("| | a | b | c |"), "{s}");
+        assert!(
+            s.contains("**Slow node c**: every one of its 2 pairs"),
+            "{s}"
+        );
+        assert!(s.contains("nodes b and c (+"), "{s}");
     }
 
     #[test]
@@ -285,8 +601,18 @@ mod tests {
         for c in &mut plain.cases {
             c.config = "default".into();
         }
+        plain.manifest.configs = vec![ConfigHead {
+            name: "default".into(),
+            ..ConfigHead::default()
+        }];
         assert!(tables(&plain, 0.05).is_empty());
+        // A name like a pair's is not a pair: the manifest says what it is.
+        let mut named = run(&[((0, 1), 100.0)]);
+        named.manifest.configs[0].devices = None;
+        assert!(tables(&named, 0.05).is_empty());
         let two = run(&[((0, 1), 100.0), ((0, 2), 300.0)]);
-        assert_eq!(tables(&two, 0.05)[0].slow().count(), 0);
+        let t = &tables(&two, 0.05)[0];
+        assert_eq!(t.slow().count(), 0);
+        assert_eq!(t.slow_members().count(), 0);
     }
 }

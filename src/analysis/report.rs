@@ -69,6 +69,13 @@ pub fn markdown(
             c.hosts.join(", "),
             c.rendezvous
         )?;
+        let paired = m.configs.iter().any(|c| c.ranks.is_some());
+        if c.hosts.len() > 1 && !paired {
+            writeln!(
+                s,
+                "- Per node: every rank of a collective waits for the slowest, so one time is shared by all nodes and this run cannot say which node is slow; `nccl-bench run --pairs` measures every pair of nodes and names a slow node or link"
+            )?;
+        }
     }
     if let Some(n) = &m.nccl {
         writeln!(s, "- NCCL: {}", n.version)?;
@@ -120,7 +127,6 @@ pub fn markdown(
     super::pairs::markdown(
         &mut s,
         &super::pairs::tables(run, options.threshold),
-        super::pairs::unit(run),
         options.threshold,
         (m.backend.used == "host").then_some(m.host.cpus),
     )?;

@@ -96,6 +96,7 @@ fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
                         .iter()
                         .map(|(k, v)| (k.to_string(), v.to_string()))
                         .collect::<BTreeMap<_, _>>(),
+                    ..ConfigHead::default()
                 })
                 .collect(),
             ..ManifestHead::default()

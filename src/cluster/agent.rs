@@ -352,6 +352,7 @@ mod tests {
         let script = r#"f=$(printf %s "$NCCL_DEBUG_FILE" | sed 's/%h/node7/; s/%p/42/'); printf 'node7:42:42 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n' > "$f"; printf '{"event":"bye"}\n'"#;
         let spec = WorkerSpec {
             rank: 1,
+            job_rank: 1,
             args: vec!["-c".into(), script.into()],
             env: [(
                 "NCCL_DEBUG_FILE".to_string(),

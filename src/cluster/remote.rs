@@ -1,7 +1,10 @@
 //! Rank 0's side of a `run`: the connections to every rank's agent (the hub), and
-//! the `Launch`/`RankGroup` the orchestrator drives through them. A message from
-//! an older group (`seq`) is dropped; a connection that closes is a rank whose node
-//! or process is gone, and every later group sees that rank as dead at once.
+//! the `Launch`/`RankGroup` the orchestrator drives through them. A group is every
+//! rank of the job, or some of them (a pair of nodes, `run --pairs`): its rank g is
+//! the job's rank `members[g]`, and the others' agents wait. A message from an
+//! older group (`seq`) or from a rank outside the group is dropped; a connection
+//! that closes is a rank whose node or process is gone, and every later group sees
+//! that rank as dead at once.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -139,6 +142,7 @@ impl Launch for RemoteLaunch {
         self.seq += 1;
         let mut group = RemoteGroup {
             hub: self.hub.clone(),
+            members: specs.iter().map(|s| s.job_rank).collect(),
             seq: self.seq,
             logs_dir: self.logs_dir.clone(),
             logs: Vec::new(),
@@ -151,26 +155,28 @@ impl Launch for RemoteLaunch {
             group.logs.push(BufWriter::new(file));
         }
         for spec in specs {
-            let rank = spec.rank;
+            let (rank, job_rank) = (spec.rank, spec.job_rank);
             let spawn = Down::Spawn {
                 seq: self.seq,
                 spec: Box::new(spec),
             };
-            if self.hub.send(rank, &spawn).is_err() {
+            if self.hub.send(job_rank, &spawn).is_err() {
                 group.lost(rank);
             }
         }
         Ok(Box::new(group))
     }
 
-    fn device(&self, rank: u32) -> usize {
-        self.hub.members[rank as usize].hello.device
+    fn device(&self, job_rank: u32) -> usize {
+        self.hub.members[job_rank as usize].hello.device
     }
 }
 
 /// The workers of one group, reached through their agents.
 struct RemoteGroup {
     hub: Arc<Hub>,
+    /// The job's rank of each rank of the group.
+    members: Vec<u32>,
     seq: u32,
     logs_dir: PathBuf,
     logs: Vec<BufWriter<File>>,
@@ -199,9 +205,28 @@ impl RemoteGroup {
         }
     }
 
-    /// Takes one message off the hub and turns it into what the orchestrator sees,
-    /// if anything.
-    fn absorb(&mut self, rank: u32, message: Option<Up>) -> Option<Incoming> {
+    /// The group's rank of the job's rank `job_rank`, if it is in the group.
+    fn group_rank(&self, job_rank: u32) -> Option<u32> {
+        self.members
+            .iter()
+            .position(|&m| m == job_rank)
+            .map(|g| g as u32)
+    }
+
+    fn host(&self, rank: u32) -> &str {
+        self.hub.host(self.members[rank as usize])
+    }
+
+    /// Takes one message of the job's rank `job_rank` off the hub and turns it
+    /// into what the orchestrator sees, if anything.
+    fn absorb(&mut self, job_rank: u32, message: Option<Up>) -> Option<Incoming> {
+        if let Some(Up::NcclLog { file, lines, .. }) = &message {
+            // NCCL's files are named by host and pid: late lines of an earlier
+            // group still belong to that group's file.
+            append_log(&self.logs_dir, file, lines);
+            return None;
+        }
+        let rank = self.group_rank(job_rank)?;
         let Some(up) = message else {
             self.lost(rank);
             return self.pending.pop_front();
@@ -218,12 +243,6 @@ impl RemoteGroup {
                 self.log(rank, &line);
                 Some(Incoming::Text(rank, line))
             }
-            // NCCL's files are named by host and pid: late lines of an earlier
-            // group still belong to that group's file.
-            Up::NcclLog { file, lines, .. } => {
-                append_log(&self.logs_dir, &file, &lines);
-                None
-            }
             Up::Closed { seq } if seq == self.seq => Some(Incoming::Closed(rank)),
             Up::Exited { seq, how } if seq == self.seq => {
                 self.exits[rank as usize] = Some(how);
@@ -236,7 +255,7 @@ impl RemoteGroup {
                     Event::Error {
                         message: format!(
                             "cannot start the worker on {}: {message}",
-                            self.hub.host(rank)
+                            self.host(rank)
                         ),
                         timed_out: false,
                     },
@@ -274,7 +293,8 @@ impl RemoteGroup {
 
     fn tell_live(&mut self, message: &Down) {
         for rank in 0..self.nranks() {
-            if self.exits[rank as usize].is_none() && self.hub.send(rank, message).is_err() {
+            let job_rank = self.members[rank as usize];
+            if self.exits[rank as usize].is_none() && self.hub.send(job_rank, message).is_err() {
                 self.lost(rank);
             }
         }
@@ -303,7 +323,7 @@ impl RankGroup for RemoteGroup {
             command: command.clone(),
         };
         self.hub
-            .send(rank, &message)
+            .send(self.members[rank as usize], &message)
             .inspect_err(|_| self.lost(rank))
     }
 
@@ -321,7 +341,7 @@ impl RankGroup for RemoteGroup {
             }
         }
         let how = self.exits[rank as usize].clone()?;
-        Some(format!("{how} (on {})", self.hub.host(rank)))
+        Some(format!("{how} (on {})", self.host(rank)))
     }
 
     fn finish(&mut self, grace: Duration) {
@@ -336,7 +356,9 @@ impl RankGroup for RemoteGroup {
         self.tell_live(&Down::Kill);
         self.wait_exits(CONFIRM_LIMIT);
         for rank in 0..self.nranks() {
-            if self.exits[rank as usize].is_none() && !self.hub.is_alive(rank) {
+            if self.exits[rank as usize].is_none()
+                && !self.hub.is_alive(self.members[rank as usize])
+            {
                 self.lost(rank);
             }
         }

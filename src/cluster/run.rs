@@ -354,7 +354,18 @@ impl Target {
         }
         let run = crate::export::reader::RunData::load(dir)?;
         let config = &me.settings.configs[0].name;
-        if run
+        if args.pairs {
+            if run
+                .cases
+                .iter()
+                .any(|r| crate::config::pair_of(&r.config).is_some_and(|(base, ..)| base == config))
+            {
+                bail!(
+                    "{} already has node pairs of config '{config}': a run directory is never overwritten (use another --run-dir)",
+                    dir.display()
+                );
+            }
+        } else if run
             .cases
             .iter()
             .any(|r| &r.config == config && r.nranks == me.layout.world_size)
@@ -401,7 +412,17 @@ fn sweep(
     rendezvous: &str,
     command_line: Vec<String>,
 ) -> Result<u8> {
-    let settings = &me.settings;
+    let plan = plan(args, me, &hub)?;
+    let paired;
+    let settings = if args.pairs {
+        paired = SweepSettings {
+            configs: plan.groups.iter().map(|g| g.config.clone()).collect(),
+            ..me.settings.clone()
+        };
+        &paired
+    } else {
+        &me.settings
+    };
     let (writer, run_start) = match target {
         Target::New(path) => {
             let dir = match path {
@@ -478,13 +499,6 @@ fn sweep(
         .checked_sub(since_start)
         .unwrap_or_else(Instant::now);
     let mut launch = RemoteLaunch::new(hub, writer.dir().logs());
-    let plan = Plan {
-        groups: vec![Group {
-            config: settings.configs[0].clone(),
-            nranks: me.layout.world_size,
-        }],
-        sizes: settings.sizes.clone(),
-    };
     let (nccl_lib, nccl_lib_per_config) = backend.nccl_paths();
     let orchestrator = Orchestrator {
         settings,
@@ -502,6 +516,38 @@ fn sweep(
     let outcome = orchestrator.run(&plan)?;
     session::write_report(&writer.dir().path);
     Ok(session::exit_code(&outcome))
+}
+
+/// The config over every rank, or with `--pairs` over every pair of nodes.
+fn plan(args: &RunArgs, me: &ThisRank, hub: &Hub) -> Result<Plan> {
+    let config = &me.settings.configs[0];
+    let groups = if args.pairs {
+        let hosts: Vec<String> = hub.hellos().map(|h| h.host.clone()).collect();
+        let nodes = distinct_hosts(hub);
+        if nodes.len() < 2 {
+            bail!(
+                "--pairs pairs the job's nodes, and all {} ranks are on {}: for the GPU pairs of one node, use `nccl-bench sweep --pairs`",
+                hosts.len(),
+                nodes.join(", ")
+            );
+        }
+        crate::config::node_pair_configs(std::slice::from_ref(config), &hosts)?
+            .into_iter()
+            .map(|config| Group {
+                nranks: config.ranks.as_ref().map_or(0, |r| r.len() as u32),
+                config,
+            })
+            .collect()
+    } else {
+        vec![Group {
+            config: config.clone(),
+            nranks: me.layout.world_size,
+        }]
+    };
+    Ok(Plan {
+        groups,
+        sizes: me.settings.sizes.clone(),
+    })
 }
 
 #[cfg(test)]

@@ -186,6 +186,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
                 nccl_lib: None,
                 source: args.file.display().to_string(),
                 devices: None,
+                ranks: None,
             })
             .collect(),
         gpu_counts: vec![nranks],

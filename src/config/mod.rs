@@ -93,18 +93,57 @@ pub fn pair_configs(configs: &[TransportConfig], devices: usize) -> Result<Vec<T
     for config in configs {
         for i in 0..devices {
             for j in i + 1..devices {
-                let name = format!("{}.pair{i}-{j}", config.name);
-                transport::check_name(&name).map_err(|e| anyhow::anyhow!("--pairs: {e}"))?;
                 out.push(TransportConfig {
-                    name,
-                    description: format!("{} (devices {i} and {j})", config.description),
                     devices: Some(vec![i, j]),
-                    ..config.clone()
+                    ..paired(config, i, j, &format!("devices {i} and {j}"))?
                 });
             }
         }
     }
     Ok(out)
+}
+
+/// Every config once per pair of the job's nodes (`run --pairs`), named
+/// `<config>.pair<i>-<j>` with the nodes numbered in the order of their first
+/// rank: its group is every rank of both nodes, in rank order. `hosts` is the host
+/// of each rank of the job, rank by rank.
+pub fn node_pair_configs(
+    configs: &[TransportConfig],
+    hosts: &[String],
+) -> Result<Vec<TransportConfig>> {
+    let mut nodes: Vec<&str> = Vec::new();
+    for h in hosts {
+        if !nodes.contains(&h.as_str()) {
+            nodes.push(h);
+        }
+    }
+    let mut out = Vec::new();
+    for config in configs {
+        for i in 0..nodes.len() {
+            for j in i + 1..nodes.len() {
+                let ranks = (0..hosts.len() as u32)
+                    .filter(|&r| [nodes[i], nodes[j]].contains(&hosts[r as usize].as_str()))
+                    .collect();
+                let what = format!("nodes {} and {}", nodes[i], nodes[j]);
+                out.push(TransportConfig {
+                    ranks: Some(ranks),
+                    ..paired(config, i, j, &what)?
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `config` renamed for its pair `i`-`j`, described with `what` the pair is.
+fn paired(config: &TransportConfig, i: usize, j: usize, what: &str) -> Result<TransportConfig> {
+    let name = format!("{}.pair{i}-{j}", config.name);
+    transport::check_name(&name).map_err(|e| anyhow::anyhow!("--pairs: {e}"))?;
+    Ok(TransportConfig {
+        name,
+        description: format!("{} ({what})", config.description),
+        ..config.clone()
+    })
 }
 
 /// The config a `--pairs` config was made from, and its two devices.

@@ -30,6 +30,10 @@ pub struct TransportConfig {
     /// backend): set for each pair of `sweep --pairs`. Otherwise rank r uses device r.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub devices: Option<Vec<usize>>,
+    /// The ranks of a cluster job its group uses, in order (each pair of nodes of
+    /// `run --pairs`). Otherwise every rank of the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<Vec<u32>>,
 }
 
 impl TransportConfig {
@@ -214,6 +218,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ParsedConfigs, ConfigError> {
             nccl_lib,
             source: origin.to_string(),
             devices: None,
+            ranks: None,
         });
     }
     Ok(parsed)

@@ -108,6 +108,12 @@ pub struct ConfigHead {
     pub name: String,
     #[serde(default)]
     pub env: std::collections::BTreeMap<String, String>,
+    /// The devices of a pair of `sweep --pairs`.
+    #[serde(default)]
+    pub devices: Option<Vec<usize>>,
+    /// The job's ranks of a pair of nodes of `run --pairs`.
+    #[serde(default)]
+    pub ranks: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -41,7 +41,6 @@ pub fn draw_all(
     written.extend(relative::draw(run, baseline, threshold, out_dir).context("relative chart")?);
     written.extend(scaling::draw(run, out_dir).context("scaling chart")?);
     let tables = crate::analysis::pairs::tables(run, threshold);
-    let unit = crate::analysis::pairs::unit(run);
-    written.extend(pairs::draw(&tables, unit, out_dir).context("pairs chart")?);
+    written.extend(pairs::draw(&tables, out_dir).context("pairs chart")?);
     Ok(written)
 }

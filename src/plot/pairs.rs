@@ -1,6 +1,7 @@
-//! The heatmap of `sweep --pairs`: per config, a device x device grid whose cells
-//! hold the pair's bus bandwidth at the largest size (darker is faster), slow pairs
-//! outlined in red, pairs that failed marked in red.
+//! The heatmap of `sweep --pairs` and `run --pairs`: per config, a GPU x GPU (core,
+//! node) grid whose cells hold the pair's bus bandwidth at the largest size
+//! (darker is faster), slow pairs outlined in red, pairs that failed marked in red,
+//! slow GPUs or nodes marked on the axes.
 
 use std::path::{Path, PathBuf};
 
@@ -14,14 +15,14 @@ use crate::analysis::pairs::PairTable;
 use crate::units::Bytes;
 
 /// Draws `pairs-<config>.svg` and `.png` for every table.
-pub fn draw(tables: &[PairTable], unit: &str, out_dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn draw(tables: &[PairTable], out_dir: &Path) -> Result<Vec<PathBuf>> {
     common::ensure_font()?;
     let mut written = Vec::new();
     for t in tables {
         written.extend(common::svg_and_png!(
             out_dir,
             format!("pairs-{}", t.config),
-            |area| plot(area, t, unit)
+            |area| plot(area, t)
         ));
     }
     Ok(written)
@@ -35,12 +36,13 @@ fn shade(fraction: f64) -> RGBColor {
     RGBColor(mix(blue.0), mix(blue.1), mix(blue.2))
 }
 
-fn plot<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &PairTable, unit: &str) -> Result<()> {
-    let n = t.devices.max(1);
+fn plot<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &PairTable) -> Result<()> {
+    let n = t.size().max(1);
     let area = common::titled(
         &root,
         &format!(
-            "Bus bandwidth per pair of {unit}s, {} at {} (GB/s)",
+            "Bus bandwidth per pair of {}s, {} at {} (GB/s)",
+            t.unit,
             t.config,
             Bytes(t.bytes)
         ),
@@ -50,17 +52,27 @@ fn plot<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &PairTable, unit: &
     let side = (w.min(h) as i32 - 60).max(100);
     let x0 = (w as i32 - side) / 2;
     let grid = area.margin(30, 30, x0.max(0) as u32, x0.max(0) as u32);
+    // Host names are longer than "GPU 3": room for the longest, marked slow.
+    let longest = t.names.iter().map(|n| n.chars().count()).max().unwrap_or(5) + 7;
+    let label_width = (longest as u32 * 8 + 12).clamp(60, 240);
     let mut chart = ChartBuilder::on(&grid)
         .x_label_area_size(30)
-        .y_label_area_size(60)
+        .y_label_area_size(label_width)
         .build_cartesian_2d(0.0..n as f64, 0.0..n as f64)
         .map_err(err)?;
+    let slow: Vec<usize> = t.slow_members().map(|m| m.index).collect();
     let label = |v: &f64| {
         let d = v.floor();
-        if (v - d - 0.5).abs() < 1e-9 {
-            format!("{unit} {d}")
-        } else {
-            String::new()
+        match t.names.get(d as usize) {
+            Some(name) if (v - d - 0.5).abs() < 1e-9 => {
+                let mark = if slow.contains(&(d as usize)) {
+                    " (slow)"
+                } else {
+                    ""
+                };
+                format!("{name}{mark}")
+            }
+            _ => String::new(),
         }
     };
     chart

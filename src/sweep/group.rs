@@ -21,7 +21,11 @@ use super::protocol::Command;
 /// it adds, and what belongs to it on its node (its libnccl, its segments).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerSpec {
+    /// Its rank in the case group.
     pub rank: u32,
+    /// The rank of the cluster job whose process starts it (`run`): the same as
+    /// `rank`, except in a group of some of the job's ranks (`run --pairs`).
+    pub job_rank: u32,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     /// The libnccl it loads (`--nccl-lib`); a remote node substitutes its own.
@@ -86,8 +90,9 @@ pub trait Launch {
     /// Starts one worker per spec; rank `r`'s free text goes to `logs[r]`.
     fn start(&mut self, specs: Vec<WorkerSpec>, logs: Vec<PathBuf>) -> Result<Box<dyn RankGroup>>;
 
-    /// The CUDA device (among those visible to it) that rank `rank` drives.
-    fn device(&self, rank: u32) -> usize;
+    /// The CUDA device (among those visible to it) that the job's rank `job_rank`
+    /// drives.
+    fn device(&self, job_rank: u32) -> usize;
 }
 
 /// `sweep`: every rank is a child process of this one, rank `r` on device `r`.
@@ -104,8 +109,8 @@ impl Launch for LocalLaunch {
         Ok(Box::new(ProcessGroup::spawn(commands, logs)?))
     }
 
-    fn device(&self, rank: u32) -> usize {
-        rank as usize
+    fn device(&self, job_rank: u32) -> usize {
+        job_rank as usize
     }
 }
 

@@ -258,9 +258,16 @@ impl Orchestrator<'_> {
         if let (Some(device), None) = (pair_device, nccl_lib) {
             push("--device", device.to_string());
         }
+        // A pair of nodes of `run --pairs` is some of the job's ranks.
+        let job_rank = group
+            .config
+            .ranks
+            .as_ref()
+            .and_then(|r| r.get(rank as usize).copied())
+            .unwrap_or(rank);
         if nccl_lib.is_some() {
             // One process per GPU: the launcher says which of the visible devices.
-            let device = pair_device.unwrap_or_else(|| self.launch.device(rank));
+            let device = pair_device.unwrap_or_else(|| self.launch.device(job_rank));
             push("--device", device.to_string());
             // NCCL's own log per process, read back for the transports it used.
             let prefix = self.writer.dir().logs().join(format!("{log_stem}.nccl"));
@@ -276,6 +283,7 @@ impl Orchestrator<'_> {
         }
         WorkerSpec {
             rank,
+            job_rank,
             args,
             env,
             nccl_lib: nccl_lib.map(|p| p.to_string_lossy().into_owned()),
