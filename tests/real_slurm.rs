@@ -267,6 +267,63 @@ fn srun_in_an_allocation_and_the_batch_script_run_under_slurm() {
         Some(2),
         "one launch per config"
     );
+
+    // A baseline file instead: the per-case gate, check.md and check.xml in the run.
+    let baseline = tmp.path().join("baseline.json");
+    let o = Command::new(bin())
+        .arg("baseline")
+        .arg(&by_srun)
+        .arg("-o")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let one_config = tmp.path().join("default.toml");
+    std::fs::write(
+        &one_config,
+        "[[config]]\nname = \"default\"\ndescription = \"NCCL's own choice\"\n",
+    )
+    .unwrap();
+    let checked = tmp.path().join("checked");
+    let o: Output = slurm
+        .command("sbatch")
+        .current_dir(repo())
+        .args(["--wait", "--nodes=1", "--ntasks-per-node=4"])
+        .arg(format!(
+            "--output={}",
+            tmp.path().join("check.out").display()
+        ))
+        .arg("scripts/slurm-sweep.sbatch")
+        .arg(&one_config)
+        .arg("--")
+        .args(FLAGS)
+        .arg("--shm-dir")
+        .arg(&shm)
+        .env("NCCL_BENCH", bin())
+        .env("RUN_DIR", &checked)
+        .env("BASELINE", &baseline)
+        .env("THRESHOLD", "50%")
+        .output()
+        .unwrap();
+    let job = std::fs::read_to_string(tmp.path().join("check.out")).unwrap_or_default();
+    let check = std::fs::read_to_string(checked.join("check.md"))
+        .unwrap_or_else(|e| panic!("no check.md ({e}); job output:\n{job}"));
+    let junit = std::fs::read_to_string(checked.join("check.xml")).unwrap();
+    assert!(junit.contains("<testsuites"), "{junit}");
+    // The same tiny cases again may differ by more than any threshold: the exit
+    // status is the check's (1 exactly when a case failed it).
+    let failed = junit.contains("<failure");
+    assert_eq!(
+        o.status.code(),
+        Some(i32::from(failed)),
+        "{}\njob output:\n{job}\ncheck.md:\n{check}",
+        text(&o)
+    );
+    assert!(
+        job.contains(check.trim()),
+        "check.md is what the job printed"
+    );
+
     let marker = shm.to_string_lossy().into_owned();
     assert!(wait_no_processes(&marker, Duration::from_secs(5)).is_empty());
     assert!(common::dir_entries(&shm).is_empty(), "segments left behind");
