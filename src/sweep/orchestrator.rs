@@ -11,7 +11,7 @@
 //! remaining sizes. SIGINT/SIGTERM stop the sweep after killing the current group;
 //! every finished case is already on disk.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,14 +19,12 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::failure::{Failure, Tails};
-use super::group::{remove_segments, Launch, RankGroup, WorkerSpec};
+use super::group::{Launch, RankGroup};
 use super::merge::{fold_mean, merge_transports};
 use super::observer::SweepObserver;
 use super::plan::{Group, Plan};
-use super::process::Incoming;
 use super::protocol::{Command, Event};
 use super::remeasure::{self, Measurement};
-use crate::analysis::nccl_log;
 use crate::config::{IterationPolicy, SweepSettings};
 use crate::export::RunWriter;
 use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus, RunManifest, RunStatus};
@@ -37,6 +35,8 @@ use crate::units::Bytes;
 
 #[path = "orchestrator_quality.rs"]
 mod quality;
+#[path = "orchestrator_spawn.rs"]
+mod spawn;
 #[path = "orchestrator_wait.rs"]
 mod wait;
 
@@ -213,171 +213,6 @@ impl Orchestrator<'_> {
                 max_iters: 10_000_000,
             },
         }
-    }
-
-    fn worker_spec(
-        &self,
-        group: &Group,
-        rank: u32,
-        prefix: &str,
-        log_stem: &str,
-        take: Take,
-    ) -> WorkerSpec {
-        let s = self.settings;
-        let mut args: Vec<String> = vec!["worker".into()];
-        let mut push = |flag: &str, value: String| {
-            args.push(flag.to_string());
-            args.push(value);
-        };
-        push("--backend", self.backend.clone());
-        push("--rank", rank.to_string());
-        push("--nranks", group.nranks.to_string());
-        push("--max-bytes", s.max_bytes().to_string());
-        push("--datatype", s.dtype.name().to_string());
-        push("--op", s.op.name().to_string());
-        push("--shm-dir", s.shm_dir.to_string_lossy().into_owned());
-        push("--segment-prefix", prefix.to_string());
-        push("--init-timeout", s.timeout.as_secs_f64().to_string());
-        push("--case-timeout", s.timeout.as_secs_f64().to_string());
-        if s.graph > 0 {
-            push("--graph", s.graph.to_string());
-        }
-        let own = self
-            .nccl_lib_per_config
-            .iter()
-            .find(|(name, _)| name == &group.config.name)
-            .map(|(_, p)| p);
-        let nccl_lib = own.or(self.nccl_lib.as_ref());
-        let mut env = std::collections::BTreeMap::new();
-        // A pair of `--pairs` names its devices (GPUs, or cores on the host backend).
-        let pair_device = group
-            .config
-            .devices
-            .as_ref()
-            .and_then(|d| d.get(rank as usize).copied());
-        if let (Some(device), None) = (pair_device, nccl_lib) {
-            push("--device", device.to_string());
-        }
-        // A pair of nodes of `run --pairs` is some of the job's ranks.
-        let job_rank = group
-            .config
-            .ranks
-            .as_ref()
-            .and_then(|r| r.get(rank as usize).copied())
-            .unwrap_or(rank);
-        if nccl_lib.is_some() {
-            // One process per GPU: the launcher says which of the visible devices.
-            let device = pair_device.unwrap_or_else(|| self.launch.device(job_rank));
-            push("--device", device.to_string());
-            // NCCL's own log per process, read back for the transports it used.
-            let prefix = self.writer.dir().logs().join(format!("{log_stem}.nccl"));
-            env.insert("NCCL_DEBUG".into(), "INFO".into());
-            env.insert("NCCL_DEBUG_SUBSYS".into(), "INIT,ENV".into());
-            env.insert("NCCL_DEBUG_FILE".into(), nccl_log::debug_file(&prefix));
-        }
-        // The config's variables replace inherited ones of the same name (and ours:
-        // a config may ask for its own NCCL_DEBUG_SUBSYS).
-        env.extend(group.config.env.clone());
-        if take == Take::Second {
-            args.push("--remeasure".into());
-        }
-        WorkerSpec {
-            rank,
-            job_rank,
-            args,
-            env,
-            nccl_lib: nccl_lib.map(|p| p.to_string_lossy().into_owned()),
-            shm_dir: s.shm_dir.to_string_lossy().into_owned(),
-            segment_prefix: prefix.to_string(),
-        }
-    }
-
-    /// What NCCL's logs of this group say so far: the transports cell and the first
-    /// known failure. Empty for the host backend, which has no NCCL log.
-    fn nccl_log_findings(&self, log_stem: &str) -> (String, Option<String>) {
-        if self.nccl_lib.is_none() {
-            return (String::new(), None);
-        }
-        let start = format!("{log_stem}.nccl.");
-        let mut files: Vec<PathBuf> = std::fs::read_dir(self.writer.dir().logs())
-            .map(|it| {
-                it.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| {
-                        p.file_name()
-                            .is_some_and(|n| n.to_string_lossy().starts_with(&start))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        files.sort();
-        let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-        match nccl_log::parse_files(&paths) {
-            Ok(log) => (log.transports_cell(), log.error_cell()),
-            Err(_) => (String::new(), None),
-        }
-    }
-
-    /// Runs `sizes` of one group in fresh processes; `Err` describes an early stop.
-    fn run_group(
-        &mut self,
-        group: &Group,
-        sizes: &[u64],
-        attempt: u32,
-        sequence: u32,
-        takes: &mut Takes,
-    ) -> Result<Option<GroupStop>> {
-        let take = takes.take;
-        let prefix = format!("nccl-bench-{}-{sequence}", std::process::id());
-        let suffix = match (take, attempt) {
-            (Take::Second, _) => ".remeasure".to_string(),
-            (Take::First, 1) => String::new(),
-            (Take::First, _) => format!(".try{attempt}"),
-        };
-        let log_stem = format!("{}.n{}{suffix}", group.config.name, group.nranks);
-        let logs: Vec<PathBuf> = (0..group.nranks)
-            .map(|r| {
-                self.writer
-                    .dir()
-                    .logs()
-                    .join(format!("{log_stem}.rank{r}.log"))
-            })
-            .collect();
-        let specs = (0..group.nranks)
-            .map(|r| self.worker_spec(group, r, &prefix, &log_stem, take))
-            .collect();
-        let mut processes = self.launch.start(specs, logs)?;
-        let mut tails = Tails::new(group.nranks);
-        let outcome = self.drive(
-            processes.as_mut(),
-            &mut tails,
-            group,
-            sizes,
-            &log_stem,
-            takes,
-        );
-        match &outcome {
-            Ok(()) => processes.finish(Duration::from_secs(2)),
-            Err(_) => processes.kill(),
-        }
-        // Lines still queued (the readers are joined now) are part of the evidence.
-        for message in processes.drain() {
-            if let Incoming::Text(rank, line) = message {
-                tails.push(rank, line);
-            }
-        }
-        remove_segments(&self.settings.shm_dir, &prefix);
-        Ok(outcome.err().map(|mut f| {
-            f.reason = f.failure.describe(self.settings.timeout, &tails);
-            let (logged, nccl_error) = self.nccl_log_findings(&log_stem);
-            if let Some(e) = nccl_error {
-                f.reason.push_str(&format!("; NCCL log: {e}"));
-            }
-            if !logged.is_empty() {
-                f.transports = logged;
-            }
-            f
-        }))
     }
 
     fn drive(
