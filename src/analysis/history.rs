@@ -177,6 +177,16 @@ fn start_seconds(text: &str) -> Option<i64> {
 }
 
 /// The history of `runs`, which must be in order (see [`order`]).
+impl History {
+    /// Whether its series measure more than one (datatype, op): then names and
+    /// charts say which.
+    pub fn several_kinds(&self) -> bool {
+        self.series
+            .iter()
+            .any(|s| (&s.dtype, &s.op) != (&self.series[0].dtype, &self.series[0].op))
+    }
+}
+
 pub fn build(runs: &[RunData], opts: &Options) -> History {
     let entries = runs
         .iter()

@@ -36,7 +36,9 @@ fn pct(x: f64) -> String {
     }
 }
 
-/// "default, 2 ranks, 1 GiB" (the backend too when the history has several).
+/// "default, 2 ranks, 1 GiB" (the backend too when the history has several, and
+/// the datatype and op when it has several of them: "default, 2 ranks, 1 GiB, half
+/// max").
 fn series_name(h: &History, s: &Series) -> String {
     let several = h.series.iter().any(|o| o.backend != s.backend);
     let backend = if several {
@@ -44,8 +46,13 @@ fn series_name(h: &History, s: &Series) -> String {
     } else {
         String::new()
     };
+    let kind = if h.several_kinds() {
+        format!(", {} {}", s.dtype, s.op)
+    } else {
+        String::new()
+    };
     format!(
-        "{backend}{}, {}, {}",
+        "{backend}{}, {}, {}{kind}",
         s.config,
         plural(s.nranks as usize, "rank", "ranks"),
         Bytes(s.bytes)

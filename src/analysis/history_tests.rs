@@ -1,4 +1,5 @@
 use super::*;
+use crate::analysis::history_render::{render, Format};
 use crate::export::reader::ManifestHead;
 
 /// A run at `level` (1.0 = the base) with each median's interval +-0.3 %.
@@ -276,5 +277,38 @@ fn facts_and_their_differences() {
             ("hosts", "node1", "node7"),
             ("default's variables", "-", "NCCL_SHM_DISABLE=1"),
         ]
+    );
+}
+
+#[test]
+fn datatypes_and_ops_are_kept_apart_and_named_when_there_are_several() {
+    let runs: Vec<RunData> = (0..3).map(|i| run(i, 1.0, "2.21.5")).collect();
+    let one = build(&runs, &opts());
+    assert!(!one.several_kinds());
+    let table = render(&one, Format::Table).unwrap();
+    assert!(table.contains("default, 2 ranks, 1 GiB"), "{table}");
+    assert!(!table.contains("float sum"), "{table}");
+
+    let mut runs = runs;
+    for mut r in (3..6).map(|i| run(i, 2.0, "2.21.5")) {
+        for c in &mut r.cases {
+            c.dtype = "half".into();
+            c.op = "max".into();
+        }
+        runs.push(r);
+    }
+    let h = build(&runs, &opts());
+    assert!(h.several_kinds());
+    // Twice the time for half/max is another series, not a step.
+    assert_eq!(h.series.len(), 6);
+    assert!(h.steps().next().is_none());
+    let table = render(&h, Format::Table).unwrap();
+    assert!(
+        table.contains("default, 2 ranks, 1 GiB, float sum"),
+        "{table}"
+    );
+    assert!(
+        table.contains("default, 2 ranks, 1 GiB, half max"),
+        "{table}"
     );
 }

@@ -1,8 +1,9 @@
-//! The history charts: for each backend, rank count and followed size, one line per
-//! config over the runs in order (bus bandwidth; the median latency for sizes under
-//! 4 KiB, where busbw says nothing), each step a dashed vertical line (red where it
-//! regressed, green where it improved) and each one-off a ring; cases that were not
-//! ok are red crosses at the bottom.
+//! The history charts: for each backend, datatype and op, rank count and followed
+//! size, one line per config over the runs in order (bus bandwidth; the median
+//! latency for sizes under 4 KiB, where busbw says nothing), each step a dashed
+//! vertical line (red where it regressed, green where it improved) and each one-off
+//! a ring; results the quality rules flagged (never judged) are hollow squares, and
+//! cases that were not ok are red crosses at the bottom.
 
 use std::path::{Path, PathBuf};
 
@@ -20,11 +21,24 @@ const LATENCY_BELOW: u64 = 4096;
 
 const IMPROVED: RGBColor = RGBColor(44, 160, 44);
 
-/// (backend, ranks, bytes) of each chart, in the history's order.
-fn charts(h: &History) -> Vec<(String, u32, u64)> {
-    let mut out: Vec<(String, u32, u64)> = Vec::new();
+/// What one chart holds: (backend, datatype, op, ranks, bytes).
+type ChartKey = (String, String, String, u32, u64);
+
+fn chart_key(s: &Series) -> ChartKey {
+    (
+        s.backend.clone(),
+        s.dtype.clone(),
+        s.op.clone(),
+        s.nranks,
+        s.bytes,
+    )
+}
+
+/// Each chart's key, in the history's order.
+fn charts(h: &History) -> Vec<ChartKey> {
+    let mut out: Vec<ChartKey> = Vec::new();
     for s in &h.series {
-        let key = (s.backend.clone(), s.nranks, s.bytes);
+        let key = chart_key(s);
         if !out.contains(&key) {
             out.push(key);
         }
@@ -32,18 +46,22 @@ fn charts(h: &History) -> Vec<(String, u32, u64)> {
     out
 }
 
-/// Draws `history-<backend>-n<ranks>-<size>.svg` and `.png` for every chart.
+/// Draws `history-<backend>-n<ranks>-<size>.svg` and `.png` for every chart
+/// (`history-<backend>-<dtype>-<op>-n<ranks>-<size>` when the runs measured
+/// several datatypes or ops).
 pub fn draw(h: &History, out_dir: &Path) -> Result<Vec<PathBuf>> {
     common::ensure_font()?;
     let mut written = Vec::new();
-    for (backend, nranks, bytes) in charts(h) {
-        let series: Vec<&Series> = h
-            .series
-            .iter()
-            .filter(|s| s.backend == backend && s.nranks == nranks && s.bytes == bytes)
-            .collect();
+    for key in charts(h) {
+        let series: Vec<&Series> = h.series.iter().filter(|s| chart_key(s) == key).collect();
+        let (backend, dtype, op, nranks, bytes) = key;
+        let kind = if h.several_kinds() {
+            format!("-{}-{}", file_part(&dtype), file_part(&op))
+        } else {
+            String::new()
+        };
         let stem = format!(
-            "history-{}-n{nranks}-{}",
+            "history-{}{kind}-n{nranks}-{}",
             file_part(&backend),
             Bytes(bytes).short()
         );
@@ -82,8 +100,13 @@ fn plot<DB: DrawingBackend>(
     let y_max = if y_max > 0.0 { y_max * 1.15 } else { 1.0 };
     let n = h.runs.len().max(1);
     let x_range = -0.5..(n as f64 - 0.5);
+    let kind = if h.several_kinds() {
+        format!(", {} {}", first.dtype, first.op)
+    } else {
+        String::new()
+    };
     let title = format!(
-        "{} over {} runs: {}, {} ranks ({})",
+        "{} over {} runs: {}, {} ranks{kind} ({})",
         if latency {
             "Median latency"
         } else {
@@ -126,6 +149,7 @@ fn plot<DB: DrawingBackend>(
         n.min(10),
     )?;
     let mut failed = Vec::new();
+    let mut flagged_legend = false;
     for (i, s) in series.iter().enumerate() {
         let color = common::color(i);
         let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
@@ -144,6 +168,28 @@ fn plot<DB: DrawingBackend>(
         }
         segments.retain(|s| !s.is_empty());
         common::config_line(&mut chart, segments, color, &s.config)?;
+        // Flagged results are on the line but were never judged: hollow squares.
+        let flagged: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|p| !p.trusted)
+            .filter_map(|p| Some((p.run as f64, value(p, latency)?)))
+            .collect();
+        let drawn = chart
+            .draw_series(flagged.iter().map(|&p| {
+                EmptyElement::at(p)
+                    + Rectangle::new([(-6, -6), (6, 6)], WHITE.filled())
+                    + Rectangle::new([(-6, -6), (6, 6)], color.stroke_width(2))
+            }))
+            .map_err(err)?;
+        if !flagged.is_empty() && !flagged_legend {
+            flagged_legend = true;
+            drawn
+                .label("flagged by the quality rules (not judged)")
+                .legend(|(x, y)| {
+                    Rectangle::new([(x + 4, y - 5), (x + 14, y + 5)], BLACK.stroke_width(2))
+                });
+        }
         let rings: Vec<(f64, f64)> = s
             .one_offs
             .iter()
