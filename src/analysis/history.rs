@@ -13,8 +13,11 @@
 //! only each run's own noise, and compare's rule (`stats::compare::classify`) calls
 //! it against the threshold. Two runs beyond the threshold the same way, with no
 //! run back at the level between them, make a step (the level moved), placed at
-//! the first run since the level on that side (unsure ones included), and sized by
-//! the runs beyond it; the new level is those runs. A lone run beyond the threshold
+//! the first run since the level on that side (unsure ones included). The new
+//! level is the runs since then in line with the latest (within the threshold of
+//! it: a spike before a smaller step is a one-off), and the step is sized by the
+//! first `window` runs of the new level, their median change against the old
+//! level (the two that confirmed it, when the history ends there). A lone run beyond the threshold
 //! at the end is a step not confirmed yet; one followed by a run back at the level
 //! is a one-off and stays out of the level. When the first run alone was the level
 //! and the next two agree against it, the first run is the one-off. Each step names the two runs around it and what their manifests say
@@ -110,9 +113,11 @@ pub struct Step {
     pub before: usize,
     pub after: usize,
     pub verdict: Verdict,
-    /// The first run's median against the old level's (the median of its runs'
-    /// medians), a fraction: +0.10 is 10 % slower.
+    /// The new level against the old one (the median of its runs' medians), a
+    /// fraction, +0.10 is 10 % slower: the median over the new level's first
+    /// `window` runs (the run itself for an unconfirmed step).
     pub change: f64,
+    /// The interval of that middle run (the hull of the two middle ones).
     pub ci: (f64, f64),
     /// The run after it is beyond the threshold too; false for the latest run.
     pub confirmed: bool,
@@ -407,6 +412,25 @@ fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
     let mut pending: Vec<Judged> = Vec::new();
     let mut steps = Vec::new();
     let mut one_offs = Vec::new();
+    // The latest confirmed step and the old level's window it was judged against:
+    // sized once its new level is known (the first `window` runs of it, median).
+    let mut open: Option<(usize, Vec<usize>)> = None;
+    let size = |step: &mut Step, old: &[usize], new_level: &[usize]| {
+        let mut judged: Vec<(f64, (f64, f64))> = new_level
+            .iter()
+            .take(opts.window.max(1))
+            .map(|&j| interval(old, j))
+            .collect();
+        judged.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let n = judged.len();
+        if n == 0 {
+            return;
+        }
+        // The middle run, or the two middle ones: their mean and both intervals.
+        let (lo, hi) = (&judged[(n - 1) / 2], &judged[n / 2]);
+        step.change = (lo.0 + hi.0) / 2.0;
+        step.ci = (lo.1 .0.min(hi.1 .0), lo.1 .1.max(hi.1 .1));
+    };
     for &i in &eligible {
         if level.is_empty() {
             level.push(i);
@@ -456,12 +480,26 @@ fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
         }
         // Two runs beyond the threshold the same way with none back at the level:
         // it moved, from the first pending run on that side (an unsure one too).
+        // The new level is the runs since then in line with the latest one: a
+        // spike before a smaller step is a one-off, not part of the level.
         let up = judged.verdict == Verdict::Regressed;
         let start = pending
             .iter()
             .position(|p| (p.change > 0.0) == up)
             .unwrap_or(0);
-        let new_level: Vec<usize> = pending[start..].iter().map(|p| p.point).collect();
+        let in_line =
+            |p: &Judged| ((1.0 + p.change) / (1.0 + judged.change) - 1.0).abs() <= opts.threshold;
+        let new_level: Vec<usize> = pending[start..]
+            .iter()
+            .filter(|p| in_line(p))
+            .map(|p| p.point)
+            .collect();
+        one_offs.extend(
+            pending[start..]
+                .iter()
+                .filter(|p| beyond(p.verdict) && !in_line(p))
+                .map(one_off),
+        );
         if level.len() == 1 && level[0] == eligible[0] {
             // The first run alone was the level, and the runs after it agree with
             // each other, not with it: it is the one that stood out.
@@ -479,6 +517,9 @@ fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
                 ),
             });
         } else {
+            if let Some((k, old)) = open.take() {
+                size(&mut steps[k], &old, &level);
+            }
             let before = *level.last().unwrap_or(&pending[start].point);
             steps.push(step(
                 series,
@@ -488,9 +529,13 @@ fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
                 &same,
                 true,
             ));
+            open = Some((steps.len() - 1, window.to_vec()));
         }
         level = new_level;
         pending.clear();
+    }
+    if let Some((k, old)) = open.take() {
+        size(&mut steps[k], &old, &level);
     }
     if let Some(p) = pending.iter().find(|p| beyond(p.verdict)).copied() {
         let before = *level.last().unwrap_or(&p.point);

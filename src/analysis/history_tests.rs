@@ -312,3 +312,22 @@ fn datatypes_and_ops_are_kept_apart_and_named_when_there_are_several() {
         "{table}"
     );
 }
+
+#[test]
+fn a_spike_before_a_smaller_step_is_a_one_off_and_the_step_is_sized_by_its_level() {
+    // 8 nights at 1.00, a night at 1.30, then a lasting 1.10.
+    let mut levels = vec![1.0; 8];
+    levels.push(1.30);
+    levels.extend([1.10; 8]);
+    let s = series_of(&levels);
+    assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
+    let step = &s.steps[0];
+    assert_eq!((step.before, step.after, step.confirmed), (7, 8, true));
+    assert_eq!(step.verdict, Verdict::Regressed);
+    assert!((step.change - 0.10).abs() < 0.005, "{step:?}");
+    assert!(step.ci.0 > 0.05 && step.ci.1 < 0.15, "{step:?}");
+    let spikes: Vec<usize> = s.one_offs.iter().map(|o| o.run).collect();
+    // The runs at 1.10 are the new level, not judged against the spike: no
+    // improvement after it.
+    assert_eq!(spikes, [8]);
+}
