@@ -457,6 +457,10 @@ pub struct ImportArgs {
     /// Rank count, when the output does not show it
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub nranks: Option<u32>,
+
+    /// When nccl-tests ran (RFC 3339, or a local 2026-11-24 02:00), for `history`'s order [default: the JSON's start_time, else the text's first -S timestamp, else the file's modification time]
+    #[arg(long = "started-at", value_name = "TIME", value_parser = units::parse_time)]
+    pub started_at: Option<String>,
 }
 
 #[derive(Debug, Args)]

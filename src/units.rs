@@ -157,6 +157,33 @@ pub fn now_rfc3339() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
 }
 
+/// A time given on the command line: RFC 3339 (`2026-11-24T02:00:00Z`,
+/// `...+01:00`), kept as given, or a local time without offset (`2026-11-24
+/// 02:00[:00]`, with `T` or a space), as `2026-11-24T02:00:00`.
+pub fn parse_time(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    if chrono::DateTime::parse_from_rfc3339(t).is_ok() {
+        return Ok(t.to_string());
+    }
+    let spaced = t.replacen('T', " ", 1);
+    ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(&spaced, f).ok())
+        .map(|n| n.format("%Y-%m-%dT%H:%M:%S").to_string())
+        .ok_or_else(|| {
+            format!("'{text}' is not a time: expected 2026-11-24T02:00:00Z (RFC 3339) or a local 2026-11-24 02:00[:00]")
+        })
+}
+
+/// A file's modification time, local, as RFC 3339.
+pub fn modified_rfc3339(path: &std::path::Path) -> Option<String> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    Some(
+        chrono::DateTime::<chrono::Local>::from(modified)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+    )
+}
+
 /// The local time now as a run directory stamp (`20261122-021300`).
 pub fn now_stamp() -> String {
     chrono::Local::now().format("%Y%m%d-%H%M%S").to_string()
@@ -227,5 +254,24 @@ mod tests {
         let bw = GbPerSec::from_bytes_per(1_000_000_000, 0.5);
         assert!((bw.0 - 2.0).abs() < 1e-12);
         assert_eq!(GbPerSec::from_bytes_per(10, 0.0).0, 0.0);
+    }
+
+    #[test]
+    fn times_are_rfc3339_or_local() {
+        assert_eq!(
+            parse_time("2026-11-24T02:00:00+01:00").as_deref(),
+            Ok("2026-11-24T02:00:00+01:00")
+        );
+        assert_eq!(
+            parse_time("2026-11-24 02:00").as_deref(),
+            Ok("2026-11-24T02:00:00")
+        );
+        assert_eq!(
+            parse_time("2026-11-24T02:00:07").as_deref(),
+            Ok("2026-11-24T02:00:07")
+        );
+        for bad in ["", "yesterday", "2026-13-01 00:00", "2026-11-24"] {
+            assert!(parse_time(bad).is_err(), "{bad} should not parse");
+        }
     }
 }

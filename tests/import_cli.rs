@@ -339,3 +339,74 @@ fn json_per_iteration_times_become_histograms_and_compare_bootstraps_them() {
         );
     }
 }
+
+fn started_at(run: &Path) -> String {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    assert!(
+        manifest["backend"]["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("started at") || n.contains("dated by")),
+        "{manifest}"
+    );
+    manifest["started_at"].as_str().unwrap().to_string()
+}
+
+/// `history` orders imported nightly runs by when nccl-tests ran: a text output
+/// without times is dated by its file, `-S` by its first row, `--started-at` wins.
+#[test]
+fn text_imports_are_dated_so_that_history_can_order_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("night.txt");
+    std::fs::copy(fixture("all_reduce_perf-2ranks.txt"), &copy).unwrap();
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_790_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&copy)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+    let by_file = tmp.path().join("by-file");
+    let o = import(&copy, &by_file, &[]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let t = started_at(&by_file);
+    let parsed = chrono::DateTime::parse_from_rfc3339(&t).unwrap();
+    assert_eq!(parsed.timestamp(), 1_790_000_000, "{t}");
+
+    let given = tmp.path().join("given");
+    let o = import(&copy, &given, &["--started-at", "2026-11-24 02:00"]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    assert_eq!(started_at(&given), "2026-11-24T02:00:00");
+
+    // -S: a timestamp column; its first row dates the run.
+    let text = std::fs::read_to_string(&copy).unwrap();
+    let stamped: String = text
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            if t.starts_with("#") && t.contains("size") && t.contains("count") {
+                format!("{l}           timestamp\n")
+            } else if t.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                format!("{l}  2026-07-10 12:00:01\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let stamped_file = tmp.path().join("stamped.txt");
+    std::fs::write(&stamped_file, stamped).unwrap();
+    let by_stamp = tmp.path().join("by-stamp");
+    let o = import(&stamped_file, &by_stamp, &[]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    assert_eq!(started_at(&by_stamp), "2026-07-10T12:00:01");
+
+    let bad = tmp.path().join("bad");
+    let o = import(&copy, &bad, &["--started-at", "last tuesday"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("'last tuesday' is not a time"),
+        "{}",
+        common::text(&o)
+    );
+    assert!(!bad.exists());
+}

@@ -181,7 +181,6 @@ fn start_seconds(text: &str) -> Option<i64> {
         .map(|t| t.timestamp())
 }
 
-/// The history of `runs`, which must be in order (see [`order`]).
 impl History {
     /// Whether its series measure more than one (datatype, op): then names and
     /// charts say which.
@@ -192,6 +191,7 @@ impl History {
     }
 }
 
+/// The history of `runs`, which must be in order (see [`order`]).
 pub fn build(runs: &[RunData], opts: &Options) -> History {
     let entries = runs
         .iter()

@@ -58,6 +58,8 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
     let (dtype, op) = checked_types(&parsed, &args.file)?;
     let iters = iters_from_command(parsed.command.as_deref());
 
+    let started = started_at(args, &parsed);
+
     let dir = RunDir::create_at(&args.out)?;
     let writer = RunWriter::new(dir, SystemTime::now())?;
     let mut counts = CaseCounts::default();
@@ -142,18 +144,15 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
         command_line: std::env::args().collect(),
         label: None,
         status: RunStatus::Complete,
-        // When nccl-tests ran, where it says so: history sorts runs by it.
-        started_at: parsed
-            .started_at
-            .clone()
-            .unwrap_or_else(crate::units::now_rfc3339),
+        // When nccl-tests ran: history sorts runs by it.
+        started_at: started.0.clone(),
         finished_at: Some(crate::units::now_rfc3339()),
         error: None,
         backend: BackendInfo {
             requested: "import".into(),
             used: BACKEND.into(),
             note: format!(
-                "imported from {} (nccl-tests all_reduce_perf{}{}): {}",
+                "imported from {} (nccl-tests all_reduce_perf{}{}): {}; {}",
                 args.file.display(),
                 parsed
                     .nccl_tests_version
@@ -166,6 +165,7 @@ pub fn run(args: &ImportArgs) -> Result<u8> {
                     .map(|c| format!(", `{c}`"))
                     .unwrap_or_default(),
                 timing_note(per_iteration_cases, cases.len()),
+                started.1,
             ),
         },
         nccl: parsed.nccl_version.clone().map(|version| NcclChoice {
@@ -292,6 +292,32 @@ fn assess(cases: &mut [Imported]) {
     {
         case.cells.quality = verdict(&case.flags).name().into();
         case.cells.quality_note = reasons(&case.flags);
+    }
+}
+
+/// When the imported run started, and where that comes from.
+fn started_at(args: &ImportArgs, parsed: &ImportedRun) -> (String, &'static str) {
+    if let Some(t) = &args.started_at {
+        return (t.clone(), "started at the time given (--started-at)");
+    }
+    if let Some(t) = &parsed.started_at {
+        return (
+            t.clone(),
+            match parsed.format {
+                import::Format::Json => "started at the JSON's start_time",
+                import::Format::Text => "started at the first row's -S timestamp",
+            },
+        );
+    }
+    match crate::units::modified_rfc3339(&args.file) {
+        Some(t) => (
+            t,
+            "the output gives no time: dated by the file's modification time (--started-at sets it)",
+        ),
+        None => (
+            crate::units::now_rfc3339(),
+            "the output gives no time: dated by the import (--started-at sets it)",
+        ),
     }
 }
 

@@ -53,9 +53,19 @@ pub struct ImportedRun {
     /// Each rank's host and GPU, from the `#  Rank N Group G Pid P on HOST device D
     /// [BUS] NAME` lines (text only), in rank order.
     pub ranks: Vec<ImportedRank>,
-    /// When the run started (JSON `start_time`, the local time of its machine,
-    /// as `2026-07-10T12:00:00`).
+    /// When the run started, the local time of its machine as `2026-07-10T12:00:00`:
+    /// JSON `start_time`, or in text with `-S` the first row's timestamp (when
+    /// that size finished, a moment after the start).
     pub started_at: Option<String>,
+}
+
+/// nccl-tests' `%Y-%m-%d %H:%M:%S` (its JSON `start_time`, its `-S` column; its
+/// machine's local time, no zone) as `2026-07-10T12:00:00`; `None` when it is not
+/// that.
+pub(crate) fn local_time(text: &str) -> Option<String> {
+    chrono::NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S")
+        .ok()
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S").to_string())
 }
 
 /// One rank as nccl-tests lists it.

@@ -99,7 +99,7 @@ pub fn parse_text(text: &str) -> Result<ImportedRun, ImportError> {
         avg_busbw_gbps: table.avg,
         out_of_bounds: table.oob,
         ranks: meta.ranks,
-        started_at: None,
+        started_at: table.first_stamp,
     })
 }
 

@@ -47,7 +47,7 @@ pub fn parse_json(text: &str) -> Result<ImportedRun, ImportError> {
         started_at: None,
     };
     if let Some(doc) = docs.first() {
-        run.started_at = doc.start_time.as_deref().and_then(local_time);
+        run.started_at = doc.start_time.as_deref().and_then(super::local_time);
         run.nccl_version = doc.nccl_version.map(version_from_code);
         if !doc.args.is_empty() {
             run.command = Some(
@@ -121,14 +121,6 @@ pub fn parse_json(text: &str) -> Result<ImportedRun, ImportError> {
         }
     }
     Ok(run)
-}
-
-/// nccl-tests' `2026-07-10 12:00:00` (its machine's local time, no zone) as
-/// `2026-07-10T12:00:00`; `None` when it is not that.
-fn local_time(text: &str) -> Option<String> {
-    chrono::NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%d %H:%M:%S")
-        .ok()
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%S").to_string())
 }
 
 fn shell_word(a: &str) -> String {

@@ -113,6 +113,8 @@ pub(super) struct Table {
     pub(super) rows: Vec<ImportedRow>,
     pub(super) avg: Option<f64>,
     pub(super) oob: Option<u64>,
+    /// The first row's `-S` timestamp, as `2026-07-10T12:00:01`.
+    pub(super) first_stamp: Option<String>,
 }
 
 /// Reads the first table of the first prefix that prints a header. The table is open
@@ -134,6 +136,7 @@ pub(super) fn read_table(lines: &[Line]) -> Result<Option<Table>, ImportError> {
                     rows: Vec::new(),
                     avg: None,
                     oob: None,
+                    first_stamp: None,
                 };
                 found = Some((table, l.key));
                 open = true;
@@ -163,6 +166,13 @@ pub(super) fn read_table(lines: &[Line]) -> Result<Option<Table>, ImportError> {
             let key = (row.bytes, row.dtype.clone(), row.op.clone(), row.root);
             if seen.insert(key) {
                 table.rows.push(row);
+            }
+            if table.first_stamp.is_none() && table.schema.cols.contains(&Col::Timestamp) {
+                // `%Y-%m-%d %H:%M:%S`: the row's last two words.
+                let words: Vec<&str> = t.split_whitespace().collect();
+                if let [.., date, time] = words[..] {
+                    table.first_stamp = crate::import::local_time(&format!("{date} {time}"));
+                }
             }
         }
     }

@@ -273,6 +273,8 @@ fn per_iteration_columns_and_timestamps() {
         (60.00, 75.12, 74.80, 3.90)
     );
     assert!(row.iteration_times_us.is_empty());
+    // -S: the first row's timestamp dates the run.
+    assert_eq!(run.started_at.as_deref(), Some("2026-07-10T12:00:01"));
 }
 
 #[test]
