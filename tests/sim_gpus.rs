@@ -1187,3 +1187,68 @@ fn pairs_find_the_one_slow_link() {
     assert!(run.join("plots/pairs-default.svg").is_file());
     assert!(report.contains("Simulated GPUs (test stand-in), not a measurement"));
 }
+
+/// A driver whose event record costs the host 30 us, on a device that waits for
+/// the host's enqueue (`NCCL_BENCH_SIM_HOST_PACED`) and runs an 8 B all-reduce in
+/// about 6 us: with an event after every all-reduce the host sets the pace and
+/// every iteration reads about 30 us. The automatic stride measures that at the
+/// size's calibration and records an event every k all-reduces instead (at most
+/// every 1/100 of a batch), so the time is the device's again, and says so.
+#[test]
+fn events_that_would_set_the_pace_are_recorded_less_often() {
+    let Some(dir) = sim_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let slow_events = [
+        ("NCCL_BENCH_SIM_HOST_PACED", "1"),
+        ("NCCL_BENCH_SIM_EVENT_RECORD_NS", "30000"),
+    ];
+    let args = [
+        "--gpus",
+        "2",
+        "--transports",
+        "default",
+        "-b",
+        "8",
+        "-e",
+        "8",
+        "-n",
+        "2000",
+        "--no-remeasure",
+    ];
+    let sweep = |name: &str, env: &[(&str, &str)]| {
+        let out = tmp.path().join(name);
+        let o = sim_sweep(&dir, "nvlink", env, &out, &args);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
+        let run = run_dir(&out);
+        let row = rows(&run).remove(0);
+        let time: f64 = row["time_us"].parse().unwrap();
+        (run, row, time)
+    };
+    let (run, auto, auto_us) = sweep("auto", &slow_events);
+    let mut forced_env = slow_events.to_vec();
+    forced_env.push(("NCCL_BENCH_EVENTS_EVERY", "1"));
+    let (_, forced, forced_us) = sweep("forced", &forced_env);
+    assert!(forced_us > 20.0, "an event per all-reduce: {forced_us} us");
+    assert!(
+        auto_us < 12.0,
+        "the automatic stride: {auto_us} us (forced: {forced_us} us)"
+    );
+    assert!(
+        auto["quality_note"].contains("a timestamp every ")
+            && auto["quality_note"].contains("-iteration means"),
+        "{auto:?}"
+    );
+    assert!(
+        !forced["quality_note"].contains("a timestamp every"),
+        "{forced:?}"
+    );
+    let logs: String = std::fs::read_dir(run.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert!(
+        logs.contains("8 bytes: host ") && logs.contains("an event every "),
+        "{logs}"
+    );
+}

@@ -47,6 +47,13 @@ pub trait Communicator {
     /// One untimed all-reduce, synchronized (warm-up).
     fn all_reduce(&mut self, bytes: usize) -> Result<()>;
 
+    /// How many iterations of the last timed batch shared each timestamp (1: each
+    /// its own; more where a timestamp per iteration would have let the host set the
+    /// pace, see `nccl::gpu`).
+    fn events_every(&self) -> usize {
+        1
+    }
+
     /// When waits for the collective give up, stopping it (set before each size, a
     /// little before the orchestrator's case timeout). A backend whose waits cannot
     /// hang on their own ignores it: the orchestrator's kill is the backstop.

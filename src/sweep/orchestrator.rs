@@ -289,6 +289,8 @@ impl Orchestrator<'_> {
             .map_err(failed)?;
             let mut recorder = LatencyRecorder::new();
             let mut drift = Drift::new();
+            // Iterations per timestamp, the most any rank's batch had.
+            let mut every = 1u64;
             let timing_start = Instant::now();
             let stop = loop {
                 match rule.next_in_launches(&recorder, timing_start.elapsed(), self.settings.graph)
@@ -297,12 +299,21 @@ impl Orchestrator<'_> {
                     BatchDecision::Run(iters) => {
                         self.broadcast(processes, &Command::Time { iters }, &phase)
                             .map_err(failed)?;
-                        let batches = self
+                        let batches: Vec<Vec<u64>> = self
                             .wait_for(processes, tails, &all, deadline, &phase, |e| match e {
-                                Event::Batch { durations_ns } => Some(durations_ns.into_owned()),
+                                Event::Batch {
+                                    durations_ns,
+                                    every,
+                                } => Some((durations_ns.into_owned(), every)),
                                 _ => None,
                             })
-                            .map_err(failed)?;
+                            .map_err(failed)?
+                            .into_iter()
+                            .map(|(d, e)| {
+                                every = every.max(e);
+                                d
+                            })
+                            .collect();
                         let steps = fold_mean(&batches, iters, self.settings.graph, &mut recorder)
                             .map_err(failed)?;
                         drift.add_batch(steps);
@@ -333,12 +344,20 @@ impl Orchestrator<'_> {
             let summary = recorder.summary();
             let shape = CaseShape::of(&recorder, &drift);
             // Only a correct case is judged for trust: a wrong one is a failure.
-            let (quality, quality_note) = if wrong == 0 {
+            let (quality, mut quality_note) = if wrong == 0 {
                 let (q, note) = remeasure::first_quality(&shape);
                 (Some(q), note)
             } else {
                 (None, String::new())
             };
+            if every > 1 {
+                let timing = format!("a timestamp every {every} iterations (one per iteration would have let the host set the pace): percentiles are of {every}-iteration means");
+                quality_note = if quality_note.is_empty() {
+                    timing
+                } else {
+                    format!("{quality_note}; {timing}")
+                };
+            }
             // NCCL connects lazily (at the first collective since 2.22): its log has
             // the connections once the case has run.
             let (logged, _) = self.nccl_log_findings(log_stem);

@@ -33,6 +33,10 @@ pub enum Event<'a> {
     /// Per-iteration times of a timed batch, ns.
     Batch {
         durations_ns: Cow<'a, [u64]>,
+        /// Iterations per timestamp: the times of each run of `every` iterations
+        /// are their shared step's time spread evenly (1: each its own).
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        every: u64,
     },
     Checked {
         wrong: u64,
@@ -76,6 +80,14 @@ pub enum Command {
 }
 
 /// Writes one message as a line and flushes.
+fn one() -> u64 {
+    1
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
+}
+
 pub fn send<T: Serialize>(out: &mut impl Write, message: &T) -> io::Result<()> {
     serde_json::to_writer(&mut *out, message)?;
     out.write_all(b"\n")?;
@@ -133,6 +145,11 @@ mod tests {
             },
             Event::Batch {
                 durations_ns: Cow::Owned(vec![1, 2, 3]),
+                every: 1,
+            },
+            Event::Batch {
+                durations_ns: Cow::Owned(vec![4, 4, 5, 5]),
+                every: 2,
             },
             Event::Checked {
                 wrong: 2,

@@ -1,10 +1,22 @@
 //! The NCCL backend's rank: one process per GPU, CUDA through cudarc (context,
 //! stream, device buffers sized once for the largest message, events), collectives
 //! through our libnccl bindings. All-reduces are launched back to back on one stream
-//! with CUDA events between them (every `event_stride` all-reduces; 1 by default),
-//! and each gap between two events is that step's time; the orchestrator averages
-//! the ranks' times (see `sweep::merge`). Event tracking is off, so cudarc adds no
-//! synchronization of its own.
+//! with CUDA events between them (every `event_stride` all-reduces), and each gap
+//! between two events is that step's time, shared by its all-reduces; the
+//! orchestrator averages the ranks' times (see `sweep::merge`). Event tracking is
+//! off, so cudarc adds no synchronization of its own.
+//!
+//! An event after every all-reduce gives a histogram of single iterations, and
+//! costs host time per iteration. That cost changes the measurement only where the
+//! host, not the GPU, sets the pace. With the automatic stride (the worker's
+//! choice), the first timed batch of each size is preceded by a calibration: 32
+//! all-reduces with an event after each and 32 with events only at the ends, timed
+//! on the host (enqueue) and the GPU (events). An event per all-reduce is kept when
+//! the host's time per all-reduce with its event stays under 80 % of the GPU's time
+//! per all-reduce; else events go every k all-reduces, k the smallest that brings
+//! the events' host time per all-reduce within that margin (or, when the host sets
+//! the pace even without events, within 1 % of the GPU's time), at most one event
+//! per 1/100 of the batch, so that a histogram keeps at least 100 samples.
 //!
 //! With `--graph N`, N all-reduces are captured once per size into a CUDA graph
 //! (nccl-tests' `-G` captures its `-n` iterations the same way) and the events go
@@ -54,7 +66,8 @@ pub struct GpuOptions {
     pub op: ReduceOp,
     /// All-reduces per CUDA graph launch; 0 launches them one by one.
     pub graph: usize,
-    /// Eager all-reduces between two timing events (1: an event after each).
+    /// Eager all-reduces between two timing events (1: an event after each); 0
+    /// decides per size by calibration (module comment).
     pub event_stride: usize,
     /// How long communicator set-up may take.
     pub init_timeout: Duration,
@@ -131,7 +144,9 @@ impl Backend for NcclBackend {
             op: o.op,
             device: o.device,
             graph: o.graph,
-            event_stride: o.event_stride.max(1),
+            event_stride: o.event_stride,
+            paces: HashMap::new(),
+            last_stride: 1,
         }))
     }
 }
@@ -155,7 +170,55 @@ pub struct GpuComm {
     op: ReduceOp,
     device: usize,
     graph: usize,
+    /// 0: automatic, decided per size (`paces`).
     event_stride: usize,
+    paces: HashMap<usize, Pace>,
+    /// The stride of the last timed batch.
+    last_stride: usize,
+}
+
+/// What a size's calibration measured, per all-reduce, in nanoseconds, and the
+/// stride it chose.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    pub host_with_event_ns: f64,
+    pub host_without_ns: f64,
+    pub gpu_ns: f64,
+    pub stride: usize,
+}
+
+/// All-reduces per calibration batch.
+const CALIBRATION: usize = 32;
+/// All-reduces timed first, to skip the calibration of long ones.
+const QUICK: usize = 4;
+/// A GPU time per all-reduce beyond any host's enqueue and event record.
+const LONG_ENOUGH_NS: f64 = 200_000.0;
+
+impl Pace {
+    /// The stride that keeps events from setting the pace (module comment).
+    pub fn choose(host_with_event_ns: f64, host_without_ns: f64, gpu_ns: f64) -> Pace {
+        let per_event = (host_with_event_ns - host_without_ns).max(0.0);
+        let slack = 0.8 * gpu_ns - host_without_ns;
+        let allowed = slack.max(0.01 * gpu_ns);
+        let stride = if host_with_event_ns <= 0.8 * gpu_ns || per_event <= allowed {
+            1
+        } else if allowed > 0.0 {
+            (per_event / allowed).ceil().min(1e9) as usize
+        } else {
+            usize::MAX
+        };
+        Pace {
+            host_with_event_ns,
+            host_without_ns,
+            gpu_ns,
+            stride: stride.max(1),
+        }
+    }
+
+    /// The stride for a batch of `iters`: at least 100 samples when it has them.
+    pub fn stride_for(&self, iters: usize) -> usize {
+        self.stride.min((iters / 100).max(1))
+    }
 }
 
 impl GpuComm {
@@ -274,6 +337,77 @@ impl GpuComm {
         Ok(())
     }
 
+    /// Times `CALIBRATION` all-reduces with an event after each and as many with
+    /// events at the ends only (each batch after an aligning all-reduce), and
+    /// chooses the size's stride; every rank runs the same all-reduces.
+    fn calibrate(&mut self, bytes: usize) -> Result<Pace> {
+        self.ensure_events(CALIBRATION + 1)?;
+        let record =
+            |e: &CudaEvent, s: &Arc<CudaStream>| e.record(s).context("cudaEventRecord failed");
+        // A few first: where one all-reduce takes the GPU longer than any host
+        // enqueue does, events cannot set the pace (and 64 of them would be slow).
+        self.enqueue(bytes)?;
+        record(&self.events[0], &self.stream)?;
+        for _ in 0..QUICK {
+            self.enqueue(bytes)?;
+        }
+        record(&self.events[1], &self.stream)?;
+        self.sync()?;
+        let quick_ns = self.events[0]
+            .elapsed_ms(&self.events[1])
+            .context("cudaEventElapsedTime failed")? as f64
+            * 1e6
+            / QUICK as f64;
+        if quick_ns >= LONG_ENOUGH_NS {
+            return Ok(Pace {
+                host_with_event_ns: f64::NAN,
+                host_without_ns: f64::NAN,
+                gpu_ns: quick_ns,
+                stride: 1,
+            });
+        }
+        self.enqueue(bytes)?;
+        record(&self.events[0], &self.stream)?;
+        let start = Instant::now();
+        for i in 0..CALIBRATION {
+            self.enqueue(bytes)?;
+            record(&self.events[i + 1], &self.stream)?;
+        }
+        let host_with = start.elapsed();
+        self.sync()?;
+        self.enqueue(bytes)?;
+        record(&self.events[0], &self.stream)?;
+        let start = Instant::now();
+        for _ in 0..CALIBRATION {
+            self.enqueue(bytes)?;
+        }
+        let host_without = start.elapsed();
+        record(&self.events[1], &self.stream)?;
+        self.sync()?;
+        let gpu_ms = self.events[0]
+            .elapsed_ms(&self.events[1])
+            .context("cudaEventElapsedTime failed")?;
+        let per = |d: Duration| d.as_nanos() as f64 / CALIBRATION as f64;
+        let pace = Pace::choose(
+            per(host_with),
+            per(host_without),
+            gpu_ms as f64 * 1e6 / CALIBRATION as f64,
+        );
+        // The worker's log says what was decided, and on what.
+        let every = match pace.stride {
+            1 => "an event after every all-reduce".to_string(),
+            usize::MAX => "an event every 1/100 of a batch".to_string(),
+            k => format!("an event every {k} all-reduces (at most every 1/100 of a batch)"),
+        };
+        eprintln!(
+            "{bytes} bytes: host {:.2} us per all-reduce with an event, {:.2} us without; GPU {:.2} us per all-reduce: {every}",
+            pace.host_with_event_ns / 1e3,
+            pace.host_without_ns / 1e3,
+            pace.gpu_ns / 1e3,
+        );
+        Ok(pace)
+    }
+
     /// Makes sure `n` timing events exist (created once, reused by every batch).
     fn ensure_events(&mut self, n: usize) -> Result<()> {
         while self.events.len() < n {
@@ -345,9 +479,20 @@ impl Communicator for GpuComm {
         self.bind()?;
         let per_step = if self.graph > 0 {
             self.graph
-        } else {
+        } else if self.event_stride > 0 {
             self.event_stride
+        } else {
+            let pace = match self.paces.get(&bytes) {
+                Some(p) => *p,
+                None => {
+                    let p = self.calibrate(bytes)?;
+                    self.paces.insert(bytes, p);
+                    p
+                }
+            };
+            pace.stride_for(durations.len())
         };
+        self.last_stride = if self.graph > 0 { 1 } else { per_step };
         let steps = launch_steps(durations.len(), per_step);
         if self.graph > 0 {
             for &n in &steps {
@@ -386,6 +531,10 @@ impl Communicator for GpuComm {
         self.sync()
     }
 
+    fn events_every(&self) -> usize {
+        self.last_stride
+    }
+
     fn set_deadline(&mut self, deadline: Instant) {
         self.comm.set_deadline(deadline);
     }
@@ -402,6 +551,27 @@ fn spread(total_ns: u64, iterations: &mut [u64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_go_less_often_only_where_they_would_set_the_pace() {
+        // A fast host: an event after every all-reduce.
+        assert_eq!(Pace::choose(900.0, 600.0, 6_000.0).stride, 1);
+        // 21 us per event record against a 6 us all-reduce (the stand-in's test):
+        // 5 all-reduces per event bring the host back under 80 % of the GPU.
+        let p = Pace::choose(21_500.0, 450.0, 6_070.0);
+        assert_eq!(p.stride, 5);
+        let host_at = |k: f64| p.host_without_ns + (p.host_with_event_ns - p.host_without_ns) / k;
+        assert!(host_at(5.0) <= 0.8 * p.gpu_ns && host_at(4.0) > 0.8 * p.gpu_ns);
+        assert_eq!(p.stride_for(2_000), 5);
+        // Batches too small for 100 samples at that stride keep one per iteration.
+        assert_eq!(p.stride_for(150), 1);
+        assert_eq!(p.stride_for(300), 3);
+        // The host sets the pace even without events: the events may add at most
+        // 1 % of the GPU's time per all-reduce.
+        let p = Pace::choose(10_000.0, 7_000.0, 6_000.0);
+        assert_eq!(p.stride, 50);
+        assert_eq!(p.stride_for(100_000), 50);
+    }
 
     #[test]
     fn a_launch_is_shared_exactly() {

@@ -31,7 +31,12 @@
 //! factor on every all-reduce's time while copies keep the links' speed; with 1.3
 //! every all-reduce takes 30 % longer than the ceilings measured by copies allow),
 //! `NCCL_BENCH_SIM_SLOW_LINK` (`a-b[:factor]`: the link between GPUs a and b at
-//! 1/factor of its bandwidth, default 4; see [`topo::link_factor`]).
+//! 1/factor of its bandwidth, default 4; see [`topo::link_factor`]),
+//! `NCCL_BENCH_SIM_HOST_PACED` (1: no operation starts on the device before the host
+//! enqueued it, as on a GPU; off by default so that times do not depend on how busy
+//! the test machine is) and `NCCL_BENCH_SIM_EVENT_RECORD_NS` (host time each
+//! `cuEventRecord` takes, spun; 0): with both, a host slower than the device sets
+//! the pace, as a real driver's per-call cost can.
 
 #![allow(non_snake_case)]
 #![allow(clippy::missing_safety_doc)]
@@ -55,6 +60,11 @@ pub(crate) fn env(name: &str) -> Option<String> {
         .ok()
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
+}
+
+/// A number from the environment, or `default` when unset or not a number.
+pub(crate) fn env_u64(name: &str, default: u64) -> u64 {
+    env(name).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// Nanoseconds of the real-time clock: comparable between processes on one host.

@@ -7,7 +7,9 @@
 //! `topo`), an event takes the clock's value when the stream reaches it, and an
 //! all-reduce ends at the same instant on every rank (the latest arrival plus its
 //! cost). Times are then those of the modelled devices, unaffected by how busy the
-//! machine running the test is.
+//! machine running the test is. With `NCCL_BENCH_SIM_HOST_PACED=1` an operation
+//! also starts no earlier than the real time the host enqueued it, so a host that
+//! enqueues slower than the device runs sets the pace, as on a GPU.
 //!
 //! Capture records operations into a graph instead of running them; launching the
 //! instantiated graph enqueues them again. Operations that capture forbids fail with
@@ -68,7 +70,8 @@ struct Capture {
 }
 
 struct Queue {
-    ops: VecDeque<Op>,
+    /// Each operation and the real time it was enqueued.
+    ops: VecDeque<(Op, u64)>,
     submitted: u64,
     completed: u64,
     clock: u64,
@@ -151,8 +154,13 @@ impl Stream {
             let (op, start) = {
                 let mut q = self.q.lock().unwrap();
                 loop {
-                    if let Some(op) = q.ops.pop_front() {
-                        break (op, q.clock);
+                    if let Some((op, enqueued)) = q.ops.pop_front() {
+                        let start = if host_paced() {
+                            q.clock.max(enqueued)
+                        } else {
+                            q.clock
+                        };
+                        break (op, start);
                     }
                     if q.closing {
                         return;
@@ -267,7 +275,7 @@ pub fn submit(h: CUstream, op: Op) -> Result<(), i32> {
         }
         other => other,
     };
-    q.ops.push_back(op);
+    q.ops.push_back((op, crate::realtime_ns()));
     q.submitted += 1;
     s.cv.notify_all();
     Ok(())
@@ -694,8 +702,29 @@ pub extern "C" fn cuEventDestroy_v2(h: CUevent) -> CUresult {
     code::SUCCESS
 }
 
+/// Whether the device waits for the host's enqueue (`NCCL_BENCH_SIM_HOST_PACED`).
+fn host_paced() -> bool {
+    static PACED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PACED.get_or_init(|| crate::env_u64("NCCL_BENCH_SIM_HOST_PACED", 0) != 0)
+}
+
+/// The host time of one `cuEventRecord` (`NCCL_BENCH_SIM_EVENT_RECORD_NS`).
+fn record_cost() -> std::time::Duration {
+    static COST: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    std::time::Duration::from_nanos(
+        *COST.get_or_init(|| crate::env_u64("NCCL_BENCH_SIM_EVENT_RECORD_NS", 0)),
+    )
+}
+
 #[no_mangle]
 pub extern "C" fn cuEventRecord(h: CUevent, stream: CUstream) -> CUresult {
+    let cost = record_cost();
+    if !cost.is_zero() {
+        let until = std::time::Instant::now() + cost;
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
     match event_of(h) {
         Ok(e) => result(submit(stream, Op::Record(e, 0))),
         Err(e) => e,
