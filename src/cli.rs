@@ -535,6 +535,9 @@ pub struct WorkerArgs {
     /// All-reduces per CUDA graph launch (0: none).
     #[arg(long, default_value_t = 0)]
     pub graph: u64,
+    /// All-reduces per timing event (NCCL backend; 0: decided per size)
+    #[arg(long = "events-every", default_value_t = 0)]
+    pub events_every: u64,
     /// Seconds the communicator set-up may take
     #[arg(long = "init-timeout", default_value_t = 120.0)]
     pub init_timeout_s: f64,

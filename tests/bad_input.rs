@@ -281,3 +281,22 @@ fn an_existing_run_dir_is_never_overwritten() {
         "precious\n"
     );
 }
+
+#[test]
+fn a_bad_event_stride_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = sweep(&out, tmp.path())
+        .args(["-n", "1"])
+        .env("NCCL_BENCH_EVENTS_EVERY", "often")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("NCCL_BENCH_EVENTS_EVERY=often: expected auto or a whole number"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out.exists());
+}

@@ -68,6 +68,9 @@ pub struct SweepSettings {
     pub warmup: u64,
     /// All-reduces per CUDA graph launch (`--graph`); 0 launches them one by one.
     pub graph: u64,
+    /// All-reduces per timing event on the NCCL backend (`NCCL_BENCH_EVENTS_EVERY`,
+    /// read once here so that every rank gets the same); 0 decides per size.
+    pub events_every: u64,
     /// Re-measure flagged cases in fresh processes (`--no-remeasure` turns it off).
     pub remeasure: bool,
     pub timeout: Duration,
@@ -144,6 +147,20 @@ fn paired(config: &TransportConfig, i: usize, j: usize, what: &str) -> Result<Tr
         description: format!("{} ({what})", config.description),
         ..config.clone()
     })
+}
+
+/// Forces the NCCL backend's timing events: an event every N all-reduces.
+pub const EVENTS_EVERY_ENV: &str = "NCCL_BENCH_EVENTS_EVERY";
+
+/// `NCCL_BENCH_EVENTS_EVERY`: `auto` (or unset) decides per size (0), N records an
+/// event every N all-reduces.
+fn events_every(value: Option<String>) -> Result<u64> {
+    match value.as_deref().map(str::trim) {
+        None | Some("") | Some("auto") => Ok(0),
+        Some(v) => v.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+            anyhow::anyhow!("{EVENTS_EVERY_ENV}={v}: expected auto or a whole number of all-reduces per event (1: an event after each)")
+        }),
+    }
 }
 
 /// The config a `--pairs` config was made from, and its two devices.
@@ -236,6 +253,7 @@ impl SweepSettings {
             iterations,
             warmup: args.warmup_iters,
             graph: args.graph,
+            events_every: events_every(std::env::var(EVENTS_EVERY_ENV).ok())?,
             remeasure: !args.no_remeasure,
             timeout: args.timeout,
             out_dir: args.out.clone(),

@@ -39,6 +39,9 @@ impl Orchestrator<'_> {
         push("--segment-prefix", prefix.to_string());
         push("--init-timeout", s.timeout.as_secs_f64().to_string());
         push("--case-timeout", s.timeout.as_secs_f64().to_string());
+        if s.events_every > 0 {
+            push("--events-every", s.events_every.to_string());
+        }
         if s.graph > 0 {
             push("--graph", s.graph.to_string());
         }

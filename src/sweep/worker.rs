@@ -116,26 +116,15 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 op: args.op,
                 graph: args.graph as usize,
                 // Events per all-reduce unless they would set the pace (decided per
-                // size), or as NCCL_BENCH_EVENTS_EVERY says: the orchestrator folds
-                // per iteration.
-                event_stride: events_every(std::env::var("NCCL_BENCH_EVENTS_EVERY").ok())?,
+                // size), or as NCCL_BENCH_EVENTS_EVERY told the orchestrator: the
+                // orchestrator folds per iteration.
+                event_stride: args.events_every as usize,
                 // Within the orchestrator's own limit, so that the rank says why.
                 init_timeout: case_budget(Duration::from_secs_f64(args.init_timeout_s)),
             };
             Ok(Box::new(NcclBackend::new(nccl, options)))
         }
         CliBackend::Auto => bail!("a worker needs an explicit --backend"),
-    }
-}
-
-/// `NCCL_BENCH_EVENTS_EVERY`: `auto` (or unset) decides per size, N records an
-/// event every N all-reduces.
-fn events_every(value: Option<String>) -> Result<usize> {
-    match value.as_deref().map(str::trim) {
-        None | Some("") | Some("auto") => Ok(0),
-        Some(v) => v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
-            anyhow!("NCCL_BENCH_EVENTS_EVERY={v}: expected auto or a whole number of all-reduces per event (1: an event after each)")
-        }),
     }
 }
 
