@@ -83,6 +83,9 @@ pub struct CaseResult {
     pub quality: Option<Quality>,
     /// Why the case was flagged, and what re-measuring it found.
     pub quality_note: String,
+    /// How its iterations were timed when not one timestamp each (the NCCL
+    /// backend's event stride); results.csv's `quality_note` ends with it.
+    pub timing_note: String,
     /// Whether these timings are a re-measurement (its histogram has a tag of its own,
     /// so that both measurements stay in the histogram log).
     pub second_take: bool,

@@ -85,6 +85,7 @@ fn write_run_with(
                     duration_s: 0.1,
                     quality: Some(quality(*bytes)),
                     quality_note: String::new(),
+                    timing_note: String::new(),
                     second_take: false,
                     ceiling_gbps: None,
                 }
@@ -105,6 +106,7 @@ fn write_run_with(
                 duration_s: 0.0,
                 quality: None,
                 quality_note: String::new(),
+                timing_note: String::new(),
                 second_take: false,
                 ceiling_gbps: None,
             },

@@ -73,6 +73,7 @@ fn night(parent: &Path, night: usize, nccl: &str, slow: f64) -> PathBuf {
             duration_s: 0.1,
             quality: Some(Quality::Ok),
             quality_note: String::new(),
+            timing_note: String::new(),
             second_take: false,
             ceiling_gbps: None,
         };

@@ -7,9 +7,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{bin, rows, text};
+use common::{rows, text};
 
 const SCRIPT: &str = r#"
 set -u
@@ -47,27 +45,7 @@ exit $rc
 #[test]
 fn the_node_with_a_slow_link_is_named_from_its_pairs() {
     let tmp = tempfile::tempdir().unwrap();
-    let (out, shm, logs) = (
-        tmp.path().join("results"),
-        tmp.path().join("shm"),
-        tmp.path().join("logs"),
-    );
-    std::fs::create_dir(&shm).unwrap();
-    std::fs::create_dir(&logs).unwrap();
-    let o = Command::new("unshare")
-        .args(["--user", "--map-root-user", "--net", "--uts", "--mount"])
-        .args(["sh", "-c", SCRIPT, "sh"])
-        .arg(bin())
-        .args([&out, &shm, &logs])
-        .env_remove("NCCL_BENCH_FAULT")
-        .output()
-        .expect("unshare (util-linux) is needed for this test");
-    assert_ne!(
-        o.status.code(),
-        Some(99),
-        "cannot build the three namespaces (needs ip, tc and nsenter): {}",
-        text(&o)
-    );
+    let (o, out) = common::in_namespaces(SCRIPT, tmp.path(), "ip, tc and nsenter");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let run = common::run_dir(&out);
     let all = rows(&run);

@@ -17,6 +17,10 @@ fn sim_dir() -> Option<PathBuf> {
     need(Need::Sim)
 }
 
+/// An event after every all-reduce, with no calibration before a size's first
+/// batch: for the tests whose faults count all-reduces.
+const ONE_EVENT_EACH: (&str, &str) = ("NCCL_BENCH_EVENTS_EVERY", "1");
+
 /// Removes the NCCL_* variables of the environment running the tests.
 fn without_nccl_env(c: &mut Command) {
     for (k, _) in std::env::vars() {
@@ -251,7 +255,10 @@ fn an_async_nccl_error_fails_the_case_quickly_with_nccls_error() {
         "nvlink",
         // 13 all-reduces per size: the 26th fails, in the 16 B case, and again in
         // the 64 B case (fresh processes from 32 B on).
-        &[("NCCL_BENCH_SIM_FAULT", "remote-error@1+25")],
+        &[
+            ("NCCL_BENCH_SIM_FAULT", "remote-error@1+25"),
+            ONE_EVENT_EACH,
+        ],
         out.path(),
         &[
             "--gpus",
@@ -319,7 +326,7 @@ fn a_hung_collective_is_aborted_by_the_rank_before_the_timeout() {
         "nvlink",
         // 13 all-reduces per size (2 warm-up, 1 aligning, 10 timed): the 26th, in
         // the 16 B case, hangs; the 32 B case gets fresh processes.
-        &[("NCCL_BENCH_SIM_FAULT", "hang@1+25")],
+        &[("NCCL_BENCH_SIM_FAULT", "hang@1+25"), ONE_EVENT_EACH],
         out.path(),
         &[
             "--gpus",
@@ -388,7 +395,7 @@ fn each_fault_is_named_and_the_sweep_goes_on() {
         let o = sim_sweep(
             &dir,
             "nvlink",
-            &[("NCCL_BENCH_SIM_FAULT", fault)],
+            &[("NCCL_BENCH_SIM_FAULT", fault), ONE_EVENT_EACH],
             out.path(),
             &[
                 "--gpus",
@@ -1188,10 +1195,10 @@ fn pairs_find_the_one_slow_link() {
     assert!(report.contains("Simulated GPUs (test stand-in), not a measurement"));
 }
 
-/// A driver whose event record costs the host 30 us, on a device that waits for
+/// A driver whose event record costs the host 60 us, on a device that waits for
 /// the host's enqueue (`NCCL_BENCH_SIM_HOST_PACED`) and runs an 8 B all-reduce in
 /// about 6 us: with an event after every all-reduce the host sets the pace and
-/// every iteration reads about 30 us. The automatic stride measures that at the
+/// every iteration reads about 60 us. The automatic stride measures that at the
 /// size's calibration and records an event every k all-reduces instead (at most
 /// every 1/100 of a batch), so the time is the device's again, and says so.
 #[test]
@@ -1200,7 +1207,7 @@ fn events_that_would_set_the_pace_are_recorded_less_often() {
     let tmp = tempfile::tempdir().unwrap();
     let slow_events = [
         ("NCCL_BENCH_SIM_HOST_PACED", "1"),
-        ("NCCL_BENCH_SIM_EVENT_RECORD_NS", "30000"),
+        ("NCCL_BENCH_SIM_EVENT_RECORD_NS", "60000"),
     ];
     let args = [
         "--gpus",
@@ -1212,7 +1219,7 @@ fn events_that_would_set_the_pace_are_recorded_less_often() {
         "-e",
         "8",
         "-n",
-        "2000",
+        "4000",
         "--no-remeasure",
     ];
     let sweep = |name: &str, env: &[(&str, &str)]| {
@@ -1228,9 +1235,11 @@ fn events_that_would_set_the_pace_are_recorded_less_often() {
     let mut forced_env = slow_events.to_vec();
     forced_env.push(("NCCL_BENCH_EVENTS_EVERY", "1"));
     let (_, forced, forced_us) = sweep("forced", &forced_env);
-    assert!(forced_us > 20.0, "an event per all-reduce: {forced_us} us");
+    // The machine running the tests may slow the host further (both ways): the
+    // bounds are far from the expected 60 us and 6 us.
+    assert!(forced_us > 40.0, "an event per all-reduce: {forced_us} us");
     assert!(
-        auto_us < 12.0,
+        auto_us < forced_us / 3.0,
         "the automatic stride: {auto_us} us (forced: {forced_us} us)"
     );
     assert!(

@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{bin, rows, text};
+use common::{rows, text};
 
 const SCRIPT: &str = r#"
 set -u
@@ -39,27 +37,7 @@ exit $rc
 #[test]
 fn two_nodes_meet_over_their_network_and_use_shm_only_within_a_node() {
     let tmp = tempfile::tempdir().unwrap();
-    let (out, shm, logs) = (
-        tmp.path().join("results"),
-        tmp.path().join("shm"),
-        tmp.path().join("logs"),
-    );
-    std::fs::create_dir(&shm).unwrap();
-    std::fs::create_dir(&logs).unwrap();
-    let o = Command::new("unshare")
-        .args(["--user", "--map-root-user", "--net", "--uts", "--mount"])
-        .args(["sh", "-c", SCRIPT, "sh"])
-        .arg(bin())
-        .args([&out, &shm, &logs])
-        .env_remove("NCCL_BENCH_FAULT")
-        .output()
-        .expect("unshare (util-linux) is needed for this test");
-    assert_ne!(
-        o.status.code(),
-        Some(99),
-        "cannot build the two namespaces (needs ip and nsenter): {}",
-        text(&o)
-    );
+    let (o, out) = common::in_namespaces(SCRIPT, tmp.path(), "ip and nsenter");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let run = common::run_dir(&out);
     let all = rows(&run);
@@ -82,5 +60,6 @@ fn two_nodes_meet_over_their_network_and_use_shm_only_within_a_node() {
         report.contains("this run cannot say which node is slow; `nccl-bench run --pairs`"),
         "{report}"
     );
+    let shm = tmp.path().join("shm");
     assert!(common::dir_entries(&shm).is_empty(), "segments left behind");
 }

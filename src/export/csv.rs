@@ -119,7 +119,11 @@ impl From<&CaseResult> for RowCells {
             },
             graph_iters: r.graph,
             quality: r.quality.map(|q| q.to_string()).unwrap_or_default(),
-            quality_note: r.quality_note.clone(),
+            quality_note: match (r.quality_note.is_empty(), r.timing_note.is_empty()) {
+                (_, true) => r.quality_note.clone(),
+                (true, false) => r.timing_note.clone(),
+                (false, false) => format!("{}; {}", r.quality_note, r.timing_note),
+            },
             ceiling_pct: r
                 .bandwidth
                 .zip(r.ceiling_gbps)

@@ -344,20 +344,17 @@ impl Orchestrator<'_> {
             let summary = recorder.summary();
             let shape = CaseShape::of(&recorder, &drift);
             // Only a correct case is judged for trust: a wrong one is a failure.
-            let (quality, mut quality_note) = if wrong == 0 {
+            let (quality, quality_note) = if wrong == 0 {
                 let (q, note) = remeasure::first_quality(&shape);
                 (Some(q), note)
             } else {
                 (None, String::new())
             };
-            if every > 1 {
-                let timing = format!("a timestamp every {every} iterations (one per iteration would have let the host set the pace): percentiles are of {every}-iteration means");
-                quality_note = if quality_note.is_empty() {
-                    timing
-                } else {
-                    format!("{quality_note}; {timing}")
-                };
-            }
+            let timing_note = if every > 1 {
+                format!("a timestamp every {every} iterations (one per iteration would have let the host set the pace): percentiles are of {every}-iteration means")
+            } else {
+                String::new()
+            };
             // NCCL connects lazily (at the first collective since 2.22): its log has
             // the connections once the case has run.
             let (logged, _) = self.nccl_log_findings(log_stem);
@@ -387,6 +384,7 @@ impl Orchestrator<'_> {
                 duration_s: case_start.elapsed().as_secs_f64(),
                 quality,
                 quality_note,
+                timing_note,
                 second_take: take == Take::Second,
                 ceiling_gbps,
             };
@@ -472,6 +470,7 @@ impl Orchestrator<'_> {
             duration_s: 0.0,
             quality: None,
             quality_note: String::new(),
+            timing_note: String::new(),
             second_take: false,
             ceiling_gbps: None,
         };

@@ -219,6 +219,7 @@ mod tests {
                 duration_s: 0.1,
                 quality: Some(Quality::Ok),
                 quality_note: String::new(),
+                timing_note: String::new(),
                 second_take: false,
                 ceiling_gbps: None,
             },

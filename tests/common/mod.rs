@@ -337,3 +337,29 @@ pub fn synthetic_manifest(backend: &str) -> nccl_bench::model::RunManifest {
         ceilings: None,
     }
 }
+
+/// Runs `script` with `sh` as root of a new user, network, UTS and mount
+/// namespace (no real root needed), given nccl-bench, a results folder, a segment
+/// folder and a folder for the ranks' output as $1..$4. The script exits 99 when
+/// it cannot build its network (a missing tool): that fails the test saying so.
+/// Returns its output and the results folder.
+pub fn in_namespaces(script: &str, tmp: &Path, needs: &str) -> (Output, PathBuf) {
+    let (out, shm, logs) = (tmp.join("results"), tmp.join("shm"), tmp.join("logs"));
+    std::fs::create_dir(&shm).unwrap();
+    std::fs::create_dir(&logs).unwrap();
+    let o = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--net", "--uts", "--mount"])
+        .args(["sh", "-c", script, "sh"])
+        .arg(bin())
+        .args([&out, &shm, &logs])
+        .env_remove("NCCL_BENCH_FAULT")
+        .output()
+        .expect("unshare (util-linux) is needed for this test");
+    assert_ne!(
+        o.status.code(),
+        Some(99),
+        "cannot build the namespaces' network (needs {needs}): {}",
+        text(&o)
+    );
+    (o, out)
+}
