@@ -10,13 +10,14 @@
 //! costs host time per iteration. That cost changes the measurement only where the
 //! host, not the GPU, sets the pace. With the automatic stride (the worker's
 //! choice), the first timed batch of each size under 8 MiB is preceded by a
-//! calibration: 16 all-reduces with an event after each and 16 with events only at the ends, timed
-//! on the host (enqueue) and the GPU (events). An event per all-reduce is kept when
-//! the host's time per all-reduce with its event stays under 80 % of the GPU's time
-//! per all-reduce; else events go every k all-reduces, k the smallest that brings
-//! the events' host time per all-reduce within that margin (or, when the host sets
-//! the pace even without events, within 1 % of the GPU's time), at most one event
-//! per 1/100 of the batch, so that a histogram keeps at least 100 samples.
+//! calibration: 16 all-reduces with an event after each and 16 with events only at
+//! the ends, timed on the host (enqueue) and the GPU (events). An event per
+//! all-reduce is kept when the host's time per all-reduce with its event stays
+//! under 80 % of the GPU's time per all-reduce; else events go every k all-reduces, k the
+//! smallest that brings the events' host time per all-reduce within that margin
+//! (or, when the host sets the pace even without events, within 1 % of the GPU's
+//! time), at most one event per 1/100 of the batch, so that a histogram keeps at
+//! least 100 samples.
 //!
 //! With `--graph N`, N all-reduces are captured once per size into a CUDA graph
 //! (nccl-tests' `-G` captures its `-n` iterations the same way) and the events go
