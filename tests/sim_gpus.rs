@@ -1195,10 +1195,10 @@ fn pairs_find_the_one_slow_link() {
     assert!(report.contains("Simulated GPUs (test stand-in), not a measurement"));
 }
 
-/// A driver whose event record costs the host 60 us, on a device that waits for
+/// A driver whose event record costs the host 500 us, on a device that waits for
 /// the host's enqueue (`NCCL_BENCH_SIM_HOST_PACED`) and runs an 8 B all-reduce in
 /// about 6 us: with an event after every all-reduce the host sets the pace and
-/// every iteration reads about 60 us. The automatic stride measures that at the
+/// every iteration reads about 500 us. The automatic stride measures that at the
 /// size's calibration and records an event every k all-reduces instead (at most
 /// every 1/100 of a batch), so the time is the device's again, and says so.
 #[test]
@@ -1207,7 +1207,7 @@ fn events_that_would_set_the_pace_are_recorded_less_often() {
     let tmp = tempfile::tempdir().unwrap();
     let slow_events = [
         ("NCCL_BENCH_SIM_HOST_PACED", "1"),
-        ("NCCL_BENCH_SIM_EVENT_RECORD_NS", "60000"),
+        ("NCCL_BENCH_SIM_EVENT_RECORD_NS", "500000"),
     ];
     let args = [
         "--gpus",
@@ -1219,7 +1219,7 @@ fn events_that_would_set_the_pace_are_recorded_less_often() {
         "-e",
         "8",
         "-n",
-        "4000",
+        "2000",
         "--no-remeasure",
     ];
     let sweep = |name: &str, env: &[(&str, &str)]| {
@@ -1235,9 +1235,11 @@ fn events_that_would_set_the_pace_are_recorded_less_often() {
     let mut forced_env = slow_events.to_vec();
     forced_env.push(("NCCL_BENCH_EVENTS_EVERY", "1"));
     let (_, forced, forced_us) = sweep("forced", &forced_env);
-    // The machine running the tests may slow the host further (both ways): the
-    // bounds are far from the expected 60 us and 6 us.
-    assert!(forced_us > 40.0, "an event per all-reduce: {forced_us} us");
+    // The machine running the tests may slow the host further, both ways (the
+    // other tests' processes take turns on its cores: 100 us an iteration was
+    // seen): the bounds are far from the expected 500 us and 25 us (an event
+    // every 20 all-reduces at most).
+    assert!(forced_us > 400.0, "an event per all-reduce: {forced_us} us");
     assert!(
         auto_us < forced_us / 3.0,
         "the automatic stride: {auto_us} us (forced: {forced_us} us)"
