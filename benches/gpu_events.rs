@@ -52,6 +52,7 @@ fn run() -> anyhow::Result<()> {
                 op: ReduceOp::Sum,
                 graph: 0,
                 event_stride: stride,
+                max_stride: stride,
                 init_timeout: std::time::Duration::from_secs(60),
             },
         );

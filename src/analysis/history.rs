@@ -12,10 +12,11 @@
 //! the highest high end. So the night-to-night spread of the level widens it, not
 //! only each run's own noise, and compare's rule (`stats::compare::classify`) calls
 //! it against the threshold. Two runs beyond the threshold the same way, with no
-//! run back at the level between them, make a step (the level moved), placed at
-//! the first run since the level on that side (unsure ones included). The new
-//! level is the runs since then in line with the latest (within the threshold of
-//! it: a spike before a smaller step is a one-off), and the step is sized by the
+//! run back at the level between them, make a step (the level moved). The new
+//! level is the runs since the level on that side (unsure ones included) that are
+//! no further from the old level than the latest one by more than the threshold (a
+//! spike before a smaller step is a one-off; a ramp is part of the move); the step
+//! goes from the old level's last run to the new level's first, and is sized by the
 //! first `window` runs of the new level, their median change against the old
 //! level (the two that confirmed it, when the history ends there). A lone run beyond the threshold
 //! at the end is a step not confirmed yet; one followed by a run back at the level
@@ -480,15 +481,23 @@ fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
         }
         // Two runs beyond the threshold the same way with none back at the level:
         // it moved, from the first pending run on that side (an unsure one too).
-        // The new level is the runs since then in line with the latest one: a
+        // The new level is the runs since then not beyond the latest one: a
         // spike before a smaller step is a one-off, not part of the level.
         let up = judged.verdict == Verdict::Regressed;
         let start = pending
             .iter()
             .position(|p| (p.change > 0.0) == up)
             .unwrap_or(0);
-        let in_line =
-            |p: &Judged| ((1.0 + p.change) / (1.0 + judged.change) - 1.0).abs() <= opts.threshold;
+        // Out of line: further from the old level than the latest run, by more
+        // than the threshold (a run between the two is part of the move).
+        let in_line = |p: &Judged| {
+            let ratio = (1.0 + p.change) / (1.0 + judged.change);
+            if up {
+                ratio <= 1.0 + opts.threshold
+            } else {
+                ratio >= 1.0 / (1.0 + opts.threshold)
+            }
+        };
         let new_level: Vec<usize> = pending[start..]
             .iter()
             .filter(|p| in_line(p))
@@ -520,15 +529,10 @@ fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
             if let Some((k, old)) = open.take() {
                 size(&mut steps[k], &old, &level);
             }
-            let before = *level.last().unwrap_or(&pending[start].point);
-            steps.push(step(
-                series,
-                runs,
-                before,
-                pending[start].point,
-                &same,
-                true,
-            ));
+            // From the old level's last run to the new level's first: a spike
+            // between them is a one-off, and the manifests' differences span it.
+            let before = *level.last().unwrap_or(&new_level[0]);
+            steps.push(step(series, runs, before, new_level[0], &same, true));
             open = Some((steps.len() - 1, window.to_vec()));
         }
         level = new_level;

@@ -322,7 +322,9 @@ fn a_spike_before_a_smaller_step_is_a_one_off_and_the_step_is_sized_by_its_level
     let s = series_of(&levels);
     assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
     let step = &s.steps[0];
-    assert_eq!((step.before, step.after, step.confirmed), (7, 8, true));
+    // Between the old level's last run and the new level's first, the spike a
+    // one-off between them.
+    assert_eq!((step.before, step.after, step.confirmed), (7, 9, true));
     assert_eq!(step.verdict, Verdict::Regressed);
     assert!((step.change - 0.10).abs() < 0.005, "{step:?}");
     assert!(step.ci.0 > 0.05 && step.ci.1 < 0.15, "{step:?}");
@@ -330,4 +332,20 @@ fn a_spike_before_a_smaller_step_is_a_one_off_and_the_step_is_sized_by_its_level
     // The runs at 1.10 are the new level, not judged against the spike: no
     // improvement after it.
     assert_eq!(spikes, [8]);
+}
+
+#[test]
+fn a_ramp_is_part_of_the_move_not_a_one_off() {
+    // 8 nights at 1.00, then 1.10, then 1.20 for good.
+    let mut levels = vec![1.0; 8];
+    levels.push(1.10);
+    levels.extend([1.20; 6]);
+    let s = series_of(&levels);
+    assert!(s.one_offs.is_empty(), "{:?}", s.one_offs);
+    assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
+    let step = &s.steps[0];
+    assert_eq!((step.before, step.after), (7, 8));
+    // Sized by the new level, whose first two runs are the ramp's: its interval
+    // reaches the +20 % where it settled.
+    assert!(step.change > 0.10 && step.ci.1 >= 0.19, "{step:?}");
 }

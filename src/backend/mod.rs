@@ -54,6 +54,12 @@ pub trait Communicator {
         1
     }
 
+    /// What the last timed batch's calibration asked for (more than
+    /// `events_every` where the case's cap held it back).
+    fn events_wanted(&self) -> usize {
+        1
+    }
+
     /// When waits for the collective give up, stopping it (set before each size, a
     /// little before the orchestrator's case timeout). A backend whose waits cannot
     /// hang on their own ignores it: the orchestrator's kill is the backstop.

@@ -100,6 +100,11 @@ impl Faults {
         self.0.iter().any(|f| f.kind == FaultKind::Segment)
     }
 
+    /// Whether a `stall` is due at some size.
+    pub fn has_stall(&self) -> bool {
+        self.0.iter().any(|f| f.kind == FaultKind::Stall)
+    }
+
     /// The pause before each timed all-reduce at `bytes`, when a `stall` is due there.
     pub fn stall_at(&self, bytes: u64) -> Option<std::time::Duration> {
         self.0

@@ -289,8 +289,9 @@ impl Orchestrator<'_> {
             .map_err(failed)?;
             let mut recorder = LatencyRecorder::new();
             let mut drift = Drift::new();
-            // Iterations per timestamp, the most any rank's batch had.
-            let mut every = 1u64;
+            // Iterations per timestamp, the most any rank's batch had, and the most
+            // a calibration asked for.
+            let (mut every, mut wanted) = (1u64, 1u64);
             let timing_start = Instant::now();
             let stop = loop {
                 match rule.next_in_launches(&recorder, timing_start.elapsed(), self.settings.graph)
@@ -304,13 +305,15 @@ impl Orchestrator<'_> {
                                 Event::Batch {
                                     durations_ns,
                                     every,
-                                } => Some((durations_ns.into_owned(), every)),
+                                    wanted,
+                                } => Some((durations_ns.into_owned(), every, wanted)),
                                 _ => None,
                             })
                             .map_err(failed)?
                             .into_iter()
-                            .map(|(d, e)| {
+                            .map(|(d, e, w)| {
                                 every = every.max(e);
+                                wanted = wanted.max(w);
                                 d
                             })
                             .collect();
@@ -350,11 +353,7 @@ impl Orchestrator<'_> {
             } else {
                 (None, String::new())
             };
-            let timing_note = if every > 1 {
-                format!("a timestamp every {every} iterations (one per iteration would have let the host set the pace): percentiles are of {every}-iteration means")
-            } else {
-                String::new()
-            };
+            let timing_note = timing_note(every, wanted);
             // NCCL connects lazily (at the first collective since 2.22): its log has
             // the connections once the case has run.
             let (logged, _) = self.nccl_log_findings(log_stem);
@@ -476,5 +475,23 @@ impl Orchestrator<'_> {
         };
         let offset = self.run_start.elapsed();
         self.record(&result, None, offset)
+    }
+}
+
+/// What results.csv says about a case's timestamps: `every` iterations shared
+/// one, the calibration asked for `wanted`.
+fn timing_note(every: u64, wanted: u64) -> String {
+    let strided = format!(
+        "a timestamp every {every} iterations (one per iteration would have let the host set the pace): percentiles are of {every}-iteration means"
+    );
+    let held = format!(
+        "a timestamp every {wanted} iterations would have kept the host from setting the pace, but the case had too few for 100 timestamps at that (adaptive iterations keep one per iteration): the times may include the host's event cost; -n N with N >= {} measures it strided",
+        wanted * 100
+    );
+    match (every > 1, wanted > every) {
+        (false, false) => String::new(),
+        (true, false) => strided,
+        (false, true) => held,
+        (true, true) => format!("{strided}; {held}"),
     }
 }

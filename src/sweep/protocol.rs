@@ -37,6 +37,10 @@ pub enum Event<'a> {
         /// are their shared step's time spread evenly (1: each its own).
         #[serde(default = "one", skip_serializing_if = "is_one")]
         every: u64,
+        /// What the size's calibration asked for: more than `every` where the
+        /// case's cap (iterations / 100) held it back.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        wanted: u64,
     },
     Checked {
         wrong: u64,
@@ -79,7 +83,6 @@ pub enum Command {
     Exit,
 }
 
-/// Writes one message as a line and flushes.
 fn one() -> u64 {
     1
 }
@@ -88,6 +91,7 @@ fn is_one(n: &u64) -> bool {
     *n == 1
 }
 
+/// Writes one message as a line and flushes.
 pub fn send<T: Serialize>(out: &mut impl Write, message: &T) -> io::Result<()> {
     serde_json::to_writer(&mut *out, message)?;
     out.write_all(b"\n")?;
@@ -146,10 +150,12 @@ mod tests {
             Event::Batch {
                 durations_ns: Cow::Owned(vec![1, 2, 3]),
                 every: 1,
+                wanted: 1,
             },
             Event::Batch {
                 durations_ns: Cow::Owned(vec![4, 4, 5, 5]),
                 every: 2,
+                wanted: 8,
             },
             Event::Checked {
                 wrong: 2,

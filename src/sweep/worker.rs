@@ -118,7 +118,14 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
                 // Events per all-reduce unless they would set the pace (decided per
                 // size), or as NCCL_BENCH_EVENTS_EVERY told the orchestrator: the
                 // orchestrator folds per iteration.
-                event_stride: args.events_every as usize,
+                // A stall fault times its all-reduces one by one, outside
+                // timed_batch: no calibration all-reduces on any rank then.
+                event_stride: if faults.has_stall() {
+                    1
+                } else {
+                    args.events_every as usize
+                },
+                max_stride: args.max_events_every as usize,
                 // Within the orchestrator's own limit, so that the rank says why.
                 init_timeout: case_budget(Duration::from_secs_f64(args.init_timeout_s)),
             };
@@ -245,6 +252,7 @@ fn measure(
                     &Event::Batch {
                         durations_ns: Cow::Borrowed(&durations[..iters]),
                         every: comm.events_every() as u64,
+                        wanted: comm.events_wanted() as u64,
                     },
                 )?;
             }

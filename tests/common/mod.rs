@@ -156,6 +156,7 @@ pub fn one_rank_all_reduce_checks_out(lib: &Path) {
             op: ReduceOp::Sum,
             graph: 0,
             event_stride: 1,
+            max_stride: 1,
             init_timeout: Duration::from_secs(60),
         },
     );

@@ -16,8 +16,10 @@
 //! under 80 % of the GPU's time per all-reduce; else events go every k all-reduces, k the
 //! smallest that brings the events' host time per all-reduce within that margin
 //! (or, when the host sets the pace even without events, within 1 % of the GPU's
-//! time), at most one event per 1/100 of the batch, so that a histogram keeps at
-//! least 100 samples.
+//! time). The case caps k at its iterations / 100, so that its histogram keeps at
+//! least 100 samples and every batch has one stride: with adaptive iterations,
+//! whose count is not known ahead, the cap is 1, and the case's note says when
+//! the calibration asked for more.
 //!
 //! With `--graph N`, N all-reduces are captured once per size into a CUDA graph
 //! (nccl-tests' `-G` captures its `-n` iterations the same way) and the events go
@@ -70,6 +72,10 @@ pub struct GpuOptions {
     /// Eager all-reduces between two timing events (1: an event after each); 0
     /// decides per size by calibration (module comment).
     pub event_stride: usize,
+    /// The most all-reduces per event a calibration may choose: the case's
+    /// iterations / 100 (1 where they are not known ahead, as with adaptive
+    /// iterations), so that every batch of a case has one stride.
+    pub max_stride: usize,
     /// How long communicator set-up may take.
     pub init_timeout: Duration,
 }
@@ -146,8 +152,10 @@ impl Backend for NcclBackend {
             device: o.device,
             graph: o.graph,
             event_stride: o.event_stride,
+            max_stride: o.max_stride.max(1),
             paces: HashMap::new(),
             last_stride: 1,
+            wanted_stride: 1,
         }))
     }
 }
@@ -173,9 +181,11 @@ pub struct GpuComm {
     graph: usize,
     /// 0: automatic, decided per size (`paces`).
     event_stride: usize,
+    max_stride: usize,
     paces: HashMap<usize, Pace>,
-    /// The stride of the last timed batch.
+    /// The stride of the last timed batch, and what its calibration asked for.
     last_stride: usize,
+    wanted_stride: usize,
 }
 
 /// What a size's calibration measured, per all-reduce, in nanoseconds, and the
@@ -206,9 +216,9 @@ impl Pace {
         let stride = if host_with_event_ns <= 0.8 * gpu_ns || per_event <= allowed {
             1
         } else if allowed > 0.0 {
-            (per_event / allowed).ceil().min(1e9) as usize
+            (per_event / allowed).ceil().min(1e6) as usize
         } else {
-            usize::MAX
+            1_000_000
         };
         Pace {
             host_with_event_ns,
@@ -218,9 +228,9 @@ impl Pace {
         }
     }
 
-    /// The stride for a batch of `iters`: at least 100 samples when it has them.
-    pub fn stride_for(&self, iters: usize) -> usize {
-        self.stride.min((iters / 100).max(1))
+    /// The stride used under a case's cap (`GpuOptions::max_stride`).
+    pub fn capped(&self, max_stride: usize) -> usize {
+        self.stride.min(max_stride.max(1))
     }
 }
 
@@ -378,8 +388,10 @@ impl GpuComm {
         // The worker's log says what was decided, and on what.
         let every = match pace.stride {
             1 => "an event after every all-reduce".to_string(),
-            usize::MAX => "an event every 1/100 of a batch".to_string(),
-            k => format!("an event every {k} all-reduces (at most every 1/100 of a batch)"),
+            k => format!(
+                "an event every {k} all-reduces, at most {} (the case's iterations / 100)",
+                self.max_stride
+            ),
         };
         eprintln!(
             "{bytes} bytes: host {:.2} us per all-reduce with an event, {:.2} us without; GPU {:.2} us per all-reduce: {every}",
@@ -473,7 +485,8 @@ impl Communicator for GpuComm {
                     p
                 }
             };
-            pace.stride_for(durations.len())
+            self.wanted_stride = pace.stride;
+            pace.capped(self.max_stride)
         };
         self.last_stride = if self.graph > 0 { 1 } else { per_step };
         let steps = launch_steps(durations.len(), per_step);
@@ -518,6 +531,14 @@ impl Communicator for GpuComm {
         self.last_stride
     }
 
+    fn events_wanted(&self) -> usize {
+        if self.graph > 0 || self.event_stride > 0 {
+            self.last_stride
+        } else {
+            self.wanted_stride
+        }
+    }
+
     fn set_deadline(&mut self, deadline: Instant) {
         self.comm.set_deadline(deadline);
     }
@@ -539,21 +560,21 @@ mod tests {
     fn events_go_less_often_only_where_they_would_set_the_pace() {
         // A fast host: an event after every all-reduce.
         assert_eq!(Pace::choose(900.0, 600.0, 6_000.0).stride, 1);
-        // 21 us per event record against a 6 us all-reduce (the stand-in's test):
+        // 21 us per event record against a 6 us all-reduce (the stand-in, by hand):
         // 5 all-reduces per event bring the host back under 80 % of the GPU.
         let p = Pace::choose(21_500.0, 450.0, 6_070.0);
         assert_eq!(p.stride, 5);
         let host_at = |k: f64| p.host_without_ns + (p.host_with_event_ns - p.host_without_ns) / k;
         assert!(host_at(5.0) <= 0.8 * p.gpu_ns && host_at(4.0) > 0.8 * p.gpu_ns);
-        assert_eq!(p.stride_for(2_000), 5);
-        // Batches too small for 100 samples at that stride keep one per iteration.
-        assert_eq!(p.stride_for(150), 1);
-        assert_eq!(p.stride_for(300), 3);
+        assert_eq!(p.capped(20), 5);
+        // A case too short for 100 samples at that stride is capped.
+        assert_eq!(p.capped(3), 3);
+        assert_eq!(p.capped(0), 1);
         // The host sets the pace even without events: the events may add at most
         // 1 % of the GPU's time per all-reduce.
         let p = Pace::choose(10_000.0, 7_000.0, 6_000.0);
         assert_eq!(p.stride, 50);
-        assert_eq!(p.stride_for(100_000), 50);
+        assert_eq!(p.capped(1_000), 50);
     }
 
     #[test]
