@@ -1,0 +1,255 @@
+//! How a series is judged (the rules in `history`'s module comment): each run
+//! against the level before it, steps where two runs move the same way, one-offs
+//! where a run does not last, and what the manifests say changed at a step.
+
+use super::{OneOff, Options, Point, Series, Step};
+use crate::analysis::compare::seed;
+use crate::analysis::history_facts::differences;
+use crate::export::reader::RunData;
+use crate::stats::compare::{classify, compare_distributions, Verdict, DEFAULT_RESAMPLES};
+use crate::stats::distribution::Distribution;
+use crate::stats::median;
+
+/// A run judged against a level: the change and its interval.
+#[derive(Debug, Clone, Copy)]
+struct Judged {
+    point: usize,
+    change: f64,
+    ci: (f64, f64),
+    verdict: Verdict,
+}
+
+/// Finds the series' steps and one-offs (module comment).
+pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
+    let key = (
+        series.config.clone(),
+        series.nranks,
+        series.bytes,
+        series.dtype.clone(),
+        series.op.clone(),
+    );
+    let seed = seed(&key);
+    let interval = |level: &[usize], i: usize| -> (f64, (f64, f64)) {
+        let points = &series.points;
+        let cand = &points[i];
+        let m = cand.median_us.unwrap_or(f64::NAN);
+        let level_median =
+            median(level.iter().filter_map(|&j| points[j].median_us)).unwrap_or(f64::NAN);
+        let change = m / level_median - 1.0;
+        let mut ci = (change, change);
+        for &j in level {
+            let by_histograms = opts
+                .bootstrap
+                .then(|| distributions(runs, &points[j], cand))
+                .flatten()
+                .and_then(|(hb, hc)| {
+                    compare_distributions(hb, hc, opts.threshold, DEFAULT_RESAMPLES, seed)
+                });
+            let (lo, hi) = match by_histograms {
+                Some(c) => c.ci,
+                None => ends(&points[j], cand),
+            };
+            ci = (ci.0.min(lo), ci.1.max(hi));
+        }
+        (change, ci)
+    };
+    let eligible: Vec<usize> = (0..series.points.len())
+        .filter(|&i| series.points[i].trusted)
+        .collect();
+    let beyond = |v: Verdict| matches!(v, Verdict::Regressed | Verdict::Improved);
+    let one_off = |p: &Judged| OneOff {
+        run: series.points[p.point].run,
+        verdict: p.verdict,
+        change: p.change,
+        ci: p.ci,
+    };
+    // The level: runs unchanged against it (its first run, and after a step the
+    // runs of the new level). Pending: the runs since that were not unchanged.
+    let mut level: Vec<usize> = Vec::new();
+    let mut pending: Vec<Judged> = Vec::new();
+    let mut steps = Vec::new();
+    let mut one_offs = Vec::new();
+    // The latest confirmed step and the old level's window it was judged against:
+    // sized once its new level is known (the first `window` runs of it, median).
+    let mut open: Option<(usize, Vec<usize>)> = None;
+    let size = |step: &mut Step, old: &[usize], new_level: &[usize]| {
+        let mut judged: Vec<(f64, (f64, f64))> = new_level
+            .iter()
+            .take(opts.window.max(1))
+            .map(|&j| interval(old, j))
+            .collect();
+        judged.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let n = judged.len();
+        if n == 0 {
+            return;
+        }
+        // The middle run, or the two middle ones: their mean and both intervals.
+        let (lo, hi) = (&judged[(n - 1) / 2], &judged[n / 2]);
+        step.change = (lo.0 + hi.0) / 2.0;
+        step.ci = (lo.1 .0.min(hi.1 .0), lo.1 .1.max(hi.1 .1));
+    };
+    for &i in &eligible {
+        if level.is_empty() {
+            level.push(i);
+            continue;
+        }
+        let window = &level[level.len().saturating_sub(opts.window.max(1))..];
+        let (change, ci) = interval(window, i);
+        let judged = Judged {
+            point: i,
+            change,
+            ci,
+            verdict: classify(ci, opts.threshold),
+        };
+        if judged.verdict == Verdict::Unchanged {
+            // What was pending did not last: runs beyond the threshold were
+            // one-offs, the unsure ones stay out of the level.
+            one_offs.extend(
+                pending
+                    .drain(..)
+                    .filter(|p| beyond(p.verdict))
+                    .map(|p| one_off(&p)),
+            );
+            level.push(i);
+            continue;
+        }
+        if beyond(judged.verdict)
+            && pending
+                .iter()
+                .any(|p| beyond(p.verdict) && p.verdict != judged.verdict)
+        {
+            // Beyond the other way: what was pending did not last either.
+            one_offs.extend(
+                pending
+                    .drain(..)
+                    .filter(|p| beyond(p.verdict))
+                    .map(|p| one_off(&p)),
+            );
+        }
+        pending.push(judged);
+        let same: Vec<Judged> = pending
+            .iter()
+            .filter(|p| beyond(judged.verdict) && p.verdict == judged.verdict)
+            .copied()
+            .collect();
+        if same.len() < 2 {
+            continue;
+        }
+        // Two runs beyond the threshold the same way with none back at the level:
+        // it moved, from the first pending run on that side (an unsure one too).
+        // The new level is the runs since then not beyond the latest one: a
+        // spike before a smaller step is a one-off, not part of the level.
+        let up = judged.verdict == Verdict::Regressed;
+        let start = pending
+            .iter()
+            .position(|p| (p.change > 0.0) == up)
+            .unwrap_or(0);
+        // Out of line: further from the old level than the latest run, by more
+        // than the threshold (a run between the two is part of the move).
+        let in_line = |p: &Judged| {
+            let ratio = (1.0 + p.change) / (1.0 + judged.change);
+            if up {
+                ratio <= 1.0 + opts.threshold
+            } else {
+                ratio >= 1.0 / (1.0 + opts.threshold)
+            }
+        };
+        let new_level: Vec<usize> = pending[start..]
+            .iter()
+            .filter(|p| in_line(p))
+            .map(|p| p.point)
+            .collect();
+        one_offs.extend(
+            pending[start..]
+                .iter()
+                .filter(|p| beyond(p.verdict) && !in_line(p))
+                .map(one_off),
+        );
+        if level.len() == 1 && level[0] == eligible[0] {
+            // The first run alone was the level, and the runs after it agree with
+            // each other, not with it: it is the one that stood out.
+            one_offs.push(OneOff {
+                run: series.points[level[0]].run,
+                verdict: if up {
+                    Verdict::Improved
+                } else {
+                    Verdict::Regressed
+                },
+                change: 1.0 / (1.0 + same[0].change) - 1.0,
+                ci: (
+                    1.0 / (1.0 + same[0].ci.1) - 1.0,
+                    1.0 / (1.0 + same[0].ci.0) - 1.0,
+                ),
+            });
+        } else {
+            if let Some((k, old)) = open.take() {
+                size(&mut steps[k], &old, &level);
+            }
+            // From the old level's last run to the new level's first: a spike
+            // between them is a one-off, and the manifests' differences span it.
+            let before = *level.last().unwrap_or(&new_level[0]);
+            steps.push(step(series, runs, before, new_level[0], &same, true));
+            open = Some((steps.len() - 1, window.to_vec()));
+        }
+        level = new_level;
+        pending.clear();
+    }
+    if let Some((k, old)) = open.take() {
+        size(&mut steps[k], &old, &level);
+    }
+    if let Some(p) = pending.iter().find(|p| beyond(p.verdict)).copied() {
+        let before = *level.last().unwrap_or(&p.point);
+        steps.push(step(series, runs, before, p.point, &[p], false));
+    }
+    series.steps = steps;
+    series.one_offs = one_offs;
+}
+
+/// A step between points `before` and `after`, its size from the runs beyond the
+/// threshold that made it (`beyond`: the median of their changes, the span of
+/// their intervals).
+fn step(
+    series: &Series,
+    runs: &[RunData],
+    before: usize,
+    after: usize,
+    beyond: &[Judged],
+    confirmed: bool,
+) -> Step {
+    let (b, a) = (series.points[before].run, series.points[after].run);
+    let lo = beyond.iter().map(|p| p.ci.0).fold(f64::INFINITY, f64::min);
+    let hi = beyond
+        .iter()
+        .map(|p| p.ci.1)
+        .fold(f64::NEG_INFINITY, f64::max);
+    Step {
+        before: b,
+        after: a,
+        verdict: beyond[0].verdict,
+        change: median(beyond.iter().map(|p| p.change)).unwrap_or(f64::NAN),
+        ci: (lo, hi),
+        confirmed,
+        differences: differences(&runs[b], &runs[a], &series.config),
+    }
+}
+
+/// The two points' distributions, when their runs were loaded with them.
+fn distributions<'a>(
+    runs: &'a [RunData],
+    base: &Point,
+    cand: &Point,
+) -> Option<(&'a Distribution, &'a Distribution)> {
+    let get = |p: &Point| runs[p.run].distributions.get(p.hist_tag.as_deref()?);
+    Some((get(base)?, get(cand)?))
+}
+
+/// The change's interval from two medians' intervals: the candidate's low end
+/// against the base's high end, and the converse.
+fn ends(base: &Point, cand: &Point) -> (f64, f64) {
+    match (base.ci_us, cand.ci_us) {
+        (Some((blo, bhi)), Some((clo, chi))) if blo > 0.0 && bhi > 0.0 => {
+            (clo / bhi - 1.0, chi / blo - 1.0)
+        }
+        _ => (f64::NEG_INFINITY, f64::INFINITY),
+    }
+}
