@@ -20,7 +20,6 @@
 
 use super::{Format, ImportError, ImportedRow, ImportedRun, IterStats, Timing};
 
-#[path = "nccl_tests_table.rs"]
 mod table;
 use table::read_table;
 
@@ -354,5 +353,4 @@ fn command_in(line: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-#[path = "nccl_tests_tests.rs"]
 mod tests;

@@ -349,5 +349,4 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "verdict_tests.rs"]
 mod tests;

@@ -33,11 +33,8 @@ use crate::stats::quality::{CaseShape, Drift};
 use crate::stats::{Bandwidth, LatencyRecorder};
 use crate::units::Bytes;
 
-#[path = "orchestrator_quality.rs"]
 mod quality;
-#[path = "orchestrator_spawn.rs"]
 mod spawn;
-#[path = "orchestrator_wait.rs"]
 mod wait;
 
 /// Everything a sweep needs from its caller.

@@ -258,5 +258,4 @@ pub(crate) fn reference(dt: DataType, op: ReduceOp, nranks: u32, count: usize) -
 }
 
 #[cfg(test)]
-#[path = "pattern_tests.rs"]
 mod tests;

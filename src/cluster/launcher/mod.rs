@@ -573,5 +573,4 @@ fn read(
 }
 
 #[cfg(test)]
-#[path = "launcher_tests.rs"]
 mod tests;

@@ -19,10 +19,8 @@ use lines::{
     split_tagged, strip_launcher_prefixes, ConnectionParts, Level,
 };
 
-#[path = "nccl_log_lines.rs"]
 mod lines;
 
-#[path = "nccl_log_connect.rs"]
 mod connect;
 
 use connect::connect_target;
@@ -590,5 +588,4 @@ fn push_distinct(list: &mut Vec<String>, value: &str) {
 }
 
 #[cfg(test)]
-#[path = "nccl_log_tests.rs"]
 mod tests;

@@ -507,5 +507,4 @@ fn stray_world_size_of_a_higher_launcher_is_noted() {
     assert_note(&layout, "ignored WORLD_SIZE=16 (RANK is not set)");
 }
 
-#[path = "launcher_error_tests.rs"]
 mod errors;

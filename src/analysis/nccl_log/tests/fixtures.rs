@@ -504,7 +504,7 @@ fn every_fixture_file_has_a_test() {
     let Some(dir) = fixture_dir() else {
         return;
     };
-    let source = include_str!("nccl_log_fixture_tests.rs");
+    let source = include_str!("fixtures.rs");
     let untested: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())

@@ -242,5 +242,4 @@ fn bootstrap_interval(
 }
 
 #[cfg(test)]
-#[path = "compare_tests.rs"]
 mod tests;

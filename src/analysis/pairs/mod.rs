@@ -428,5 +428,4 @@ fn table_markdown(s: &mut String, t: &PairTable) -> std::fmt::Result {
 }
 
 #[cfg(test)]
-#[path = "pairs_tests.rs"]
 mod tests;

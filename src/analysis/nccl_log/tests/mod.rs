@@ -432,7 +432,6 @@ fn parse_files_merges_ranks_and_counts_a_repeated_line_once() {
     assert!(err.to_string().contains("absent"), "{err}");
 }
 
-#[path = "nccl_log_extra_tests.rs"]
 mod extra;
 
 // ---- Real logs from ../shared/fixtures/nccl-logs (read in place, never copied). ----
@@ -473,5 +472,4 @@ fn check_fixture(name: &str, expected: Expected) -> Option<NcclLog> {
     Some(log)
 }
 
-#[path = "nccl_log_fixture_tests.rs"]
 mod fixtures;

@@ -349,12 +349,10 @@ fn one_series(runs: &[RunData], group: &Group, bytes: u64) -> Series {
     }
 }
 
-#[path = "history_judge.rs"]
 mod judge;
 use judge::judge;
 
 pub use super::history_facts::{differences, facts};
 
 #[cfg(test)]
-#[path = "history_tests.rs"]
 mod tests;

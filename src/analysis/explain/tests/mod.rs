@@ -1,7 +1,7 @@
 //! Tests of `explain`: the helpers every test here shares, the host and rank-pair summaries
 //! and the text report on small logs written here, and the harness that checks a real log
 //! of `../shared/fixtures/nccl-logs/` against what was read off the file by hand. Each rule
-//! is tested in `rule_tests.rs`, each real log in `fixture_tests.rs`.
+//! is tested in `rules.rs`, each real log in `fixtures.rs`.
 
 use std::path::PathBuf;
 
@@ -9,10 +9,8 @@ use super::render::WIDTH;
 use super::*;
 use crate::analysis::nccl_log::{parse, parse_files};
 
-#[path = "rule_tests.rs"]
 mod rules;
 
-#[path = "fixture_tests.rs"]
 mod fixtures;
 
 fn kinds(e: &Explanation) -> Vec<(FindingKind, Severity)> {

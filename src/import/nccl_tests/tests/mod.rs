@@ -44,7 +44,6 @@ pub(super) fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
 
-#[path = "nccl_tests_fixture_tests.rs"]
 mod fixtures;
 
 // ---------------------------------------------------------------------------------
@@ -434,7 +433,6 @@ fn header_without_rows_is_an_empty_run() {
     assert!(run.rows.is_empty());
 }
 
-#[path = "nccl_tests_json_tests.rs"]
 mod json;
 use json::JSON_ONE_LINE;
 
