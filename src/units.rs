@@ -189,9 +189,58 @@ pub fn now_stamp() -> String {
     chrono::Local::now().format("%Y%m%d-%H%M%S").to_string()
 }
 
+/// Rank or device numbers as ranges: `0-3, 5, 7-8`.
+pub fn ranges(values: &[u32]) -> String {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        parts.push(if end > start {
+            format!("{start}-{end}")
+        } else {
+            start.to_string()
+        });
+        i += 1;
+    }
+    parts.join(", ")
+}
+
+/// A size in words, one decimal: `9637888` -> `9.2 MiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", b / (1u64 << 30) as f64)
+    } else if bytes >= 1 << 20 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else if bytes >= 1024 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranges_and_byte_sizes_read_well() {
+        assert_eq!(ranges(&[7, 0, 1, 2, 3, 5, 8, 3]), "0-3, 5, 7-8");
+        assert_eq!(ranges(&[]), "");
+        assert_eq!(ranges(&[4]), "4");
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(4096), "4.0 KiB");
+        assert_eq!(human_bytes(9_637_888), "9.2 MiB");
+        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
+    }
 
     #[test]
     fn sizes_parse_like_nccl_tests() {

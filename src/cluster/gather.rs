@@ -128,7 +128,7 @@ fn missing_ranks(slots: &[Option<Joined>], layout: &RankLayout, listener: &Liste
         .collect();
     let mut message = format!(
         "rank(s) {} of {} did not join rank 0 at {} before the deadline; joined: {}",
-        crate::analysis::explain::ranges(&missing),
+        crate::units::ranges(&missing),
         slots.len(),
         listener.address,
         joined.join(", ")

@@ -8,11 +8,11 @@
 use std::path::{Path, PathBuf};
 
 use super::{nvlink, plural, Check, Root, Status};
-use crate::analysis::explain::human_bytes;
 use crate::backend::detect::GpuPresence;
 use crate::backend::nccl::discovery::{self, Machine, ThisMachine};
 use crate::backend::nccl::facts::{self, GpuFacts};
 use crate::backend::nccl::NcclVersion;
+use crate::units::human_bytes;
 
 pub const ID: &str = "gpu";
 pub const TITLE: &str = "GPUs";

@@ -9,7 +9,7 @@ use std::path::Path;
 use super::iflist::IfList;
 use super::nccl_env::Settings;
 use super::{plural, Check, Memlock, Root, Status};
-use crate::analysis::explain::human_bytes;
+use crate::units::human_bytes;
 
 pub const ID: &str = "net.ib";
 pub const TITLE: &str = "InfiniBand";

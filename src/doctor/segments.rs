@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::{plural, Check, Root, Status};
-use crate::analysis::explain::human_bytes;
+use crate::units::human_bytes;
 
 pub const ID: &str = "shm.leftovers";
 pub const TITLE: &str = "Leftover segments";

@@ -11,7 +11,8 @@ use super::gpu::P2pSummary;
 use super::nccl_env::{parse_nccl_int, Settings};
 use super::segments::Leftovers;
 use super::{plural, Check, Root, Status};
-use crate::analysis::explain::{human_bytes, shm_estimate, shm_size_gib, ShmEstimate};
+use crate::analysis::explain::{shm_estimate, shm_size_gib, ShmEstimate};
+use crate::units::human_bytes;
 
 pub const ID: &str = "shm.size";
 pub const TITLE: &str = "/dev/shm";

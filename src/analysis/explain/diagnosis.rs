@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 
 use super::context::Context;
 use super::evidence::Line;
-use super::render::human_bytes;
 use super::{FindingKind, GIB};
 use crate::analysis::nccl_log::{Failure, InterfaceLine, NcclLog};
+use crate::units::human_bytes;
 
 /// One SHM receive segment with the default `NCCL_BUFFSIZE` (NCCL 2.12+): a 4096 B header
 /// plus the LL, LL128 and Simple buffers.

@@ -30,7 +30,7 @@ pub use diagnosis::{
 };
 pub use evidence::MAX_EVIDENCE;
 pub use failures::{finding_kind_of, is_ib_error_text};
-pub use render::{human_bytes, ranges, render_text};
+pub use render::render_text;
 pub use rules::{
     connect_retries_rule, ib_unavailable_rule, is_virtual_interface, shm_not_on_data_path_rule,
     socket_interface_rule,

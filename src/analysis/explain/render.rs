@@ -1,15 +1,14 @@
-//! The plain-text report `nccl-bench explain` prints from an [`Explanation`], and the small
-//! formatters it uses (rank ranges, byte sizes, word wrapping).
+//! The plain-text report `nccl-bench explain` prints from an [`Explanation`], and the word
+//! wrapping it uses.
 
 use std::fmt::Write as _;
 
-use super::{Explanation, GIB};
+use super::Explanation;
 use crate::analysis::nccl_log::NvlsUse;
+use crate::units::ranges;
 
 /// Width the text report wraps its prose at.
 pub(super) const WIDTH: usize = 100;
-
-const MIB: f64 = 1024.0 * 1024.0;
 
 /// The report `nccl-bench explain` prints: sections NCCL, Ranks, Network, Transports (per
 /// rank pair) and Findings. Plain text, no colors.
@@ -158,44 +157,6 @@ pub fn render_text(e: &Explanation) -> String {
         wrap_into(&mut out, &format!("Fix: {}", f.fix), "     ", "       ");
     }
     out
-}
-
-/// `0-3, 5, 7-8`.
-pub fn ranges(values: &[u32]) -> String {
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        let mut end = start;
-        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
-            i += 1;
-            end = sorted[i];
-        }
-        parts.push(if end > start {
-            format!("{start}-{end}")
-        } else {
-            start.to_string()
-        });
-        i += 1;
-    }
-    parts.join(", ")
-}
-
-/// `9637888` -> `9.2 MiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    let b = bytes as f64;
-    if bytes >= GIB {
-        format!("{:.1} GiB", b / GIB as f64)
-    } else if b >= MIB {
-        format!("{:.1} MiB", b / MIB)
-    } else if bytes >= 1024 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else {
-        format!("{bytes} B")
-    }
 }
 
 /// Appends `text` wrapped at [`WIDTH`]: the first line after `first`, the others after

@@ -202,17 +202,6 @@ fn render_text_counts_lines_beyond_the_evidence() {
     assert!(out.contains("     > ... 2 more\n"), "{out}");
 }
 
-#[test]
-fn ranges_and_byte_sizes_read_well() {
-    assert_eq!(ranges(&[7, 0, 1, 2, 3, 5, 8, 3]), "0-3, 5, 7-8");
-    assert_eq!(ranges(&[]), "");
-    assert_eq!(ranges(&[4]), "4");
-    assert_eq!(human_bytes(512), "512 B");
-    assert_eq!(human_bytes(4096), "4.0 KiB");
-    assert_eq!(human_bytes(9_637_888), "9.2 MiB");
-    assert_eq!(human_bytes(3 * GIB / 2), "1.5 GiB");
-}
-
 // ---- Real logs from ../shared/fixtures/nccl-logs (read in place, never copied) ----
 
 fn fixture_dir() -> Option<PathBuf> {
