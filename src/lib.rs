@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod export;
 pub mod import;
 pub mod model;
+pub mod nccl;
 pub mod ops;
 pub mod parallel;
 pub mod plot;

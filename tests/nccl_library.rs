@@ -231,7 +231,7 @@ impl discovery::Machine for Tree {
     fn load(
         &self,
         what: &std::path::Path,
-    ) -> Result<(nccl_bench::backend::nccl::NcclVersion, PathBuf), String> {
+    ) -> Result<(nccl_bench::nccl::NcclVersion, PathBuf), String> {
         if !what.is_absolute() {
             return Err(format!(
                 "{}: cannot open shared object file",

@@ -6,9 +6,9 @@ use std::io::Read;
 
 use anyhow::{bail, Context, Result};
 
-use crate::analysis::explain::{explain, is_nccl_log, render_text};
-use crate::analysis::nccl_log;
 use crate::cli::ExplainArgs;
+use crate::nccl::explain::{explain, is_nccl_log, render_text};
+use crate::nccl::log as nccl_log;
 
 pub fn run(args: &ExplainArgs) -> Result<u8> {
     let mut text = String::new();

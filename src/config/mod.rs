@@ -3,7 +3,6 @@
 //! or any file is written.
 
 pub mod expected;
-pub mod known_vars;
 pub mod sizes;
 pub mod transport;
 

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use thiserror::Error;
 use toml::Spanned;
 
-use super::known_vars;
+use crate::nccl::vars;
 
 /// One transport configuration: what a sweep runs in its own fresh processes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -197,7 +197,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ParsedConfigs, ConfigError> {
                     ))
                 }
             };
-            if let Some(warning) = known_vars::check(var) {
+            if let Some(warning) = vars::check(var) {
                 parsed
                     .warnings
                     .push(format!("{origin}:{line}: config '{name}': {warning}"));

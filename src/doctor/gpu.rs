@@ -11,7 +11,7 @@ use super::{nvlink, plural, Check, Root, Status};
 use crate::backend::detect::GpuPresence;
 use crate::backend::nccl::discovery::{self, Machine, ThisMachine};
 use crate::backend::nccl::facts::{self, GpuFacts};
-use crate::backend::nccl::NcclVersion;
+use crate::nccl::NcclVersion;
 use crate::units::human_bytes;
 
 pub const ID: &str = "gpu";

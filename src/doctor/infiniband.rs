@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use super::iflist::IfList;
 use super::nccl_env::Settings;
 use super::{plural, Check, Memlock, Root, Status};
+use crate::nccl::net::IfList;
 use crate::units::human_bytes;
 
 pub const ID: &str = "net.ib";

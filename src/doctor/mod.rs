@@ -47,7 +47,6 @@
 mod advice;
 mod container;
 mod gpu;
-mod iflist;
 mod infiniband;
 mod nccl_env;
 pub mod network;
@@ -66,7 +65,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::units::plural;
 
-pub use iflist::IfList;
 pub use render::{render_json, render_text};
 pub use root::{FsSpace, IfAddr, Memlock, Root};
 

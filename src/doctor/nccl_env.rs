@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::advice;
 use super::{plural, Check, Root, Status};
-use crate::config::known_vars;
+use crate::nccl::vars;
 
 pub const ID: &str = "nccl.env";
 pub const TITLE: &str = "NCCL environment";
@@ -87,7 +87,7 @@ impl Settings {
         let mut s = Settings::default();
         // NCCL_BENCH_* are this tool's own (cargo also exports NCCL_BENCH_GIT_REV
         // to `cargo run`): not NCCL settings.
-        let nccl = |n: &str| n.starts_with("NCCL_") && !known_vars::is_ours(n);
+        let nccl = |n: &str| n.starts_with("NCCL_") && !vars::is_ours(n);
         for (name, value) in root.env_vars().filter(|(n, _)| nccl(n)) {
             s.settings.push(Setting {
                 name: name.to_string(),
@@ -195,9 +195,9 @@ impl Settings {
                 notes.push(format!(
                     "{name} is read by PyTorch (older name of {torch}), not by NCCL"
                 ));
-            } else if let Some(note) = known_vars::image_label(name) {
+            } else if let Some(note) = vars::image_label(name) {
                 notes.push(note);
-            } else if let Some(w) = known_vars::check(name) {
+            } else if let Some(w) = vars::check(name) {
                 warnings.push(w);
                 fixes.push(format!("remove or correct {name}"));
             }

@@ -9,56 +9,15 @@
 use std::net::IpAddr;
 use std::path::Path;
 
-use super::iflist::IfList;
 use super::nccl_env::Settings;
 use super::{Check, Root, Status};
-use crate::analysis::explain::is_virtual_interface;
+use crate::nccl::net::{is_virtual_interface, selection, usable_addrs, Family, IfList, Interface};
 
 pub const ID: &str = "net.socket";
 pub const TITLE: &str = "Socket interfaces";
 
 const IFF_UP: u32 = 0x1;
 const IFF_LOOPBACK: u32 = 0x8;
-/// NCCL's automatic choice, in order.
-const DEFAULT_ORDER: [&str; 4] = ["ib", "^docker,lo", "docker", "lo"];
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Interface {
-    pub name: String,
-    pub operstate: Option<String>,
-    /// `IFF_UP` from the flags, when readable.
-    pub admin_up: Option<bool>,
-    pub loopback: bool,
-    pub addrs: Vec<IpAddr>,
-}
-
-impl Interface {
-    /// Administratively up and not without carrier.
-    pub fn is_up(&self) -> bool {
-        self.admin_up != Some(false) && self.operstate.as_deref() != Some("down")
-    }
-
-    fn describe(&self) -> String {
-        let mut state = self
-            .operstate
-            .clone()
-            .unwrap_or_else(|| "state unknown".into());
-        if self.admin_up == Some(false) {
-            state = "down (administratively)".into();
-        }
-        if self.loopback {
-            state.push_str(", loopback");
-        }
-        let addrs: Vec<String> = self.addrs.iter().map(IpAddr::to_string).collect();
-        let addrs = if addrs.is_empty() {
-            "no address".to_string()
-        } else {
-            addrs.join(", ")
-        };
-        format!("{}: {state}, {addrs}", self.name)
-    }
-}
-
 /// The interfaces of the root, sorted by name, and what could not be read.
 pub fn interfaces(root: &Root) -> (Vec<Interface>, Vec<String>) {
     let mut problems = Vec::new();
@@ -109,63 +68,6 @@ pub fn interfaces(root: &Root) -> (Vec<Interface>, Vec<String>) {
     }
     list.sort_by(|a, b| a.name.cmp(&b.name));
     (list, problems)
-}
-
-/// The addresses NCCL would consider on `iface`.
-fn usable_addrs(iface: &Interface, family: Option<Family>) -> Vec<IpAddr> {
-    iface
-        .addrs
-        .iter()
-        .filter(|a| !(a.is_ipv6() && a.is_loopback()))
-        .filter(|a| match family {
-            Some(Family::V4) => a.is_ipv4(),
-            Some(Family::V6) => a.is_ipv6(),
-            None => true,
-        })
-        .copied()
-        .collect()
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Family {
-    V4,
-    V6,
-}
-
-/// The interfaces NCCL would pick, and how it picked them.
-pub fn selection<'a>(
-    ifaces: &'a [Interface],
-    ifname: Option<&str>,
-    family_var: Option<&str>,
-) -> (Vec<&'a Interface>, String) {
-    let family = match family_var {
-        Some("AF_INET") => Some(Family::V4),
-        Some("AF_INET6") => Some(Family::V6),
-        _ => None,
-    };
-    let pick = |list: &str| -> Vec<&'a Interface> {
-        let list = IfList::parse(list);
-        ifaces
-            .iter()
-            .filter(|i| !usable_addrs(i, family).is_empty() && list.selects(&i.name, None))
-            .collect()
-    };
-    if let Some(v) = ifname.filter(|v| v.len() > 1) {
-        return (pick(v), format!("NCCL_SOCKET_IFNAME={v}"));
-    }
-    for pattern in DEFAULT_ORDER {
-        let chosen = pick(pattern);
-        if !chosen.is_empty() {
-            return (
-                chosen,
-                format!(
-                    "NCCL's default order (ib*, then not docker*/lo, then docker*, then lo) \
-                     stops at `{pattern}`"
-                ),
-            );
-        }
-    }
-    (Vec::new(), "NCCL's default order finds nothing".into())
 }
 
 fn named(list: &[&Interface], family: Option<&str>) -> String {

@@ -1,9 +1,9 @@
 //! Is /dev/shm big enough for NCCL's SHM transport on N local ranks? The segment size
 //! follows NCCL's buffer sizes (a 4096 B header plus the LL, LL128 and Simple buffers,
 //! each replaced by `NCCL_LL_BUFFSIZE`, `NCCL_LL128_BUFFSIZE`, `NCCL_BUFFSIZE` when set);
-//! the total is the estimate `explain` uses
-//! ([`shm_estimate`](crate::analysis::explain::shm_estimate)), and the `--shm-size` the fix
-//! asks for is its [`shm_size_gib`](crate::analysis::explain::shm_size_gib).
+//! the total is the estimate `explain` uses too
+//! ([`shm_estimate`](crate::nccl::shm::shm_estimate)), and the `--shm-size` the fix
+//! asks for is its [`shm_size_gib`](crate::nccl::shm::shm_size_gib).
 
 use std::path::Path;
 
@@ -11,7 +11,7 @@ use super::gpu::P2pSummary;
 use super::nccl_env::{parse_nccl_int, Settings};
 use super::segments::Leftovers;
 use super::{plural, Check, Root, Status};
-use crate::analysis::explain::{shm_estimate, shm_size_gib, ShmEstimate};
+use crate::nccl::shm::{shm_estimate, shm_size_gib, ShmEstimate};
 use crate::units::human_bytes;
 
 pub const ID: &str = "shm.size";
@@ -242,7 +242,7 @@ pub fn check(
 mod tests {
     use super::super::fake::FakeMachine;
     use super::*;
-    use crate::analysis::explain::DEFAULT_SHM_SEGMENT_BYTES;
+    use crate::nccl::shm::DEFAULT_SHM_SEGMENT_BYTES;
 
     const GIB: u64 = 1 << 30;
 

@@ -15,9 +15,9 @@ use anyhow::{bail, Context, Result};
 
 use super::process::{describe_exit, Incoming, ProcessGroup};
 use super::protocol::Event;
-use crate::analysis::explain::{self, cuda_hint, Severity};
-use crate::analysis::nccl_log;
 use crate::model::NcclChoice;
+use crate::nccl::explain::{self, cuda_hint, Severity};
+use crate::nccl::log as nccl_log;
 
 /// Where the NCCL library was found and which GPU is tried, for the message.
 pub struct Target<'a> {
@@ -41,7 +41,7 @@ pub fn check_library(
 /// Initializes one rank on `target.device` in a worker process and shuts it down.
 pub fn check_nccl_init(target: &Target, timeout: Duration) -> Result<()> {
     let scratch = Scratch::new()?;
-    let log = crate::analysis::nccl_log::debug_file(&scratch.path().join("nccl"));
+    let log = nccl_log::debug_file(&scratch.path().join("nccl"));
     let mut cmd = Command::new(target.exe);
     cmd.args([
         "worker",

@@ -9,7 +9,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::library::{Nccl, NcclVersion};
+use super::library::Nccl;
+use crate::nccl::NcclVersion;
 
 pub const ENV_VAR: &str = "NCCL_BENCH_NCCL_LIB";
 const SONAMES: [&str; 2] = ["libnccl.so.2", "libnccl.so"];

@@ -3,10 +3,11 @@
 //! sentence that actually says what went wrong ("Cuda failure 'CUDA driver version is
 //! insufficient for CUDA runtime version'").
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
+
+use crate::nccl::NcclVersion;
 
 use super::ffi::{self, LoadError, Loaded, NcclResult, RawComm, UniqueIdRaw, UNIQUE_ID_BYTES};
 
@@ -50,38 +51,6 @@ pub enum NcclError {
     },
     #[error("{call} was still in progress after {waited_ms} ms (the worker's deadline, just before --timeout); the communicator was aborted (ncclCommAbort)")]
     Stuck { call: &'static str, waited_ms: u64 },
-}
-
-/// A version as NCCL encodes it: X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct NcclVersion {
-    pub major: u32,
-    pub minor: u32,
-    pub patch: u32,
-    pub code: i32,
-}
-
-impl NcclVersion {
-    pub fn from_code(code: i32) -> NcclVersion {
-        let c = code.max(0) as u32;
-        let (major, rest) = if c >= 10000 {
-            (c / 10000, c % 10000)
-        } else {
-            (c / 1000, c % 1000)
-        };
-        NcclVersion {
-            major,
-            minor: rest / 100,
-            patch: rest % 100,
-            code,
-        }
-    }
-}
-
-impl fmt::Display for NcclVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
-    }
 }
 
 /// The 128 opaque bytes rank 0 creates and every rank passes to init.
@@ -227,14 +196,6 @@ impl Nccl {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn versions_decode_both_encodings() {
-        assert_eq!(NcclVersion::from_code(23203).to_string(), "2.32.3");
-        assert_eq!(NcclVersion::from_code(22105).to_string(), "2.21.5");
-        assert_eq!(NcclVersion::from_code(2708).to_string(), "2.7.8");
-        assert!(NcclVersion::from_code(21903) > NcclVersion::from_code(2708));
-    }
 
     #[test]
     fn unique_ids_round_trip_through_hex() {

@@ -12,7 +12,7 @@ use super::super::group::{remove_segments, WorkerSpec};
 use super::super::plan::Group;
 use super::super::process::Incoming;
 use super::{GroupStop, Orchestrator, Take, Takes};
-use crate::analysis::nccl_log;
+use crate::nccl::log as nccl_log;
 
 impl Orchestrator<'_> {
     fn worker_spec(

@@ -3,7 +3,7 @@
 //! transport spellings, NVLS evidence, `Init` rank lines, failure signatures). Functions of
 //! one line, no state.
 
-use super::{Direction, FailureKind, NvlsUse, RankInfo, Transport, TransportKind};
+use super::record::{Direction, FailureKind, NvlsUse, RankInfo, Transport, TransportKind};
 
 /// The parts of a line NCCL prefixed with `host:pid:tid [dev] NCCL INFO`.
 pub(super) struct Tagged<'a> {

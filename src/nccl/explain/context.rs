@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::HostSummary;
-use crate::analysis::nccl_log::{NcclLog, TransportKind};
+use super::summary::HostSummary;
+use crate::nccl::log::{NcclLog, TransportKind};
 
 /// What the rules need to know about the whole log.
 pub(super) struct Context {

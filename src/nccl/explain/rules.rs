@@ -4,24 +4,9 @@
 
 use super::diagnosis::{is_socket_source, socket_interface_names, IFNAME_FIX};
 use super::evidence::{evidence, Line};
-use super::{Finding, FindingKind, Severity};
-use crate::analysis::nccl_log::{InterfaceLine, NcclLog, TransportKind};
-
-/// lo, docker0, virbr0 and the like: interfaces other hosts cannot reach.
-pub fn is_virtual_interface(name: &str) -> bool {
-    const PREFIXES: [&str; 9] = [
-        "docker",
-        "virbr",
-        "veth",
-        "br-",
-        "cni",
-        "flannel",
-        "cali",
-        "vxlan",
-        "tailscale",
-    ];
-    name == "lo" || PREFIXES.iter().any(|p| name.starts_with(p))
-}
+use super::finding::{Finding, FindingKind, Severity};
+use crate::nccl::log::{InterfaceLine, NcclLog, TransportKind};
+use crate::nccl::net::is_virtual_interface;
 
 /// `NET/Socket : Using [0]eth0` (or `Bootstrap : Using`): NCCL chose the interface itself
 /// in a multi-host log, or chose a loopback/virtual one.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::render::WIDTH;
 use super::*;
-use crate::analysis::nccl_log::{parse, parse_files};
+use crate::nccl::log::{parse, parse_files, TransportKind};
 
 mod rules;
 

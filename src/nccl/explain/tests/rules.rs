@@ -4,7 +4,7 @@
 
 use super::super::evidence::MAX_EVIDENCE_CHARS;
 use super::*;
-use crate::analysis::nccl_log::{Failure, FailureKind};
+use crate::nccl::log::{Failure, FailureKind};
 
 #[test]
 fn shm_no_space_estimates_the_need_from_segment_channels_peers_and_local_ranks() {
@@ -46,20 +46,6 @@ fn shm_no_space_estimates_the_need_from_segment_channels_peers_and_local_ranks()
     ] {
         assert!(f.fix.contains(part), "{part}: {}", f.fix);
     }
-}
-
-#[test]
-fn shm_estimate_and_shm_size_are_plain_arithmetic() {
-    let e = shm_estimate(DEFAULT_SHM_SEGMENT_BYTES, 16, 2, 8);
-    assert_eq!(e.total_bytes, 9_637_888 * 16 * 2 * 8);
-    assert_eq!((e.channels, e.shm_peers, e.local_ranks), (16, 2, 8));
-    // 2.3 GiB, twice that rounded up: 5 GiB.
-    assert_eq!(shm_size_gib(Some(e.total_bytes)), 5);
-    assert_eq!(shm_size_gib(Some(1)), 1);
-    assert_eq!(shm_size_gib(Some(GIB / 2)), 1);
-    assert_eq!(shm_size_gib(Some(GIB / 2 + 1)), 2);
-    assert_eq!(shm_size_gib(None), 1);
-    assert_eq!(shm_estimate(u64::MAX, 2, 2, 2).total_bytes, u64::MAX);
 }
 
 #[test]
@@ -177,24 +163,6 @@ fn socket_interface_rule_warns_on_multi_host_logs_and_virtual_interfaces_only() 
     // IB interface lines are not socket interfaces.
     let ib = "a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE; OOB eth0:10.0.0.1<0>\n";
     assert_eq!(interface_rule(ib, true), None);
-}
-
-#[test]
-fn virtual_interfaces_are_recognised_by_name() {
-    for name in [
-        "lo",
-        "docker0",
-        "virbr0",
-        "veth12ab",
-        "br-3f2a",
-        "cni0",
-        "flannel.1",
-    ] {
-        assert!(is_virtual_interface(name), "{name}");
-    }
-    for name in ["eth0", "ens5", "enp227s0f0", "ib0", "bond0", "low0"] {
-        assert!(!is_virtual_interface(name), "{name}");
-    }
 }
 
 #[test]

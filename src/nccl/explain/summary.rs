@@ -4,8 +4,45 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{HostSummary, InterfaceSummary, PairSummary, PairTransport};
-use crate::analysis::nccl_log::{Direction, InterfaceLine, NcclLog, TransportKind};
+use serde::Serialize;
+
+use crate::nccl::log::{Direction, InterfaceLine, NcclLog, TransportKind};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostSummary {
+    /// `""` for lines without a `host:pid:tid` prefix.
+    pub host: String,
+    pub pids: Vec<u32>,
+    /// From `Init` lines and from the rank that logged each connection line.
+    pub ranks: Vec<u32>,
+    /// CUDA devices from `[dev]` prefixes and `cudaDev` of the `Init` lines.
+    pub devices: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InterfaceSummary {
+    pub source: String,
+    /// Empty when NCCL said it found none (`NET/IB : No device found`).
+    pub names: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PairSummary {
+    pub from_rank: u32,
+    pub to_rank: u32,
+    /// Most connections first, then by label.
+    pub transports: Vec<PairTransport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PairTransport {
+    pub kind: TransportKind,
+    /// `SHM`, `P2P/CUMEM`, `NET/IB`... as in [`crate::nccl::log::Transport::label`].
+    pub label: String,
+    /// Distinct channel connections (channel and connection index): a NET connection
+    /// logged by both its `[send]` and `[receive]` side counts once.
+    pub connections: usize,
+}
 
 /// Hosts from the process prefixes, the `Init` lines and the connection lines: a connection
 /// line is logged by its sending rank, or by its receiving rank for `[receive]`.

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::Explanation;
-use crate::analysis::nccl_log::NvlsUse;
+use crate::nccl::log::NvlsUse;
 use crate::units::ranges;
 
 /// Width the text report wraps its prose at.

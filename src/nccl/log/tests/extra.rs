@@ -1,4 +1,4 @@
-//! Tests of what `explain` reads beyond connections: interfaces, environment
+//! Tests of what the log parser reads beyond connections: interfaces, environment
 //! settings, processes, and the details of SHM and connect failures.
 
 use super::super::*;

@@ -8,8 +8,8 @@ use super::diagnosis::{
     shm_no_space_text, socket_connect_text, socket_error_text, system_error_text,
 };
 use super::evidence::{evidence, Line};
-use super::{Finding, FindingKind, Severity};
-use crate::analysis::nccl_log::{Failure, FailureKind, NcclLog};
+use super::finding::{Finding, FindingKind, Severity};
+use crate::nccl::log::{Failure, FailureKind, NcclLog};
 
 /// The finding a failure line belongs to.
 pub fn finding_kind_of(failure: &Failure) -> FindingKind {

@@ -1,7 +1,7 @@
 //! Evidence: the log lines a finding quotes, each with its line number where the parse
 //! result has one, deduplicated, at most [`MAX_EVIDENCE`] of them and each cut to length.
 
-use crate::analysis::nccl_log::Failure;
+use crate::nccl::log::Failure;
 
 /// Evidence lines kept per finding.
 pub const MAX_EVIDENCE: usize = 3;

@@ -7,51 +7,10 @@ use std::fmt::Write as _;
 
 use super::context::Context;
 use super::evidence::Line;
-use super::{FindingKind, GIB};
-use crate::analysis::nccl_log::{Failure, InterfaceLine, NcclLog};
+use super::finding::FindingKind;
+use crate::nccl::log::{Failure, InterfaceLine, NcclLog};
+use crate::nccl::shm::{shm_estimate, shm_size_gib, DEFAULT_SHM_SEGMENT_BYTES};
 use crate::units::human_bytes;
-
-/// One SHM receive segment with the default `NCCL_BUFFSIZE` (NCCL 2.12+): a 4096 B header
-/// plus the LL, LL128 and Simple buffers.
-pub const DEFAULT_SHM_SEGMENT_BYTES: u64 = 9_637_888;
-
-/// The estimate of the /dev/shm a node needs for NCCL's SHM transport.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShmEstimate {
-    pub segment_bytes: u64,
-    pub channels: usize,
-    pub shm_peers: usize,
-    pub local_ranks: usize,
-    /// segment x channels x SHM peers per rank x local ranks.
-    pub total_bytes: u64,
-}
-
-/// Segment size x channels x SHM peers per rank x local ranks: one receive segment per
-/// channel and SHM peer on every local rank.
-pub fn shm_estimate(
-    segment_bytes: u64,
-    channels: usize,
-    shm_peers: usize,
-    local_ranks: usize,
-) -> ShmEstimate {
-    let total_bytes = segment_bytes
-        .saturating_mul(channels as u64)
-        .saturating_mul(shm_peers as u64)
-        .saturating_mul(local_ranks as u64);
-    ShmEstimate {
-        segment_bytes,
-        channels,
-        shm_peers,
-        local_ranks,
-        total_bytes,
-    }
-}
-
-/// Whole GiB for `--shm-size`: twice the estimate (NCCL's proxy and the application use
-/// /dev/shm too), at least 1.
-pub fn shm_size_gib(estimate_bytes: Option<u64>) -> u64 {
-    estimate_bytes.map_or(1, |b| b.saturating_mul(2).div_ceil(GIB).max(1))
-}
 
 pub(super) fn shm_no_space_text(failures: &[&Failure], context: &Context) -> (String, String) {
     let mut d = String::from(

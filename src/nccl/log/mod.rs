@@ -1,0 +1,52 @@
+//! The parser of `NCCL_DEBUG=INFO`/`WARN` logs. It owns the knowledge of NCCL's log
+//! formats from 2.3 to 2.30 (`Ring`/`Channel` connection lines with bus ids or device
+//! indices, every transport spelling, version, network, NVLS and CollNet lines, the
+//! `Init COMPLETE` rank lines and the failure messages) and turns a log, or one log per
+//! rank, into an [`NcclLog`]: which transports the connections used, in what share, and
+//! the first failure worth a CSV cell. Parsing never fails: lines it does not know are
+//! skipped. Pure apart from [`parse_files`] reading its files; nothing here prints.
+
+use std::io;
+use std::path::Path;
+
+mod connect;
+mod lines;
+mod parser;
+mod record;
+
+pub use record::{
+    ConnectRetry, Connection, Direction, Failure, FailureKind, InterfaceLine, NcclLog, NvlsUse,
+    ProcessInfo, RankInfo, Transport, TransportKind,
+};
+
+use parser::Parser;
+
+/// The `NCCL_DEBUG_FILE` value for logs named `<prefix>.<host>.<pid>.log`. NCCL
+/// expands `%h`, `%p` and `%%` anywhere in the value, so a `%` of the path itself (a
+/// `--out` directory named `50%`) is doubled to reach the file system as it is.
+pub fn debug_file(prefix: &Path) -> String {
+    format!("{}.%h.%p.log", prefix.to_string_lossy().replace('%', "%%"))
+}
+
+/// Parses one log. Never fails: unknown lines are ignored.
+pub fn parse(text: &str) -> NcclLog {
+    let mut parser = Parser::default();
+    parser.feed(text);
+    parser.log
+}
+
+/// Parses several files (typically one per rank, from `NCCL_DEBUG_FILE=...%h.%p`) into one
+/// log; a connection logged in two files counts once. Invalid UTF-8 is replaced, not
+/// rejected. Line numbers stay those of each file.
+pub fn parse_files(paths: &[&Path]) -> io::Result<NcclLog> {
+    let mut parser = Parser::default();
+    for path in paths {
+        let bytes = std::fs::read(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        parser.feed(&String::from_utf8_lossy(&bytes));
+    }
+    Ok(parser.log)
+}
+
+#[cfg(test)]
+mod tests;

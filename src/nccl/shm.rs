@@ -1,0 +1,68 @@
+//! What NCCL's SHM transport needs of /dev/shm: the size of one receive segment, the
+//! estimate for a node (segment x channels x SHM peers x local ranks) and the
+//! `--shm-size` that leaves room for it. The doctor's /dev/shm check and `explain`'s
+//! ENOSPC diagnosis both size with these.
+
+/// Bytes in a GiB: `--shm-size` advice.
+const GIB: u64 = 1 << 30;
+
+/// One SHM receive segment with the default `NCCL_BUFFSIZE` (NCCL 2.12+): a 4096 B header
+/// plus the LL, LL128 and Simple buffers.
+pub const DEFAULT_SHM_SEGMENT_BYTES: u64 = 9_637_888;
+
+/// The estimate of the /dev/shm a node needs for NCCL's SHM transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShmEstimate {
+    pub segment_bytes: u64,
+    pub channels: usize,
+    pub shm_peers: usize,
+    pub local_ranks: usize,
+    /// segment x channels x SHM peers per rank x local ranks.
+    pub total_bytes: u64,
+}
+
+/// Segment size x channels x SHM peers per rank x local ranks: one receive segment per
+/// channel and SHM peer on every local rank.
+pub fn shm_estimate(
+    segment_bytes: u64,
+    channels: usize,
+    shm_peers: usize,
+    local_ranks: usize,
+) -> ShmEstimate {
+    let total_bytes = segment_bytes
+        .saturating_mul(channels as u64)
+        .saturating_mul(shm_peers as u64)
+        .saturating_mul(local_ranks as u64);
+    ShmEstimate {
+        segment_bytes,
+        channels,
+        shm_peers,
+        local_ranks,
+        total_bytes,
+    }
+}
+
+/// Whole GiB for `--shm-size`: twice the estimate (NCCL's proxy and the application use
+/// /dev/shm too), at least 1.
+pub fn shm_size_gib(estimate_bytes: Option<u64>) -> u64 {
+    estimate_bytes.map_or(1, |b| b.saturating_mul(2).div_ceil(GIB).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shm_estimate_and_shm_size_are_plain_arithmetic() {
+        let e = shm_estimate(DEFAULT_SHM_SEGMENT_BYTES, 16, 2, 8);
+        assert_eq!(e.total_bytes, 9_637_888 * 16 * 2 * 8);
+        assert_eq!((e.channels, e.shm_peers, e.local_ranks), (16, 2, 8));
+        // 2.3 GiB, twice that rounded up: 5 GiB.
+        assert_eq!(shm_size_gib(Some(e.total_bytes)), 5);
+        assert_eq!(shm_size_gib(Some(1)), 1);
+        assert_eq!(shm_size_gib(Some(GIB / 2)), 1);
+        assert_eq!(shm_size_gib(Some(GIB / 2 + 1)), 2);
+        assert_eq!(shm_size_gib(None), 1);
+        assert_eq!(shm_estimate(u64::MAX, 2, 2, 2).total_bytes, u64::MAX);
+    }
+}
