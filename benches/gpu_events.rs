@@ -15,10 +15,10 @@ use std::time::Instant;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaContext;
 use nccl_bench::backend::nccl::comm::NcclComm;
-use nccl_bench::backend::nccl::discovery::{self, ThisMachine};
 use nccl_bench::backend::nccl::gpu::{GpuOptions, NcclBackend};
 use nccl_bench::backend::nccl::Nccl;
 use nccl_bench::backend::Backend;
+use nccl_bench::machine::libnccl::{self, ThisMachine};
 use nccl_bench::ops::pattern::Pattern;
 use nccl_bench::ops::{DataType, ReduceOp};
 
@@ -27,7 +27,7 @@ const ROUNDS: usize = 5;
 const SIZES: [usize; 3] = [8, 64 << 10, 1 << 20];
 
 fn main() {
-    if let Err(e) = nccl_bench::backend::cuda_driver() {
+    if let Err(e) = nccl_bench::machine::cuda::cuda_driver() {
         println!("gpu_events: skipped, no NVIDIA driver ({e})");
         return;
     }
@@ -39,8 +39,8 @@ fn main() {
 
 fn run() -> anyhow::Result<()> {
     let explicit = std::env::var_os("NCCL_BENCH_NCCL_LIB").map(std::path::PathBuf::from);
-    let found = discovery::discover(explicit.as_deref(), &ThisMachine)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let found =
+        libnccl::discover(explicit.as_deref(), &ThisMachine).map_err(|e| anyhow::anyhow!("{e}"))?;
     println!("NCCL {} at {}", found.version, found.path.display());
     let backend = |stride: usize| -> anyhow::Result<Box<dyn nccl_bench::backend::Communicator>> {
         let mut b = NcclBackend::new(

@@ -9,6 +9,7 @@ pub mod config;
 pub mod doctor;
 pub mod export;
 pub mod import;
+pub mod machine;
 pub mod model;
 pub mod nccl;
 pub mod ops;
@@ -17,7 +18,6 @@ pub mod plot;
 pub mod progress;
 pub mod stats;
 pub mod sweep;
-pub mod sysinfo;
 #[doc(hidden)]
 pub mod test_inputs;
 pub mod units;

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nccl_bench::backend::nccl::comm::NcclComm;
-use nccl_bench::backend::nccl::discovery::{self, ThisMachine};
 use nccl_bench::backend::nccl::{Nccl, NcclError};
+use nccl_bench::machine::libnccl::{self, ThisMachine};
 use nccl_bench::test_inputs::{need, Need};
 
 fn library() -> Option<PathBuf> {
@@ -62,7 +62,7 @@ fn version_unique_id_and_error_strings_through_our_ffi() {
 #[test]
 fn communicator_init_without_a_gpu_fails_with_nccls_own_words() {
     let Some(path) = library() else { return };
-    if nccl_bench::backend::cuda_driver().is_ok() {
+    if nccl_bench::machine::cuda::cuda_driver().is_ok() {
         // A machine with a driver: the positive path instead.
         common::one_rank_all_reduce_checks_out(&path);
         return;
@@ -95,7 +95,7 @@ fn communicator_init_without_a_gpu_fails_with_nccls_own_words() {
 #[test]
 fn discovery_finds_the_explicit_library_and_reports_its_version() {
     let Some(path) = library() else { return };
-    let found = discovery::discover(Some(&path), &ThisMachine).unwrap();
+    let found = libnccl::discover(Some(&path), &ThisMachine).unwrap();
     assert_eq!(found.path, path);
     assert_eq!(found.how, "--nccl-lib");
     assert_eq!(found.version.major, 2);
@@ -104,7 +104,7 @@ fn discovery_finds_the_explicit_library_and_reports_its_version() {
 #[test]
 fn sweep_with_the_nccl_backend_and_no_gpu_is_a_clear_exit_2() {
     let Some(path) = library() else { return };
-    if nccl_bench::backend::cuda_driver().is_ok() {
+    if nccl_bench::machine::cuda::cuda_driver().is_ok() {
         // A machine with a driver: the positive path instead.
         common::one_gpu_nccl_sweep_is_ok(&path);
         return;
@@ -139,7 +139,7 @@ fn sweep_with_the_nccl_backend_and_no_gpu_is_a_clear_exit_2() {
 #[test]
 fn an_nccl_worker_without_a_gpu_reports_over_the_protocol() {
     let Some(path) = library() else { return };
-    if nccl_bench::backend::cuda_driver().is_ok() {
+    if nccl_bench::machine::cuda::cuda_driver().is_ok() {
         // A machine with a driver: the positive path instead.
         common::one_nccl_worker_gets_ready(&path);
         return;
@@ -171,7 +171,7 @@ fn the_init_preflight_is_one_line_with_a_hint() {
         nccl_lib: &path,
         device: 0,
     };
-    if nccl_bench::backend::cuda_driver().is_ok() {
+    if nccl_bench::machine::cuda::cuda_driver().is_ok() {
         // A machine with a driver: one rank initializes within the time allowed.
         nccl_bench::sweep::preflight::check_nccl_init(&target, Duration::from_secs(60)).unwrap();
         return;
@@ -203,7 +203,7 @@ impl Tree {
     }
 }
 
-impl discovery::Machine for Tree {
+impl libnccl::Machine for Tree {
     fn env(&self, _: &str) -> Option<String> {
         None
     }
@@ -261,7 +261,7 @@ fn discovery_in_a_tree_skips_a_broken_library_and_finds_site_packages() {
     std::fs::create_dir_all(tree.at(&site).parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(&real, tree.at(&site)).unwrap();
 
-    let found = discovery::discover(None, &tree).unwrap();
+    let found = libnccl::discover(None, &tree).unwrap();
     assert_eq!(found.path, site);
     assert_eq!(found.how, "python3 site-packages");
     assert_eq!(found.version.major, 2);
@@ -274,7 +274,7 @@ fn discovery_in_a_tree_skips_a_broken_library_and_finds_site_packages() {
     assert!(cuda.outcome.contains("cannot load"), "{cuda:?}");
 
     std::fs::remove_file(tree.at(&site)).unwrap();
-    let text = discovery::discover(None, &tree).unwrap_err().to_string();
+    let text = libnccl::discover(None, &tree).unwrap_err().to_string();
     assert!(text.contains("python3 site-packages: /venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2 does not exist"), "{text}");
     assert!(
         text.contains("hint: pip install nvidia-nccl-cu12"),

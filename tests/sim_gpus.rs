@@ -857,10 +857,10 @@ fn the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus() {
     let Some(dir) = sim_dir() else { return };
     const CHILD: &str = "NCCL_BENCH_TEST_SIM_CHILD";
     if std::env::var_os(CHILD).is_some() {
-        assert!(nccl_bench::backend::cuda_driver().is_ok());
+        assert!(nccl_bench::machine::cuda::cuda_driver().is_ok());
         // What the driver says about the machine (facts.rs, read for the manifest
         // and the memory check), here the simulated pcie-nop2p machine of 4 GPUs.
-        let facts = nccl_bench::backend::nccl::facts::read().unwrap();
+        let facts = nccl_bench::machine::cuda::read().unwrap();
         assert_eq!(facts.cuda_version, "12.4");
         assert_eq!(facts.gpus.len(), 4);
         let buses: Vec<&str> = facts.gpus.iter().map(|g| g.bus_id.as_str()).collect();

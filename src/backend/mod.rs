@@ -6,12 +6,11 @@
 //! Backends never print: they return errors, and the worker reports them.
 
 pub mod buffer;
-pub mod detect;
 pub mod host;
 pub mod nccl;
 pub mod select;
 
-pub use select::{cuda_driver, resolve, ResolvedBackend};
+pub use select::{resolve, ResolvedBackend};
 
 use std::time::Instant;
 

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use super::detect::GpuPresence;
-use super::nccl::discovery::{self, Machine, ThisMachine};
-use super::nccl::facts::{self, GpuFacts};
 use crate::config::{BackendChoice, TransportConfig};
+use crate::machine::cuda::{self, cuda_driver, GpuFacts};
+use crate::machine::libnccl::{self, Machine, ThisMachine};
+use crate::machine::GpuPresence;
 pub use crate::model::NcclChoice;
 use crate::units::Bytes;
 
@@ -95,7 +95,7 @@ pub fn resolve(
         let mut resolved = nccl_preflight(gpus, lib, max_ranks, machine)?;
         for c in configs {
             if let Some(own) = &c.nccl_lib {
-                let found = discovery::discover(Some(own), machine)
+                let found = libnccl::discover(Some(own), machine)
                     .map_err(|e| anyhow::anyhow!("config '{}': {e}", c.name))?;
                 resolved
                     .nccl_per_config
@@ -116,20 +116,6 @@ pub fn resolve(
     }
 }
 
-/// Whether the NVIDIA driver's library can be loaded (cudarc panics without it, so
-/// this is asked before CUDA is touched).
-pub fn cuda_driver() -> std::result::Result<(), String> {
-    if super::nccl::gpu::require_driver().is_ok() {
-        return Ok(());
-    }
-    // cudarc found no driver under any name; the loader says why for the usual one.
-    // SAFETY: loading libcuda runs its initializers, which have no preconditions.
-    match unsafe { libloading::Library::new("libcuda.so.1") } {
-        Ok(_) => Err("cudarc cannot load the driver library".to_string()),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
 fn nccl_preflight(
     gpus: &GpuPresence,
     nccl_lib: Option<&Path>,
@@ -141,7 +127,7 @@ fn nccl_preflight(
             "no NVIDIA driver found (libcuda.so.1: {why}); the NCCL backend needs NVIDIA GPUs. Use --backend host to measure the CPU host backend"
         );
     }
-    let facts = match facts::read() {
+    let facts = match cuda::read() {
         Ok(f) if !f.gpus.is_empty() => f,
         Ok(_) => bail!(
             "the NVIDIA driver is present but no GPU is visible ({}); check CUDA_VISIBLE_DEVICES and the container's --gpus option",
@@ -165,7 +151,7 @@ fn nccl_preflight(
             list.join(", ")
         );
     }
-    let found = discovery::discover(nccl_lib, machine).map_err(anyhow::Error::new)?;
+    let found = libnccl::discover(nccl_lib, machine).map_err(anyhow::Error::new)?;
     let mut steps = vec![
         "NVIDIA driver: libcuda.so.1 loads".to_string(),
         format!(
@@ -271,10 +257,10 @@ pub fn check_host_memory(available: Option<u64>, ranks: u32, max_bytes: u64) -> 
 
 /// `check_host_memory` with this machine's available memory.
 pub fn check_host_memory_here(ranks: u32, max_bytes: u64) -> Result<()> {
-    check_host_memory(crate::sysinfo::memory_available(), ranks, max_bytes)
+    check_host_memory(crate::machine::host::memory_available(), ranks, max_bytes)
 }
 
-fn choice_of(found: discovery::Found) -> NcclChoice {
+fn choice_of(found: libnccl::Found) -> NcclChoice {
     let simulated = super::nccl::Nccl::load(&found.path).is_ok_and(|n| n.simulated());
     NcclChoice {
         path: found.path,

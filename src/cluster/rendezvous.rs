@@ -86,7 +86,7 @@ impl Listener {
             Rendezvous::Tcp { .. } => rendezvous.to_string(),
             Rendezvous::File(path) => {
                 let port = listener.local_addr()?.port();
-                let host = crate::sysinfo::hostname();
+                let host = crate::machine::host::hostname();
                 write_file(path, &host, port, job)?;
                 format!("{host}:{port} (written to {})", path.display())
             }

@@ -19,11 +19,11 @@ use super::launcher::{self, Launcher, Overrides, RankLayout};
 use super::remote::{Hub, Joined, RemoteLaunch};
 use super::rendezvous::{self, Listener, Rendezvous, DEFAULT_PORT};
 use super::wire::{Hello, MAGIC};
-use crate::backend::detect::GpuPresence;
 use crate::backend::{self, ResolvedBackend};
 use crate::cli::RunArgs;
 use crate::config::SweepSettings;
 use crate::export::{RunDir, RunWriter};
+use crate::machine::GpuPresence;
 use crate::model::{ClusterInfo, RankInfo};
 use crate::sweep::orchestrator::Orchestrator;
 use crate::sweep::plan::{Group, Plan};
@@ -183,7 +183,7 @@ fn prepare(
         world_size: layout.world_size,
         local_rank: layout.local_rank,
         device,
-        host: crate::sysinfo::hostname(),
+        host: crate::machine::host::hostname(),
         pid: std::process::id(),
         config: config.name.clone(),
         config_env: config.env.clone(),
@@ -461,7 +461,7 @@ fn sweep(
     // The quick checks of rank 0's node, for as many ranks as share it.
     let local = hub.hellos().filter(|h| h.host == me.hello.host).count() as u32;
     let checks = crate::doctor::quick_checks(
-        &crate::doctor::Root::this_machine(),
+        &crate::machine::Root::this_machine(),
         &settings.shm_dir,
         local,
     );

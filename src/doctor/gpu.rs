@@ -1,16 +1,16 @@
 //! GPUs and libnccl: what the kernel driver shows (`GpuPresence`), what the CUDA
-//! driver says when it loads (names, versions, the P2P matrix, via `facts::read`),
+//! driver says when it loads (names, versions, the P2P matrix, via `machine::cuda`),
 //! NVLink from NVML and NVSwitch devices; and the libnccl `sweep` would load (the same
-//! `discovery` search). The driver library is checked with `cuda_driver()` before
+//! `machine::libnccl` search). The driver library is checked with `cuda_driver()` before
 //! cudarc is touched (cudarc panics without it) and only on the real machine. A
 //! machine without GPUs is a WARN, not a FAIL: the host backend still works there.
 
 use std::path::{Path, PathBuf};
 
 use super::{nvlink, plural, Check, Root, Status};
-use crate::backend::detect::GpuPresence;
-use crate::backend::nccl::discovery::{self, Machine, ThisMachine};
-use crate::backend::nccl::facts::{self, GpuFacts};
+use crate::machine::cuda::{self, cuda_driver, GpuFacts};
+use crate::machine::libnccl::{self, Machine, ThisMachine};
+use crate::machine::GpuPresence;
 use crate::nccl::NcclVersion;
 use crate::units::human_bytes;
 
@@ -83,9 +83,9 @@ impl GpuSurvey {
         } else if !root.is_real() {
             Driver::NotAsked("the driver is not asked about a fake root")
         } else {
-            match crate::backend::cuda_driver() {
+            match cuda_driver() {
                 Err(why) => Driver::Missing(why),
-                Ok(()) => match facts::read() {
+                Ok(()) => match cuda::read() {
                     Ok(f) => Driver::Answered(f),
                     Err(e) => Driver::Failed(format!("{e:#}")),
                 },
@@ -257,7 +257,7 @@ fn name_counts(f: &GpuFacts) -> String {
 pub fn library_check(root: &Root, explicit: Option<&Path>, has_gpus: bool) -> Check {
     let fake = FakeLibraries(root);
     let machine: &dyn Machine = if root.is_real() { &ThisMachine } else { &fake };
-    match discovery::discover(explicit, machine) {
+    match libnccl::discover(explicit, machine) {
         Ok(found) => {
             let mut details: Vec<String> = found
                 .tried
@@ -298,7 +298,7 @@ pub fn library_check(root: &Root, explicit: Option<&Path>, has_gpus: bool) -> Ch
                 .with_fix(format!(
                     "pip install nvidia-nccl-cu12 (PyTorch's NCCL), or pass --nccl-lib \
                      /path/to/libnccl.so.2 or set {}",
-                    discovery::ENV_VAR
+                    libnccl::ENV_VAR
                 ))
                 .with_details(details)
         }
@@ -350,7 +350,7 @@ impl Machine for FakeLibraries<'_> {
 mod tests {
     use super::super::fake::FakeMachine;
     use super::*;
-    use crate::backend::nccl::facts::GpuInfo;
+    use crate::machine::cuda::GpuInfo;
 
     #[test]
     fn p2p_pairs_missing_in_either_direction_count() {

@@ -52,7 +52,6 @@ mod nccl_env;
 pub mod network;
 mod nvlink;
 mod render;
-mod root;
 mod segments;
 mod shm;
 
@@ -65,8 +64,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::units::plural;
 
+pub use crate::machine::{FsSpace, IfAddr, Memlock, Root};
 pub use render::{render_json, render_text};
-pub use root::{FsSpace, IfAddr, Memlock, Root};
 
 /// The version of the JSON document `--json` prints.
 pub const SCHEMA_VERSION: u32 = 1;

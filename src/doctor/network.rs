@@ -1,74 +1,19 @@
-//! Which network interfaces NCCL's socket transport and bootstrap would use. The
-//! interfaces come from `/sys/class/net/<if>/{operstate,flags}`, their addresses from
-//! the root (`getifaddrs` on the real machine). The choice follows NCCL's
-//! `ncclFindInterfaces`: with `NCCL_SOCKET_IFNAME` (longer than one character) exactly
-//! what it selects, else the first non-empty of `ib*`, anything but `docker*` and `lo`,
-//! `docker*`, `lo`; only interfaces with an IPv4 or IPv6 address count (not `::1`),
-//! restricted to one family by `NCCL_SOCKET_FAMILY=AF_INET|AF_INET6`.
+//! Which network interfaces NCCL's socket transport and bootstrap would use: the
+//! machine's interfaces (`machine::net`) through NCCL's choice (`nccl::net`), with
+//! `NCCL_SOCKET_IFNAME` and `NCCL_SOCKET_FAMILY` as the environment and nccl.conf set
+//! them, and a warning when only loopback or virtual interfaces would carry traffic
+//! between hosts.
 
 use std::net::IpAddr;
-use std::path::Path;
 
 use super::nccl_env::Settings;
-use super::{Check, Root, Status};
+use super::{Check, Status};
+use crate::machine::net::interfaces;
+use crate::machine::Root;
 use crate::nccl::net::{is_virtual_interface, selection, usable_addrs, Family, IfList, Interface};
 
 pub const ID: &str = "net.socket";
 pub const TITLE: &str = "Socket interfaces";
-
-const IFF_UP: u32 = 0x1;
-const IFF_LOOPBACK: u32 = 0x8;
-/// The interfaces of the root, sorted by name, and what could not be read.
-pub fn interfaces(root: &Root) -> (Vec<Interface>, Vec<String>) {
-    let mut problems = Vec::new();
-    let mut list: Vec<Interface> = Vec::new();
-    let net = Path::new("/sys/class/net");
-    match std::fs::read_dir(root.path(net)) {
-        Ok(entries) => {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let read = |f: &str| root.read(&net.join(&name).join(f)).ok();
-                let flags = read("flags").and_then(|f| {
-                    let f = f.trim();
-                    u32::from_str_radix(f.trim_start_matches("0x"), 16).ok()
-                });
-                list.push(Interface {
-                    operstate: read("operstate").map(|s| s.trim().to_string()),
-                    admin_up: flags.map(|f| f & IFF_UP != 0),
-                    loopback: flags.is_some_and(|f| f & IFF_LOOPBACK != 0) || name == "lo",
-                    name,
-                    addrs: Vec::new(),
-                });
-            }
-        }
-        Err(e) => problems.push(format!("cannot read /sys/class/net: {e}")),
-    }
-    match root.addresses() {
-        Ok(addrs) => {
-            for a in addrs {
-                let i = match list.iter().position(|i| i.name == a.interface) {
-                    Some(i) => i,
-                    None => {
-                        list.push(Interface {
-                            name: a.interface.clone(),
-                            operstate: None,
-                            admin_up: None,
-                            loopback: a.interface == "lo",
-                            addrs: Vec::new(),
-                        });
-                        list.len() - 1
-                    }
-                };
-                if !list[i].addrs.contains(&a.addr) {
-                    list[i].addrs.push(a.addr);
-                }
-            }
-        }
-        Err(e) => problems.push(format!("cannot read interface addresses: {e}")),
-    }
-    list.sort_by(|a, b| a.name.cmp(&b.name));
-    (list, problems)
-}
 
 fn named(list: &[&Interface], family: Option<&str>) -> String {
     let fam = match family {

@@ -13,12 +13,12 @@ use super::group::LocalLaunch;
 use super::orchestrator::{Orchestrator, SweepOutcome};
 use super::plan::Plan;
 use super::preflight;
-use crate::backend::detect::GpuPresence;
 use crate::backend::host::BANNER;
 use crate::backend::select::SIMULATED_NOTE;
 use crate::backend::{self, ResolvedBackend};
 use crate::config::{SweepSettings, TransportConfig};
 use crate::export::{RunDir, RunWriter};
+use crate::machine::GpuPresence;
 use crate::model::{BackendInfo, CaseCounts, RunManifest, RunStatus, ToolInfo, SCHEMA_VERSION};
 use crate::units::{now_rfc3339, now_stamp};
 
@@ -73,7 +73,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     let mut warnings = settings.warnings.clone();
     warnings.extend(inherited_warnings(&settings.configs, std::env::vars()));
     let checks = crate::doctor::quick_checks(
-        &crate::doctor::Root::this_machine(),
+        &crate::machine::Root::this_machine(),
         &settings.shm_dir,
         max_ranks,
     );
@@ -92,7 +92,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         warnings.extend(host_warnings(settings, max_ranks));
     }
 
-    let host = crate::sysinfo::hostname();
+    let host = crate::machine::host::hostname();
     let dir = match &settings.run_dir {
         Some(path) => RunDir::create_at(path)?,
         None => RunDir::create(
@@ -317,7 +317,7 @@ pub(crate) fn manifest(
         nccl: backend.nccl.clone(),
         nccl_per_config: backend.nccl_per_config.iter().cloned().collect(),
         gpu: backend.gpus.clone(),
-        host: crate::sysinfo::host_info(&settings.shm_dir, gpus.bus_ids.clone()),
+        host: crate::machine::host::host_info(&settings.shm_dir, gpus.bus_ids.clone()),
         configs: settings.configs.clone(),
         gpu_counts: settings.gpu_counts.clone(),
         sizes: settings.sizes.clone(),
@@ -352,7 +352,7 @@ pub(crate) fn check_host_settings(settings: &SweepSettings, max_ranks: u32) -> R
     }
     // Each rank holds an input and an output buffer of the largest message.
     let need = 2 * settings.max_bytes() * max_ranks as u64;
-    if let Some(available) = crate::sysinfo::memory_available() {
+    if let Some(available) = crate::machine::host::memory_available() {
         if need > available {
             bail!(
                 "-e/--maxbytes {} with {max_ranks} ranks needs {} of memory (an input and an output buffer per rank) but {} is available",

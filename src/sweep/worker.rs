@@ -138,7 +138,7 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
 fn serve(args: &WorkerArgs, input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
     let rank = args.rank;
     let faults = Faults::from_env(rank)?;
-    let host = crate::sysinfo::hostname();
+    let host = crate::machine::host::hostname();
     protocol::send(
         out,
         &Event::Hello {

@@ -157,9 +157,9 @@ pub const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 /// (prefixes, `^` to exclude, `=` for exact names), IPv4 first unless
 /// `NCCL_SOCKET_FAMILY=AF_INET6`; no match fails as NCCL's bootstrap does.
 fn socket_address(ifname: &str, family: Option<&str>) -> Result<IpAddr> {
-    use crate::doctor::network::interfaces;
+    use crate::machine::net::interfaces;
     use crate::nccl::net::selection;
-    let (ifaces, _) = interfaces(&crate::doctor::Root::this_machine());
+    let (ifaces, _) = interfaces(&crate::machine::Root::this_machine());
     let (chosen, _) = selection(&ifaces, Some(ifname), family);
     let want_v6 = family == Some("AF_INET6");
     chosen

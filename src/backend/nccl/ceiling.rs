@@ -39,7 +39,7 @@ pub const REPEATS: usize = 5;
 /// in `errors` with the CUDA error and what was being measured, never fatal.
 pub fn measure(devices: &[usize], bytes: usize) -> Ceilings {
     let mut out = Ceilings::default();
-    if let Err(e) = super::gpu::require_driver() {
+    if let Err(e) = crate::machine::cuda::require_driver() {
         out.errors.push(format!("no link ceilings: {e:#}"));
         return out;
     }

@@ -42,7 +42,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use cudarc::driver::sys::{
     self as cusys, CUdeviceptr, CUevent_flags, CUgraphInstantiate_flags, CUresult,
     CUstreamCaptureMode,
@@ -94,23 +94,13 @@ impl NcclBackend {
     }
 }
 
-/// Turns cudarc's absence-of-driver panic into an error: ask first.
-pub fn require_driver() -> Result<()> {
-    // SAFETY: only tries to load the driver library.
-    if unsafe { cudarc::driver::sys::is_culib_present() } {
-        Ok(())
-    } else {
-        bail!("no NVIDIA driver found (libcuda.so.1)")
-    }
-}
-
 impl Backend for NcclBackend {
     fn unique_id(&mut self) -> Result<String> {
         Ok(self.nccl.unique_id()?.to_hex())
     }
 
     fn init(&mut self, id: &str, rank: u32, nranks: u32) -> Result<Box<dyn Communicator>> {
-        require_driver()?;
+        crate::machine::cuda::require_driver()?;
         let id = UniqueId::from_hex(id).ok_or_else(|| anyhow!("malformed NCCL unique id"))?;
         let o = &self.options;
         let ctx = CudaContext::new(o.device)

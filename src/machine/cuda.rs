@@ -1,5 +1,6 @@
-//! GPU facts for the run manifest, read through the CUDA driver API without creating
-//! a context (no GPU memory is taken): driver and CUDA versions, each GPU's name, PCI
+//! The CUDA driver: whether its library loads (cudarc panics without it, so this is
+//! asked first), and the GPU facts for the run manifest, read through the driver API
+//! without creating a context (no GPU memory is taken): driver and CUDA versions, each GPU's name, PCI
 //! bus id and memory, and the peer-access matrix (`cuDeviceCanAccessPeer`), which says
 //! whether NCCL can use P2P between two GPUs or must fall back to SHM or the network.
 //! Free memory comes from NVML (`libnvidia-ml.so.1`), which, unlike `cuMemGetInfo`,
@@ -7,14 +8,38 @@
 
 use std::ffi::{c_char, c_int, CString};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cudarc::driver::{result, sys};
 
 pub use crate::model::{GpuFacts, GpuInfo};
 
-/// Reads the facts; needs the driver library (see `gpu::require_driver`).
+/// Turns cudarc's absence-of-driver panic into an error: ask first.
+pub fn require_driver() -> Result<()> {
+    // SAFETY: only tries to load the driver library.
+    if unsafe { cudarc::driver::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        bail!("no NVIDIA driver found (libcuda.so.1)")
+    }
+}
+
+/// Whether the NVIDIA driver's library can be loaded (cudarc panics without it, so
+/// this is asked before CUDA is touched).
+pub fn cuda_driver() -> std::result::Result<(), String> {
+    if require_driver().is_ok() {
+        return Ok(());
+    }
+    // cudarc found no driver under any name; the loader says why for the usual one.
+    // SAFETY: loading libcuda runs its initializers, which have no preconditions.
+    match unsafe { libloading::Library::new("libcuda.so.1") } {
+        Ok(_) => Err("cudarc cannot load the driver library".to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Reads the facts; needs the driver library (see [`require_driver`]).
 pub fn read() -> Result<GpuFacts> {
-    super::gpu::require_driver()?;
+    require_driver()?;
     result::init().context("cuInit failed")?;
     let mut cuda = 0;
     // SAFETY: writes one int.

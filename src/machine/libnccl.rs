@@ -5,11 +5,11 @@
 //! `--verbose` and for the error when nothing is found. The machine is reached through
 //! the `Machine` trait so that tests can build fake trees.
 
+use std::ffi::c_int;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::library::Nccl;
 use crate::nccl::NcclVersion;
 
 pub const ENV_VAR: &str = "NCCL_BENCH_NCCL_LIB";
@@ -236,8 +236,7 @@ impl Machine for ThisMachine {
     }
 
     fn load(&self, what: &Path) -> Result<(NcclVersion, PathBuf), String> {
-        let nccl = Nccl::load(what).map_err(|e| e.to_string())?;
-        let version = nccl.version().map_err(|e| e.to_string())?;
+        let version = version_of(what)?;
         let path = if what.is_absolute() {
             what.to_path_buf()
         } else {
@@ -245,6 +244,34 @@ impl Machine for ThisMachine {
         };
         Ok((version, path))
     }
+}
+
+/// Opens a libnccl and asks its version (`ncclGetVersion`, the first entry point of
+/// every release): enough to know the file is a libnccl and which. The backend loads
+/// every symbol it calls when it runs (`backend::nccl::Nccl::load`). The library stays
+/// loaded, as the backend's does: unloading NCCL is never safe once it has run.
+fn version_of(what: &Path) -> Result<NcclVersion, String> {
+    type GetVersion = unsafe extern "C" fn(*mut c_int) -> c_int;
+    // SAFETY: loading libnccl runs its initializers, which have no preconditions.
+    let library = unsafe { libloading::Library::new(what.as_os_str()) }
+        .map_err(|e| format!("cannot load {}: {e}", what.display()))?;
+    // SAFETY: looked up with the type of its declaration in nccl.h.
+    let get_version: GetVersion = unsafe { library.get::<GetVersion>(b"ncclGetVersion\0") }
+        .map(|s| *s)
+        .map_err(|_| {
+            format!(
+                "{} has no symbol ncclGetVersion: it is not a usable libnccl",
+                what.display()
+            )
+        })?;
+    let mut code: c_int = 0;
+    // SAFETY: writes one int.
+    let rc = unsafe { get_version(&mut code) };
+    std::mem::forget(library);
+    if rc != 0 {
+        return Err(format!("ncclGetVersion failed: ncclResult_t {rc}"));
+    }
+    Ok(NcclVersion::from_code(code))
 }
 
 /// Where the dynamic loader found libnccl, read from this process's mappings.

@@ -59,7 +59,7 @@ impl Root {
             env: process_env(),
             addresses: real_addresses(),
             memlock: real_memlock(),
-            hostname: crate::sysinfo::hostname(),
+            hostname: crate::machine::host::hostname(),
         }
     }
 
@@ -133,7 +133,7 @@ impl Root {
     /// Size and free space of the file system holding the machine path `path`.
     pub fn fs_space(&self, path: &Path) -> Result<FsSpace, String> {
         if self.real {
-            return crate::sysinfo::fs_space(path)
+            return crate::machine::host::fs_space(path)
                 .map(|(total, free)| FsSpace { total, free })
                 .ok_or_else(|| {
                     let why = io::Error::last_os_error();
