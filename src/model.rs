@@ -1,6 +1,7 @@
-//! The records a sweep produces: one `CaseResult` per (config, nranks, bytes), and the
-//! `RunManifest` that describes the whole run. Both are serde types with a schema
-//! version, read back by later commands (report, compare).
+//! The records a sweep produces: one `CaseResult` per (config, nranks, bytes), the
+//! `RunManifest` that describes the whole run, and the doctor's `Check`s it keeps. All
+//! are serde types with a schema version, read back by later commands (report,
+//! compare).
 
 use std::fmt;
 
@@ -12,6 +13,11 @@ use crate::stats::quality::Quality;
 use crate::stats::{Bandwidth, LatencySummary, StopReason};
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The backend column of runs on the simulated-GPU test stand-in.
+pub const SIMULATED_LABEL: &str = "nccl-sim";
+/// What every run on the stand-in says about itself.
+pub const SIMULATED_NOTE: &str = "simulated GPUs (test stand-in), not a measurement";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -248,7 +254,7 @@ pub struct RunManifest {
     pub cluster: Option<ClusterInfo>,
     /// `doctor`'s quick checks of this machine, run before the sweep.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub doctor: Vec<crate::doctor::Check>,
+    pub doctor: Vec<Check>,
     /// Link rates measured before the sweep: the reference of `ceiling_pct`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceilings: Option<Ceilings>,
@@ -409,5 +415,64 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
         }
+    }
+}
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    /// `OK`, `WARN`, `FAIL`: the text output's first column.
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::Warn => "WARN",
+            Status::Fail => "FAIL",
+        }
+    }
+}
+
+/// One check of the machine: what it found and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    /// Stable identifier, e.g. `shm.size`.
+    pub id: String,
+    /// Short name for people, e.g. `/dev/shm`.
+    pub title: String,
+    pub status: Status,
+    /// The measured value in words.
+    pub value: String,
+    /// One line saying how to fix a WARN or FAIL; `None` when nothing needs fixing.
+    pub fix: Option<String>,
+    /// The lines behind the value: formula, assumptions, the items looked at.
+    pub details: Vec<String>,
+}
+
+impl Check {
+    pub fn new(id: &str, title: &str, status: Status, value: impl Into<String>) -> Check {
+        Check {
+            id: id.to_string(),
+            title: title.to_string(),
+            status,
+            value: value.into(),
+            fix: None,
+            details: Vec::new(),
+        }
+    }
+
+    pub fn with_fix(mut self, fix: impl Into<String>) -> Check {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    pub fn with_details(mut self, details: Vec<String>) -> Check {
+        self.details = details;
+        self
     }
 }

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::backend::select::SIMULATED_LABEL;
 use crate::export::reader::{CaseRow, RunData};
+use crate::model::SIMULATED_LABEL;
 use crate::stats::compare::{compare_distributions, compare_means, Comparison, Method, Verdict};
 
 /// How a matched pair of cases turned out.

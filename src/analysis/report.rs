@@ -11,8 +11,8 @@ use anyhow::Result;
 
 use super::compare::{compare_pair, distrust, seed, CompareOptions, Outcome};
 use super::verdict::{decide, explain};
-use crate::backend::select::SIMULATED_LABEL;
 use crate::export::reader::{CaseRow, RunData};
+use crate::model::SIMULATED_LABEL;
 use crate::stats::quality::Quality;
 use crate::units::{format_us, Bytes};
 

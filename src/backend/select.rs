@@ -12,12 +12,8 @@ use crate::machine::cuda::{self, cuda_driver, GpuFacts};
 use crate::machine::libnccl::{self, Machine, ThisMachine};
 use crate::machine::GpuPresence;
 pub use crate::model::NcclChoice;
+use crate::model::SIMULATED_LABEL;
 use crate::units::Bytes;
-
-/// The backend column of runs on the simulated-GPU test stand-in.
-pub const SIMULATED_LABEL: &str = "nccl-sim";
-/// What every run on the stand-in says about itself.
-pub const SIMULATED_NOTE: &str = "simulated GPUs (test stand-in), not a measurement";
 
 /// The backend a sweep will use, and why.
 #[derive(Debug, Clone, PartialEq)]

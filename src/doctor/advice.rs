@@ -2,7 +2,28 @@
 //! P2P switched off (and whether the GPUs here make that matter), IB switched off on a
 //! host with active IB ports, `NCCL_DEBUG=TRACE`, and forced algorithms or protocols.
 
-use super::nccl_env::{Facts, Settings};
+use super::gpu::P2pSummary;
+use super::infiniband::IbPorts;
+use super::settings::Settings;
+
+/// What the other checks know that changes the advice.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// Active InfiniBand/RoCE ports (`mlx5_0:1`).
+    pub ib_ports: Vec<String>,
+    /// GPU pairs without peer-to-peer access, when the driver was asked.
+    pub p2p: Option<P2pSummary>,
+}
+
+impl Facts {
+    /// What `quick_checks` knows: no GPU facts.
+    pub fn quick(ib: &IbPorts) -> Facts {
+        Facts {
+            ib_ports: ib.active_names(),
+            p2p: None,
+        }
+    }
+}
 
 /// One piece of advice: a warning with its fix, or a note.
 pub struct Advice {
@@ -119,46 +140,7 @@ pub fn advice(s: &Settings, facts: &Facts) -> Vec<Advice> {
 #[cfg(test)]
 mod tests {
     use super::super::fake::FakeMachine;
-    use super::super::gpu::P2pSummary;
-    use super::super::Status;
     use super::*;
-
-    #[test]
-    fn advice_depends_on_what_the_machine_has() {
-        let m = FakeMachine::new()
-            .env("NCCL_SHM_DISABLE", "1")
-            .env("NCCL_IB_DISABLE", "1");
-        let s = Settings::read(&m.root());
-        let all_p2p = Facts {
-            ib_ports: vec![],
-            p2p: Some(P2pSummary {
-                gpus: 8,
-                missing: vec![],
-            }),
-        };
-        let c = s.check(&all_p2p);
-        assert_eq!(c.status, Status::Ok, "{c:?}");
-        assert!(c.details.iter().any(|d| d.contains("changes nothing here")));
-        let pcie = Facts {
-            ib_ports: vec!["mlx5_0:1".into()],
-            p2p: Some(P2pSummary {
-                gpus: 2,
-                missing: vec![(0, 1)],
-            }),
-        };
-        let c = s.check(&pcie);
-        assert_eq!(c.status, Status::Warn);
-        let text = c.details.join("\n");
-        assert!(text.contains("1 GPU pair(s) here lack P2P (0-1)"), "{text}");
-        assert!(
-            text.contains("NCCL_IB_DISABLE=1 on a host with active"),
-            "{text}"
-        );
-        let trace = FakeMachine::new().env("NCCL_DEBUG", "trace");
-        let c = Settings::read(&trace.root()).check(&Facts::default());
-        assert_eq!(c.status, Status::Warn);
-        assert!(c.fix.unwrap().contains("NCCL_DEBUG=INFO"));
-    }
 
     #[test]
     fn p2p_off_socket_net_and_forced_algorithms() {

@@ -11,7 +11,8 @@
 
 use std::path::Path;
 
-use super::{Check, Root, Status};
+use crate::machine::Root;
+use crate::model::{Check, Status};
 
 pub const ID: &str = "container";
 pub const TITLE: &str = "Container";

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::Root;
+use crate::machine::Root;
 
 pub struct FakeMachine {
     dir: tempfile::TempDir,

@@ -7,12 +7,15 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{nvlink, plural, Check, Root, Status};
+use super::nvlink;
 use crate::machine::cuda::{self, cuda_driver, GpuFacts};
 use crate::machine::libnccl::{self, Machine, ThisMachine};
 use crate::machine::GpuPresence;
+use crate::machine::Root;
+use crate::model::{Check, Status};
 use crate::nccl::NcclVersion;
 use crate::units::human_bytes;
+use crate::units::plural;
 
 pub const ID: &str = "gpu";
 pub const TITLE: &str = "GPUs";

@@ -6,10 +6,12 @@
 
 use std::path::Path;
 
-use super::nccl_env::Settings;
-use super::{plural, Check, Memlock, Root, Status};
+use super::settings::Settings;
+use crate::machine::{Memlock, Root};
+use crate::model::{Check, Status};
 use crate::nccl::net::IfList;
 use crate::units::human_bytes;
+use crate::units::plural;
 
 pub const ID: &str = "net.ib";
 pub const TITLE: &str = "InfiniBand";

@@ -1,6 +1,6 @@
 //! `nccl-bench doctor`: checks of the machine NCCL is about to run on, each with a
-//! status, the value measured and a one-line fix. This module owns the result types
-//! and the order of the checks; each check lives in its own file and reads the machine
+//! status, the value measured and a one-line fix ([`Check`], a record of the run's
+//! manifest, so `model` owns it). This module owns the report and the order of the checks; each check lives in its own file and reads the machine
 //! only through a [`Root`], so that tests can build fake machines in a directory.
 //!
 //! | id              | title             | what it looks at                                            |
@@ -53,6 +53,7 @@ pub mod network;
 mod nvlink;
 mod render;
 mod segments;
+mod settings;
 mod shm;
 
 #[cfg(test)]
@@ -62,72 +63,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::units::plural;
-
 pub use crate::machine::{FsSpace, IfAddr, Memlock, Root};
+pub use crate::model::{Check, Status};
 pub use render::{render_json, render_text};
 
 /// The version of the JSON document `--json` prints.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// How a check came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Ok,
-    Warn,
-    Fail,
-}
-
-impl Status {
-    /// `OK`, `WARN`, `FAIL`: the text output's first column.
-    pub fn label(self) -> &'static str {
-        match self {
-            Status::Ok => "OK",
-            Status::Warn => "WARN",
-            Status::Fail => "FAIL",
-        }
-    }
-}
-
-/// One check of the machine: what it found and what to do about it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Check {
-    /// Stable identifier, e.g. `shm.size`.
-    pub id: String,
-    /// Short name for people, e.g. `/dev/shm`.
-    pub title: String,
-    pub status: Status,
-    /// The measured value in words.
-    pub value: String,
-    /// One line saying how to fix a WARN or FAIL; `None` when nothing needs fixing.
-    pub fix: Option<String>,
-    /// The lines behind the value: formula, assumptions, the items looked at.
-    pub details: Vec<String>,
-}
-
-impl Check {
-    pub fn new(id: &str, title: &str, status: Status, value: impl Into<String>) -> Check {
-        Check {
-            id: id.to_string(),
-            title: title.to_string(),
-            status,
-            value: value.into(),
-            fix: None,
-            details: Vec::new(),
-        }
-    }
-
-    pub fn with_fix(mut self, fix: impl Into<String>) -> Check {
-        self.fix = Some(fix.into());
-        self
-    }
-
-    pub fn with_details(mut self, details: Vec<String>) -> Check {
-        self.details = details;
-        self
-    }
-}
 
 /// How many checks came out with each status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,13 +131,13 @@ pub struct Options {
 /// removed here), NCCL environment, socket interfaces and InfiniBand. `sweep` stores
 /// them in its manifest.
 pub fn quick_checks(root: &Root, shm_dir: &Path, local_ranks: u32) -> Vec<Check> {
-    let settings = nccl_env::Settings::read(root);
+    let settings = settings::Settings::read(root);
     let ib = infiniband::IbPorts::read(root);
     let leftovers = segments::Leftovers::scan(root, shm_dir);
     vec![
         shm::check(root, shm_dir, local_ranks, &settings, &leftovers, None),
         leftovers.check(shm_dir),
-        settings.check(&nccl_env::Facts::quick(&ib)),
+        settings.check(&advice::Facts::quick(&ib)),
         network::check(root, &settings),
         ib.check(root, &settings),
     ]
@@ -205,14 +146,14 @@ pub fn quick_checks(root: &Root, shm_dir: &Path, local_ranks: u32) -> Vec<Check>
 /// Every check, in the documented order. With `clean`, leftover segments are removed
 /// before /dev/shm is measured, so that its free space counts what was freed.
 pub fn run_checks(root: &Root, options: &Options) -> Report {
-    let settings = nccl_env::Settings::read(root);
+    let settings = settings::Settings::read(root);
     let ib = infiniband::IbPorts::read(root);
     let mut leftovers = segments::Leftovers::scan(root, &options.shm_dir);
     if options.clean {
         leftovers.clean(root);
     }
     let gpus = gpu::GpuSurvey::probe(root);
-    let facts = nccl_env::Facts {
+    let facts = advice::Facts {
         ib_ports: ib.active_names(),
         p2p: gpus.p2p_summary(),
     };

@@ -1,18 +1,14 @@
-//! The `NCCL_*` settings NCCL will see, from the environment and from its configuration
-//! files, read the way NCCL reads them (`initEnv`/`setEnvFile`): the file named by
-//! `NCCL_CONF_FILE`, else `$HOME/.nccl.conf` (NCCL asks the password database for the
-//! home directory; we take `$HOME`), then `/etc/nccl.conf`. Lines are `NAME=value`,
-//! split at the first `=` with nothing trimmed; a variable already set is never
-//! overwritten, so the environment wins over the user's file, which wins over
-//! /etc/nccl.conf. The check flags names no NCCL release reads and lines NCCL would
-//! misread, and adds [`super::advice`] on settings that usually hurt.
+//! The `nccl.env` check: the `NCCL_*` settings NCCL will see ([`Settings`]), names no
+//! NCCL release reads, lines NCCL would misread, and [`super::advice`] on settings that
+//! usually hurt.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
-use super::advice;
-use super::{plural, Check, Root, Status};
+use super::advice::{self, Facts};
+use super::settings::{Settings, Source};
+use crate::model::{Check, Status};
 use crate::nccl::vars;
+use crate::units::plural;
 
 pub const ID: &str = "nccl.env";
 pub const TITLE: &str = "NCCL environment";
@@ -29,162 +25,7 @@ const PYTORCH_NAMES: [(&str, &str); 4] = [
     ("NCCL_ENABLE_TIMING", "TORCH_NCCL_ENABLE_TIMING"),
 ];
 
-/// Where a setting comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    Environment,
-    File(PathBuf),
-}
-
-impl Source {
-    fn describe(&self) -> String {
-        match self {
-            Source::Environment => "environment".to_string(),
-            Source::File(p) => p.display().to_string(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Setting {
-    pub name: String,
-    pub value: String,
-    pub source: Source,
-}
-
-/// Every `NCCL_*` setting found, in NCCL's order of precedence (the first of a name is
-/// the one NCCL uses), and what could not be read or parsed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Settings {
-    pub settings: Vec<Setting>,
-    /// Configuration files that exist and were read.
-    pub files: Vec<PathBuf>,
-    /// Unreadable files and lines NCCL would misread.
-    pub problems: Vec<String>,
-}
-
-/// What the other checks know that changes the advice.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Facts {
-    /// Active InfiniBand/RoCE ports (`mlx5_0:1`).
-    pub ib_ports: Vec<String>,
-    /// GPU pairs without peer-to-peer access, when the driver was asked.
-    pub p2p: Option<super::gpu::P2pSummary>,
-}
-
-impl Facts {
-    /// What `quick_checks` knows: no GPU facts.
-    pub fn quick(ib: &super::infiniband::IbPorts) -> Facts {
-        Facts {
-            ib_ports: ib.active_names(),
-            p2p: None,
-        }
-    }
-}
-
 impl Settings {
-    pub fn read(root: &Root) -> Settings {
-        let mut s = Settings::default();
-        // NCCL_BENCH_* are this tool's own (cargo also exports NCCL_BENCH_GIT_REV
-        // to `cargo run`): not NCCL settings.
-        let nccl = |n: &str| n.starts_with("NCCL_") && !vars::is_ours(n);
-        for (name, value) in root.env_vars().filter(|(n, _)| nccl(n)) {
-            s.settings.push(Setting {
-                name: name.to_string(),
-                value: value.to_string(),
-                source: Source::Environment,
-            });
-        }
-        let user_file = match root.env("NCCL_CONF_FILE").filter(|f| !f.is_empty()) {
-            Some(f) => Some(PathBuf::from(f)),
-            None => root
-                .env("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| Path::new(h).join(".nccl.conf")),
-        };
-        for file in user_file
-            .into_iter()
-            .chain([PathBuf::from("/etc/nccl.conf")])
-        {
-            match root.read(&file) {
-                Ok(text) => {
-                    s.read_file(&file, &text);
-                    s.files.push(file);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => s
-                    .problems
-                    .push(format!("cannot read {}: {e}", file.display())),
-            }
-        }
-        s
-    }
-
-    fn read_file(&mut self, file: &Path, text: &str) {
-        for line in text.lines() {
-            if line.trim().is_empty() || line.trim_start().starts_with('#') {
-                continue;
-            }
-            let shown = format!("`{line}` in {}", file.display());
-            let Some((name, value)) = line.split_once('=') else {
-                if line.contains("NCCL_") {
-                    self.problems
-                        .push(format!("{shown}: no `=`, so NCCL ignores the line"));
-                }
-                continue;
-            };
-            let clean_name = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-            if !clean_name {
-                if name.contains("NCCL_") {
-                    self.problems.push(format!(
-                        "{shown}: NCCL takes `{name}` as the variable's name, so the line sets \
-                         nothing NCCL reads (write `NAME=value`, no spaces, no `export`)"
-                    ));
-                }
-                continue;
-            }
-            if !name.starts_with("NCCL_") {
-                continue;
-            }
-            if value.trim() != value {
-                self.problems.push(format!(
-                    "{shown}: the value has spaces around it, which NCCL keeps as part of it"
-                ));
-            }
-            self.settings.push(Setting {
-                name: name.to_string(),
-                value: value.to_string(),
-                source: Source::File(file.to_path_buf()),
-            });
-        }
-    }
-
-    /// The value NCCL will use for `name`, if any.
-    pub fn effective(&self, name: &str) -> Option<&str> {
-        self.settings
-            .iter()
-            .find(|s| s.name == name)
-            .map(|s| s.value.as_str())
-    }
-
-    /// Whether `name` is set to a non-zero integer, as NCCL's integer parameters read it.
-    pub fn is_on(&self, name: &str) -> bool {
-        self.effective(name)
-            .and_then(parse_nccl_int)
-            .is_some_and(|v| v != 0)
-    }
-
-    /// Whether P2P is off: `NCCL_P2P_DISABLE=1` or `NCCL_P2P_LEVEL=LOC` (or 0).
-    pub fn p2p_disabled(&self) -> bool {
-        let level = self
-            .effective("NCCL_P2P_LEVEL")
-            .map(str::to_ascii_uppercase);
-        self.is_on("NCCL_P2P_DISABLE") || matches!(level.as_deref(), Some("LOC" | "0"))
-    }
-
     pub fn check(&self, facts: &Facts) -> Check {
         let mut warnings: Vec<String> = self.problems.clone();
         let mut fixes: Vec<String> = Vec::new();
@@ -271,28 +112,6 @@ impl Settings {
     }
 }
 
-/// NCCL's integer parameters: `strtoll(value, &end, 0)` with nothing left over
-/// (leading spaces skipped; decimal, `0x` hex, leading `0` octal). `None` is what NCCL
-/// rejects and replaces with the default.
-pub fn parse_nccl_int(value: &str) -> Option<i64> {
-    let value = value.trim_start();
-    let (negative, digits) = match value.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, value.strip_prefix('+').unwrap_or(value)),
-    };
-    let parsed = if let Some(hex) = digits
-        .strip_prefix("0x")
-        .or_else(|| digits.strip_prefix("0X"))
-    {
-        i64::from_str_radix(hex, 16).ok()
-    } else if digits.len() > 1 && digits.starts_with('0') {
-        i64::from_str_radix(&digits[1..], 8).ok()
-    } else {
-        digits.parse::<i64>().ok()
-    }?;
-    Some(if negative { -parsed } else { parsed })
-}
-
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
@@ -304,6 +123,7 @@ fn capitalize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::fake::FakeMachine;
+    use super::super::gpu::P2pSummary;
     use super::*;
 
     #[test]
@@ -418,14 +238,39 @@ mod tests {
     }
 
     #[test]
-    fn integers_parse_as_strtoll_does() {
-        assert_eq!(parse_nccl_int("1"), Some(1));
-        assert_eq!(parse_nccl_int("0x400000"), Some(4_194_304));
-        assert_eq!(parse_nccl_int("010"), Some(8));
-        assert_eq!(parse_nccl_int("-2"), Some(-2));
-        assert_eq!(parse_nccl_int("4M"), None);
-        assert_eq!(parse_nccl_int(""), None);
-        assert_eq!(parse_nccl_int(" 1"), Some(1));
-        assert_eq!(parse_nccl_int("1 "), None);
+    fn advice_depends_on_what_the_machine_has() {
+        let m = FakeMachine::new()
+            .env("NCCL_SHM_DISABLE", "1")
+            .env("NCCL_IB_DISABLE", "1");
+        let s = Settings::read(&m.root());
+        let all_p2p = Facts {
+            ib_ports: vec![],
+            p2p: Some(P2pSummary {
+                gpus: 8,
+                missing: vec![],
+            }),
+        };
+        let c = s.check(&all_p2p);
+        assert_eq!(c.status, Status::Ok, "{c:?}");
+        assert!(c.details.iter().any(|d| d.contains("changes nothing here")));
+        let pcie = Facts {
+            ib_ports: vec!["mlx5_0:1".into()],
+            p2p: Some(P2pSummary {
+                gpus: 2,
+                missing: vec![(0, 1)],
+            }),
+        };
+        let c = s.check(&pcie);
+        assert_eq!(c.status, Status::Warn);
+        let text = c.details.join("\n");
+        assert!(text.contains("1 GPU pair(s) here lack P2P (0-1)"), "{text}");
+        assert!(
+            text.contains("NCCL_IB_DISABLE=1 on a host with active"),
+            "{text}"
+        );
+        let trace = FakeMachine::new().env("NCCL_DEBUG", "trace");
+        let c = Settings::read(&trace.root()).check(&Facts::default());
+        assert_eq!(c.status, Status::Warn);
+        assert!(c.fix.unwrap().contains("NCCL_DEBUG=INFO"));
     }
 }

@@ -6,10 +6,10 @@
 
 use std::net::IpAddr;
 
-use super::nccl_env::Settings;
-use super::{Check, Status};
+use super::settings::Settings;
 use crate::machine::net::interfaces;
 use crate::machine::Root;
+use crate::model::{Check, Status};
 use crate::nccl::net::{is_virtual_interface, selection, usable_addrs, Family, IfList, Interface};
 
 pub const ID: &str = "net.socket";

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use libloading::{Library, Symbol};
 
-use super::Root;
+use crate::machine::Root;
 
 /// `NVML_NVLINK_MAX_LINKS` of current NVML headers.
 const MAX_LINKS: u32 = 18;

@@ -44,8 +44,8 @@ pub fn render_json(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Check, Status};
     use super::*;
+    use crate::model::{Check, Status};
 
     #[test]
     fn one_line_per_check_with_details_and_fix_indented() {

@@ -10,8 +10,10 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{plural, Check, Root, Status};
+use crate::machine::Root;
+use crate::model::{Check, Status};
 use crate::units::human_bytes;
+use crate::units::plural;
 
 pub const ID: &str = "shm.leftovers";
 pub const TITLE: &str = "Leftover segments";

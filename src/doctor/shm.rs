@@ -8,11 +8,14 @@
 use std::path::Path;
 
 use super::gpu::P2pSummary;
-use super::nccl_env::{parse_nccl_int, Settings};
 use super::segments::Leftovers;
-use super::{plural, Check, Root, Status};
+use super::settings::Settings;
+use crate::machine::Root;
+use crate::model::{Check, Status};
 use crate::nccl::shm::{shm_estimate, shm_size_gib, ShmEstimate};
+use crate::nccl::vars::parse_nccl_int;
 use crate::units::human_bytes;
+use crate::units::plural;
 
 pub const ID: &str = "shm.size";
 pub const TITLE: &str = "/dev/shm";

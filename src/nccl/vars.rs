@@ -75,9 +75,43 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// NCCL's integer parameters: `strtoll(value, &end, 0)` with nothing left over
+/// (leading spaces skipped; decimal, `0x` hex, leading `0` octal). `None` is what NCCL
+/// rejects and replaces with the default.
+pub fn parse_nccl_int(value: &str) -> Option<i64> {
+    let value = value.trim_start();
+    let (negative, digits) = match value.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, value.strip_prefix('+').unwrap_or(value)),
+    };
+    let parsed = if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        i64::from_str_radix(hex, 16).ok()
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        i64::from_str_radix(&digits[1..], 8).ok()
+    } else {
+        digits.parse::<i64>().ok()
+    }?;
+    Some(if negative { -parsed } else { parsed })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_parse_as_strtoll_does() {
+        assert_eq!(parse_nccl_int("1"), Some(1));
+        assert_eq!(parse_nccl_int("0x400000"), Some(4_194_304));
+        assert_eq!(parse_nccl_int("010"), Some(8));
+        assert_eq!(parse_nccl_int("-2"), Some(-2));
+        assert_eq!(parse_nccl_int("4M"), None);
+        assert_eq!(parse_nccl_int(""), None);
+        assert_eq!(parse_nccl_int(" 1"), Some(1));
+        assert_eq!(parse_nccl_int("1 "), None);
+    }
 
     #[test]
     fn real_variables_are_known() {

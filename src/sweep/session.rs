@@ -14,11 +14,11 @@ use super::orchestrator::{Orchestrator, SweepOutcome};
 use super::plan::Plan;
 use super::preflight;
 use crate::backend::host::BANNER;
-use crate::backend::select::SIMULATED_NOTE;
 use crate::backend::{self, ResolvedBackend};
 use crate::config::{SweepSettings, TransportConfig};
 use crate::export::{RunDir, RunWriter};
 use crate::machine::GpuPresence;
+use crate::model::SIMULATED_NOTE;
 use crate::model::{BackendInfo, CaseCounts, RunManifest, RunStatus, ToolInfo, SCHEMA_VERSION};
 use crate::units::{now_rfc3339, now_stamp};
 
@@ -211,10 +211,10 @@ pub(crate) fn ceilings_line(c: &crate::model::Ceilings) -> String {
 
 /// A failed doctor check does not stop a sweep (the host backend, or a config that
 /// avoids the problem, may still run): it is said, with its fix.
-pub(crate) fn failed_checks(checks: &[crate::doctor::Check]) -> Vec<String> {
+pub(crate) fn failed_checks(checks: &[crate::model::Check]) -> Vec<String> {
     checks
         .iter()
-        .filter(|c| c.status == crate::doctor::Status::Fail)
+        .filter(|c| c.status == crate::model::Status::Fail)
         .map(|c| {
             let fix = c
                 .fix
