@@ -1,3 +1,6 @@
+//! Tests of `history` on synthetic nights: steady levels, real steps and one-off runs,
+//! flagged and failed runs, series per datatype and op, and the rendered outputs.
+
 use super::*;
 use crate::analysis::history_render::{render, Format};
 use crate::export::reader::ManifestHead;

@@ -9,7 +9,7 @@
 use std::io;
 use std::path::Path;
 
-mod connect;
+mod failure_text;
 mod lines;
 mod parser;
 mod record;

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::connect;
+use super::failure_text;
 use super::lines::{
     classify_plain, classify_transport, classify_warn, is_error_return, nvls_evidence,
     parse_connection, parse_env_setting, parse_init_line, parse_interfaces, split_tagged,
@@ -135,7 +135,7 @@ impl Parser {
             self.log.nvls = self.log.nvls.max(nvls);
             return true;
         }
-        if let Some(retry) = connect::connect_retry(message, number) {
+        if let Some(retry) = failure_text::connect_retry(message, number) {
             self.log.connect_retries.push(retry);
             return true;
         }

@@ -7,9 +7,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::connect::connect_target;
-pub use super::connect::ConnectRetry;
-use super::lines::shm_segment_size;
+pub use super::failure_text::ConnectRetry;
+use super::failure_text::{connect_target, shm_segment_size};
 
 /// What one or more NCCL logs say about a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

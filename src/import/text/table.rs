@@ -4,7 +4,8 @@
 
 use std::collections::HashSet;
 
-use super::{is_fence, is_nccl_log, ImportError, ImportedRow, IterStats, Line, Timing};
+use super::lines::{is_fence, is_nccl_log, Line};
+use crate::import::run::{ImportError, ImportedRow, IterStats, Timing};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Col {

@@ -200,3 +200,25 @@ fn per_process_times_of_a_multi_process_run_are_kept() {
         .process_times_us
         .is_empty());
 }
+
+#[test]
+fn dispatch_between_text_and_json() {
+    assert_eq!(
+        parse(&format!("\n  {JSON_ONE_LINE}")).unwrap().format,
+        Format::Json
+    );
+    assert!(matches!(parse("[]"), Err(ImportError::NoTable { .. })));
+    assert!(matches!(
+        parse("[1,0]<stdout>:hello"),
+        Err(ImportError::NoTable { .. })
+    ));
+    assert!(matches!(
+        parse("[0] hello"),
+        Err(ImportError::NoTable { .. })
+    ));
+    // text that starts with a JSON-looking brace is reported as JSON
+    assert!(matches!(
+        parse("{ not json"),
+        Err(ImportError::Json { line: 1, .. })
+    ));
+}

@@ -1,5 +1,6 @@
-//! Connect lines of NCCL's socket code: the peer a failed connect names, and the
-//! connects NCCL says it is retrying (a start-up hang often shows only as these).
+//! What NCCL's failure messages carry beyond their kind: the peer a failed connect
+//! names, the connects NCCL says it is retrying (a start-up hang often shows only as
+//! these), and the size of a /dev/shm segment that could not be made.
 
 use serde::{Deserialize, Serialize};
 
@@ -61,4 +62,24 @@ pub(super) fn connect_retry(message: &str, line: usize) -> Option<ConnectRetry> 
         error,
         attempt,
     })
+}
+
+/// The size a /dev/shm failure names: `... segment /dev/shm/nccl-X (size 9637888)`, else
+/// `failed to extend /dev/shm/nccl-X to 9637892 bytes`. `None` for a size of 0 (an attach
+/// failure) or none at all (`posix_fallocate failed`).
+pub(super) fn shm_segment_size(message: &str) -> Option<u64> {
+    fn leading_number(text: &str) -> Option<(u64, &str)> {
+        let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+        let n = text[..digits].parse::<u64>().ok()?;
+        Some((n, &text[digits..]))
+    }
+    if let Some(i) = message.find("(size ") {
+        let (n, rest) = leading_number(&message[i + "(size ".len()..])?;
+        return (n > 0 && rest.starts_with(')')).then_some(n);
+    }
+    let path = "failed to extend /dev/shm/";
+    let rest = &message[message.find(path)? + path.len()..];
+    let to = rest.find(" to ")?;
+    let (n, rest) = leading_number(&rest[to + " to ".len()..])?;
+    (n > 0 && rest.starts_with(" bytes")).then_some(n)
 }

@@ -1,6 +1,4 @@
-//! Reads the results of NVIDIA nccl-tests (`all_reduce_perf` and its siblings) into rows.
-//!
-//! Text: the table that nccl-tests prints on stdout, found by its header line
+//! The table that nccl-tests (`all_reduce_perf` and its siblings) prints on stdout, found by its header line
 //! (`#  size  count  type  redop  root  time  algbw  busbw  #wrong ...`), in every layout
 //! nccl-tests has printed: the 2017 one (`bytes N type op ... res`, time in ms), the
 //! 2019-2022 one (`redop` but no `root`, an `error` column), the current one (`root`,
@@ -13,48 +11,16 @@
 //! are read as the table, so ranks that all print the same table yield each row once.
 //! A row printed again with the same (size, type, redop, root), as with `-N` repeats,
 //! is kept once: the first. Only the first table is read.
-//!
-//! JSON: the document nccl-tests writes with `-J file.json` (`results` list of objects
-//! with `size`, `count`, `type`, `redop`, `root`, `out_of_place`/`in_place`
-//! `{time|cpu_time, alg_bw, bus_bw, nwrong}` and, with `-I`, `*_per_iter` objects).
 
-use super::{Format, ImportError, ImportedRow, ImportedRun, IterStats, Timing};
+use super::run::{
+    is_nccl_var, version_from_code, Format, ImportError, ImportedRank, ImportedRun, NO_PATH,
+};
 
+mod lines;
 mod table;
+
+use lines::{is_nccl_log, split_prefix, Line};
 use table::read_table;
-
-pub(super) const NO_PATH: &str = "the input";
-
-/// Reads nccl-tests output: JSON when it starts with `{` (or `[` followed by `{` or `]`,
-/// so that an mpirun `[1,0]<stdout>:` prefix still reads as text), else text.
-pub use super::nccl_tests_json::parse_json;
-
-pub fn parse(text: &str) -> Result<ImportedRun, ImportError> {
-    let t = text.trim_start_matches('\u{feff}').trim_start();
-    let json = match t.as_bytes().first() {
-        Some(b'{') => true,
-        Some(b'[') => matches!(
-            t[1..].trim_start().as_bytes().first(),
-            Some(b'{' | b']') | None
-        ),
-        _ => false,
-    };
-    if json {
-        parse_json(text)
-    } else {
-        parse_text(text)
-    }
-}
-
-// ---------------------------------------------------------------------------------
-// Text
-
-struct Line<'a> {
-    no: usize,
-    /// The launcher prefix naming the rank (`[1,0]`, `[0]`, `0:`), or "".
-    key: &'a str,
-    body: &'a str,
-}
 
 /// Reads the table nccl-tests prints on stdout (see the module documentation).
 pub fn parse_text(text: &str) -> Result<ImportedRun, ImportError> {
@@ -102,44 +68,9 @@ pub fn parse_text(text: &str) -> Result<ImportedRun, ImportError> {
     })
 }
 
-/// Splits a launcher prefix off a line: mpirun `--tag-output` `[1,0]<stdout>:`, MPICH
-/// `-prepend-rank` `[0] ` and Slurm `srun -l` ` 0: `.
-fn split_prefix(raw: &str) -> (&str, &str) {
-    let s = raw.strip_suffix('\r').unwrap_or(raw);
-    if let Some(rest) = s.strip_prefix('[') {
-        if let Some(close) = rest.find(']') {
-            let inner = &rest[..close];
-            let after = &rest[close + 1..];
-            let key = &s[..close + 2];
-            if !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_digit() || b == b',') {
-                if inner.contains(',') {
-                    if let Some(stream) = after.strip_prefix('<') {
-                        if let Some(gt) = stream.find('>') {
-                            if let Some(body) = stream[gt + 1..].strip_prefix(':') {
-                                return (key, body);
-                            }
-                        }
-                    }
-                } else if after.is_empty() || after.starts_with(' ') {
-                    return (key, after);
-                }
-            }
-        }
-    }
-    let t = s.trim_start();
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    if digits > 0 && t[digits..].starts_with(':') {
-        let after = &t[digits + 1..];
-        if after.is_empty() || after.starts_with(' ') {
-            return (&t[..digits + 1], after);
-        }
-    }
-    ("", s)
-}
-
 /// `Rank 0 Group 0 Pid 291005 on node005 device 0 [0x18] NVIDIA H100 80GB HBM3`, in
 /// words (after the `#`).
-fn rank_line(words: &[&str]) -> Option<super::ImportedRank> {
+fn rank_line(words: &[&str]) -> Option<ImportedRank> {
     let after = |key: &str| {
         let i = words.iter().position(|w| *w == key)?;
         words.get(i + 1).copied()
@@ -147,7 +78,7 @@ fn rank_line(words: &[&str]) -> Option<super::ImportedRank> {
     let device_at = words.iter().position(|w| *w == "device")?;
     let bus = words.get(device_at + 2)?;
     let bus_id = bus.strip_prefix('[')?.strip_suffix(']')?;
-    Some(super::ImportedRank {
+    Some(ImportedRank {
         rank: after("Rank")?.parse().ok()?,
         pid: after("Pid")?.parse().ok()?,
         host: after("on")?.to_string(),
@@ -157,21 +88,13 @@ fn rank_line(words: &[&str]) -> Option<super::ImportedRank> {
     })
 }
 
-fn is_nccl_log(t: &str) -> bool {
-    t.contains("NCCL INFO") || t.contains("NCCL WARN") || t.contains("NCCL TRACE")
-}
-
-fn is_fence(t: &str) -> bool {
-    t.starts_with("```") || t.starts_with("~~~")
-}
-
 #[derive(Default)]
 struct Meta {
     nccl_version: Option<String>,
     library_code: Option<u64>,
     tests_version: Option<String>,
     max_rank: Option<u32>,
-    ranks: Vec<super::ImportedRank>,
+    ranks: Vec<ImportedRank>,
     info_nranks: Option<u32>,
     env: Vec<(String, String)>,
 }
@@ -263,23 +186,6 @@ impl Meta {
     }
 }
 
-pub(super) fn is_nccl_var(name: &str) -> bool {
-    name.len() > 5
-        && name.starts_with("NCCL_")
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-}
-
-/// NCCL's version code: X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before.
-pub(super) fn version_from_code(code: u64) -> String {
-    if code >= 10000 {
-        format!("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100)
-    } else {
-        format!("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100)
-    }
-}
-
 /// Words of `s` with their byte offsets.
 fn words(s: &str) -> impl Iterator<Item = (usize, &str)> {
     s.split_whitespace()
@@ -351,6 +257,3 @@ fn command_in(line: &str) -> Option<String> {
     let cmd = cmd.trim();
     (!cmd.is_empty()).then(|| cmd.to_string())
 }
-
-#[cfg(test)]
-mod tests;

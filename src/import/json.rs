@@ -9,8 +9,10 @@ use std::fmt;
 use serde::de::{self, Deserializer, IgnoredAny, Unexpected, Visitor};
 use serde::Deserialize;
 
-use super::nccl_tests::{is_nccl_var, version_from_code, NO_PATH};
-use super::{Format, ImportError, ImportedRow, ImportedRun, IterStats, Timing};
+use super::run::{
+    is_nccl_var, local_time, version_from_code, Format, ImportError, ImportedRow, ImportedRun,
+    IterStats, Timing, NO_PATH,
+};
 
 /// Reads the document nccl-tests writes with `-J file.json`, or a JSON list of them
 /// (rows of all documents, run details from the first).
@@ -47,7 +49,7 @@ pub fn parse_json(text: &str) -> Result<ImportedRun, ImportError> {
         started_at: None,
     };
     if let Some(doc) = docs.first() {
-        run.started_at = doc.start_time.as_deref().and_then(super::local_time);
+        run.started_at = doc.start_time.as_deref().and_then(local_time);
         run.nccl_version = doc.nccl_version.map(version_from_code);
         if !doc.args.is_empty() {
             run.command = Some(

@@ -1,3 +1,7 @@
+//! Tests of the importer on nccl-tests outputs written here, one per format variant
+//! (`fixtures` reads the shared real ones, `json` the `-J` documents), and the helpers
+//! they share.
+
 use super::*;
 
 /// Joins lines with '\n' so that a fixture's line numbers are its indices + 1.
@@ -434,55 +438,3 @@ fn header_without_rows_is_an_empty_run() {
 }
 
 mod json;
-use json::JSON_ONE_LINE;
-
-#[test]
-fn dispatch_between_text_and_json() {
-    assert_eq!(
-        parse(&format!("\n  {JSON_ONE_LINE}")).unwrap().format,
-        Format::Json
-    );
-    assert!(matches!(parse("[]"), Err(ImportError::NoTable { .. })));
-    assert!(matches!(
-        parse("[1,0]<stdout>:hello"),
-        Err(ImportError::NoTable { .. })
-    ));
-    assert!(matches!(
-        parse("[0] hello"),
-        Err(ImportError::NoTable { .. })
-    ));
-    // text that starts with a JSON-looking brace is reported as JSON
-    assert!(matches!(
-        parse("{ not json"),
-        Err(ImportError::Json { line: 1, .. })
-    ));
-}
-
-#[test]
-fn launcher_prefixes_are_split() {
-    assert_eq!(split_prefix("[1,12]<stdout>:  8  2"), ("[1,12]", "  8  2"));
-    assert_eq!(split_prefix("[1,0]<stderr>:x"), ("[1,0]", "x"));
-    assert_eq!(
-        split_prefix("[3] node:1:1 [0] NCCL INFO x"),
-        ("[3]", " node:1:1 [0] NCCL INFO x")
-    );
-    assert_eq!(split_prefix(" 0: # size"), ("0:", " # size"));
-    assert_eq!(split_prefix("12:"), ("12:", ""));
-    assert_eq!(
-        split_prefix("           8             2"),
-        ("", "           8             2")
-    );
-    assert_eq!(split_prefix("12:34:56 x"), ("", "12:34:56 x"));
-    assert_eq!(
-        split_prefix("[2025-11-11 16:54:54] x"),
-        ("", "[2025-11-11 16:54:54] x")
-    );
-    assert_eq!(split_prefix("line\r"), ("", "line"));
-}
-
-#[test]
-fn version_codes() {
-    assert_eq!(version_from_code(21903), "2.19.3");
-    assert_eq!(version_from_code(23203), "2.32.3");
-    assert_eq!(version_from_code(2803), "2.8.3");
-}
