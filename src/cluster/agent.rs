@@ -17,8 +17,9 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use super::wire::{self, Down, Up};
+use crate::sweep::group::Incoming;
 use crate::sweep::group::{remove_segments, WorkerSpec};
-use crate::sweep::process::{describe_exit, Incoming, ProcessGroup};
+use crate::sweep::process::{describe_exit, ProcessGroup};
 
 /// Shared by the agent's threads: the connection to rank 0.
 pub type Link = Arc<Mutex<Box<dyn Write + Send>>>;

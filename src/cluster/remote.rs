@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::wire::{self, Down, Hello, Up};
-use crate::sweep::group::{Launch, RankGroup, WorkerSpec};
-use crate::sweep::process::Incoming;
+use crate::sweep::group::{Incoming, Launch, RankGroup, WorkerSpec};
 use crate::sweep::protocol::{self, Command, Event};
 
 /// One accepted rank: its hello and both directions of its connection.

@@ -1,5 +1,5 @@
 //! How the orchestrator reaches the ranks of a case group, whoever started them:
-//! `sweep` spawns them as child processes of its own (`LocalLaunch`), `run` asks the
+//! `sweep` spawns them as child processes of its own (`process::LocalLaunch`), `run` asks the
 //! `nccl-bench run` process of each rank, possibly on another node, to spawn its
 //! worker (`cluster::remote`). Both speak the worker protocol and report the same
 //! `Incoming` messages, so the measurement loop and its failure handling are one.
@@ -14,8 +14,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::process::{Incoming, ProcessGroup};
-use super::protocol::Command;
+use super::protocol::{Command, Event};
 
 /// One worker process to start: its arguments after the executable, the environment
 /// it adds, and what belongs to it on its node (its libnccl, its segments).
@@ -46,6 +45,16 @@ impl WorkerSpec {
         cmd.envs(&self.env);
         cmd
     }
+}
+
+/// What the reader threads pass to the orchestrator.
+#[derive(Debug)]
+pub enum Incoming {
+    Event(u32, Event<'static>),
+    /// A line of free text (stderr, or stdout that is not protocol).
+    Text(u32, String),
+    /// The rank's stdout closed: it exited or is about to.
+    Closed(u32),
 }
 
 /// The running ranks of one case group.
@@ -93,25 +102,6 @@ pub trait Launch {
     /// The CUDA device (among those visible to it) that the job's rank `job_rank`
     /// drives.
     fn device(&self, job_rank: u32) -> usize;
-}
-
-/// `sweep`: every rank is a child process of this one, rank `r` on device `r`.
-pub struct LocalLaunch {
-    pub exe: PathBuf,
-}
-
-impl Launch for LocalLaunch {
-    fn start(&mut self, specs: Vec<WorkerSpec>, logs: Vec<PathBuf>) -> Result<Box<dyn RankGroup>> {
-        let commands = specs
-            .iter()
-            .map(|s| s.command(&self.exe, s.nccl_lib.as_deref().map(Path::new)))
-            .collect();
-        Ok(Box::new(ProcessGroup::spawn(commands, logs)?))
-    }
-
-    fn device(&self, job_rank: u32) -> usize {
-        job_rank as usize
-    }
 }
 
 /// Removes the shared-memory segments a killed group may have left.

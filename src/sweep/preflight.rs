@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::process::{describe_exit, Incoming, ProcessGroup};
+use super::group::Incoming;
+use super::process::{describe_exit, ProcessGroup};
 use super::protocol::Event;
 use crate::model::NcclChoice;
 use crate::nccl::explain::{self, cuda_hint, Severity};

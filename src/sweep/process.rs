@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -16,17 +16,26 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::group::RankGroup;
-use super::protocol::{self, Event};
+use super::group::{Incoming, Launch, RankGroup, WorkerSpec};
+use super::protocol;
 
-/// What the reader threads pass to the orchestrator.
-#[derive(Debug)]
-pub enum Incoming {
-    Event(u32, Event<'static>),
-    /// A line of free text (stderr, or stdout that is not protocol).
-    Text(u32, String),
-    /// The rank's stdout closed: it exited or is about to.
-    Closed(u32),
+/// `sweep`: every rank is a child process of this one, rank `r` on device `r`.
+pub struct LocalLaunch {
+    pub exe: PathBuf,
+}
+
+impl Launch for LocalLaunch {
+    fn start(&mut self, specs: Vec<WorkerSpec>, logs: Vec<PathBuf>) -> Result<Box<dyn RankGroup>> {
+        let commands = specs
+            .iter()
+            .map(|s| s.command(&self.exe, s.nccl_lib.as_deref().map(Path::new)))
+            .collect();
+        Ok(Box::new(ProcessGroup::spawn(commands, logs)?))
+    }
+
+    fn device(&self, job_rank: u32) -> usize {
+        job_rank as usize
+    }
 }
 
 struct Rank {

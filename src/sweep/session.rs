@@ -9,10 +9,10 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
 
-use super::group::LocalLaunch;
 use super::orchestrator::{Orchestrator, SweepOutcome};
 use super::plan::Plan;
 use super::preflight;
+use super::process::LocalLaunch;
 use crate::backend::host::BANNER;
 use crate::backend::{self, ResolvedBackend};
 use crate::config::{SweepSettings, TransportConfig};

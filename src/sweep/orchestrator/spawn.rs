@@ -8,9 +8,8 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::super::failure::Tails;
-use super::super::group::{remove_segments, WorkerSpec};
+use super::super::group::{remove_segments, Incoming, WorkerSpec};
 use super::super::plan::Group;
-use super::super::process::Incoming;
 use super::{GroupStop, Orchestrator, Take, Takes};
 use crate::nccl::log as nccl_log;
 

@@ -7,8 +7,8 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use super::super::failure::{Failure, Tails};
+use super::super::group::Incoming;
 use super::super::group::RankGroup;
-use super::super::process::Incoming;
 use super::super::protocol::{Command, Event};
 use super::Orchestrator;
 
