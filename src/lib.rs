@@ -15,7 +15,6 @@ pub mod nccl;
 pub mod ops;
 pub mod parallel;
 pub mod plot;
-pub mod progress;
 pub mod stats;
 pub mod sweep;
 #[doc(hidden)]

@@ -7,27 +7,23 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use nccl_bench::cli::{Cli, Command};
-use nccl_bench::config::SweepSettings;
-use nccl_bench::sweep::{session, worker};
+use nccl_bench::cmd;
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
-        Command::Sweep(args) => {
-            let settings = SweepSettings::from_args(&args)?;
-            session::run(&settings, std::env::args().collect())
-        }
-        Command::Run(args) => nccl_bench::cluster::run::run(&args, std::env::args().collect()),
-        Command::Configs(args) => nccl_bench::cmd::configs::run(&args),
-        Command::Compare(args) => nccl_bench::cmd::compare::run(&args),
-        Command::Baseline(args) => nccl_bench::cmd::baseline::run(&args),
-        Command::Check(args) => nccl_bench::cmd::check::run(&args),
-        Command::History(args) => nccl_bench::cmd::history::run(&args),
-        Command::Import(args) => nccl_bench::cmd::import::run(&args),
-        Command::Report(args) => nccl_bench::cmd::report::run(&args),
-        Command::Explain(args) => nccl_bench::cmd::explain::run(&args),
-        Command::Doctor(args) => nccl_bench::cmd::doctor::run(&args),
-        Command::Worker(args) => Ok(worker::run(&args).clamp(0, 255) as u8),
-        Command::Ceilings(args) => nccl_bench::cmd::ceilings::run(&args),
+        Command::Sweep(args) => cmd::sweep::run(&args),
+        Command::Run(args) => cmd::run::run(&args),
+        Command::Configs(args) => cmd::configs::run(&args),
+        Command::Compare(args) => cmd::compare::run(&args),
+        Command::Baseline(args) => cmd::baseline::run(&args),
+        Command::Check(args) => cmd::check::run(&args),
+        Command::History(args) => cmd::history::run(&args),
+        Command::Import(args) => cmd::import::run(&args),
+        Command::Report(args) => cmd::report::run(&args),
+        Command::Explain(args) => cmd::explain::run(&args),
+        Command::Doctor(args) => cmd::doctor::run(&args),
+        Command::Worker(args) => Ok(cmd::worker::run(&args)),
+        Command::Ceilings(args) => cmd::ceilings::run(&args),
     }
 }
 

@@ -20,14 +20,13 @@ use super::remote::{Hub, Joined, RemoteLaunch};
 use super::rendezvous::{self, Listener, Rendezvous, DEFAULT_PORT};
 use super::wire::{Hello, MAGIC};
 use crate::backend::{self, ResolvedBackend};
-use crate::cli::RunArgs;
 use crate::config::SweepSettings;
 use crate::export::{RunDir, RunWriter};
 use crate::machine::GpuPresence;
 use crate::model::{ClusterInfo, RankInfo};
 use crate::sweep::orchestrator::Orchestrator;
 use crate::sweep::plan::{Group, Plan};
-use crate::sweep::{preflight, session};
+use crate::sweep::{preflight, session, SweepObserver};
 use crate::units::now_stamp;
 
 /// Everything this rank found out before meeting the others.
@@ -40,15 +39,33 @@ struct ThisRank {
     deadline: Instant,
 }
 
-pub fn run(args: &RunArgs, command_line: Vec<String>) -> Result<u8> {
+/// What `nccl-bench run` is asked to do (`cmd::run` builds it from the flags).
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The sweep's settings; its rank count is the launcher's world size, set here.
+    pub settings: SweepSettings,
+    /// Where rank 0 listens (`--rendezvous`), instead of the launcher's master.
+    pub rendezvous: Option<String>,
+    pub rendezvous_timeout: Duration,
+    /// Every pair of the job's nodes in turn (`--pairs`).
+    pub pairs: bool,
+    /// The run directory to create or append to (`--run-dir`).
+    pub run_dir: Option<PathBuf>,
+    /// `--rank`, `--world-size`, `--local-rank`.
+    pub overrides: Overrides,
+}
+
+pub fn run(
+    args: &RunRequest,
+    observer: &mut dyn SweepObserver,
+    command_line: Vec<String>,
+) -> Result<u8> {
     let env = |k: &str| std::env::var(k).ok();
-    let overrides = Overrides {
-        rank: args.rank,
-        world_size: args.world_size,
-        local_rank: args.local_rank,
+    let layout = launcher::detect(env, &args.overrides)?;
+    let settings = SweepSettings {
+        gpu_counts: vec![layout.world_size],
+        ..args.settings.clone()
     };
-    let layout = launcher::detect(env, &overrides)?;
-    let settings = SweepSettings::from_measure(&args.measure, vec![layout.world_size])?;
     if settings.configs.len() != 1 {
         let names: Vec<&str> = settings.configs.iter().map(|c| c.name.as_str()).collect();
         bail!(
@@ -69,7 +86,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> Result<u8> {
         ),
     };
     let me = prepare(layout, settings, rendezvous, args.rendezvous_timeout)?;
-    if args.measure.verbose {
+    if args.settings.verbose {
         for note in me.layout.notes.iter().chain(
             me.backend
                 .as_ref()
@@ -89,7 +106,7 @@ pub fn run(args: &RunArgs, command_line: Vec<String>) -> Result<u8> {
         scratch: scratch.clone(),
     };
     let result = if me.layout.rank == 0 {
-        coordinate(args, &me, context, command_line)
+        coordinate(args, &me, context, observer, command_line)
     } else {
         serve(&me, &context)
     };
@@ -225,9 +242,10 @@ fn serve(me: &ThisRank, context: &AgentContext) -> Result<u8> {
 
 /// Rank 0: gather the ranks, check them, run the sweep, tell everyone the outcome.
 fn coordinate(
-    args: &RunArgs,
+    args: &RunRequest,
     me: &ThisRank,
     context: AgentContext,
+    observer: &mut dyn SweepObserver,
     command_line: Vec<String>,
 ) -> Result<u8> {
     let world = me.layout.world_size;
@@ -252,6 +270,7 @@ fn coordinate(
             target,
             hub.clone(),
             &listener.address,
+            observer,
             command_line,
         )
     });
@@ -345,7 +364,7 @@ enum Target {
 
 impl Target {
     /// Checked before the rendezvous, so a wrong `--run-dir` fails at once.
-    fn choose(args: &RunArgs, me: &ThisRank) -> Result<Target> {
+    fn choose(args: &RunRequest, me: &ThisRank) -> Result<Target> {
         let Some(dir) = &args.run_dir else {
             return Ok(Target::New(None));
         };
@@ -403,13 +422,15 @@ impl Target {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn sweep(
-    args: &RunArgs,
+    args: &RunRequest,
     me: &ThisRank,
     backend: &ResolvedBackend,
     target: Target,
     hub: Arc<Hub>,
     rendezvous: &str,
+    observer: &mut dyn SweepObserver,
     command_line: Vec<String>,
 ) -> Result<u8> {
     let plan = plan(args, me, &hub)?;
@@ -487,7 +508,6 @@ fn sweep(
     });
     let interrupted = session::interrupt_flag()?;
     println!("{}", session::banner(backend));
-    let mut observer = crate::progress::for_terminal(args.measure.plain);
     for w in &warnings {
         observer.warning(w);
     }
@@ -509,7 +529,7 @@ fn sweep(
         nccl_lib_per_config,
         writer: &writer,
         manifest,
-        observer: observer.as_mut(),
+        observer,
         interrupted,
         run_start: start,
     };
@@ -519,7 +539,7 @@ fn sweep(
 }
 
 /// The config over every rank, or with `--pairs` over every pair of nodes.
-fn plan(args: &RunArgs, me: &ThisRank, hub: &Hub) -> Result<Plan> {
+fn plan(args: &RunRequest, me: &ThisRank, hub: &Hub) -> Result<Plan> {
     let config = &me.settings.configs[0];
     let groups = if args.pairs {
         let hosts: Vec<String> = hub.hellos().map(|h| h.host.clone()).collect();

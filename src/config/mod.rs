@@ -1,6 +1,7 @@
-//! The checked configuration of a sweep, built from the command line and TOML files.
-//! Everything the user can get wrong is rejected here, before any process is spawned
-//! or any file is written.
+//! The checked configuration of a sweep: sizes, GPU counts, transport configs (from
+//! presets and TOML files), iterations, output. `cmd` builds it from the command line;
+//! everything the user can get wrong is rejected there or here, before any process is
+//! spawned or any file is written. Nothing here knows the command-line types.
 
 pub mod expected;
 pub mod sizes;
@@ -12,7 +13,6 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::cli::{CliBackend, MeasureArgs, SweepArgs};
 use crate::ops::{DataType, ReduceOp};
 pub use sizes::Step;
 pub use transport::TransportConfig;
@@ -24,16 +24,6 @@ pub enum BackendChoice {
     Auto,
     Nccl,
     Host,
-}
-
-impl From<CliBackend> for BackendChoice {
-    fn from(b: CliBackend) -> Self {
-        match b {
-            CliBackend::Auto => BackendChoice::Auto,
-            CliBackend::Nccl => BackendChoice::Nccl,
-            CliBackend::Host => BackendChoice::Host,
-        }
-    }
 }
 
 /// How many timed iterations each size gets.
@@ -153,7 +143,7 @@ pub const EVENTS_EVERY_ENV: &str = "NCCL_BENCH_EVENTS_EVERY";
 
 /// `NCCL_BENCH_EVENTS_EVERY`: `auto` (or unset) decides per size (0), N records an
 /// event every N all-reduces.
-fn events_every(value: Option<String>) -> Result<u64> {
+pub fn events_every(value: Option<String>) -> Result<u64> {
     match value.as_deref().map(str::trim) {
         None | Some("") | Some("auto") => Ok(0),
         Some(v) => v.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
@@ -183,94 +173,6 @@ impl SweepSettings {
             .unwrap_or(0);
         let ranks = self.gpu_counts.iter().copied().max().unwrap_or(1);
         paired.max(ranks)
-    }
-
-    pub fn from_args(args: &SweepArgs) -> Result<SweepSettings> {
-        let gpu_counts = sizes::gpu_counts(&args.gpus).map_err(anyhow::Error::msg)?;
-        let mut settings = SweepSettings::from_measure(&args.measure, gpu_counts)?;
-        if let Some(dir) = &args.run_dir {
-            if dir.exists() {
-                bail!(
-                    "--run-dir {} already exists: a run directory is never overwritten",
-                    dir.display()
-                );
-            }
-            settings.run_dir = Some(dir.clone());
-        }
-        if args.pairs {
-            let devices = settings.gpu_counts.iter().copied().max().unwrap_or(2);
-            if devices < 2 {
-                bail!("--pairs needs at least 2 devices (--gpus 2 or more)");
-            }
-            settings.configs = pair_configs(&settings.configs, devices as usize)?;
-            settings.gpu_counts = vec![2];
-        }
-        Ok(settings)
-    }
-
-    /// Settings for the given rank counts (`run` takes its one count from the launcher).
-    pub fn from_measure(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<SweepSettings> {
-        let step = match (args.stepbytes, args.stepfactor) {
-            (Some(b), _) => Step::Bytes(b.0),
-            (None, f) => Step::Factor(f.unwrap_or(2)),
-        };
-        let sizes = sizes::size_list(
-            args.minbytes,
-            args.maxbytes,
-            step,
-            args.datatype.size(),
-            args.datatype.name(),
-        )?;
-        let (configs, warnings) = select_configs(&args.config, &args.transports)?;
-        if let Some(label) = &args.label {
-            transport::check_name(label)
-                .map_err(|_| anyhow::anyhow!("invalid --label '{label}': use letters, digits, '-', '_' and '.' (it becomes part of a directory name)"))?;
-        }
-        let iterations = match args.iters {
-            Some(iters) => IterationPolicy::Fixed { iters },
-            None => IterationPolicy::Adaptive {
-                min_iters: args.min_iters,
-                precision: args.precision,
-                max_time: args.max_time,
-            },
-        };
-        if args.iters.is_none() && args.timeout <= args.max_time {
-            bail!(
-                "--timeout ({:?}) must be longer than --max-time ({:?}): a case needs its whole time budget plus set-up",
-                args.timeout,
-                args.max_time
-            );
-        }
-        Ok(SweepSettings {
-            sizes,
-            gpu_counts,
-            configs,
-            warnings,
-            backend: args.backend.into(),
-            dtype: args.datatype,
-            op: args.op,
-            iterations,
-            warmup: args.warmup_iters,
-            graph: args.graph,
-            events_every: events_every(std::env::var(EVENTS_EVERY_ENV).ok())?,
-            remeasure: !args.no_remeasure,
-            timeout: args.timeout,
-            out_dir: args.out.clone(),
-            run_dir: None,
-            label: args.label.clone(),
-            shm_dir: args.shm_dir.clone(),
-            nccl_lib: args.nccl_lib.clone(),
-            plain_output: args.plain,
-            verbose: args.verbose,
-            ceiling_bytes: args.ceiling_bytes.0,
-            expected: match &args.expected {
-                Some(path) => {
-                    expected::load(path)?;
-                    Some(std::fs::read_to_string(path)?)
-                }
-                None => None,
-            },
-        })
     }
 
     pub fn max_bytes(&self) -> u64 {

@@ -1,5 +1,5 @@
 //! How a sweep reports progress without knowing about terminals: the orchestrator
-//! calls an observer; `crate::progress` implements one with a progress bar and one
+//! calls an observer; `cmd::progress` implements one with a progress bar and one
 //! with plain lines.
 
 use std::path::Path;

@@ -13,6 +13,7 @@ use super::orchestrator::{Orchestrator, SweepOutcome};
 use super::plan::Plan;
 use super::preflight;
 use super::process::LocalLaunch;
+use super::SweepObserver;
 use crate::backend::host::BANNER;
 use crate::backend::{self, ResolvedBackend};
 use crate::config::{SweepSettings, TransportConfig};
@@ -37,7 +38,11 @@ const HOST_MODELLED: [&str; 5] = [
     "NCCL_SOCKET_FAMILY",
 ];
 
-pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
+pub fn run(
+    settings: &SweepSettings,
+    observer: &mut dyn SweepObserver,
+    command_line: Vec<String>,
+) -> Result<u8> {
     let gpus = GpuPresence::probe();
     let max_ranks = settings.gpu_counts.iter().copied().max().unwrap_or(1);
     let backend = backend::resolve(
@@ -118,7 +123,6 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
     if let Some(c) = &manifest.ceilings {
         println!("{}", ceilings_line(c));
     }
-    let mut observer = crate::progress::for_terminal(settings.plain_output);
     for w in &warnings {
         observer.warning(w);
     }
@@ -133,7 +137,7 @@ pub fn run(settings: &SweepSettings, command_line: Vec<String>) -> Result<u8> {
         nccl_lib_per_config,
         writer: &writer,
         manifest,
-        observer: observer.as_mut(),
+        observer,
         interrupted,
         run_start: Instant::now(),
     };

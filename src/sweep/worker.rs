@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, BufRead, BufWriter, Write};
 use std::os::fd::FromRawFd;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -25,13 +26,46 @@ use crate::backend::host::{HostBackend, HostOptions, BANNER, DEFAULT_BUFFSIZE};
 use crate::backend::nccl::gpu::{GpuOptions, NcclBackend};
 use crate::backend::nccl::{Nccl, NcclError};
 use crate::backend::{Backend, Communicator, DeadlineExceeded};
-use crate::cli::{CliBackend, WorkerArgs};
+use crate::config::BackendChoice;
 use crate::ops::pattern::Pattern;
+use crate::ops::{DataType, ReduceOp};
 use crate::stats::adaptive::MAX_BATCH;
+
+/// What one worker is (`cmd::worker` builds it from the hidden `worker` flags the
+/// orchestrator writes).
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    pub backend: BackendChoice,
+    pub rank: u32,
+    pub nranks: u32,
+    /// The largest message: the buffers' size.
+    pub max_bytes: u64,
+    pub datatype: DataType,
+    pub op: ReduceOp,
+    pub shm_dir: PathBuf,
+    /// Prefix of the shared-memory segments of this case (the orchestrator removes them).
+    pub segment_prefix: String,
+    /// libnccl to load (NCCL backend).
+    pub nccl_lib: Option<PathBuf>,
+    /// CUDA device of this rank (NCCL backend), or core (host backend).
+    pub device: Option<usize>,
+    /// All-reduces per CUDA graph launch (0: none).
+    pub graph: u64,
+    /// All-reduces per timing event (NCCL backend; 0: decided per size).
+    pub events_every: u64,
+    /// The most all-reduces per timing event the calibration may choose.
+    pub max_events_every: u64,
+    /// How long the communicator set-up may take.
+    pub init_timeout_s: f64,
+    /// How long a case (one size) may take before the orchestrator kills the group.
+    pub case_timeout_s: Option<f64>,
+    /// These processes re-measure flagged cases.
+    pub remeasure: bool,
+}
 
 /// Runs a worker to completion; returns the process exit code (a failed worker
 /// does not return: it leaves with `_exit(1)` once the error is sent).
-pub fn run(args: &WorkerArgs) -> i32 {
+pub fn run(args: &WorkerSettings) -> i32 {
     let mut out = BufWriter::new(protocol_output());
     let stdin = io::stdin();
     let mut input = stdin.lock();
@@ -81,9 +115,9 @@ pub fn case_budget(timeout: Duration) -> Duration {
     timeout.saturating_sub(margin)
 }
 
-fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
+fn backend_for(args: &WorkerSettings, faults: &Faults) -> Result<Box<dyn Backend>> {
     match args.backend {
-        CliBackend::Host => {
+        BackendChoice::Host => {
             let mut options = HostOptions {
                 shm_dir: args.shm_dir.clone(),
                 segment_prefix: args.segment_prefix.clone(),
@@ -103,7 +137,7 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
             options.apply_env(|k| std::env::var(k).ok())?;
             Ok(Box::new(HostBackend::new(options)))
         }
-        CliBackend::Nccl => {
+        BackendChoice::Nccl => {
             let path = args
                 .nccl_lib
                 .as_deref()
@@ -131,11 +165,11 @@ fn backend_for(args: &WorkerArgs, faults: &Faults) -> Result<Box<dyn Backend>> {
             };
             Ok(Box::new(NcclBackend::new(nccl, options)))
         }
-        CliBackend::Auto => bail!("a worker needs an explicit --backend"),
+        BackendChoice::Auto => bail!("a worker needs an explicit --backend"),
     }
 }
 
-fn serve(args: &WorkerArgs, input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
+fn serve(args: &WorkerSettings, input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
     let rank = args.rank;
     let faults = Faults::from_env(rank)?;
     let host = crate::machine::host::hostname();
@@ -167,7 +201,7 @@ fn serve(args: &WorkerArgs, input: &mut impl BufRead, out: &mut impl Write) -> R
     let transports = comm.transports();
     // Each backend's own words: the host backend's banner says it is not NCCL.
     let banner = match args.backend {
-        CliBackend::Host => BANNER,
+        BackendChoice::Host => BANNER,
         _ => "nccl backend",
     };
     let detail = format!(
@@ -194,7 +228,7 @@ fn serve(args: &WorkerArgs, input: &mut impl BufRead, out: &mut impl Write) -> R
 
 /// Serves size, time and check commands until told to exit (or stdin closes).
 fn measure(
-    args: &WorkerArgs,
+    args: &WorkerSettings,
     comm: &mut dyn Communicator,
     faults: &Faults,
     input: &mut impl BufRead,

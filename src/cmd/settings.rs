@@ -1,0 +1,208 @@
+//! The checked settings of `sweep` and `run`, built from their flags: sizes, rank
+//! counts, transport configs, iterations and output (`config::SweepSettings`), with
+//! every mistake rejected before anything runs.
+
+use anyhow::{bail, Result};
+
+use crate::cli::{CliBackend, MeasureArgs, SweepArgs};
+use crate::config::sizes::{self, Step};
+use crate::config::{self, BackendChoice, IterationPolicy, SweepSettings, EVENTS_EVERY_ENV};
+
+/// Which backend the user asked for.
+pub fn backend_choice(b: CliBackend) -> BackendChoice {
+    match b {
+        CliBackend::Auto => BackendChoice::Auto,
+        CliBackend::Nccl => BackendChoice::Nccl,
+        CliBackend::Host => BackendChoice::Host,
+    }
+}
+
+pub fn sweep_settings(args: &SweepArgs) -> Result<SweepSettings> {
+    let gpu_counts = sizes::gpu_counts(&args.gpus).map_err(anyhow::Error::msg)?;
+    let mut settings = measure_settings(&args.measure, gpu_counts)?;
+    if let Some(dir) = &args.run_dir {
+        if dir.exists() {
+            bail!(
+                "--run-dir {} already exists: a run directory is never overwritten",
+                dir.display()
+            );
+        }
+        settings.run_dir = Some(dir.clone());
+    }
+    if args.pairs {
+        let devices = settings.gpu_counts.iter().copied().max().unwrap_or(2);
+        if devices < 2 {
+            bail!("--pairs needs at least 2 devices (--gpus 2 or more)");
+        }
+        settings.configs = config::pair_configs(&settings.configs, devices as usize)?;
+        settings.gpu_counts = vec![2];
+    }
+    Ok(settings)
+}
+
+/// Settings for the given rank counts (`run` takes its one count from the launcher).
+pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<SweepSettings> {
+    let step = match (args.stepbytes, args.stepfactor) {
+        (Some(b), _) => Step::Bytes(b.0),
+        (None, f) => Step::Factor(f.unwrap_or(2)),
+    };
+    let sizes = sizes::size_list(
+        args.minbytes,
+        args.maxbytes,
+        step,
+        args.datatype.size(),
+        args.datatype.name(),
+    )?;
+    let (configs, warnings) = config::select_configs(&args.config, &args.transports)?;
+    if let Some(label) = &args.label {
+        config::transport::check_name(label)
+            .map_err(|_| anyhow::anyhow!("invalid --label '{label}': use letters, digits, '-', '_' and '.' (it becomes part of a directory name)"))?;
+    }
+    let iterations = match args.iters {
+        Some(iters) => IterationPolicy::Fixed { iters },
+        None => IterationPolicy::Adaptive {
+            min_iters: args.min_iters,
+            precision: args.precision,
+            max_time: args.max_time,
+        },
+    };
+    if args.iters.is_none() && args.timeout <= args.max_time {
+        bail!(
+            "--timeout ({:?}) must be longer than --max-time ({:?}): a case needs its whole time budget plus set-up",
+            args.timeout,
+            args.max_time
+        );
+    }
+    Ok(SweepSettings {
+        sizes,
+        gpu_counts,
+        configs,
+        warnings,
+        backend: backend_choice(args.backend),
+        dtype: args.datatype,
+        op: args.op,
+        iterations,
+        warmup: args.warmup_iters,
+        graph: args.graph,
+        events_every: config::events_every(std::env::var(EVENTS_EVERY_ENV).ok())?,
+        remeasure: !args.no_remeasure,
+        timeout: args.timeout,
+        out_dir: args.out.clone(),
+        run_dir: None,
+        label: args.label.clone(),
+        shm_dir: args.shm_dir.clone(),
+        nccl_lib: args.nccl_lib.clone(),
+        plain_output: args.plain,
+        verbose: args.verbose,
+        ceiling_bytes: args.ceiling_bytes.0,
+        expected: match &args.expected {
+            Some(path) => {
+                config::expected::load(path)?;
+                Some(std::fs::read_to_string(path)?)
+            }
+            None => None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::sweep::Plan;
+    use clap::Parser;
+
+    fn settings(args: &[&str]) -> SweepSettings {
+        let mut argv = vec!["nccl-bench", "sweep"];
+        argv.extend_from_slice(args);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Sweep(a) => sweep_settings(&a).unwrap(),
+            _ => unreachable!("parsed as sweep"),
+        }
+    }
+
+    #[test]
+    fn defaults_plan_the_shm_decision_sweep() {
+        let s = settings(&[]);
+        assert_eq!(s.sizes.first(), Some(&8));
+        assert_eq!(s.sizes.last(), Some(&(128 << 20)));
+        assert_eq!(s.sizes.len(), 25);
+        assert_eq!(s.gpu_counts, [2]);
+        let plan = Plan::new(&s);
+        let names: Vec<&str> = plan.groups.iter().map(|g| g.config.name.as_str()).collect();
+        assert_eq!(names, ["default", "shm-off", "p2p-off", "net-only"]);
+        assert_eq!(plan.total_cases(), 4 * 25);
+        assert!(matches!(
+            s.iterations,
+            crate::config::IterationPolicy::Adaptive { min_iters: 20, .. }
+        ));
+    }
+
+    #[test]
+    fn rank_counts_are_the_outer_loop() {
+        let s = settings(&[
+            "--gpus",
+            "8",
+            "--transports",
+            "shm-off,default",
+            "-b",
+            "1K",
+            "-e",
+            "4K",
+            "-n",
+            "7",
+        ]);
+        let plan = Plan::new(&s);
+        let order: Vec<(u32, &str)> = plan
+            .groups
+            .iter()
+            .map(|g| (g.nranks, g.config.name.as_str()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (2, "shm-off"),
+                (2, "default"),
+                (4, "shm-off"),
+                (4, "default"),
+                (8, "shm-off"),
+                (8, "default")
+            ]
+        );
+        assert_eq!(plan.sizes, [1024, 2048, 4096]);
+        assert_eq!(plan.total_cases(), 18);
+        assert_eq!(
+            s.iterations,
+            crate::config::IterationPolicy::Fixed { iters: 7 }
+        );
+    }
+
+    #[test]
+    fn a_config_file_supplies_every_entry_unless_names_pick() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "[[config]]\nname = \"a\"\n[[config]]\nname = \"b\"\nenv = { NCCL_SHM_DISABLE = 1 }\n",
+        )
+        .unwrap();
+        let f = file.to_str().unwrap();
+        let all = settings(&["--config", f]);
+        assert_eq!(
+            all.configs
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        let picked = settings(&["--config", f, "--transports", "b,ib-off"]);
+        assert_eq!(
+            picked
+                .configs
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            ["b", "ib-off"]
+        );
+    }
+}
