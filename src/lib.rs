@@ -15,6 +15,7 @@ pub mod nccl;
 pub mod ops;
 pub mod parallel;
 pub mod plot;
+pub mod report;
 pub mod stats;
 pub mod sweep;
 #[doc(hidden)]

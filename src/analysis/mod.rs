@@ -7,12 +7,9 @@
 pub mod baseline;
 pub mod ceiling;
 pub mod compare;
-pub mod compare_render;
 pub mod expected;
 pub mod history;
 pub mod history_facts;
-pub mod history_render;
 pub mod model_table;
 pub mod pairs;
-pub mod report;
 pub mod verdict;

@@ -12,9 +12,6 @@ use crate::export::reader::{CaseRow, RunData};
 use crate::stats::alpha_beta::{crossover_bytes, fit, AlphaBeta, NoFit, Point};
 use crate::units::{format_us, Bytes};
 
-/// `model.csv`, written beside `results.csv`.
-pub const MODEL_CSV: &str = "model.csv";
-
 /// Columns of `model.csv`, in order. README.md documents each.
 pub const COLUMNS: [&str; 21] = [
     "config",

@@ -4,9 +4,9 @@
 use anyhow::{bail, Result};
 
 use crate::analysis::compare::{compare, CompareOptions, Side};
-use crate::analysis::compare_render::{render, Format};
 use crate::cli::{CompareArgs, CompareFormat};
 use crate::export::reader::RunData;
+use crate::report::compare::{render, Format};
 
 pub fn run(args: &CompareArgs) -> Result<u8> {
     let base = RunData::load(&args.base)?;

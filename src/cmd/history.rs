@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::analysis::history::{self, Options};
-use crate::analysis::history_render::{render, Format};
 use crate::cli::{HistoryArgs, HistoryFormat};
 use crate::export::atomic;
 use crate::export::reader::RunData;
 use crate::export::run_dir::{MANIFEST, RESULTS_CSV};
+use crate::report::history::{render, Format};
 
 /// How deep a results directory is searched for runs.
 const SEARCH_DEPTH: usize = 3;

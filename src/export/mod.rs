@@ -6,7 +6,6 @@
 pub mod atomic;
 pub mod csv;
 pub mod hlog;
-pub mod junit;
 pub mod reader;
 pub mod run_dir;
 

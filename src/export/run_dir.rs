@@ -17,6 +17,12 @@ pub const MANIFEST: &str = "manifest.json";
 pub const RESULTS_CSV: &str = "results.csv";
 pub const HISTOGRAMS: &str = "histograms.hlog";
 pub const LOGS: &str = "logs";
+/// The report a person reads (`report::write_with`).
+pub const REPORT: &str = "report.md";
+/// The latency-bandwidth model of every config, beside results.csv.
+pub const MODEL_CSV: &str = "model.csv";
+/// The run's own table of published figures (`sweep --expected`), if it has one.
+pub const EXPECTED: &str = "expected.toml";
 
 /// A created run directory.
 #[derive(Debug, Clone)]

@@ -150,7 +150,7 @@ pub fn run(
 /// (now, or when written again) holds the run against the same figures.
 pub(crate) fn keep_expected(settings: &SweepSettings, run_dir: &std::path::Path) -> Result<()> {
     if let Some(text) = &settings.expected {
-        let path = run_dir.join(crate::cmd::report::EXPECTED);
+        let path = run_dir.join(crate::export::run_dir::EXPECTED);
         crate::export::atomic::write(&path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
@@ -249,7 +249,7 @@ pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
 /// The report is a reading of what is on disk: a failure to write it is said, and
 /// does not change what was measured or the exit code.
 pub fn write_report(run_dir: &std::path::Path) {
-    match crate::cmd::report::write(run_dir, "default", crate::stats::compare::DEFAULT_THRESHOLD) {
+    match crate::report::write(run_dir, "default", crate::stats::compare::DEFAULT_THRESHOLD) {
         Ok(path) => println!("report: {}", path.display()),
         Err(e) => eprintln!("warning: no report: {e:#}"),
     }

@@ -355,4 +355,4 @@ use judge::judge;
 pub use super::history_facts::{differences, facts};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

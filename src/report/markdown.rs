@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::compare::{compare_pair, distrust, seed, CompareOptions, Outcome};
-use super::verdict::{decide, explain};
+use crate::analysis::compare::{compare_pair, distrust, seed, CompareOptions, Outcome};
+use crate::analysis::verdict::{decide, explain};
 use crate::export::reader::{CaseRow, RunData};
 use crate::model::SIMULATED_LABEL;
 use crate::stats::quality::Quality;
@@ -124,18 +124,18 @@ pub fn markdown(
     for nranks in counts {
         gpu_count_table(&mut s, run, nranks, baseline, options)?;
     }
-    super::pairs::markdown(
+    crate::analysis::pairs::markdown(
         &mut s,
-        &super::pairs::tables(run, options.threshold),
+        &crate::analysis::pairs::tables(run, options.threshold),
         options.threshold,
         (m.backend.used == "host").then_some(m.host.cpus),
     )?;
-    super::expected::markdown(&mut s, run, expected)?;
+    crate::analysis::expected::markdown(&mut s, run, expected)?;
     ceilings_section(&mut s, run)?;
-    let shm_off = super::verdict::shm_off_config(run);
-    super::model_table::markdown(
+    let shm_off = crate::analysis::verdict::shm_off_config(run);
+    crate::analysis::model_table::markdown(
         &mut s,
-        &super::model_table::models(run),
+        &crate::analysis::model_table::models(run),
         baseline,
         shm_off.as_deref(),
     )?;
@@ -257,7 +257,7 @@ fn ceilings_section(s: &mut String, run: &RunData) -> Result<()> {
         .into_iter()
         .collect();
     let host = run.manifest.backend.used == "host";
-    let rings = super::ceiling::rings(c, host, &counts);
+    let rings = crate::analysis::ceiling::rings(c, host, &counts);
     if !rings.is_empty() {
         writeln!(s, "| ranks | ring over | busbw ceiling |\n|---|---|---|")?;
         for (n, what, gbps) in rings {

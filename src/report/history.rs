@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::history::{History, Series, Step};
+use crate::analysis::history::{History, Series, Step};
 use crate::stats::compare::Verdict;
 use crate::units::{format_us, plural, Bytes};
 
@@ -142,7 +142,7 @@ const HEADERS: [&str; 10] = [
 /// busbw range, and its counts.
 fn series_row(h: &History, s: &Series) -> Vec<String> {
     let measured: Vec<_> = s.points.iter().filter(|p| p.median_us.is_some()).collect();
-    let time = |p: Option<&&super::history::Point>| {
+    let time = |p: Option<&&crate::analysis::history::Point>| {
         p.and_then(|p| p.median_us)
             .map(format_us)
             .unwrap_or_else(|| "-".into())
@@ -316,4 +316,28 @@ fn csv(h: &History) -> Result<String> {
     Ok(String::from_utf8(
         w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::history::build;
+    use crate::analysis::history::tests::{opts, run, several_kinds};
+
+    #[test]
+    fn series_are_named_with_their_datatype_and_op_when_there_are_several() {
+        let runs: Vec<_> = (0..3).map(|i| run(i, 1.0, "2.21.5")).collect();
+        let table = render(&build(&runs, &opts()), Format::Table).unwrap();
+        assert!(table.contains("default, 2 ranks, 1 GiB"), "{table}");
+        assert!(!table.contains("float sum"), "{table}");
+        let table = render(&build(&several_kinds(runs), &opts()), Format::Table).unwrap();
+        assert!(
+            table.contains("default, 2 ranks, 1 GiB, float sum"),
+            "{table}"
+        );
+        assert!(
+            table.contains("default, 2 ranks, 1 GiB, half max"),
+            "{table}"
+        );
+    }
 }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::compare::{CompareReport, PairRow};
+use crate::analysis::compare::{CompareReport, PairRow};
 use crate::units::{format_us, Bytes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ fn cells(r: &PairRow) -> [String; 10] {
 
 /// The summary lines under a table.
 pub fn summary(report: &CompareReport) -> Vec<String> {
-    use super::compare::Outcome::*;
+    use crate::analysis::compare::Outcome::*;
     let mut lines = Vec::new();
     let counts: Vec<String> = [
         Regressed,

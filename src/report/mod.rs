@@ -1,0 +1,62 @@
+//! Documents for people from what `analysis` decided: the run's `report.md` (the SHM
+//! verdict and its evidence, tables per GPU count, the model, pairs, ceilings, with
+//! the plots) and `model.csv`, written into the run directory; and the outputs of
+//! `compare`, `history` and `check` in each of their formats (text, Markdown, CSV,
+//! JSON, JUnit XML). Rendering only: nothing here measures or judges, and nothing
+//! prints; `write_with` is the one function that writes files.
+
+pub mod check;
+pub mod compare;
+pub mod history;
+pub mod junit;
+pub mod markdown;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::analysis::compare::CompareOptions;
+use crate::export::atomic;
+use crate::export::reader::RunData;
+use crate::export::run_dir::{EXPECTED, MODEL_CSV, REPORT};
+use crate::stats::compare::DEFAULT_RESAMPLES;
+use markdown::markdown;
+
+/// Writes the run's report; returns its path.
+pub fn write(run_dir: &Path, baseline: &str, threshold: f64) -> Result<PathBuf> {
+    write_with(run_dir, baseline, threshold, Vec::new())
+}
+
+/// Writes the run's report, with published figures from `user` tables tried before
+/// the run's own expected.toml and the shipped table; returns its path.
+pub fn write_with(
+    run_dir: &Path,
+    baseline: &str,
+    threshold: f64,
+    mut user: Vec<Vec<crate::config::expected::Platform>>,
+) -> Result<PathBuf> {
+    let run = RunData::load(run_dir)?;
+    let own = run_dir.join(EXPECTED);
+    if own.is_file() {
+        user.push(crate::config::expected::load(&own)?);
+    }
+    let expected = crate::config::expected::merged(&user);
+    let options = CompareOptions {
+        threshold,
+        resamples: DEFAULT_RESAMPLES,
+    };
+    // Plots are part of the report; one that cannot be drawn is said in the report
+    // rather than losing the tables and the verdict.
+    let plots_dir = run_dir.join(crate::plot::PLOTS);
+    let plots =
+        crate::plot::draw_all(&run, baseline, threshold, &plots_dir).map_err(|e| format!("{e:#}"));
+    let models = crate::analysis::model_table::models(&run);
+    let model_path = run_dir.join(MODEL_CSV);
+    atomic::write(&model_path, &crate::analysis::model_table::csv(&models)?)
+        .with_context(|| format!("cannot write {}", model_path.display()))?;
+    let text = markdown(&run, baseline, options, &plots, &expected)?;
+    let path = run_dir.join(REPORT);
+    atomic::write(&path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
