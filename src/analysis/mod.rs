@@ -9,7 +9,6 @@ pub mod ceiling;
 pub mod compare;
 pub mod expected;
 pub mod history;
-pub mod history_facts;
 pub mod model_table;
 pub mod pairs;
 pub mod verdict;

@@ -2,9 +2,9 @@
 //! against the level before it, steps where two runs move the same way, one-offs
 //! where a run does not last, and what the manifests say changed at a step.
 
-use super::{OneOff, Options, Point, Series, Step};
+use super::facts::differences;
+use super::series::{OneOff, Options, Point, Series, Step};
 use crate::analysis::compare::seed;
-use crate::analysis::history_facts::differences;
 use crate::export::reader::RunData;
 use crate::stats::compare::{classify, compare_distributions, Verdict, DEFAULT_RESAMPLES};
 use crate::stats::distribution::Distribution;

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::export::reader::ManifestHead;
+use crate::stats::compare::Verdict;
 
 /// A run at `level` (1.0 = the base) with each median's interval +-0.3 %.
 pub(crate) fn run(i: usize, level: f64, nccl: &str) -> RunData {

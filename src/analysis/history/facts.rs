@@ -1,7 +1,7 @@
 //! What a run's manifest says about where and with what it ran, for `history`:
 //! each step lists the facts that differ between the two runs around it.
 
-use super::history::Difference;
+use super::series::Difference;
 use crate::export::reader::RunData;
 
 /// What a run's manifest says about where and with what it ran, as (what, value)
