@@ -1,16 +1,19 @@
 //! Importers for results produced by other tools, so that they can be read next to
 //! nccl-bench's own runs: the output of NVIDIA nccl-tests (`all_reduce_perf` and its
 //! siblings), its stdout table in every format it has printed (`text`) and its `-J`
-//! JSON document (`json`), read by [`parse`] into an [`ImportedRun`] (`run`).
+//! JSON document (`json`), read by [`parse`] into an [`ImportedRun`] (`run`), and
+//! written as a run directory by [`write_run`] (`write`).
 
 mod json;
 mod run;
 mod text;
+mod write;
 
 pub use json::parse_json;
 pub(crate) use run::local_time;
 pub use run::{Format, ImportError, ImportedRank, ImportedRow, ImportedRun, IterStats, Timing};
 pub use text::parse_text;
+pub use write::{write_run, ImportRequest, BACKEND};
 
 /// Reads nccl-tests output: JSON when it starts with `{` (or `[` followed by `{` or `]`,
 /// so that an mpirun `[1,0]<stdout>:` prefix still reads as text), else text.

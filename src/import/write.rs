@@ -1,0 +1,525 @@
+//! An imported nccl-tests output (text or `-J` JSON) written as a normal run
+//! directory (backend `nccl-tests`), so that compare (and report) read
+//! the numbers people already have next to nccl-bench's own. Out-of-place rows go
+//! under the config's name, in-place rows under `<config>-inplace`. Where the output
+//! has per-iteration times (`-I 1` with `-J`), each case gets a histogram of them
+//! and the percentile, median-interval and quality columns, so compare, check and
+//! history treat it like a sweep's; otherwise only the mean is known and those
+//! columns stay empty.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{anyhow, bail, Result};
+
+use super::{ImportedRank, ImportedRun, IterStats, Timing};
+use crate::config::transport::{builtin_configs, check_name, TransportConfig};
+use crate::config::IterationPolicy;
+use crate::export::csv::RowCells;
+use crate::export::{RunDir, RunWriter};
+use crate::model::{
+    BackendInfo, CaseCounts, CaseKey, CaseStatus, ClusterInfo, GpuFacts, GpuInfo, HostInfo,
+    NcclChoice, RankInfo, RunManifest, RunStatus, ToolInfo, SCHEMA_VERSION,
+};
+use crate::ops::{DataType, ReduceOp};
+use crate::stats::quality::{
+    case_flags, neighbour_flags, reasons, verdict, CaseShape, Drift, Flag, Point, Quality,
+};
+use crate::stats::LatencyRecorder;
+
+pub const BACKEND: &str = "nccl-tests";
+
+/// What to import, and where to (`import`'s flags).
+#[derive(Debug, Clone)]
+pub struct ImportRequest {
+    /// The nccl-tests output read.
+    pub file: PathBuf,
+    /// The run directory to create (never an existing one).
+    pub out: PathBuf,
+    /// The rows' config name [default: the preset the output's variables match].
+    pub config: Option<String>,
+    /// The rank count, where the output does not show it.
+    pub nranks: Option<u32>,
+    /// When nccl-tests ran, RFC 3339 (`--started-at`).
+    pub started_at: Option<String>,
+}
+
+/// Writes the run directory of `parsed`, read from `args.file`; returns it and a line
+/// saying what was imported.
+pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf, String)> {
+    if parsed.rows.is_empty() {
+        bail!(
+            "{}: the table has no rows (did the run crash before its first size?)",
+            args.file.display()
+        );
+    }
+    let nranks = args.nranks.or(parsed.nranks).ok_or_else(|| {
+        anyhow!(
+            "{}: the output does not show the rank count; give --nranks",
+            args.file.display()
+        )
+    })?;
+    let config = match &args.config {
+        Some(name) => {
+            check_name(name).map_err(anyhow::Error::msg)?;
+            name.clone()
+        }
+        None => config_from_env(&parsed.env),
+    };
+    let (dtype, op) = checked_types(parsed, &args.file)?;
+    let iters = iters_from_command(parsed.command.as_deref());
+
+    let started = started_at(args, parsed);
+
+    let dir = RunDir::create_at(&args.out)?;
+    let writer = RunWriter::new(dir, SystemTime::now())?;
+    let mut counts = CaseCounts::default();
+    let mut configs = vec![config.clone()];
+    let mut cases: Vec<Imported> = Vec::new();
+    for row in &parsed.rows {
+        let mut sides = vec![(config.clone(), &row.out_of_place)];
+        if let Some(in_place) = &row.in_place {
+            let name = format!("{config}-inplace");
+            if !configs.contains(&name) {
+                configs.push(name.clone());
+            }
+            sides.push((name, in_place));
+        }
+        for (name, timing) in sides {
+            let mut cells = cells(
+                &name, nranks, row.bytes, &row.dtype, &row.op, timing, &args.file, row.line,
+            );
+            cells.iters = iters;
+            // Times that are not a number (a failed iteration) are left out.
+            let times: Vec<f64> = timing
+                .per_iter
+                .as_ref()
+                .map(timed)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|t| t.is_finite() && *t >= 0.0)
+                .collect();
+            let (recorder, flags) = if times.is_empty() {
+                (None, Vec::new())
+            } else {
+                let (recorder, flags) = per_iteration(&mut cells, &times);
+                cells.hist_tag = CaseKey {
+                    config: name.clone(),
+                    nranks,
+                    bytes: row.bytes,
+                    dtype,
+                    op,
+                }
+                .tag();
+                (Some(recorder), flags)
+            };
+            cases.push(Imported {
+                cells,
+                recorder,
+                flags,
+            });
+        }
+    }
+    assess(&mut cases);
+    let per_iteration_cases = cases.iter().filter(|c| c.recorder.is_some()).count();
+    for case in &cases {
+        counts.total += 1;
+        counts.add(if case.cells.status == "ok" {
+            CaseStatus::Ok
+        } else {
+            CaseStatus::Wrong
+        });
+        if let Some(q) = Quality::parse(&case.cells.quality) {
+            counts.add_quality(q);
+        }
+        if let Some(recorder) = &case.recorder {
+            writer.record_tagged_histogram(
+                recorder.histogram(),
+                &case.cells.hist_tag,
+                Duration::ZERO,
+                Duration::ZERO,
+            )?;
+        }
+        writer.record_row(&case.cells)?;
+    }
+    let env: std::collections::BTreeMap<String, String> = parsed.env.iter().cloned().collect();
+    let manifest = RunManifest {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "nccl-bench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            git_rev: option_env!("NCCL_BENCH_GIT_REV")
+                .unwrap_or("unknown")
+                .into(),
+        },
+        command_line: std::env::args().collect(),
+        label: None,
+        status: RunStatus::Complete,
+        // When nccl-tests ran: history sorts runs by it.
+        started_at: started.0.clone(),
+        finished_at: Some(crate::units::now_rfc3339()),
+        error: None,
+        backend: BackendInfo {
+            requested: "import".into(),
+            used: BACKEND.into(),
+            note: format!(
+                "imported from {} (nccl-tests all_reduce_perf{}{}): {}; {}",
+                args.file.display(),
+                parsed
+                    .nccl_tests_version
+                    .as_deref()
+                    .map(|v| format!(" {v}"))
+                    .unwrap_or_default(),
+                parsed
+                    .command
+                    .as_deref()
+                    .map(|c| format!(", `{c}`"))
+                    .unwrap_or_default(),
+                timing_note(per_iteration_cases, cases.len()),
+                started.1,
+            ),
+        },
+        nccl: parsed.nccl_version.clone().map(|version| NcclChoice {
+            path: Default::default(),
+            version,
+            found_by: "reported by nccl-tests".into(),
+            simulated: false,
+        }),
+        nccl_per_config: Default::default(),
+        gpu: gpu_facts(&parsed.ranks),
+        host: HostInfo::default(),
+        configs: configs
+            .iter()
+            .map(|name| TransportConfig {
+                name: name.clone(),
+                description: format!("imported from {}", args.file.display()),
+                env: env.clone(),
+                nccl_lib: None,
+                source: args.file.display().to_string(),
+                devices: None,
+                ranks: None,
+            })
+            .collect(),
+        gpu_counts: vec![nranks],
+        sizes: parsed.rows.iter().map(|r| r.bytes).collect(),
+        dtype,
+        op,
+        iterations: IterationPolicy::Fixed { iters },
+        warmup_iters: 0,
+        graph_iters: 0,
+        timeout_s: 0.0,
+        cases: counts.clone(),
+        warnings: vec![],
+        cluster: cluster(&parsed.ranks),
+        doctor: Vec::new(),
+        ceilings: None,
+    };
+    writer.write_manifest(&manifest)?;
+    let said = format!(
+        "imported {} rows ({} ranks, {}) from {} into {}",
+        counts.done,
+        nranks,
+        configs.join(", "),
+        args.file.display(),
+        writer.dir().path.display()
+    );
+    Ok((writer.dir().path.clone(), said))
+}
+
+/// One imported case: its row and, with per-iteration times (`-I 1`, JSON), their
+/// histogram and the quality rules' flags.
+struct Imported {
+    cells: RowCells,
+    recorder: Option<LatencyRecorder>,
+    flags: Vec<Flag>,
+}
+
+/// The iterations nccl-tests' own `-I` summary counts: all but the first
+/// `skipped_iterations` (`-K`, left out as warm-up).
+fn timed(stats: &IterStats) -> Vec<f64> {
+    let skip = stats.skipped_iterations.unwrap_or(0) as usize;
+    stats.times_us.iter().skip(skip).copied().collect()
+}
+
+/// Puts every iteration time (the max over ranks, as nccl-tests measures it) into a
+/// histogram like the sweep's own and fills the row's percentiles, spread and median
+/// interval from it; returns the histogram and the quality rules' flags on the case
+/// itself. The mean, algbw and busbw stay nccl-tests' own (from
+/// its batch time).
+fn per_iteration(cells: &mut RowCells, times_us: &[f64]) -> (LatencyRecorder, Vec<Flag>) {
+    let mut recorder = LatencyRecorder::new();
+    let mut drift = Drift::new();
+    let ns: Vec<u64> = times_us.iter().map(|t| (t * 1e3).round() as u64).collect();
+    for &v in &ns {
+        recorder.record(v);
+    }
+    drift.add_batch(ns);
+    let s = recorder.summary();
+    cells.min_us = Some(s.min_us);
+    cells.p50_us = Some(s.p50_us);
+    cells.p90_us = Some(s.p90_us);
+    cells.p99_us = Some(s.p99_us);
+    cells.max_us = Some(s.max_us);
+    cells.stddev_us = Some(s.stddev_us);
+    cells.median_ci_us = Some(s.median_ci_us);
+    let flags = case_flags(&CaseShape::of(&recorder, &drift));
+    (recorder, flags)
+}
+
+/// The quality of every case with a histogram: the rules on the case itself and,
+/// among the ok ones of a config, the rules across sizes (the sweep's quality pass,
+/// without the second measurement it can make).
+fn assess(cases: &mut [Imported]) {
+    let mut names: Vec<String> = cases.iter().map(|c| c.cells.config.clone()).collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        let members: Vec<usize> = (0..cases.len())
+            .filter(|&i| {
+                let c = &cases[i].cells;
+                c.config == name && c.status == "ok" && cases[i].recorder.is_some()
+            })
+            .collect();
+        let points: Vec<Point> = members
+            .iter()
+            .map(|&i| {
+                let c = &cases[i].cells;
+                Point {
+                    bytes: c.bytes,
+                    p50_us: c.p50_us.unwrap_or(0.0),
+                    ci_us: c.median_ci_us.unwrap_or((0.0, f64::INFINITY)),
+                }
+            })
+            .collect();
+        for (&i, extra) in members.iter().zip(neighbour_flags(&points)) {
+            cases[i].flags.extend(extra);
+        }
+    }
+    // As for a sweep's cases, only ok ones get a quality.
+    for case in cases
+        .iter_mut()
+        .filter(|c| c.recorder.is_some() && c.cells.status == "ok")
+    {
+        case.cells.quality = verdict(&case.flags).name().into();
+        case.cells.quality_note = reasons(&case.flags);
+    }
+}
+
+/// When the imported run started, and where that comes from.
+fn started_at(args: &ImportRequest, parsed: &ImportedRun) -> (String, &'static str) {
+    if let Some(t) = &args.started_at {
+        return (t.clone(), "started at the time given (--started-at)");
+    }
+    if let Some(t) = &parsed.started_at {
+        return (
+            t.clone(),
+            match parsed.format {
+                super::Format::Json => "started at the JSON's start_time",
+                super::Format::Text => "started at the first row's -S timestamp",
+            },
+        );
+    }
+    match crate::units::modified_rfc3339(&args.file) {
+        Some(t) => (
+            t,
+            "the output gives no time: dated by the file's modification time (--started-at sets it)",
+        ),
+        None => (
+            crate::units::now_rfc3339(),
+            "the output gives no time: dated by the import (--started-at sets it)",
+        ),
+    }
+}
+
+/// What the manifest says about the timings an import holds.
+fn timing_note(with_iterations: usize, cases: usize) -> String {
+    match with_iterations {
+        0 => "mean times only, no per-iteration data".into(),
+        n if n == cases => "per-iteration times (-I 1) as histograms".into(),
+        n => format!("per-iteration times (-I 1) as histograms for {n} of {cases} cases, mean times only for the rest"),
+    }
+}
+
+/// The GPUs nccl-tests listed, one per rank in rank order (what the report matches
+/// against published figures); nothing else about them is known.
+fn gpu_facts(ranks: &[ImportedRank]) -> Option<GpuFacts> {
+    if ranks.is_empty() {
+        return None;
+    }
+    Some(GpuFacts {
+        driver_version: "unknown".into(),
+        cuda_version: "unknown".into(),
+        gpus: ranks
+            .iter()
+            .map(|r| GpuInfo {
+                index: r.device,
+                name: r.gpu.clone(),
+                bus_id: r.bus_id.clone(),
+                memory_bytes: 0,
+                free_bytes: None,
+            })
+            .collect(),
+        p2p: Vec::new(),
+    })
+}
+
+/// The ranks' hosts, when nccl-tests listed them.
+fn cluster(ranks: &[ImportedRank]) -> Option<ClusterInfo> {
+    if ranks.is_empty() {
+        return None;
+    }
+    let mut hosts: Vec<String> = Vec::new();
+    for r in ranks {
+        if !hosts.contains(&r.host) {
+            hosts.push(r.host.clone());
+        }
+    }
+    Some(ClusterInfo {
+        launcher: "nccl-tests (imported)".into(),
+        rendezvous: String::new(),
+        world_size: ranks.len() as u32,
+        hosts,
+        ranks: ranks
+            .iter()
+            .map(|r| RankInfo {
+                rank: r.rank,
+                host: r.host.clone(),
+                local_rank: r.device as u32,
+                device: r.device,
+                pid: r.pid,
+                nccl_version: None,
+            })
+            .collect(),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cells(
+    config: &str,
+    nranks: u32,
+    bytes: u64,
+    dtype: &str,
+    op: &str,
+    t: &Timing,
+    file: &Path,
+    line: usize,
+) -> RowCells {
+    let wrong = t.wrong.unwrap_or(0);
+    RowCells {
+        config: config.to_string(),
+        backend: BACKEND.into(),
+        nranks,
+        bytes,
+        dtype: dtype.to_string(),
+        op: op.to_string(),
+        status: if wrong > 0 {
+            "wrong".into()
+        } else {
+            "ok".into()
+        },
+        time_us: Some(t.time_us),
+        algbw_gbps: Some(t.algbw_gbps),
+        busbw_gbps: Some(t.busbw_gbps),
+        wrong,
+        error: if wrong > 0 {
+            format!(
+                "{wrong} wrong element(s) reported by nccl-tests ({}:{line})",
+                file.display()
+            )
+        } else {
+            String::new()
+        },
+        ..RowCells::default()
+    }
+}
+
+/// The built-in preset whose NCCL variables the output shows; `default` when it
+/// shows none; `imported` otherwise (the variables are in the manifest).
+fn config_from_env(env: &[(String, String)]) -> String {
+    let shown: Vec<&(String, String)> = env
+        .iter()
+        .filter(|(k, _)| !k.starts_with("NCCL_DEBUG") && k.starts_with("NCCL_"))
+        .collect();
+    if shown.is_empty() {
+        return "default".into();
+    }
+    builtin_configs()
+        .into_iter()
+        .find(|c| c.env.len() == shown.len() && shown.iter().all(|(k, v)| c.env.get(k) == Some(v)))
+        .map(|c| c.name)
+        .unwrap_or_else(|| "imported".into())
+}
+
+fn checked_types(run: &ImportedRun, file: &Path) -> Result<(DataType, ReduceOp)> {
+    let first = &run.rows[0];
+    let dtype: DataType = first
+        .dtype
+        .parse()
+        .map_err(|e| anyhow!("{}:{}: {e}", file.display(), first.line))?;
+    let op: ReduceOp = first
+        .op
+        .parse()
+        .map_err(|e| anyhow!("{}:{}: {e}", file.display(), first.line))?;
+    if let Some(other) = run
+        .rows
+        .iter()
+        .find(|r| r.dtype != first.dtype || r.op != first.op)
+    {
+        bail!(
+            "{}:{}: rows of several types or ops ({} {} and {} {}); import them separately",
+            file.display(),
+            other.line,
+            first.dtype,
+            first.op,
+            other.dtype,
+            other.op
+        );
+    }
+    Ok((dtype, op))
+}
+
+/// `-n N` / `--iters N` from the command line nccl-tests was run with, else its default 20.
+fn iters_from_command(command: Option<&str>) -> u64 {
+    let words: Vec<&str> = command.unwrap_or("").split_whitespace().collect();
+    words
+        .windows(2)
+        .find(|w| w[0] == "-n" || w[0] == "--iters")
+        .and_then(|w| w[1].parse().ok())
+        .unwrap_or(20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_names_come_from_the_recorded_environment() {
+        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(config_from_env(&env(&[("NCCL_DEBUG", "INFO")])), "default");
+        assert_eq!(
+            config_from_env(&env(&[("NCCL_SHM_DISABLE", "1")])),
+            "shm-off"
+        );
+        assert_eq!(
+            config_from_env(&env(&[
+                ("NCCL_SHM_DISABLE", "1"),
+                ("NCCL_P2P_DISABLE", "1")
+            ])),
+            "net-only"
+        );
+        assert_eq!(
+            config_from_env(&env(&[("NCCL_MIN_NCHANNELS", "4")])),
+            "imported"
+        );
+        assert_eq!(
+            iters_from_command(Some("./all_reduce_perf -b 8 -e 1G -n 50 -g 1")),
+            50
+        );
+        assert_eq!(iters_from_command(None), 20);
+    }
+}
