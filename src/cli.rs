@@ -1,5 +1,8 @@
-//! Command-line definitions (clap derive) and nothing else: the rest of the program
-//! sees the checked `config::SweepSettings`, never these types.
+//! Command-line definitions (clap derive) and nothing else: `cmd` turns them into
+//! checked settings, and the rest of the program never sees these types.
+
+// The doc comments here are `--help` texts, written for a terminal, not for rustdoc.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 
 use std::path::PathBuf;
 use std::time::Duration;

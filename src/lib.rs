@@ -1,4 +1,162 @@
 //! nccl-bench: all-reduce throughput per NCCL transport configuration.
+//!
+//! # Architecture
+//!
+//! This page is the map of the code: the problem in a paragraph, the layers, what each
+//! module owns (with the type or function to search for), the rules a change must keep,
+//! and where to start reading for each command. It names things rather than lines, so
+//! that it stays true while code moves; `tests/architecture.rs` checks the layering.
+//!
+//! ## Bird's-eye view
+//!
+//! A sweep measures all-reduce over message sizes x rank counts x transport configs
+//! (SHM on/off, P2P off, sockets only, ...). NCCL reads its environment once per
+//! process, so every (config, rank count) runs in fresh worker processes, one per
+//! rank, driven over stdin/stdout by an orchestrator. Each rank runs on a backend: NCCL
+//! on GPUs, or the host backend (CPU processes over /dev/shm or TCP) where there is no
+//! GPU. The orchestrator merges the ranks' per-iteration times into a histogram and a
+//! CSV row per case, reads the transports NCCL really used from its debug logs, and
+//! writes a run directory after every case. Later commands read run directories back:
+//! the report with the SHM verdict, `compare`, `baseline`/`check`, `history`, `pairs`.
+//!
+//! ## Layers
+//!
+//! Imports point down only; modules on one line sit side by side and do not import
+//! each other.
+//!
+//! ```text
+//! main.rs                        parse, run the command, print the error chain, exit code
+//! cmd/                           one file per command: flags -> checked settings -> the layer below
+//! cli.rs                         clap definitions only
+//! cluster/                       `run` under Slurm, mpirun, torchrun: rendezvous, remote ranks
+//! sweep/                         plan, orchestrator, worker processes, the worker loop
+//! report/                        report.md and the outputs of compare, history, check
+//! plot/                          SVG and PNG charts
+//! backend/ doctor/ analysis/ import/
+//!                                where collectives run | checks of the machine |
+//!                                judging runs | reading nccl-tests outputs
+//! export/ machine/               the run directory's files | this machine as read
+//! model.rs                       the records a run produces and reads back
+//! config/                        checked settings: sizes, transport configs, figures
+//! nccl/                          what we know about NCCL: logs, failures, SHM sizing, ...
+//! stats/ ops/ units.rs ...       statistics, datatypes and reductions, formatting
+//! ```
+//!
+//! (`stats` above `ops` above `units`, `parallel` and `test_inputs`.)
+//!
+//! ## Code map
+//!
+//! **`main.rs`, `cli`, `cmd`.** `cli::Cli` and its `*Args` are clap types; nothing below
+//! `cmd` sees them. Each `cmd::<command>::run` checks its flags into settings
+//! (`cmd::settings::sweep_settings` for `sweep` and `run`), builds what the layer below
+//! needs (`cluster::run::RunRequest`, `sweep::worker::WorkerSettings`,
+//! `import::ImportRequest`) and calls it. `cmd::progress` is the terminal's
+//! `SweepObserver` (a bar or one line per case).
+//!
+//! **`cluster`.** `nccl-bench run`: one process per rank under a launcher.
+//! `launcher::detect` reads the rank layout, `rendezvous` brings the ranks to rank 0,
+//! `gather` waits for them all (or names who is missing), `remote::RemoteLaunch`
+//! starts each group's workers through the ranks' agents (`agent::serve`), and rank 0
+//! runs the sweep's orchestrator over those connections.
+//!
+//! **`sweep`.** `session::run` is `sweep` from settings to exit code: backend choice,
+//! preflight, manifest, the orchestrator, the report. `plan::Plan` orders the groups;
+//! `orchestrator::Orchestrator::run` runs each group's sizes over a `group::RankGroup`
+//! (`process::ProcessGroup` locally), with timeouts, failures kept as data
+//! (`failure`), quality flags and re-measurement (`orchestrator::quality`,
+//! `remeasure`). The worker loop is `worker::run` (join, then size, time, check
+//! commands from `protocol::Command`, answered with `protocol::Event`); `merge` turns
+//! the ranks' batches into one case.
+//!
+//! **`report`, `plot`.** `report::write_with` writes a run's `report.md` (built by
+//! `report::markdown::markdown`: the verdict first, tables per GPU count, the model,
+//! pairs, ceilings) and `model.csv`, with the charts of `plot::draw_all`.
+//! `report::{compare, history, check, junit}` render those commands' outputs.
+//!
+//! **`backend`.** The `Backend` and `Communicator` traits: a communicator runs timed
+//! batches of back-to-back all-reduces and checks its output. `host::HostBackend` is a
+//! ring over /dev/shm segments or TCP; `nccl::gpu::NcclBackend` is NCCL through our own
+//! FFI (`nccl::ffi` raw symbols, `nccl::library::Nccl` results with NCCL's codes and
+//! texts, `nccl::comm` owners that free in `Drop`) with CUDA through cudarc.
+//! `select::resolve` chooses the backend for `--backend` and records why.
+//!
+//! **`doctor`.** `run_checks` and `quick_checks`: one file per check (/dev/shm,
+//! leftover segments, container, NCCL settings, interfaces, InfiniBand, GPUs, libnccl),
+//! each reading the machine only through `machine::Root` so tests build fake machines.
+//!
+//! **`analysis`.** Judging runs, read back through `export::reader::RunData`: the SHM
+//! verdict (`verdict::decide`), the comparison of two runs or configs
+//! (`compare::compare`, whose rule is `stats::compare::classify`), baselines and
+//! checks (`baseline::{build, check}`), history (`history::build`), GPU and node pairs
+//! (`pairs::tables`), the latency-bandwidth model (`model_table::models`), link
+//! ceilings (`ceiling`) and published figures (`expected::judge`).
+//!
+//! **`import`.** `import::parse` reads nccl-tests' stdout table in every layout it has
+//! printed, or its `-J` JSON; `import::write_run` writes it as a run directory.
+//!
+//! **`export`.** The run directory: `RunDir` (created, never overwritten), `RunWriter`
+//! (results.csv rows, the HdrHistogram log and the manifest, each written atomically
+//! after every case through `atomic::write`), `csv::COLUMNS`, and `reader::RunData` to
+//! read it back.
+//!
+//! **`machine`.** This machine as read, never judged: `Root` (the file-system view
+//! tests replace), `host` facts, `net::interfaces`, `GpuPresence`, the CUDA driver and
+//! GPU facts (`cuda::read`), and where libnccl is (`libnccl::discover`).
+//!
+//! **`model`, `config`.** `model` holds the records: `CaseKey`, `CaseResult`,
+//! `RunManifest`, the doctor's `Check`. `config` holds the checked settings:
+//! `SweepSettings`, `TransportConfig` (presets and TOML files), `sizes`, `expected`.
+//!
+//! **`nccl`.** NCCL knowledge, in one place: the log parser (`log::parse`, `NcclLog`:
+//! which transports, ranks, failures), failure explanations with their fixes
+//! (`explain::explain`), SHM segment sizing (`shm::shm_estimate`), how NCCL picks socket
+//! interfaces (`net::selection`, `net::IfList`), the `NCCL_*` variables it reads
+//! (`vars`), and `NcclVersion`.
+//!
+//! **`stats`, `ops`, `units`.** `stats`: per-iteration times (`LatencyRecorder`), the
+//! adaptive stop rule (`StopRule`), bandwidth (`Bandwidth`), comparison statistics
+//! (`compare::compare_distributions`, `classify`), quality rules (`quality`), the
+//! alpha-beta fit (`alpha_beta::fit`). `ops`: `DataType`, `ReduceOp` and the check
+//! pattern whose every partial result is exact (`pattern::Pattern`). `units`: `Bytes`,
+//! `GbPerSec` and all formatting of sizes, rates and times. `parallel::map` spreads
+//! work over the cores.
+//!
+//! ## Invariants
+//!
+//! - Imports point down the layers above, and the modules of one line do not import
+//!   each other (`tests/architecture.rs` reads the imports of every file: no cycle
+//!   between files, no import upwards).
+//! - clap types stay in `cli` and `cmd`: the rest is built from settings structs.
+//! - Only `main`, `cmd`, the sweep's session, the cluster run and the worker write to
+//!   the terminal (progress goes through `sweep::SweepObserver`); the backends write
+//!   only to their worker's log (stderr). `stats`, `nccl`, `analysis`, `report`,
+//!   `plot`, `export`, `model` and `config` never print.
+//! - Results are written by `export` (atomically, after every case; a run directory is
+//!   never overwritten), `report::write_with` and `plot` (into a run directory). Reading
+//!   the machine is `machine`'s; the doctor reads it through `Root`.
+//! - NCCL's own rules (log formats, failure signatures, SHM sizes per version,
+//!   interface choice, variable names) live in `nccl`; `backend::nccl` only calls the
+//!   library.
+//! - Workers are separate processes: NCCL caches its environment per process, and a
+//!   hung or crashed case is killed as a process group without taking the sweep down.
+//!   A failed, hung or crashed case is recorded with its reason and the sweep goes on.
+//! - The simulated GPUs (`tests/gpu-sim`) are a test double: product code knows them
+//!   only by the library's `ncclBenchSimulated` symbol and labels their runs
+//!   `model::SIMULATED_LABEL` everywhere.
+//!
+//! ## Where to start reading
+//!
+//! | command | start at |
+//! |---|---|
+//! | `sweep` | `cmd::sweep::run`, then `sweep::session::run`, `sweep::orchestrator`, `sweep::worker` |
+//! | `run` | `cmd::run::run`, then `cluster::run::run` |
+//! | `report` | `report::write_with`, `report::markdown`, `analysis::verdict::decide` |
+//! | `compare` | `cmd::compare::run`, `analysis::compare::compare`, `stats::compare::classify` |
+//! | `baseline`, `check` | `analysis::baseline::{build, check}` |
+//! | `history` | `cmd::history::run`, `analysis::history::build` |
+//! | `import` | `import::parse`, `import::write_run` |
+//! | `explain` | `nccl::log::parse`, `nccl::explain::explain` |
+//! | `doctor` | `doctor::run_checks` |
 
 pub mod analysis;
 pub mod backend;
