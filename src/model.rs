@@ -353,6 +353,19 @@ pub struct ToolInfo {
     pub git_rev: String,
 }
 
+impl ToolInfo {
+    /// This nccl-bench: its version and the git revision it was built from.
+    pub fn this() -> ToolInfo {
+        ToolInfo {
+            name: "nccl-bench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            git_rev: option_env!("NCCL_BENCH_GIT_REV")
+                .unwrap_or("unknown")
+                .into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BackendInfo {
     pub requested: String,

@@ -145,13 +145,7 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
     let env: std::collections::BTreeMap<String, String> = parsed.env.iter().cloned().collect();
     let manifest = RunManifest {
         schema_version: SCHEMA_VERSION,
-        tool: ToolInfo {
-            name: "nccl-bench".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            git_rev: option_env!("NCCL_BENCH_GIT_REV")
-                .unwrap_or("unknown")
-                .into(),
-        },
+        tool: ToolInfo::this(),
         command_line: std::env::args().collect(),
         label: None,
         status: RunStatus::Complete,

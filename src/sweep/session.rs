@@ -294,13 +294,7 @@ pub(crate) fn manifest(
 ) -> RunManifest {
     RunManifest {
         schema_version: SCHEMA_VERSION,
-        tool: ToolInfo {
-            name: "nccl-bench".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            git_rev: option_env!("NCCL_BENCH_GIT_REV")
-                .unwrap_or("unknown")
-                .into(),
-        },
+        tool: ToolInfo::this(),
         command_line,
         label: settings.label.clone(),
         status: RunStatus::Running,
