@@ -32,6 +32,7 @@ fn harness_overhead_ns() -> f64 {
         init_timeout: Duration::from_secs(10),
         corrupt: false,
         hang_with_segment: false,
+        slowdown: 0.0,
         stores: nccl_bench::backend::host::ring::Stores::Measured,
         pin_cpus: false,
         cpu: None,

@@ -6,7 +6,9 @@
 #
 # Usage:
 #   scripts/gpu-check.sh [--all-reduce-perf PATH] [--maxbytes SIZE] [--out DIR]
-#                        [--simulated DIR]
+#                        [--rounds N] [--simulated DIR]
+#
+# --rounds N: process groups per config (nccl-bench's --rounds; default its own).
 #
 # --simulated DIR runs the same checks on the simulated GPUs of nccl-bench's test
 # stand-in (DIR from scripts/build-gpu-sim.sh): a test of nccl-bench, not of the
@@ -21,12 +23,13 @@
 set -uo pipefail
 
 usage() {
-    sed -n '2,20s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,22s/^# \{0,1\}//p' "$0" >&2
     exit 2
 }
 
 perf=""
 sim=""
+rounds=()
 maxbytes=1G
 out=results/gpu-check
 while [[ $# -gt 0 ]]; do
@@ -34,6 +37,7 @@ while [[ $# -gt 0 ]]; do
         --all-reduce-perf) perf=${2:-}; shift 2 || usage ;;
         --maxbytes) maxbytes=${2:-}; shift 2 || usage ;;
         --out) out=${2:-}; shift 2 || usage ;;
+        --rounds) rounds=(--rounds "${2:-}"); shift 2 || usage ;;
         --simulated) sim=${2:-}; shift 2 || usage ;;
         -h | --help) usage ;;
         *) echo "error: unknown option $1" >&2; usage ;;
@@ -87,7 +91,7 @@ echo "== doctor"
 "$bin" doctor --gpus 1 || echo "(doctor reported problems; going on)"
 
 echo "== sweep: 1 GPU, default and shm-off, 8 B..$maxbytes, 20 iterations"
-if "$bin" sweep --backend nccl --gpus 1 -b 8 -e "$maxbytes" -n 20 -w 5 \
+if "$bin" sweep --backend nccl --gpus 1 -b 8 -e "$maxbytes" -n 20 -w 5 "${rounds[@]}" \
     --transports default,shm-off --out "$out" --label plain --plain; then
     check_rows "$(run_dir plain)"
 else
@@ -95,7 +99,7 @@ else
 fi
 
 echo "== sweep: CUDA graphs of 20 all-reduces, 5 launches per size"
-if "$bin" sweep --backend nccl --gpus 1 -b 8 -e "$maxbytes" -n 100 -w 5 --graph 20 \
+if "$bin" sweep --backend nccl --gpus 1 -b 8 -e "$maxbytes" -n 100 -w 5 --graph 20 "${rounds[@]}" \
     --transports default --out "$out" --label graph --plain; then
     check_rows "$(run_dir graph)"
     "$bin" compare "$(run_dir plain)" "$(run_dir graph)" --threshold 5% || true

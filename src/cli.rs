@@ -184,9 +184,16 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "PERCENT", default_value = "1%", value_parser = units::parse_percent)]
     pub precision: f64,
 
-    /// Fewest timed iterations per size in adaptive mode
+    /// Fewest timed iterations per size in adaptive mode (shared among the rounds)
     #[arg(long = "min-iters", value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
     pub min_iters: u64,
+
+    /// Independent process groups per config and rank count, interleaved across the
+    /// configs: 1, or 6 and more [default: 15 on the host backend, 9 with NCCL].
+    /// Intervals and comparisons rest on the variation between them; --max-time and
+    /// --min-iters are shared among them, -n is per round
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: Option<u32>,
 
     /// libnccl to use (default: the dynamic loader, ldconfig, /usr/local/cuda*, Python
     /// site-packages; also NCCL_BENCH_NCCL_LIB)

@@ -97,9 +97,17 @@ pub struct CaseResult {
     pub second_take: bool,
     /// The busbw ceiling of the ring it ran on (`analysis::ceiling`), where measured.
     pub ceiling_gbps: Option<f64>,
+    /// The median iteration time of each round (process group) that measured the
+    /// case, us, in the order they ran; empty for a case without timings.
+    pub round_p50_us: Vec<f64>,
 }
 
 impl CaseResult {
+    /// Rounds (process groups) the case's timings come from.
+    pub fn rounds(&self) -> usize {
+        self.round_p50_us.len()
+    }
+
     pub fn iters(&self) -> u64 {
         self.latency.map(|l| l.count).unwrap_or(0)
     }
@@ -242,6 +250,8 @@ pub struct RunManifest {
     pub dtype: DataType,
     pub op: ReduceOp,
     pub iterations: IterationPolicy,
+    /// Process groups per (config, rank count), interleaved across configs.
+    pub rounds: u32,
     pub warmup_iters: u64,
     /// All-reduces per CUDA graph launch (`--graph`); 0 when launched one by one.
     #[serde(default)]

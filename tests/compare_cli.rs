@@ -88,6 +88,7 @@ fn write_run_with(
                     timing_note: String::new(),
                     second_take: false,
                     ceiling_gbps: None,
+                    round_p50_us: vec![s.p50_us],
                 }
             }
             None => CaseResult {
@@ -109,6 +110,7 @@ fn write_run_with(
                 timing_note: String::new(),
                 second_take: false,
                 ceiling_gbps: None,
+                round_p50_us: Vec::new(),
             },
         };
         writer

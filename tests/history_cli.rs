@@ -76,6 +76,7 @@ fn night(parent: &Path, night: usize, nccl: &str, slow: f64) -> PathBuf {
             timing_note: String::new(),
             second_take: false,
             ceiling_gbps: None,
+            round_p50_us: vec![s.p50_us],
         };
         writer
             .record(

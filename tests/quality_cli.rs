@@ -80,8 +80,9 @@ fn a_stalled_case_is_flagged_and_remeasured() {
         "the first take stays"
     );
     assert!(hlog.contains("Tag=default/n2/64/float/sum/remeasured,"));
-    assert!(run.join("logs/default.n2.remeasure.rank1.log").is_file());
-    let log = std::fs::read_to_string(run.join("logs/default.n2.remeasure.rank1.log")).unwrap();
+    // Re-measured in as many rounds as the first take (9 by default).
+    assert!(run.join("logs/default.n2.remeasure.r9.rank1.log").is_file());
+    let log = std::fs::read_to_string(run.join("logs/default.n2.remeasure.r1.rank1.log")).unwrap();
     assert!(log.contains(", re-measuring, connected via"), "{log}");
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
@@ -121,7 +122,7 @@ fn a_stalled_case_is_flagged_and_remeasured() {
         stalled["quality_note"].ends_with("not re-measured (--no-remeasure)"),
         "{stalled:?}"
     );
-    assert!(!run.join("logs/default.n2.remeasure.rank1.log").exists());
+    assert!(!run.join("logs/default.n2.remeasure.r1.rank1.log").exists());
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     let section = report
         .split("## Cases to distrust")

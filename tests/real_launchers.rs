@@ -16,7 +16,20 @@ use std::time::{Duration, Instant};
 use common::{bin, free_port, rows, rows_so_far, text, wait_no_processes};
 use nccl_bench::test_inputs::{need, Need};
 
-const FLAGS: [&str; 8] = ["--backend", "host", "-b", "1K", "-e", "4K", "-n", "3"];
+/// One round: the kill tests wait for a first case's row, which several rounds
+/// write only at their last round.
+const FLAGS: [&str; 10] = [
+    "--backend",
+    "host",
+    "-b",
+    "1K",
+    "-e",
+    "4K",
+    "-n",
+    "3",
+    "--rounds",
+    "1",
+];
 
 /// `mpirun -np 4` with what a root container and a 2-core machine need, and
 /// nothing from the machine's NCCL or launcher environment.

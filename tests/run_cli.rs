@@ -14,8 +14,20 @@ use std::time::{Duration, Instant};
 use common::{bin, free_port, rows, text, wait_no_processes};
 
 /// A `run` process with a clean environment (no launcher variables of the machine
-/// running the tests) plus `env`.
+/// running the tests) plus `env`, in one round (tests that stop a run wait for a
+/// first case's row, which several rounds write only at their last round).
 fn rank(out: &Path, shm: &Path, env: &[(&str, String)], extra: &[&str]) -> Command {
+    rank_in_rounds(out, shm, env, extra, &["--rounds", "1"])
+}
+
+/// `rank` with `rounds` (`--rounds N` or nothing for the default).
+fn rank_in_rounds(
+    out: &Path,
+    shm: &Path,
+    env: &[(&str, String)],
+    extra: &[&str],
+    rounds: &[&str],
+) -> Command {
     let mut c = Command::new(bin());
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -31,6 +43,7 @@ fn rank(out: &Path, shm: &Path, env: &[(&str, String)], extra: &[&str]) -> Comma
             "-n",
             "5",
         ])
+        .args(rounds)
         .arg("--shm-dir")
         .arg(shm)
         .arg("--out")
@@ -180,6 +193,8 @@ fn four_ranks_under_two_launchers_build_one_run_directory_like_sweep() {
             "16K",
             "-n",
             "5",
+            "--rounds",
+            "1",
         ])
         .output()
         .unwrap();
@@ -617,4 +632,45 @@ fn pairs_of_nodes_need_two_nodes() {
         "{rank0}"
     );
     assert!(!out.exists(), "a run directory was made");
+}
+
+/// `run` measures in rounds too (the host backend's default, 15): each round a fresh
+/// process group on every rank's node, its workers' logs named by the round.
+#[test]
+fn ranks_measure_in_rounds_like_a_sweep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+    let port = free_port();
+    let (outputs, _) = run_all(
+        (0..2)
+            .map(|r| {
+                rank_in_rounds(
+                    &out,
+                    &shm,
+                    &torchrun_env(r, 2, port),
+                    &["--transports", "default"],
+                    &[],
+                )
+            })
+            .collect(),
+    );
+    for (r, o) in outputs.iter().enumerate() {
+        assert!(o.status.success(), "rank {r}: {}", text(o));
+    }
+    let run = common::run_dir(&out);
+    let rows = rows(&run);
+    assert_eq!(rows.len(), 5);
+    for r in &rows {
+        assert_eq!(
+            (r["status"].as_str(), r["rounds"].as_str()),
+            ("ok", "15"),
+            "{r:?}"
+        );
+        assert_eq!(r["iters"], "75", "5 iterations in each of 15 rounds: {r:?}");
+    }
+    let logs = common::dir_entries(&run.join("logs"));
+    for name in ["default.n2.r1.rank0.log", "default.n2.r15.rank1.log"] {
+        assert!(logs.contains(&name.to_string()), "{name}: {logs:?}");
+    }
 }

@@ -66,6 +66,11 @@ fn sim_sweep(dir: &Path, topo: &str, env: &[(&str, &str)], out: &Path, args: &[&
         "--ceiling-bytes",
         "4M",
     ];
+    // One round unless a test asks for more: each simulated process group costs a
+    // communicator set-up, and rounds have tests of their own.
+    if !args.contains(&"--rounds") {
+        base.extend(["--rounds", "1"]);
+    }
     base.extend_from_slice(args);
     on_sim(dir, topo, env, &base).output().unwrap()
 }
@@ -665,6 +670,8 @@ fn four_torchrun_style_ranks_run_on_the_simulated_gpus() {
                     "1K",
                     "-e",
                     "16K",
+                    "--rounds",
+                    "1",
                 ],
             )
             .arg("--nccl-lib")
@@ -711,7 +718,8 @@ fn gpu_check_script_passes_on_the_simulated_gpus() {
     let o = c
         .arg("--simulated")
         .arg(&dir)
-        .args(["--maxbytes", "64K", "--out"])
+        // One round: the check list, not the rounds, is under test here.
+        .args(["--maxbytes", "64K", "--rounds", "1", "--out"])
         .arg(out.path())
         .env("NCCL_BENCH", bin())
         .output()
@@ -1020,6 +1028,8 @@ fn an_all_reduce_slower_than_its_links_is_reported_low() {
                 "4",
                 "-n",
                 "5",
+                "--rounds",
+                "1",
                 "--transports",
                 "default",
                 "--ceiling-bytes",

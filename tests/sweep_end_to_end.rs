@@ -1,5 +1,6 @@
 //! A real host-backend sweep end to end: 2 and 4 ranks, SHM and TCP configurations,
-//! 1 KiB to 4 MiB, then the run directory read back.
+//! 1 KiB to 4 MiB, in the host backend's default 15 rounds, then the run directory read
+//! back.
 
 mod common;
 
@@ -42,7 +43,22 @@ fn host_sweep_writes_a_complete_run_directory() {
         assert_eq!(row["op"], "sum");
         assert_eq!(row["status"], "ok", "{row:?}");
         assert_eq!(row["wrong"], "0");
-        assert_eq!(row["iters"], "5");
+        // Fifteen rounds (process groups) of five iterations each.
+        assert_eq!(row["iters"], "75");
+        assert_eq!(row["rounds"], "15");
+        let round_p50: Vec<f64> = row["round_p50_us"]
+            .split(';')
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert_eq!(round_p50.len(), 15, "{row:?}");
+        // The median's interval spans at least ranks 4 to 12 of the 15 round medians
+        // (P(Bin(15, 1/2) <= 3) = 1.76 %).
+        let mut sorted = round_p50.clone();
+        sorted.sort_by(f64::total_cmp);
+        let lo: f64 = row["median_ci_low_us"].parse().unwrap();
+        let hi: f64 = row["median_ci_high_us"].parse().unwrap();
+        assert!(lo <= sorted[3] + 1e-3 && hi >= sorted[11] - 1e-3, "{row:?}");
+        assert!(!row["round_spread_pct"].is_empty(), "{row:?}");
         assert_eq!(row["stop"], "count");
         // Five iterations under a parallel test run: any verdict but re-measured.
         assert!(
@@ -75,11 +91,24 @@ fn host_sweep_writes_a_complete_run_directory() {
         assert!(p50 <= p99 && p99 <= max * 1.001, "{row:?}");
     }
 
+    // Each round's histogram, then at the last round the case's pooled one.
     let histograms = hlog::read(&run.join("histograms.hlog")).unwrap();
-    assert_eq!(histograms.len(), rows.len());
-    for ((tag, h), row) in histograms.iter().zip(&rows) {
+    assert_eq!(histograms.len(), rows.len() * 16);
+    let pooled: Vec<_> = histograms
+        .iter()
+        .filter(|(tag, _)| !hlog::is_round_tag(tag))
+        .collect();
+    assert_eq!(pooled.len(), rows.len());
+    for row in &rows {
+        for round in 1..=15 {
+            let tag = hlog::round_tag(&row["hist_tag"], round);
+            let h = histograms.iter().find(|(t, _)| *t == tag);
+            assert_eq!(h.map(|(_, h)| h.len()), Some(5), "{tag}");
+        }
+    }
+    for ((tag, h), row) in pooled.into_iter().zip(&rows) {
         assert_eq!(tag, &row["hist_tag"]);
-        assert_eq!(h.len(), 5);
+        assert_eq!(h.len(), 75);
         let p50_us = h.value_at_quantile(0.5) as f64 / 1e3;
         let csv_p50: f64 = row["p50_us"].parse().unwrap();
         assert!(
@@ -93,6 +122,7 @@ fn host_sweep_writes_a_complete_run_directory() {
     assert_eq!(manifest["status"], "complete");
     assert_eq!(manifest["backend"]["used"], "host");
     assert_eq!(manifest["cases"]["ok"], 28);
+    assert_eq!(manifest["rounds"], 15);
     assert_eq!(manifest["sizes"].as_array().unwrap().len(), 7);
     assert!(manifest["backend"]["note"]
         .as_str()
@@ -115,10 +145,10 @@ fn host_sweep_writes_a_complete_run_directory() {
         ]
     );
     let logs = dir_entries(&run.join("logs"));
-    assert!(
-        logs.contains(&"default.n4.rank3.log".to_string()),
-        "{logs:?}"
-    );
+    for round in 1..=15 {
+        let log = format!("default.n4.r{round}.rank3.log");
+        assert!(logs.contains(&log), "{log}: {logs:?}");
+    }
     assert!(dir_entries(shm.path()).is_empty(), "segments left behind");
 }
 
@@ -127,7 +157,8 @@ fn adaptive_iterations_stop_on_precision_or_budget() {
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let o = sweep(out.path(), shm.path())
-        .args(["--gpus", "2", "--transports", "default"])
+        // One round: its precision target is what is checked.
+        .args(["--gpus", "2", "--transports", "default", "--rounds", "1"])
         .args([
             "-b",
             "64K",

@@ -17,8 +17,14 @@ struct Faulty {
     elapsed: Duration,
 }
 
-/// A 2-rank SHM sweep over 1K, 4K, 16K with `fault` injected.
+/// A 2-rank SHM sweep over 1K, 4K, 16K with `fault` injected, in one round (one
+/// process group per failure: rounds are tested on their own below).
 fn sweep_with_fault(fault: &str, extra: &[&str]) -> Faulty {
+    sweep_with_fault_in(fault, &[&["--rounds", "1"], extra].concat())
+}
+
+/// `sweep_with_fault` with the flags `extra` only (rounds as they ask).
+fn sweep_with_fault_in(fault: &str, extra: &[&str]) -> Faulty {
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let start = Instant::now();
@@ -251,6 +257,8 @@ fn sigint_stops_cleanly_and_keeps_finished_cases() {
             "1M",
             "-n",
             "3",
+            "--rounds",
+            "1",
         ])
         .env("NCCL_BENCH_FAULT", "hang:rank=1:bytes=8K")
         .stdout(Stdio::null())
@@ -302,6 +310,8 @@ fn workers_die_with_a_killed_orchestrator() {
             "8K",
             "-n",
             "3",
+            "--rounds",
+            "1",
         ])
         .env("NCCL_BENCH_FAULT", "hang:rank=1:bytes=2K")
         .stdout(Stdio::null())
@@ -445,4 +455,93 @@ fn a_failed_groups_workers_are_gone_before_the_next_group_starts() {
     assert_eq!(status.code(), Some(1));
     let rows = rows(&run_dir(out.path()));
     assert_eq!(statuses(&rows), ["timeout", "ok"], "{rows:?}");
+}
+
+/// With rounds, a case that fails is recorded once, in the round it failed in, and
+/// the later rounds leave it out; the other sizes get every round.
+#[test]
+fn a_case_failing_in_a_round_is_recorded_once_and_left_out_of_later_rounds() {
+    let f = sweep_with_fault_in("exit:rank=1:bytes=4K", &["--rounds", "6"]);
+    assert_eq!(f.output.status.code(), Some(1), "{}", text(&f.output));
+    assert_eq!(f.rows.len(), 3, "{:?}", f.rows);
+    let by_size = |bytes: &str| {
+        f.rows
+            .iter()
+            .find(|r| r["bytes"] == bytes)
+            .unwrap_or_else(|| panic!("no {bytes} row: {:?}", f.rows))
+    };
+    let failed = by_size("4096");
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["rounds"], "");
+    for bytes in ["1024", "16384"] {
+        let ok = by_size(bytes);
+        assert_eq!((ok["status"].as_str(), ok["rounds"].as_str()), ("ok", "6"));
+        assert_eq!(ok["iters"], "18", "3 iterations in each of 6 rounds");
+    }
+    let stdout = String::from_utf8_lossy(&f.output.stdout);
+    assert!(stdout.contains("3 cases x 6 rounds"), "{stdout}");
+}
+
+/// SIGINT during a sweep of several rounds: the cases measured so far are kept with
+/// the rounds they had, and said to have fewer than asked.
+#[test]
+fn sigint_keeps_the_rounds_measured_so_far() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let mut child = sweep(out.path(), shm.path())
+        .args([
+            "--gpus",
+            "2",
+            "--transports",
+            "default",
+            "-b",
+            "1K",
+            "-e",
+            "1M",
+            "-n",
+            "3",
+            "--rounds",
+            "6",
+        ])
+        .env("NCCL_BENCH_FAULT", "hang:rank=1:bytes=8K")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Round 1 measures 1K, 2K and 4K (each round's histogram is logged at once),
+    // then hangs at 8K.
+    let start = Instant::now();
+    let rounds_logged = || {
+        std::fs::read_dir(out.path())
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .and_then(|e| std::fs::read_to_string(e.path().join("histograms.hlog")).ok())
+            .map_or(0, |t| t.matches("/round1,").count())
+    };
+    while rounds_logged() < 3 && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(rounds_logged(), 3, "round 1 did not reach 8K");
+    std::thread::sleep(Duration::from_millis(200));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let marker = shm.path().to_string_lossy().into_owned();
+    assert!(wait_no_processes(&marker, Duration::from_secs(2)).is_empty());
+    let run = run_dir(out.path());
+    let rows = rows(&run);
+    assert_eq!(statuses(&rows), ["ok", "ok", "ok"], "{rows:?}");
+    for r in &rows {
+        assert_eq!(r["rounds"], "1", "{r:?}");
+        assert_eq!(r["iters"], "3", "{r:?}");
+        assert!(
+            r["quality_note"].contains("interrupted after 1 of 6 rounds"),
+            "{r:?}"
+        );
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["status"], "interrupted");
+    assert_eq!(manifest["rounds"], 6);
+    assert_eq!(manifest["cases"]["done"], 3);
 }

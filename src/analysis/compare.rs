@@ -1,8 +1,12 @@
 //! Run against run (or config against config within a run): cases are matched by
 //! (config, nranks, bytes, dtype, op), each pair gets the confidence interval of the
-//! change of its median latency (bootstrap over the histograms, or the means when a
-//! run has no per-iteration data), and a verdict against the threshold. A case that
-//! was ok and now fails is a regression too: a CI gate must not pass on it.
+//! change of its median latency, and a verdict against the threshold. The interval is
+//! over the rounds (process groups) of each case where both sides have several
+//! (`stats::compare::compare_rounds`): it then includes the variation between process
+//! groups. Cases of one round are compared with a bootstrap over their histograms,
+//! which sees the variation between iterations only; cases without per-iteration
+//! data (imports) on their means. A case that was ok and now fails is a regression
+//! too: a CI gate must not pass on it.
 
 use std::collections::HashMap;
 
@@ -11,7 +15,9 @@ use serde::Serialize;
 
 use crate::export::reader::{CaseRow, RunData};
 use crate::model::SIMULATED_LABEL;
-use crate::stats::compare::{compare_distributions, compare_means, Comparison, Method, Verdict};
+use crate::stats::compare::{
+    compare_distributions, compare_means, compare_rounds, Comparison, Method, Verdict,
+};
 
 /// How a matched pair of cases turned out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -71,6 +77,10 @@ pub struct PairRow {
     /// The sides whose `quality` says not to trust them (`candidate noisy`), which
     /// makes the pair inconclusive; empty when both are trusted.
     pub distrust: String,
+    /// Between two runs: the change, though beyond the threshold, is smaller than
+    /// two single rounds of one run differ (`stats::rounds::noise_floor`), so it may
+    /// be variation between runs rather than a change.
+    pub within_noise: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -80,6 +90,16 @@ pub struct CompareReport {
     pub threshold: f64,
     /// At least one pair was compared on means only (no per-iteration data).
     pub means_only: bool,
+    /// Pairs compared over rounds, and the most rounds a side had.
+    pub over_rounds: usize,
+    pub most_rounds: usize,
+    /// Pairs of ok cases with a single round on a side (compared over its
+    /// iterations: the variation between process groups is not in their interval).
+    pub single_round: usize,
+    /// Both sides come from one run (configs compared), not from two runs.
+    pub same_run: bool,
+    /// Pairs that changed beyond the threshold by less than the runs' noise floor.
+    pub within_noise: usize,
     /// Pairs launched differently (`--graph` differs), as (base, candidate, count).
     pub graph_differs: Vec<(u64, u64, usize)>,
     pub rows: Vec<PairRow>,
@@ -204,6 +224,8 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
     });
     let mut rows = Vec::new();
     let mut means_only = false;
+    let (mut over_rounds, mut most_rounds, mut single_round) = (0, 0, 0);
+    let same_run = base.run.dir == cand.run.dir;
     let mut graph_differs: Vec<(u64, u64, usize)> = Vec::new();
     for ((b, c, _), (comparison, outcome)) in matched.into_iter().zip(compared) {
         if comparison.is_some() && b.graph_iters != c.graph_iters {
@@ -224,6 +246,20 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             }
         };
         means_only |= on_means;
+        match comparison.as_ref().map(|c| c.method) {
+            Some(Method::Rounds { base, cand }) => {
+                over_rounds += 1;
+                most_rounds = most_rounds.max(base).max(cand);
+            }
+            Some(Method::Bootstrap { .. }) => single_round += 1,
+            _ => {}
+        }
+        let within_noise = !same_run
+            && matches!(outcome, Outcome::Regressed | Outcome::Improved)
+            && comparison.as_ref().is_some_and(|cmp| {
+                crate::stats::rounds::noise_floor(&b.round_medians(), &c.round_medians())
+                    .is_some_and(|floor| cmp.change.abs() < floor)
+            });
         rows.push(PairRow {
             config: match (base.config, cand.config) {
                 (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
@@ -243,6 +279,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             comparison,
             outcome,
             distrust: distrust(b, c),
+            within_noise,
         });
     }
     if rows.is_empty() {
@@ -259,6 +296,11 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         candidate: cand.label.clone(),
         threshold: opts.threshold,
         means_only,
+        over_rounds,
+        most_rounds,
+        single_round,
+        same_run,
+        within_noise: rows.iter().filter(|r| r.within_noise).count(),
         graph_differs,
         rows,
         only_in_base,
@@ -276,8 +318,9 @@ pub fn distrust(b: &CaseRow, c: &CaseRow) -> String {
         .join(", ")
 }
 
-/// One pair of cases: the comparison of their latencies when both are ok (bootstrap
-/// over their histograms, or their means when a run has none), and the outcome. A
+/// One pair of cases: the comparison of their latencies when both are ok (over their
+/// rounds, else a bootstrap over their histograms, else their means when a run has
+/// none), and the outcome. A
 /// pair with a side that the quality rules left `noisy` or `outlier` is
 /// inconclusive, whatever its interval says: such a side is not evidence.
 pub fn compare_pair(
@@ -290,15 +333,18 @@ pub fn compare_pair(
 ) -> (Option<Comparison>, Outcome) {
     match (b.is_ok(), c.is_ok()) {
         (true, true) => {
-            let cmp = match (base_run.distribution(b), cand_run.distribution(c)) {
-                (Some(hb), Some(hc)) => {
-                    compare_distributions(hb, hc, opts.threshold, opts.resamples, seed)
-                }
-                _ => match (b.time_us, c.time_us) {
-                    (Some(tb), Some(tc)) => compare_means(tb, tc, opts.threshold),
-                    _ => None,
-                },
-            };
+            let cmp = compare_rounds(&b.round_medians(), &c.round_medians(), opts.threshold)
+                .or_else(
+                    || match (base_run.distribution(b), cand_run.distribution(c)) {
+                        (Some(hb), Some(hc)) => {
+                            compare_distributions(hb, hc, opts.threshold, opts.resamples, seed)
+                        }
+                        _ => match (b.time_us, c.time_us) {
+                            (Some(tb), Some(tc)) => compare_means(tb, tc, opts.threshold),
+                            _ => None,
+                        },
+                    },
+                );
             let trusted = b.is_trusted() && c.is_trusted();
             let outcome = match cmp.as_ref().map(|c| c.verdict) {
                 _ if !trusted => Outcome::Inconclusive,
@@ -356,6 +402,7 @@ mod tests {
             quality: "ok".into(),
             quality_note: String::new(),
             ceiling_pct: None,
+            round_p50_us: String::new(),
             median_ci_low_us: None,
             median_ci_high_us: None,
         }

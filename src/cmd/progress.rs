@@ -15,7 +15,10 @@ use crate::units::{format_us, Bytes};
 /// The observer for this terminal: a bar when stdout is one and `plain` is not asked.
 pub fn for_terminal(plain: bool) -> Box<dyn SweepObserver> {
     if !plain && std::io::stdout().is_terminal() {
-        Box::new(BarProgress { bar: None })
+        Box::new(BarProgress {
+            bar: None,
+            rounds: 1,
+        })
     } else {
         Box::new(LineProgress)
     }
@@ -95,11 +98,23 @@ fn summary_line(counts: &CaseCounts, run_dir: &Path, interrupted: bool) -> Strin
 
 struct LineProgress;
 
-impl SweepObserver for LineProgress {
-    fn sweep_started(&mut self, total: u64, note: &str) {
-        println!("{total} cases; {note}");
+/// `9 cases`, or `9 cases x 9 rounds`.
+fn cases_line(total: u64, rounds: u32, note: &str) -> String {
+    if rounds > 1 {
+        format!(
+            "{total} cases x {rounds} rounds (process groups, interleaved across configs); {note}"
+        )
+    } else {
+        format!("{total} cases; {note}")
     }
-    fn case_started(&mut self, _: &CaseKey) {}
+}
+
+impl SweepObserver for LineProgress {
+    fn sweep_started(&mut self, total: u64, rounds: u32, note: &str) {
+        println!("{}", cases_line(total, rounds, note));
+    }
+    fn case_started(&mut self, _: &CaseKey, _: u32) {}
+    fn measured(&mut self, _: u64) {}
     fn case_finished(&mut self, r: &CaseResult) {
         println!("{}", case_line(r));
     }
@@ -113,32 +128,45 @@ impl SweepObserver for LineProgress {
 
 struct BarProgress {
     bar: Option<ProgressBar>,
+    rounds: u32,
 }
 
 impl SweepObserver for BarProgress {
-    fn sweep_started(&mut self, total: u64, note: &str) {
-        println!("{total} cases; {note}");
-        // Drawn on stdout, the stream whose being a terminal chose this observer.
-        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stdout());
-        let style = ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cases, ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    fn sweep_started(&mut self, total: u64, rounds: u32, note: &str) {
+        println!("{}", cases_line(total, rounds, note));
+        self.rounds = rounds;
+        // Drawn on stdout, the stream whose being a terminal chose this observer;
+        // it counts rounds of cases, which advance evenly.
+        let units = total * u64::from(rounds.max(1));
+        let bar = ProgressBar::with_draw_target(Some(units), ProgressDrawTarget::stdout());
+        let template = if rounds > 1 {
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} case rounds, ETA {eta}  {msg}"
+        } else {
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cases, ETA {eta}  {msg}"
+        };
+        let style =
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar.enable_steady_tick(Duration::from_millis(200));
         self.bar = Some(bar);
     }
-    fn case_started(&mut self, key: &CaseKey) {
+    fn case_started(&mut self, key: &CaseKey, round: u32) {
         if let Some(bar) = &self.bar {
-            bar.set_message(key_label(key));
+            if self.rounds > 1 {
+                bar.set_message(format!("{}  round {round}/{}", key_label(key), self.rounds));
+            } else {
+                bar.set_message(key_label(key));
+            }
+        }
+    }
+    fn measured(&mut self, rounds: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc(rounds);
         }
     }
     fn case_finished(&mut self, r: &CaseResult) {
         match &self.bar {
-            Some(bar) => {
-                bar.println(case_line(r));
-                bar.inc(1);
-            }
+            Some(bar) => bar.println(case_line(r)),
             None => println!("{}", case_line(r)),
         }
     }

@@ -66,6 +66,13 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
             max_time: args.max_time,
         },
     };
+    let min_rounds = crate::stats::rounds::MIN_ROUNDS as u32;
+    if let Some(rounds) = args.rounds.filter(|r| (2..min_rounds).contains(r)) {
+        bail!(
+            "--rounds {rounds}: 2 to {} rounds give no 95 % interval over process groups (the smallest count that does is {min_rounds}); use --rounds 1 (intervals within one process group) or {min_rounds} or more",
+            min_rounds - 1,
+        );
+    }
     if args.iters.is_none() && args.timeout <= args.max_time {
         bail!(
             "--timeout ({:?}) must be longer than --max-time ({:?}): a case needs its whole time budget plus set-up",
@@ -82,6 +89,7 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
         dtype: args.datatype,
         op: args.op,
         iterations,
+        rounds: args.rounds,
         warmup: args.warmup_iters,
         graph: args.graph,
         events_every: config::events_every(std::env::var(EVENTS_EVERY_ENV).ok())?,

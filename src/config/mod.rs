@@ -42,6 +42,18 @@ pub enum IterationPolicy {
     },
 }
 
+/// Process groups per config and rank count on the host backend when `--rounds` is
+/// not given. A group of CPU processes starts in milliseconds, and groups vary more
+/// between each other there (on a 2-core VM, one in ten in a slow mode): 15 find a
+/// 10 % change at 64 KiB and above every time in `scripts/bench-aa.sh`, where 9 miss
+/// one in eight.
+pub const DEFAULT_ROUNDS_HOST: u32 = 15;
+
+/// Process groups per config and rank count with NCCL when `--rounds` is not given:
+/// each pays a CUDA context and a communicator set-up, so fewer, still enough for a
+/// 95 % interval over them and a 10 % change found with 3 % between groups.
+pub const DEFAULT_ROUNDS_NCCL: u32 = 9;
+
 /// A checked sweep request.
 #[derive(Debug, Clone)]
 pub struct SweepSettings {
@@ -54,6 +66,10 @@ pub struct SweepSettings {
     pub dtype: DataType,
     pub op: ReduceOp,
     pub iterations: IterationPolicy,
+    /// Independent process groups per (config, rank count), interleaved across
+    /// configs (`--rounds`): 1, or at least `stats::rounds::MIN_ROUNDS`; `None` for
+    /// the backend's default ([`SweepSettings::rounds_for`]).
+    pub rounds: Option<u32>,
     pub warmup: u64,
     /// All-reduces per CUDA graph launch (`--graph`); 0 launches them one by one.
     pub graph: u64,
@@ -173,6 +189,16 @@ impl SweepSettings {
             .unwrap_or(0);
         let ranks = self.gpu_counts.iter().copied().max().unwrap_or(1);
         paired.max(ranks)
+    }
+
+    /// The rounds of a sweep on the host backend or with NCCL: `--rounds`, else
+    /// [`DEFAULT_ROUNDS_HOST`] or [`DEFAULT_ROUNDS_NCCL`].
+    pub fn rounds_for(&self, host_backend: bool) -> u32 {
+        self.rounds.unwrap_or(if host_backend {
+            DEFAULT_ROUNDS_HOST
+        } else {
+            DEFAULT_ROUNDS_NCCL
+        })
     }
 
     pub fn max_bytes(&self) -> u64 {

@@ -1,5 +1,7 @@
 //! `results.csv`: one row per case. The first 17 columns are the stable schema every
-//! later tool relies on (never renamed); more follow. Times are microseconds,
+//! later tool relies on (never renamed); more follow. `round_p50_us` lists the median
+//! of each round (process group), `;`-separated: the statistics over rounds need
+//! nothing else. Times are microseconds,
 //! bandwidths GB/s (1e9 B/s); cells of cases that produced no timing are empty.
 
 use std::io;
@@ -7,7 +9,7 @@ use std::io;
 use crate::model::CaseResult;
 
 /// Column names, in order. README.md documents each.
-pub const COLUMNS: [&str; 31] = [
+pub const COLUMNS: [&str; 34] = [
     "config",
     "backend",
     "nranks",
@@ -39,6 +41,9 @@ pub const COLUMNS: [&str; 31] = [
     "quality",
     "quality_note",
     "ceiling_pct",
+    "rounds",
+    "round_p50_us",
+    "round_spread_pct",
 ];
 
 fn num(v: Option<f64>, decimals: usize) -> String {
@@ -80,6 +85,8 @@ pub struct RowCells {
     pub quality_note: String,
     /// busbw as a percentage of the ring's measured link ceiling.
     pub ceiling_pct: Option<f64>,
+    /// Each round's median, us (rounds = their count).
+    pub round_p50_us: Vec<f64>,
 }
 
 impl From<&CaseResult> for RowCells {
@@ -129,8 +136,24 @@ impl From<&CaseResult> for RowCells {
                 .zip(r.ceiling_gbps)
                 .filter(|(_, c)| *c > 0.0)
                 .map(|(b, c)| b.busbw.0 / c * 100.0),
+            round_p50_us: r.round_p50_us.clone(),
         }
     }
+}
+
+/// The spread between rounds: (highest - lowest round median) / their median, in
+/// percent; `None` with fewer than two rounds.
+pub fn round_spread_pct(round_p50_us: &[f64]) -> Option<f64> {
+    if round_p50_us.len() < 2 {
+        return None;
+    }
+    let lo = round_p50_us.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = round_p50_us
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mid = crate::stats::median(round_p50_us.iter().copied())?;
+    (mid > 0.0).then(|| (hi - lo) / mid * 100.0)
 }
 
 /// The cells of one row, formatted.
@@ -167,6 +190,17 @@ pub fn row(c: &RowCells) -> Vec<String> {
         c.quality.clone(),
         c.quality_note.clone(),
         num(c.ceiling_pct, 1),
+        if c.round_p50_us.is_empty() {
+            String::new()
+        } else {
+            c.round_p50_us.len().to_string()
+        },
+        c.round_p50_us
+            .iter()
+            .map(|v| format!("{v:.3}"))
+            .collect::<Vec<_>>()
+            .join(";"),
+        num(round_spread_pct(&c.round_p50_us), 1),
     ]
 }
 

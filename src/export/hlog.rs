@@ -61,6 +61,18 @@ pub fn start_time(path: &Path) -> Result<Option<SystemTime>> {
     Ok(None)
 }
 
+/// The tag of one round of a case (`<case tag>/round3`): a sweep of several rounds
+/// keeps each round's histogram beside the case's pooled one.
+pub fn round_tag(case_tag: &str, round: u32) -> String {
+    format!("{case_tag}/round{round}")
+}
+
+/// Whether a tag is one round's ([`round_tag`]), not a case's.
+pub fn is_round_tag(tag: &str) -> bool {
+    tag.rsplit_once("/round")
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Reads every tagged histogram of a log file, in file order.
 pub fn read(path: &Path) -> Result<Vec<(String, Histogram<u64>)>> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -74,8 +86,20 @@ pub fn read(path: &Path) -> Result<Vec<(String, Histogram<u64>)>> {
 /// statistics read, in file order. The histograms are decoded on every core and each
 /// is dropped once reduced: a run of 10,000 cases never holds 10,000 histograms.
 pub fn read_distributions(path: &Path) -> Result<Vec<(String, Distribution)>> {
+    read_distributions_where(path, |_| true)
+}
+
+/// [`read_distributions`] of the tags `keep` accepts; the others are not decoded.
+pub fn read_distributions_where(
+    path: &Path,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Vec<(String, Distribution)>> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    crate::parallel::map(&entries(path, &bytes)?, |&(tag, encoded)| {
+    let kept: Vec<(&str, &str)> = entries(path, &bytes)?
+        .into_iter()
+        .filter(|(tag, _)| keep(tag))
+        .collect();
+    crate::parallel::map(&kept, |&(tag, encoded)| {
         let histogram = decode(path, tag, encoded)?;
         Ok((tag.to_string(), Distribution::from_histogram(&histogram)))
     })

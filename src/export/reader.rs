@@ -55,9 +55,29 @@ pub struct CaseRow {
     /// was measured, and in older runs).
     #[serde(default)]
     pub ceiling_pct: Option<f64>,
+    /// Each round's median, us, `;`-separated (absent in older runs and imports).
+    #[serde(default)]
+    pub round_p50_us: String,
 }
 
 impl CaseRow {
+    /// Each round's median, us: one per process group that measured the case. Empty
+    /// for older runs and imports (and for a cell that does not parse).
+    pub fn round_medians(&self) -> Vec<f64> {
+        let values: Option<Vec<f64>> = self
+            .round_p50_us
+            .split(';')
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| {
+                v.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x > 0.0)
+            })
+            .collect();
+        values.unwrap_or_default()
+    }
+
     pub fn is_ok(&self) -> bool {
         self.status == "ok"
     }
@@ -101,6 +121,13 @@ pub struct ManifestHead {
     /// Link rates measured before the sweep (absent in older runs and imports).
     #[serde(default)]
     pub ceilings: Option<crate::model::Ceilings>,
+    /// Process groups per (config, rank count) (1 in older runs and imports).
+    #[serde(default = "one_round")]
+    pub rounds: u32,
+}
+
+fn one_round() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -194,7 +221,11 @@ impl RunData {
         let cases = read_rows(&csv_path)?;
         let hlog_path = dir.join(HISTOGRAMS);
         let distributions = if histograms && hlog_path.is_file() {
-            hlog::read_distributions(&hlog_path)?.into_iter().collect()
+            // The cases' pooled histograms: each round's (a sweep of several rounds
+            // logs them too) is not needed to read a run.
+            hlog::read_distributions_where(&hlog_path, |tag| !hlog::is_round_tag(tag))?
+                .into_iter()
+                .collect()
         } else {
             HashMap::new()
         };

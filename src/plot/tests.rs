@@ -52,6 +52,7 @@ fn cells(config: &str, nranks: u32, bytes: u64) -> RowCells {
         quality: String::new(),
         quality_note: String::new(),
         ceiling_pct: None,
+        round_p50_us: Vec::new(),
     }
 }
 

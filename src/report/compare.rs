@@ -55,7 +55,9 @@ fn cells(r: &PairRow) -> [String; 10] {
         ci,
         bw(r.base_busbw_gbps),
         bw(r.cand_busbw_gbps),
-        if r.distrust.is_empty() {
+        if r.within_noise {
+            format!("{} ~", r.outcome.as_str())
+        } else if r.distrust.is_empty() {
             r.outcome.as_str().to_string()
         } else {
             format!("{} ({})", r.outcome.as_str(), r.distrust)
@@ -116,6 +118,31 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
     if distrusted > 0 {
         lines.push(format!(
             "note: {distrusted} pair(s) are inconclusive because a side is flagged noisy or outlier in its run (results.csv's quality_note says why): such a case is not evidence either way"
+        ));
+    }
+    if report.over_rounds > 0 {
+        lines.push(if report.same_run {
+            format!(
+                "intervals over rounds: each case's process groups (up to {} a side), so they include the variation between groups of processes, not only between iterations",
+                report.most_rounds
+            )
+        } else {
+            format!(
+                "intervals over rounds: each run's process groups (up to {} a side), so they include the variation between groups of processes within each run; what changes between runs beyond that (a reboot, other nodes, another day) is not in them: to tell a change from run-to-run variation, check against a baseline of several runs (`nccl-bench baseline`, `check`)",
+                report.most_rounds
+            )
+        });
+    }
+    if report.within_noise > 0 {
+        lines.push(format!(
+            "note: {} pair(s) changed beyond the threshold by less than two process groups of one run differ from each other (marked `~`): between two runs that may be run-to-run variation rather than a change; several runs of each (`baseline`, `check`, `history`) tell them apart",
+            report.within_noise
+        ));
+    }
+    if report.single_round > 0 {
+        lines.push(format!(
+            "note: {} pair(s) have a single round (process group) on a side: their intervals cover the variation between that group's iterations only, which is often smaller than between groups; a sweep with --rounds 6 or more measures it",
+            report.single_round
         ));
     }
     if report.means_only {

@@ -16,6 +16,25 @@ use crate::model::SIMULATED_LABEL;
 use crate::stats::quality::Quality;
 use crate::units::{format_us, Bytes};
 
+/// What the run's intervals rest on: its rounds (process groups per config and rank
+/// count), or one group's iterations; nothing for rows without per-round medians
+/// (imports).
+fn rounds_line(run: &RunData) -> Option<String> {
+    let rounds = run
+        .cases
+        .iter()
+        .map(|c| c.round_medians().len())
+        .max()
+        .unwrap_or(0);
+    Some(match rounds {
+        0 => return None,
+        1 => "- Rounds: 1 process group per config and rank count: intervals cover the variation between its iterations only, often smaller than between groups of processes (`--rounds 6` or more measures that)".to_string(),
+        n => format!(
+            "- Rounds: {n} process groups per config and rank count, interleaved across the configs: medians' intervals and comparisons are over them, so they include the variation between groups of processes"
+        ),
+    })
+}
+
 /// Builds the Markdown of a run's report.
 /// `plots` are the files drawn for the run (their SVGs are embedded), or why none were.
 pub fn markdown(
@@ -108,10 +127,14 @@ pub fn markdown(
     }
     writeln!(
         s,
-        "- Run: started {}, status {}\n",
+        "- Run: started {}, status {}",
         or_unknown(&m.started_at),
         or_unknown(&m.status)
     )?;
+    if let Some(line) = rounds_line(run) {
+        writeln!(s, "{line}")?;
+    }
+    writeln!(s)?;
 
     writeln!(s, "## Keep SHM enabled?\n")?;
     writeln!(

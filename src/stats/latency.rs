@@ -86,6 +86,16 @@ impl LatencyRecorder {
         self.iterations += n;
     }
 
+    /// Adds every sample of `other` (another round of the same case): the pooled
+    /// histogram, and the sums behind the mean and standard deviation.
+    pub fn merge(&mut self, other: &LatencyRecorder) {
+        // An auto-resizing histogram takes every value of another.
+        let _ = self.histogram.add(&other.histogram);
+        self.sum_ns += other.sum_ns;
+        self.sum_sq_ns += other.sum_sq_ns;
+        self.iterations += other.iterations;
+    }
+
     /// Iterations recorded.
     pub fn count(&self) -> u64 {
         self.iterations

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod distribution;
 pub mod latency;
 pub mod quality;
+pub mod rounds;
 mod splitmix;
 
 pub use adaptive::{BatchDecision, StopReason, StopRule};

@@ -164,6 +164,12 @@ impl Drift {
         }
     }
 
+    /// Appends `other`'s stretches, which ran after these (the next round of a case):
+    /// drift is then judged over the rounds as they ran.
+    pub fn extend(&mut self, other: &Drift) {
+        self.stretches.extend_from_slice(&other.stretches);
+    }
+
     /// (first quarter, last quarter) medians in ns, the median of the stretch
     /// medians covering each quarter of the samples; `None` with too few samples.
     pub fn ends(&self) -> Option<(f64, f64)> {

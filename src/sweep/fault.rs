@@ -10,7 +10,10 @@
 //!   unlinked (host backend), so only the orchestrator's clean-up can remove it;
 //! - `stall`   the rank pauses `us=U` microseconds (default 2000) before every timed
 //!   all-reduce at size B: a disturbance that passes, so processes started to
-//!   re-measure a flagged case do not pause.
+//!   re-measure a flagged case do not pause;
+//! - `slow`    every timed all-reduce of the rank takes `pct=P` percent longer (host
+//!   backend; default 10): a known slowdown, set in one config's environment, for
+//!   the statistics to find (`scripts/bench-aa.sh`).
 //!
 //! Without `rank=` a fault applies to every rank; without `bytes=` to init (hang,
 //! exit, crash). Nothing outside the tests sets it.
@@ -27,15 +30,18 @@ pub enum FaultKind {
     Corrupt,
     Segment,
     Stall,
+    Slow,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fault {
     pub kind: FaultKind,
     pub rank: Option<u32>,
     pub bytes: Option<u64>,
     /// The pause of a `stall`, microseconds.
     pub us: Option<u64>,
+    /// The slowdown of a `slow`, percent.
+    pub pct: Option<f64>,
 }
 
 /// Where in its life a worker is.
@@ -61,6 +67,7 @@ impl Faults {
                 "corrupt" => FaultKind::Corrupt,
                 "segment" => FaultKind::Segment,
                 "stall" => FaultKind::Stall,
+                "slow" => FaultKind::Slow,
                 other => bail!("{ENV}: unknown fault '{other}'"),
             };
             let mut fault = Fault {
@@ -68,12 +75,19 @@ impl Faults {
                 rank: None,
                 bytes: None,
                 us: None,
+                pct: None,
             };
             for kv in parts {
                 match kv.split_once('=') {
                     Some(("rank", v)) => fault.rank = Some(v.parse()?),
                     Some(("bytes", v)) => fault.bytes = Some(crate::units::Bytes::parse(v)?.0),
                     Some(("us", v)) => fault.us = Some(v.parse()?),
+                    Some(("pct", v)) => {
+                        fault.pct =
+                            Some(v.parse::<f64>().ok().filter(|p| *p >= 0.0).ok_or_else(|| {
+                                anyhow::anyhow!("{ENV}: pct must be a percentage, got '{v}'")
+                            })?)
+                    }
                     _ => bail!("{ENV}: bad field '{kv}' in '{item}'"),
                 }
             }
@@ -98,6 +112,14 @@ impl Faults {
     /// Whether the rank hangs between creating its segment and unlinking it.
     pub fn hangs_with_segment(&self) -> bool {
         self.0.iter().any(|f| f.kind == FaultKind::Segment)
+    }
+
+    /// The fraction a `slow` adds to every timed all-reduce (0 without one).
+    pub fn slowdown(&self) -> f64 {
+        self.0
+            .iter()
+            .find(|f| f.kind == FaultKind::Slow)
+            .map_or(0.0, |f| f.pct.unwrap_or(10.0) / 100.0)
     }
 
     /// Whether a `stall` is due at some size.
@@ -136,7 +158,7 @@ impl Faults {
                     eprintln!("fault injection: aborting at {phase:?}");
                     std::process::abort()
                 }
-                FaultKind::Corrupt | FaultKind::Segment | FaultKind::Stall => {}
+                FaultKind::Corrupt | FaultKind::Segment | FaultKind::Stall | FaultKind::Slow => {}
             }
         }
     }
@@ -156,8 +178,13 @@ mod tests {
                 rank: Some(1),
                 bytes: Some(4096),
                 us: None,
+                pct: None,
             }]
         );
+        assert_eq!(Faults::parse("slow:pct=25", 0).unwrap().slowdown(), 0.25);
+        assert_eq!(Faults::parse("slow", 0).unwrap().slowdown(), 0.10);
+        assert_eq!(f.slowdown(), 0.0);
+        assert!(Faults::parse("slow:pct=-3", 0).is_err());
         let stall = Faults::parse("stall:bytes=16:us=500", 0).unwrap();
         assert_eq!(
             stall.stall_at(16),

@@ -13,6 +13,7 @@ pub mod preflight;
 pub mod process;
 pub mod protocol;
 pub mod remeasure;
+pub(crate) mod rounds;
 pub mod session;
 pub mod worker;
 

@@ -1,7 +1,8 @@
 //! The order in which cases run. GPU counts are the outer loop and configurations the
 //! inner one, so that the configurations being compared at one rank count run close
 //! together in time (machine drift affects them alike). Each (count, config) pair is
-//! one group of worker processes that runs every size.
+//! a group: one set of worker processes per round runs every size, and the rounds of
+//! one rank count's groups interleave (`sweep::rounds`).
 
 use crate::config::{SweepSettings, TransportConfig};
 
@@ -33,6 +34,11 @@ impl Plan {
             groups,
             sizes: settings.sizes.clone(),
         }
+    }
+
+    /// The groups in runs of one rank count: the groups whose rounds interleave.
+    pub fn blocks(&self) -> impl Iterator<Item = &[Group]> {
+        self.groups.chunk_by(|a, b| a.nranks == b.nranks)
     }
 
     pub fn total_cases(&self) -> u64 {

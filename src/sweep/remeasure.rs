@@ -222,6 +222,7 @@ mod tests {
                 timing_note: String::new(),
                 second_take: false,
                 ceiling_gbps: None,
+                round_p50_us: vec![p50],
             },
             shape: CaseShape {
                 samples: 1000,

@@ -322,6 +322,7 @@ pub(crate) fn manifest(
         dtype: settings.dtype,
         op: settings.op,
         iterations: settings.iterations,
+        rounds: settings.rounds_for(backend.name == "host"),
         warmup_iters: settings.warmup,
         graph_iters: settings.graph,
         timeout_s: settings.timeout.as_secs_f64(),

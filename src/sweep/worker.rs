@@ -129,6 +129,7 @@ fn backend_for(args: &WorkerSettings, faults: &Faults) -> Result<Box<dyn Backend
                 init_timeout: Duration::from_secs_f64(args.init_timeout_s),
                 corrupt: faults.corrupts(),
                 hang_with_segment: faults.hangs_with_segment(),
+                slowdown: faults.slowdown(),
                 stores: crate::backend::host::ring::Stores::Measured,
                 pin_cpus: true,
                 cpu: args.device,

@@ -328,6 +328,7 @@ pub fn synthetic_manifest(backend: &str) -> nccl_bench::model::RunManifest {
         dtype: DataType::Float,
         op: ReduceOp::Sum,
         iterations: nccl_bench::config::IterationPolicy::Fixed { iters: 2000 },
+        rounds: 1,
         warmup_iters: 5,
         graph_iters: 0,
         timeout_s: 60.0,

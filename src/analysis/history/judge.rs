@@ -6,9 +6,16 @@ use super::facts::differences;
 use super::series::{OneOff, Options, Point, Series, Step};
 use crate::analysis::compare::seed;
 use crate::export::reader::RunData;
-use crate::stats::compare::{classify, compare_distributions, Verdict, DEFAULT_RESAMPLES};
+use crate::stats::compare::{
+    classify, compare_distributions, compare_rounds, Verdict, DEFAULT_RESAMPLES,
+};
 use crate::stats::distribution::Distribution;
 use crate::stats::median;
+
+/// Runs a level needs before a run can step away from it: with fewer, the level's
+/// spread is not known yet, and runs that agree against it make its runs, not them,
+/// the ones that stood out.
+const MIN_LEVEL: usize = 3;
 
 /// A run judged against a level: the change and its interval.
 #[derive(Debug, Clone, Copy)]
@@ -38,13 +45,18 @@ pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
         let change = m / level_median - 1.0;
         let mut ci = (change, change);
         for &j in level {
+            // With --histograms: over the two runs' rounds where both have them, as
+            // `compare` does, else the bootstrap over their histograms.
             let by_histograms = opts
                 .bootstrap
-                .then(|| distributions(runs, &points[j], cand))
-                .flatten()
-                .and_then(|(hb, hc)| {
-                    compare_distributions(hb, hc, opts.threshold, DEFAULT_RESAMPLES, seed)
-                });
+                .then(|| {
+                    compare_rounds(&points[j].round_p50_us, &cand.round_p50_us, opts.threshold)
+                        .or_else(|| {
+                            let (hb, hc) = distributions(runs, &points[j], cand)?;
+                            compare_distributions(hb, hc, opts.threshold, DEFAULT_RESAMPLES, seed)
+                        })
+                })
+                .flatten();
             let (lo, hi) = match by_histograms {
                 Some(c) => c.ci,
                 None => ends(&points[j], cand),
@@ -165,22 +177,29 @@ pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
                 .filter(|p| beyond(p.verdict) && !in_line(p))
                 .map(one_off),
         );
-        if level.len() == 1 && level[0] == eligible[0] {
-            // The first run alone was the level, and the runs after it agree with
-            // each other, not with it: it is the one that stood out.
-            one_offs.push(OneOff {
-                run: series.points[level[0]].run,
-                verdict: if up {
-                    Verdict::Improved
+        if level.len() < MIN_LEVEL {
+            // Too few runs to know the level's spread, and the runs after them agree
+            // with each other, not with them: the level's runs beyond the new level
+            // are the ones that stood out; no step is named.
+            let mut joined = Vec::new();
+            for &j in &level {
+                let (change, ci) = interval(&new_level, j);
+                let verdict = classify(ci, opts.threshold);
+                if beyond(verdict) {
+                    one_offs.push(OneOff {
+                        run: series.points[j].run,
+                        verdict,
+                        change,
+                        ci,
+                    });
                 } else {
-                    Verdict::Regressed
-                },
-                change: 1.0 / (1.0 + same[0].change) - 1.0,
-                ci: (
-                    1.0 / (1.0 + same[0].ci.1) - 1.0,
-                    1.0 / (1.0 + same[0].ci.0) - 1.0,
-                ),
-            });
+                    joined.push(j);
+                }
+            }
+            joined.extend(new_level);
+            level = joined;
+            pending.clear();
+            continue;
         } else {
             if let Some((k, old)) = open.take() {
                 size(&mut steps[k], &old, &level);

@@ -20,8 +20,9 @@
 //! first `window` runs of the new level, their median change against the old
 //! level (the two that confirmed it, when the history ends there). A lone run beyond the threshold
 //! at the end is a step not confirmed yet; one followed by a run back at the level
-//! is a one-off and stays out of the level. When the first run alone was the level
-//! and the next two agree against it, the first run is the one-off. Each step names the two runs around it and what their manifests say
+//! is a one-off and stays out of the level. A level of fewer than 3 runs has no known
+//! spread: when the next two runs agree against it, no step is named, and its runs
+//! beyond the new level are the one-offs (a first run out of line, say). Each step names the two runs around it and what their manifests say
 //! changed: NCCL, its library, driver, CUDA, GPUs, hosts, the config's variables,
 //! nccl-bench itself.
 
@@ -206,6 +207,7 @@ fn one_series(runs: &[RunData], group: &Group, bytes: u64) -> Series {
                 busbw_gbps: c.busbw_gbps.filter(|_| c.is_ok()),
                 trusted: c.is_trusted() && median.is_some(),
                 hist_tag: c.hist_tag.clone().filter(|t| !t.is_empty()),
+                round_p50_us: c.round_medians(),
             })
         })
         .collect();

@@ -75,6 +75,9 @@ pub struct Point {
     pub trusted: bool,
     #[serde(skip)]
     pub(super) hist_tag: Option<String>,
+    /// Each round's median, us (empty for runs of one round, imports).
+    #[serde(skip)]
+    pub(super) round_p50_us: Vec<f64>,
 }
 
 /// A change of level between two runs.

@@ -47,7 +47,11 @@ pub enum Verdict {
     /// SHM was used; the data cannot tell yet.
     Inconclusive {
         difference: Difference,
+        /// How many times more of what the intervals rest on (iterations, or rounds
+        /// when `rounds` > 1) would narrow the widest to the threshold.
         more_iterations: Option<u64>,
+        /// The rounds the comparison was over (0 or 1: over iterations).
+        rounds: usize,
     },
 }
 
@@ -208,6 +212,7 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
         Verdict::Inconclusive {
             difference,
             more_iterations: more,
+            rounds: report.most_rounds,
         }
     }
 }
@@ -248,8 +253,9 @@ fn summarize(report: &CompareReport) -> Difference {
     }
 }
 
-/// How many times more iterations would shrink the widest inconclusive interval to
-/// the threshold (intervals narrow as 1/sqrt(n)).
+/// How many times more iterations (or rounds, for intervals over rounds) would
+/// shrink the widest inconclusive interval to the threshold (intervals narrow as
+/// 1/sqrt(n)).
 fn more_iterations(report: &CompareReport, threshold: f64) -> Option<u64> {
     report
         .rows
@@ -338,11 +344,15 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
             if *shm_seen { "SHM is used" } else { "SHM may be used (NCCL's logs named no transport)" },
             diff_words(difference)
         ),
-        Verdict::Inconclusive { difference, more_iterations } => format!(
+        Verdict::Inconclusive { difference, more_iterations, rounds } => format!(
             "**Not settled yet.** {}.{}",
             diff_words(difference),
             more_iterations
-                .map(|k| format!(" About {k}x more iterations per size (-n, or a longer --max-time) would narrow the widest interval to the threshold."))
+                .map(|k| if *rounds > 1 {
+                    format!(" The intervals are over the {rounds} rounds (process groups) of each config, so more iterations would not narrow them: about {} rounds (--rounds) would bring the widest to the threshold.", k.saturating_mul(*rounds as u64))
+                } else {
+                    format!(" About {k}x more iterations per size (-n, or a longer --max-time) would narrow the widest interval to the threshold.")
+                })
                 .unwrap_or_default()
         ),
     }

@@ -80,6 +80,7 @@ fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
                 quality: c.quality.into(),
                 quality_note: String::new(),
                 ceiling_pct: None,
+                round_p50_us: String::new(),
                 median_ci_low_us: None,
                 median_ci_high_us: None,
             }
@@ -384,6 +385,7 @@ fn flagged_cases_are_not_evidence() {
         Verdict::Inconclusive {
             difference,
             more_iterations,
+            ..
         } => {
             assert_eq!(difference.distrusted, 1);
             assert_eq!(more_iterations, None);

@@ -59,6 +59,9 @@ pub struct HostOptions {
     pub corrupt: bool,
     /// Test-only fault: hang once the receive segment exists, before its unlink.
     pub hang_with_segment: bool,
+    /// Test-only fault: every timed all-reduce takes this fraction longer (the rank
+    /// spins for it after each), a known slowdown for the statistics to find.
+    pub slowdown: f64,
     /// Pin each rank to its own CPU when there are enough (processes, not threads).
     pub pin_cpus: bool,
     /// Pin this rank to this CPU (its index among the CPUs the process may use)
@@ -124,6 +127,7 @@ impl HostOptions {
             init_timeout: Duration::from_secs(1),
             corrupt: false,
             hang_with_segment: false,
+            slowdown: 0.0,
             pin_cpus: false,
             cpu: None,
             bind: LOOPBACK,
@@ -200,6 +204,7 @@ pub struct HostComm {
     op: ReduceOp,
     transport: &'static str,
     corrupt: bool,
+    slowdown: f64,
     detail: String,
 }
 
@@ -355,6 +360,7 @@ impl HostComm {
             op: opts.op,
             transport,
             corrupt: opts.corrupt,
+            slowdown: opts.slowdown,
             detail: format!(
                 "{transport}, {}{}",
                 match cpu {
@@ -482,7 +488,14 @@ impl Communicator for HostComm {
         self.run_once(bytes)?;
         let mut last = Instant::now();
         for d in durations.iter_mut() {
+            let start = Instant::now();
             self.run_once(bytes)?;
+            if self.slowdown > 0.0 {
+                let until = Instant::now() + start.elapsed().mul_f64(self.slowdown);
+                while Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+            }
             let now = Instant::now();
             *d = now.duration_since(last).as_nanos() as u64;
             last = now;

@@ -16,6 +16,7 @@ fn options(dir: &std::path::Path, use_shm: bool, dtype: DataType, op: ReduceOp) 
         init_timeout: Duration::from_secs(20),
         corrupt: false,
         hang_with_segment: false,
+        slowdown: 0.0,
         stores: Stores::Measured,
         pin_cpus: false,
         cpu: None,

@@ -1,9 +1,13 @@
-//! Whether one case got faster or slower than another: a bootstrap 95 % confidence
-//! interval of the relative change of the median latency, computed from the two
-//! cases' HdrHistograms, and a verdict that calls a change only when the whole
-//! interval lies outside a noise band of +-threshold (criterion's rule).
+//! Whether one case got faster or slower than another: a 95 % confidence interval of
+//! the relative change of the median latency, and a verdict that calls a change only
+//! when the whole interval lies outside a noise band of +-threshold (criterion's
+//! rule). Cases measured in several rounds (process groups) are compared over their
+//! rounds ([`compare_rounds`], `super::rounds::shift`): the interval then includes the
+//! variation between process groups. Cases of one round each are compared with a
+//! bootstrap over their HdrHistograms ([`compare_distributions`]), which sees only
+//! the variation between the iterations of each group.
 //!
-//! Assumptions, as the interval's meaning depends on them:
+//! Assumptions of the bootstrap, as the interval's meaning depends on them:
 //! - Iteration times within a case are independent and identically distributed. The
 //!   bootstrap resamples each case on its own (the two runs' iterations are not paired).
 //!   Drift or warm-up inside a case makes the interval too narrow.
@@ -70,6 +74,9 @@ impl fmt::Display for Verdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
+    /// Over the rounds (process groups) of each side: the Hodges-Lehmann shift of
+    /// their log medians with its Mann-Whitney interval.
+    Rounds { base: usize, cand: usize },
     /// Percentile bootstrap of the medians over the histograms.
     Bootstrap { resamples: usize },
     /// Only the two means were known: the interval is the point `(change, change)`.
@@ -131,6 +138,46 @@ pub fn compare_means(base_mean: f64, cand_mean: f64, threshold: f64) -> Option<C
         ci: (change, change),
         verdict: classify((change, change), threshold),
         method: Method::MeansOnly,
+    })
+}
+
+/// Compares two cases over their rounds: `base` and `cand` are each round's median
+/// (any unit, the same on both sides; at least 2 a side). The change is the
+/// Hodges-Lehmann estimate of the shift of the log medians, its interval the
+/// Mann-Whitney one (at least 95 %; see `super::rounds`); with too few rounds for a
+/// 95 % interval it is unbounded and the verdict inconclusive. `base_median` and
+/// `cand_median` are the medians of the round medians.
+///
+/// `None` with fewer than 2 rounds on a side, or a median that is not positive.
+pub fn compare_rounds(base: &[f64], cand: &[f64], threshold: f64) -> Option<Comparison> {
+    if base.len() < 2 || cand.len() < 2 {
+        return None;
+    }
+    let base_median = super::median(base.iter().copied())?;
+    let cand_median = super::median(cand.iter().copied())?;
+    if base_median <= 0.0 || cand_median < 0.0 {
+        return None;
+    }
+    // The very same rounds (a run compared with itself): no change, with certainty.
+    let same = base == cand;
+    let (change, ci) = match super::rounds::shift(base, cand).filter(|_| !same) {
+        None if same => (0.0, (0.0, 0.0)),
+        Some(s) => (s.change, s.ci),
+        None => (
+            cand_median / base_median - 1.0,
+            (f64::NEG_INFINITY, f64::INFINITY),
+        ),
+    };
+    Some(Comparison {
+        base_median,
+        cand_median,
+        change,
+        ci,
+        verdict: classify(ci, threshold),
+        method: Method::Rounds {
+            base: base.len(),
+            cand: cand.len(),
+        },
     })
 }
 

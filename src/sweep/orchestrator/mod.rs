@@ -1,7 +1,9 @@
-//! The orchestrator: for each (GPU count, config) it spawns one worker per rank with
+//! The orchestrator: for each (GPU count, config), in each round (`sweep::rounds`,
+//! interleaved across the configs of a GPU count), it spawns one worker per rank with
 //! the config's environment, relays rank 0's unique id, then drives every size
 //! (warm-up, timed batches until the stop rule is met, correctness check), folds the
-//! ranks' iteration times (mean over ranks) into a histogram and records the case.
+//! ranks' iteration times (mean over ranks) into a histogram, and records each case
+//! when its last round has combined its rounds.
 //!
 //! Failures are data. When a rank reports an error, dies, or a case exceeds its
 //! timeout, the whole process group is killed and the case is recorded as `failed` or
@@ -18,21 +20,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::failure::{Failure, Tails};
-use super::group::{Launch, RankGroup};
-use super::merge::{fold_mean, merge_transports};
+use super::failure::Failure;
+use super::group::Launch;
 use super::observer::SweepObserver;
 use super::plan::{Group, Plan};
-use super::protocol::{Command, Event};
-use super::remeasure::{self, Measurement};
-use crate::config::{IterationPolicy, SweepSettings};
+use super::remeasure::Measurement;
+use super::rounds::{combine, Book, Combined, RoundTake};
+use crate::config::SweepSettings;
 use crate::export::RunWriter;
-use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus, RunManifest, RunStatus};
-use crate::stats::adaptive::{BatchDecision, StopRule};
-use crate::stats::quality::{CaseShape, Drift};
-use crate::stats::{Bandwidth, LatencyRecorder};
-use crate::units::Bytes;
+use crate::model::{CaseCounts, CaseKey, CaseResult, RunManifest, RunStatus};
+use crate::stats::LatencyRecorder;
 
+mod drive;
 mod quality;
 mod spawn;
 mod wait;
@@ -77,18 +76,23 @@ struct GroupStop {
     reason: String,
 }
 
-/// A case measured by `drive`: the measurement, and for a re-measurement (not
-/// written as it is taken) its histogram and when it started.
+/// A case measured by `drive`, all its rounds combined: the measurement, and for a
+/// re-measurement (not written as it is taken) its histogram and when it started.
 pub(super) struct Taken {
     measurement: Measurement,
     histogram: Option<hdrhistogram::Histogram<u64>>,
     offset: Duration,
 }
 
-/// The measurements a group run collects, and which take they are.
+/// The measurements a group's rounds collect, and which take they are.
 pub(super) struct Takes {
     pub(super) take: Take,
+    /// Cases with every round done, combined.
     pub(super) taken: Vec<Taken>,
+    /// Cases in flight: their rounds so far, and the cases that failed.
+    pub(super) book: Book,
+    /// The round being run (1-based).
+    pub(super) round: u32,
 }
 
 impl Takes {
@@ -96,6 +100,8 @@ impl Takes {
         Takes {
             take,
             taken: Vec::new(),
+            book: Book::default(),
+            round: 1,
         }
     }
 }
@@ -114,7 +120,8 @@ impl Orchestrator<'_> {
         self.manifest.cases.total = plan.total_cases();
         self.writer.write_manifest(&self.manifest)?;
         let note = self.manifest.backend.note.clone();
-        self.observer.sweep_started(plan.total_cases(), &note);
+        self.observer
+            .sweep_started(plan.total_cases(), self.rounds(), &note);
         let interrupted = match self.run_groups(plan) {
             Ok(interrupted) => interrupted,
             Err(e) => {
@@ -142,48 +149,100 @@ impl Orchestrator<'_> {
         })
     }
 
-    /// Runs every group; `Ok(true)` when interrupted.
+    /// Runs every group, the groups of each rank count round by round; `Ok(true)`
+    /// when interrupted.
     fn run_groups(&mut self, plan: &Plan) -> Result<bool> {
         let mut sequence = 0u32;
-        for group in &plan.groups {
-            let mut remaining: &[u64] = &plan.sizes;
-            let mut attempt = 1;
-            let mut firsts = Takes::new(Take::First);
-            while !remaining.is_empty() {
-                if self.interrupted.load(Ordering::SeqCst) {
-                    self.assess_group(group, firsts.taken, &mut sequence, true)?;
-                    return Ok(true);
-                }
-                sequence += 1;
-                let stop = self.run_group(group, remaining, attempt, sequence, &mut firsts)?;
-                let Some(f) = stop else {
-                    break;
-                };
-                match &f.failure {
-                    Failure::Interrupted => {
-                        self.assess_group(group, firsts.taken, &mut sequence, true)?;
-                        return Ok(true);
+        for block in plan.blocks() {
+            let mut firsts: Vec<Takes> = block.iter().map(|_| Takes::new(Take::First)).collect();
+            let mut interrupted = false;
+            'rounds: for round in 1..=self.rounds() {
+                for (group, takes) in block.iter().zip(firsts.iter_mut()) {
+                    takes.round = round;
+                    if self.run_round(group, &plan.sizes, &mut sequence, takes)? {
+                        interrupted = true;
+                        break 'rounds;
                     }
-                    // Results could not be written: the sweep cannot go on.
-                    Failure::Write(e) => anyhow::bail!(e.clone()),
-                    _ => {}
                 }
-                let failed = if f.in_init {
-                    remaining.len() - f.done
-                } else {
-                    1
-                };
-                for &bytes in &remaining[f.done..f.done + failed] {
-                    self.record_failure(group, bytes, &f)?;
-                }
-                remaining = &remaining[f.done + failed..];
-                attempt += 1;
             }
-            if self.assess_group(group, firsts.taken, &mut sequence, false)? {
+            for (group, mut takes) in block.iter().zip(firsts) {
+                if interrupted {
+                    // What the interrupted rounds measured is kept, with fewer rounds.
+                    for rounds in takes.book.take_unfinished(false) {
+                        let mut combined = combine(rounds);
+                        let note = format!(
+                            "interrupted after {} of {} rounds",
+                            combined.result.rounds(),
+                            self.rounds()
+                        );
+                        let t = &mut combined.result.timing_note;
+                        *t = if t.is_empty() {
+                            note
+                        } else {
+                            format!("{t}; {note}")
+                        };
+                        self.keep(combined, &mut takes)?;
+                    }
+                }
+                if self.assess_group(group, takes.taken, &mut sequence, interrupted)? {
+                    interrupted = true;
+                }
+            }
+            if interrupted {
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    /// One round of a group: every size it has not failed, in fresh processes (again
+    /// after a failure, from the next size). `Ok(true)` when interrupted.
+    fn run_round(
+        &mut self,
+        group: &Group,
+        sizes: &[u64],
+        sequence: &mut u32,
+        takes: &mut Takes,
+    ) -> Result<bool> {
+        let pending: Vec<u64> = sizes
+            .iter()
+            .copied()
+            .filter(|&b| !takes.book.failed(&self.key(group, b)))
+            .collect();
+        let mut remaining: &[u64] = &pending;
+        let mut attempt = 1;
+        while !remaining.is_empty() {
+            if self.interrupted.load(Ordering::SeqCst) {
+                return Ok(true);
+            }
+            *sequence += 1;
+            let stop = self.run_group(group, remaining, attempt, *sequence, takes)?;
+            let Some(f) = stop else {
+                break;
+            };
+            match &f.failure {
+                Failure::Interrupted => return Ok(true),
+                // Results could not be written: the sweep cannot go on.
+                Failure::Write(e) => anyhow::bail!(e.clone()),
+                _ => {}
+            }
+            let failed = if f.in_init {
+                remaining.len() - f.done
+            } else {
+                1
+            };
+            for &bytes in &remaining[f.done..f.done + failed] {
+                self.record_failure(group, bytes, &f, takes)?;
+            }
+            remaining = &remaining[f.done + failed..];
+            attempt += 1;
+        }
+        Ok(false)
+    }
+
+    /// The sweep's rounds: `--rounds`, else the backend's default.
+    pub(super) fn rounds(&self) -> u32 {
+        self.settings.rounds_for(self.backend == "host")
     }
 
     fn key(&self, group: &Group, bytes: u64) -> CaseKey {
@@ -196,220 +255,51 @@ impl Orchestrator<'_> {
         }
     }
 
-    fn stop_rule(&self) -> StopRule {
-        match self.settings.iterations {
-            IterationPolicy::Fixed { iters } => StopRule::Fixed(iters),
-            IterationPolicy::Adaptive {
-                min_iters,
-                precision,
-                max_time,
-            } => StopRule::Adaptive {
-                min_iters,
-                precision,
-                max_time,
-                max_iters: 10_000_000,
-            },
+    /// One round of a case: its histogram goes to the log at once (tagged with the
+    /// round, when there are several), and its last round combines the case, which
+    /// a first take then records.
+    fn take_round(&mut self, round: RoundTake, takes: &mut Takes) -> Result<()> {
+        let rounds = self.rounds();
+        if rounds > 1 {
+            let tag = crate::export::hlog::round_tag(&round.result.hist_tag(), takes.round);
+            self.writer.record_tagged_histogram(
+                round.recorder.histogram(),
+                &tag,
+                round.offset,
+                Duration::from_secs_f64(round.result.duration_s),
+            )?;
         }
+        if takes.take == Take::First {
+            self.observer.measured(1);
+        }
+        let second = takes.take == Take::Second;
+        if let Some(all) = takes.book.add(round, second, rounds) {
+            self.keep(combine(all), takes)?;
+        }
+        Ok(())
     }
 
-    fn drive(
-        &mut self,
-        processes: &mut dyn RankGroup,
-        tails: &mut Tails,
-        group: &Group,
-        sizes: &[u64],
-        log_stem: &str,
-        takes: &mut Takes,
-    ) -> Result<(), GroupStop> {
-        let take = takes.take;
-        let n = group.nranks;
-        let timeout = self.settings.timeout;
-        let fail = |done, in_init, failure, transports: &str| GroupStop {
-            done,
-            in_init,
-            failure,
-            transports: transports.to_string(),
-            reason: String::new(),
+    /// A combined case: a first take is recorded now, a re-measurement waits for the
+    /// quality pass with its histogram.
+    fn keep(&mut self, combined: Combined, takes: &mut Takes) -> Result<()> {
+        let Combined {
+            result,
+            shape,
+            recorder,
+            offset,
+        } = combined;
+        let histogram = match takes.take {
+            Take::First => {
+                self.record(&result, Some(&recorder), offset)?;
+                None
+            }
+            Take::Second => Some(recorder.histogram().clone()),
         };
-        let init = "communicator set-up";
-        if take == Take::First {
-            self.observer.case_started(&self.key(group, sizes[0]));
-        }
-        let deadline = Instant::now() + timeout;
-        let id = self
-            .wait_for(processes, tails, &[0], deadline, init, |e| match e {
-                Event::UniqueId { id } => Some(id),
-                _ => None,
-            })
-            .map_err(|f| fail(0, true, f, ""))?
-            .remove(0);
-        for rank in 1..n {
-            if processes
-                .send(rank, &Command::UniqueId { id: id.clone() })
-                .is_err()
-            {
-                return Err(fail(0, true, self.dead(processes, rank, init), ""));
-            }
-        }
-        let all: Vec<u32> = (0..n).collect();
-        let ready = self
-            .wait_for(processes, tails, &all, deadline, init, |e| match e {
-                Event::Ready { transports, .. } => Some(transports),
-                _ => None,
-            })
-            .map_err(|f| fail(0, true, f, ""))?;
-        let transports = merge_transports(&ready);
-
-        let rule = self.stop_rule();
-        for (done, &bytes) in sizes.iter().enumerate() {
-            let key = self.key(group, bytes);
-            if done > 0 && take == Take::First {
-                self.observer.case_started(&key);
-            }
-            let phase = Bytes(bytes).to_string();
-            let started_at = crate::units::now_rfc3339();
-            let case_start = Instant::now();
-            let deadline = case_start + timeout;
-            let failed = |f| fail(done, false, f, &transports);
-            self.broadcast(
-                processes,
-                &Command::Size {
-                    bytes,
-                    warmup: self.settings.warmup,
-                },
-                &phase,
-            )
-            .map_err(failed)?;
-            self.wait_for(processes, tails, &all, deadline, &phase, |e| {
-                matches!(e, Event::Warm { .. }).then_some(())
-            })
-            .map_err(failed)?;
-            let mut recorder = LatencyRecorder::new();
-            let mut drift = Drift::new();
-            // Iterations per timestamp, the most any rank's batch had, and the most
-            // a calibration asked for.
-            let (mut every, mut wanted) = (1u64, 1u64);
-            let timing_start = Instant::now();
-            let stop = loop {
-                match rule.next_in_launches(&recorder, timing_start.elapsed(), self.settings.graph)
-                {
-                    BatchDecision::Stop(reason) => break reason,
-                    BatchDecision::Run(iters) => {
-                        self.broadcast(processes, &Command::Time { iters }, &phase)
-                            .map_err(failed)?;
-                        let batches: Vec<Vec<u64>> = self
-                            .wait_for(processes, tails, &all, deadline, &phase, |e| match e {
-                                Event::Batch {
-                                    durations_ns,
-                                    every,
-                                    wanted,
-                                } => Some((durations_ns.into_owned(), every, wanted)),
-                                _ => None,
-                            })
-                            .map_err(failed)?
-                            .into_iter()
-                            .map(|(d, e, w)| {
-                                every = every.max(e);
-                                wanted = wanted.max(w);
-                                d
-                            })
-                            .collect();
-                        let steps = fold_mean(&batches, iters, self.settings.graph, &mut recorder)
-                            .map_err(failed)?;
-                        drift.add_batch(steps);
-                    }
-                }
-            };
-            self.broadcast(processes, &Command::Check, &phase)
-                .map_err(failed)?;
-            let checks = self
-                .wait_for(processes, tails, &all, deadline, &phase, |e| match e {
-                    Event::Checked { wrong, first_wrong } => Some((wrong, first_wrong)),
-                    _ => None,
-                })
-                .map_err(failed)?;
-            let wrong: u64 = checks.iter().map(|c| c.0).sum();
-            let error = checks
-                .iter()
-                .enumerate()
-                .find_map(|(rank, (w, first))| {
-                    first.as_ref().map(|m| {
-                        format!(
-                            "{wrong} wrong element(s) in total; rank {rank} has {w}, the first at index {}: got {}, expected {}",
-                            m.index, m.got, m.expected
-                        )
-                    })
-                })
-                .unwrap_or_default();
-            let summary = recorder.summary();
-            let shape = CaseShape::of(&recorder, &drift);
-            // Only a correct case is judged for trust: a wrong one is a failure.
-            let (quality, quality_note) = if wrong == 0 {
-                let (q, note) = remeasure::first_quality(&shape);
-                (Some(q), note)
-            } else {
-                (None, String::new())
-            };
-            let timing_note = timing_note(every, wanted);
-            // NCCL connects lazily (at the first collective since 2.22): its log has
-            // the connections once the case has run.
-            let (logged, _) = self.nccl_log_findings(log_stem);
-            let transports = if logged.is_empty() {
-                transports.clone()
-            } else {
-                logged
-            };
-            let ceiling_gbps = self.ceiling(group, &transports);
-            let result = CaseResult {
-                key,
-                backend: self.label.clone(),
-                status: if wrong > 0 {
-                    CaseStatus::Wrong
-                } else {
-                    CaseStatus::Ok
-                },
-                warmup: self.settings.warmup,
-                graph: self.settings.graph,
-                bandwidth: Some(Bandwidth::allreduce(bytes, n, summary.mean_us)),
-                latency: Some(summary),
-                stop: Some(stop),
-                wrong,
-                transports,
-                error,
-                started_at,
-                duration_s: case_start.elapsed().as_secs_f64(),
-                quality,
-                quality_note,
-                timing_note,
-                second_take: take == Take::Second,
-                ceiling_gbps,
-            };
-            let offset = case_start.duration_since(self.run_start);
-            let histogram = match take {
-                Take::First => {
-                    self.record(&result, Some(&recorder), offset)
-                        .map_err(|e| failed(Failure::Write(format!("{e:#}"))))?;
-                    None
-                }
-                Take::Second => Some(recorder.histogram().clone()),
-            };
-            takes.taken.push(Taken {
-                measurement: Measurement { result, shape },
-                histogram,
-                offset,
-            });
-        }
-        // Best effort: a rank that does not say goodbye is killed by `finish`.
-        if self.broadcast(processes, &Command::Exit, "exit").is_ok() {
-            let _ = self.wait_for(
-                processes,
-                tails,
-                &all,
-                Instant::now() + Duration::from_secs(5),
-                "exit",
-                |e| matches!(e, Event::Bye).then_some(()),
-            );
-        }
+        takes.taken.push(Taken {
+            measurement: Measurement { result, shape },
+            histogram,
+            offset,
+        });
         Ok(())
     }
 
@@ -449,9 +339,21 @@ impl Orchestrator<'_> {
         .map(|c| c.gbps)
     }
 
-    fn record_failure(&mut self, group: &Group, bytes: u64, f: &GroupStop) -> Result<()> {
+    /// A case that failed in this round: recorded as failed, and left out of the
+    /// later rounds (their share of the progress is done).
+    fn record_failure(
+        &mut self,
+        group: &Group,
+        bytes: u64,
+        f: &GroupStop,
+        takes: &mut Takes,
+    ) -> Result<()> {
+        let key = self.key(group, bytes);
+        takes.book.fail(&key);
+        self.observer
+            .measured(u64::from(self.rounds().saturating_sub(takes.round) + 1));
         let result = CaseResult {
-            key: self.key(group, bytes),
+            key,
             backend: self.label.clone(),
             status: f.failure.status(),
             warmup: self.settings.warmup,
@@ -469,26 +371,9 @@ impl Orchestrator<'_> {
             timing_note: String::new(),
             second_take: false,
             ceiling_gbps: None,
+            round_p50_us: Vec::new(),
         };
         let offset = self.run_start.elapsed();
         self.record(&result, None, offset)
-    }
-}
-
-/// What results.csv says about a case's timestamps: `every` iterations shared
-/// one, the calibration asked for `wanted`.
-fn timing_note(every: u64, wanted: u64) -> String {
-    let strided = format!(
-        "a timestamp every {every} iterations (one per iteration would have let the host set the pace): percentiles are of {every}-iteration means"
-    );
-    let held = format!(
-        "a timestamp every {wanted} iterations would have kept the host from setting the pace, but the case had too few for 100 timestamps at that (adaptive iterations keep one per iteration): the times may include the host's event cost; -n N with N >= {} measures it strided",
-        wanted * 100
-    );
-    match (every > 1, wanted > every) {
-        (false, false) => String::new(),
-        (true, false) => strided,
-        (false, true) => held,
-        (true, true) => format!("{strided}; {held}"),
     }
 }

@@ -1,6 +1,6 @@
 //! The orchestrator's quality pass over a group once its sizes are done: flag the
-//! cases to distrust, measure them again in fresh processes, keep the better-behaved
-//! measurement of each and rewrite its row (the rules and the choice are in
+//! cases to distrust, measure them again in fresh processes (as many rounds as the
+//! first measurement), keep the better-behaved measurement of each and rewrite its row (the rules and the choice are in
 //! `stats::quality` and `sweep::remeasure`; this is the running and the writing).
 
 use std::sync::atomic::Ordering;
@@ -61,15 +61,21 @@ impl Orchestrator<'_> {
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
-            *sequence += 1;
-            if let Some(f) = self.run_group(group, &sizes, 1, *sequence, &mut seconds)? {
-                match f.failure {
-                    Failure::Interrupted => {
-                        interrupted = true;
-                        why_not = Some(NoSecond::Interrupted);
+            // As many rounds as the first take, one after the other: the second
+            // measurement's interval stands on the same footing as the first's.
+            for round in 1..=self.rounds() {
+                seconds.round = round;
+                *sequence += 1;
+                if let Some(f) = self.run_group(group, &sizes, 1, *sequence, &mut seconds)? {
+                    match f.failure {
+                        Failure::Interrupted => {
+                            interrupted = true;
+                            why_not = Some(NoSecond::Interrupted);
+                        }
+                        Failure::Write(e) => anyhow::bail!(e),
+                        _ => why_not = Some(NoSecond::Failed(f.reason)),
                     }
-                    Failure::Write(e) => anyhow::bail!(e),
-                    _ => why_not = Some(NoSecond::Failed(f.reason)),
+                    break;
                 }
             }
         }

@@ -136,11 +136,18 @@ impl Orchestrator<'_> {
     ) -> Result<Option<GroupStop>> {
         let take = takes.take;
         let prefix = format!("nccl-bench-{}-{sequence}", std::process::id());
-        let suffix = match (take, attempt) {
-            (Take::Second, _) => ".remeasure".to_string(),
-            (Take::First, 1) => String::new(),
-            (Take::First, _) => format!(".try{attempt}"),
-        };
+        // `default.n2`, then `.remeasure` for a second take, `.r3` for the third
+        // round of several, `.try2` for the processes after a failure.
+        let mut suffix = String::new();
+        if take == Take::Second {
+            suffix.push_str(".remeasure");
+        }
+        if self.rounds() > 1 {
+            suffix.push_str(&format!(".r{}", takes.round));
+        }
+        if take == Take::First && attempt > 1 {
+            suffix.push_str(&format!(".try{attempt}"));
+        }
         let log_stem = format!("{}.n{}{suffix}", group.config.name, group.nranks);
         let logs: Vec<PathBuf> = (0..group.nranks)
             .map(|r| {

@@ -32,6 +32,8 @@
 //! every all-reduce takes 30 % longer than the ceilings measured by copies allow),
 //! `NCCL_BENCH_SIM_SLOW_LINK` (`a-b[:factor]`: the link between GPUs a and b at
 //! 1/factor of its bandwidth, default 4; see [`topo::link_factor`]),
+//! `NCCL_BENCH_SIM_GROUP_JITTER` (`s`: each communicator, one process group of a
+//! sweep, at its own speed exp(s z), z standard normal from its id; 0),
 //! `NCCL_BENCH_SIM_HOST_PACED` (1: no operation starts on the device before the host
 //! enqueued it, as on a GPU; off by default so that times do not depend on how busy
 //! the test machine is) and `NCCL_BENCH_SIM_EVENT_RECORD_NS` (host time each

@@ -112,6 +112,9 @@ pub struct Comm {
     nranks: u32,
     device: usize,
     hash: u64,
+    /// This communicator's own speed (`NCCL_BENCH_SIM_GROUP_JITTER`): a factor on
+    /// every collective's modelled time, the same on all its ranks.
+    speed: f64,
     /// `ncclCommGetAsyncError`'s state: success, in progress, or the error.
     state: AtomicI32,
     /// `NCCL_COMM_BLOCKING=0`: calls may return `ncclInProgress`.
@@ -505,6 +508,32 @@ struct AllReduce {
     op: i32,
 }
 
+/// `NCCL_BENCH_SIM_GROUP_JITTER=s`: each communicator (one process group of a sweep)
+/// runs at its own speed, exp(s z) for a standard normal z drawn from its id, as fresh
+/// processes on real hardware land on other cores, pages, clocks and links. Every rank
+/// of the communicator draws the same z (from the id they share). 1 (no spread) by
+/// default and where `s` is not a positive number.
+fn group_speed(hash: u64) -> f64 {
+    let spread = crate::env("NCCL_BENCH_SIM_GROUP_JITTER")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0);
+    spread.map_or(1.0, |spread| speed_of(hash, spread))
+}
+
+/// exp(spread z), z a standard normal drawn from `hash`.
+pub(crate) fn speed_of(hash: u64, spread: f64) -> f64 {
+    let uniform = |salt: u64| {
+        let mut x = hash ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        x ^= x >> 31;
+        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x ^= x >> 29;
+        ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    // Box-Muller: a standard normal from two uniforms in (0, 1).
+    let z = (-2.0 * uniform(1).ln()).sqrt() * (2.0 * std::f64::consts::PI * uniform(2)).cos();
+    (spread * z).exp()
+}
+
 /// A spread of +-1% on modelled times, the same on every rank for one collective.
 fn jitter(hash: u64, seq: u64) -> f64 {
     let mut x = hash ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -617,7 +646,7 @@ impl Work for AllReduce {
             self.bytes as u64,
             c.nranks,
         );
-        latest + (cost * jitter(c.hash, seq)) as u64
+        latest + (cost * jitter(c.hash, seq) * c.speed) as u64
     }
 }
 
@@ -726,6 +755,7 @@ pub extern "C" fn ncclCommInitRank(
         nranks: nranks as u32,
         device,
         hash: rendezvous::comm_hash(&id),
+        speed: group_speed(rendezvous::comm_hash(&id)),
         state: AtomicI32::new(IN_PROGRESS),
         blocking: crate::env("NCCL_COMM_BLOCKING").is_none_or(|v| v != "0"),
         connected: AtomicBool::new(false),

@@ -435,3 +435,24 @@ fn copies_take_the_time_of_the_links_the_all_reduce_uses() {
     assert!(near(local, 1500.0, 1_500.0), "{local} ms");
     assert_eq!(cuMemFreeHost(host), 0);
 }
+
+/// `NCCL_BENCH_SIM_GROUP_JITTER`: one speed per communicator id, log-normal with the
+/// spread asked for across ids.
+#[test]
+fn each_communicator_gets_its_own_speed() {
+    let spread = 0.03;
+    let logs: Vec<f64> = (0..4000u64)
+        .map(|i| {
+            crate::nccl::speed_of(crate::rendezvous::comm_hash(&[i as u8; 128]) ^ i, spread).ln()
+        })
+        .collect();
+    let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+    let sd =
+        (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64).sqrt();
+    assert!(mean.abs() < 0.003, "{mean}");
+    assert!((sd - spread).abs() < 0.003, "{sd}");
+    assert_eq!(
+        crate::nccl::speed_of(7, spread),
+        crate::nccl::speed_of(7, spread)
+    );
+}

@@ -1,0 +1,248 @@
+//! Driving one group's processes through its sizes in one round: the communicator
+//! set-up (rank 0's unique id relayed), then per size the warm-up, timed batches
+//! until the round's stop rule is met (folded over ranks into its histogram), the
+//! correctness check, and the round's measurement handed to `take_round`.
+
+use std::time::{Duration, Instant};
+
+use super::super::failure::{Failure, Tails};
+use super::super::group::RankGroup;
+use super::super::merge::{fold_mean, merge_transports};
+use super::super::plan::Group;
+use super::super::protocol::{Command, Event};
+use super::super::rounds::RoundTake;
+use super::{GroupStop, Orchestrator, Take, Takes};
+use crate::config::IterationPolicy;
+use crate::model::{CaseResult, CaseStatus};
+use crate::stats::adaptive::{BatchDecision, StopRule};
+use crate::stats::quality::Drift;
+use crate::stats::{Bandwidth, LatencyRecorder};
+use crate::units::Bytes;
+
+impl Orchestrator<'_> {
+    /// The stop rule of one round: `-n` iterations each, or the adaptive rule with
+    /// its time budget and minimum shared among the rounds.
+    fn stop_rule(&self) -> StopRule {
+        let rounds = self.rounds().max(1);
+        match self.settings.iterations {
+            IterationPolicy::Fixed { iters } => StopRule::Fixed(iters),
+            IterationPolicy::Adaptive {
+                min_iters,
+                precision,
+                max_time,
+            } => StopRule::Adaptive {
+                min_iters: min_iters.div_ceil(u64::from(rounds)).max(2),
+                precision,
+                max_time: max_time / rounds,
+                max_iters: 10_000_000,
+            },
+        }
+    }
+
+    pub(super) fn drive(
+        &mut self,
+        processes: &mut dyn RankGroup,
+        tails: &mut Tails,
+        group: &Group,
+        sizes: &[u64],
+        log_stem: &str,
+        takes: &mut Takes,
+    ) -> Result<(), GroupStop> {
+        let take = takes.take;
+        let n = group.nranks;
+        let timeout = self.settings.timeout;
+        let fail = |done, in_init, failure, transports: &str| GroupStop {
+            done,
+            in_init,
+            failure,
+            transports: transports.to_string(),
+            reason: String::new(),
+        };
+        let init = "communicator set-up";
+        if take == Take::First {
+            self.observer
+                .case_started(&self.key(group, sizes[0]), takes.round);
+        }
+        let deadline = Instant::now() + timeout;
+        let id = self
+            .wait_for(processes, tails, &[0], deadline, init, |e| match e {
+                Event::UniqueId { id } => Some(id),
+                _ => None,
+            })
+            .map_err(|f| fail(0, true, f, ""))?
+            .remove(0);
+        for rank in 1..n {
+            if processes
+                .send(rank, &Command::UniqueId { id: id.clone() })
+                .is_err()
+            {
+                return Err(fail(0, true, self.dead(processes, rank, init), ""));
+            }
+        }
+        let all: Vec<u32> = (0..n).collect();
+        let ready = self
+            .wait_for(processes, tails, &all, deadline, init, |e| match e {
+                Event::Ready { transports, .. } => Some(transports),
+                _ => None,
+            })
+            .map_err(|f| fail(0, true, f, ""))?;
+        let transports = merge_transports(&ready);
+
+        let rule = self.stop_rule();
+        for (done, &bytes) in sizes.iter().enumerate() {
+            let key = self.key(group, bytes);
+            if done > 0 && take == Take::First {
+                self.observer.case_started(&key, takes.round);
+            }
+            let phase = Bytes(bytes).to_string();
+            let started_at = crate::units::now_rfc3339();
+            let case_start = Instant::now();
+            let deadline = case_start + timeout;
+            let failed = |f| fail(done, false, f, &transports);
+            self.broadcast(
+                processes,
+                &Command::Size {
+                    bytes,
+                    warmup: self.settings.warmup,
+                },
+                &phase,
+            )
+            .map_err(failed)?;
+            self.wait_for(processes, tails, &all, deadline, &phase, |e| {
+                matches!(e, Event::Warm { .. }).then_some(())
+            })
+            .map_err(failed)?;
+            let mut recorder = LatencyRecorder::new();
+            let mut drift = Drift::new();
+            // Iterations per timestamp, the most any rank's batch had, and the most
+            // a calibration asked for.
+            let (mut every, mut wanted) = (1u64, 1u64);
+            let timing_start = Instant::now();
+            let stop = loop {
+                match rule.next_in_launches(&recorder, timing_start.elapsed(), self.settings.graph)
+                {
+                    BatchDecision::Stop(reason) => break reason,
+                    BatchDecision::Run(iters) => {
+                        self.broadcast(processes, &Command::Time { iters }, &phase)
+                            .map_err(failed)?;
+                        let batches: Vec<Vec<u64>> = self
+                            .wait_for(processes, tails, &all, deadline, &phase, |e| match e {
+                                Event::Batch {
+                                    durations_ns,
+                                    every,
+                                    wanted,
+                                } => Some((durations_ns.into_owned(), every, wanted)),
+                                _ => None,
+                            })
+                            .map_err(failed)?
+                            .into_iter()
+                            .map(|(d, e, w)| {
+                                every = every.max(e);
+                                wanted = wanted.max(w);
+                                d
+                            })
+                            .collect();
+                        let steps = fold_mean(&batches, iters, self.settings.graph, &mut recorder)
+                            .map_err(failed)?;
+                        drift.add_batch(steps);
+                    }
+                }
+            };
+            self.broadcast(processes, &Command::Check, &phase)
+                .map_err(failed)?;
+            let checks = self
+                .wait_for(processes, tails, &all, deadline, &phase, |e| match e {
+                    Event::Checked { wrong, first_wrong } => Some((wrong, first_wrong)),
+                    _ => None,
+                })
+                .map_err(failed)?;
+            let wrong: u64 = checks.iter().map(|c| c.0).sum();
+            let error = checks
+                .iter()
+                .enumerate()
+                .find_map(|(rank, (w, first))| {
+                    first.as_ref().map(|m| {
+                        format!(
+                            "{wrong} wrong element(s) in total; rank {rank} has {w}, the first at index {}: got {}, expected {}",
+                            m.index, m.got, m.expected
+                        )
+                    })
+                })
+                .unwrap_or_default();
+            let summary = recorder.summary();
+            let timing_note = timing_note(every, wanted);
+            // NCCL connects lazily (at the first collective since 2.22): its log has
+            // the connections once the case has run.
+            let (logged, _) = self.nccl_log_findings(log_stem);
+            let transports = if logged.is_empty() {
+                transports.clone()
+            } else {
+                logged
+            };
+            let ceiling_gbps = self.ceiling(group, &transports);
+            let result = CaseResult {
+                key,
+                backend: self.label.clone(),
+                status: if wrong > 0 {
+                    CaseStatus::Wrong
+                } else {
+                    CaseStatus::Ok
+                },
+                warmup: self.settings.warmup,
+                graph: self.settings.graph,
+                bandwidth: Some(Bandwidth::allreduce(bytes, n, summary.mean_us)),
+                latency: Some(summary),
+                stop: Some(stop),
+                wrong,
+                transports,
+                error,
+                started_at,
+                duration_s: case_start.elapsed().as_secs_f64(),
+                quality: None,
+                quality_note: String::new(),
+                timing_note,
+                second_take: take == Take::Second,
+                ceiling_gbps,
+                round_p50_us: vec![summary.p50_us],
+            };
+            let round = RoundTake {
+                result,
+                recorder,
+                drift,
+                offset: case_start.duration_since(self.run_start),
+            };
+            self.take_round(round, takes)
+                .map_err(|e| failed(Failure::Write(format!("{e:#}"))))?;
+        }
+        // Best effort: a rank that does not say goodbye is killed by `finish`.
+        if self.broadcast(processes, &Command::Exit, "exit").is_ok() {
+            let _ = self.wait_for(
+                processes,
+                tails,
+                &all,
+                Instant::now() + Duration::from_secs(5),
+                "exit",
+                |e| matches!(e, Event::Bye).then_some(()),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What results.csv says about a case's timestamps: `every` iterations shared
+/// one, the calibration asked for `wanted`.
+fn timing_note(every: u64, wanted: u64) -> String {
+    let strided = format!(
+        "a timestamp every {every} iterations (one per iteration would have let the host set the pace): percentiles are of {every}-iteration means"
+    );
+    let held = format!(
+        "a timestamp every {wanted} iterations would have kept the host from setting the pace, but the case had too few for 100 timestamps at that (adaptive iterations keep one per iteration): the times may include the host's event cost; -n N with N >= {} measures it strided",
+        wanted * 100
+    );
+    match (every > 1, wanted > every) {
+        (false, false) => String::new(),
+        (true, false) => strided,
+        (false, true) => held,
+        (true, true) => format!("{strided}; {held}"),
+    }
+}

@@ -1,0 +1,371 @@
+//! Rounds: every (config, rank count) is measured in `--rounds` independent process
+//! groups, interleaved across the configs of a rank count (default, shm-off, default,
+//! shm-off, ...) so that a machine drifting during the sweep moves every config alike.
+//! Each case collects one measurement per round; its last round combines them. The
+//! combined case pools the rounds' iterations (percentiles, mean, bandwidth, the
+//! rules on one case) and takes the interval of its median over the rounds
+//! (`stats::rounds::median_interval`): the variation between process groups is in
+//! it. A case that fails in a round is recorded as failed at once and left out of the
+//! later rounds.
+
+use std::time::Duration;
+
+use crate::model::{CaseKey, CaseResult, CaseStatus};
+use crate::stats::quality::{CaseShape, Drift};
+use crate::stats::rounds::{median_interval, MIN_ROUNDS};
+use crate::stats::{Bandwidth, LatencyRecorder, StopReason};
+
+/// One round's measurement of a case.
+pub(crate) struct RoundTake {
+    /// The case as this round alone measured it.
+    pub result: CaseResult,
+    pub recorder: LatencyRecorder,
+    pub drift: Drift,
+    /// When the round's case began, from the run's start.
+    pub offset: Duration,
+}
+
+/// A case combined from its rounds.
+pub(crate) struct Combined {
+    /// The case's result: quality and note from the rules on its pooled iterations.
+    pub result: CaseResult,
+    pub shape: CaseShape,
+    /// Every round's iterations.
+    pub recorder: LatencyRecorder,
+    /// When its first round began.
+    pub offset: Duration,
+}
+
+/// Combines the rounds of one case (at least one, in the order they ran).
+pub(crate) fn combine(takes: Vec<RoundTake>) -> Combined {
+    let mut recorder = LatencyRecorder::new();
+    let mut drift = Drift::new();
+    for t in &takes {
+        recorder.merge(&t.recorder);
+        drift.extend(&t.drift);
+    }
+    let shape = CaseShape::of(&recorder, &drift);
+    let round_p50_us: Vec<f64> = takes
+        .iter()
+        .filter_map(|t| t.result.latency.map(|l| l.p50_us))
+        .collect();
+    let mut notes: Vec<String> = Vec::new();
+    for t in &takes {
+        if !t.result.timing_note.is_empty() && !notes.contains(&t.result.timing_note) {
+            notes.push(t.result.timing_note.clone());
+        }
+    }
+    let mut summary = recorder.summary();
+    if takes.len() > 1 {
+        // Never narrower than the pooled iterations alone say, and always around the
+        // pooled median.
+        let (mut lo, mut hi) = summary.median_ci_us;
+        match median_interval(&round_p50_us) {
+            Some((a, b)) => {
+                lo = lo.min(a);
+                hi = hi.max(b);
+            }
+            None => {
+                let min = round_p50_us.iter().copied().fold(f64::INFINITY, f64::min);
+                let max = round_p50_us.iter().copied().fold(0.0, f64::max);
+                lo = lo.min(min);
+                hi = hi.max(max);
+                notes.push(format!(
+                    "{} rounds, fewer than {MIN_ROUNDS}: the median's interval spans them but is not a 95 % interval over process groups",
+                    takes.len()
+                ));
+            }
+        }
+        summary.median_ci_us = (lo.min(summary.p50_us), hi.max(summary.p50_us));
+    }
+    let transports = most_common(takes.iter().map(|t| t.result.transports.as_str()));
+    let disagree: Vec<&str> = distinct(takes.iter().map(|t| t.result.transports.as_str()));
+    if disagree.len() > 1 {
+        notes.push(format!(
+            "the rounds' transports differ: {}",
+            disagree.join(", ")
+        ));
+    }
+    // A wrong round makes the case wrong; its count is the worst round's, as one
+    // process group's check counts them.
+    let wrong = takes.iter().map(|t| t.result.wrong).max().unwrap_or(0);
+    let wrong_rounds = takes.iter().filter(|t| t.result.wrong > 0).count();
+    if wrong_rounds > 0 && takes.len() > 1 {
+        notes.push(format!("wrong in {wrong_rounds} of {} rounds", takes.len()));
+    }
+    let first = &takes[0].result;
+    let key = first.key.clone();
+    let result = CaseResult {
+        bandwidth: Some(Bandwidth::allreduce(key.bytes, key.nranks, summary.mean_us)),
+        latency: Some(summary),
+        status: if wrong > 0 {
+            CaseStatus::Wrong
+        } else {
+            CaseStatus::Ok
+        },
+        stop: takes
+            .iter()
+            .filter_map(|t| t.result.stop)
+            .max_by_key(|s| limit(*s)),
+        wrong,
+        transports,
+        error: takes
+            .iter()
+            .map(|t| t.result.error.as_str())
+            .find(|e| !e.is_empty())
+            .unwrap_or_default()
+            .to_string(),
+        duration_s: takes.iter().map(|t| t.result.duration_s).sum(),
+        timing_note: notes.join("; "),
+        round_p50_us,
+        key,
+        quality: None,
+        quality_note: String::new(),
+        ..first.clone()
+    };
+    let (quality, quality_note) = if result.wrong == 0 {
+        let (q, note) = super::remeasure::first_quality(&shape);
+        (Some(q), note)
+    } else {
+        (None, String::new())
+    };
+    Combined {
+        result: CaseResult {
+            quality,
+            quality_note,
+            ..result
+        },
+        shape,
+        offset: takes[0].offset,
+        recorder,
+    }
+}
+
+/// What stopped the rounds, the most limiting first: a round that ran out of time
+/// or hit the cap says more than one that converged.
+fn limit(stop: StopReason) -> u8 {
+    match stop {
+        StopReason::Count => 0,
+        StopReason::Converged => 1,
+        StopReason::Budget => 2,
+        StopReason::Cap => 3,
+    }
+}
+
+fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// The most frequent value (the first seen among equals).
+fn most_common<'a>(values: impl Iterator<Item = &'a str> + Clone) -> String {
+    let all: Vec<&str> = values.collect();
+    distinct(all.iter().copied())
+        .into_iter()
+        .max_by_key(|v| {
+            let count = all.iter().filter(|x| *x == v).count();
+            // Earlier first among equals: max_by_key keeps the last maximum.
+            (count, std::cmp::Reverse(all.iter().position(|x| x == v)))
+        })
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The cases of a block of groups in flight: their rounds so far, and the cases
+/// that failed (left out of the later rounds).
+#[derive(Default)]
+pub(crate) struct Book {
+    /// (case, second take, its rounds so far), in the order the cases started.
+    pending: Vec<(CaseKey, bool, Vec<RoundTake>)>,
+    failed: Vec<CaseKey>,
+}
+
+impl Book {
+    /// Adds a round; returns every round of the case once it has `rounds` of them.
+    pub(crate) fn add(
+        &mut self,
+        take: RoundTake,
+        second: bool,
+        rounds: u32,
+    ) -> Option<Vec<RoundTake>> {
+        let key = take.result.key.clone();
+        let at = match self
+            .pending
+            .iter()
+            .position(|(k, s, _)| *k == key && *s == second)
+        {
+            Some(at) => at,
+            None => {
+                self.pending.push((key, second, Vec::new()));
+                self.pending.len() - 1
+            }
+        };
+        self.pending[at].2.push(take);
+        if self.pending[at].2.len() >= rounds as usize {
+            Some(self.pending.remove(at).2)
+        } else {
+            None
+        }
+    }
+
+    /// A case failed: its rounds so far are dropped (their histograms are in the
+    /// log already) and later rounds leave it out. Returns how many rounds it had.
+    pub(crate) fn fail(&mut self, key: &CaseKey) -> usize {
+        if !self.failed.contains(key) {
+            self.failed.push(key.clone());
+        }
+        match self.pending.iter().position(|(k, s, _)| k == key && !s) {
+            Some(at) => self.pending.remove(at).2.len(),
+            None => 0,
+        }
+    }
+
+    pub(crate) fn failed(&self, key: &CaseKey) -> bool {
+        self.failed.contains(key)
+    }
+
+    /// Every case of the take with rounds but not all of them (the sweep was
+    /// interrupted, or a re-measurement stopped), in the order they started.
+    pub(crate) fn take_unfinished(&mut self, second: bool) -> Vec<Vec<RoundTake>> {
+        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(_, s, _)| *s == second);
+        self.pending = kept;
+        taken.into_iter().map(|(_, _, r)| r).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::{DataType, ReduceOp};
+
+    fn take(bytes: u64, round_ns: &[u64], transports: &str) -> RoundTake {
+        let mut recorder = LatencyRecorder::new();
+        let mut drift = Drift::new();
+        for &ns in round_ns {
+            recorder.record(ns);
+        }
+        drift.add_batch(round_ns.iter().copied());
+        let summary = recorder.summary();
+        RoundTake {
+            result: CaseResult {
+                key: CaseKey {
+                    config: "default".into(),
+                    nranks: 2,
+                    bytes,
+                    dtype: DataType::Float,
+                    op: ReduceOp::Sum,
+                },
+                backend: "host".into(),
+                status: CaseStatus::Ok,
+                warmup: 5,
+                graph: 0,
+                latency: Some(summary),
+                bandwidth: None,
+                stop: Some(StopReason::Converged),
+                wrong: 0,
+                transports: transports.into(),
+                error: String::new(),
+                started_at: "t0".into(),
+                duration_s: 0.5,
+                quality: None,
+                quality_note: String::new(),
+                timing_note: String::new(),
+                second_take: false,
+                ceiling_gbps: None,
+                round_p50_us: vec![summary.p50_us],
+            },
+            recorder,
+            drift,
+            offset: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn rounds_pool_their_iterations_and_bound_the_median_over_rounds() {
+        // Nine rounds whose medians are 10.0 .. 10.8 us, each very steady inside.
+        let takes: Vec<RoundTake> = (0..9u64)
+            .map(|r| take(1024, &[10_000 + 100 * r; 50], "SHM"))
+            .collect();
+        let c = combine(takes);
+        let l = c.result.latency.unwrap();
+        assert_eq!(l.count, 450);
+        assert_eq!(c.result.rounds(), 9);
+        // Histogram values: the top of a 0.1 % bucket.
+        let near = |a: f64, b: f64| (a - b).abs() < 0.011;
+        assert!(
+            near(c.result.round_p50_us[8], 10.8),
+            "{:?}",
+            c.result.round_p50_us
+        );
+        assert!((l.mean_us - 10.4).abs() < 1e-9, "{l:?}");
+        // Ranks 2 and 8 of nine: 10.1 and 10.7 us, where one round alone would
+        // claim a width of 0.
+        let (lo, hi) = l.median_ci_us;
+        assert!(near(lo, 10.1) && near(hi, 10.7), "{lo} {hi}");
+        assert_eq!(c.result.duration_s, 4.5);
+        assert_eq!(c.result.quality, Some(crate::stats::quality::Quality::Ok));
+        assert!(c.result.timing_note.is_empty(), "{}", c.result.timing_note);
+        assert_eq!(c.offset, Duration::from_secs(1));
+        assert!(c.result.bandwidth.is_some());
+    }
+
+    #[test]
+    fn few_rounds_say_so_and_disagreeing_transports_are_named() {
+        let takes = vec![
+            take(8, &[1_000; 30], "SHM"),
+            take(8, &[1_200; 30], "NET/Socket"),
+            take(8, &[1_100; 30], "SHM"),
+        ];
+        let c = combine(takes);
+        let (lo, hi) = c.result.latency.unwrap().median_ci_us;
+        assert!(
+            (lo - 1.0).abs() < 0.002 && (hi - 1.2).abs() < 0.002,
+            "{lo} {hi}"
+        );
+        assert_eq!(c.result.transports, "SHM");
+        let note = &c.result.timing_note;
+        assert!(note.contains("3 rounds, fewer than 6"), "{note}");
+        assert!(
+            note.contains("the rounds' transports differ: SHM, NET/Socket"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn a_wrong_round_makes_the_case_wrong() {
+        let mut bad = take(8, &[1_000; 30], "SHM");
+        bad.result.wrong = 3;
+        bad.result.status = CaseStatus::Wrong;
+        bad.result.error = "3 wrong element(s)".into();
+        let c = combine(vec![take(8, &[1_000; 30], "SHM"), bad]);
+        assert_eq!(c.result.status, CaseStatus::Wrong);
+        assert_eq!(c.result.wrong, 3);
+        assert!(c.result.timing_note.contains("wrong in 1 of 2 rounds"));
+        assert_eq!(c.result.error, "3 wrong element(s)");
+        assert_eq!(c.result.quality, None);
+    }
+
+    #[test]
+    fn the_book_completes_a_case_at_its_last_round_and_forgets_failures() {
+        let mut book = Book::default();
+        assert!(book.add(take(8, &[1_000], "SHM"), false, 3).is_none());
+        assert!(book.add(take(16, &[1_000], "SHM"), false, 3).is_none());
+        assert!(book.add(take(8, &[1_000], "SHM"), false, 3).is_none());
+        // A second take of the same case is kept apart.
+        assert!(book.add(take(8, &[1_000], "SHM"), true, 3).is_none());
+        let done = book.add(take(8, &[1_000], "SHM"), false, 3).unwrap();
+        assert_eq!(done.len(), 3);
+        let key16 = take(16, &[1], "").result.key;
+        assert_eq!(book.fail(&key16), 1);
+        assert!(book.failed(&key16));
+        assert_eq!(book.take_unfinished(false).len(), 0);
+        assert_eq!(book.take_unfinished(true).len(), 1);
+    }
+}

@@ -1,0 +1,242 @@
+//! Comparisons judged both ways, end to end: configs that are the same must come out
+//! unchanged, a config made slower must be found, on the host backend and on the
+//! simulated GPUs with each process group at its own speed; ten identical runs must
+//! give a quiet history. The rates behind these (many repeats) are measured by
+//! `scripts/bench-aa.sh`; each check here has margin enough not to depend on luck:
+//! sizes where groups of processes vary little, a slowdown of 25 %.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+
+use common::*;
+use nccl_bench::test_inputs::{need, Need};
+
+/// One test of this file at a time: each measures, and a 2-core machine running two
+/// sweeps at once flags their cases noisy (not evidence either way).
+fn alone() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Three configs: `default`, `same-as-default` (a variable nothing reads) and
+/// `slow` with `slow_env`.
+fn aa_config(dir: &Path, slow_env: &str) -> PathBuf {
+    let path = dir.join("aa.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[config]]\nname = \"default\"\n\n[[config]]\nname = \"same-as-default\"\nenv = {{ NCCL_BENCH_AA = \"1\" }}\n\n[[config]]\nname = \"slow\"\nenv = {{ {slow_env} }}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn compare_configs(run: &Path, b: &str) -> Output {
+    Command::new(bin())
+        .arg("compare")
+        .arg(run)
+        .args(["--config-a", "default", "--config-b", b, "--format", "csv"])
+        .output()
+        .unwrap()
+}
+
+/// The outcome column of a compare's CSV.
+fn outcomes(o: &Output) -> Vec<String> {
+    let mut r = csv::Reader::from_reader(o.stdout.as_slice());
+    let headers = r.headers().unwrap().clone();
+    let at = headers.iter().position(|h| h == "outcome").unwrap();
+    r.records()
+        .map(|rec| rec.unwrap()[at].to_string())
+        .collect()
+}
+
+/// An A/A pair and a 25 % slower config of one sweep: unchanged or inconclusive
+/// (never a difference) for the first, every size regressed for the second, and
+/// the intervals said to be over the rounds.
+fn judge(run: &Path) {
+    let aa = compare_configs(run, "same-as-default");
+    assert_eq!(aa.status.code(), Some(0), "{}", text(&aa));
+    let found = outcomes(&aa);
+    assert!(!found.is_empty());
+    assert!(
+        found
+            .iter()
+            .all(|o| o == "unchanged" || o == "inconclusive"),
+        "A/A: {}",
+        text(&aa)
+    );
+    let table = Command::new(bin())
+        .arg("compare")
+        .arg(run)
+        .args(["--config-a", "default", "--config-b", "same-as-default"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&table.stdout).contains("intervals over rounds"),
+        "{}",
+        text(&table)
+    );
+    let slow = compare_configs(run, "slow");
+    assert_eq!(slow.status.code(), Some(1), "{}", text(&slow));
+    assert!(
+        outcomes(&slow).iter().all(|o| o == "regressed"),
+        "slow: {}",
+        text(&slow)
+    );
+}
+
+#[test]
+fn same_configs_are_unchanged_and_a_slower_one_is_found_on_the_host_backend() {
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("runs"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+    let config = aa_config(tmp.path(), r#"NCCL_BENCH_FAULT = "slow:pct=25""#);
+    let o = sweep(&out, &shm)
+        .arg("--config")
+        .arg(&config)
+        .args(["--gpus", "2", "-b", "256K", "-e", "4M", "-f", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(&out);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["rounds"], 15, "the host backend's default");
+    judge(&run);
+}
+
+#[test]
+fn same_configs_are_unchanged_and_a_slower_one_is_found_on_jittery_simulated_gpus() {
+    let Some(dir) = need(Need::Sim) else { return };
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("runs");
+    let config = aa_config(tmp.path(), r#"NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN = "1.25""#);
+    let mut c = Command::new(bin());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NCCL_") {
+            c.env_remove(k);
+        }
+    }
+    let o = c
+        .args([
+            "sweep",
+            "--backend",
+            "nccl",
+            "--plain",
+            "--ceiling-bytes",
+            "0",
+        ])
+        .arg("--nccl-lib")
+        .arg(dir.join("libnccl.so.2"))
+        .arg("--out")
+        .arg(&out)
+        .arg("--config")
+        .arg(&config)
+        .args(["--gpus", "2", "-b", "64K", "-e", "4M", "-f", "8"])
+        .env("LD_LIBRARY_PATH", &dir)
+        .env("NCCL_BENCH_SIM_TOPO", "nvlink")
+        .env("NCCL_BENCH_SIM_GPUS", "2")
+        .env("NCCL_BENCH_SIM_GROUP_JITTER", "0.03")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(&out);
+    let rows = rows(&run);
+    assert!(rows
+        .iter()
+        .all(|r| r["backend"] == "nccl-sim" && r["rounds"] == "9"));
+    // Each process group at its own speed: the rounds of a case spread.
+    let spread: f64 = rows[0]["round_spread_pct"].parse().unwrap();
+    assert!(spread > 2.0, "{:?}", rows[0]);
+    judge(&run);
+}
+
+#[test]
+fn ten_identical_runs_give_a_quiet_history() {
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("runs"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+    for _ in 0..10 {
+        let o = sweep(&out, &shm)
+            .args(["--gpus", "2", "--transports", "default"])
+            .args(["-b", "8", "-e", "1M", "-f", "8"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    let o = Command::new(bin())
+        .arg("history")
+        .arg(&out)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let h: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(h["runs"].as_array().unwrap().len(), 10);
+    let series = h["series"].as_array().unwrap();
+    assert_eq!(series.len(), 3, "largest, 64 KiB, 8 B");
+    for s in series {
+        assert_eq!(s["steps"].as_array().unwrap().len(), 0, "{s}");
+        assert_eq!(s["one_offs"].as_array().unwrap().len(), 0, "{s}");
+    }
+}
+
+/// On NVLink, SHM carries nothing, and with each process group at its own speed the
+/// verdict still finds no difference: no case slower, none faster.
+#[test]
+fn the_shm_verdict_on_jittery_simulated_nvlink_finds_no_difference() {
+    let Some(dir) = need(Need::Sim) else { return };
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("runs");
+    let mut c = Command::new(bin());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NCCL_") {
+            c.env_remove(k);
+        }
+    }
+    let o = c
+        .args([
+            "sweep",
+            "--backend",
+            "nccl",
+            "--plain",
+            "--ceiling-bytes",
+            "0",
+        ])
+        .arg("--nccl-lib")
+        .arg(dir.join("libnccl.so.2"))
+        .arg("--out")
+        .arg(&out)
+        .args(["--transports", "default,shm-off"])
+        .args(["--gpus", "2", "-b", "64K", "-e", "4M", "-f", "8"])
+        .env("LD_LIBRARY_PATH", &dir)
+        .env("NCCL_BENCH_SIM_TOPO", "nvlink")
+        .env("NCCL_BENCH_SIM_GPUS", "2")
+        .env("NCCL_BENCH_SIM_GROUP_JITTER", "0.03")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report = std::fs::read_to_string(run_dir(&out).join("report.md")).unwrap();
+    let verdict = report
+        .split("## Keep SHM enabled?")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        verdict.contains("Disabling SHM does not change the data path here."),
+        "{verdict}"
+    );
+    assert!(verdict.contains(": 0 slower, 0 faster,"), "{verdict}");
+    assert!(
+        report.contains("- Rounds: 9 process groups per config and rank count"),
+        "{report}"
+    );
+}
