@@ -240,3 +240,31 @@ fn the_shm_verdict_on_jittery_simulated_nvlink_finds_no_difference() {
         "{report}"
     );
 }
+
+/// On the host backend SHM is the data path, and disabling it costs far more than
+/// any variation between process groups: the verdict stays "keep SHM", with its
+/// intervals over the rounds.
+#[test]
+fn the_shm_verdict_on_the_host_backend_keeps_shm_with_intervals_over_rounds() {
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("runs"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+    let o = sweep(&out, &shm)
+        .args(["--gpus", "2", "--transports", "default,shm-off"])
+        .args(["-b", "8", "-e", "64K", "-f", "8"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report = std::fs::read_to_string(run_dir(&out).join("report.md")).unwrap();
+    assert!(
+        report
+            .contains("**Keep SHM enabled.** SHM carries traffic here and disabling it costs time"),
+        "{report}"
+    );
+    assert!(report.contains("(95% CI +"), "{report}");
+    assert!(
+        report.contains("- Rounds: 15 process groups per config and rank count"),
+        "{report}"
+    );
+}
