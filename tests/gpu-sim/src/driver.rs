@@ -135,7 +135,8 @@ pub struct Context {
     refs: Mutex<u32>,
     /// The legacy default stream (`NULL`), created on first use.
     pub(crate) legacy: OnceLock<usize>,
-    /// Devices whose memory this context was given access to (cuCtxEnablePeerAccess).
+    /// Devices whose memory this context was given access to (cuCtxEnablePeerAccess),
+    /// by their machine index.
     peers: Mutex<Vec<usize>>,
 }
 
@@ -381,7 +382,10 @@ pub extern "C" fn cuDeviceCanAccessPeer(
     peer: CUdevice,
 ) -> CUresult {
     match (device(dev), device(peer)) {
-        (Ok((d, a)), Ok((_, b))) => out(can, c_int::from(d.topo.peer_access(a, b))),
+        (Ok((d, a)), Ok((_, b))) => out(
+            can,
+            c_int::from(d.topo.peer_access(d.physical(a), d.physical(b))),
+        ),
         (Err(e), _) | (_, Err(e)) => e,
     }
 }
@@ -451,10 +455,16 @@ fn alloc(bytes: usize) -> Result<CUdeviceptr, i32> {
     if bytes == 0 {
         return Err(code::INVALID_VALUE);
     }
+    alloc_on(ctx.device, bytes)
+}
+
+/// Allocates `bytes` of device memory on `device` (a CUDA ordinal of this process),
+/// as a library does that holds the device's context (NCCL's own buffers).
+pub(crate) fn alloc_on(device: usize, bytes: usize) -> Result<CUdeviceptr, i32> {
     let d = driver();
-    let total = d.gpus[ctx.device].total_bytes;
-    let used = &d.used[ctx.device];
-    if fault::active(Fault::OutOfMemory, ctx.device as u32)
+    let total = d.gpus.get(device).ok_or(code::INVALID_DEVICE)?.total_bytes;
+    let used = &d.used[device];
+    if fault::active(Fault::OutOfMemory, device as u32)
         || used.fetch_add(bytes as u64, Ordering::AcqRel) + bytes as u64 > total
     {
         used.fetch_sub(bytes as u64, Ordering::AcqRel);
@@ -482,7 +492,7 @@ fn alloc(bytes: usize) -> Result<CUdeviceptr, i32> {
         Alloc {
             len: bytes,
             mapped,
-            device: ctx.device,
+            device,
         },
     );
     Ok(p as u64)
@@ -583,12 +593,21 @@ pub fn peer_direct(a: usize, b: usize) -> bool {
     let Ok(d) = initialized() else {
         return false;
     };
+    // Contexts by ordinal, the peers they were given by machine index.
     let enabled = |from: usize, to: usize| {
         d.contexts
             .get(from)
-            .is_some_and(|c| c.peers.lock().unwrap().contains(&to))
+            .is_some_and(|c| c.peers.lock().unwrap().contains(&d.physical(to)))
     };
-    d.topo.peer_access(a, b) && (enabled(a, b) || enabled(b, a))
+    d.topo.peer_access(d.physical(a), d.physical(b)) && (enabled(a, b) || enabled(b, a))
+}
+
+impl Driver {
+    /// The machine's index (NCCL's `nvmlDev`) of the GPU this process calls
+    /// `ordinal` (after `CUDA_VISIBLE_DEVICES`).
+    pub fn physical(&self, ordinal: usize) -> usize {
+        self.gpus.get(ordinal).map_or(ordinal, |g| g.index)
+    }
 }
 
 /// The device of a context handle, when it is one of ours and alive.
@@ -633,10 +652,11 @@ pub extern "C" fn cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint) -> CUres
         if !other.alive.load(Ordering::Acquire) {
             return Err(code::INVALID_CONTEXT);
         }
+        let d = driver();
         grant_peer(
-            driver().topo,
-            me.device,
-            other.device,
+            d.topo,
+            d.physical(me.device),
+            d.physical(other.device),
             &mut me.peers.lock().unwrap(),
         )
     })();

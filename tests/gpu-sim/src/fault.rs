@@ -9,7 +9,12 @@
 //! - `crash`: the rank's process dies (SIGABRT) in the all-reduce;
 //! - `oom`: device memory allocation fails (`CUDA_ERROR_OUT_OF_MEMORY`);
 //! - `init-cuda`: `ncclCommInitRank` fails with NCCL's "Cuda failure" as when the
-//!   driver is older than the CUDA runtime libnccl was built with.
+//!   driver is older than the CUDA runtime libnccl was built with;
+//! - `connect-hang`: connecting the ring never finishes (in the first collective
+//!   that needs it from 2.22, in `ncclCommInitRank` before), until the
+//!   communicator is aborted, as a connection to an unreachable peer can;
+//! - `abort-hang`: `ncclCommAbort` never returns (NVIDIA/nccl#1777 reports aborts
+//!   that block on a hung kernel or proxy thread).
 //!
 //! Exhausting `/dev/shm` needs no fault: SHM connections create real segments with
 //! `posix_fallocate`, so a small `/dev/shm` fails as it does with NCCL.
@@ -26,6 +31,8 @@ pub enum Fault {
     Crash,
     OutOfMemory,
     InitCuda,
+    ConnectHang,
+    AbortHang,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +58,8 @@ pub fn parse(text: &str) -> Option<Spec> {
         "crash" => Fault::Crash,
         "oom" => Fault::OutOfMemory,
         "init-cuda" => Fault::InitCuda,
+        "connect-hang" => Fault::ConnectHang,
+        "abort-hang" => Fault::AbortHang,
         _ => return None,
     };
     Some(Spec { fault, rank, after })

@@ -9,7 +9,8 @@
 //! as the real NCCL does on real CUDA streams.
 //!
 //! Faithful where nccl-bench depends on the real libraries' behaviour:
-//! - the driver ([`driver`]): devices, primary contexts and the current context per
+//! - the driver ([`driver`]): devices (those `CUDA_VISIBLE_DEVICES` names, renumbered
+//!   from 0, their bus ids kept), primary contexts and the current context per
 //!   thread, device memory with CUDA's errors for bad pointers and exhaustion,
 //!   asynchronous streams (a thread per stream drains its queue), events stamped when
 //!   the stream reaches them, stream capture into graphs and their replay, and the
@@ -19,13 +20,15 @@
 //! - NCCL ([`nccl`]): a unique id that names a rendezvous, `ncclCommInitRank` blocking
 //!   until every rank (each in its own process) has joined, exact all-reduces across
 //!   processes for every type and operator, asynchronous errors, abort, NCCL's error
-//!   strings and its `NCCL_DEBUG` log lines, from which nccl-bench reads transports;
+//!   strings and its `NCCL_DEBUG` log lines, from which nccl-bench reads transports,
+//!   in the words and at the moments of the release it plays;
 //! - the transports NCCL would pick on a topology (`NCCL_BENCH_SIM_TOPO`) and a cost
 //!   model per transport ([`topo`]): times come from a virtual device clock, so they
 //!   show the shape of real results without the noise of a loaded CI machine.
 //!
 //! Configuration (all optional): `NCCL_BENCH_SIM_GPUS` (8), `NCCL_BENCH_SIM_TOPO`
-//! (`nvlink`, `pcie`, `pcie-nop2p`), `NCCL_BENCH_SIM_MEM_GIB` (80),
+//! (`nvlink`, `nvswitch`, `pcie`, `pcie-2switch`, `pcie-nop2p`; see [`topo`]),
+//! `NCCL_BENCH_SIM_MEM_GIB` (80),
 //! `NCCL_BENCH_SIM_VERSION` (2.28.9), `NCCL_BENCH_SIM_DRIVER` (12040),
 //! `NCCL_BENCH_SIM_FAULT` (see [`fault`]), `NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN` (1: a
 //! factor on every all-reduce's time while copies keep the links' speed; with 1.3
@@ -36,9 +39,14 @@
 //! sweep, at its own speed exp(s z), z standard normal from its id; 0),
 //! `NCCL_BENCH_SIM_HOST_PACED` (1: no operation starts on the device before the host
 //! enqueued it, as on a GPU; off by default so that times do not depend on how busy
-//! the test machine is) and `NCCL_BENCH_SIM_EVENT_RECORD_NS` (host time each
+//! the test machine is), `NCCL_BENCH_SIM_EVENT_RECORD_NS` (host time each
 //! `cuEventRecord` takes, spun; 0): with both, a host slower than the device sets
-//! the pace, as a real driver's per-call cost can.
+//! the pace, as a real driver's per-call cost can; and
+//! `NCCL_BENCH_SIM_EVENT_GRAIN_NS` (500: event times resolve to half a
+//! microsecond, as CUDA documents).
+//!
+//! What NCCL does differently by release (lazy connection from 2.22, non-blocking
+//! collectives from 2.23, NVLS from 2.17, log formats) is in [`nccl`].
 
 #![allow(non_snake_case)]
 #![allow(clippy::missing_safety_doc)]

@@ -14,8 +14,9 @@ pub const INIT: u64 = 1;
 pub const COLL: u64 = 2;
 pub const NET: u64 = 16;
 pub const ENV: u64 = 128;
+pub const NVLS: u64 = 2048;
 
-const SUBSYS: [(&str, u64); 8] = [
+const SUBSYS: [(&str, u64); 9] = [
     ("INIT", INIT),
     ("COLL", COLL),
     ("P2P", 4),
@@ -24,6 +25,7 @@ const SUBSYS: [(&str, u64); 8] = [
     ("GRAPH", 32),
     ("TUNING", 64),
     ("ENV", ENV),
+    ("NVLS", NVLS),
 ];
 
 struct Log {
@@ -36,6 +38,12 @@ struct Log {
 
 static LOG: OnceLock<Log> = OnceLock::new();
 static LAST_ERROR: Mutex<Option<CString>> = Mutex::new(None);
+
+/// This host's name as NCCL logs it: up to the first dot.
+pub fn host_name() -> String {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(hostname).clone()
+}
 
 fn hostname() -> String {
     let mut buf = [0u8; 256];

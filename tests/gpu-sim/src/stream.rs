@@ -585,7 +585,14 @@ pub extern "C" fn cuMemcpyPeerAsync(
             src,
             len,
             device: (true, true),
-            peer: (to != from).then(|| (driver::peer_direct(from, to), from, to)),
+            peer: (to != from).then(|| {
+                let d = driver::driver();
+                (
+                    driver::peer_direct(from, to),
+                    d.physical(from),
+                    d.physical(to),
+                )
+            }),
         },
     ))
 }
@@ -765,9 +772,13 @@ pub extern "C" fn cuEventSynchronize(h: CUevent) -> CUresult {
     code::SUCCESS
 }
 
-/// Real events resolve to about half a microsecond; the simulated clock is kept to
-/// a 32 ns grain, as the driver reports.
-const EVENT_GRAIN_NS: u64 = 32;
+/// The resolution of event times (`NCCL_BENCH_SIM_EVENT_GRAIN_NS`): real events
+/// resolve to about half a microsecond (CUDA's documentation of
+/// `cudaEventElapsedTime`), so 500 ns by default; at least 1.
+fn event_grain_ns() -> u64 {
+    static GRAIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *GRAIN.get_or_init(|| crate::env_u64("NCCL_BENCH_SIM_EVENT_GRAIN_NS", 500).max(1))
+}
 
 #[no_mangle]
 pub extern "C" fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) -> CUresult {
@@ -793,7 +804,7 @@ pub extern "C" fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent)
         if st.done_gen < st.recorded_gen {
             return code::NOT_READY;
         }
-        times[i] = st.time_ns / EVENT_GRAIN_NS * EVENT_GRAIN_NS;
+        times[i] = st.time_ns / event_grain_ns() * event_grain_ns();
     }
     let ns = times[1] as i128 - times[0] as i128;
     out(ms, (ns as f64 / 1e6) as f32)

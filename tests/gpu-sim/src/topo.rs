@@ -6,25 +6,93 @@ use crate::env;
 /// How the GPUs are connected (`NCCL_BENCH_SIM_TOPO`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Topology {
-    /// Every pair over NVLink (an HGX board): P2P everywhere.
+    /// Every pair over NVLink without multicast (an A100 HGX board): P2P
+    /// everywhere, no NVLS.
     NvLink,
-    /// PCIe with peer access: P2P over PCIe.
+    /// Every GPU on NVSwitches with multicast (H100/H200/B200 SXM): P2P everywhere
+    /// at the H100's ring rate, and NVLink SHARP (NVLS) for the all-reduces NCCL's
+    /// tuner gives it.
+    NvSwitch,
+    /// PCIe with peer access, all GPUs under one switch: P2P over PCIe.
     Pcie,
+    /// Two PCIe switches, each with half the GPUs under it, joined through the CPU:
+    /// P2P inside a switch, SHM across (NCCL's default `NCCL_P2P_LEVEL` is PXB, and
+    /// the driver gives no peer access through the host bridge).
+    Pcie2Switch,
     /// PCIe without peer access (consumer GPUs, some VMs): NCCL uses SHM.
     PcieNoP2p,
+}
+
+/// How far apart two GPUs are, as NCCL's topology names paths (`NCCL_P2P_LEVEL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Path {
+    Loc,
+    Nvl,
+    Pix,
+    Pxb,
+    Phb,
+    Sys,
+}
+
+impl Path {
+    /// An `NCCL_P2P_LEVEL` value: a path name, or the legacy numbers (0 LOC, 1 PIX,
+    /// 2 PXB, 3 PHB, 4 SYS).
+    fn level(text: &str) -> Option<Path> {
+        Some(match text.to_ascii_uppercase().as_str() {
+            "LOC" | "0" => Path::Loc,
+            "NVL" => Path::Nvl,
+            "PIX" | "1" => Path::Pix,
+            "PXB" | "2" => Path::Pxb,
+            "PHB" | "3" => Path::Phb,
+            "SYS" | "4" => Path::Sys,
+            _ => return None,
+        })
+    }
 }
 
 impl Topology {
     pub fn from_env() -> Topology {
         match env("NCCL_BENCH_SIM_TOPO").as_deref() {
+            Some("nvswitch") => Topology::NvSwitch,
             Some("pcie") => Topology::Pcie,
+            Some("pcie-2switch") => Topology::Pcie2Switch,
             Some("pcie-nop2p") => Topology::PcieNoP2p,
             _ => Topology::NvLink,
         }
     }
 
+    /// The PCIe switch GPU `i` of `count` hangs under (the first half under 0).
+    fn switch_of(i: usize, count: usize) -> usize {
+        i * 2 / count.max(1)
+    }
+
+    /// The path between GPUs a and b (physical indices) of a machine of `count`.
+    pub fn path(self, a: usize, b: usize, count: usize) -> Path {
+        match self {
+            _ if a == b => Path::Loc,
+            Topology::NvLink | Topology::NvSwitch => Path::Nvl,
+            Topology::Pcie | Topology::PcieNoP2p => Path::Pix,
+            Topology::Pcie2Switch if Self::switch_of(a, count) == Self::switch_of(b, count) => {
+                Path::Pix
+            }
+            Topology::Pcie2Switch => Path::Phb,
+        }
+    }
+
+    /// Whether the driver gives GPU a access to GPU b's memory.
     pub fn peer_access(self, a: usize, b: usize) -> bool {
-        a != b && self != Topology::PcieNoP2p
+        let count = gpu_count();
+        a != b
+            && match self {
+                Topology::PcieNoP2p => false,
+                Topology::Pcie2Switch => self.path(a, b, count) <= Path::Pxb,
+                _ => true,
+            }
+    }
+
+    /// Whether the GPUs are joined by NVSwitches with multicast (NVLS).
+    pub fn multicast(self) -> bool {
+        self == Topology::NvSwitch
     }
 }
 
@@ -34,6 +102,9 @@ pub struct Gpu {
     pub name: String,
     pub total_bytes: u64,
     pub bus: u32,
+    /// Its index on the machine (NCCL's `nvmlDev`), whatever `CUDA_VISIBLE_DEVICES`
+    /// makes its CUDA ordinal.
+    pub index: usize,
 }
 
 impl Gpu {
@@ -41,27 +112,64 @@ impl Gpu {
     pub fn bus_id(&self) -> String {
         format!("0000:{:02x}:00.0", self.bus)
     }
+
+    /// `GPU-...`, as `cuDeviceGetUuid` and `nvidia-smi -L` name it.
+    pub fn uuid(&self) -> String {
+        format!(
+            "GPU-5151{:04x}-0000-4000-8000-00000000{:04x}",
+            self.bus, self.index
+        )
+    }
 }
 
-/// The GPUs of the machine, from the environment.
-pub fn gpus() -> Vec<Gpu> {
-    let count = env("NCCL_BENCH_SIM_GPUS")
+/// How many GPUs the machine has (`NCCL_BENCH_SIM_GPUS`, 8).
+pub fn gpu_count() -> usize {
+    env("NCCL_BENCH_SIM_GPUS")
         .and_then(|v| v.parse().ok())
-        .unwrap_or(8usize);
+        .unwrap_or(8usize)
+}
+
+/// Every GPU of the machine, visible or not.
+pub fn machine_gpus() -> Vec<Gpu> {
     let gib: u64 = env("NCCL_BENCH_SIM_MEM_GIB")
         .and_then(|v| v.parse().ok())
         .unwrap_or(80);
     let name = match Topology::from_env() {
-        Topology::NvLink => "Simulated H100 80GB HBM3",
+        Topology::NvSwitch => "Simulated H100 80GB HBM3",
+        Topology::NvLink => "Simulated A100-SXM4-80GB",
         _ => "Simulated L40S PCIe",
     };
-    (0..count)
-        .map(|i| Gpu {
+    (0..gpu_count())
+        .map(|index| Gpu {
             name: name.to_string(),
             total_bytes: gib << 30,
-            bus: 0x18 + 0x10 * i as u32,
+            bus: 0x18 + 0x10 * index as u32,
+            index,
         })
         .collect()
+}
+
+/// The GPUs this process sees, in CUDA's order: those `CUDA_VISIBLE_DEVICES` names
+/// (indices or UUIDs, up to the first that names no GPU, as CUDA reads it), or all.
+pub fn gpus() -> Vec<Gpu> {
+    let all = machine_gpus();
+    let Some(list) = std::env::var("CUDA_VISIBLE_DEVICES").ok() else {
+        return all;
+    };
+    let mut seen = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        let found = match item.parse::<usize>() {
+            Ok(i) => all.get(i),
+            Err(_) => all
+                .iter()
+                .find(|g| !item.is_empty() && g.uuid().starts_with(item)),
+        };
+        match found {
+            Some(g) if !seen.iter().any(|s: &Gpu| s.index == g.index) => seen.push(g.clone()),
+            _ => break,
+        }
+    }
+    seen
 }
 
 /// A transport between two ranks, as NCCL's log names it.
@@ -77,23 +185,38 @@ pub enum Transport {
 pub struct Allowed {
     pub p2p: bool,
     pub shm: bool,
+    /// The farthest path P2P may take (`NCCL_P2P_LEVEL`; PXB by default).
+    pub p2p_level: Path,
 }
 
 impl Allowed {
     pub fn from_env() -> Allowed {
         let on = |name: &str| env(name).is_some_and(|v| v != "0");
-        let level_off =
-            env("NCCL_P2P_LEVEL").is_some_and(|v| v.eq_ignore_ascii_case("LOC") || v == "0");
         Allowed {
-            p2p: !on("NCCL_P2P_DISABLE") && !level_off,
+            p2p: !on("NCCL_P2P_DISABLE"),
             shm: !on("NCCL_SHM_DISABLE"),
+            p2p_level: env("NCCL_P2P_LEVEL")
+                .and_then(|v| Path::level(&v))
+                .unwrap_or(Path::Pxb),
         }
     }
 }
 
-/// The transport NCCL picks from rank a's GPU to rank b's, on one host.
-pub fn transport(topo: Topology, allowed: Allowed, a: usize, b: usize) -> Transport {
-    if allowed.p2p && topo.peer_access(a, b) {
+/// The transport NCCL picks from rank a's GPU to rank b's (physical indices), on one
+/// host when `same_host`.
+pub fn transport(
+    topo: Topology,
+    allowed: Allowed,
+    a: usize,
+    b: usize,
+    same_host: bool,
+) -> Transport {
+    let path = topo.path(a, b, gpu_count());
+    // NVLink is always within reach of P2P unless P2P is off (or LOC).
+    let within = path == Path::Nvl && allowed.p2p_level > Path::Loc || path <= allowed.p2p_level;
+    if !same_host {
+        Transport::Net
+    } else if allowed.p2p && topo.peer_access(a, b) && within {
         Transport::P2p
     } else if allowed.shm {
         Transport::Shm
@@ -106,6 +229,7 @@ pub fn transport(topo: Topology, allowed: Allowed, a: usize, b: usize) -> Transp
 fn link(topo: Topology, t: Transport) -> (f64, f64) {
     match (t, topo) {
         (Transport::P2p, Topology::NvLink) => (1_000.0, 150.0),
+        (Transport::P2p, Topology::NvSwitch) => (1_000.0, 370.0),
         (Transport::P2p, _) => (1_500.0, 22.0),
         (Transport::Shm, _) => (2_500.0, 11.0),
         (Transport::Net, _) => (12_000.0, 2.5),
@@ -154,12 +278,14 @@ pub fn ring_link(topo: Topology, edges: &[(Transport, usize, usize)]) -> Option<
         .reduce(|x, y| (x.0.max(y.0), x.1.min(y.1)))
 }
 
+/// Fixed cost of launching a collective's kernel, ns.
+const LAUNCH_NS: f64 = 4_000.0;
+
 /// Device time of an all-reduce of `bytes` over a ring whose slowest step is
 /// `ring` (latency, bandwidth; see [`ring_link`]): a launch, then 2(n-1) steps each
 /// moving bytes/n (nccl-tests' busbw then comes out near the link bandwidth at large
 /// sizes). One rank copies locally.
 pub fn all_reduce_ns(ring: Option<(f64, f64)>, bytes: u64, nranks: u32) -> f64 {
-    const LAUNCH_NS: f64 = 4_000.0;
     let ns = match ring.filter(|_| nranks > 1) {
         None => LAUNCH_NS / 2.0 + bytes as f64 / 1_500.0,
         Some((latency, bandwidth)) => {
@@ -167,6 +293,20 @@ pub fn all_reduce_ns(ring: Option<(f64, f64)>, bytes: u64, nranks: u32) -> f64 {
             LAUNCH_NS + steps * (latency + bytes as f64 / nranks as f64 / bandwidth)
         }
     };
+    ns * slowdown()
+}
+
+/// NVLS's bus bandwidth on H100 NVSwitch (GB/s): NCCL's maintainers quote ~480.
+const NVLS_BUSBW: f64 = 480.0;
+/// NVLS's fixed cost besides the launch (ns): the multicast reduce and broadcast
+/// through the switch, which makes the ring faster below about 1 MiB on 8 GPUs.
+const NVLS_LATENCY_NS: f64 = 15_000.0;
+
+/// Device time of an all-reduce of `bytes` on `nranks` with NVLink SHARP: the
+/// switch reduces, so the time is one pass at NVLS's bus bandwidth.
+pub fn nvls_all_reduce_ns(bytes: u64, nranks: u32) -> f64 {
+    let n = f64::from(nranks.max(2));
+    let ns = LAUNCH_NS + NVLS_LATENCY_NS + bytes as f64 * 2.0 * (n - 1.0) / n / NVLS_BUSBW;
     ns * slowdown()
 }
 

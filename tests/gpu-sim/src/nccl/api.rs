@@ -1,0 +1,399 @@
+//! NCCL's C API as nccl-bench calls it.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use super::allreduce::{group_speed, AllReduce};
+use super::comm::{comm_of, register, release, Comm, Failure};
+use super::shared::file_bytes;
+use super::shared::MAX_RANKS;
+use super::tuner;
+use super::{
+    version, version_code, NcclResult, INVALID_ARGUMENT, INVALID_USAGE, IN_PROGRESS, SUCCESS,
+    UNHANDLED_CUDA_ERROR,
+};
+use crate::driver;
+use crate::fault::{self, Fault};
+use crate::log;
+use crate::reduce;
+use crate::rendezvous::{self, ID_BYTES};
+use crate::stream::{self, Op};
+
+fn out<T>(p: *mut T, v: T) -> NcclResult {
+    if p.is_null() {
+        return INVALID_ARGUMENT;
+    }
+    // SAFETY: a non-null out-parameter from the caller.
+    unsafe { p.write(v) };
+    SUCCESS
+}
+
+#[no_mangle]
+pub extern "C" fn ncclGetVersion(v: *mut c_int) -> NcclResult {
+    out(v, version_code())
+}
+
+/// `ncclUniqueId`: 128 bytes, passed by value as a C struct.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct UniqueId {
+    internal: [u8; ID_BYTES],
+}
+
+#[no_mangle]
+pub extern "C" fn ncclGetUniqueId(id: *mut UniqueId) -> NcclResult {
+    match rendezvous::unique_id(file_bytes) {
+        Ok(internal) => out(id, UniqueId { internal }),
+        Err(e) => {
+            log::warn(
+                0,
+                "bootstrap.cc:85",
+                &format!("Bootstrap : cannot listen: {e}"),
+            );
+            super::SYSTEM_ERROR
+        }
+    }
+}
+
+fn log_banner(device: usize) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let (x, y, z) = version();
+        log::version(device, &format!("NCCL version {x}.{y}.{z}+cuda12.4"));
+        let mut driver_version = 0;
+        driver::cuDriverGetVersion(&mut driver_version);
+        log::info(
+            log::INIT,
+            device,
+            &format!("cudaDriverVersion {driver_version}"),
+        );
+        for name in [
+            "NCCL_SHM_DISABLE",
+            "NCCL_P2P_DISABLE",
+            "NCCL_P2P_LEVEL",
+            "NCCL_NET",
+            "NCCL_COMM_BLOCKING",
+            "NCCL_RUNTIME_CONNECT",
+            "NCCL_NVLS_ENABLE",
+            "NCCL_CUMEM_ENABLE",
+            "NCCL_ALGO",
+            "NCCL_CHECK_POINTERS",
+        ] {
+            if let Some(v) = crate::env(name) {
+                log::info(
+                    log::ENV,
+                    device,
+                    &format!("{name} set by environment to {v}."),
+                );
+            }
+        }
+    });
+}
+
+#[no_mangle]
+pub extern "C" fn ncclCommInitRank(
+    comm: *mut *mut c_void,
+    nranks: c_int,
+    id: UniqueId,
+    rank: c_int,
+) -> NcclResult {
+    let id = id.internal;
+    if comm.is_null() {
+        return INVALID_ARGUMENT;
+    }
+    // Null until a communicator exists.
+    out(comm, std::ptr::null_mut());
+    // NCCL uses the calling thread's current device (device 0 without a context).
+    let device = driver::current().map(|c| c.device).unwrap_or(0);
+    log_banner(device);
+    if nranks < 1 || rank < 0 || rank >= nranks {
+        log::warn(
+            device,
+            "init.cc:1740",
+            &format!("Invalid rank requested : {rank}/{nranks}"),
+        );
+        return INVALID_ARGUMENT;
+    }
+    if nranks as usize > MAX_RANKS {
+        log::warn(
+            device,
+            "init.cc:1740",
+            &format!("the simulated NCCL takes at most {MAX_RANKS} ranks, not {nranks}"),
+        );
+        return INVALID_USAGE;
+    }
+    let d = driver::driver();
+    let hash = rendezvous::comm_hash(&id);
+    let c = Arc::new(Comm {
+        rank: rank as u32,
+        nranks: nranks as u32,
+        device,
+        nvml: d.physical(device),
+        bus: d.gpus.get(device).map_or(0, |g| g.bus),
+        hash,
+        speed: group_speed(hash),
+        state: AtomicI32::new(IN_PROGRESS),
+        blocking: crate::env("NCCL_COMM_BLOCKING").is_none_or(|v| v != "0"),
+        ready: AtomicBool::new(false),
+        aborted: AtomicBool::new(false),
+        seq: AtomicU64::new(0),
+        shared: OnceLock::new(),
+        topo: d.topo,
+        plan: OnceLock::new(),
+        connected: Mutex::new(Default::default()),
+    });
+    let finish = move |c: &Comm| {
+        let code = match c.init(&id) {
+            Ok(()) => {
+                c.ready.store(true, Ordering::Release);
+                SUCCESS
+            }
+            Err((code, msg, origin)) => {
+                log::warn(c.device, origin, &msg);
+                code
+            }
+        };
+        c.state.store(code, Ordering::Release);
+        code
+    };
+    let handle = register(&c);
+    if c.blocking {
+        let code = finish(&c);
+        if code != SUCCESS {
+            drop(release(handle as *mut c_void));
+            return code;
+        }
+        out(comm, handle as *mut c_void);
+        SUCCESS
+    } else {
+        let worker = c.clone();
+        std::thread::spawn(move || finish(&worker));
+        out(comm, handle as *mut c_void);
+        IN_PROGRESS
+    }
+}
+
+/// `NCCL_CHECK_POINTERS=1`: NCCL checks a buffer is device memory of its GPU
+/// (`CudaPtrCheck`); by default it does not, and a bad buffer faults the kernel.
+fn check_pointer(c: &Comm, what: &str, ptr: u64, bytes: usize) -> Result<(), NcclResult> {
+    if bytes == 0 || crate::env("NCCL_CHECK_POINTERS").is_none_or(|v| v != "1") {
+        return Ok(());
+    }
+    let msg = match driver::check_range(ptr, bytes) {
+        Err(_) => format!("AllReduce : {what} {ptr:#x} is not a valid pointer"),
+        Ok(dev) if dev != c.device => format!(
+            "AllReduce : {what} allocated on device {dev} mismatchs with NCCL device {}",
+            c.device
+        ),
+        Ok(_) => return Ok(()),
+    };
+    log::warn(c.device, "misc/argcheck.cc:21", &msg);
+    Err(INVALID_ARGUMENT)
+}
+
+#[no_mangle]
+pub extern "C" fn ncclAllReduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: c_int,
+    op: c_int,
+    comm: *mut c_void,
+    stream: stream::CUstream,
+) -> NcclResult {
+    let Some(c) = comm_of(comm) else {
+        log::warn(0, "enqueue.cc:1946", "AllReduce : invalid comm");
+        return INVALID_ARGUMENT;
+    };
+    match c.state.load(Ordering::Acquire) {
+        // Init, or the previous call, still in progress: NCCL's rule is to wait.
+        IN_PROGRESS => return INVALID_USAGE,
+        SUCCESS if c.ready.load(Ordering::Acquire) => {}
+        SUCCESS => return INVALID_USAGE,
+        e => return e,
+    }
+    let Some(width) = reduce::size(dtype) else {
+        log::warn(
+            c.device,
+            "enqueue.cc:1946",
+            &format!("AllReduce : invalid type {dtype}"),
+        );
+        return INVALID_ARGUMENT;
+    };
+    if !reduce::known_op(op) {
+        log::warn(
+            c.device,
+            "enqueue.cc:1946",
+            &format!("AllReduce : invalid reduction operation {op}"),
+        );
+        return INVALID_ARGUMENT;
+    }
+    let bytes = count * width;
+    for (what, ptr) in [("sendbuff", send as u64), ("recvbuff", recv as u64)] {
+        if let Err(code) = check_pointer(&c, what, ptr, bytes) {
+            return code;
+        }
+    }
+    let Some(algo) = tuner::choose(&c.plan().machine, bytes as u64, c.nranks) else {
+        log::warn(
+            c.device,
+            "enqueue.cc:1797",
+            &format!(
+                "Error : no algorithm/protocol available for function AllReduce with datatype {dtype}. NCCL_ALGO was set to {}.",
+                crate::env("NCCL_ALGO").unwrap_or_default()
+            ),
+        );
+        return INVALID_USAGE;
+    };
+    let connect = c.needs_connect(algo);
+    let work = AllReduce {
+        comm: c.clone(),
+        send: send as u64,
+        recv: recv as u64,
+        bytes,
+        dtype,
+        op,
+        algo,
+    };
+    let stream = stream as usize;
+    let enqueue = move |c: &Comm| -> Result<(), Failure> {
+        if connect {
+            c.prepare(algo)?;
+        }
+        stream::submit(stream as stream::CUstream, Op::Work(Arc::new(work))).map_err(|e| {
+            (
+                UNHANDLED_CUDA_ERROR,
+                format!("Cuda failure {e} '{}'", driver::error_text(e)),
+                "enqueue.cc:1500",
+            )
+        })
+    };
+    // Non-blocking: from 2.23 every collective is enqueued by a thread of NCCL's and
+    // returns ncclInProgress; in 2.22 only one that has to connect first.
+    let in_background = !c.blocking && (version() >= (2, 23, 0) || connect);
+    if !in_background {
+        return match enqueue(&c) {
+            Ok(()) => SUCCESS,
+            Err((code, msg, origin)) => {
+                c.fail_async(code, origin, &msg);
+                code
+            }
+        };
+    }
+    if c.state
+        .compare_exchange(SUCCESS, IN_PROGRESS, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return c.state.load(Ordering::Acquire);
+    }
+    let worker = c.clone();
+    std::thread::spawn(move || match enqueue(&worker) {
+        Ok(()) => {
+            let _ = worker.state.compare_exchange(
+                IN_PROGRESS,
+                SUCCESS,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+        Err((code, msg, origin)) => worker.fail_async(code, origin, &msg),
+    });
+    IN_PROGRESS
+}
+
+#[no_mangle]
+pub extern "C" fn ncclCommGetAsyncError(comm: *mut c_void, err: *mut NcclResult) -> NcclResult {
+    match comm_of(comm) {
+        Some(c) => out(err, c.state.load(Ordering::Acquire)),
+        None => INVALID_ARGUMENT,
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn ncclCommAbort(comm: *mut c_void) -> NcclResult {
+    if comm_of(comm).is_some_and(|c| fault::active(Fault::AbortHang, c.rank)) {
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+    let Some(c) = release(comm) else {
+        return if comm.is_null() {
+            SUCCESS
+        } else {
+            INVALID_ARGUMENT
+        };
+    };
+    c.aborted.store(true, Ordering::Release);
+    // Its sockets close: peers still connecting fail. Peers in a collective are not
+    // told (NCCL's kernels on the other GPUs spin until their own abort).
+    c.leave();
+    SUCCESS
+}
+
+/// Puts a non-blocking communicator in progress for `how_long`, then back to
+/// success (unless an error came meanwhile); returns `ncclInProgress`.
+fn in_progress_for(c: &Arc<Comm>, how_long: Duration) -> NcclResult {
+    if c.state
+        .compare_exchange(SUCCESS, IN_PROGRESS, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return c.state.load(Ordering::Acquire);
+    }
+    let c = c.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(how_long);
+        let _ = c
+            .state
+            .compare_exchange(IN_PROGRESS, SUCCESS, Ordering::AcqRel, Ordering::Acquire);
+    });
+    IN_PROGRESS
+}
+
+#[no_mangle]
+pub extern "C" fn ncclCommFinalize(comm: *mut c_void) -> NcclResult {
+    let Some(c) = comm_of(comm) else {
+        return INVALID_ARGUMENT;
+    };
+    match c.state.load(Ordering::Acquire) {
+        IN_PROGRESS => INVALID_USAGE,
+        // Non-blocking: finalize flushes in the background.
+        SUCCESS if !c.blocking => in_progress_for(&c, Duration::from_millis(2)),
+        SUCCESS => SUCCESS,
+        e => e,
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn ncclCommDestroy(comm: *mut c_void) -> NcclResult {
+    match release(comm) {
+        Some(c) => {
+            c.leave();
+            SUCCESS
+        }
+        None if comm.is_null() => SUCCESS,
+        None => INVALID_ARGUMENT,
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn ncclGetErrorString(code: NcclResult) -> *const c_char {
+    let text: &'static [u8] = match code {
+        0 => b"no error\0",
+        1 => b"unhandled cuda error (run with NCCL_DEBUG=INFO for details)\0",
+        2 => b"unhandled system error (run with NCCL_DEBUG=INFO for details)\0",
+        3 => b"internal error - please report this issue to the NCCL developers\0",
+        4 => b"invalid argument (run with NCCL_DEBUG=WARN for details)\0",
+        5 => b"invalid usage (run with NCCL_DEBUG=WARN for details)\0",
+        6 => b"remote process exited or there was a network error\0",
+        7 => b"NCCL operation in progress\0",
+        _ => b"unknown result code\0",
+    };
+    text.as_ptr().cast()
+}
+
+#[no_mangle]
+pub extern "C" fn ncclGetLastError(_comm: *mut c_void) -> *const c_char {
+    log::last_error()
+}

@@ -1,0 +1,71 @@
+//! NCCL, played version by version (`NCCL_BENCH_SIM_VERSION`, 2.28.9 by default):
+//! a unique id that names a rendezvous, communicators in separate processes that
+//! meet there, all-reduces enqueued on the simulated streams and computed exactly
+//! across the processes, the asynchronous error state, abort, NCCL's error strings
+//! and its `NCCL_DEBUG` log lines, in each release's words.
+//!
+//! What changes with the version, as NCCL's sources say:
+//! - connections: at init up to 2.21; from 2.22 (`NCCL_RUNTIME_CONNECT`, default 1,
+//!   with cuMem on) in the first collective that needs them ([`setup`]);
+//! - non-blocking communicators (`NCCL_COMM_BLOCKING=0`): init returns
+//!   `ncclInProgress`; in 2.22 so does a collective that connects; from 2.23 every
+//!   collective ([`api`]);
+//! - NVLS (from 2.17, on the `nvswitch` topology): the multicast line, the NVLS
+//!   channel count, buffer set-up with its device memory, the tuner's choice
+//!   ([`tuner`]), `NCCL_NVLS_ENABLE=0`;
+//! - log lines: peers by bus id before 2.18.3, P2P/CUMEM from 2.19, connection
+//!   indexes, SHM's wording ([`lines`]).
+//!
+//! - [`shared`]: the memory the ranks share; [`comm`]: a communicator and its
+//!   waits; [`allreduce`]: the collective on the stream.
+
+use std::ffi::c_int;
+use std::sync::OnceLock;
+
+pub mod allreduce;
+pub mod api;
+pub mod comm;
+pub mod lines;
+pub mod setup;
+pub mod shared;
+pub mod tuner;
+
+pub use allreduce::speed_of;
+
+pub type NcclResult = c_int;
+
+pub const SUCCESS: c_int = 0;
+pub const UNHANDLED_CUDA_ERROR: c_int = 1;
+pub const SYSTEM_ERROR: c_int = 2;
+pub const INTERNAL_ERROR: c_int = 3;
+pub const INVALID_ARGUMENT: c_int = 4;
+pub const INVALID_USAGE: c_int = 5;
+pub const REMOTE_ERROR: c_int = 6;
+pub const IN_PROGRESS: c_int = 7;
+
+/// A release: (major, minor, patch).
+pub type Version = (u32, u32, u32);
+
+/// The version this stand-in plays (`NCCL_BENCH_SIM_VERSION`, default 2.28.9).
+pub fn version() -> Version {
+    static V: OnceLock<Version> = OnceLock::new();
+    *V.get_or_init(|| {
+        let text = crate::env("NCCL_BENCH_SIM_VERSION").unwrap_or_else(|| "2.28.9".into());
+        let mut parts = text.split('.').map(|p| p.parse().unwrap_or(0));
+        (
+            parts.next().unwrap_or(2),
+            parts.next().unwrap_or(28),
+            parts.next().unwrap_or(9),
+        )
+    })
+}
+
+fn version_code() -> c_int {
+    let (x, y, z) = version();
+    let code = if (x, y) >= (2, 9) {
+        x * 10000 + y * 100 + z
+    } else {
+        x * 1000 + y * 100 + z
+    };
+    code as c_int
+}
