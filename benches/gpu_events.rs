@@ -52,7 +52,6 @@ fn run() -> anyhow::Result<()> {
                 op: ReduceOp::Sum,
                 graph: 0,
                 event_stride: stride,
-                max_stride: stride,
                 init_timeout: std::time::Duration::from_secs(60),
             },
         );
@@ -72,15 +71,18 @@ fn run() -> anyhow::Result<()> {
         "", "event each", "events at ends", "", "event each", "events at ends"
     );
     for &bytes in &SIZES {
-        for comm in [&mut every, &mut ends] {
+        for (comm, stride) in [(&mut every, 1), (&mut ends, BATCH)] {
             comm.fill_input(&pattern, bytes)?;
-            comm.timed_batch(bytes, &mut durations)?; // warm-up
+            comm.timed_batch(bytes, stride, &mut durations)?; // warm-up
         }
         let (mut gpu, mut host) = ([0f64; 2], [0f64; 2]);
         for _ in 0..ROUNDS {
-            for (k, comm) in [&mut every, &mut ends].into_iter().enumerate() {
+            for (k, (comm, stride)) in [(&mut every, 1), (&mut ends, BATCH)]
+                .into_iter()
+                .enumerate()
+            {
                 let t = Instant::now();
-                comm.timed_batch(bytes, &mut durations)?;
+                comm.timed_batch(bytes, stride, &mut durations)?;
                 host[k] += t.elapsed().as_nanos() as f64;
                 gpu[k] += durations.iter().sum::<u64>() as f64;
             }

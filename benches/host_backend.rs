@@ -46,7 +46,7 @@ fn harness_overhead_ns() -> f64 {
     let mut durations = vec![0u64; 1 << 16];
     let mut best = f64::INFINITY;
     for _ in 0..20 {
-        comm.timed_batch(8, &mut durations).unwrap();
+        comm.timed_batch(8, 1, &mut durations).unwrap();
         let mean = durations.iter().sum::<u64>() as f64 / durations.len() as f64;
         best = best.min(mean);
     }

@@ -548,10 +548,6 @@ pub struct WorkerArgs {
     /// All-reduces per timing event (NCCL backend; 0: decided per size)
     #[arg(long = "events-every", default_value_t = 0)]
     pub events_every: u64,
-    /// The most all-reduces per timing event the calibration may choose (the
-    /// case's iterations / 100; 1 with adaptive iterations)
-    #[arg(long = "max-events-every", default_value_t = 1)]
-    pub max_events_every: u64,
     /// Seconds the communicator set-up may take
     #[arg(long = "init-timeout", default_value_t = 120.0)]
     pub init_timeout_s: f64,

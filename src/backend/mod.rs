@@ -37,27 +37,25 @@ pub trait Communicator {
     /// Checks the first `bytes` of the output against the expected reduction.
     fn check_output(&mut self, pattern: &Pattern, bytes: usize) -> Result<CheckReport>;
 
+    /// How many iterations should share a timestamp at this size (1: each its
+    /// own): more where taking one per iteration would let the host set the pace,
+    /// or leave the times at the timer's grain (see `nccl::gpu`). Every rank runs the
+    /// same untimed collectives, whatever it measures; the orchestrator takes the
+    /// largest answer, so that all ranks of a case time alike.
+    fn calibrate(&mut self, _bytes: usize) -> Result<usize> {
+        Ok(1)
+    }
+
     /// Runs one untimed all-reduce (it lines the ranks up after the pause between
     /// batches), then `durations.len()` all-reduces back to back, and stores the time
     /// between consecutive completions, in nanoseconds: the first timed iteration is
-    /// measured from the completion of the untimed one.
-    fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()>;
+    /// measured from the completion of the untimed one. With `every` > 1 a
+    /// timestamp is taken after every `every` all-reduces (and after the last), and
+    /// each step's time is shared evenly by its all-reduces (`spread`).
+    fn timed_batch(&mut self, bytes: usize, every: usize, durations: &mut [u64]) -> Result<()>;
 
     /// One untimed all-reduce, synchronized (warm-up).
     fn all_reduce(&mut self, bytes: usize) -> Result<()>;
-
-    /// How many iterations of the last timed batch shared each timestamp (1: each
-    /// its own; more where a timestamp per iteration would have let the host set the
-    /// pace, see `nccl::gpu`).
-    fn events_every(&self) -> usize {
-        1
-    }
-
-    /// What the last timed batch's calibration asked for (more than
-    /// `events_every` where the case's cap held it back).
-    fn events_wanted(&self) -> usize {
-        1
-    }
 
     /// When waits for the collective give up, stopping it (set before each size, a
     /// little before the orchestrator's case timeout). A backend whose waits cannot
@@ -92,4 +90,12 @@ pub trait Backend {
 
     /// Joins the communicator named by `id` as `rank` of `nranks`.
     fn init(&mut self, id: &str, rank: u32, nranks: u32) -> Result<Box<dyn Communicator>>;
+}
+
+/// Shares a step's time among its iterations so that they sum to it exactly.
+pub fn spread(total_ns: u64, iterations: &mut [u64]) {
+    let n = iterations.len() as u64;
+    for (i, d) in iterations.iter_mut().enumerate() {
+        *d = total_ns / n + u64::from((i as u64) < total_ns % n);
+    }
 }

@@ -91,7 +91,7 @@ mod tests {
         let downs = [
             Down::Welcome,
             Down::Worker {
-                command: Command::Time { iters: 3 },
+                command: Command::Time { iters: 3, every: 2 },
             },
             Down::Done {
                 code: 1,

@@ -20,7 +20,6 @@ pub fn run(args: &WorkerArgs) -> u8 {
         device: args.device,
         graph: args.graph,
         events_every: args.events_every,
-        max_events_every: args.max_events_every,
         init_timeout_s: args.init_timeout_s,
         case_timeout_s: args.case_timeout_s,
         remeasure: args.remeasure,

@@ -58,9 +58,22 @@ pub enum BatchDecision {
 }
 
 impl StopRule {
-    /// What to do after `recorded` iterations taking `elapsed` wall time in total.
-    pub fn next(&self, recorded: &LatencyRecorder, elapsed: Duration) -> BatchDecision {
+    /// What to do after `recorded` took `elapsed` wall time in total, when each
+    /// sample (timestamp) covers `per_sample` iterations (a CUDA graph launch of
+    /// `--graph N`, or the event stride of a case). A fixed count (`-n`) counts
+    /// iterations, as nccl-tests' `-n` does; its last step may be shorter. The
+    /// adaptive rule counts samples, the unit its interval rests on: its minimum is
+    /// `min_iters` samples, and its batches are whole samples.
+    pub fn next(
+        &self,
+        recorded: &LatencyRecorder,
+        elapsed: Duration,
+        per_sample: u64,
+    ) -> BatchDecision {
         let done = recorded.count();
+        let per = per_sample.max(1);
+        // The largest batch of whole samples.
+        let whole = (MAX_BATCH - MAX_BATCH % per).max(per);
         match *self {
             StopRule::Fixed(n) if done >= n => BatchDecision::Stop(StopReason::Count),
             StopRule::Fixed(n) => BatchDecision::Run((n - done).min(MAX_BATCH)),
@@ -70,8 +83,9 @@ impl StopRule {
                 max_time,
                 max_iters,
             } => {
-                if done < min_iters {
-                    return BatchDecision::Run((min_iters - done).min(MAX_BATCH));
+                let samples = recorded.samples();
+                if samples < min_iters {
+                    return BatchDecision::Run(((min_iters - samples) * per).min(whole));
                 }
                 let relative = recorded.median_ci_relative();
                 if relative <= precision {
@@ -89,39 +103,20 @@ impl StopRule {
                 } else {
                     2.0
                 };
-                let needed = (done as f64 * ratio * ratio * 1.1).ceil() as u64;
-                let by_precision = needed.saturating_sub(done).max(done / 2).max(1);
-                let mean_s = recorded.mean_ns() * 1e-9;
-                let by_time = if mean_s > 0.0 {
-                    (((max_time - elapsed).as_secs_f64() / mean_s).ceil() as u64).max(1)
+                let needed = (samples as f64 * ratio * ratio * 1.1).ceil() as u64;
+                let by_precision = needed.saturating_sub(samples).max(samples / 2).max(1);
+                let sample_s = recorded.mean_ns() * 1e-9 * per as f64;
+                let by_time = if sample_s > 0.0 {
+                    (((max_time - elapsed).as_secs_f64() / sample_s).ceil() as u64).max(1)
                 } else {
                     MAX_BATCH
                 };
                 let batch = by_precision
-                    .min(done.max(1)) // at most double per round
+                    .min(samples.max(1)) // at most double per round
                     .min(by_time)
-                    .min(max_iters - done)
-                    .min(MAX_BATCH);
-                BatchDecision::Run(batch.max(1))
+                    .min((max_iters - done).div_ceil(per));
+                BatchDecision::Run((batch.max(1) * per).min(whole))
             }
-        }
-    }
-
-    /// `next`, with adaptive batches rounded up to whole CUDA graph launches of
-    /// `per_launch` iterations (`--graph`). A fixed count is kept: its last launch
-    /// is a smaller graph.
-    pub fn next_in_launches(
-        &self,
-        recorded: &LatencyRecorder,
-        elapsed: Duration,
-        per_launch: u64,
-    ) -> BatchDecision {
-        match (self, self.next(recorded, elapsed)) {
-            (StopRule::Adaptive { .. }, BatchDecision::Run(n)) if per_launch > 1 => {
-                let cap = (MAX_BATCH - MAX_BATCH % per_launch).max(per_launch);
-                BatchDecision::Run(n.div_ceil(per_launch).saturating_mul(per_launch).min(cap))
-            }
-            (_, decision) => decision,
         }
     }
 }
@@ -160,16 +155,16 @@ mod tests {
     fn fixed_count_runs_exactly_n() {
         let rule = StopRule::Fixed(50);
         assert_eq!(
-            rule.next(&recorder([]), Duration::ZERO),
+            rule.next(&recorder([]), Duration::ZERO, 1),
             BatchDecision::Run(50)
         );
         assert_eq!(
-            rule.next(&recorder(vec![1000; 50]), Duration::ZERO),
+            rule.next(&recorder(vec![1000; 50]), Duration::ZERO, 1),
             BatchDecision::Stop(StopReason::Count)
         );
         let big = StopRule::Fixed(1 << 20);
         assert_eq!(
-            big.next(&recorder([]), Duration::ZERO),
+            big.next(&recorder([]), Duration::ZERO, 1),
             BatchDecision::Run(MAX_BATCH)
         );
     }
@@ -177,11 +172,11 @@ mod tests {
     #[test]
     fn adaptive_runs_the_minimum_first() {
         assert_eq!(
-            ADAPTIVE.next(&recorder([]), Duration::ZERO),
+            ADAPTIVE.next(&recorder([]), Duration::ZERO, 1),
             BatchDecision::Run(20)
         );
         assert_eq!(
-            ADAPTIVE.next(&recorder(vec![1000; 5]), Duration::ZERO),
+            ADAPTIVE.next(&recorder(vec![1000; 5]), Duration::ZERO, 1),
             BatchDecision::Run(15)
         );
     }
@@ -190,7 +185,7 @@ mod tests {
     fn adaptive_stops_when_the_median_is_pinned_down() {
         let steady = recorder(vec![10_000; 30]);
         assert_eq!(
-            ADAPTIVE.next(&steady, Duration::from_millis(1)),
+            ADAPTIVE.next(&steady, Duration::from_millis(1), 1),
             BatchDecision::Stop(StopReason::Converged)
         );
     }
@@ -198,12 +193,12 @@ mod tests {
     #[test]
     fn adaptive_keeps_going_on_noise_until_the_budget() {
         let noisy = recorder((0..20u64).map(|i| 10_000 + (i * 7919 % 20) * 1_000));
-        match ADAPTIVE.next(&noisy, Duration::from_millis(1)) {
+        match ADAPTIVE.next(&noisy, Duration::from_millis(1), 1) {
             BatchDecision::Run(n) => assert!((1..=20).contains(&n), "{n}"),
             other => panic!("expected another batch, got {other:?}"),
         }
         assert_eq!(
-            ADAPTIVE.next(&noisy, Duration::from_secs(2)),
+            ADAPTIVE.next(&noisy, Duration::from_secs(2), 1),
             BatchDecision::Stop(StopReason::Budget)
         );
     }
@@ -212,35 +207,38 @@ mod tests {
     fn batches_never_overrun_the_time_budget_by_much() {
         // 20 iterations of 40 ms: 0.2 s left allows about 5 more.
         let slow = recorder((0..20u64).map(|i| 40_000_000 + (i % 5) * 4_000_000));
-        match ADAPTIVE.next(&slow, Duration::from_millis(800)) {
+        match ADAPTIVE.next(&slow, Duration::from_millis(800), 1) {
             BatchDecision::Run(n) => assert!(n <= 6, "{n}"),
             other => panic!("{other:?}"),
         }
     }
 
     #[test]
-    fn graph_launches_round_adaptive_batches_up() {
-        let empty = recorder([]);
+    fn adaptive_counts_samples_not_iterations() {
         let t = Duration::ZERO;
-        // min_iters = 20: one batch of 20, then whole launches of 8.
+        // min_iters = 20 samples: 20 iterations one by one, 160 in launches of 8.
+        assert_eq!(ADAPTIVE.next(&recorder([]), t, 1), BatchDecision::Run(20));
+        assert_eq!(ADAPTIVE.next(&recorder([]), t, 8), BatchDecision::Run(160));
+        // Two launches of 20 (40 iterations, 2 samples) are not the minimum.
+        let mut two = LatencyRecorder::new();
+        two.record_launch(200_000, 20);
+        two.record_launch(200_000, 20);
+        assert_eq!(two.count(), 40);
+        assert_eq!(ADAPTIVE.next(&two, t, 20), BatchDecision::Run(360));
+        // Batches stay whole samples under the batch cap.
         assert_eq!(
-            ADAPTIVE.next_in_launches(&empty, t, 1),
-            BatchDecision::Run(20)
+            ADAPTIVE.next(&recorder([]), t, 4096),
+            BatchDecision::Run(MAX_BATCH)
         );
         assert_eq!(
-            ADAPTIVE.next_in_launches(&empty, t, 8),
-            BatchDecision::Run(24)
-        );
-        assert_eq!(
-            ADAPTIVE.next_in_launches(&empty, t, 4096),
-            BatchDecision::Run(4096)
+            ADAPTIVE.next(&recorder([]), t, 5000),
+            BatchDecision::Run(65_000)
         );
         // A fixed count is never exceeded.
         let fixed = StopRule::Fixed(10);
-        assert_eq!(fixed.next_in_launches(&empty, t, 8), BatchDecision::Run(10));
-        let done = recorder([1000; 10]);
+        assert_eq!(fixed.next(&recorder([]), t, 8), BatchDecision::Run(10));
         assert_eq!(
-            fixed.next_in_launches(&done, t, 8),
+            fixed.next(&recorder([1000; 10]), t, 8),
             BatchDecision::Stop(StopReason::Count)
         );
     }

@@ -26,21 +26,18 @@ pub enum Event<'a> {
         transports: String,
         detail: String,
     },
-    /// Input filled, warm-up done.
+    /// Input filled, warm-up done, the size calibrated.
     Warm {
         bytes: u64,
-    },
-    /// Per-iteration times of a timed batch, ns.
-    Batch {
-        durations_ns: Cow<'a, [u64]>,
-        /// Iterations per timestamp: the times of each run of `every` iterations
-        /// are their shared step's time spread evenly (1: each its own).
-        #[serde(default = "one", skip_serializing_if = "is_one")]
-        every: u64,
-        /// What the size's calibration asked for: more than `every` where the
-        /// case's cap (iterations / 100) held it back.
+        /// Iterations per timestamp this rank's calibration asks for
+        /// (`Communicator::calibrate`).
         #[serde(default = "one", skip_serializing_if = "is_one")]
         wanted: u64,
+    },
+    /// Per-iteration times of a timed batch, ns: the times of each run of the
+    /// batch's `every` iterations are their shared step's time spread evenly.
+    Batch {
+        durations_ns: Cow<'a, [u64]>,
     },
     Checked {
         wrong: u64,
@@ -75,9 +72,12 @@ pub enum Command {
         bytes: u64,
         warmup: u64,
     },
-    /// One untimed all-reduce to align the ranks, then `iters` timed ones.
+    /// One untimed all-reduce to align the ranks, then `iters` timed ones, a
+    /// timestamp after every `every` of them (the case's stride, one for all ranks).
     Time {
         iters: u64,
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        every: u64,
     },
     Check,
     Exit,
@@ -147,15 +147,16 @@ mod tests {
                 pid: 42,
                 host: "n1".into(),
             },
-            Event::Batch {
-                durations_ns: Cow::Owned(vec![1, 2, 3]),
-                every: 1,
+            Event::Warm {
+                bytes: 8,
                 wanted: 1,
             },
+            Event::Warm {
+                bytes: 8,
+                wanted: 5,
+            },
             Event::Batch {
-                durations_ns: Cow::Owned(vec![4, 4, 5, 5]),
-                every: 2,
-                wanted: 8,
+                durations_ns: Cow::Owned(vec![1, 2, 3]),
             },
             Event::Checked {
                 wrong: 2,
@@ -180,12 +181,18 @@ mod tests {
             assert!(buf.ends_with(b"\n"));
             assert_eq!(parse_event(std::str::from_utf8(&buf).unwrap()), Some(e));
         }
-        let mut input =
-            io::Cursor::new(b"{\"cmd\":\"time\",\"iters\":5}\n{\"cmd\":\"exit\"}\n".to_vec());
+        let mut input = io::Cursor::new(
+            b"{\"cmd\":\"time\",\"iters\":5}\n{\"cmd\":\"time\",\"iters\":6,\"every\":3}\n{\"cmd\":\"exit\"}\n"
+                .to_vec(),
+        );
         let mut line = String::new();
         assert_eq!(
             read_command(&mut input, &mut line).unwrap(),
-            Some(Command::Time { iters: 5 })
+            Some(Command::Time { iters: 5, every: 1 })
+        );
+        assert_eq!(
+            read_command(&mut input, &mut line).unwrap(),
+            Some(Command::Time { iters: 6, every: 3 })
         );
         assert_eq!(
             read_command(&mut input, &mut line).unwrap(),

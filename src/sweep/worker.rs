@@ -53,8 +53,6 @@ pub struct WorkerSettings {
     pub graph: u64,
     /// All-reduces per timing event (NCCL backend; 0: decided per size).
     pub events_every: u64,
-    /// The most all-reduces per timing event the calibration may choose.
-    pub max_events_every: u64,
     /// How long the communicator set-up may take.
     pub init_timeout_s: f64,
     /// How long a case (one size) may take before the orchestrator kills the group.
@@ -150,17 +148,10 @@ fn backend_for(args: &WorkerSettings, faults: &Faults) -> Result<Box<dyn Backend
                 dtype: args.datatype,
                 op: args.op,
                 graph: args.graph as usize,
-                // Events per all-reduce unless they would set the pace (decided per
-                // size), or as NCCL_BENCH_EVENTS_EVERY told the orchestrator: the
-                // orchestrator folds per iteration.
-                // A stall fault times its all-reduces one by one, outside
-                // timed_batch: no calibration all-reduces on any rank then.
-                event_stride: if faults.has_stall() {
-                    1
-                } else {
-                    args.events_every as usize
-                },
-                max_stride: args.max_events_every as usize,
+                // Events per all-reduce unless they would set the pace or show
+                // their grain (calibrated per size), or as NCCL_BENCH_EVENTS_EVERY
+                // told the orchestrator.
+                event_stride: args.events_every as usize,
                 // Within the orchestrator's own limit, so that the rank says why.
                 init_timeout: case_budget(Duration::from_secs_f64(args.init_timeout_s)),
             };
@@ -256,15 +247,23 @@ fn measure(
                 for _ in 0..warmup {
                     comm.all_reduce(bytes)?;
                 }
+                // A stall fault times its all-reduces one by one, outside
+                // timed_batch: no calibration all-reduces on any rank then.
+                let wanted = if faults.has_stall() {
+                    1
+                } else {
+                    comm.calibrate(bytes)?
+                };
                 current = Some(bytes);
                 protocol::send(
                     out,
                     &Event::Warm {
                         bytes: bytes as u64,
+                        wanted: wanted as u64,
                     },
                 )?;
             }
-            Command::Time { iters } => {
+            Command::Time { iters, every } => {
                 let bytes = current.ok_or_else(|| anyhow!("time before any size"))?;
                 let iters = usize::try_from(iters.min(MAX_BATCH))?;
                 match faults.stall_at(bytes as u64).filter(|_| !args.remeasure) {
@@ -280,14 +279,15 @@ fn measure(
                             *d = start.elapsed().as_nanos() as u64;
                         }
                     }
-                    None => comm.timed_batch(bytes, &mut durations[..iters])?,
+                    None => {
+                        let every = usize::try_from(every)?;
+                        comm.timed_batch(bytes, every, &mut durations[..iters])?
+                    }
                 }
                 protocol::send(
                     out,
                     &Event::Batch {
                         durations_ns: Cow::Borrowed(&durations[..iters]),
-                        every: comm.events_every() as u64,
-                        wanted: comm.events_wanted() as u64,
                     },
                 )?;
             }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+pub mod sim;
+
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nccl-bench"))
 }
@@ -156,7 +158,6 @@ pub fn one_rank_all_reduce_checks_out(lib: &Path) {
             op: ReduceOp::Sum,
             graph: 0,
             event_stride: 1,
-            max_stride: 1,
             init_timeout: Duration::from_secs(60),
         },
     );
@@ -169,7 +170,7 @@ pub fn one_rank_all_reduce_checks_out(lib: &Path) {
     let report = comm.check_output(&pattern, bytes).unwrap();
     assert_eq!(report.wrong, 0, "{report:?}");
     let mut durations = vec![0u64; 50];
-    comm.timed_batch(bytes, &mut durations).unwrap();
+    comm.timed_batch(bytes, 1, &mut durations).unwrap();
     assert!(durations.iter().all(|&d| d > 0), "{durations:?}");
 }
 

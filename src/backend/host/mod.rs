@@ -483,21 +483,23 @@ impl Communicator for HostComm {
         Ok(pattern.check(&self.output.bytes()[..bytes]))
     }
 
-    fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()> {
+    fn timed_batch(&mut self, bytes: usize, every: usize, durations: &mut [u64]) -> Result<()> {
         self.check_len(bytes)?;
         self.run_once(bytes)?;
         let mut last = Instant::now();
-        for d in durations.iter_mut() {
-            let start = Instant::now();
-            self.run_once(bytes)?;
-            if self.slowdown > 0.0 {
-                let until = Instant::now() + start.elapsed().mul_f64(self.slowdown);
-                while Instant::now() < until {
-                    std::hint::spin_loop();
+        for step in durations.chunks_mut(every.max(1)) {
+            for _ in 0..step.len() {
+                let start = Instant::now();
+                self.run_once(bytes)?;
+                if self.slowdown > 0.0 {
+                    let until = Instant::now() + start.elapsed().mul_f64(self.slowdown);
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
                 }
             }
             let now = Instant::now();
-            *d = now.duration_since(last).as_nanos() as u64;
+            crate::backend::spread(now.duration_since(last).as_nanos() as u64, step);
             last = now;
         }
         Ok(())

@@ -84,7 +84,7 @@ fn exercise(
     comm.fill_input(&pattern, bytes).unwrap();
     comm.poison_output(bytes).unwrap();
     let mut d = [0u64; 3];
-    comm.timed_batch(bytes, &mut d).unwrap();
+    comm.timed_batch(bytes, 1, &mut d).unwrap();
     assert!(d.iter().all(|&ns| ns > 0));
     comm.check_output(&pattern, bytes).unwrap()
 }

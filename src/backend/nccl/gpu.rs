@@ -7,19 +7,20 @@
 //! off, so cudarc adds no synchronization of its own.
 //!
 //! An event after every all-reduce gives a histogram of single iterations, and
-//! costs host time per iteration. That cost changes the measurement only where the
-//! host, not the GPU, sets the pace. With the automatic stride (the worker's
-//! choice), the first timed batch of each size under 8 MiB is preceded by a
-//! calibration: 16 all-reduces with an event after each and 16 with events only at
-//! the ends, timed on the host (enqueue) and the GPU (events). An event per
-//! all-reduce is kept when the host's time per all-reduce with its event stays
-//! under 80 % of the GPU's time per all-reduce; else events go every k all-reduces, k the
-//! smallest that brings the events' host time per all-reduce within that margin
-//! (or, when the host sets the pace even without events, within 1 % of the GPU's
-//! time). The case caps k at its iterations / 100, so that its histogram keeps at
-//! least 100 samples and every batch has one stride: with adaptive iterations,
-//! whose count is not known ahead, the cap is 1, and the case's note says when
-//! the calibration asked for more.
+//! has two costs. It takes host time per iteration, which changes the measurement
+//! where the host, not the GPU, sets the pace. And CUDA events resolve time to
+//! about 0.5 us (cudaEventElapsedTime's documentation), so that a 6 us all-reduce
+//! timed alone reads 6.0 or 6.5 us and its median can be 4 % off. With the
+//! automatic stride, each size under 8 MiB is calibrated after its warm-up: 16
+//! all-reduces with an event after each and 16 with events only at the ends, timed
+//! on the host (enqueue) and the GPU (events). An event per all-reduce is kept when
+//! the host's time per all-reduce with its event stays under 80 % of the GPU's time
+//! per all-reduce and the event grain is at most 2 % of it (25 us and longer); else
+//! events go every k all-reduces, k the smallest that brings the events' host time
+//! per all-reduce within that margin (or, when the host sets the pace even without
+//! events, within 1 % of the GPU's time) and the grain within 2 % of a step. Each
+//! rank calibrates, and the orchestrator sends every rank the largest k (see
+//! `sweep::orchestrator::drive`): one stride per case for all ranks.
 //!
 //! With `--graph N`, N all-reduces are captured once per size into a CUDA graph
 //! (nccl-tests' `-G` captures its `-n` iterations the same way) and the events go
@@ -72,10 +73,6 @@ pub struct GpuOptions {
     /// Eager all-reduces between two timing events (1: an event after each); 0
     /// decides per size by calibration (module comment).
     pub event_stride: usize,
-    /// The most all-reduces per event a calibration may choose: the case's
-    /// iterations / 100 (1 where they are not known ahead, as with adaptive
-    /// iterations), so that every batch of a case has one stride.
-    pub max_stride: usize,
     /// How long communicator set-up may take.
     pub init_timeout: Duration,
 }
@@ -142,10 +139,6 @@ impl Backend for NcclBackend {
             device: o.device,
             graph: o.graph,
             event_stride: o.event_stride,
-            max_stride: o.max_stride.max(1),
-            paces: HashMap::new(),
-            last_stride: 1,
-            wanted_stride: 1,
         }))
     }
 }
@@ -169,13 +162,8 @@ pub struct GpuComm {
     op: ReduceOp,
     device: usize,
     graph: usize,
-    /// 0: automatic, decided per size (`paces`).
+    /// 0: automatic, decided per size by calibration.
     event_stride: usize,
-    max_stride: usize,
-    paces: HashMap<usize, Pace>,
-    /// The stride of the last timed batch, and what its calibration asked for.
-    last_stride: usize,
-    wanted_stride: usize,
 }
 
 /// What a size's calibration measured, per all-reduce, in nanoseconds, and the
@@ -196,6 +184,14 @@ const CALIBRATION: usize = 16;
 /// time: every rank must run the same all-reduces, and a time near a bound could
 /// send two ranks different ways.
 const CALIBRATE_BELOW: usize = 8 << 20;
+/// What CUDA events resolve, in nanoseconds: "around 0.5 microseconds"
+/// (cudaEventElapsedTime).
+pub const EVENT_GRAIN_NS: f64 = 500.0;
+/// The largest share of a step's time the event grain may be: a median off by at
+/// most half a grain, 1 %.
+const GRAIN_SHARE: f64 = 0.02;
+/// The most all-reduces per event a calibration chooses.
+const MAX_STRIDE: usize = 1 << 12;
 
 impl Pace {
     /// The stride that keeps events from setting the pace (module comment).
@@ -203,24 +199,25 @@ impl Pace {
         let per_event = (host_with_event_ns - host_without_ns).max(0.0);
         let slack = 0.8 * gpu_ns - host_without_ns;
         let allowed = slack.max(0.01 * gpu_ns);
-        let stride = if host_with_event_ns <= 0.8 * gpu_ns || per_event <= allowed {
-            1
+        let for_host = if host_with_event_ns <= 0.8 * gpu_ns || per_event <= allowed {
+            1.0
         } else if allowed > 0.0 {
-            (per_event / allowed).ceil().min(1e6) as usize
+            (per_event / allowed).ceil()
         } else {
-            1_000_000
+            f64::INFINITY
         };
+        let for_grain = if gpu_ns > 0.0 {
+            (EVENT_GRAIN_NS / (GRAIN_SHARE * gpu_ns)).ceil()
+        } else {
+            f64::INFINITY
+        };
+        let stride = for_host.max(for_grain).clamp(1.0, MAX_STRIDE as f64) as usize;
         Pace {
             host_with_event_ns,
             host_without_ns,
             gpu_ns,
-            stride: stride.max(1),
+            stride,
         }
-    }
-
-    /// The stride used under a case's cap (`GpuOptions::max_stride`).
-    pub fn capped(&self, max_stride: usize) -> usize {
-        self.stride.min(max_stride.max(1))
     }
 }
 
@@ -344,7 +341,7 @@ impl GpuComm {
     /// events at the ends only (each batch after an aligning all-reduce), and
     /// chooses the size's stride; every rank runs the same all-reduces, whatever
     /// it measures.
-    fn calibrate(&mut self, bytes: usize) -> Result<Pace> {
+    fn measure_pace(&mut self, bytes: usize) -> Result<Pace> {
         self.ensure_events(CALIBRATION + 1)?;
         let record =
             |e: &CudaEvent, s: &Arc<CudaStream>| e.record(s).context("cudaEventRecord failed");
@@ -378,10 +375,7 @@ impl GpuComm {
         // The worker's log says what was decided, and on what.
         let every = match pace.stride {
             1 => "an event after every all-reduce".to_string(),
-            k => format!(
-                "an event every {k} all-reduces, at most {} (the case's iterations / 100)",
-                self.max_stride
-            ),
+            k => format!("an event every {k} all-reduces"),
         };
         eprintln!(
             "{bytes} bytes: host {:.2} us per all-reduce with an event, {:.2} us without; GPU {:.2} us per all-reduce: {every}",
@@ -458,27 +452,29 @@ impl Communicator for GpuComm {
         Ok(pattern.check(&self.host.bytes()[..bytes]))
     }
 
-    fn timed_batch(&mut self, bytes: usize, durations: &mut [u64]) -> Result<()> {
+    fn calibrate(&mut self, bytes: usize) -> Result<usize> {
+        self.check_len(bytes)?;
+        self.bind()?;
+        Ok(if self.graph > 0 {
+            // The graph launches are the steps.
+            1
+        } else if self.event_stride > 0 {
+            self.event_stride
+        } else if bytes >= CALIBRATE_BELOW {
+            1
+        } else {
+            self.measure_pace(bytes)?.stride
+        })
+    }
+
+    fn timed_batch(&mut self, bytes: usize, every: usize, durations: &mut [u64]) -> Result<()> {
         self.check_len(bytes)?;
         self.bind()?;
         let per_step = if self.graph > 0 {
             self.graph
-        } else if self.event_stride > 0 {
-            self.event_stride
         } else {
-            let pace = match self.paces.get(&bytes) {
-                Some(p) => *p,
-                None if bytes >= CALIBRATE_BELOW => Pace::choose(0.0, 0.0, f64::INFINITY),
-                None => {
-                    let p = self.calibrate(bytes)?;
-                    self.paces.insert(bytes, p);
-                    p
-                }
-            };
-            self.wanted_stride = pace.stride;
-            pace.capped(self.max_stride)
+            every.max(1)
         };
-        self.last_stride = if self.graph > 0 { 1 } else { per_step };
         let steps = launch_steps(durations.len(), per_step);
         if self.graph > 0 {
             for &n in &steps {
@@ -505,7 +501,7 @@ impl Communicator for GpuComm {
                 .elapsed_ms(&self.events[i + 1])
                 .context("cudaEventElapsedTime failed")?;
             let (step, tail) = rest.split_at_mut(n);
-            spread((ms as f64 * 1e6).round() as u64, step);
+            crate::backend::spread((ms as f64 * 1e6).round() as u64, step);
             rest = tail;
         }
         Ok(())
@@ -517,28 +513,8 @@ impl Communicator for GpuComm {
         self.sync()
     }
 
-    fn events_every(&self) -> usize {
-        self.last_stride
-    }
-
-    fn events_wanted(&self) -> usize {
-        if self.graph > 0 || self.event_stride > 0 {
-            self.last_stride
-        } else {
-            self.wanted_stride
-        }
-    }
-
     fn set_deadline(&mut self, deadline: Instant) {
         self.comm.set_deadline(deadline);
-    }
-}
-
-/// Shares a launch's time among its iterations so that they sum to it exactly.
-fn spread(total_ns: u64, iterations: &mut [u64]) {
-    let n = iterations.len() as u64;
-    for (i, d) in iterations.iter_mut().enumerate() {
-        *d = total_ns / n + u64::from((i as u64) < total_ns % n);
     }
 }
 
@@ -548,34 +524,47 @@ mod tests {
 
     #[test]
     fn events_go_less_often_only_where_they_would_set_the_pace() {
-        // A fast host: an event after every all-reduce.
-        assert_eq!(Pace::choose(900.0, 600.0, 6_000.0).stride, 1);
-        // 21 us per event record against a 6 us all-reduce (the stand-in, by hand):
-        // 5 all-reduces per event bring the host back under 80 % of the GPU.
-        let p = Pace::choose(21_500.0, 450.0, 6_070.0);
-        assert_eq!(p.stride, 5);
+        // A fast host and an all-reduce of 25 us or more: an event after each.
+        assert_eq!(Pace::choose(900.0, 600.0, 30_000.0).stride, 1);
+        assert_eq!(Pace::choose(900.0, 600.0, 25_000.0).stride, 1);
+        // 21 us per event record against a 30 us all-reduce: 2 all-reduces per
+        // event bring the host back under 80 % of the GPU.
+        let p = Pace::choose(24_450.0, 450.0, 30_000.0);
+        assert_eq!(p.stride, 2);
         let host_at = |k: f64| p.host_without_ns + (p.host_with_event_ns - p.host_without_ns) / k;
-        assert!(host_at(5.0) <= 0.8 * p.gpu_ns && host_at(4.0) > 0.8 * p.gpu_ns);
-        assert_eq!(p.capped(20), 5);
-        // A case too short for 100 samples at that stride is capped.
-        assert_eq!(p.capped(3), 3);
-        assert_eq!(p.capped(0), 1);
+        assert!(host_at(2.0) <= 0.8 * p.gpu_ns && host_at(1.0) > 0.8 * p.gpu_ns);
         // The host sets the pace even without events: the events may add at most
         // 1 % of the GPU's time per all-reduce.
-        let p = Pace::choose(10_000.0, 7_000.0, 6_000.0);
-        assert_eq!(p.stride, 50);
-        assert_eq!(p.capped(1_000), 50);
+        let p = Pace::choose(10_000.0, 7_000.0, 30_000.0);
+        assert_eq!(p.stride, 1);
+        let p = Pace::choose(40_000.0, 37_000.0, 30_000.0);
+        assert_eq!(p.stride, 10);
+        // No GPU time at all: the most a calibration chooses.
+        assert_eq!(Pace::choose(1.0, 1.0, 0.0).stride, MAX_STRIDE);
+    }
+
+    #[test]
+    fn events_go_less_often_where_their_grain_would_show() {
+        // A fast host but a 6 us all-reduce: the 0.5 us grain needs 5 of them
+        // per event to stay within 2 % of a step.
+        let p = Pace::choose(900.0, 600.0, 6_000.0);
+        assert_eq!(p.stride, 5);
+        assert!(EVENT_GRAIN_NS / (5.0 * p.gpu_ns) <= GRAIN_SHARE);
+        assert!(EVENT_GRAIN_NS / (4.0 * p.gpu_ns) > GRAIN_SHARE);
+        // The larger of the two needs wins.
+        assert_eq!(Pace::choose(21_500.0, 450.0, 6_070.0).stride, 5);
+        assert_eq!(Pace::choose(60_000.0, 450.0, 6_070.0).stride, 14);
     }
 
     #[test]
     fn a_launch_is_shared_exactly() {
         let mut d = [0u64; 4];
-        spread(10, &mut d);
+        crate::backend::spread(10, &mut d);
         assert_eq!(d, [3, 3, 2, 2]);
-        spread(8, &mut d);
+        crate::backend::spread(8, &mut d);
         assert_eq!(d, [2; 4]);
         let mut one = [0u64];
-        spread(7, &mut one);
+        crate::backend::spread(7, &mut one);
         assert_eq!(one, [7]);
     }
 }

@@ -39,6 +39,16 @@ impl Orchestrator<'_> {
         }
     }
 
+    /// The case's stride from the largest one its ranks' calibrations asked for:
+    /// as asked with adaptive iterations (they count timestamps), and with `-n`
+    /// at most its iterations / 100, so that the case keeps 100 timestamps.
+    fn stride(&self, wanted: u64) -> u64 {
+        match self.settings.iterations {
+            IterationPolicy::Fixed { iters } => wanted.min((iters / 100).max(1)),
+            IterationPolicy::Adaptive { .. } => wanted,
+        }
+    }
+
     pub(super) fn drive(
         &mut self,
         processes: &mut dyn RankGroup,
@@ -108,41 +118,44 @@ impl Orchestrator<'_> {
                 &phase,
             )
             .map_err(failed)?;
-            self.wait_for(processes, tails, &all, deadline, &phase, |e| {
-                matches!(e, Event::Warm { .. }).then_some(())
-            })
-            .map_err(failed)?;
+            // Iterations per timestamp: the most any rank's calibration asked for
+            // in the case's first round, and what the case gives (one stride for
+            // all ranks and rounds).
+            let asked = self
+                .wait_for(processes, tails, &all, deadline, &phase, |e| match e {
+                    Event::Warm { wanted, .. } => Some(wanted),
+                    _ => None,
+                })
+                .map_err(failed)?
+                .into_iter()
+                .max()
+                .unwrap_or(1)
+                .max(1);
+            let (every, wanted) = *takes
+                .strides
+                .entry(bytes)
+                .or_insert_with(|| (self.stride(asked), asked));
+            let per_sample = if self.settings.graph > 0 {
+                self.settings.graph
+            } else {
+                every
+            };
             let mut recorder = LatencyRecorder::new();
             let mut drift = Drift::new();
-            // Iterations per timestamp, the most any rank's batch had, and the most
-            // a calibration asked for.
-            let (mut every, mut wanted) = (1u64, 1u64);
             let timing_start = Instant::now();
             let stop = loop {
-                match rule.next_in_launches(&recorder, timing_start.elapsed(), self.settings.graph)
-                {
+                match rule.next(&recorder, timing_start.elapsed(), per_sample) {
                     BatchDecision::Stop(reason) => break reason,
                     BatchDecision::Run(iters) => {
-                        self.broadcast(processes, &Command::Time { iters }, &phase)
+                        self.broadcast(processes, &Command::Time { iters, every }, &phase)
                             .map_err(failed)?;
                         let batches: Vec<Vec<u64>> = self
                             .wait_for(processes, tails, &all, deadline, &phase, |e| match e {
-                                Event::Batch {
-                                    durations_ns,
-                                    every,
-                                    wanted,
-                                } => Some((durations_ns.into_owned(), every, wanted)),
+                                Event::Batch { durations_ns } => Some(durations_ns.into_owned()),
                                 _ => None,
                             })
-                            .map_err(failed)?
-                            .into_iter()
-                            .map(|(d, e, w)| {
-                                every = every.max(e);
-                                wanted = wanted.max(w);
-                                d
-                            })
-                            .collect();
-                        let steps = fold_mean(&batches, iters, self.settings.graph, &mut recorder)
+                            .map_err(failed)?;
+                        let steps = fold_mean(&batches, iters, per_sample, &mut recorder)
                             .map_err(failed)?;
                         drift.add_batch(steps);
                     }
@@ -170,7 +183,7 @@ impl Orchestrator<'_> {
                 })
                 .unwrap_or_default();
             let summary = recorder.summary();
-            let timing_note = timing_note(every, wanted);
+            let timing_note = timing_note(every, wanted, self.settings.graph);
             // NCCL connects lazily (at the first collective since 2.22): its log has
             // the connections once the case has run.
             let (logged, _) = self.nccl_log_findings(log_stem);
@@ -230,13 +243,16 @@ impl Orchestrator<'_> {
 }
 
 /// What results.csv says about a case's timestamps: `every` iterations shared
-/// one, the calibration asked for `wanted`.
-fn timing_note(every: u64, wanted: u64) -> String {
+/// one, the calibration asked for `wanted` (neither applies to graph launches).
+fn timing_note(every: u64, wanted: u64, graph: u64) -> String {
+    if graph > 0 {
+        return String::new();
+    }
     let strided = format!(
-        "a timestamp every {every} iterations (one per iteration would have let the host set the pace): percentiles are of {every}-iteration means"
+        "a timestamp every {every} iterations (one per iteration would have let the host set the pace or shown the 0.5 us grain of CUDA events): percentiles are of {every}-iteration means"
     );
     let held = format!(
-        "a timestamp every {wanted} iterations would have kept the host from setting the pace, but the case had too few for 100 timestamps at that (adaptive iterations keep one per iteration): the times may include the host's event cost; -n N with N >= {} measures it strided",
+        "a timestamp every {wanted} iterations would have kept the host from setting the pace and the event grain under 2 % of a step, but -n leaves too few for 100 timestamps at that: the times may include the host's event cost; -n N with N >= {} measures it strided",
         wanted * 100
     );
     match (every > 1, wanted > every) {

@@ -93,6 +93,9 @@ pub(super) struct Takes {
     pub(super) book: Book,
     /// The round being run (1-based).
     pub(super) round: u32,
+    /// Each size's event stride and what its calibration asked for, decided in
+    /// its first round and kept by the later ones: one stride per case.
+    pub(super) strides: std::collections::HashMap<u64, (u64, u64)>,
 }
 
 impl Takes {
@@ -102,6 +105,7 @@ impl Takes {
             taken: Vec::new(),
             book: Book::default(),
             round: 1,
+            strides: std::collections::HashMap::new(),
         }
     }
 }

@@ -41,11 +41,6 @@ impl Orchestrator<'_> {
         if s.events_every > 0 {
             push("--events-every", s.events_every.to_string());
         }
-        // One stride for every batch of a case, and at least 100 timestamps in it:
-        // only a known iteration count allows more than one all-reduce per event.
-        if let crate::config::IterationPolicy::Fixed { iters } = s.iterations {
-            push("--max-events-every", (iters / 100).max(1).to_string());
-        }
         if s.graph > 0 {
             push("--graph", s.graph.to_string());
         }
