@@ -10,6 +10,8 @@
 //!   every one it could choose);
 //! - SHM: GPU pairs through pinned host memory (measured where peer access is
 //!   missing; elsewhere the slower of the two GPUs' host copies);
+//! - P2P and SHM in one ring (`P2P/CUMEM:50%;SHM:50%`: GPUs under two PCIe switches):
+//!   each pair over peer access where it has it, else through host memory;
 //! - NET on one machine: TCP loopback, and the host copies on both sides;
 //! - the host backend: one core's memcpy for SHM, TCP loopback for NET/Socket.
 //!
@@ -17,6 +19,7 @@
 //! not apply to them; they get no ceiling, and neither does one rank (no link).
 
 use crate::model::{Ceilings, LinkKind};
+use crate::nccl::cell::TransportsCell;
 
 /// A case's ceiling: the rate and what it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,13 +49,11 @@ pub fn for_devices(
     devices: &[usize],
     transports: &str,
 ) -> Option<Ceiling> {
-    if devices.len() < 2 || transports.is_empty() {
+    let cell = TransportsCell::parse(transports);
+    if devices.len() < 2 || cell.shares.is_empty() || cell.in_network() {
         return None;
     }
-    let used = |name: &str| transports.split_whitespace().any(|t| t.starts_with(name));
-    if used("NVLS") || used("CollNet") || used("COLLNET") {
-        return None;
-    }
+    let used = |name: &str| cell.uses(name);
     let mut bounds: Vec<Ceiling> = Vec::new();
     if host_backend {
         if used("SHM") {
@@ -68,13 +69,22 @@ pub fn for_devices(
             ));
         }
     } else {
-        if used("P2P") {
+        if used("P2P") && used("SHM") {
+            // Which pairs went through host memory is not in the cell: those without
+            // peer access do, and at least one does (the ring through host memory
+            // bounds it where every pair has peer access).
+            let either = ring(ceilings, devices, PairPath::Either)?;
+            let via_host = ring(ceilings, devices, PairPath::ViaHost)?;
+            bounds.push(named(
+                either.min(via_host),
+                "ring of P2P and host-memory links",
+            ));
+        } else if used("P2P") {
             bounds.push(named(
                 ring(ceilings, devices, PairPath::Direct)?,
                 "P2P ring",
             ));
-        }
-        if used("SHM") {
+        } else if used("SHM") {
             bounds.push(named(
                 ring(ceilings, devices, PairPath::ViaHost)?,
                 "ring through host memory",
@@ -134,6 +144,9 @@ enum PairPath {
     Direct,
     /// Through pinned host memory.
     ViaHost,
+    /// Peer access where the pair has it, else through host memory (NCCL's P2P
+    /// where it can, SHM where not).
+    Either,
 }
 
 /// The rate between GPUs a and b on `path`.
@@ -147,6 +160,8 @@ fn pair(ceilings: &Ceilings, a: usize, b: usize, path: PairPath) -> Option<f64> 
     };
     match path {
         PairPath::Direct => between(LinkKind::P2p),
+        PairPath::Either => pair(ceilings, a, b, PairPath::Direct)
+            .or_else(|| pair(ceilings, a, b, PairPath::ViaHost)),
         PairPath::ViaHost => between(LinkKind::ViaHost).or_else(|| {
             let of = |kind: LinkKind, gpu: usize| {
                 ceilings
@@ -262,8 +277,11 @@ mod tests {
         assert_eq!(c.gbps, 150.0);
         assert_eq!(c.link, "P2P ring");
         // Three GPUs: any ring of 0, 1, 2 includes the slow pair 0-2.
-        assert_eq!(for_case(&m, false, 3, "P2P/IPC").unwrap().gbps, 20.0);
-        assert_eq!(for_case(&m, false, 2, "P2P").unwrap().gbps, 150.0);
+        assert_eq!(for_case(&m, false, 3, "P2P/IPC:100%").unwrap().gbps, 20.0);
+        assert_eq!(
+            for_case(&m, false, 2, "P2P/CUMEM:100%").unwrap().gbps,
+            150.0
+        );
     }
 
     #[test]
@@ -271,31 +289,63 @@ mod tests {
         let m = machine();
         assert_eq!(for_case(&m, false, 2, "SHM:100%").unwrap().gbps, 25.0);
         // GPU 3's slow D2H is on every ring of four.
-        assert_eq!(for_case(&m, false, 4, "SHM").unwrap().gbps, 12.0);
+        assert_eq!(for_case(&m, false, 4, "SHM:100%").unwrap().gbps, 12.0);
         let net = for_case(&m, false, 2, "NET/Socket:100%").unwrap();
         assert_eq!(
             (net.gbps, net.link.as_str()),
             (3.0, "TCP loopback and host copies")
         );
-        // A mix is bounded by its slowest transport.
+        // A mix is bounded by its slowest transport, every entry of the cell read.
         assert_eq!(
-            for_case(&m, false, 4, "P2P/CUMEM:50% SHM:50%")
+            for_case(&m, false, 4, "P2P/CUMEM:50%;SHM:50%")
                 .unwrap()
                 .gbps,
             12.0
+        );
+        let mixed = for_case(&m, false, 2, "SHM:75%;NET/Socket:25%").unwrap();
+        assert_eq!(
+            (mixed.gbps, mixed.link.as_str()),
+            (3.0, "TCP loopback and host copies")
         );
     }
 
     #[test]
     fn what_the_ring_does_not_bound_or_was_not_measured_has_no_ceiling() {
         let m = machine();
-        assert_eq!(for_case(&m, false, 4, "NVLS P2P/CUMEM"), None);
-        assert_eq!(for_case(&m, false, 1, "P2P"), None);
+        assert_eq!(for_case(&m, false, 4, "NVLS;P2P/CUMEM:100%"), None);
+        assert_eq!(for_case(&m, false, 8, "NVLS"), None);
+        assert_eq!(for_case(&m, false, 1, "P2P/CUMEM:100%"), None);
         assert_eq!(for_case(&m, false, 2, ""), None);
         // Eight ranks on a machine whose links were measured for four GPUs.
-        assert_eq!(for_case(&m, false, 8, "P2P"), None);
+        assert_eq!(for_case(&m, false, 8, "P2P/CUMEM:100%"), None);
         // The host backend without a memcpy measurement.
         assert_eq!(for_case(&m, true, 2, "SHM"), None);
+    }
+
+    /// Two PCIe switches: GPUs 0-1 and 2-3 have peer access at 50 GB/s, the pairs
+    /// across go through host memory at 10 GB/s (no peer access measured there).
+    #[test]
+    fn a_ring_of_p2p_and_shm_takes_each_pair_on_its_own_path() {
+        let mut links = vec![
+            link(LinkKind::P2p, &[0, 1], 50.0),
+            link(LinkKind::P2p, &[2, 3], 50.0),
+        ];
+        for a in 0..4 {
+            links.push(link(LinkKind::H2d, &[a], 10.0));
+            links.push(link(LinkKind::D2h, &[a], 10.0));
+        }
+        let m = Ceilings {
+            links,
+            errors: Vec::new(),
+        };
+        let c = for_case(&m, false, 4, "P2P/CUMEM:50%;SHM:50%").unwrap();
+        assert_eq!(
+            (c.gbps, c.link.as_str()),
+            (10.0, "ring of P2P and host-memory links")
+        );
+        // A P2P ring over four needs peer access across the switches: unmeasured.
+        assert_eq!(for_case(&m, false, 4, "P2P/CUMEM:100%"), None);
+        assert_eq!(for_case(&m, false, 2, "P2P/CUMEM:100%").unwrap().gbps, 50.0);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use anyhow::Result;
 
 use crate::config::expected::{FigureKind, Platform};
 use crate::export::reader::{CaseRow, RunData};
+use crate::nccl::cell::TransportsCell;
 use crate::units::Bytes;
 
 /// At or above this share of the published figure a run is as expected.
@@ -97,13 +98,9 @@ pub fn judge<'a>(
     let nodes = platform.nodes;
     let per_node = case.nranks / nodes.max(1);
     let gpu = platform.model(per_node)?;
-    let used: Vec<&str> = case
-        .transports
-        .split([' ', ';'])
-        .map(|t| t.split(':').next().unwrap_or(""))
-        .filter(|t| !t.is_empty())
-        .collect();
-    let nvls = used.iter().any(|t| t.starts_with("NVLS"));
+    let cell = TransportsCell::parse(&case.transports);
+    let used: Vec<&str> = cell.labels().collect();
+    let nvls = cell.nvls;
     let same_machine = |r: &&Platform| {
         r.gpu.iter().any(|p| p.matches(gpu))
             && r.nodes == nodes
@@ -121,7 +118,7 @@ pub fn judge<'a>(
             }
         ));
     }
-    let unrecorded = used.is_empty();
+    let unrecorded = cell.is_empty();
     let found = if unrecorded {
         // The run did not record transports (an nccl-tests import without NCCL's
         // log): judged against the platform's only figure, or not at all.
@@ -139,9 +136,10 @@ pub fn judge<'a>(
             }
         }
     } else {
+        // An NVLS case whose ring never connected (`NVLS` alone) matches the
+        // platform's NVLS row.
         candidates.iter().copied().find(|r| {
             r.nvls == nvls
-                && !used.is_empty()
                 && used
                     .iter()
                     .all(|t| r.transports.iter().any(|k| t.starts_with(k.as_str())))
@@ -206,19 +204,14 @@ pub fn judge<'a>(
 pub fn against_ceiling(case: &CaseRow, host_backend: bool) -> Option<String> {
     let pct = case.ceiling_pct?;
     if host_backend {
-        let link = if case.transports.starts_with("NET") {
+        let link = if TransportsCell::parse(&case.transports).uses("NET") {
             "TCP loopback"
         } else {
             "one core's memcpy"
         };
         return Some(format!("{pct:.0} % of {link}"));
     }
-    let p2p_only = !case.transports.is_empty()
-        && case
-            .transports
-            .split([' ', ';'])
-            .filter(|t| !t.is_empty())
-            .all(|t| t.starts_with("P2P"));
+    let p2p_only = TransportsCell::parse(&case.transports).p2p_only();
     Some(if !p2p_only {
         format!("{pct:.0} % (a staged path: no verdict)")
     } else if pct >= NEAR_CEILING_PCT {

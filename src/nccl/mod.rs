@@ -1,5 +1,5 @@
 //! What nccl-bench knows about NCCL itself, in one place: the formats of its debug logs
-//! and how to read them (`log`), what its failures mean and how to fix them
+//! and how to read them (`log`), the `transports` cell written from them (`cell`), what its failures mean and how to fix them
 //! (`explain`), how much /dev/shm its SHM transport needs (`shm`), how it picks socket
 //! interfaces and parses interface lists (`net`), the `NCCL_*` variables it knows
 //! (`vars`) and its version numbers (`version`). Pure: nothing here prints, and only
@@ -7,6 +7,7 @@
 //! all build on it; nothing here depends on them. Loading libnccl is `backend::nccl`'s
 //! business, not this module's.
 
+pub mod cell;
 pub mod explain;
 pub mod log;
 pub mod net;

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::compare::{compare, CompareOptions, CompareReport, Outcome, PairRow, Side};
 use crate::config::transport::env_truthy;
 use crate::export::reader::{CaseRow, RunData};
+use crate::nccl::cell::TransportsCell;
 
 /// The answer, with the evidence that supports it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,9 +101,11 @@ fn rows_of<'a>(run: &'a RunData, config: &str) -> Vec<&'a CaseRow> {
 pub fn transports_used(rows: &[&CaseRow]) -> Vec<String> {
     let mut set = BTreeSet::new();
     for r in rows {
-        for part in r.transports.split(';').filter(|p| !p.is_empty()) {
-            set.insert(part.split(':').next().unwrap_or(part).trim().to_string());
+        let cell = TransportsCell::parse(&r.transports);
+        if cell.nvls {
+            set.insert(crate::nccl::cell::NVLS.to_string());
         }
+        set.extend(cell.labels().map(str::to_string));
     }
     set.into_iter().collect()
 }

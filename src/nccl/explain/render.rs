@@ -118,7 +118,7 @@ pub fn render_text(e: &Explanation) -> String {
     let nvls = match e.nvls {
         NvlsUse::Unknown => "not in the log",
         NvlsUse::NotAvailable => "not available",
-        NvlsUse::Available => "available (not shown in use)",
+        NvlsUse::Available => "available, not shown set up (from 2.22 at its first use)",
         NvlsUse::Used => "used",
     };
     let _ = writeln!(out, "  NVLS: {nvls}");

@@ -300,29 +300,34 @@ fn plugin_name(rest: &str) -> &str {
     rest[..end].trim()
 }
 
+/// What a line says about NVLink SHARP. Set-up happens where NVLS is used (at init
+/// before 2.22, at the first NVLS collective from 2.22): the multicast group is
+/// created (`NVLS Creating Multicast group`), the buffers are registered (`NVLS comm
+/// ... headRank`), a multi-node tree is connected (`Connected NVLS tree`). Init prints
+/// the plan whether or not NVLS is ever used: `NVLS Head`, `NVLS Trees` and
+/// `N nvls channels` with N > 0 say it is available, not that it carried anything.
 pub(super) fn nvls_evidence(message: &str) -> Option<NvlsUse> {
     if message.starts_with("NVLS multicast support is not available") {
         return Some(NvlsUse::NotAvailable);
     }
-    if message.starts_with("NVLS multicast support is available") {
-        return Some(NvlsUse::Available);
-    }
-    let set_up = [
-        "NVLS Head",
-        "NVLS comm ",
-        "NVLS Trees",
-        "NVLS Creating",
-        "Connected NVLS tree",
-    ];
+    let set_up = ["NVLS comm ", "NVLS Creating", "Connected NVLS tree"];
     if set_up.iter().any(|p| message.starts_with(p)) {
         return Some(NvlsUse::Used);
+    }
+    let planned = [
+        "NVLS multicast support is available",
+        "NVLS Head",
+        "NVLS Trees",
+    ];
+    if planned.iter().any(|p| message.starts_with(p)) {
+        return Some(NvlsUse::Available);
     }
     // `2 coll channels, 2 collnet channels, 16 nvls channels, 2 p2p channels, ...`
     let count = message.split(',').find_map(|part| {
         let n = part.trim().strip_suffix("nvls channels")?.trim();
         n.parse::<u32>().ok()
     })?;
-    (count > 0).then_some(NvlsUse::Used)
+    (count > 0).then_some(NvlsUse::Available)
 }
 
 /// `... comm 0x5639 rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId 4c000 commId 0x... - Init COMPLETE`.

@@ -112,11 +112,12 @@ pub enum NvlsUse {
     Unknown,
     /// `NVLS multicast support is not available on dev N`.
     NotAvailable,
-    /// `NVLS multicast support is available on dev N`, and nothing showed it set up.
+    /// `NVLS multicast support is available on dev N`, `NVLS Head`, `NVLS Trees` or
+    /// `N nvls channels` with N > 0 (init's plan), and nothing showed it set up.
     Available,
-    /// NVLS channels were set up: `NVLS Head`, `NVLS comm ... headRank`, `Connected NVLS
-    /// tree`, or `N nvls channels` with N > 0. The tuner may still pick another algorithm
-    /// for some sizes.
+    /// NVLS was set up for a collective that uses it: `NVLS comm ... headRank`, `NVLS
+    /// Creating Multicast group`, `Connected NVLS tree` (see `lines::nvls_evidence`).
+    /// The tuner may still pick another algorithm for some sizes.
     Used,
 }
 
@@ -237,9 +238,11 @@ const ERROR_CELL_MAX_CHARS: usize = 240;
 
 impl NcclLog {
     /// Share of connections per transport label, sorted by share (descending) then label.
-    /// Empty when there is no connection line.
+    /// Empty when there is no connection line. A NET connection is logged twice, `[send]`
+    /// in the sender's process and `[receive]` in the receiver's: it counts once, on the
+    /// send side (a receive line counts only where its send line is missing).
     pub fn transport_shares(&self) -> Vec<(String, f64)> {
-        let total = self.connections.len() as f64;
+        let total = self.ring_connections().count() as f64;
         self.label_counts()
             .into_iter()
             .map(|(label, n)| (label.to_string(), n as f64 / total))
@@ -247,11 +250,16 @@ impl NcclLog {
     }
 
     /// The shares as one CSV cell, `SHM:75%;NET/Socket:25%`, in integer percents that sum
-    /// to 100 (largest remainder; ties go to the larger share, then the label). `""` when
-    /// there is no connection line.
+    /// to 100 (largest remainder; ties go to the larger share, then the label), after
+    /// `NVLS;` where NVLink SHARP was set up (`crate::nccl::cell`). `""` when there is
+    /// neither.
     pub fn transports_cell(&self) -> String {
+        crate::nccl::cell::TransportsCell::write(self.nvls == NvlsUse::Used, &self.shares_cell())
+    }
+
+    fn shares_cell(&self) -> String {
         let counts = self.label_counts();
-        let total = self.connections.len();
+        let total = self.ring_connections().count();
         if total == 0 {
             return String::new();
         }
@@ -292,10 +300,25 @@ impl NcclLog {
         Some(format!("{}: {text}", failure.kind))
     }
 
+    /// The connections, each once: a receive line whose send line is also here is
+    /// the same connection.
+    fn ring_connections(&self) -> impl Iterator<Item = &Connection> {
+        let sent: std::collections::HashSet<(u32, Option<u32>, u32, u32)> = self
+            .connections
+            .iter()
+            .filter(|c| c.direction == Some(Direction::Send))
+            .map(|c| (c.channel, c.conn_index, c.from_rank, c.to_rank))
+            .collect();
+        self.connections.iter().filter(move |c| {
+            c.direction != Some(Direction::Receive)
+                || !sent.contains(&(c.channel, c.conn_index, c.from_rank, c.to_rank))
+        })
+    }
+
     /// Connections per label, sorted by count (descending) then label.
     fn label_counts(&self) -> Vec<(&str, usize)> {
         let mut counts: HashMap<&str, usize> = HashMap::new();
-        for c in &self.connections {
+        for c in self.ring_connections() {
             *counts.entry(c.transport.label.as_str()).or_default() += 1;
         }
         let mut counts: Vec<(&str, usize)> = counts.into_iter().collect();

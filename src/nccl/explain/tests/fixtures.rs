@@ -397,7 +397,7 @@ fn fixture_7c_nvls_heads_multinode_rank_prefix() {
             interfaces: &[],
             hosts: &[("h100clust-worker-1", &[227602], &[], &[0])],
             pairs: &[],
-            nvls: NvlsUse::Used,
+            nvls: NvlsUse::Available,
         },
     );
 }

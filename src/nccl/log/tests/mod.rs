@@ -211,10 +211,20 @@ fn nvls_keeps_the_strongest_evidence() {
         parse(&info("2 coll channels, 0 nvls channels, 2 p2p channels")).nvls,
         NvlsUse::Unknown
     );
-    for used in [
+    // Init's plan says NVLS is available, not that anything used it.
+    for planned in [
         "2 coll channels, 2 collnet channels, 16 nvls channels, 2 p2p channels",
         "NVLS Head  0:  0  8 16",
-        "NVLS comm 0x55 headRank 0 nHeads 8 buffSize 1048576",
+        "NVLS Trees : 0/-1/-1->1->-1 1/-1/-1->0->-1",
+    ] {
+        assert_eq!(parse(&info(planned)).nvls, NvlsUse::Available, "{planned}");
+    }
+    // The set-up a collective that uses it does (at init before 2.22), in the
+    // words of 2.21 and 2.28.
+    for used in [
+        "NVLS comm 0x55 headRank 0 nHeads 8 buffSize 1048576 memSize 2097152 nvlsPerRankSize 100663296 nvlsTotalSize 805306368",
+        "NVLS comm 0x55 headRank 0 nHeads 8 nvlsRanks 8 buffSize 1048576 nvlsPerRankSize 33554432 nvlsTotalSize 268435456",
+        "NVLS Creating Multicast group nranks 8 size 268435456 on rank 0",
         "Connected NVLS tree",
     ] {
         assert_eq!(
