@@ -1,6 +1,6 @@
 //! Judging what runs left behind: the SHM verdict, run-vs-run comparison, baselines and
 //! checks, history over many runs, GPU and node pairs, the latency/bandwidth model, link
-//! ceilings and published figures. It reads run directories (through `export`) and the
+//! ceilings, published figures and what NVLS gained. It reads run directories (through `export`) and the
 //! transports column NCCL's logs gave (`crate::nccl::log`); everything here is pure or
 //! reads files only; nothing prints, and nothing depends on `backend` or `sweep`.
 
@@ -10,5 +10,6 @@ pub mod compare;
 pub mod expected;
 pub mod history;
 pub mod model_table;
+pub mod nvls;
 pub mod pairs;
 pub mod verdict;

@@ -50,6 +50,12 @@ pub fn env_truthy(value: &str) -> bool {
     value.trim().parse::<i64>().map(|v| v != 0).unwrap_or(false)
 }
 
+/// The opposite reading, for the parameters that enable (`NCCL_NVLS_ENABLE=0`
+/// turns NVLS off): only an integer 0 is off.
+pub fn env_falsy(value: &str) -> bool {
+    value.trim().parse::<i64>() == Ok(0)
+}
+
 #[derive(Debug, Error, PartialEq)]
 pub enum ConfigError {
     #[error("{origin}: {message}")]

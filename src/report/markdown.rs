@@ -154,6 +154,7 @@ pub fn markdown(
         (m.backend.used == "host").then_some(m.host.cpus),
     )?;
     crate::analysis::expected::markdown(&mut s, run, expected)?;
+    crate::analysis::nvls::markdown(&mut s, run, options)?;
     ceilings_section(&mut s, run)?;
     let shm_off = crate::analysis::verdict::shm_off_config(run);
     crate::analysis::model_table::markdown(

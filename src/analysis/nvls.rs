@@ -1,0 +1,290 @@
+//! What NVLink SHARP gained: for each GPU count whose cases show NVLS set up (the
+//! `transports` cell starts with `NVLS`), the config with NVLS against a config
+//! with `NCCL_NVLS_ENABLE=0` (the shipped `nvls-off`) at the largest size both
+//! measured, in busbw and in median time with its interval over the rounds. Users
+//! ask this when they see a busbw above the ring's link rate (nccl-tests#153).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::compare::{compare_pair, seed, CompareOptions, Outcome};
+use crate::config::transport::env_falsy;
+use crate::export::reader::{CaseRow, RunData};
+use crate::nccl::cell::TransportsCell;
+use crate::units::Bytes;
+
+/// NVLS against NVLS off, for one GPU count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gain {
+    pub nranks: u32,
+    pub with: String,
+    /// The config with NVLS off; `None` where the run has none.
+    pub without: Option<String>,
+    pub bytes: u64,
+    pub busbw_with: f64,
+    pub busbw_without: Option<f64>,
+    /// Change of the median time with NVLS against without (negative: faster), with
+    /// its interval, and the outcome of the comparison.
+    pub time_change: Option<(f64, f64, f64)>,
+    pub outcome: Option<Outcome>,
+}
+
+/// A config of the run that turns NVLS off (`NCCL_NVLS_ENABLE=0`), the one that
+/// changes nothing else first.
+pub fn nvls_off_config(run: &RunData) -> Option<String> {
+    let disables =
+        |env: &BTreeMap<String, String>| env.get("NCCL_NVLS_ENABLE").is_some_and(|v| env_falsy(v));
+    let configs = &run.manifest.configs;
+    configs
+        .iter()
+        .filter(|c| disables(&c.env))
+        .min_by_key(|c| c.env.len())
+        .map(|c| c.name.clone())
+}
+
+/// One gain per GPU count whose ok cases used NVLS.
+pub fn gains(run: &RunData, options: CompareOptions) -> Vec<Gain> {
+    let off = nvls_off_config(run);
+    let mut by_count: BTreeMap<u32, Vec<&CaseRow>> = BTreeMap::new();
+    for c in run.cases.iter().filter(|c| c.is_ok()) {
+        by_count.entry(c.nranks).or_default().push(c);
+    }
+    let mut out = Vec::new();
+    for (nranks, rows) in by_count {
+        let nvls = |r: &&&CaseRow| TransportsCell::parse(&r.transports).nvls;
+        // The config with NVLS: the one with the most NVLS cases (ties: by name).
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in rows.iter().filter(nvls) {
+            *counts.entry(r.config.as_str()).or_default() += 1;
+        }
+        let Some(with) = counts
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(c, _)| c.to_string())
+        else {
+            continue;
+        };
+        let of = |config: &str| -> BTreeMap<u64, &CaseRow> {
+            rows.iter()
+                .filter(|r| r.config == config)
+                .map(|r| (r.bytes, *r))
+                .collect()
+        };
+        let mine = of(&with);
+        let theirs = off.as_deref().map(of).unwrap_or_default();
+        // The largest size both measured, else the largest NVLS size.
+        let both = mine.keys().rev().find(|b| theirs.contains_key(b)).copied();
+        let Some(bytes) = both.or_else(|| {
+            mine.iter()
+                .rev()
+                .find(|(_, r)| TransportsCell::parse(&r.transports).nvls)
+                .map(|(b, _)| *b)
+        }) else {
+            continue;
+        };
+        let a = mine[&bytes];
+        let b = theirs.get(&bytes).copied();
+        let (time_change, outcome) = match b {
+            Some(b) => {
+                let (cmp, outcome) =
+                    compare_pair(run, b, run, a, options, seed(&("nvls", nranks, bytes)));
+                (cmp.map(|c| (c.change, c.ci.0, c.ci.1)), Some(outcome))
+            }
+            None => (None, None),
+        };
+        out.push(Gain {
+            nranks,
+            with,
+            without: b.map(|b| b.config.clone()),
+            bytes,
+            busbw_with: a.busbw_gbps.unwrap_or(0.0),
+            busbw_without: b.and_then(|b| b.busbw_gbps),
+            time_change,
+            outcome,
+        });
+    }
+    out
+}
+
+/// The report's section; nothing where no case used NVLS.
+pub fn markdown(s: &mut String, run: &RunData, options: CompareOptions) -> Result<()> {
+    let gains = gains(run, options);
+    if gains.is_empty() {
+        return Ok(());
+    }
+    writeln!(s, "## What NVLS gained\n")?;
+    writeln!(
+        s,
+        "NCCL set up NVLink SHARP (NVLS: the all-reduce reduced in the NVSwitches) for these cases; the ring's link ceiling does not bound them. Against the same sweep with `NCCL_NVLS_ENABLE=0`, at the largest size both measured:\n"
+    )?;
+    for g in &gains {
+        let (Some(off), Some(busbw_off)) = (&g.without, g.busbw_without) else {
+            writeln!(
+                s,
+                "- {} GPUs, {} at {}: {:.2} GB/s busbw with NVLS; no config turns NVLS off in this run (sweep with `--transports {},nvls-off` to see what it gains).",
+                g.nranks,
+                g.with,
+                Bytes(g.bytes),
+                g.busbw_with,
+                g.with
+            )?;
+            continue;
+        };
+        let gain = (g.busbw_with / busbw_off - 1.0) * 100.0;
+        let time = match (g.time_change, g.outcome) {
+            (Some((change, lo, hi)), Some(outcome)) => format!(
+                "; median time {:+.1} % [{:+.1}, {:+.1}], {}",
+                change * 100.0,
+                lo * 100.0,
+                hi * 100.0,
+                match outcome {
+                    Outcome::Improved => "significantly faster with NVLS",
+                    Outcome::Regressed => "significantly slower with NVLS",
+                    Outcome::Unchanged => "no significant difference",
+                    _ => "not conclusive",
+                }
+            ),
+            _ => String::new(),
+        };
+        writeln!(
+            s,
+            "- {} GPUs at {}: {} {:.2} GB/s busbw with NVLS, {} {:.2} GB/s without: NVLS {:+.1} %{time}.",
+            g.nranks,
+            Bytes(g.bytes),
+            g.with,
+            g.busbw_with,
+            off,
+            busbw_off,
+            gain
+        )?;
+    }
+    writeln!(s)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::export::reader::{ConfigHead, ManifestHead};
+
+    const OPTIONS: CompareOptions = CompareOptions {
+        threshold: 0.02,
+        resamples: 300,
+    };
+
+    /// A case over 9 rounds whose medians are `us` x (1 + small spread).
+    fn case(config: &str, nranks: u32, bytes: u64, transports: &str, us: f64) -> CaseRow {
+        let rounds: Vec<String> = (0..9)
+            .map(|i| format!("{:.3}", us * (1.0 + f64::from(i) * 0.001)))
+            .collect();
+        CaseRow {
+            config: config.into(),
+            nranks,
+            bytes,
+            status: "ok".into(),
+            time_us: Some(us),
+            p50_us: Some(us),
+            busbw_gbps: Some(bytes as f64 / us / 1e3),
+            transports: transports.into(),
+            quality: "ok".into(),
+            round_p50_us: rounds.join(";"),
+            ..CaseRow::default()
+        }
+    }
+
+    fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<CaseRow>) -> RunData {
+        RunData {
+            dir: PathBuf::from("synthetic"),
+            manifest: ManifestHead {
+                configs: configs
+                    .iter()
+                    .map(|(name, env)| ConfigHead {
+                        name: name.to_string(),
+                        env: env
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), v.to_string()))
+                            .collect(),
+                        ..ConfigHead::default()
+                    })
+                    .collect(),
+                ..ManifestHead::default()
+            },
+            cases,
+            distributions: HashMap::new(),
+        }
+    }
+
+    const CONFIGS: [(&str, &[(&str, &str)]); 2] =
+        [("default", &[]), ("nvls-off", &[("NCCL_NVLS_ENABLE", "0")])];
+
+    #[test]
+    fn nvls_against_nvls_off_at_the_largest_size_both_measured() {
+        let r = run(
+            &CONFIGS,
+            vec![
+                case("default", 8, 1 << 20, "P2P/CUMEM:100%", 20.0),
+                case("default", 8, 1 << 30, "NVLS;P2P/CUMEM:100%", 4000.0),
+                case("default", 8, 1 << 31, "NVLS;P2P/CUMEM:100%", 8000.0),
+                case("nvls-off", 8, 1 << 20, "P2P/CUMEM:100%", 20.0),
+                case("nvls-off", 8, 1 << 30, "P2P/CUMEM:100%", 5200.0),
+                // 2 GPUs never used NVLS: no gain for them.
+                case("default", 2, 1 << 30, "P2P/CUMEM:100%", 3000.0),
+            ],
+        );
+        assert_eq!(nvls_off_config(&r).as_deref(), Some("nvls-off"));
+        let g = gains(&r, OPTIONS);
+        assert_eq!(g.len(), 1, "{g:?}");
+        let g = &g[0];
+        assert_eq!((g.nranks, g.bytes), (8, 1 << 30));
+        assert_eq!(
+            (g.with.as_str(), g.without.as_deref()),
+            ("default", Some("nvls-off"))
+        );
+        assert_eq!(g.outcome, Some(Outcome::Improved));
+        let (change, ..) = g.time_change.unwrap();
+        assert!((change - (4000.0 / 5200.0 - 1.0)).abs() < 0.01, "{change}");
+        let mut s = String::new();
+        markdown(&mut s, &r, OPTIONS).unwrap();
+        assert!(s.contains("## What NVLS gained"), "{s}");
+        assert!(s.contains("8 GPUs at 1 GiB: default"), "{s}");
+        assert!(s.contains("NVLS +30.0 %"), "{s}");
+        assert!(s.contains("significantly faster with NVLS"), "{s}");
+    }
+
+    #[test]
+    fn the_same_speed_with_and_without_nvls_is_no_difference() {
+        let r = run(
+            &CONFIGS,
+            vec![
+                case("default", 8, 1 << 30, "NVLS;P2P/CUMEM:100%", 4000.0),
+                case("nvls-off", 8, 1 << 30, "P2P/CUMEM:100%", 4000.0),
+            ],
+        );
+        let g = gains(&r, OPTIONS);
+        assert_eq!(g[0].outcome, Some(Outcome::Unchanged));
+    }
+
+    #[test]
+    fn without_an_nvls_off_config_the_report_says_how_to_measure_it() {
+        let r = run(
+            &[("default", &[])],
+            vec![case("default", 8, 1 << 30, "NVLS", 4000.0)],
+        );
+        let mut s = String::new();
+        markdown(&mut s, &r, OPTIONS).unwrap();
+        assert!(s.contains("--transports default,nvls-off"), "{s}");
+        // No NVLS anywhere: no section.
+        let r = run(
+            &CONFIGS,
+            vec![case("default", 8, 1 << 30, "P2P/CUMEM:100%", 4000.0)],
+        );
+        let mut s = String::new();
+        markdown(&mut s, &r, OPTIONS).unwrap();
+        assert!(s.is_empty(), "{s}");
+    }
+}

@@ -1,0 +1,272 @@
+//! Today's NCCL on today's GPU nodes, on the simulated GPUs (tests/gpu-sim): the
+//! stand-in plays the NCCL version it names (lazy connection from 2.22, non-blocking
+//! collectives from 2.23, NVLS on NVSwitch machines, mixed rings under two PCIe
+//! switches, devices renumbered by CUDA_VISIBLE_DEVICES, CUDA events at a 0.5 us
+//! grain), and the product reads each right. Without the stand-in these tests fail
+//! unless NCCL_BENCH_TEST_SKIP names `sim`. Nothing here is a measurement.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use common::sim::{sim_dir, sim_sweep};
+use common::{rows, run_dir, text};
+
+/// A sweep on `topo` that must succeed; its run directory and rows.
+fn sweep_ok(
+    dir: &Path,
+    topo: &str,
+    env: &[(&str, &str)],
+    out: &Path,
+    args: &[&str],
+) -> (PathBuf, Vec<HashMap<String, String>>) {
+    let o = sim_sweep(dir, topo, env, out, args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(out);
+    let rows = rows(&run);
+    for r in &rows {
+        assert_eq!(r["status"], "ok", "{r:?}");
+    }
+    (run, rows)
+}
+
+/// Every NCCL debug log of a run, each as its lines.
+fn nccl_logs(run: &Path) -> Vec<Vec<String>> {
+    let mut logs = Vec::new();
+    for e in std::fs::read_dir(run.join("logs")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.contains(".nccl.") {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            logs.push(text.lines().map(str::to_string).collect());
+        }
+    }
+    assert!(!logs.is_empty(), "no NCCL log in {}", run.display());
+    logs
+}
+
+fn report(run: &Path) -> String {
+    std::fs::read_to_string(run.join("report.md")).unwrap()
+}
+
+/// 8 GPUs on NVSwitch (H100 SXM): NCCL sets NVLS up for the large all-reduces, the
+/// cell says `NVLS;...`, the case gets no ring ceiling and is judged against the
+/// published NVLS figure, `nvls-off` stays on the ring and is judged against the
+/// ring figure, and the report says what NVLS gained.
+#[test]
+fn nvswitch_sweeps_report_nvls_and_judge_it_against_the_nvls_figure() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let (run, rows) = sweep_ok(
+        &dir,
+        "nvswitch",
+        &[],
+        out.path(),
+        &[
+            "--gpus",
+            "8",
+            "-b",
+            "16M",
+            "-e",
+            "16M",
+            "--transports",
+            "default,nvls-off",
+        ],
+    );
+    let by = |config: &str| {
+        rows.iter()
+            .find(|r| r["config"] == config && r["nranks"] == "8")
+            .unwrap()
+    };
+    let nvls = by("default");
+    assert!(nvls["transports"].starts_with("NVLS"), "{nvls:?}");
+    assert_eq!(nvls["ceiling_pct"], "", "{nvls:?}");
+    let ring = by("nvls-off");
+    assert!(!ring["transports"].contains("NVLS"), "{ring:?}");
+    assert!(ring["transports"].starts_with("P2P/"), "{ring:?}");
+    assert_ne!(ring["ceiling_pct"], "", "{ring:?}");
+    // NCCL writes NVLS set-up lines, and no connection line `via NVLS`.
+    let lines: Vec<String> = nccl_logs(&run).concat();
+    assert!(lines
+        .iter()
+        .any(|l| l.contains("NVLS comm 0x") && l.contains("headRank")));
+    assert!(!lines.iter().any(|l| l.contains("via NVLS")));
+    let report = report(&run);
+    assert!(report.contains("8 x H100 SXM, NVLS"), "{report}");
+    assert!(report.contains("8 x H100 SXM, ring"), "{report}");
+    assert!(report.contains("## What NVLS gained"), "{report}");
+    assert!(
+        report.contains("8 GPUs at 16 MiB: default") && report.contains("nvls-off"),
+        "{report}"
+    );
+}
+
+/// Four GPUs across two PCIe switches (CUDA_VISIBLE_DEVICES=0,1,4,5 of eight): P2P
+/// inside each switch, SHM across, so the ring mixes both; the cell says so, NCCL's
+/// bracketed device numbers are the physical ones, and the case gets a ceiling.
+#[test]
+fn two_pcie_switches_give_a_mixed_ring_with_a_ceiling() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let (run, rows) = sweep_ok(
+        &dir,
+        "pcie-2switch",
+        &[("CUDA_VISIBLE_DEVICES", "0,1,4,5")],
+        out.path(),
+        &[
+            "--gpus",
+            "4",
+            "-b",
+            "1M",
+            "-e",
+            "1M",
+            "--transports",
+            "default",
+        ],
+    );
+    let four = rows.iter().find(|r| r["nranks"] == "4").unwrap();
+    assert_eq!(four["transports"], "P2P/CUMEM:50%;SHM:50%", "{four:?}");
+    assert_ne!(four["ceiling_pct"], "", "{four:?}");
+    let lines: Vec<String> = nccl_logs(&run).concat();
+    // SHM lines carry no connection index (NCCL 2.13+ writes `Channel 00 :`).
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("Channel 00 : 1[1] -> 2[4] via SHM/direct/direct")),
+        "{lines:#?}"
+    );
+    let two = rows.iter().find(|r| r["nranks"] == "2").unwrap();
+    assert_eq!(two["transports"], "P2P/CUMEM:100%", "{two:?}");
+}
+
+/// The first NCCL log line of `needle` comes after `Init COMPLETE` (lazy
+/// connection) or before it (connection at init), in rank 0's log.
+fn connects_after_init(run: &Path) -> bool {
+    let logs = nccl_logs(run);
+    let log = logs
+        .iter()
+        .find(|l| l.iter().any(|x| x.contains(" rank 0 nranks 2 ")))
+        .unwrap();
+    let at = |needle: &str| log.iter().position(|l| l.contains(needle)).unwrap();
+    at("Channel 00") > at("Init COMPLETE")
+}
+
+/// NCCL connects its channels in the first collective from 2.22
+/// (NCCL_RUNTIME_CONNECT=1 by default), at init before 2.22 and with
+/// NCCL_RUNTIME_CONNECT=0; the transports are read either way.
+#[test]
+fn connections_are_lazy_from_2_22_and_read_either_way() {
+    let Some(dir) = sim_dir() else { return };
+    let args = [
+        "--gpus",
+        "2",
+        "-b",
+        "8",
+        "-e",
+        "8",
+        "--transports",
+        "default",
+    ];
+    for (name, env, lazy, cell) in [
+        ("2.28", vec![], true, "P2P/CUMEM:100%"),
+        (
+            "2.28 eager",
+            vec![("NCCL_RUNTIME_CONNECT", "0")],
+            false,
+            "P2P/CUMEM:100%",
+        ),
+        (
+            "2.21",
+            vec![("NCCL_BENCH_SIM_VERSION", "2.21.5")],
+            false,
+            "P2P/CUMEM:100%",
+        ),
+        (
+            "2.18",
+            vec![("NCCL_BENCH_SIM_VERSION", "2.18.3")],
+            false,
+            "P2P/IPC:100%",
+        ),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let (run, rows) = sweep_ok(&dir, "nvlink", &env, out.path(), &args);
+        assert_eq!(connects_after_init(&run), lazy, "{name}");
+        assert_eq!(rows[0]["transports"], cell, "{name}");
+    }
+}
+
+/// A non-blocking communicator (NCCL_COMM_BLOCKING=0: every collective returns
+/// ncclInProgress until enqueued, 2.23+) times as the blocking one at 8 B: the
+/// host's polling is not timed as the GPU's work. CUDA graphs work with it too.
+#[test]
+fn non_blocking_communicators_time_as_blocking_ones() {
+    let Some(dir) = sim_dir() else { return };
+    let p50 = |env: &[(&str, &str)], extra: &[&str]| {
+        let out = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "--transports",
+            "default",
+        ];
+        args.extend_from_slice(extra);
+        let (_, rows) = sweep_ok(&dir, "nvlink", env, out.path(), &args);
+        rows[0]["p50_us"].parse::<f64>().unwrap()
+    };
+    let blocking = p50(&[], &[]);
+    let non_blocking = p50(&[("NCCL_COMM_BLOCKING", "0")], &[]);
+    assert!(
+        (non_blocking / blocking - 1.0).abs() < 0.05,
+        "blocking {blocking} us, non-blocking {non_blocking} us"
+    );
+    let graphs = p50(&[("NCCL_COMM_BLOCKING", "0")], &["--graph", "10"]);
+    assert!(
+        (graphs / blocking - 1.0).abs() < 0.05,
+        "blocking {blocking} us, non-blocking graphs {graphs} us"
+    );
+}
+
+/// CUDA events resolve to 0.5 us: a 6 us all-reduce timed alone reads 6.0 or 6.5 us.
+/// The case's stride (one for all ranks and rounds) keeps the grain under 2 % of a
+/// step, so the median is the mean within 1 % and no quality rule flags a small size
+/// for the grain alone.
+#[test]
+fn the_event_grain_neither_biases_nor_flags_small_sizes() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let (_, rows) = sweep_ok(
+        &dir,
+        "nvlink",
+        &[],
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "64K",
+            "-f",
+            "4",
+            "--transports",
+            "default",
+            "--rounds",
+            "6",
+            "--no-remeasure",
+        ],
+    );
+    for r in &rows {
+        assert_eq!(r["quality"], "ok", "{r:?}");
+        let (p50, mean): (f64, f64) = (r["p50_us"].parse().unwrap(), r["time_us"].parse().unwrap());
+        assert!((p50 / mean - 1.0).abs() < 0.02, "{r:?}");
+        // One stride per case: the note names one.
+        assert!(
+            r["quality_note"].matches("a timestamp every").count() <= 1,
+            "{r:?}"
+        );
+    }
+}
