@@ -214,6 +214,11 @@ pub struct MeasureArgs {
     #[arg(long = "no-remeasure")]
     pub no_remeasure: bool,
 
+    /// Keep trying every size of a (config, GPU count) after two sizes in a row timed
+    /// out (by default the rest are recorded as skipped)
+    #[arg(long = "try-every-size")]
+    pub try_every_size: bool,
+
     /// Bytes per copy when measuring the GPUs' link ceilings before the sweep (NCCL
     /// backend; 0 skips the measurement)
     #[arg(long = "ceiling-bytes", value_name = "SIZE", default_value = "256M", value_parser = Bytes::parse)]

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::sim::{on_sim, sim_dir, sim_sweep, without_nccl_env, ONE_EVENT_EACH};
+use common::sim::{
+    on_sim, sim_dir, sim_sweep, sweep_in_small_dev_shm, without_nccl_env, ONE_EVENT_EACH,
+};
 use common::{bin, dir_entries, rows, run_dir, text, wait_no_processes};
 
 /// A two-rank sweep of 8 B..`max` on NVLink with one config, `name` with the
@@ -453,39 +455,22 @@ fn older_nccl_log_formats_give_the_same_transports() {
 fn a_small_dev_shm_fails_shm_and_the_report_says_fix_dev_shm() {
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
-    let script = r#"mount -t tmpfs -o size=64M tmpfs /dev/shm || exit 99; "$@"; rc=$?; echo "left:$(ls -A /dev/shm)"; exit $rc"#;
-    let lib = dir.join("libnccl.so.2");
-    let mut c = Command::new("unshare");
-    without_nccl_env(&mut c);
-    let o = c
-        .args([
-            "--user",
-            "--map-root-user",
-            "--mount",
-            "sh",
-            "-c",
-            script,
-            "sh",
-        ])
-        .arg(bin())
-        .args(["sweep", "--backend", "nccl", "--plain", "--gpus", "8"])
-        .args([
+    let o = sweep_in_small_dev_shm(
+        &dir,
+        "pcie-nop2p",
+        &[("NCCL_BENCH_SIM_VERSION", "2.7.8")],
+        out.path(),
+        &[
+            "--gpus",
+            "8",
             "-b",
             "1K",
             "-e",
             "4K",
             "--transports",
             "default,shm-off",
-            "--nccl-lib",
-        ])
-        .arg(&lib)
-        .arg("--out")
-        .arg(out.path())
-        .env("LD_LIBRARY_PATH", &dir)
-        .env("NCCL_BENCH_SIM_TOPO", "pcie-nop2p")
-        .env("NCCL_BENCH_SIM_VERSION", "2.7.8")
-        .output()
-        .expect("unshare (util-linux) is needed for this test");
+        ],
+    );
     assert_ne!(
         o.status.code(),
         Some(99),

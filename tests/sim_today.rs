@@ -270,3 +270,135 @@ fn the_event_grain_neither_biases_nor_flags_small_sizes() {
         );
     }
 }
+
+/// NCCL 2.28 connects in the first collective: with Docker's 64 MB /dev/shm, four
+/// ranks' SHM segments do not fit, and the first all-reduce of every fresh process
+/// group would fail the same way. The first size fails with NCCL's words, the rest
+/// of the group at once with that reason; two ranks fit and run.
+#[test]
+fn a_connection_set_up_failure_fails_the_rest_of_its_group_at_once() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let o = common::sim::sweep_in_small_dev_shm(
+        &dir,
+        "pcie-nop2p",
+        &[],
+        out.path(),
+        &[
+            "--gpus",
+            "8",
+            "-b",
+            "1K",
+            "-e",
+            "128K",
+            "--transports",
+            "default",
+            "--rounds",
+            "1",
+        ],
+    );
+    assert_ne!(o.status.code(), Some(99), "no tmpfs: {}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let run = run_dir(out.path());
+    let rows = rows(&run);
+    assert_eq!(rows.len(), 24);
+    for r in &rows {
+        match (r["nranks"].as_str(), r["bytes"].as_str()) {
+            ("2" | "4", _) => assert_eq!(r["status"], "ok", "{r:?}"),
+            ("8", "1024") => {
+                assert_eq!(r["status"], "failed", "{r:?}");
+                assert!(
+                    r["error"].contains("Error while creating shared memory segment"),
+                    "{r:?}"
+                );
+            }
+            _ => {
+                assert_eq!(r["status"], "failed", "{r:?}");
+                assert!(
+                    r["error"].starts_with(
+                        "not run: NCCL's connection set-up failed at 1 KiB and would fail again"
+                    ) && r["error"].contains("Error while creating shared memory segment"),
+                    "{r:?}"
+                );
+            }
+        }
+    }
+    // One process group tried for the eight ranks, not one per size.
+    let tries = common::dir_entries(&run.join("logs"))
+        .iter()
+        .filter(|n| n.starts_with("default.n8") && n.ends_with(".rank0.log"))
+        .count();
+    assert_eq!(tries, 1);
+}
+
+/// Every all-reduce hangs. Each group spends two timeouts, then records its other
+/// sizes as skipped with the reason: 8 sizes x 2 configs at --timeout 10s finish
+/// within 2 x 10 s + 30 s per group. `--try-every-size` tries every size.
+#[test]
+fn a_hang_costs_at_most_two_timeouts_per_group() {
+    let Some(dir) = sim_dir() else { return };
+    let hang = [("NCCL_BENCH_SIM_FAULT", "hang")];
+    let out = tempfile::tempdir().unwrap();
+    let start = std::time::Instant::now();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &hang,
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "1K",
+            "--transports",
+            "default,shm-off",
+            "--timeout",
+            "10s",
+        ],
+    );
+    let took = start.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(took.as_secs_f64() < 2.0 * (2.0 * 10.0 + 30.0), "{took:?}");
+    let skipped = rows(&run_dir(out.path()));
+    assert_eq!(skipped.len(), 16);
+    for r in &skipped {
+        match r["bytes"].as_str() {
+            "8" | "16" => assert_eq!(r["status"], "timeout", "{r:?}"),
+            _ => {
+                assert_eq!(r["status"], "skipped", "{r:?}");
+                assert!(
+                    r["error"].starts_with(
+                        "skipped: 8 B and 16 B, the two sizes before, timed out (--timeout 10s)"
+                    ),
+                    "{r:?}"
+                );
+            }
+        }
+    }
+    let out = tempfile::tempdir().unwrap();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &hang,
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "32",
+            "--transports",
+            "default",
+            "--timeout",
+            "4s",
+            "--try-every-size",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let every = rows(&run_dir(out.path()));
+    assert_eq!(every.len(), 3);
+    assert!(every.iter().all(|r| r["status"] == "timeout"), "{every:?}");
+}

@@ -78,6 +78,9 @@ pub struct SweepSettings {
     pub events_every: u64,
     /// Re-measure flagged cases in fresh processes (`--no-remeasure` turns it off).
     pub remeasure: bool,
+    /// Run every size of a group even after two sizes in a row timed out
+    /// (`--try-every-size`).
+    pub try_every_size: bool,
     pub timeout: Duration,
     pub out_dir: PathBuf,
     /// The exact run directory to create (`sweep --run-dir`), instead of a new one

@@ -72,7 +72,7 @@ impl Failure {
     }
 }
 
-fn seconds(d: Duration) -> String {
+pub(crate) fn seconds(d: Duration) -> String {
     format!("{}s", (d.as_secs_f64() * 10.0).round() / 10.0)
 }
 

@@ -75,3 +75,42 @@ pub fn sim_sweep(
     base.extend_from_slice(args);
     on_sim(dir, topo, env, &base).output().unwrap()
 }
+
+/// `nccl-bench sweep --backend nccl` on the simulated GPUs with a 64 MB /dev/shm
+/// (Docker's default): a tmpfs in a private mount and user namespace (`unshare`),
+/// which prints `left:` and what the sweep left in it. Exit 99: no tmpfs could be
+/// mounted.
+pub fn sweep_in_small_dev_shm(
+    dir: &Path,
+    topo: &str,
+    env: &[(&str, &str)],
+    out: &Path,
+    args: &[&str],
+) -> Output {
+    let script = r#"mount -t tmpfs -o size=64M tmpfs /dev/shm || exit 99; "$@"; rc=$?; echo "left:$(ls -A /dev/shm)"; exit $rc"#;
+    let lib = dir.join("libnccl.so.2");
+    let mut c = Command::new("unshare");
+    without_nccl_env(&mut c);
+    c.args([
+        "--user",
+        "--map-root-user",
+        "--mount",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ])
+    .arg(bin())
+    .args(["sweep", "--backend", "nccl", "--plain", "--nccl-lib"])
+    .arg(&lib)
+    .arg("--out")
+    .arg(out)
+    .args(args)
+    .env("LD_LIBRARY_PATH", dir)
+    .env("NCCL_BENCH_SIM_TOPO", topo);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output()
+        .expect("unshare (util-linux) is needed for this test")
+}

@@ -200,6 +200,17 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// A failure of connection set-up: creating or attaching a shared-memory segment,
+    /// or connecting a socket to a peer. NCCL sets connections up once per
+    /// communicator (in its first collective from 2.22, at init before), so every
+    /// later collective of a fresh communicator meets it again.
+    pub fn in_connection_setup(self) -> bool {
+        matches!(
+            self,
+            FailureKind::ShmEnospc | FailureKind::ShmAttachEnoent | FailureKind::ConnectionRefused
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             FailureKind::ShmEnospc => "shm-enospc",
@@ -277,6 +288,11 @@ impl NcclLog {
             .map(|((label, _), pct)| format!("{label}:{pct}%"))
             .collect::<Vec<_>>()
             .join(";")
+    }
+
+    /// The first failure in connection set-up (`FailureKind::in_connection_setup`).
+    pub fn setup_failure(&self) -> Option<&Failure> {
+        self.failures.iter().find(|f| f.kind.in_connection_setup())
     }
 
     /// The first failure of a known kind (else the first `Other`), as one line for a CSV

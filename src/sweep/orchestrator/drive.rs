@@ -64,6 +64,7 @@ impl Orchestrator<'_> {
         let fail = |done, in_init, failure, transports: &str| GroupStop {
             done,
             in_init,
+            in_setup: false,
             failure,
             transports: transports.to_string(),
             reason: String::new(),
@@ -186,7 +187,7 @@ impl Orchestrator<'_> {
             let timing_note = timing_note(every, wanted, self.settings.graph);
             // NCCL connects lazily (at the first collective since 2.22): its log has
             // the connections once the case has run.
-            let (logged, _) = self.nccl_log_findings(log_stem);
+            let logged = self.nccl_log_findings(log_stem).transports;
             let transports = if logged.is_empty() {
                 transports.clone()
             } else {

@@ -8,10 +8,14 @@
 //! Failures are data. When a rank reports an error, dies, or a case exceeds its
 //! timeout, the whole process group is killed and the case is recorded as `failed` or
 //! `timeout` with the reason (the rank's error, its last lines of output). A failure
-//! during communicator set-up fails every size of that group (they would all fail the
-//! same way); a failure at one size fails that size, and fresh processes take the
-//! remaining sizes. SIGINT/SIGTERM stop the sweep after killing the current group;
-//! every finished case is already on disk.
+//! during communicator set-up, or in NCCL's connection set-up (a /dev/shm segment, a
+//! refused connect: from 2.22 in the first collective), fails every remaining size of
+//! that group at once (fresh processes would all fail the same way); a failure at one
+//! size fails that size, and fresh processes take the remaining sizes. After two sizes
+//! in a row timed out, the group's remaining sizes are recorded as `skipped` with the
+//! reason (`--try-every-size` runs them): a hang costs at most two timeouts per group.
+//! SIGINT/SIGTERM stop the sweep after killing the current group; every finished case
+//! is already on disk.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,8 +32,9 @@ use super::remeasure::Measurement;
 use super::rounds::{combine, Book, Combined, RoundTake};
 use crate::config::SweepSettings;
 use crate::export::RunWriter;
-use crate::model::{CaseCounts, CaseKey, CaseResult, RunManifest, RunStatus};
+use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus, RunManifest, RunStatus};
 use crate::stats::LatencyRecorder;
+use crate::units::Bytes;
 
 mod drive;
 mod quality;
@@ -71,6 +76,9 @@ struct GroupStop {
     done: usize,
     /// The failure came during communicator set-up (every size would fail alike).
     in_init: bool,
+    /// NCCL's log shows a connection set-up failure (in the first collective from
+    /// 2.22): every size of fresh processes would meet it again.
+    in_setup: bool,
     failure: Failure,
     transports: String,
     reason: String,
@@ -215,6 +223,8 @@ impl Orchestrator<'_> {
             .collect();
         let mut remaining: &[u64] = &pending;
         let mut attempt = 1;
+        // The sizes that timed out in a row, in order.
+        let mut timed_out: Vec<u64> = Vec::new();
         while !remaining.is_empty() {
             if self.interrupted.load(Ordering::SeqCst) {
                 return Ok(true);
@@ -230,15 +240,49 @@ impl Orchestrator<'_> {
                 Failure::Write(e) => anyhow::bail!(e.clone()),
                 _ => {}
             }
-            let failed = if f.in_init {
+            let failed = if f.in_init || f.in_setup {
                 remaining.len() - f.done
             } else {
                 1
             };
+            let first = remaining[f.done];
             for &bytes in &remaining[f.done..f.done + failed] {
-                self.record_failure(group, bytes, &f, takes)?;
+                if bytes == first || f.in_init {
+                    self.record_failure(group, bytes, &f, takes)?;
+                } else {
+                    let reason = format!(
+                        "not run: NCCL's connection set-up failed at {} and would fail again in fresh processes: {}",
+                        Bytes(first),
+                        f.reason
+                    );
+                    let status = f.failure.status();
+                    self.record_not_run(group, bytes, status, &f.transports, reason, takes)?;
+                }
             }
             remaining = &remaining[f.done + failed..];
+            if f.done > 0 {
+                timed_out.clear();
+            }
+            if f.failure.status() == CaseStatus::Timeout {
+                timed_out.push(first);
+            } else {
+                timed_out.clear();
+            }
+            if let [.., a, b] = timed_out[..] {
+                if !self.settings.try_every_size {
+                    let reason = format!(
+                        "skipped: {} and {}, the two sizes before, timed out (--timeout {}); --try-every-size runs every size",
+                        Bytes(a),
+                        Bytes(b),
+                        super::failure::seconds(self.settings.timeout)
+                    );
+                    for &bytes in remaining {
+                        let status = CaseStatus::Skipped;
+                        self.record_not_run(group, bytes, status, "", reason.clone(), takes)?;
+                    }
+                    break;
+                }
+            }
             attempt += 1;
         }
         Ok(false)
@@ -352,6 +396,21 @@ impl Orchestrator<'_> {
         f: &GroupStop,
         takes: &mut Takes,
     ) -> Result<()> {
+        let status = f.failure.status();
+        self.record_not_run(group, bytes, status, &f.transports, f.reason.clone(), takes)
+    }
+
+    /// A case recorded without a measurement (failed, timed out, skipped), and left
+    /// out of the later rounds.
+    fn record_not_run(
+        &mut self,
+        group: &Group,
+        bytes: u64,
+        status: CaseStatus,
+        transports: &str,
+        reason: String,
+        takes: &mut Takes,
+    ) -> Result<()> {
         let key = self.key(group, bytes);
         takes.book.fail(&key);
         self.observer
@@ -359,15 +418,15 @@ impl Orchestrator<'_> {
         let result = CaseResult {
             key,
             backend: self.label.clone(),
-            status: f.failure.status(),
+            status,
             warmup: self.settings.warmup,
             graph: self.settings.graph,
             latency: None,
             bandwidth: None,
             stop: None,
             wrong: 0,
-            transports: f.transports.clone(),
-            error: f.reason.clone(),
+            transports: transports.to_string(),
+            error: reason,
             started_at: crate::units::now_rfc3339(),
             duration_s: 0.0,
             quality: None,

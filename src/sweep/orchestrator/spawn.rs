@@ -94,11 +94,12 @@ impl Orchestrator<'_> {
         }
     }
 
-    /// What NCCL's logs of this group say so far: the transports cell and the first
-    /// known failure. Empty for the host backend, which has no NCCL log.
-    pub(super) fn nccl_log_findings(&self, log_stem: &str) -> (String, Option<String>) {
+    /// What NCCL's logs of this group say so far: the transports cell, the first
+    /// known failure, and whether a connection set-up failed. Empty for the host
+    /// backend, which has no NCCL log.
+    pub(super) fn nccl_log_findings(&self, log_stem: &str) -> LogFindings {
         if self.nccl_lib.is_none() {
-            return (String::new(), None);
+            return LogFindings::default();
         }
         let start = format!("{log_stem}.nccl.");
         let mut files: Vec<PathBuf> = std::fs::read_dir(self.writer.dir().logs())
@@ -115,8 +116,12 @@ impl Orchestrator<'_> {
         files.sort();
         let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
         match nccl_log::parse_files(&paths) {
-            Ok(log) => (log.transports_cell(), log.error_cell()),
-            Err(_) => (String::new(), None),
+            Ok(log) => LogFindings {
+                transports: log.transports_cell(),
+                error: log.error_cell(),
+                setup_failed: log.setup_failure().is_some(),
+            },
+            Err(_) => LogFindings::default(),
         }
     }
 
@@ -178,14 +183,24 @@ impl Orchestrator<'_> {
         remove_segments(&self.settings.shm_dir, &prefix);
         Ok(outcome.err().map(|mut f| {
             f.reason = f.failure.describe(self.settings.timeout, &tails);
-            let (logged, nccl_error) = self.nccl_log_findings(&log_stem);
-            if let Some(e) = nccl_error {
+            let logged = self.nccl_log_findings(&log_stem);
+            if let Some(e) = logged.error {
                 f.reason.push_str(&format!("; NCCL log: {e}"));
             }
-            if !logged.is_empty() {
-                f.transports = logged;
+            if !logged.transports.is_empty() {
+                f.transports = logged.transports;
             }
+            f.in_setup = logged.setup_failed;
             f
         }))
     }
+}
+
+/// What a group's NCCL logs say (`Orchestrator::nccl_log_findings`).
+#[derive(Debug, Clone, Default)]
+pub(super) struct LogFindings {
+    pub(super) transports: String,
+    pub(super) error: Option<String>,
+    /// NCCL failed to set a connection up (`FailureKind::in_connection_setup`).
+    pub(super) setup_failed: bool,
 }
