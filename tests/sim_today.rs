@@ -402,3 +402,41 @@ fn a_hang_costs_at_most_two_timeouts_per_group() {
     assert_eq!(every.len(), 3);
     assert!(every.iter().all(|r| r["status"] == "timeout"), "{every:?}");
 }
+
+/// An abort that blocks (NVIDIA/nccl#1777) does not cost the reason: each rank
+/// reports NCCL's error to the orchestrator first, then aborts with a bounded wait
+/// and exits. Here a peer's failure (`remote-error`) and an all-reduce that never
+/// completes (`hang`, stopped at the rank's own deadline), each with `abort-hang`.
+#[test]
+fn a_blocking_abort_does_not_lose_the_reason() {
+    let Some(dir) = sim_dir() else { return };
+    let args = [
+        "--gpus",
+        "2",
+        "-b",
+        "8",
+        "-e",
+        "8",
+        "--transports",
+        "default",
+        "--timeout",
+        "8s",
+    ];
+    for (fault, status, words) in [
+        ("remote-error+30,abort-hang", "failed", "ncclRemoteError"),
+        ("hang+30,abort-hang", "timeout", "the worker's deadline"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let o = sim_sweep(
+            &dir,
+            "nvlink",
+            &[("NCCL_BENCH_SIM_FAULT", fault)],
+            out.path(),
+            &args,
+        );
+        assert_eq!(o.status.code(), Some(1), "{fault}: {}", text(&o));
+        let r = rows(&run_dir(out.path())).remove(0);
+        assert_eq!(r["status"], status, "{fault}: {r:?}");
+        assert!(r["error"].contains(words), "{fault}: {r:?}");
+    }
+}

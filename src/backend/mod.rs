@@ -61,6 +61,13 @@ pub trait Communicator {
     /// little before the orchestrator's case timeout). A backend whose waits cannot
     /// hang on their own ignores it: the orchestrator's kill is the backstop.
     fn set_deadline(&mut self, _deadline: Instant) {}
+
+    /// Stops whatever this rank still runs (NCCL: `ncclCommAbort`), waiting for it at
+    /// most `within`; called once the error is reported, before the worker exits.
+    /// `true` when it stopped in time (a backend with nothing to stop: at once).
+    fn abort(&mut self, _within: std::time::Duration) -> bool {
+        true
+    }
 }
 
 /// A collective that was still running at the worker's deadline and was stopped

@@ -69,7 +69,7 @@ pub fn run(args: &WorkerSettings) -> i32 {
     let mut input = stdin.lock();
     match serve(args, &mut input, &mut out) {
         Ok(()) => 0,
-        Err(e) => fail(&mut out, args.rank, &e),
+        Err(e) => fail(&mut out, args.rank, &e, None),
     }
 }
 
@@ -88,8 +88,17 @@ fn protocol_output() -> File {
     }
 }
 
-/// Sends the error to the orchestrator (and to the rank's log) and leaves at once.
-fn fail(out: &mut impl Write, rank: u32, e: &anyhow::Error) -> ! {
+/// How long a failed rank waits for its communicator's abort before it leaves.
+const ABORT_WAIT: Duration = Duration::from_secs(5);
+
+/// Sends the error to the orchestrator (and to the rank's log), then stops what the
+/// communicator still runs (bounded: an abort can block), and leaves.
+fn fail(
+    out: &mut impl Write,
+    rank: u32,
+    e: &anyhow::Error,
+    comm: Option<&mut dyn Communicator>,
+) -> ! {
     let message = format!("{e:#}");
     eprintln!("rank {rank}: error: {message}");
     let timed_out = e.chain().any(|c| {
@@ -98,6 +107,14 @@ fn fail(out: &mut impl Write, rank: u32, e: &anyhow::Error) -> ! {
     });
     let _ = protocol::send(out, &Event::Error { message, timed_out });
     let _ = out.flush();
+    if let Some(comm) = comm {
+        if !comm.abort(ABORT_WAIT) {
+            eprintln!(
+                "rank {rank}: the communicator's abort did not return within {} s; leaving without it",
+                ABORT_WAIT.as_secs()
+            );
+        }
+    }
     // SAFETY: ends the process without running atexit handlers or static destructors
     // (libnccl's would race its own threads); everything to keep is already written.
     unsafe { libc::_exit(1) }
@@ -210,10 +227,10 @@ fn serve(args: &WorkerSettings, input: &mut impl BufRead, out: &mut impl Write) 
     eprintln!("{detail}");
     protocol::send(out, &Event::Ready { transports, detail })?;
     if let Err(e) = measure(args, comm.as_mut(), &faults, input, out) {
-        // Report first, then leave without tearing the communicator down: peers may be
-        // stuck in a collective, and a destroy would wait for them. The orchestrator
-        // kills the group anyway.
-        fail(out, rank, &e);
+        // Report first, then abort (bounded) and leave without a destroy: peers may
+        // be stuck in a collective, and a destroy would wait for them. The
+        // orchestrator kills the group anyway.
+        fail(out, rank, &e, Some(comm.as_mut()));
     }
     Ok(())
 }

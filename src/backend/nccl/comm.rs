@@ -2,6 +2,11 @@
 //! communicator, or aborts it when a call failed (destroy could block on peers that
 //! are gone). Errors during clean-up are ignored: `Drop` never panics.
 //!
+//! A failed or stuck call does not abort on its own: `ncclCommAbort` can block on a
+//! hung kernel or proxy thread (NVIDIA/nccl#1777), and the worker reports the error
+//! to the orchestrator first, then aborts with a bounded wait (`abort_within`) and
+//! leaves with `_exit`. A communicator whose init failed is not aborted either.
+//!
 //! Non-blocking communicators (`NCCL_COMM_BLOCKING=0` in a config) return
 //! `ncclInProgress` from init, collectives and finalize; NCCL's documented rule is to
 //! poll `ncclCommGetAsyncError` until the state leaves `ncclInProgress` before the
@@ -29,6 +34,12 @@ pub struct NcclComm {
 // SAFETY: a communicator may be used from any thread, one call at a time (&mut self).
 unsafe impl Send for NcclComm {}
 
+/// A communicator handed to the thread that aborts it.
+struct Handle(RawComm);
+
+// SAFETY: the handle moves to one thread, which makes the only call on it.
+unsafe impl Send for Handle {}
+
 impl NcclComm {
     /// `ncclCommInitRank`, waiting until `deadline` when the communicator is
     /// non-blocking. A half-built communicator that failed is aborted, not leaked.
@@ -47,11 +58,17 @@ impl NcclComm {
             failed: false,
             deadline: Some(deadline),
         };
-        if rc == IN_PROGRESS && !raw.is_null() {
-            comm.wait_in_progress("ncclCommInitRank")?;
+        let r = if rc == IN_PROGRESS && !raw.is_null() {
+            comm.wait_in_progress("ncclCommInitRank")
         } else {
             let r = comm.nccl.check("ncclCommInitRank", rc, raw);
-            comm.track(r)?;
+            comm.track(r)
+        };
+        if let Err(e) = r {
+            // Left to the process's exit: an abort here could block before the
+            // error is reported.
+            std::mem::forget(comm);
+            return Err(e);
         }
         comm.deadline = None;
         Ok(comm)
@@ -118,14 +135,13 @@ impl NcclComm {
         }
     }
 
-    /// Polls the state until it leaves `ncclInProgress`; NCCL's error fails the
-    /// communicator, and at the deadline it is aborted.
+    /// Polls the state until it leaves `ncclInProgress`; NCCL's error, or the
+    /// deadline, fails the communicator (the caller aborts it).
     fn wait_in_progress(&mut self, call: &'static str) -> Result<(), NcclError> {
         let start = Instant::now();
         let r = loop {
             match self.state(call) {
                 Ok(true) if self.past_deadline() => {
-                    self.abort();
                     break Err(NcclError::Stuck {
                         call,
                         waited_ms: start.elapsed().as_millis() as u64,
@@ -138,17 +154,30 @@ impl NcclComm {
         self.track(r)
     }
 
-    /// `ncclCommAbort` now: NCCL's kernels and proxy threads stop, a stuck collective
-    /// ends. The communicator is gone afterwards (`Drop` does nothing more).
-    pub fn abort(&mut self) {
+    /// `ncclCommAbort`, waiting for it at most `limit`: NCCL's kernels and proxy
+    /// threads stop, a stuck collective ends. An abort that blocks (NVIDIA/nccl#1777)
+    /// is left running on its own thread. The communicator is gone afterwards
+    /// (`Drop` does nothing more). `true` when the abort returned in time.
+    pub fn abort_within(&mut self, limit: Duration) -> bool {
         if self.raw.is_null() {
-            return;
+            return true;
         }
-        // SAFETY: the communicator is live; it is not used again (raw is cleared).
-        unsafe {
-            let _ = (self.nccl.symbols().comm_abort)(self.raw);
-        }
+        let raw = Handle(self.raw);
         self.raw = std::ptr::null_mut();
+        let nccl = self.nccl.clone();
+        let (done, finished) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("ncclCommAbort".into())
+            .spawn(move || {
+                let raw = raw;
+                // SAFETY: the communicator is live and not used again (raw was
+                // cleared above): this thread owns it.
+                unsafe {
+                    let _ = (nccl.symbols().comm_abort)(raw.0);
+                }
+                let _ = done.send(());
+            });
+        spawned.is_ok() && finished.recv_timeout(limit).is_ok()
     }
 
     /// NCCL's last error for this communicator, when the library has one to say.

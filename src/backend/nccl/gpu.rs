@@ -291,8 +291,9 @@ impl GpuComm {
     }
 
     /// Waits until the stream has run everything enqueued, polling `cuStreamQuery`
-    /// and NCCL's asynchronous error; on an NCCL error or at the deadline the
-    /// communicator is aborted, which ends the collective, and the error says why.
+    /// and NCCL's asynchronous error; an NCCL error or the deadline ends the wait
+    /// with an error that says why (the worker reports it, then aborts the
+    /// communicator: `Communicator::abort`).
     fn sync(&mut self) -> Result<()> {
         self.bind()?;
         let stream = self.stream.cu_stream();
@@ -302,24 +303,19 @@ impl GpuComm {
             match unsafe { cusys::cuStreamQuery(stream) } {
                 CUresult::CUDA_SUCCESS => break,
                 CUresult::CUDA_ERROR_NOT_READY => {}
-                code => {
-                    self.comm.abort();
-                    return Err(DriverError(code)).context("CUDA stream failed");
-                }
+                code => return Err(DriverError(code)).context("CUDA stream failed"),
             }
             if let Err(e) = self.comm.async_error() {
-                self.comm.abort();
                 return Err(anyhow::Error::new(e)
-                    .context("NCCL reported an error while the stream ran; the communicator was aborted (ncclCommAbort)"));
+                    .context("NCCL reported an error while the stream ran; the communicator is aborted (ncclCommAbort) once this is reported"));
             }
             if self.comm.past_deadline() {
                 let last = self.comm.last_error();
-                self.comm.abort();
                 return Err(DeadlineExceeded {
                     what: "the work on the GPU stream".into(),
                     waited_s: start.elapsed().as_secs_f64(),
                     aftermath: format!(
-                        "the communicator was aborted (ncclCommAbort){}",
+                        "the communicator is aborted (ncclCommAbort) once this is reported{}",
                         last.map(|l| format!("; NCCL's last error: {l}"))
                             .unwrap_or_default()
                     ),
@@ -329,9 +325,8 @@ impl GpuComm {
             backoff(start);
         }
         if let Err(e) = self.comm.async_error() {
-            self.comm.abort();
             return Err(anyhow::Error::new(e).context(
-                "NCCL reported an error once the stream was done; the communicator was aborted (ncclCommAbort)",
+                "NCCL reported an error once the stream was done; the communicator is aborted (ncclCommAbort) once this is reported",
             ));
         }
         Ok(())
@@ -515,6 +510,10 @@ impl Communicator for GpuComm {
 
     fn set_deadline(&mut self, deadline: Instant) {
         self.comm.set_deadline(deadline);
+    }
+
+    fn abort(&mut self, within: Duration) -> bool {
+        self.comm.abort_within(within)
     }
 }
 

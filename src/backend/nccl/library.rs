@@ -49,7 +49,7 @@ pub enum NcclError {
         text: String,
         last_error: Option<String>,
     },
-    #[error("{call} was still in progress after {waited_ms} ms (the worker's deadline, just before --timeout); the communicator was aborted (ncclCommAbort)")]
+    #[error("{call} was still in progress after {waited_ms} ms (the worker's deadline, just before --timeout); the communicator is aborted (ncclCommAbort) once this is reported")]
     Stuck { call: &'static str, waited_ms: u64 },
 }
 

@@ -1,5 +1,6 @@
 //! Faults on request, for the tests of nccl-bench's failure handling:
-//! `NCCL_BENCH_SIM_FAULT=<kind>[@<rank>][+<after>]`, where `@<rank>` limits it to one
+//! `NCCL_BENCH_SIM_FAULT=<kind>[@<rank>][+<after>]` (several separated by commas),
+//! where `@<rank>` limits it to one
 //! rank (for `oom`, one device) and `+<after>` lets that many all-reduces of the
 //! communicator complete first. Kinds:
 //! - `hang`: the all-reduce never completes; only `ncclCommAbort` ends it;
@@ -65,22 +66,31 @@ pub fn parse(text: &str) -> Option<Spec> {
     Some(Spec { fault, rank, after })
 }
 
-fn spec() -> Option<Spec> {
-    static SPEC: OnceLock<Option<Spec>> = OnceLock::new();
-    *SPEC.get_or_init(|| env("NCCL_BENCH_SIM_FAULT").and_then(|t| parse(&t)))
+/// The faults asked for: `NCCL_BENCH_SIM_FAULT`, several separated by commas
+/// (`hang,abort-hang`); a spec that does not parse is ignored.
+fn specs() -> &'static [Spec] {
+    static SPECS: OnceLock<Vec<Spec>> = OnceLock::new();
+    SPECS.get_or_init(|| {
+        env("NCCL_BENCH_SIM_FAULT")
+            .map(|t| t.split(',').filter_map(parse).collect())
+            .unwrap_or_default()
+    })
 }
 
 /// Whether `fault` applies to `who` (a rank, or a device for `oom`).
 pub fn active(fault: Fault, who: u32) -> bool {
-    spec().is_some_and(|s| s.fault == fault && s.rank.is_none_or(|r| r == who))
+    specs()
+        .iter()
+        .any(|s| s.fault == fault && s.rank.is_none_or(|r| r == who))
 }
 
 /// The collective fault for `rank` at its all-reduce number `seq` (from 0).
 pub fn collective(rank: u32, seq: u64) -> Option<Fault> {
-    spec()
+    specs()
+        .iter()
         .filter(|s| s.rank.is_none_or(|r| r == rank) && seq >= s.after)
         .map(|s| s.fault)
-        .filter(|f| {
+        .find(|f| {
             matches!(
                 f,
                 Fault::Hang | Fault::RemoteError | Fault::Wrong | Fault::Crash
