@@ -440,3 +440,113 @@ fn a_blocking_abort_does_not_lose_the_reason() {
         assert!(r["error"].contains(words), "{fault}: {r:?}");
     }
 }
+
+/// `run` on the simulated GPUs, rank `r` of 2 under Slurm-style variables, with
+/// `visible` as its CUDA_VISIBLE_DEVICES (None: unset, every GPU visible).
+fn sim_run_rank(
+    dir: &Path,
+    out: &Path,
+    r: u32,
+    port: u16,
+    visible: Option<&str>,
+) -> std::process::Command {
+    let mut c = common::sim::on_sim(
+        dir,
+        "nvlink",
+        &[],
+        &[
+            "run",
+            "--backend",
+            "nccl",
+            "--plain",
+            "--nccl-lib",
+            dir.join("libnccl.so.2").to_str().unwrap(),
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "--rounds",
+            "1",
+            "--transports",
+            "default",
+            "--ceiling-bytes",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    for (k, v) in [
+        ("SLURM_PROCID", r.to_string()),
+        ("SLURM_NTASKS", "2".into()),
+        ("SLURM_LOCALID", r.to_string()),
+        ("SLURM_NODEID", "0".into()),
+        ("SLURM_JOB_NODELIST", "localhost".into()),
+        ("SLURM_JOB_ID", "4343".into()),
+        ("SLURM_STEP_ID", "0".into()),
+        ("MASTER_PORT", port.to_string()),
+    ] {
+        c.env(k, v);
+    }
+    for k in ["SLURM_GPUS_PER_TASK", "LOCAL_RANK", "RANK", "WORLD_SIZE"] {
+        c.env_remove(k);
+    }
+    match visible {
+        Some(v) => c.env("CUDA_VISIBLE_DEVICES", v),
+        None => c.env_remove("CUDA_VISIBLE_DEVICES"),
+    };
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c
+}
+
+/// Each rank of `run` drives its own GPU whether the launcher gives each task one
+/// visible GPU (`--gpus-per-task=1`: CUDA_VISIBLE_DEVICES differs per rank) or
+/// shows every GPU to every rank; two ranks given the same GPU are refused before
+/// NCCL would say `Duplicate GPU detected`.
+#[test]
+fn run_gives_each_rank_its_own_gpu_and_refuses_a_shared_one() {
+    let Some(dir) = sim_dir() else { return };
+    let both = |visible: [Option<&str>; 2]| {
+        let out = tempfile::tempdir().unwrap();
+        let port = common::free_port();
+        let children: Vec<std::process::Child> = [1u32, 0]
+            .iter()
+            .map(|&r| {
+                sim_run_rank(&dir, out.path(), r, port, visible[r as usize])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut outputs: Vec<std::process::Output> = children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        outputs.reverse();
+        (out, outputs)
+    };
+    for visible in [[Some("0"), Some("1")], [None, None]] {
+        let (out, outputs) = both(visible);
+        for o in &outputs {
+            assert_eq!(o.status.code(), Some(0), "{visible:?}: {}", text(o));
+        }
+        let run = run_dir(out.path());
+        let lines: Vec<String> = nccl_logs(&run).concat();
+        for r in 0..2 {
+            let cuda = if visible[0].is_some() { 0 } else { r };
+            let want = format!("rank {r} nranks 2 cudaDev {cuda} nvmlDev {r} ");
+            assert!(
+                lines.iter().any(|l| l.contains(&want)),
+                "{visible:?}: no '{want}' in {lines:#?}"
+            );
+        }
+    }
+    let (_, outputs) = both([Some("0"), Some("0")]);
+    let rank0 = &outputs[0];
+    assert_eq!(rank0.status.code(), Some(2), "{}", text(rank0));
+    assert!(
+        String::from_utf8_lossy(&rank0.stderr).contains("ranks 0 and 1 on ")
+            && String::from_utf8_lossy(&rank0.stderr).contains("would both drive the GPU at"),
+        "{}",
+        text(rank0)
+    );
+}

@@ -148,6 +148,7 @@ fn prepare(
         layout.local_rank,
         std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(),
     );
+
     let gpus = GpuPresence::probe();
     let resolved = backend::resolve(
         settings.backend,
@@ -156,9 +157,23 @@ fn prepare(
         &settings.configs,
         device as u32 + 1,
     );
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    let mut gpu = None;
     let mut backend = resolved
         .and_then(|b| {
             if let Some(facts) = &b.gpus {
+                let Some(info) = facts.gpus.iter().find(|g| g.index == device) else {
+                    bail!(
+                        "local rank {} would drive CUDA device {device}, but this process sees {} GPU(s){}: give each rank its own GPU (Slurm --gpus-per-task=1, or every GPU of the node visible to every rank)",
+                        layout.local_rank,
+                        facts.gpus.len(),
+                        visible
+                            .as_deref()
+                            .map(|v| format!(" (CUDA_VISIBLE_DEVICES={v})"))
+                            .unwrap_or_default()
+                    );
+                };
+                gpu = Some(info.bus_id.clone());
                 backend::select::check_gpu_memory(facts, &[device], settings.max_bytes())?;
                 // At least local_rank + 1 ranks share this node's memory (the node's
                 // last local rank checks for all of them).
@@ -200,6 +215,7 @@ fn prepare(
         world_size: layout.world_size,
         local_rank: layout.local_rank,
         device,
+        gpu,
         host: crate::machine::host::hostname(),
         pid: std::process::id(),
         config: config.name.clone(),
@@ -304,6 +320,31 @@ fn start_own_agent(
     Ok((joined, handle))
 }
 
+/// Two ranks of one host on the same GPU (the same PCI bus id, whatever device
+/// number each sees it as): NCCL refuses that ("Duplicate GPU detected",
+/// ncclInvalidUsage) once every rank has set up; said here, before any worker starts.
+fn shared_gpu<'a>(hellos: impl Iterator<Item = &'a Hello>) -> Option<String> {
+    let mut seen: std::collections::HashMap<(&str, &str), &Hello> = Default::default();
+    for h in hellos {
+        let Some(gpu) = h.gpu.as_deref() else {
+            continue;
+        };
+        match seen.entry((h.host.as_str(), gpu)) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                let first = first.get();
+                return Some(format!(
+                    "ranks {} and {} on {} would both drive the GPU at {gpu} (as CUDA device {} and {} of the GPUs each sees): NCCL refuses two ranks on one GPU ('Duplicate GPU detected'); give each rank its own GPU (Slurm --gpus-per-task=1, or every GPU of the node visible to every rank, each rank then taking its local rank's)",
+                    first.rank, h.rank, h.host, first.device, h.device
+                ));
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(h);
+            }
+        }
+    }
+    None
+}
+
 /// Refuses a run the ranks cannot do together; returns rank 0's backend.
 fn check_ranks(hub: &Hub, me: &ThisRank) -> Result<ResolvedBackend> {
     let problems: Vec<String> = hub
@@ -316,6 +357,9 @@ fn check_ranks(hub: &Hub, me: &ThisRank) -> Result<ResolvedBackend> {
         .collect();
     if !problems.is_empty() {
         bail!("{}", problems.join("; "));
+    }
+    if let Some(shared) = shared_gpu(hub.hellos()) {
+        bail!("{shared}");
     }
     let backend = me.backend.clone().map_err(|e| anyhow!("rank 0: {e}"))?;
     let others: Vec<String> = hub
@@ -573,6 +617,58 @@ fn plan(args: &RunRequest, me: &ThisRank, hub: &Hub) -> Result<Plan> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hello(rank: u32, host: &str, device: usize, gpu: Option<&str>) -> Hello {
+        Hello {
+            magic: MAGIC.into(),
+            rank,
+            world_size: 4,
+            local_rank: rank % 2,
+            device,
+            gpu: gpu.map(str::to_string),
+            host: host.into(),
+            pid: 100 + rank,
+            config: "default".into(),
+            config_env: Default::default(),
+            backend: "nccl".into(),
+            nccl: None,
+            problem: None,
+            job: None,
+        }
+    }
+
+    #[test]
+    fn two_ranks_on_one_gpu_are_refused_whatever_their_device_numbers() {
+        // --gpus-per-task=1: every rank sees its GPU as device 0, each a different one.
+        let own = [
+            hello(0, "n1", 0, Some("00000000:18:00.0")),
+            hello(1, "n1", 0, Some("00000000:2A:00.0")),
+            hello(2, "n2", 0, Some("00000000:18:00.0")),
+            hello(3, "n2", 0, Some("00000000:2A:00.0")),
+        ];
+        assert_eq!(shared_gpu(own.iter()), None);
+        // Every GPU visible, local ranks 0 and 1: devices 0 and 1.
+        let all = [
+            hello(0, "n1", 0, Some("00000000:18:00.0")),
+            hello(1, "n1", 1, Some("00000000:2A:00.0")),
+        ];
+        assert_eq!(shared_gpu(all.iter()), None);
+        // One GPU per node given to two tasks: both see it as device 0.
+        let shared = [
+            hello(0, "n1", 0, Some("00000000:18:00.0")),
+            hello(1, "n1", 0, Some("00000000:18:00.0")),
+        ];
+        let e = shared_gpu(shared.iter()).unwrap();
+        assert!(
+            e.starts_with("ranks 0 and 1 on n1 would both drive the GPU at 00000000:18:00.0")
+                && e.contains("Duplicate GPU detected")
+                && e.contains("--gpus-per-task=1"),
+            "{e}"
+        );
+        // No GPU facts (the host backend): nothing to compare.
+        let host = [hello(0, "n1", 0, None), hello(1, "n1", 0, None)];
+        assert_eq!(shared_gpu(host.iter()), None);
+    }
 
     #[test]
     fn one_visible_gpu_is_device_0_else_the_local_rank() {

@@ -21,6 +21,10 @@ pub struct Hello {
     pub local_rank: u32,
     /// The CUDA device this rank drives (among those visible to it).
     pub device: usize,
+    /// That device's PCI bus id, where this rank sees GPUs: two ranks of one host
+    /// with the same bus id would share a GPU, whatever their device numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
     pub host: String,
     pub pid: u32,
     /// The transport configuration this rank was started with, and its variables.
