@@ -104,9 +104,10 @@ pub struct MeasureArgs {
     #[arg(short = 'b', long = "minbytes", value_name = "SIZE", default_value = "8", value_parser = Bytes::parse)]
     pub minbytes: Bytes,
 
-    /// Largest message size
-    #[arg(short = 'e', long = "maxbytes", value_name = "SIZE", default_value = "128M", value_parser = Bytes::parse)]
-    pub maxbytes: Bytes,
+    /// Largest message size [default: 128M; with NCCL, up to the size from which the
+    /// published figures for the GPUs hold (configs/expected.toml), as memory allows]
+    #[arg(short = 'e', long = "maxbytes", value_name = "SIZE", value_parser = Bytes::parse)]
+    pub maxbytes: Option<Bytes>,
 
     /// Multiply the size by this factor between steps [default: 2]
     #[arg(

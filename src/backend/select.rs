@@ -251,6 +251,78 @@ pub fn check_host_memory(available: Option<u64>, ranks: u32, max_bytes: u64) -> 
     Ok(())
 }
 
+/// Without `-e` on GPUs: the sizes go on by the step factor up to the size from
+/// which the published figures for these GPUs hold (the largest `from_bytes` of the
+/// single-node rows of configs/expected.toml, or `--expected`, for the GPU counts
+/// swept), as far as GPU and host memory allow (`fits`). An 8-GPU H100 sweep then
+/// reaches 4 GiB, where the NVLS figure holds, instead of stopping at 128 MiB where
+/// every verdict says "not comparable yet". Returns a note when memory stopped it
+/// short.
+pub fn reach_figures(
+    settings: &mut crate::config::SweepSettings,
+    facts: &GpuFacts,
+    fits: impl Fn(u64) -> bool,
+) -> Option<String> {
+    if !settings.reach_figures {
+        return None;
+    }
+    let user = settings
+        .expected
+        .as_deref()
+        .and_then(|text| crate::config::expected::parse(text, "--expected").ok())
+        .unwrap_or_default();
+    let rows = crate::config::expected::merged(&[user]);
+    let reach = Reach {
+        step: settings.step,
+        elem: settings.dtype.size() as u64,
+        gpu_counts: &settings.gpu_counts,
+        gpu_name: &facts.gpus.first()?.name,
+    };
+    reach.extend(&mut settings.sizes, &rows, fits)
+}
+
+/// What `reach_figures` extends by.
+struct Reach<'a> {
+    step: crate::config::sizes::Step,
+    elem: u64,
+    gpu_counts: &'a [u32],
+    gpu_name: &'a str,
+}
+
+impl Reach<'_> {
+    fn extend(
+        &self,
+        sizes: &mut Vec<u64>,
+        rows: &[crate::config::expected::Platform],
+        fits: impl Fn(u64) -> bool,
+    ) -> Option<String> {
+        let crate::config::sizes::Step::Factor(factor) = self.step else {
+            return None;
+        };
+        let name = self.gpu_name;
+        let target = rows
+            .iter()
+            .filter(|r| r.nodes == 1 && r.gpu.iter().any(|p| p.matches(name)))
+            .filter(|r| r.gpus.is_none_or(|g| self.gpu_counts.contains(&g)))
+            .map(|r| r.from_bytes)
+            .max()?;
+        let mut last = sizes.iter().copied().max()?;
+        while last < target {
+            let next = last.saturating_mul(factor) / self.elem * self.elem;
+            if !fits(next) {
+                return Some(format!(
+                    "the published figures for {name} hold from {}, but GPU or host memory stops the sizes at {} (without -e the sweep goes as far as memory allows)",
+                    Bytes(target),
+                    Bytes(last)
+                ));
+            }
+            sizes.push(next);
+            last = next;
+        }
+        None
+    }
+}
+
 /// `check_host_memory` with this machine's available memory.
 pub fn check_host_memory_here(ranks: u32, max_bytes: u64) -> Result<()> {
     check_host_memory(crate::machine::host::memory_available(), ranks, max_bytes)
@@ -284,6 +356,45 @@ fn describe_gpus(gpus: &GpuPresence) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn without_e_the_sizes_reach_the_published_figures_as_memory_allows() {
+        use crate::config::sizes::Step;
+        let rows = crate::config::expected::shipped();
+        let counts = [2, 4, 8];
+        let h100 = Reach {
+            step: Step::Factor(2),
+            elem: 4,
+            gpu_counts: &counts,
+            gpu_name: "NVIDIA H100 80GB HBM3",
+        };
+        // 8 x H100: the NVLS figure holds from 4 GiB.
+        let mut sizes = vec![64 << 20, 128 << 20];
+        assert_eq!(h100.extend(&mut sizes, &rows, |_| true), None);
+        assert_eq!(sizes[2..], [256 << 20, 512 << 20, 1 << 30, 2 << 30, 4 << 30]);
+        // Memory stops it at 1 GiB, and says so.
+        let mut sizes = vec![128 << 20];
+        let note = h100.extend(&mut sizes, &rows, |b| b <= 1 << 30).unwrap();
+        assert_eq!(sizes.last(), Some(&(1 << 30)));
+        assert!(
+            note.starts_with("the published figures for NVIDIA H100 80GB HBM3 hold from 4 GiB, but GPU or host memory stops the sizes at 1 GiB"),
+            "{note}"
+        );
+        // A GPU without a published figure, or sizes by increments: unchanged.
+        let other = Reach {
+            gpu_name: "NVIDIA GeForce GTX 1080",
+            ..h100
+        };
+        let mut sizes = vec![128 << 20];
+        assert_eq!(other.extend(&mut sizes, &rows, |_| true), None);
+        assert_eq!(sizes, [128 << 20]);
+        let by_bytes = Reach {
+            step: Step::Bytes(1 << 20),
+            ..h100
+        };
+        assert_eq!(by_bytes.extend(&mut sizes, &rows, |_| true), None);
+        assert_eq!(sizes, [128 << 20]);
+    }
     use super::*;
 
     #[test]

@@ -7,6 +7,11 @@ use anyhow::{bail, Result};
 use crate::cli::{CliBackend, MeasureArgs, SweepArgs};
 use crate::config::sizes::{self, Step};
 use crate::config::{self, BackendChoice, IterationPolicy, SweepSettings, EVENTS_EVERY_ENV};
+use crate::units::Bytes;
+
+/// The largest size without `-e` (before `reach_figures` on GPUs), as nccl-tests'
+/// common `-e 128M`.
+const DEFAULT_MAX_BYTES: u64 = 128 << 20;
 
 /// Which backend the user asked for.
 pub fn backend_choice(b: CliBackend) -> BackendChoice {
@@ -48,7 +53,7 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
     };
     let sizes = sizes::size_list(
         args.minbytes,
-        args.maxbytes,
+        args.maxbytes.unwrap_or(Bytes(DEFAULT_MAX_BYTES)),
         step,
         args.datatype.size(),
         args.datatype.name(),
@@ -104,6 +109,8 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
         plain_output: args.plain,
         verbose: args.verbose,
         ceiling_bytes: args.ceiling_bytes.0,
+        reach_figures: args.maxbytes.is_none(),
+        step,
         expected: match &args.expected {
             Some(path) => {
                 config::expected::load(path)?;

@@ -95,6 +95,11 @@ pub struct SweepSettings {
     pub expected: Option<String>,
     /// Bytes per copy of the GPU link-ceiling measurement; 0 skips it.
     pub ceiling_bytes: u64,
+    /// No `-e` was given: on GPUs the sizes go on to where the published figures
+    /// hold, as memory allows (`backend::select::reach_figures`).
+    pub reach_figures: bool,
+    /// How the sizes follow each other (`-f`, `-i`).
+    pub step: sizes::Step,
 }
 
 /// Every config once per pair of the devices `0..devices`, named

@@ -52,11 +52,18 @@ pub fn run(
         &settings.configs,
         settings.device_count(),
     )?;
+    let mut reached = settings.clone();
+    let mut size_note = None;
     if let Some(facts) = &backend.gpus {
         let devices: Vec<usize> = (0..settings.device_count() as usize).collect();
         backend::select::check_gpu_memory(facts, &devices, settings.max_bytes())?;
         backend::select::check_host_memory_here(max_ranks, settings.max_bytes())?;
+        size_note = backend::select::reach_figures(&mut reached, facts, |bytes| {
+            backend::select::check_gpu_memory(facts, &devices, bytes).is_ok()
+                && backend::select::check_host_memory_here(max_ranks, bytes).is_ok()
+        });
     }
+    let settings = &reached;
     let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
     // Each libnccl the configs load, once.
     let mut checked: Vec<&std::path::Path> = Vec::new();
@@ -76,6 +83,7 @@ pub fn run(
         preflight::check_library(&target, nccl, settings.graph, settings.timeout)?;
     }
     let mut warnings = settings.warnings.clone();
+    warnings.extend(size_note);
     warnings.extend(inherited_warnings(&settings.configs, std::env::vars()));
     let checks = crate::doctor::quick_checks(
         &crate::machine::Root::this_machine(),

@@ -129,11 +129,18 @@ pub fn gpu_count() -> usize {
         .unwrap_or(8usize)
 }
 
-/// Every GPU of the machine, visible or not.
+/// Every GPU of the machine, visible or not. Each has `NCCL_BENCH_SIM_MEM_GIB` of
+/// memory, by default 80 GiB or what the host can back: simulated device memory is
+/// host memory, so the machine's GPUs together get at most half of the host's
+/// (a sweep that sized its buffers by 80 GiB would exhaust a test machine).
 pub fn machine_gpus() -> Vec<Gpu> {
-    let gib: u64 = env("NCCL_BENCH_SIM_MEM_GIB")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(80);
+    let host_share = host_memory_bytes()
+        .map(|b| b / 2 / gpu_count().max(1) as u64)
+        .unwrap_or(u64::MAX);
+    let total_bytes = env("NCCL_BENCH_SIM_MEM_GIB")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|gib| gib << 30)
+        .unwrap_or((80u64 << 30).min(host_share));
     let name = match Topology::from_env() {
         Topology::NvSwitch => "Simulated H100 80GB HBM3",
         Topology::NvLink => "Simulated A100-SXM4-80GB",
@@ -142,11 +149,19 @@ pub fn machine_gpus() -> Vec<Gpu> {
     (0..gpu_count())
         .map(|index| Gpu {
             name: name.to_string(),
-            total_bytes: gib << 30,
+            total_bytes,
             bus: 0x18 + 0x10 * index as u32,
             index,
         })
         .collect()
+}
+
+/// `MemTotal` of /proc/meminfo.
+fn host_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// The GPUs this process sees, in CUDA's order: those `CUDA_VISIBLE_DEVICES` names
