@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# The NCCL backend on a real GPU, end to end: doctor, a one-rank sweep 8 B..MAXBYTES
-# with `default` and `shm-off`, the same with CUDA graphs, and (when an nccl-tests
-# all_reduce_perf is given) nccl-tests with the same sizes imported and compared
-# case by case, our time next to its time.
+# The NCCL backend on a real GPU machine, end to end, on every GPU: doctor, a sweep
+# of 2, 4, ... N ranks 8 B..MAXBYTES with `default`, `shm-off`, `p2p-off` (SHM and
+# the network between GPUs) and `nvls-off` (NVLink SHARP where the GPUs have it;
+# with one GPU, `default` and `shm-off`), the same with CUDA graphs, and (when an
+# nccl-tests all_reduce_perf is given) nccl-tests with the same sizes on N GPUs
+# imported and compared case by case, our time next to its time. README's "Checking
+# nccl-bench on a GPU machine" says what to send back.
 #
 # Usage:
-#   scripts/gpu-check.sh [--all-reduce-perf PATH] [--maxbytes SIZE] [--out DIR]
-#                        [--rounds N] [--simulated DIR]
+#   scripts/gpu-check.sh [--all-reduce-perf PATH] [--gpus N] [--maxbytes SIZE]
+#                        [--out DIR] [--rounds N] [--simulated DIR]
 #
+# --gpus N: ranks of the largest case (default: every GPU nvidia-smi lists; 1 on
+# the simulated GPUs).
 # --rounds N: process groups per config (nccl-bench's --rounds; default its own).
 #
 # --simulated DIR runs the same checks on the simulated GPUs of nccl-bench's test
@@ -23,18 +28,20 @@
 set -uo pipefail
 
 usage() {
-    sed -n '2,22s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,28s/^# \{0,1\}//p' "$0" >&2
     exit 2
 }
 
 perf=""
 sim=""
+gpus=""
 rounds=()
 maxbytes=1G
 out=results/gpu-check
 while [[ $# -gt 0 ]]; do
     case $1 in
         --all-reduce-perf) perf=${2:-}; shift 2 || usage ;;
+        --gpus) gpus=${2:-}; shift 2 || usage ;;
         --maxbytes) maxbytes=${2:-}; shift 2 || usage ;;
         --out) out=${2:-}; shift 2 || usage ;;
         --rounds) rounds=(--rounds "${2:-}"); shift 2 || usage ;;
@@ -64,6 +71,19 @@ if [[ -n $sim ]]; then
     echo "== simulated GPUs (test stand-in in $sim): this checks nccl-bench, it measures nothing"
 fi
 
+if [[ -z $gpus ]]; then
+    gpus=1
+    if [[ -z $sim ]] && command -v nvidia-smi >/dev/null; then
+        gpus=$(nvidia-smi -L | grep -c '^GPU ') || gpus=1
+    fi
+fi
+[[ $gpus =~ ^[1-9][0-9]*$ ]] || { echo "error: --gpus takes a number of GPUs, not '$gpus'" >&2; exit 2; }
+if ((gpus >= 2)); then
+    configs=default,shm-off,p2p-off,nvls-off
+else
+    configs=default,shm-off
+fi
+
 failures=0
 fail() {
     echo "FAILED: $*" >&2
@@ -88,18 +108,18 @@ check_rows() {
 }
 
 echo "== doctor"
-"$bin" doctor --gpus 1 || echo "(doctor reported problems; going on)"
+"$bin" doctor --gpus "$gpus" || echo "(doctor reported problems; going on)"
 
-echo "== sweep: 1 GPU, default and shm-off, 8 B..$maxbytes, 20 iterations"
-if "$bin" sweep --backend nccl --gpus 1 -b 8 -e "$maxbytes" -n 20 -w 5 "${rounds[@]}" \
-    --transports default,shm-off --out "$out" --label plain --plain; then
+echo "== sweep: up to $gpus GPU(s), $configs, 8 B..$maxbytes, 20 iterations"
+if "$bin" sweep --backend nccl --gpus "$gpus" -b 8 -e "$maxbytes" -n 20 -w 5 "${rounds[@]}" \
+    --transports "$configs" --out "$out" --label plain --plain; then
     check_rows "$(run_dir plain)"
 else
     fail "the sweep exited with $?"
 fi
 
 echo "== sweep: CUDA graphs of 20 all-reduces, 5 launches per size"
-if "$bin" sweep --backend nccl --gpus 1 -b 8 -e "$maxbytes" -n 100 -w 5 --graph 20 "${rounds[@]}" \
+if "$bin" sweep --backend nccl --gpus "$gpus" -b 8 -e "$maxbytes" -n 100 -w 5 --graph 20 "${rounds[@]}" \
     --transports default --out "$out" --label graph --plain; then
     check_rows "$(run_dir graph)"
     "$bin" compare "$(run_dir plain)" "$(run_dir graph)" --threshold 5% || true
@@ -108,9 +128,9 @@ else
 fi
 
 if [[ -n $perf ]]; then
-    echo "== nccl-tests: $perf -g 1 with the same sizes"
+    echo "== nccl-tests: $perf -g $gpus with the same sizes"
     text=$out/all_reduce_perf.txt
-    if "$perf" -g 1 -b 8 -e "$maxbytes" -f 2 -n 20 -w 5 -c 1 >"$text"; then
+    if "$perf" -g "$gpus" -b 8 -e "$maxbytes" -f 2 -n 20 -w 5 -c 1 >"$text"; then
         cat "$text"
         imported=$out/nccl-tests-$(date +%Y%m%d-%H%M%S)
         if "$bin" import "$text" -o "$imported" --config default; then

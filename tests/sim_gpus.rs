@@ -629,7 +629,7 @@ fn four_torchrun_style_ranks_run_on_the_simulated_gpus() {
     }
 }
 
-/// scripts/gpu-check.sh, the on-GPU check list, runs on the simulated GPUs as far as
+/// scripts/gpu-check.sh, the on-GPU check list, runs on two simulated GPUs as far as
 /// it can there (everything but nccl-tests).
 #[test]
 fn gpu_check_script_passes_on_the_simulated_gpus() {
@@ -642,7 +642,7 @@ fn gpu_check_script_passes_on_the_simulated_gpus() {
         .arg("--simulated")
         .arg(&dir)
         // One round: the check list, not the rounds, is under test here.
-        .args(["--maxbytes", "64K", "--rounds", "1", "--out"])
+        .args(["--gpus", "2", "--maxbytes", "64K", "--rounds", "1", "--out"])
         .arg(out.path())
         .env("NCCL_BENCH", bin())
         .output()
@@ -654,8 +654,9 @@ fn gpu_check_script_passes_on_the_simulated_gpus() {
         "{stdout}"
     );
     assert!(stdout.contains("gpu-check: all checks passed"), "{stdout}");
-    // 8 B..64 KiB: 14 sizes, for default and shm-off, then default with graphs.
-    assert!(stdout.contains("plain/results.csv: 28 cases"), "{stdout}");
+    // 8 B..64 KiB: 14 sizes on 2 GPUs, for default, shm-off, p2p-off and nvls-off,
+    // then default with graphs.
+    assert!(stdout.contains("plain/results.csv: 56 cases"), "{stdout}");
     assert!(stdout.contains("graph/results.csv: 14 cases"), "{stdout}");
 }
 
