@@ -550,3 +550,57 @@ fn run_gives_each_rank_its_own_gpu_and_refuses_a_shared_one() {
         text(rank0)
     );
 }
+
+/// Two "nodes" (network and host-name namespaces joined by a veth pair, as
+/// tests/two_nodes.rs builds them) of two simulated GPUs each, four `run` ranks with
+/// the NCCL backend: the ring crosses the nodes over NET and stays on P2P inside
+/// each, so the cell mixes both, each NET connection counted once although NCCL
+/// logs it on both sides.
+#[test]
+fn two_nodes_mix_net_and_p2p_in_one_ring() {
+    let Some(dir) = sim_dir() else { return };
+    const SCRIPT: &str = r#"
+set -u
+bench=$1; out=$2; shm=$3; logs=$4
+ip link set lo up || exit 99
+ip link add va type veth peer name vb || exit 99
+ip addr add 10.77.0.1/24 dev va && ip link set va up || exit 99
+hostname node1
+unshare --net --uts sleep 120 &
+node2=$!
+while [ "$(readlink /proc/$node2/ns/net)" = "$(readlink /proc/self/ns/net)" ]; do sleep 0.01; done
+ip link set vb netns "$node2" || exit 99
+nsenter -t "$node2" -n -u sh -c 'hostname node2; ip link set lo up; ip addr add 10.77.0.2/24 dev vb; ip link set vb up' || exit 99
+export WORLD_SIZE=4 MASTER_ADDR=10.77.0.1 MASTER_PORT=29556 NCCL_SOCKET_IFNAME=v
+export LD_LIBRARY_PATH=$SIM NCCL_BENCH_SIM_TOPO=nvlink NCCL_BENCH_SIM_BOOTSTRAP_DIR=$shm
+set -- run --backend nccl --nccl-lib $SIM/libnccl.so.2 --plain -b 1K -e 64K -n 5 \
+    --rounds 1 --transports default --ceiling-bytes 0 --rendezvous-timeout 20s \
+    --out "$out" --label two-nodes
+RANK=3 LOCAL_RANK=1 nsenter -t "$node2" -n -u "$bench" "$@" >"$logs/r3" 2>&1 & p3=$!
+RANK=2 LOCAL_RANK=0 nsenter -t "$node2" -n -u "$bench" "$@" >"$logs/r2" 2>&1 & p2=$!
+RANK=1 LOCAL_RANK=1 "$bench" "$@" >"$logs/r1" 2>&1 & p1=$!
+RANK=0 LOCAL_RANK=0 "$bench" "$@" >"$logs/r0" 2>&1
+rc=$?
+for p in $p1 $p2 $p3; do wait "$p" || rc=$?; done
+kill "$node2"
+for r in 0 1 2 3; do echo "== rank $r"; cat "$logs/r$r"; done
+exit $rc
+"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = format!("'{}'", dir.display().to_string().replace('\'', "'\\''"));
+    let script = SCRIPT.replace("$SIM", &sim);
+    let (o, out) = common::in_namespaces(&script, tmp.path(), "ip and nsenter");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(&out);
+    let all = rows(&run);
+    assert_eq!(all.len(), 7, "{all:?}");
+    for r in &all {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        assert_eq!(r["backend"], "nccl-sim", "{r:?}");
+        // Links 0->1 and 2->3 stay in a node (P2P), 1->2 and 3->0 cross (NET).
+        assert_eq!(r["transports"], "NET/Socket:50%;P2P/CUMEM:50%", "{r:?}");
+    }
+    let lines: Vec<String> = nccl_logs(&run).concat();
+    assert!(lines.iter().any(|l| l.contains("[send] via NET/Socket")));
+    assert!(lines.iter().any(|l| l.contains("[receive] via NET/Socket")));
+}

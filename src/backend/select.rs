@@ -371,7 +371,10 @@ mod tests {
         // 8 x H100: the NVLS figure holds from 4 GiB.
         let mut sizes = vec![64 << 20, 128 << 20];
         assert_eq!(h100.extend(&mut sizes, &rows, |_| true), None);
-        assert_eq!(sizes[2..], [256 << 20, 512 << 20, 1 << 30, 2 << 30, 4 << 30]);
+        assert_eq!(
+            sizes[2..],
+            [256 << 20, 512 << 20, 1 << 30, 2 << 30, 4 << 30]
+        );
         // Memory stops it at 1 GiB, and says so.
         let mut sizes = vec![128 << 20];
         let note = h100.extend(&mut sizes, &rows, |b| b <= 1 << 30).unwrap();

@@ -4,6 +4,11 @@
 //! root sends every rank the same shared-memory file (a memfd, by `SCM_RIGHTS`),
 //! through which the ranks then exchange their data. Nothing is left behind: the
 //! socket name goes with the root's socket, the memory with the last mapping.
+//!
+//! Abstract socket names belong to a network namespace. For ranks in different
+//! namespaces (the two-"node" tests), `NCCL_BENCH_SIM_BOOTSTRAP_DIR` puts the root's
+//! socket in that directory instead, a file that every namespace sharing the file
+//! system reaches; the root removes it once every rank has joined.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -26,10 +31,32 @@ pub fn unique_id(
         COUNTER.fetch_add(1, Ordering::Relaxed),
         crate::realtime_ns()
     );
-    let listener = UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
+    let (listener, file) = match crate::env("NCCL_BENCH_SIM_BOOTSTRAP_DIR") {
+        Some(dir) => {
+            let path = std::path::Path::new(&dir).join(&name);
+            let name = path.to_string_lossy().into_owned();
+            (UnixListener::bind(&path)?, Some((path, name)))
+        }
+        None => (
+            UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?,
+            None,
+        ),
+    };
+    let (path, name) = match file {
+        Some((path, full)) => (Some(path), full),
+        None => (None, name),
+    };
+    if name.len() > ID_BYTES - MAGIC.len() - 1 {
+        return Err(std::io::ErrorKind::InvalidInput.into());
+    }
     std::thread::Builder::new()
         .name("sim-bootstrap".into())
-        .spawn(move || root(listener, bytes_for))?;
+        .spawn(move || {
+            root(listener, bytes_for);
+            if let Some(path) = path {
+                let _ = std::fs::remove_file(path);
+            }
+        })?;
     let mut id = [0u8; ID_BYTES];
     id[..MAGIC.len()].copy_from_slice(MAGIC);
     id[MAGIC.len()..MAGIC.len() + name.len()].copy_from_slice(name.as_bytes());
@@ -174,8 +201,13 @@ pub enum JoinError {
 /// Joins the communicator `id` names; returns the shared memory file.
 pub fn join(id: &[u8; ID_BYTES], rank: u32, nranks: u32) -> Result<OwnedFd, JoinError> {
     let name = name_of(id).ok_or(JoinError::BadId)?;
-    let addr = SocketAddr::from_abstract_name(name.as_bytes()).map_err(JoinError::Io)?;
-    let mut s = UnixStream::connect_addr(&addr).map_err(JoinError::Connect)?;
+    // A path: the root's socket is a file (NCCL_BENCH_SIM_BOOTSTRAP_DIR).
+    let mut s = if name.starts_with('/') {
+        UnixStream::connect(&name).map_err(JoinError::Connect)?
+    } else {
+        let addr = SocketAddr::from_abstract_name(name.as_bytes()).map_err(JoinError::Io)?;
+        UnixStream::connect_addr(&addr).map_err(JoinError::Connect)?
+    };
     let mut hello = Vec::with_capacity(12);
     hello.extend_from_slice(&rank.to_le_bytes());
     hello.extend_from_slice(&nranks.to_le_bytes());
