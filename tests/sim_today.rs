@@ -401,6 +401,33 @@ fn a_hang_costs_at_most_two_timeouts_per_group() {
     let every = rows(&run_dir(out.path()));
     assert_eq!(every.len(), 3);
     assert!(every.iter().all(|r| r["status"] == "timeout"), "{every:?}");
+    // A connection that never finishes (from 2.22 in the first all-reduce, which
+    // blocks in ncclAllReduce itself): the same two timeouts, then skipped.
+    let out = tempfile::tempdir().unwrap();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[("NCCL_BENCH_SIM_FAULT", "connect-hang")],
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "32",
+            "--transports",
+            "default",
+            "--timeout",
+            "4s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let statuses: Vec<String> = rows(&run_dir(out.path()))
+        .iter()
+        .map(|r| r["status"].clone())
+        .collect();
+    assert_eq!(statuses, ["timeout", "timeout", "skipped"]);
 }
 
 /// An abort that blocks (NVIDIA/nccl#1777) does not cost the reason: each rank
