@@ -104,8 +104,7 @@ pub struct MeasureArgs {
     #[arg(short = 'b', long = "minbytes", value_name = "SIZE", default_value = "8", value_parser = Bytes::parse)]
     pub minbytes: Bytes,
 
-    /// Largest message size [default: 128M; with NCCL, up to the size from which the
-    /// published figures for the GPUs hold (configs/expected.toml), as memory allows]
+    /// Largest message size [default: 128M; with NCCL, to where published figures hold]
     #[arg(short = 'e', long = "maxbytes", value_name = "SIZE", value_parser = Bytes::parse)]
     pub maxbytes: Option<Bytes>,
 
@@ -215,8 +214,7 @@ pub struct MeasureArgs {
     #[arg(long = "no-remeasure")]
     pub no_remeasure: bool,
 
-    /// Keep trying every size of a (config, GPU count) after two sizes in a row timed
-    /// out (by default the rest are recorded as skipped)
+    /// Run every size even after two sizes of a config in a row timed out (default: skip)
     #[arg(long = "try-every-size")]
     pub try_every_size: bool,
 

@@ -307,7 +307,7 @@ fn a_hung_collective_is_aborted_by_the_rank_before_the_timeout() {
     let hung: Vec<_> = rows.iter().filter(|r| r["status"] == "timeout").collect();
     let e = &hung[0]["error"];
     assert!(
-        e.contains("the communicator was aborted (ncclCommAbort)"),
+        e.contains("the communicator is aborted (ncclCommAbort) once this is reported"),
         "{e}"
     );
     // Both ranks stopped at their own deadline: the one that hung and the one that

@@ -5,6 +5,7 @@
 //! orchestrator as `sweep` over those connections and writes the run directory.
 
 pub mod agent;
+pub mod devices;
 pub mod gather;
 pub mod hostlist;
 pub mod launcher;
