@@ -397,3 +397,75 @@ pub extern "C" fn ncclGetErrorString(code: NcclResult) -> *const c_char {
 pub extern "C" fn ncclGetLastError(_comm: *mut c_void) -> *const c_char {
     log::last_error()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::{cuCtxSetCurrent, cuDevicePrimaryCtxRetain, cuInit, cuMemAlloc_v2};
+    use crate::stream::cuStreamCreate;
+
+    fn unique_id() -> UniqueId {
+        let mut id = UniqueId {
+            internal: [0; ID_BYTES],
+        };
+        assert_eq!(ncclGetUniqueId(&mut id), SUCCESS);
+        id
+    }
+
+    /// The state of `comm` once it leaves `ncclInProgress`.
+    fn settled(comm: *mut c_void) -> NcclResult {
+        loop {
+            let mut state = IN_PROGRESS;
+            assert_eq!(ncclCommGetAsyncError(comm, &mut state), SUCCESS);
+            if state != IN_PROGRESS {
+                return state;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+
+    /// The NCCL of today (2.28, this stand-in's default) on one process: a
+    /// non-blocking communicator answers `ncclInProgress` from init and from every
+    /// collective until it is enqueued (2.23+); two ranks on one GPU are refused
+    /// with `ncclInvalidUsage` (`Duplicate GPU detected`). One test: both set the
+    /// environment that communicators read.
+    #[test]
+    fn non_blocking_calls_are_in_progress_and_a_shared_gpu_is_refused() {
+        assert_eq!(cuInit(0), 0);
+        let mut ctx = std::ptr::null_mut();
+        assert_eq!(cuDevicePrimaryCtxRetain(&mut ctx, 0), 0);
+        assert_eq!(cuCtxSetCurrent(ctx), 0);
+        std::env::set_var("NCCL_COMM_BLOCKING", "0");
+        let mut comm = std::ptr::null_mut();
+        assert_eq!(ncclCommInitRank(&mut comm, 1, unique_id(), 0), IN_PROGRESS);
+        assert_eq!(settled(comm), SUCCESS);
+        let (mut send, mut recv) = (0, 0);
+        assert_eq!(cuMemAlloc_v2(&mut send, 64), 0);
+        assert_eq!(cuMemAlloc_v2(&mut recv, 64), 0);
+        let mut s = std::ptr::null_mut();
+        assert_eq!(cuStreamCreate(&mut s, 1), 0);
+        for _ in 0..3 {
+            // float (7), sum (0)
+            let rc = ncclAllReduce(send as _, recv as _, 16, 7, 0, comm, s);
+            assert_eq!(rc, IN_PROGRESS);
+            assert_eq!(settled(comm), SUCCESS);
+        }
+        assert_eq!(ncclCommDestroy(comm), SUCCESS);
+        std::env::remove_var("NCCL_COMM_BLOCKING");
+
+        // Two ranks on device 0 of one host.
+        let id = unique_id();
+        let ranks: Vec<_> = (0..2)
+            .map(|rank| {
+                std::thread::spawn(move || {
+                    let mut comm = std::ptr::null_mut();
+                    let rc = ncclCommInitRank(&mut comm, 2, id, rank);
+                    (rc, comm.is_null())
+                })
+            })
+            .collect();
+        for r in ranks {
+            assert_eq!(r.join().unwrap(), (INVALID_USAGE, true));
+        }
+    }
+}
