@@ -190,6 +190,32 @@ fn adaptive_iterations_stop_on_precision_or_budget() {
     }
 }
 
+/// Three timed iterations are three samples: no pair of order statistics covers
+/// the median with 95 %, so the interval cells stay empty and the note says why;
+/// six give one.
+#[test]
+fn an_interval_only_where_the_samples_support_one() {
+    for (n, interval) in [("3", false), ("6", true)] {
+        let out = tempfile::tempdir().unwrap();
+        let shm = tempfile::tempdir().unwrap();
+        let o = sweep(out.path(), shm.path())
+            .args(["--gpus", "2", "--transports", "default", "--rounds", "1"])
+            .args(["-b", "1K", "-e", "1K", "-n", n, "--no-remeasure"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let r = rows(&run_dir(out.path())).remove(0);
+        assert_eq!(r["median_ci_low_us"].is_empty(), !interval, "{r:?}");
+        assert_eq!(r["median_ci_high_us"].is_empty(), !interval, "{r:?}");
+        assert_eq!(
+            r["quality_note"]
+                .contains("samples: too few for a 95 % interval of the median (6 needed)"),
+            !interval,
+            "{r:?}"
+        );
+    }
+}
+
 #[test]
 fn every_datatype_and_op_is_checked_correct() {
     let out = tempfile::tempdir().unwrap();

@@ -115,7 +115,8 @@ impl From<&CaseResult> for RowCells {
             min_us: lat(|s| s.min_us),
             p90_us: lat(|s| s.p90_us),
             stddev_us: lat(|s| s.stddev_us),
-            median_ci_us: l.map(|s| s.median_ci_us),
+            // An unbounded interval (too few samples) is no interval: empty cells.
+            median_ci_us: l.map(|s| s.median_ci_us).filter(|ci| ci.1.is_finite()),
             stop: r.stop.map(|s| s.to_string()).unwrap_or_default(),
             started_at: r.started_at.clone(),
             duration_s: r.duration_s,

@@ -182,6 +182,26 @@ mod tests {
     }
 
     #[test]
+    fn a_case_is_never_converged_without_an_interval() {
+        // Five identical samples over a minimum of 2: no 95 % interval exists yet.
+        let rule = StopRule::Adaptive {
+            min_iters: 2,
+            precision: 0.01,
+            max_time: Duration::from_secs(1),
+            max_iters: 1_000_000,
+        };
+        let t = Duration::from_millis(1);
+        assert!(matches!(
+            rule.next(&recorder(vec![10_000; 5]), t, 1),
+            BatchDecision::Run(_)
+        ));
+        assert_eq!(
+            rule.next(&recorder(vec![10_000; 6]), t, 1),
+            BatchDecision::Stop(StopReason::Converged)
+        );
+    }
+
+    #[test]
     fn adaptive_stops_when_the_median_is_pinned_down() {
         let steady = recorder(vec![10_000; 30]);
         assert_eq!(

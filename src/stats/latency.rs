@@ -52,6 +52,9 @@ fn relative_half_width(median: f64, (lo, hi): (f64, f64)) -> f64 {
     (median - lo).max(hi - median) / median
 }
 
+/// Samples up to which the median's interval takes exact binomial ranks.
+const EXACT_RANKS: u64 = 1000;
+
 impl Default for LatencyRecorder {
     fn default() -> Self {
         Self::new()
@@ -117,13 +120,24 @@ impl LatencyRecorder {
         }
     }
 
-    /// 95 % confidence interval of the median in ns (distribution-free: the order
-    /// statistics at n/2 -+ 1.96 sqrt(n)/2). Needs at least 2 samples; with fewer the
-    /// interval is unbounded.
+    /// 95 % confidence interval of the median in ns, distribution-free: the order
+    /// statistics of exact binomial ranks up to `EXACT_RANKS` samples
+    /// (`rounds::median_rank`), beyond that at n/2 -+ 1.96 sqrt(n)/2. Below 6 samples no
+    /// pair of order statistics covers 95 %: the interval is unbounded, and the
+    /// adaptive rule never calls such a case converged.
     pub fn median_ci_ns(&self) -> (f64, f64) {
         let n = self.samples();
-        if n < 2 {
+        if n < super::rounds::MIN_ROUNDS as u64 {
+            // No pair of order statistics covers the median with 95 % below 6.
             return (0.0, f64::INFINITY);
+        }
+        if n <= EXACT_RANKS {
+            if let Some(k) = super::rounds::median_rank(n as usize) {
+                return (
+                    self.value_at_rank(k as u64) as f64,
+                    self.value_at_rank(n + 1 - k as u64) as f64,
+                );
+            }
         }
         let nf = n as f64;
         let half = 1.96 * nf.sqrt() / 2.0;
@@ -272,8 +286,8 @@ mod tests {
             launches.record_launch(us * 10_000, 10);
             (0..10).for_each(|_| each.record(us * 1000));
         }
-        assert_eq!(launches.median_ci_ns(), (1000.0, 9007.0));
-        assert_eq!(each.median_ci_ns(), (4001.0, 6003.0));
+        assert_eq!(launches.median_ci_ns(), (2000.0, 9007.0));
+        assert_eq!(each.median_ci_ns(), (4001.0, 7003.0));
     }
 
     #[test]
@@ -299,5 +313,21 @@ mod tests {
         assert!(r.median_ci_relative().is_infinite());
         r.record(5);
         assert!(r.median_ci_relative().is_infinite());
+        // Below 6 samples no pair of order statistics covers the median with 95 %
+        // (the extremes of 5 miss it with 2 x 1/32 = 6.25 %): no interval, however
+        // alike the samples.
+        for _ in 0..4 {
+            r.record(5);
+        }
+        assert_eq!(r.samples(), 5);
+        assert_eq!(r.median_ci_ns(), (0.0, f64::INFINITY));
+        // From 6 the extremes do (2 x 1/64 = 3.1 %), from 10 the 2nd lowest and
+        // highest (2 x 11/1024 = 2.1 %): exact binomial ranks.
+        let mut six = LatencyRecorder::new();
+        (1..=6).for_each(|us| six.record(us * 1000));
+        assert_eq!(six.median_ci_ns(), (1000.0, 6003.0));
+        let mut ten = LatencyRecorder::new();
+        (1..=10).for_each(|us| ten.record(us * 100));
+        assert_eq!(ten.median_ci_ns(), (200.0, 900.0));
     }
 }

@@ -46,13 +46,15 @@ pub fn median_interval(values: &[f64]) -> Option<(f64, f64)> {
     }
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let k = order_statistic_rank(n)?;
+    let k = median_rank(n)?;
     Some((sorted[k - 1], sorted[n - k]))
 }
 
 /// The 1-based rank `k` of [`median_interval`]: the largest with P(B <= k - 1) <= 2.5 %
-/// for B ~ Bin(n, 1/2).
-fn order_statistic_rank(n: usize) -> Option<usize> {
+/// for B ~ Bin(n, 1/2); the `k`-th lowest and `k`-th highest of `n` samples cover the
+/// median with at least 95 %. `None` below [`MIN_ROUNDS`] samples, where no pair
+/// does.
+pub fn median_rank(n: usize) -> Option<usize> {
     // P(B = i) for n trials, accumulated in log space so that large n stays finite.
     let ln_half_n = n as f64 * 0.5f64.ln();
     let mut tail = 0.0;

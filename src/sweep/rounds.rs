@@ -56,6 +56,12 @@ pub(crate) fn combine(takes: Vec<RoundTake>) -> Combined {
         }
     }
     let mut summary = recorder.summary();
+    let samples = recorder.samples();
+    if samples < MIN_ROUNDS as u64 && takes.len() < MIN_ROUNDS {
+        notes.push(format!(
+            "{samples} samples: too few for a 95 % interval of the median ({MIN_ROUNDS} needed)"
+        ));
+    }
     if takes.len() > 1 {
         // Never narrower than the pooled iterations alone say, and always around the
         // pooled median.
