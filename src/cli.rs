@@ -184,14 +184,16 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "PERCENT", default_value = "1%", value_parser = units::parse_percent)]
     pub precision: f64,
 
-    /// Fewest timed iterations per size in adaptive mode (shared among the rounds)
+    /// Fewest timed samples per size in adaptive mode (shared among the rounds)
     #[arg(long = "min-iters", value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
     pub min_iters: u64,
 
-    /// Independent process groups per config and rank count, interleaved across the
-    /// configs: 1, or 6 and more [default: 15 on the host backend, 9 with NCCL].
-    /// Intervals and comparisons rest on the variation between them; --max-time and
-    /// --min-iters are shared among them, -n is per round
+    /// Adaptive mode: take enough samples for p99 (1,000 per size; p90 needs 100)
+    #[arg(long)]
+    pub tails: bool,
+
+    /// Process groups per config and rank count, interleaved: 1, or 6 and more
+    /// [default: 15 on the host backend, 9 with NCCL]; -n is per round
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: Option<u32>,
 
@@ -209,8 +211,7 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=4096))]
     pub graph: u64,
 
-    /// Do not re-measure the cases flagged as noisy or out of line with their
-    /// neighbouring sizes (they keep their first measurement and their flag)
+    /// Do not re-measure cases flagged noisy or out of line (they keep their flag)
     #[arg(long = "no-remeasure")]
     pub no_remeasure: bool,
 
@@ -223,9 +224,8 @@ pub struct MeasureArgs {
     #[arg(long = "ceiling-bytes", value_name = "SIZE", default_value = "256M", value_parser = Bytes::parse)]
     pub ceiling_bytes: Bytes,
 
-    /// Published busbw figures of your own platforms ([[platform]] rows as in
-    /// configs/expected.toml), tried before the shipped ones; kept in the run
-    /// directory as expected.toml
+    /// Your platforms' published busbw figures ([[platform]] rows as in
+    /// configs/expected.toml), tried before the shipped ones
     #[arg(long, value_name = "FILE.toml")]
     pub expected: Option<PathBuf>,
 

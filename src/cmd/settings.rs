@@ -66,7 +66,11 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
     let iterations = match args.iters {
         Some(iters) => IterationPolicy::Fixed { iters },
         None => IterationPolicy::Adaptive {
-            min_iters: args.min_iters,
+            min_iters: if args.tails {
+                args.min_iters.max(crate::stats::latency::TAIL_SAMPLES_P99)
+            } else {
+                args.min_iters
+            },
             precision: args.precision,
             max_time: args.max_time,
         },

@@ -106,14 +106,15 @@ impl From<&CaseResult> for RowCells {
             algbw_gbps: r.bandwidth.map(|b| b.algbw.0),
             busbw_gbps: r.bandwidth.map(|b| b.busbw.0),
             p50_us: lat(|s| s.p50_us),
-            p99_us: lat(|s| s.p99_us),
+            // Tails only where the samples support them (`LatencySummary::tail`).
+            p99_us: l.as_ref().and_then(|s| s.tail(0.99, s.p99_us)),
             max_us: lat(|s| s.max_us),
             wrong: r.wrong,
             transports: r.transports.clone(),
             error: r.error.clone(),
             warmup_iters: r.warmup,
             min_us: lat(|s| s.min_us),
-            p90_us: lat(|s| s.p90_us),
+            p90_us: l.as_ref().and_then(|s| s.tail(0.9, s.p90_us)),
             stddev_us: lat(|s| s.stddev_us),
             // An unbounded interval (too few samples) is no interval: empty cells.
             median_ci_us: l.map(|s| s.median_ci_us).filter(|ci| ci.1.is_finite()),

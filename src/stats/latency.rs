@@ -27,6 +27,9 @@ pub struct LatencyRecorder {
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LatencySummary {
     pub count: u64,
+    /// Independent samples (timestamps) behind the figures: iterations, graph
+    /// launches or event strides.
+    pub samples: u64,
     pub mean_us: f64,
     pub stddev_us: f64,
     pub min_us: f64,
@@ -38,7 +41,35 @@ pub struct LatencySummary {
     pub median_ci_us: (f64, f64),
 }
 
+/// Samples a percentile p needs beyond it to be estimated: 10 (p90 from 100 samples,
+/// p99 from 1,000); with fewer its cell stays empty.
+pub const TAIL_BEYOND: f64 = 10.0;
+/// Samples that support p99 (`--tails` asks the adaptive rule for them).
+pub const TAIL_SAMPLES_P99: u64 = 1000;
+
 impl LatencySummary {
+    /// The `quantile` (0.9, 0.99) where the samples support it: at least
+    /// `TAIL_BEYOND` of them beyond it.
+    pub fn tail(&self, quantile: f64, value: f64) -> Option<f64> {
+        (self.samples as f64 * (1.0 - quantile) >= TAIL_BEYOND - 1e-9).then_some(value)
+    }
+
+    /// Why p90 or p99 is left out, if one is.
+    pub fn tail_note(&self) -> Option<String> {
+        let missing: Vec<&str> = [(0.9, "p90"), (0.99, "p99")]
+            .iter()
+            .filter(|(q, _)| self.tail(*q, 0.0).is_none())
+            .map(|(_, name)| *name)
+            .collect();
+        (!missing.is_empty() && self.count > 0).then(|| {
+            format!(
+                "{} left empty: {} samples, a percentile needs 10 beyond it (p90 from 100, p99 from 1,000; --tails takes them)",
+                missing.join(" and "),
+                self.samples
+            )
+        })
+    }
+
     /// Half-width of the median's confidence interval relative to the median.
     pub fn median_ci_relative(&self) -> f64 {
         relative_half_width(self.p50_us, self.median_ci_us)
@@ -201,6 +232,7 @@ impl LatencyRecorder {
         };
         let (lo, hi) = self.median_ci_ns();
         LatencySummary {
+            samples: self.samples(),
             count: n,
             mean_us: us(mean),
             stddev_us: us(variance.sqrt()),
@@ -305,6 +337,37 @@ mod tests {
         );
         // 10 us is recorded as 10.00-10.007 us (3 significant digits): below 10.1 us.
         assert!((r.share_outside(10_100, 200_000) - 0.80).abs() < 1e-12);
+    }
+
+    #[test]
+    fn tails_only_where_ten_samples_lie_beyond_them() {
+        let with = |n: u64| {
+            let mut r = LatencyRecorder::new();
+            (0..n).for_each(|i| r.record(1000 + i));
+            r.summary()
+        };
+        let s = with(20);
+        assert_eq!(
+            (s.tail(0.9, s.p90_us), s.tail(0.99, s.p99_us)),
+            (None, None)
+        );
+        assert_eq!(
+            s.tail_note().as_deref(),
+            Some("p90 and p99 left empty: 20 samples, a percentile needs 10 beyond it (p90 from 100, p99 from 1,000; --tails takes them)")
+        );
+        let s = with(100);
+        assert_eq!(s.tail(0.9, s.p90_us), Some(s.p90_us));
+        assert_eq!(s.tail(0.99, s.p99_us), None);
+        assert!(s
+            .tail_note()
+            .unwrap()
+            .starts_with("p99 left empty: 100 samples"));
+        let s = with(1000);
+        assert!(s.tail(0.99, s.p99_us).is_some() && s.tail_note().is_none());
+        // Ten graph launches of 100 iterations are ten samples, not 1,000.
+        let mut r = LatencyRecorder::new();
+        (0..10).for_each(|_| r.record_launch(100_000, 100));
+        assert_eq!(r.summary().tail(0.9, 1.0), None);
     }
 
     #[test]
