@@ -72,7 +72,7 @@ fn a_stalled_case_is_flagged_and_remeasured() {
     let note = &stalled["quality_note"];
     assert!(note.starts_with("first measurement p50 "), "{note}");
     assert!(note.contains(" ms: median "), "the stalled median: {note}");
-    assert!(note.ends_with("kept the re-measurement"), "{note}");
+    assert!(note.contains("; kept the re-measurement"), "{note}");
     assert_eq!(stalled["hist_tag"], "default/n2/64/float/sum/remeasured");
     let hlog = std::fs::read_to_string(run.join("histograms.hlog")).unwrap();
     assert!(
@@ -119,7 +119,7 @@ fn a_stalled_case_is_flagged_and_remeasured() {
     assert_eq!(stalled["quality"], "outlier", "{stalled:?}");
     assert!(p50(stalled) > 500.0, "{stalled:?}");
     assert!(
-        stalled["quality_note"].ends_with("not re-measured (--no-remeasure)"),
+        stalled["quality_note"].contains("; not re-measured (--no-remeasure)"),
         "{stalled:?}"
     );
     assert!(!run.join("logs/default.n2.remeasure.r1.rank1.log").exists());
