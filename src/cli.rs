@@ -189,7 +189,7 @@ pub struct MeasureArgs {
     pub min_iters: u64,
 
     /// Adaptive mode: take enough samples for p99 (1,000 per size; p90 needs 100)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "iters")]
     pub tails: bool,
 
     /// Process groups per config and rank count, interleaved: 1, or 6 and more

@@ -61,6 +61,11 @@ fn unknown_names() {
         "unknown transport configuration 'shm-of'",
     );
     rejected(&["-d", "float128"], "unknown datatype 'float128'");
+    // (`rejected` passes -n 1: --tails asks the adaptive rule for samples.)
+    rejected(
+        &["--tails"],
+        "the argument '--tails' cannot be used with '--iters <N>'",
+    );
     rejected(&["-o", "xor"], "unknown reduction op 'xor'");
     rejected(&["--gpus", "two"], "invalid --gpus 'two'");
     rejected(&["--gpus", "0"], "invalid --gpus '0'");

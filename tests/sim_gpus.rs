@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use common::sim::{
     on_sim, sim_dir, sim_sweep, sweep_in_small_dev_shm, without_nccl_env, ONE_EVENT_EACH,
 };
-use common::{bin, dir_entries, rows, run_dir, text, wait_no_processes};
+use common::{bin, dir_entries, report, rows, run_dir, text, wait_no_processes};
 
 /// A two-rank sweep of 8 B..`max` on NVLink with one config, `name` with the
 /// variables `env` (TOML inline-table text); every case must be ok. Its run
@@ -48,10 +48,6 @@ fn config_sweep_all_ok(dir: &Path, out: &Path, name: &str, env: &str, max: &str)
         assert_eq!(r["status"], "ok", "{r:?}");
     }
     run
-}
-
-fn report(run: &Path) -> String {
-    std::fs::read_to_string(run.join("report.md")).unwrap()
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use common::sim::{sim_dir, sim_sweep};
-use common::{rows, run_dir, text};
+use common::{report, rows, run_dir, text};
 
 /// A sweep on `topo` that must succeed; its run directory and rows.
 fn sweep_ok(
@@ -43,10 +43,6 @@ fn nccl_logs(run: &Path) -> Vec<Vec<String>> {
     }
     assert!(!logs.is_empty(), "no NCCL log in {}", run.display());
     logs
-}
-
-fn report(run: &Path) -> String {
-    std::fs::read_to_string(run.join("report.md")).unwrap()
 }
 
 /// 8 GPUs on NVSwitch (H100 SXM): NCCL sets NVLS up for the large all-reduces, the
@@ -586,18 +582,8 @@ fn run_gives_each_rank_its_own_gpu_and_refuses_a_shared_one() {
 #[test]
 fn two_nodes_mix_net_and_p2p_in_one_ring() {
     let Some(dir) = sim_dir() else { return };
-    const SCRIPT: &str = r#"
-set -u
-bench=$1; out=$2; shm=$3; logs=$4
-ip link set lo up || exit 99
-ip link add va type veth peer name vb || exit 99
-ip addr add 10.77.0.1/24 dev va && ip link set va up || exit 99
-hostname node1
-unshare --net --uts sleep 120 &
-node2=$!
-while [ "$(readlink /proc/$node2/ns/net)" = "$(readlink /proc/self/ns/net)" ]; do sleep 0.01; done
-ip link set vb netns "$node2" || exit 99
-nsenter -t "$node2" -n -u sh -c 'hostname node2; ip link set lo up; ip addr add 10.77.0.2/24 dev vb; ip link set vb up' || exit 99
+    // After `common::TWO_NODES`: four ranks, two per node.
+    const RANKS: &str = r#"
 export WORLD_SIZE=4 MASTER_ADDR=10.77.0.1 MASTER_PORT=29556 NCCL_SOCKET_IFNAME=v
 export LD_LIBRARY_PATH=$SIM NCCL_BENCH_SIM_TOPO=nvlink NCCL_BENCH_SIM_BOOTSTRAP_DIR=$shm
 set -- run --backend nccl --nccl-lib $SIM/libnccl.so.2 --plain -b 1K -e 64K -n 5 \
@@ -615,7 +601,7 @@ exit $rc
 "#;
     let tmp = tempfile::tempdir().unwrap();
     let sim = format!("'{}'", dir.display().to_string().replace('\'', "'\\''"));
-    let script = SCRIPT.replace("$SIM", &sim);
+    let script = format!("{}{RANKS}", common::TWO_NODES).replace("$SIM", &sim);
     let (o, out) = common::in_namespaces(&script, tmp.path(), "ip and nsenter");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let run = run_dir(&out);

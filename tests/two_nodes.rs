@@ -8,18 +8,8 @@ mod common;
 
 use common::{rows, text};
 
-const SCRIPT: &str = r#"
-set -u
-bench=$1; out=$2; shm=$3; logs=$4
-ip link set lo up || exit 99
-ip link add va type veth peer name vb || exit 99
-ip addr add 10.77.0.1/24 dev va && ip link set va up || exit 99
-hostname node1
-unshare --net --uts sleep 120 &
-node2=$!
-while [ "$(readlink /proc/$node2/ns/net)" = "$(readlink /proc/self/ns/net)" ]; do sleep 0.01; done
-ip link set vb netns "$node2" || exit 99
-nsenter -t "$node2" -n -u sh -c 'hostname node2; ip link set lo up; ip addr add 10.77.0.2/24 dev vb; ip link set vb up' || exit 99
+/// After `common::TWO_NODES`: four ranks, two per node.
+const RANKS: &str = r#"
 export WORLD_SIZE=4 MASTER_ADDR=10.77.0.1 MASTER_PORT=29555 NCCL_SOCKET_IFNAME=v
 set -- run --backend host --plain -b 1K -e 64K -n 5 --transports default \
     --rendezvous-timeout 20s --shm-dir "$shm" --out "$out" --label two-nodes
@@ -37,7 +27,11 @@ exit $rc
 #[test]
 fn two_nodes_meet_over_their_network_and_use_shm_only_within_a_node() {
     let tmp = tempfile::tempdir().unwrap();
-    let (o, out) = common::in_namespaces(SCRIPT, tmp.path(), "ip and nsenter");
+    let (o, out) = common::in_namespaces(
+        &format!("{}{RANKS}", common::TWO_NODES),
+        tmp.path(),
+        "ip and nsenter",
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let run = common::run_dir(&out);
     let all = rows(&run);

@@ -341,6 +341,29 @@ pub fn synthetic_manifest(backend: &str) -> nccl_bench::model::RunManifest {
     }
 }
 
+/// The start of an `in_namespaces` script: two "nodes", node1 (this namespace,
+/// 10.77.0.1) and node2 (a child network and host-name namespace, 10.77.0.2, its
+/// pid in `$node2`), joined by a veth pair; `$bench $out $shm $logs` are set. Exit
+/// 99 where the network cannot be built.
+pub const TWO_NODES: &str = r#"
+set -u
+bench=$1; out=$2; shm=$3; logs=$4
+ip link set lo up || exit 99
+ip link add va type veth peer name vb || exit 99
+ip addr add 10.77.0.1/24 dev va && ip link set va up || exit 99
+hostname node1
+unshare --net --uts sleep 120 &
+node2=$!
+while [ "$(readlink /proc/$node2/ns/net)" = "$(readlink /proc/self/ns/net)" ]; do sleep 0.01; done
+ip link set vb netns "$node2" || exit 99
+nsenter -t "$node2" -n -u sh -c 'hostname node2; ip link set lo up; ip addr add 10.77.0.2/24 dev vb; ip link set vb up' || exit 99
+"#;
+
+/// A run's report.md.
+pub fn report(run: &Path) -> String {
+    std::fs::read_to_string(run.join("report.md")).unwrap()
+}
+
 /// Runs `script` with `sh` as root of a new user, network, UTS and mount
 /// namespace (no real root needed), given nccl-bench, a results folder, a segment
 /// folder and a folder for the ranks' output as $1..$4. The script exits 99 when
