@@ -64,7 +64,7 @@ fn unknown_names() {
     // (`rejected` passes -n 1: --tails asks the adaptive rule for samples.)
     rejected(
         &["--tails"],
-        "the argument '--tails' cannot be used with '--iters <N>'",
+        "the argument '--iters <N>' cannot be used with '--tails'",
     );
     rejected(&["-o", "xor"], "unknown reduction op 'xor'");
     rejected(&["--gpus", "two"], "invalid --gpus 'two'");
