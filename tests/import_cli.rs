@@ -340,6 +340,55 @@ fn json_per_iteration_times_become_histograms_and_compare_bootstraps_them() {
     }
 }
 
+/// `-I` over 20 iterations (nccl-tests' default `-n`): our p90, p99 and the
+/// median's interval rest on 20 samples, so only the interval is given; nccl-tests'
+/// own p95 and p99 stay, in their own columns, exactly as it printed them.
+#[test]
+fn an_import_of_twenty_iterations_keeps_nccl_tests_tails_and_gives_none_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let doc = json_v3(&JSON_SIZES, 20, 0, |b, i| json_time(b, i, 1.0, 3));
+    let file = tmp.path().join("twenty.json");
+    std::fs::write(&file, &doc).unwrap();
+    let out = tmp.path().join("twenty");
+    let o = import(&file, &out, &[]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let rows = common::rows(&out);
+    assert_eq!(rows.len(), 8);
+    for row in &rows {
+        let bytes: u64 = row["bytes"].parse().unwrap();
+        let mut times: Vec<f64> = (0..20).map(|i| json_time(bytes, i, 1.0, 3)).collect();
+        times.sort_by(f64::total_cmp);
+        // The document's own figures, as json_v3 printed them (%.6f, read at %.3f).
+        let own = |v: f64| format!("{v:.3}");
+        assert_eq!(row["nccl_tests_p95_us"], own(times[19]), "{row:?}");
+        assert_eq!(row["nccl_tests_p99_us"], own(times[19]), "{row:?}");
+        assert_eq!((row["p90_us"].as_str(), row["p99_us"].as_str()), ("", ""));
+        assert!(!row["p50_us"].is_empty() && !row["max_us"].is_empty());
+        assert!(!row["median_ci_low_us"].is_empty(), "20 samples give one");
+        assert!(
+            row["quality_note"].contains(
+                "p90 and p99 left empty: 20 samples, a percentile needs 10 beyond it \
+                 (p90 from 100, p99 from 1,000; nccl-tests' own p95 and p99 are in \
+                 nccl_tests_p95_us and nccl_tests_p99_us)"
+            ),
+            "{row:?}"
+        );
+    }
+
+    // Five iterations: not even an interval of the median.
+    let doc = json_v3(&JSON_SIZES[..1], 5, 0, |b, i| json_time(b, i, 1.0, 3));
+    std::fs::write(&file, &doc).unwrap();
+    let five = tmp.path().join("five");
+    assert!(import(&file, &five, &[]).status.success());
+    let row = &common::rows(&five)[0];
+    assert_eq!(row["median_ci_low_us"], "");
+    assert!(
+        row["quality_note"]
+            .contains("5 iterations: too few for a 95 % interval of the median (6 needed)"),
+        "{row:?}"
+    );
+}
+
 fn started_at(run: &Path) -> String {
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();

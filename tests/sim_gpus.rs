@@ -184,6 +184,58 @@ fn graph_launches_match_eager_times() {
     }
 }
 
+/// `--graph 20`, adaptive: the stop rule counts launches, the samples the histogram
+/// holds, so every size keeps measuring until it has `--min-iters` (20) of them, 400
+/// all-reduces, and is never `converged` on two launches (the issue-31 bug: 40
+/// iterations, two samples). Its p99 cell stays empty (fewer than 1,000 samples).
+#[test]
+fn a_graph_sweep_measures_until_it_has_the_minimum_number_of_launches() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[],
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "1M",
+            "-f",
+            "32",
+            "--graph",
+            "20",
+            "--transports",
+            "default",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(out.path());
+    let histograms: std::collections::HashMap<String, hdrhistogram::Histogram<u64>> =
+        nccl_bench::export::hlog::read(&run.join("histograms.hlog"))
+            .unwrap()
+            .into_iter()
+            .collect();
+    let rows = rows(&run);
+    assert_eq!(rows.len(), 4, "8 B, 256 B, 8 KiB, 256 KiB");
+    for r in &rows {
+        assert_eq!((r["status"].as_str(), r["graph_iters"].as_str()), ("ok", "20"));
+        let launches = histograms[&r["hist_tag"]].len();
+        let iters: u64 = r["iters"].parse().unwrap();
+        assert!(launches >= 20, "{launches} launches: {r:?}");
+        assert_eq!(iters, launches * 20, "{r:?}");
+        assert_eq!(r["p99_us"], "", "{r:?}");
+        assert!(!r["median_ci_low_us"].is_empty(), "{r:?}");
+        assert!(
+            r["quality_note"].contains(&format!("{launches} samples")),
+            "{r:?}"
+        );
+    }
+}
+
 /// An NCCL error in a running collective (a peer's network failing) ends the case
 /// at once with NCCL's words, and the sweep goes on.
 #[test]

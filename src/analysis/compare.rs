@@ -405,6 +405,7 @@ mod tests {
             round_p50_us: String::new(),
             median_ci_low_us: None,
             median_ci_high_us: None,
+            ..Default::default()
         }
     }
 

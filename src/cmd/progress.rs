@@ -43,7 +43,10 @@ pub fn case_line(r: &CaseResult) -> String {
                 format_us(l.mean_us),
                 b.busbw.0,
                 format_us(l.p50_us),
-                format_us(l.p99_us),
+                // "-" where the samples cannot support a p99 (as its CSV cell).
+                l.tail(0.99, l.p99_us)
+                    .map(format_us)
+                    .unwrap_or_else(|| "-".into()),
                 r.transports,
                 l.count
             );

@@ -9,7 +9,7 @@ use std::io;
 use crate::model::CaseResult;
 
 /// Column names, in order. README.md documents each.
-pub const COLUMNS: [&str; 34] = [
+pub const COLUMNS: [&str; 36] = [
     "config",
     "backend",
     "nranks",
@@ -44,6 +44,8 @@ pub const COLUMNS: [&str; 34] = [
     "rounds",
     "round_p50_us",
     "round_spread_pct",
+    "nccl_tests_p95_us",
+    "nccl_tests_p99_us",
 ];
 
 fn num(v: Option<f64>, decimals: usize) -> String {
@@ -87,6 +89,10 @@ pub struct RowCells {
     pub ceiling_pct: Option<f64>,
     /// Each round's median, us (rounds = their count).
     pub round_p50_us: Vec<f64>,
+    /// nccl-tests' own `-I` p95 and p99 of an imported case, as it printed them
+    /// (whatever its iteration count); empty for nccl-bench's own runs.
+    pub nccl_tests_p95_us: Option<f64>,
+    pub nccl_tests_p99_us: Option<f64>,
 }
 
 impl From<&CaseResult> for RowCells {
@@ -139,6 +145,8 @@ impl From<&CaseResult> for RowCells {
                 .filter(|(_, c)| *c > 0.0)
                 .map(|(b, c)| b.busbw.0 / c * 100.0),
             round_p50_us: r.round_p50_us.clone(),
+            nccl_tests_p95_us: None,
+            nccl_tests_p99_us: None,
         }
     }
 }
@@ -203,6 +211,8 @@ pub fn row(c: &RowCells) -> Vec<String> {
             .collect::<Vec<_>>()
             .join(";"),
         num(round_spread_pct(&c.round_p50_us), 1),
+        num(c.nccl_tests_p95_us, 3),
+        num(c.nccl_tests_p99_us, 3),
     ]
 }
 

@@ -58,6 +58,11 @@ pub struct CaseRow {
     /// Each round's median, us, `;`-separated (absent in older runs and imports).
     #[serde(default)]
     pub round_p50_us: String,
+    /// nccl-tests' own `-I` p95 and p99 (imports only).
+    #[serde(default)]
+    pub nccl_tests_p95_us: Option<f64>,
+    #[serde(default)]
+    pub nccl_tests_p99_us: Option<f64>,
 }
 
 impl CaseRow {

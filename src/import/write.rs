@@ -99,10 +99,15 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
                 .into_iter()
                 .filter(|t| t.is_finite() && *t >= 0.0)
                 .collect();
-            let (recorder, flags) = if times.is_empty() {
-                (None, Vec::new())
+            // nccl-tests' own tail figures, kept as it printed them and labelled as its.
+            if let Some(stats) = &timing.per_iter {
+                cells.nccl_tests_p95_us = stats.p95_us;
+                cells.nccl_tests_p99_us = Some(stats.p99_us).filter(|v| v.is_finite());
+            }
+            let (recorder, flags, notes) = if times.is_empty() {
+                (None, Vec::new(), Vec::new())
             } else {
-                let (recorder, flags) = per_iteration(&mut cells, &times);
+                let (recorder, flags, notes) = per_iteration(&mut cells, &times);
                 cells.hist_tag = CaseKey {
                     config: name.clone(),
                     nranks,
@@ -111,12 +116,13 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
                     op,
                 }
                 .tag();
-                (Some(recorder), flags)
+                (Some(recorder), flags, notes)
             };
             cases.push(Imported {
                 cells,
                 recorder,
                 flags,
+                notes,
             });
         }
     }
@@ -227,7 +233,14 @@ struct Imported {
     cells: RowCells,
     recorder: Option<LatencyRecorder>,
     flags: Vec<Flag>,
+    /// Why our own tails or the median's interval are left empty (too few
+    /// iterations for them).
+    notes: Vec<String>,
 }
+
+/// Where an import's tails come from when its iterations cannot support ours.
+const IMPORT_REMEDY: &str =
+    "nccl-tests' own p95 and p99 are in nccl_tests_p95_us and nccl_tests_p99_us";
 
 /// The iterations nccl-tests' own `-I` summary counts: all but the first
 /// `skipped_iterations` (`-K`, left out as warm-up).
@@ -238,10 +251,14 @@ fn timed(stats: &IterStats) -> Vec<f64> {
 
 /// Puts every iteration time (the max over ranks, as nccl-tests measures it) into a
 /// histogram like the sweep's own and fills the row's percentiles, spread and median
-/// interval from it; returns the histogram and the quality rules' flags on the case
-/// itself. The mean, algbw and busbw stay nccl-tests' own (from
-/// its batch time).
-fn per_iteration(cells: &mut RowCells, times_us: &[f64]) -> (LatencyRecorder, Vec<Flag>) {
+/// interval from it (the tails and the interval only where the iterations support
+/// them); returns the histogram, the quality rules' flags on the case itself and the
+/// notes on what was left empty. The mean, algbw and busbw stay nccl-tests' own
+/// (from its batch time).
+fn per_iteration(
+    cells: &mut RowCells,
+    times_us: &[f64],
+) -> (LatencyRecorder, Vec<Flag>, Vec<String>) {
     let mut recorder = LatencyRecorder::new();
     let mut drift = Drift::new();
     let ns: Vec<u64> = times_us.iter().map(|t| (t * 1e3).round() as u64).collect();
@@ -252,13 +269,22 @@ fn per_iteration(cells: &mut RowCells, times_us: &[f64]) -> (LatencyRecorder, Ve
     let s = recorder.summary();
     cells.min_us = Some(s.min_us);
     cells.p50_us = Some(s.p50_us);
-    cells.p90_us = Some(s.p90_us);
-    cells.p99_us = Some(s.p99_us);
+    // Tails and the median's interval only where the iterations support them.
+    cells.p90_us = s.tail(0.9, s.p90_us);
+    cells.p99_us = s.tail(0.99, s.p99_us);
     cells.max_us = Some(s.max_us);
     cells.stddev_us = Some(s.stddev_us);
-    cells.median_ci_us = Some(s.median_ci_us);
+    cells.median_ci_us = Some(s.median_ci_us).filter(|ci| ci.1.is_finite());
     let flags = case_flags(&CaseShape::of(&recorder, &drift));
-    (recorder, flags)
+    let mut notes: Vec<String> = s.tail_note(IMPORT_REMEDY).into_iter().collect();
+    if cells.median_ci_us.is_none() {
+        notes.push(format!(
+            "{} iterations: too few for a 95 % interval of the median ({} needed)",
+            s.samples,
+            crate::stats::rounds::MIN_ROUNDS
+        ));
+    }
+    (recorder, flags, notes)
 }
 
 /// The quality of every case with a histogram: the rules on the case itself and,
@@ -296,7 +322,12 @@ fn assess(cases: &mut [Imported]) {
         .filter(|c| c.recorder.is_some() && c.cells.status == "ok")
     {
         case.cells.quality = verdict(&case.flags).name().into();
-        case.cells.quality_note = reasons(&case.flags);
+        let flagged = reasons(&case.flags);
+        case.cells.quality_note = std::iter::once(flagged)
+            .filter(|r| !r.is_empty())
+            .chain(case.notes.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("; ");
     }
 }
 

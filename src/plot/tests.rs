@@ -53,6 +53,7 @@ fn cells(config: &str, nranks: u32, bytes: u64) -> RowCells {
         quality_note: String::new(),
         ceiling_pct: None,
         round_p50_us: Vec::new(),
+        ..Default::default()
     }
 }
 

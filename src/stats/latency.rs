@@ -46,6 +46,8 @@ pub struct LatencySummary {
 pub const TAIL_BEYOND: f64 = 10.0;
 /// Samples that support p99 (`--tails` asks the adaptive rule for them).
 pub const TAIL_SAMPLES_P99: u64 = 1000;
+/// Where a sweep's missing tails come from.
+pub const SWEEP_REMEDY: &str = "--tails takes them";
 
 impl LatencySummary {
     /// The `quantile` (0.9, 0.99) where the samples support it: at least
@@ -54,8 +56,8 @@ impl LatencySummary {
         (self.samples as f64 * (1.0 - quantile) >= TAIL_BEYOND - 1e-9).then_some(value)
     }
 
-    /// Why p90 or p99 is left out, if one is.
-    pub fn tail_note(&self) -> Option<String> {
+    /// Why p90 or p99 is left out, if one is; `remedy` says where more is found.
+    pub fn tail_note(&self, remedy: &str) -> Option<String> {
         let missing: Vec<&str> = [(0.9, "p90"), (0.99, "p99")]
             .iter()
             .filter(|(q, _)| self.tail(*q, 0.0).is_none())
@@ -63,7 +65,7 @@ impl LatencySummary {
             .collect();
         (!missing.is_empty() && self.count > 0).then(|| {
             format!(
-                "{} left empty: {} samples, a percentile needs 10 beyond it (p90 from 100, p99 from 1,000; --tails takes them)",
+                "{} left empty: {} samples, a percentile needs 10 beyond it (p90 from 100, p99 from 1,000; {remedy})",
                 missing.join(" and "),
                 self.samples
             )
@@ -352,18 +354,18 @@ mod tests {
             (None, None)
         );
         assert_eq!(
-            s.tail_note().as_deref(),
+            s.tail_note(SWEEP_REMEDY).as_deref(),
             Some("p90 and p99 left empty: 20 samples, a percentile needs 10 beyond it (p90 from 100, p99 from 1,000; --tails takes them)")
         );
         let s = with(100);
         assert_eq!(s.tail(0.9, s.p90_us), Some(s.p90_us));
         assert_eq!(s.tail(0.99, s.p99_us), None);
         assert!(s
-            .tail_note()
+            .tail_note(SWEEP_REMEDY)
             .unwrap()
             .starts_with("p99 left empty: 100 samples"));
         let s = with(1000);
-        assert!(s.tail(0.99, s.p99_us).is_some() && s.tail_note().is_none());
+        assert!(s.tail(0.99, s.p99_us).is_some() && s.tail_note(SWEEP_REMEDY).is_none());
         // Ten graph launches of 100 iterations are ten samples, not 1,000.
         let mut r = LatencyRecorder::new();
         (0..10).for_each(|_| r.record_launch(100_000, 100));

@@ -57,7 +57,7 @@ pub(crate) fn combine(takes: Vec<RoundTake>) -> Combined {
     }
     let mut summary = recorder.summary();
     let samples = recorder.summary().samples;
-    notes.extend(summary.tail_note());
+    notes.extend(summary.tail_note(crate::stats::latency::SWEEP_REMEDY));
     if samples < MIN_ROUNDS as u64 && takes.len() < MIN_ROUNDS {
         notes.push(format!(
             "{samples} samples: too few for a 95 % interval of the median ({MIN_ROUNDS} needed)"

@@ -83,6 +83,7 @@ fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
                 round_p50_us: String::new(),
                 median_ci_low_us: None,
                 median_ci_high_us: None,
+                ..Default::default()
             }
         })
         .collect();

@@ -278,6 +278,42 @@ fn per_iteration_columns_and_timestamps() {
     assert!(row.iteration_times_us.is_empty());
     // -S: the first row's timestamp dates the run.
     assert_eq!(run.started_at.as_deref(), Some("2026-07-10T12:00:01"));
+
+    // The run directory keeps nccl-tests' i_p99 as its own, and has none of ours
+    // (no per-iteration times to compute it from).
+    let tmp = tempfile::tempdir().unwrap();
+    let request = ImportRequest {
+        file: "night.txt".into(),
+        out: tmp.path().join("run"),
+        config: None,
+        nranks: Some(2),
+        started_at: None,
+    };
+    write_run(&run, &request).unwrap();
+    let csv = std::fs::read_to_string(tmp.path().join("run/results.csv")).unwrap();
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let cell = |r: &csv::StringRecord, name: &str| {
+        r[header.iter().position(|h| h == name).unwrap()].to_string()
+    };
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let own: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                cell(r, "p99_us"),
+                cell(r, "nccl_tests_p95_us"),
+                cell(r, "nccl_tests_p99_us"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        own,
+        [
+            ("".into(), "".into(), "79.900".into()),
+            ("".into(), "".into(), "74.800".into())
+        ]
+    );
 }
 
 #[test]
