@@ -12,6 +12,7 @@ pub mod explain;
 pub mod log;
 pub mod net;
 pub mod shm;
+pub mod tuning;
 pub mod vars;
 pub mod version;
 

@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::log::{NcclLog, NvlsUse};
 use context::Context;
 use failures::failure_findings;
-use summary::interface_summaries;
+use summary::{interface_summaries, tuning_summaries};
 
 pub use finding::{Finding, FindingKind, Severity};
 
@@ -37,6 +37,7 @@ pub use rules::{
 };
 pub use summary::{
     host_summaries, pair_summaries, HostSummary, InterfaceSummary, PairSummary, PairTransport,
+    TuningSummary,
 };
 
 /// What one or more NCCL logs say, ready to print.
@@ -61,6 +62,10 @@ pub struct Explanation {
     pub transports: String,
     pub nvls: NvlsUse,
     pub collnet: bool,
+    /// NCCL's algorithm and protocol per collective (`TUNING` lines), in order.
+    pub tuning: Vec<TuningSummary>,
+    /// The model's latency/bandwidth table rank 0 printed at initialization.
+    pub tuning_table: Vec<String>,
     /// Errors first, then warnings, then notes; in order of appearance within each.
     pub findings: Vec<Finding>,
 }
@@ -101,6 +106,8 @@ pub fn explain(log: &NcclLog) -> Explanation {
         transports: log.transports_cell(),
         nvls: log.nvls,
         collnet: log.collnet,
+        tuning: tuning_summaries(log),
+        tuning_table: log.tuning_table.clone(),
         findings,
     }
 }

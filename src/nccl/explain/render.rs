@@ -125,6 +125,7 @@ pub fn render_text(e: &Explanation) -> String {
     let collnet = if e.collnet { "used" } else { "not in the log" };
     let _ = writeln!(out, "  CollNet: {collnet}");
 
+    render_tuning(&mut out, e);
     out.push_str("\nFindings\n");
     if e.findings.is_empty() {
         out.push_str("  no known failure signature in the log\n");
@@ -180,5 +181,45 @@ fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str) {
     if !empty {
         out.push_str(&line);
         out.push('\n');
+    }
+}
+
+/// The `Tuning` section: NCCL's choices in order (runs of identical lines merged) and
+/// the model's table; nothing without `TUNING` lines.
+fn render_tuning(out: &mut String, e: &Explanation) {
+    if e.tuning.is_empty() && e.tuning_table.is_empty() {
+        return;
+    }
+    out.push_str("\nTuning (algorithm and protocol NCCL chose, in order)\n");
+    for t in &e.tuning {
+        let func = if t.func.is_empty() {
+            "collective".to_string()
+        } else {
+            t.func.clone()
+        };
+        let mut line = format!("  {func} {}: {}", crate::units::Bytes(t.bytes), t.algo);
+        if !t.proto.is_empty() {
+            let _ = write!(line, "/{}", t.proto);
+        }
+        if !t.kernel.is_empty() {
+            let _ = write!(line, " kernel {}", t.kernel);
+        }
+        if let Some(n) = t.channels {
+            let _ = write!(line, ", {n} channel{}", if n == 1 { "" } else { "s" });
+        }
+        if let Some(p) = &t.predicted_us {
+            let _ = write!(line, ", predicted {p} us");
+        }
+        if t.count > 1 {
+            let _ = write!(line, " (x{})", t.count);
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if !e.tuning_table.is_empty() {
+        out.push_str("  NCCL's model (latency us / bandwidth GB/s per algorithm and protocol):\n");
+        for l in &e.tuning_table {
+            let _ = writeln!(out, "    {l}");
+        }
     }
 }

@@ -142,3 +142,50 @@ pub fn pair_summaries(log: &NcclLog) -> Vec<PairSummary> {
         })
         .collect()
 }
+
+/// One run of identical tuning lines (`NCCL_DEBUG_SUBSYS=TUNING`): the function, the
+/// size and NCCL's choice, with how many collectives in a row had it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TuningSummary {
+    /// `AllReduce`, ...; empty in the 2.20-2.22 wording, which does not say.
+    pub func: String,
+    pub bytes: u64,
+    pub algo: String,
+    /// Empty for a symmetric kernel.
+    pub proto: String,
+    /// A symmetric kernel's name.
+    pub kernel: String,
+    pub channels: Option<u32>,
+    /// The model's time as logged (2.20-2.23), microseconds.
+    pub predicted_us: Option<String>,
+    pub count: usize,
+}
+
+/// The tuning lines in order, consecutive identical ones merged.
+pub(super) fn tuning_summaries(log: &NcclLog) -> Vec<TuningSummary> {
+    let mut out: Vec<TuningSummary> = Vec::new();
+    for c in &log.choices {
+        let next = TuningSummary {
+            func: c.func.clone().unwrap_or_default(),
+            bytes: c.bytes,
+            algo: c.algo.name().to_string(),
+            proto: c.proto.map(|p| p.name().to_string()).unwrap_or_default(),
+            kernel: c.kernel.clone().unwrap_or_default(),
+            channels: c.channels,
+            predicted_us: c.predicted_us.map(|t| format!("{t:.2}")),
+            count: 1,
+        };
+        match out.last_mut() {
+            Some(last)
+                if TuningSummary {
+                    count: 1,
+                    ..last.clone()
+                } == next =>
+            {
+                last.count += 1
+            }
+            _ => out.push(next),
+        }
+    }
+    out
+}

@@ -139,6 +139,14 @@ impl Parser {
             self.log.connect_retries.push(retry);
             return true;
         }
+        if let Some(choice) = crate::nccl::tuning::parse_choice(message) {
+            self.log.choices.push(choice);
+            return true;
+        }
+        if crate::nccl::tuning::is_table_line(message) {
+            self.log.tuning_table.push(message.to_string());
+            return true;
+        }
         if message.ends_with("Connected CollNet") {
             self.log.collnet = true;
             return true;

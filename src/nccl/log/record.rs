@@ -11,7 +11,7 @@ pub use super::failure_text::ConnectRetry;
 use super::failure_text::{connect_target, shm_segment_size};
 
 /// What one or more NCCL logs say about a run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NcclLog {
     /// `NCCL version` values (e.g. `2.21.5+cuda12.4`), distinct, in order of appearance.
     pub versions: Vec<String>,
@@ -41,6 +41,12 @@ pub struct NcclLog {
     /// The processes named by `host:pid:tid [dev]` prefixes, in order of appearance.
     #[serde(default)]
     pub processes: Vec<ProcessInfo>,
+    /// Tuning decisions (`NCCL_DEBUG_SUBSYS=TUNING`, rank 0), in order.
+    #[serde(default)]
+    pub choices: Vec<crate::nccl::tuning::Choice>,
+    /// The model's latency/bandwidth table rank 0 prints at initialization, as printed.
+    #[serde(default)]
+    pub tuning_table: Vec<String>,
     /// Lines that came from NCCL: those with an `NCCL INFO`/`WARN`/`TRACE` tag, plus
     /// untagged lines the parser took something from (NCCL 2.28 prints its version line
     /// untagged, and some posted logs have every prefix stripped).

@@ -287,3 +287,79 @@ fn check_fixture(name: &str, expected: Expected) -> Option<Explanation> {
     }
     Some(e)
 }
+
+/// `explain` lists NCCL's choices in every wording (lines as NCCL's format strings
+/// write them, behind its `host:pid:tid [dev] NCCL INFO` tag) and the model's table.
+#[test]
+fn tuning_lines_of_every_wording_are_listed_in_order() {
+    let tag = "node1:4242:4250 [0] NCCL INFO";
+    let log = [
+        "node1:4242:4242 [0] NCCL INFO NCCL version 2.28.9+cuda12.4".to_string(),
+        format!("{tag}   Algorithm   | {:>14}   {:>14}   {:>14} |", "", "Tree", ""),
+        format!("{tag}     AllReduce |{:>8.1}/{:>6.1} |", 6.8, 120.5),
+        // 2.20-2.22, 2.23, 2.24+, 2.27+ symmetric
+        format!("{tag} 8 Bytes -> Algo 1 proto 0 time {:.6}", 10.25),
+        format!("{tag} 8 Bytes -> Algo 1 proto 0 time {:.6}", 10.25),
+        format!("{tag} AllReduce: 65536 Bytes -> Algo 0 proto 1 time {:.6}", 21.5),
+        format!("{tag} AllReduce: 1048576 Bytes -> Algo NVLS proto SIMPLE channel{{Lo..Hi}}={{0..15}}"),
+        format!("{tag} AllReduce [Symmetric]: 4096 Bytes -> Kernel AllReduce_AGxLL_R nchannels 4 nthreads 512"),
+    ]
+    .join("\n");
+    let e = explain(&parse(&log));
+    let seen: Vec<(String, u64, String, String, Option<u32>, usize)> = e
+        .tuning
+        .iter()
+        .map(|t| {
+            (
+                t.func.clone(),
+                t.bytes,
+                t.algo.clone(),
+                t.proto.clone(),
+                t.channels,
+                t.count,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("".into(), 8, "Ring".into(), "LL".into(), None, 2),
+            (
+                "AllReduce".into(),
+                65536,
+                "Tree".into(),
+                "LL128".into(),
+                None,
+                1
+            ),
+            (
+                "AllReduce".into(),
+                1048576,
+                "NVLS".into(),
+                "Simple".into(),
+                Some(16),
+                1
+            ),
+            (
+                "AllReduce".into(),
+                4096,
+                "Symmetric".into(),
+                "".into(),
+                Some(4),
+                1
+            ),
+        ]
+    );
+    assert_eq!(e.tuning_table.len(), 2);
+    let text = render_text(&e);
+    for want in [
+        "Tuning (algorithm and protocol NCCL chose, in order)",
+        "  collective 8 B: Ring/LL, predicted 10.25 us (x2)",
+        "  AllReduce 64 KiB: Tree/LL128, predicted 21.50 us",
+        "  AllReduce 1 MiB: NVLS/Simple, 16 channels",
+        "  AllReduce 4 KiB: Symmetric kernel AllReduce_AGxLL_R, 4 channels",
+        "AllReduce |     6.8/ 120.5 |",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+}
