@@ -21,7 +21,10 @@
 //!   until every rank (each in its own process) has joined, exact all-reduces across
 //!   processes for every type and operator, asynchronous errors, abort, NCCL's error
 //!   strings and its `NCCL_DEBUG` log lines, from which nccl-bench reads transports,
-//!   in the words and at the moments of the release it plays;
+//!   in the words and at the moments of the release it plays; group calls and
+//!   `ncclGroupSimulateEnd`; the tuner's choice of algorithm and protocol
+//!   (`NCCL_ALGO`, `NCCL_PROTO`, TUNING lines) with a model of its own, which a
+//!   deliberate mis-tuning and the `mispredict` fault make differ from the device;
 //! - the transports NCCL would pick on a topology (`NCCL_BENCH_SIM_TOPO`) and a cost
 //!   model per transport ([`topo`]): times come from a virtual device clock, so they
 //!   show the shape of real results without the noise of a loaded CI machine.

@@ -13,6 +13,7 @@ use crate::env;
 pub const INIT: u64 = 1;
 pub const COLL: u64 = 2;
 pub const NET: u64 = 16;
+pub const TUNING: u64 = 64;
 pub const ENV: u64 = 128;
 pub const NVLS: u64 = 2048;
 
@@ -23,7 +24,7 @@ const SUBSYS: [(&str, u64); 9] = [
     ("SHM", 8),
     ("NET", NET),
     ("GRAPH", 32),
-    ("TUNING", 64),
+    ("TUNING", TUNING),
     ("ENV", ENV),
     ("NVLS", NVLS),
 ];

@@ -260,7 +260,8 @@ fn fault_specs_parse() {
         Some(Spec {
             fault: Fault::Hang,
             rank: Some(1),
-            after: 40
+            after: 40,
+            factor: 1.0,
         })
     );
     assert_eq!(

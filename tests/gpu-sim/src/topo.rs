@@ -293,43 +293,28 @@ pub fn ring_link(topo: Topology, edges: &[(Transport, usize, usize)]) -> Option<
         .reduce(|x, y| (x.0.max(y.0), x.1.min(y.1)))
 }
 
-/// Fixed cost of launching a collective's kernel, ns.
-const LAUNCH_NS: f64 = 4_000.0;
-
-/// Device time of an all-reduce of `bytes` over a ring whose slowest step is
-/// `ring` (latency, bandwidth; see [`ring_link`]): a launch, then 2(n-1) steps each
-/// moving bytes/n (nccl-tests' busbw then comes out near the link bandwidth at large
-/// sizes). One rank copies locally.
-pub fn all_reduce_ns(ring: Option<(f64, f64)>, bytes: u64, nranks: u32) -> f64 {
-    let ns = match ring.filter(|_| nranks > 1) {
-        None => LAUNCH_NS / 2.0 + bytes as f64 / 1_500.0,
-        Some((latency, bandwidth)) => {
-            let steps = 2.0 * (nranks as f64 - 1.0);
-            LAUNCH_NS + steps * (latency + bytes as f64 / nranks as f64 / bandwidth)
-        }
-    };
-    ns * slowdown()
-}
+/// Fixed cost of launching a collective's kernel, ns (the tuner's model builds on
+/// it: [`crate::nccl::tuner::model`]).
+pub const LAUNCH_NS: f64 = 4_000.0;
 
 /// NVLS's bus bandwidth on H100 NVSwitch (GB/s): NCCL's maintainers quote ~480.
-const NVLS_BUSBW: f64 = 480.0;
+pub const NVLS_BUSBW: f64 = 480.0;
 /// NVLS's fixed cost besides the launch (ns): the multicast reduce and broadcast
 /// through the switch, which makes the ring faster below about 1 MiB on 8 GPUs.
-const NVLS_LATENCY_NS: f64 = 15_000.0;
+pub const NVLS_LATENCY_NS: f64 = 15_000.0;
 
-/// Device time of an all-reduce of `bytes` on `nranks` with NVLink SHARP: the
-/// switch reduces, so the time is one pass at NVLS's bus bandwidth.
-pub fn nvls_all_reduce_ns(bytes: u64, nranks: u32) -> f64 {
-    let n = f64::from(nranks.max(2));
-    let ns = LAUNCH_NS + NVLS_LATENCY_NS + bytes as f64 * 2.0 * (n - 1.0) / n / NVLS_BUSBW;
-    ns * slowdown()
+/// Device time of an all-reduce on one rank: a launch and a local copy (NCCL runs
+/// no algorithm there). Without [`slowdown`].
+pub fn one_rank_ns(bytes: u64) -> f64 {
+    LAUNCH_NS / 2.0 + bytes as f64 / 1_500.0
 }
 
 /// `NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN`: every all-reduce takes this many times its
 /// cost while copies keep the links' speed (1.3: each takes 30 % longer than its
 /// links allow, busbw at 1/1.3 of the ceiling, for tests of the ceiling verdict).
-/// 1 by default, and where it is not a positive number.
-fn slowdown() -> f64 {
+/// 1 by default, and where it is not a positive number. NCCL's tuner does not know
+/// of it: it is a factor on the device time only.
+pub fn slowdown() -> f64 {
     env("NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN")
         .and_then(|v| v.parse::<f64>().ok())
         .filter(|f| f.is_finite() && *f > 0.0)

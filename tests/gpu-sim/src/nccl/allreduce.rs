@@ -1,6 +1,8 @@
 //! An all-reduce on a stream (or in a graph: each launch runs it again): computed
 //! exactly across the ranks' processes through the shared file, one chunk at a
-//! time, and timed by the tuner's model for the algorithm it was given.
+//! time, and timed by the device time of the algorithm and protocol the tuner gave
+//! it ([`tuner::model::device_ns`]: the model's, but for its deliberate mis-tuning),
+//! times the `mispredict` fault's factor, the communicator's speed and a jitter.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -8,7 +10,7 @@ use std::time::Duration;
 
 use super::comm::Comm;
 use super::shared::CHUNK;
-use super::tuner::{self, Algo};
+use super::tuner::{model, Algo, Proto};
 use super::{IN_PROGRESS, REMOTE_ERROR, SUCCESS};
 use crate::driver::{self, CUdeviceptr};
 use crate::env;
@@ -25,6 +27,7 @@ pub struct AllReduce {
     pub dtype: i32,
     pub op: i32,
     pub algo: Algo,
+    pub proto: Proto,
 }
 
 /// `NCCL_BENCH_SIM_GROUP_JITTER=s`: each communicator (one process group of a sweep)
@@ -117,7 +120,8 @@ impl Work for AllReduce {
             unsafe { *(self.recv as *mut u8) ^= 0x5a };
         }
         let plan = c.plan();
-        let cost = tuner::cost_ns(&plan.machine, self.algo, self.bytes as u64, c.nranks);
+        let cost = model::device_ns(&plan.machine, self.algo, self.proto, self.bytes as u64)
+            * fault::mispredict_factor(c.nranks, seq);
         latest + (cost * jitter(c.hash, seq) * c.speed) as u64
     }
 }

@@ -1,25 +1,24 @@
-//! NCCL's C API as nccl-bench calls it.
+//! NCCL's C API as nccl-bench calls it (the group calls are in [`super::group`]).
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use super::allreduce::{group_speed, AllReduce};
-use super::comm::{comm_of, register, release, Comm, Failure};
+use super::allreduce::group_speed;
+use super::comm::{comm_of, register, release, Comm};
+use super::group::{self, Call};
 use super::shared::file_bytes;
 use super::shared::MAX_RANKS;
-use super::tuner;
 use super::{
     version, version_code, NcclResult, INVALID_ARGUMENT, INVALID_USAGE, IN_PROGRESS, SUCCESS,
-    UNHANDLED_CUDA_ERROR,
 };
 use crate::driver;
 use crate::fault::{self, Fault};
 use crate::log;
 use crate::reduce;
 use crate::rendezvous::{self, ID_BYTES};
-use crate::stream::{self, Op};
+use crate::stream;
 
 fn out<T>(p: *mut T, v: T) -> NcclResult {
     if p.is_null() {
@@ -78,7 +77,6 @@ fn log_banner(device: usize) {
             "NCCL_RUNTIME_CONNECT",
             "NCCL_NVLS_ENABLE",
             "NCCL_CUMEM_ENABLE",
-            "NCCL_ALGO",
             "NCCL_CHECK_POINTERS",
         ] {
             if let Some(v) = crate::env(name) {
@@ -203,6 +201,24 @@ pub extern "C" fn ncclAllReduce(
     comm: *mut c_void,
     stream: stream::CUstream,
 ) -> NcclResult {
+    let code = all_reduce(send, recv, count, dtype, op, comm, stream);
+    if !matches!(code, SUCCESS | IN_PROGRESS) {
+        group::failed(code);
+    }
+    code
+}
+
+/// `ncclAllReduce`: checks the arguments, then launches the all-reduce, or queues
+/// it in the thread's group ([`group`]).
+fn all_reduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: c_int,
+    op: c_int,
+    comm: *mut c_void,
+    stream: stream::CUstream,
+) -> NcclResult {
     let Some(c) = comm_of(comm) else {
         log::warn(0, "enqueue.cc:1946", "AllReduce : invalid comm");
         return INVALID_ARGUMENT;
@@ -236,71 +252,15 @@ pub extern "C" fn ncclAllReduce(
             return code;
         }
     }
-    let Some(algo) = tuner::choose(&c.plan().machine, bytes as u64, c.nranks) else {
-        log::warn(
-            c.device,
-            "enqueue.cc:1797",
-            &format!(
-                "Error : no algorithm/protocol available for function AllReduce with datatype {dtype}. NCCL_ALGO was set to {}.",
-                crate::env("NCCL_ALGO").unwrap_or_default()
-            ),
-        );
-        return INVALID_USAGE;
-    };
-    let connect = c.needs_connect(algo);
-    let work = AllReduce {
-        comm: c.clone(),
+    group::submit(Call {
+        comm: c,
         send: send as u64,
         recv: recv as u64,
         bytes,
         dtype,
         op,
-        algo,
-    };
-    let stream = stream as usize;
-    let enqueue = move |c: &Comm| -> Result<(), Failure> {
-        if connect {
-            c.prepare(algo)?;
-        }
-        stream::submit(stream as stream::CUstream, Op::Work(Arc::new(work))).map_err(|e| {
-            (
-                UNHANDLED_CUDA_ERROR,
-                format!("Cuda failure {e} '{}'", driver::error_text(e)),
-                "enqueue.cc:1500",
-            )
-        })
-    };
-    // Non-blocking: from 2.23 every collective is enqueued by a thread of NCCL's and
-    // returns ncclInProgress; in 2.22 only one that has to connect first.
-    let in_background = !c.blocking && (version() >= (2, 23, 0) || connect);
-    if !in_background {
-        return match enqueue(&c) {
-            Ok(()) => SUCCESS,
-            Err((code, msg, origin)) => {
-                c.fail_async(code, origin, &msg);
-                code
-            }
-        };
-    }
-    if c.state
-        .compare_exchange(SUCCESS, IN_PROGRESS, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
-        return c.state.load(Ordering::Acquire);
-    }
-    let worker = c.clone();
-    std::thread::spawn(move || match enqueue(&worker) {
-        Ok(()) => {
-            let _ = worker.state.compare_exchange(
-                IN_PROGRESS,
-                SUCCESS,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            );
-        }
-        Err((code, msg, origin)) => worker.fail_async(code, origin, &msg),
-    });
-    IN_PROGRESS
+        stream: stream as usize,
+    })
 }
 
 #[no_mangle]
@@ -402,6 +362,7 @@ pub extern "C" fn ncclGetLastError(_comm: *mut c_void) -> *const c_char {
 mod tests {
     use super::*;
     use crate::driver::{cuCtxSetCurrent, cuDevicePrimaryCtxRetain, cuInit, cuMemAlloc_v2};
+    use crate::nccl::tuner;
     use crate::stream::cuStreamCreate;
 
     fn unique_id() -> UniqueId {
@@ -466,6 +427,109 @@ mod tests {
             .collect();
         for r in ranks {
             assert_eq!(r.join().unwrap(), (INVALID_USAGE, true));
+        }
+    }
+
+    /// Group calls on two ranks (threads, GPUs 6 and 7): a simulated end predicts the
+    /// model's time and runs nothing, nested groups launch at the outermost end, a
+    /// bad `ncclSimInfo_t` is refused, and a release before 2.22 has no
+    /// `ncclGroupSimulateEnd`.
+    #[test]
+    fn groups_queue_all_reduces_and_a_simulated_end_predicts_them() {
+        use crate::nccl::group::{
+            ncclGroupEnd, ncclGroupSimulateEnd, ncclGroupStart, simulate_end, SimInfo, SIM_MAGIC,
+        };
+        use crate::stream::{cuMemcpyDtoHAsync_v2, cuMemcpyHtoDAsync_v2, cuStreamSynchronize};
+        const COUNT: usize = 64 << 10;
+        let id = unique_id();
+        let ranks: Vec<_> = (0..2)
+            .map(|rank| {
+                std::thread::spawn(move || {
+                    assert_eq!(cuInit(0), 0);
+                    let mut ctx = std::ptr::null_mut();
+                    assert_eq!(cuDevicePrimaryCtxRetain(&mut ctx, 6 + rank), 0);
+                    assert_eq!(cuCtxSetCurrent(ctx), 0);
+                    // Another test may make communicators non-blocking meanwhile.
+                    let mut comm = std::ptr::null_mut();
+                    let rc = ncclCommInitRank(&mut comm, 2, id, rank);
+                    assert!(matches!(rc, SUCCESS | IN_PROGRESS), "{rc}");
+                    assert_eq!(settled(comm), SUCCESS);
+                    let bytes = COUNT * 4;
+                    let (mut send, mut recv) = (0, 0);
+                    assert_eq!(cuMemAlloc_v2(&mut send, bytes), 0);
+                    assert_eq!(cuMemAlloc_v2(&mut recv, bytes), 0);
+                    let mut s = std::ptr::null_mut();
+                    assert_eq!(cuStreamCreate(&mut s, 1), 0);
+                    let ones = vec![(rank + 1) as f32; COUNT];
+                    let up = cuMemcpyHtoDAsync_v2(send, ones.as_ptr().cast(), bytes, s);
+                    assert_eq!(up, 0);
+                    let all_reduce = || ncclAllReduce(send as _, recv as _, COUNT, 7, 0, comm, s);
+                    let fresh = || SimInfo {
+                        size: std::mem::size_of::<SimInfo>(),
+                        magic: SIM_MAGIC,
+                        version: 22803,
+                        estimated_time: -1.0,
+                    };
+                    // Simulated, nested: only the outermost end estimates.
+                    let mut info = fresh();
+                    assert_eq!(ncclGroupStart(), SUCCESS);
+                    assert_eq!(ncclGroupStart(), SUCCESS);
+                    assert_eq!(all_reduce(), SUCCESS);
+                    assert_eq!(ncclGroupSimulateEnd(&mut info), SUCCESS);
+                    assert_eq!(info.estimated_time, -1.0);
+                    assert_eq!(ncclGroupSimulateEnd(&mut info), SUCCESS);
+                    let c = comm_of(comm).unwrap();
+                    let want = tuner::choose(&c.plan().machine, version(), bytes as u64, 7, 0);
+                    assert_eq!(info.estimated_time, want.unwrap().time_us);
+                    assert!(info.estimated_time > 1.0);
+                    // Refused: a struct without the magic, none at all; no group.
+                    let mut bad = SimInfo {
+                        magic: 0,
+                        ..fresh()
+                    };
+                    assert_eq!(ncclGroupStart(), SUCCESS);
+                    assert_eq!(all_reduce(), SUCCESS);
+                    assert_eq!(ncclGroupSimulateEnd(&mut bad), INVALID_ARGUMENT);
+                    assert_eq!(bad.estimated_time, -1.0);
+                    assert_eq!(ncclGroupStart(), SUCCESS);
+                    assert_eq!(ncclGroupSimulateEnd(std::ptr::null_mut()), INVALID_ARGUMENT);
+                    assert_eq!(ncclGroupEnd(), INVALID_USAGE);
+                    // 2.21 has no ncclGroupSimulateEnd: the group stays open, and its
+                    // end runs the all-reduce.
+                    assert_eq!(ncclGroupStart(), SUCCESS);
+                    assert_eq!(all_reduce(), SUCCESS);
+                    assert_eq!(simulate_end((2, 21, 5), &mut info), INVALID_USAGE);
+                    let rc = ncclGroupEnd();
+                    assert!(matches!(rc, SUCCESS | IN_PROGRESS), "{rc}");
+                    assert_eq!(settled(comm), SUCCESS);
+                    // Nested: the inner end launches nothing, the outer one all.
+                    assert_eq!(cuStreamSynchronize(s), 0);
+                    let zeros = vec![0f32; COUNT];
+                    let clear = cuMemcpyHtoDAsync_v2(recv, zeros.as_ptr().cast(), bytes, s);
+                    assert_eq!(clear, 0);
+                    assert_eq!(ncclGroupStart(), SUCCESS);
+                    assert_eq!(ncclGroupStart(), SUCCESS);
+                    assert_eq!(all_reduce(), SUCCESS);
+                    assert_eq!(ncclGroupEnd(), SUCCESS);
+                    assert_eq!(cuStreamSynchronize(s), 0);
+                    let mut out = vec![0f32; COUNT];
+                    let down = cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), recv, bytes, s);
+                    assert_eq!(down, 0);
+                    assert_eq!(cuStreamSynchronize(s), 0);
+                    assert_eq!(out[0], 0.0, "not launched before the outer end");
+                    let rc = ncclGroupEnd();
+                    assert!(matches!(rc, SUCCESS | IN_PROGRESS), "{rc}");
+                    assert_eq!(settled(comm), SUCCESS);
+                    let down = cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), recv, bytes, s);
+                    assert_eq!(down, 0);
+                    assert_eq!(cuStreamSynchronize(s), 0);
+                    assert!(out.iter().all(|&x| x == 3.0));
+                    assert_eq!(ncclCommDestroy(comm), SUCCESS);
+                })
+            })
+            .collect();
+        for r in ranks {
+            r.join().unwrap();
         }
     }
 }

@@ -14,10 +14,24 @@
 //!   channel count, buffer set-up with its device memory, the tuner's choice
 //!   ([`tuner`]), `NCCL_NVLS_ENABLE=0`;
 //! - log lines: peers by bus id before 2.18.3, P2P/CUMEM from 2.19, connection
-//!   indexes, SHM's wording ([`lines`]).
+//!   indexes, SHM's wording ([`lines`]);
+//! - tuning ([`tuner`]): the algorithms there are (NVLS 2.17, NVLSTree 2.18, PAT
+//!   2.23); `NCCL_ALGO`/`NCCL_PROTO` a lenient comma list before 2.24, per-function
+//!   lists from 2.24 whose unknown names fail `ncclCommInitRank`
+//!   (`ncclInvalidUsage`); a forced choice that is impossible fails the
+//!   collective up to 2.18 (`ncclInternalError`), falls back silently to Ring
+//!   from 2.19 to 2.23, fails it with `ncclInvalidUsage` and a WARN naming the
+//!   variables from 2.24; TUNING lines (`NCCL_DEBUG_SUBSYS=TUNING`, rank 0): the
+//!   model's table at init in three layouts (to 2.17, 2.18-2.22, 2.23 on), one
+//!   line per collective from 2.20 (numeric with the model's time; with the
+//!   function from 2.23; names and channels from 2.24);
+//! - `ncclGroupSimulateEnd` from 2.22 ([`group`]); in 2.22 and 2.23 it logs the
+//!   TUNING line of what it simulates, from 2.24 not.
 //!
 //! - [`shared`]: the memory the ranks share; [`comm`]: a communicator and its
-//!   waits; [`allreduce`]: the collective on the stream.
+//!   waits; [`group`]: group calls and the launch of all-reduces (tuning, TUNING
+//!   line, connections); [`allreduce`]: the collective on the stream, timed by the
+//!   device time of what the tuner chose.
 
 use std::ffi::c_int;
 use std::sync::OnceLock;
@@ -25,6 +39,7 @@ use std::sync::OnceLock;
 pub mod allreduce;
 pub mod api;
 pub mod comm;
+pub mod group;
 pub mod lines;
 pub mod setup;
 pub mod shared;

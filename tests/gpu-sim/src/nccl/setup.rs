@@ -19,7 +19,7 @@ use std::sync::MutexGuard;
 use super::comm::{stop_failure, Comm, Failure, Stop};
 use super::lines::{self, NvlsSizes};
 use super::shared::{file_bytes, host_hash, Shared};
-use super::tuner::{Algo, Algos, Machine};
+use super::tuner::{self, Algo, Enabled, Machine};
 use super::{
     version, INTERNAL_ERROR, INVALID_ARGUMENT, INVALID_USAGE, REMOTE_ERROR, SYSTEM_ERROR,
     UNHANDLED_CUDA_ERROR,
@@ -36,7 +36,7 @@ use crate::{env, realtime_ns};
 pub struct Plan {
     /// The transport of each rank's ring step to the next rank.
     pub ring: Vec<Transport>,
-    /// What the tuner works from.
+    /// What the tuner works from: links, channels, NCCL's tables.
     pub machine: Machine,
     /// NVLS channels; 0 without NVLS.
     pub nvls_channels: u32,
@@ -243,6 +243,21 @@ impl Comm {
         let nvlink = matches!(self.topo, Topology::NvLink | Topology::NvSwitch)
             && ring.iter().all(|&t| t == Transport::P2p);
         let channels = if nvlink { 16 } else { 2 };
+        let mut machine = Machine::new(self.nranks, topo::ring_link(self.topo, &edges));
+        machine.nodes = self.nodes();
+        machine.nvls = nvls_channels > 0;
+        machine.nvls_channels = nvls_channels;
+        machine.channels = channels;
+        // LL128's paths: NVLink within each host (the network between hosts of
+        // the NVLink machines is PXB, which LL128 takes).
+        machine.nvlink = matches!(self.topo, Topology::NvLink | Topology::NvSwitch)
+            && ring
+                .iter()
+                .enumerate()
+                .all(|(r, &t)| t == Transport::P2p || !self.same_host_pair(r, (r + 1) % n));
+        machine.hopper = self.topo == Topology::NvSwitch;
+        machine.mistuned = self.topo == Topology::NvLink;
+        let machine = self.tune_model(machine)?;
         if v >= (2, 16, 0) {
             let (p2p, per_peer) = if nvlink { (32, 4) } else { (2, 2) };
             log::info(
@@ -253,17 +268,77 @@ impl Comm {
         }
         let _ = self.plan.set(Plan {
             ring,
-            machine: Machine {
-                ring: topo::ring_link(self.topo, &edges),
-                nvls: nvls_channels > 0,
-                allowed: Algos::from_env(),
-            },
+            machine,
             nvls_channels,
             channels,
             lazy: v >= (2, 22, 0) && cumem && param("RUNTIME_CONNECT", 1) != 0,
             cumem,
         });
         Ok(())
+    }
+
+    /// Whether ranks `a` and `b` are on one host.
+    fn same_host_pair(&self, a: usize, b: usize) -> bool {
+        let s = self.shared();
+        s.slot(a).host.load(Ordering::Acquire) == s.slot(b).host.load(Ordering::Acquire)
+    }
+
+    /// Hosts the communicator spans (NCCL's `nNodes`).
+    fn nodes(&self) -> u32 {
+        let mut hosts: Vec<u64> = (0..self.nranks as usize)
+            .map(|r| self.shared().slot(r).host.load(Ordering::Acquire))
+            .collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        hosts.len() as u32
+    }
+
+    /// `ncclTopoTuneModel`: nothing on one rank; else `NCCL_PROTO` and `NCCL_ALGO`
+    /// (logged, parsed: from 2.24 a bad one fails the init), the tables, and on rank
+    /// 0 the matrix (2.24+, ENV) and the table (TUNING).
+    fn tune_model(&self, machine: Machine) -> Result<Machine, Failure> {
+        let v = version();
+        if self.nranks < 2 {
+            return Ok(machine);
+        }
+        let proto = env("NCCL_PROTO");
+        let algo = env("NCCL_ALGO");
+        if let Some(p) = &proto {
+            log::info(
+                log::ENV,
+                self.device,
+                &format!("NCCL_PROTO set by environment to {p}"),
+            );
+            if v >= (2, 24, 0) {
+                // NCCL parses NCCL_PROTO before it logs NCCL_ALGO.
+                Enabled::read(v, None, Some(p), machine.nodes)?;
+            }
+        }
+        if let Some(a) = &algo {
+            log::info(
+                log::ENV,
+                self.device,
+                &format!("NCCL_ALGO set by environment to {a}"),
+            );
+        }
+        let (enabled, notes) = Enabled::read(v, algo.as_deref(), proto.as_deref(), machine.nodes)?;
+        let machine = machine.tuned(v, &enabled);
+        if self.rank == 0 {
+            if let Some(parsed) = notes.matrix {
+                log::info(log::ENV, self.device, &tuner::lines::matrix(v, &parsed));
+            }
+            if notes.ignored_algo_warning {
+                log::warn(
+                    self.device,
+                    "graph/tuning.cc:276",
+                    "CollNet is not supported or fails to initialize, ignoring NCCL_ALGO=COLLNET",
+                );
+            }
+            for line in tuner::lines::table(v, &machine) {
+                log::info(log::TUNING, self.device, &line);
+            }
+        }
+        Ok(machine)
     }
 
     /// NVLS channels (0 without NVLS), logging NCCL's line about multicast where
@@ -290,8 +365,9 @@ impl Comm {
     pub fn needs_connect(&self, algo: Algo) -> bool {
         let c = self.connected.lock().unwrap();
         match algo {
-            Algo::Ring => !c.ring,
-            Algo::Nvls => !c.nvls,
+            Algo::Nvls | Algo::NvlsTree => !c.nvls,
+            // Tree and the rest use the ring's connections here.
+            _ => !c.ring,
         }
     }
 
@@ -299,8 +375,9 @@ impl Comm {
     pub fn prepare(&self, algo: Algo) -> Result<(), Failure> {
         let mut connected = self.connected.lock().unwrap();
         match algo {
-            Algo::Ring if !connected.ring => self.connect_ring(&mut connected),
-            Algo::Nvls if !connected.nvls => self.setup_nvls(&mut connected),
+            Algo::Nvls | Algo::NvlsTree if !connected.nvls => self.setup_nvls(&mut connected),
+            Algo::Nvls | Algo::NvlsTree => Ok(()),
+            _ if !connected.ring => self.connect_ring(&mut connected),
             _ => Ok(()),
         }
     }

@@ -1,0 +1,388 @@
+//! Group calls and the launch of all-reduces: `ncclGroupStart`, `ncclGroupEnd`,
+//! `ncclGroupSimulateEnd` (`src/group.cc`), and what every all-reduce goes through
+//! when it is launched (`src/enqueue.cc`): the tuner's choice and its TUNING line,
+//! the connections it still needs, the work on the stream.
+//!
+//! Between `ncclGroupStart` and `ncclGroupEnd` (nested: only the outermost end
+//! launches) `ncclAllReduce` checks its arguments and queues the call; the group's
+//! end launches them in order. An argument error inside a group is returned by the
+//! call and again by the group's end, which then launches nothing. A one-rank
+//! all-reduce runs at once even in a group (NCCL's `ncclLaunchOneRank`). Groups are
+//! per thread, as NCCL's `ncclGroupDepth` is.
+//!
+//! `ncclGroupSimulateEnd(ncclSimInfo_t*)` (from 2.22) ends the group without running
+//! anything: it writes the model's predicted time of the queued all-reduces into
+//! `estimatedTime` (microseconds; their sum here, where NCCL keeps the last task's
+//! estimate, the same for one all-reduce) and drops them. Its argument must be
+//! initialized with `NCCL_SIM_INFO_INITIALIZER` (magic `0x74685283`, else WARN and
+//! `ncclInvalidArgument`); NCCL reads at most `size` bytes of it and writes back as
+//! many. A NULL argument is refused here too (NCCL would end the group normally).
+//! Before 2.22 the symbol does not exist: the stand-in answers `ncclInvalidUsage`
+//! with a WARN and leaves the group as it was. (With non-blocking communicators
+//! NCCL 2.28 ignores the argument and launches in the background; the stand-in
+//! simulates for them as for blocking ones.)
+//!
+//! A forced choice that leaves nothing ([`tuner::refusal`]) fails the launch: the
+//! code is returned (a non-blocking communicator also records it, in the background
+//! from 2.23 where it returns `ncclInProgress` first).
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::allreduce::AllReduce;
+use super::comm::{Comm, Failure};
+use super::tuner::{self, lines, Algo, Func, Proto};
+use super::UNHANDLED_CUDA_ERROR;
+use super::{version, NcclResult, Version, INVALID_ARGUMENT, INVALID_USAGE, IN_PROGRESS, SUCCESS};
+use crate::driver;
+use crate::log;
+use crate::stream::{self, Op};
+
+/// An all-reduce whose arguments were checked, to launch.
+pub struct Call {
+    pub comm: Arc<Comm>,
+    pub send: u64,
+    pub recv: u64,
+    pub bytes: usize,
+    pub dtype: i32,
+    pub op: i32,
+    pub stream: usize,
+}
+
+#[derive(Default)]
+struct Group {
+    depth: u32,
+    calls: Vec<Call>,
+    /// The first error of a call in the group (NCCL's `ncclGroupError`).
+    error: NcclResult,
+}
+
+thread_local! {
+    static GROUP: RefCell<Group> = RefCell::new(Group::default());
+}
+
+/// `ncclSimInfo_t` (`nccl.h`, 2.22+).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimInfo {
+    pub size: usize,
+    pub magic: u32,
+    pub version: u32,
+    pub estimated_time: f32,
+}
+
+/// `NCCL_SIM_INFO_INITIALIZER`'s magic.
+pub const SIM_MAGIC: u32 = 0x7468_5283;
+
+/// Launches `call` now, or queues it in this thread's group. A one-rank all-reduce
+/// is never queued.
+pub fn submit(call: Call) -> NcclResult {
+    let queued = GROUP.with(|g| {
+        let mut g = g.borrow_mut();
+        if g.depth > 0 && call.comm.nranks > 1 {
+            g.calls.push(call);
+            None
+        } else {
+            Some(call)
+        }
+    });
+    match queued {
+        Some(call) => launch(vec![call]),
+        None => SUCCESS,
+    }
+}
+
+/// Records an argument error of a call: inside a group, its end returns it.
+pub fn failed(code: NcclResult) {
+    GROUP.with(|g| {
+        let mut g = g.borrow_mut();
+        if g.depth > 0 && g.error == SUCCESS {
+            g.error = code;
+        }
+    });
+}
+
+#[no_mangle]
+pub extern "C" fn ncclGroupStart() -> NcclResult {
+    GROUP.with(|g| g.borrow_mut().depth += 1);
+    SUCCESS
+}
+
+/// Leaves one level of the group: `Err` with the code to return when there was no
+/// group, `Ok(None)` while still nested, `Ok(Some(calls))` at the outermost end (or
+/// the group's error, its calls dropped).
+fn leave() -> Result<Option<Vec<Call>>, NcclResult> {
+    GROUP.with(|g| {
+        let mut g = g.borrow_mut();
+        if g.depth == 0 {
+            log::warn(
+                current_device(),
+                "group.cc:657",
+                "ncclGroupEnd: not in a group call.",
+            );
+            return Err(INVALID_USAGE);
+        }
+        g.depth -= 1;
+        if g.depth > 0 {
+            return Ok(None);
+        }
+        let calls = std::mem::take(&mut g.calls);
+        match std::mem::replace(&mut g.error, SUCCESS) {
+            SUCCESS => Ok(Some(calls)),
+            e => Err(e),
+        }
+    })
+}
+
+fn current_device() -> usize {
+    driver::current().map(|c| c.device).unwrap_or(0)
+}
+
+#[no_mangle]
+pub extern "C" fn ncclGroupEnd() -> NcclResult {
+    match leave() {
+        Err(code) => code,
+        Ok(None) => SUCCESS,
+        Ok(Some(calls)) => launch(calls),
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn ncclGroupSimulateEnd(info: *mut SimInfo) -> NcclResult {
+    simulate_end(version(), info)
+}
+
+/// `ncclGroupSimulateEnd` as release `v` has it.
+pub fn simulate_end(v: Version, info: *mut SimInfo) -> NcclResult {
+    if v < (2, 22, 0) {
+        let (x, y, z) = v;
+        log::warn(
+            current_device(),
+            "group.cc:113",
+            &format!("ncclGroupSimulateEnd does not exist in NCCL {x}.{y}.{z} (it came in 2.22): the library has no such symbol"),
+        );
+        return INVALID_USAGE;
+    }
+    let calls = match leave() {
+        Err(code) => return code,
+        Ok(None) => return SUCCESS,
+        Ok(Some(calls)) => calls,
+    };
+    let mut sim = SimInfo {
+        size: 0,
+        magic: 0,
+        version: 0,
+        estimated_time: -1.0,
+    };
+    let size = std::mem::size_of::<SimInfo>();
+    let real = if info.is_null() {
+        0
+    } else {
+        // SAFETY: the caller's struct starts with its size; at most our size is read.
+        let given = unsafe { std::ptr::read_unaligned(info as *const usize) };
+        let real = given.min(size);
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                info as *const u8,
+                &mut sim as *mut SimInfo as *mut u8,
+                real,
+            )
+        };
+        real
+    };
+    if info.is_null() || sim.magic != SIM_MAGIC {
+        let msg = if info.is_null() {
+            "ncclGroupSimulateEnd: simInfo is NULL"
+        } else {
+            "ncclSimInfo_t argument not initialized via NCCL_SIM_INFO_INITIALIZER"
+        };
+        log::warn(current_device(), "group.cc:678", msg);
+        return INVALID_ARGUMENT;
+    }
+    let mut total: Option<f32> = None;
+    for call in &calls {
+        match tune(call, lines::logs_simulated(v)) {
+            Ok((_, _, Some(choice))) => total = Some(total.unwrap_or(0.0) + choice.time_us),
+            Ok(_) => {}
+            Err((code, msg, origin)) => {
+                log::warn(call.comm.device, origin, &msg);
+                return code;
+            }
+        }
+    }
+    if let Some(t) = total {
+        sim.estimated_time = t;
+    }
+    // SAFETY: writes back the `real` bytes read from the caller's struct.
+    unsafe {
+        std::ptr::copy_nonoverlapping(&sim as *const SimInfo as *const u8, info as *mut u8, real)
+    };
+    SUCCESS
+}
+
+/// The tuner's choice for `call` (rank 0 logs its TUNING line where the release
+/// does and `log_line` says): (algorithm, protocol, the choice). One rank runs
+/// NCCL's local copy, chosen by no tuner (Ring/Simple, no line); an empty
+/// all-reduce is not tuned either (NCCL returns before).
+pub fn tune(call: &Call, log_line: bool) -> Result<(Algo, Proto, Option<tuner::Choice>), Failure> {
+    let c = &call.comm;
+    let v = version();
+    if c.nranks < 2 {
+        return Ok((Algo::Ring, Proto::Simple, None));
+    }
+    let bytes = call.bytes as u64;
+    let choice = tuner::choose(&c.plan().machine, v, bytes, call.dtype, call.op);
+    if bytes == 0 {
+        let (a, p) = choice.map_or((Algo::Ring, Proto::Simple), |ch| (ch.algo, ch.proto));
+        return Ok((a, p, None));
+    }
+    let Some(choice) = choice else {
+        return Err(tuner::refusal(
+            v,
+            call.dtype,
+            crate::env("NCCL_ALGO").as_deref(),
+            crate::env("NCCL_PROTO").as_deref(),
+        ));
+    };
+    if log_line && c.rank == 0 {
+        if let Some(line) = lines::choice(v, Func::AllReduce, bytes, &choice) {
+            log::info(log::TUNING, c.device, &line);
+        }
+    }
+    Ok((choice.algo, choice.proto, Some(choice)))
+}
+
+/// Launches `calls` (any communicators), each communicator's in order: the first
+/// error is returned, else `ncclInProgress` if a non-blocking communicator went on
+/// in the background, else success.
+pub fn launch(calls: Vec<Call>) -> NcclResult {
+    let mut by_comm: Vec<(Arc<Comm>, Vec<Call>)> = Vec::new();
+    for call in calls {
+        match by_comm.iter_mut().find(|(c, _)| Arc::ptr_eq(c, &call.comm)) {
+            Some((_, list)) => list.push(call),
+            None => by_comm.push((call.comm.clone(), vec![call])),
+        }
+    }
+    // Several communicators (one thread driving several GPUs): side by side, as
+    // NCCL's group launch does, so that connecting ones can wait for each other.
+    let codes: Vec<NcclResult> = if by_comm.len() == 1 {
+        by_comm
+            .into_iter()
+            .map(|(c, calls)| launch_on(&c, calls))
+            .collect()
+    } else {
+        std::thread::scope(|scope| {
+            let jobs: Vec<_> = by_comm
+                .into_iter()
+                .map(|(c, calls)| scope.spawn(move || launch_on(&c, calls)))
+                .collect();
+            jobs.into_iter()
+                .map(|j| j.join().unwrap_or(super::INTERNAL_ERROR))
+                .collect()
+        })
+    };
+    let mut result = SUCCESS;
+    for code in codes {
+        if result == SUCCESS || (result == IN_PROGRESS && code != SUCCESS) {
+            result = code;
+        }
+    }
+    result
+}
+
+/// A call with its algorithm and protocol.
+type Tuned = (Call, Algo, Proto);
+
+fn tune_all(calls: Vec<Call>) -> Result<Vec<Tuned>, Failure> {
+    calls
+        .into_iter()
+        .map(|call| tune(&call, true).map(|(a, p, _)| (call, a, p)))
+        .collect()
+}
+
+/// Connects what each call's algorithm still needs and puts it on its stream.
+fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
+    for (call, algo, proto) in tuned {
+        if c.needs_connect(algo) {
+            c.prepare(algo)?;
+        }
+        let work = AllReduce {
+            comm: call.comm.clone(),
+            send: call.send,
+            recv: call.recv,
+            bytes: call.bytes,
+            dtype: call.dtype,
+            op: call.op,
+            algo,
+            proto,
+        };
+        stream::submit(call.stream as stream::CUstream, Op::Work(Arc::new(work))).map_err(|e| {
+            (
+                UNHANDLED_CUDA_ERROR,
+                format!("Cuda failure {e} '{}'", driver::error_text(e)),
+                "enqueue.cc:1500",
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Launches one communicator's calls. Non-blocking: from 2.23 every launch goes on
+/// in NCCL's background thread (`ncclInProgress`); in 2.22 only one that has to
+/// connect first.
+fn launch_on(c: &Arc<Comm>, calls: Vec<Call>) -> NcclResult {
+    let v = version();
+    if !c.blocking && v >= (2, 23, 0) {
+        return in_background(c, move |c| enqueue(c, tune_all(calls)?));
+    }
+    let tuned = match tune_all(calls) {
+        Ok(t) => t,
+        Err((code, msg, origin)) => {
+            if c.blocking {
+                log::warn(c.device, origin, &msg);
+            } else {
+                c.fail_async(code, origin, &msg);
+            }
+            return code;
+        }
+    };
+    let connect = tuned.iter().any(|(_, a, _)| c.needs_connect(*a));
+    if !c.blocking && connect {
+        return in_background(c, move |c| enqueue(c, tuned));
+    }
+    match enqueue(c, tuned) {
+        Ok(()) => SUCCESS,
+        Err((code, msg, origin)) => {
+            c.fail_async(code, origin, &msg);
+            code
+        }
+    }
+}
+
+/// Runs `work` on a thread of its own with the communicator in progress until it
+/// is done (or failed); `ncclInProgress`, or the communicator's error.
+fn in_background(
+    c: &Arc<Comm>,
+    work: impl FnOnce(&Comm) -> Result<(), Failure> + Send + 'static,
+) -> NcclResult {
+    if c.state
+        .compare_exchange(SUCCESS, IN_PROGRESS, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return c.state.load(Ordering::Acquire);
+    }
+    let worker = c.clone();
+    std::thread::spawn(move || match work(&worker) {
+        Ok(()) => {
+            let _ = worker.state.compare_exchange(
+                IN_PROGRESS,
+                SUCCESS,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+        Err((code, msg, origin)) => worker.fail_async(code, origin, &msg),
+    });
+    IN_PROGRESS
+}
