@@ -88,8 +88,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub pairs: bool,
 
-    /// Write the run to exactly this directory (it must not exist) instead of a new
-    /// one under --out
+    /// Write the run to exactly this directory (it must not exist), not one under --out
     #[arg(long = "run-dir", value_name = "DIR", conflicts_with = "label")]
     pub run_dir: Option<PathBuf>,
 
@@ -149,8 +148,7 @@ pub struct MeasureArgs {
     #[arg(short = 'o', long = "op", value_name = "OP", default_value = "sum")]
     pub op: ReduceOp,
 
-    /// Transport configurations from a TOML file (repeatable); all of its entries
-    /// unless --transports picks some
+    /// Transport configurations from a TOML file (repeatable); all unless --transports picks
     #[arg(long = "config", value_name = "FILE.toml")]
     pub config: Vec<PathBuf>,
 
@@ -197,8 +195,7 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: Option<u32>,
 
-    /// libnccl to use (default: the dynamic loader, ldconfig, /usr/local/cuda*, Python
-    /// site-packages; also NCCL_BENCH_NCCL_LIB)
+    /// libnccl to use (default: NCCL_BENCH_NCCL_LIB, the loader, ldconfig, CUDA, pip's)
     #[arg(long = "nccl-lib", value_name = "PATH")]
     pub nccl_lib: Option<PathBuf>,
 
@@ -215,12 +212,15 @@ pub struct MeasureArgs {
     #[arg(long = "no-remeasure")]
     pub no_remeasure: bool,
 
+    /// NCCL: no untimed probe group per config (no algo, proto, prediction columns)
+    #[arg(long = "no-probe")]
+    pub no_probe: bool,
+
     /// Run every size even after two sizes of a config in a row timed out (default: skip)
     #[arg(long = "try-every-size")]
     pub try_every_size: bool,
 
-    /// Bytes per copy when measuring the GPUs' link ceilings before the sweep (NCCL
-    /// backend; 0 skips the measurement)
+    /// NCCL: bytes per copy measuring the GPUs' link ceilings before the sweep (0: none)
     #[arg(long = "ceiling-bytes", value_name = "SIZE", default_value = "256M", value_parser = Bytes::parse)]
     pub ceiling_bytes: Bytes,
 

@@ -27,6 +27,9 @@ pub enum CaseStatus {
     Timeout,
     Wrong,
     Skipped,
+    /// A forced algorithm or protocol NCCL refused (2.24+): no measurement, NCCL's
+    /// words in `error`; left out of verdicts and comparisons.
+    Unsupported,
 }
 
 impl CaseStatus {
@@ -37,6 +40,7 @@ impl CaseStatus {
             CaseStatus::Timeout => "timeout",
             CaseStatus::Wrong => "wrong",
             CaseStatus::Skipped => "skipped",
+            CaseStatus::Unsupported => "unsupported",
         }
     }
 }
@@ -100,6 +104,22 @@ pub struct CaseResult {
     /// The median iteration time of each round (process group) that measured the
     /// case, us, in the order they ran; empty for a case without timings.
     pub round_p50_us: Vec<f64>,
+    /// The algorithm and protocol the case ran with (NCCL's, from an untimed probe).
+    pub tuning: TuningCells,
+}
+
+/// What a case ran with: NCCL's algorithm, protocol and channels (from its `TUNING`
+/// line in an untimed probe of the size), its model's predicted time, and a forced
+/// choice it did not follow; the host backend's own ring and store mode.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TuningCells {
+    pub algo: String,
+    pub proto: String,
+    pub channels: String,
+    /// NCCL's own estimate of the all-reduce, microseconds (`ncclGroupSimulateEnd`
+    /// from 2.22, the TUNING line's `time` in 2.20-2.23).
+    pub predicted_us: Option<f64>,
+    pub note: String,
 }
 
 impl CaseResult {
@@ -147,6 +167,9 @@ pub struct CaseCounts {
     pub timeout: u64,
     pub wrong: u64,
     pub skipped: u64,
+    /// Forced choices NCCL refused.
+    #[serde(default)]
+    pub unsupported: u64,
     /// Cases re-measured in fresh processes whose kept measurement passed every
     /// quality rule, and cases still flagged `noisy` or `outlier` at the end.
     #[serde(default)]
@@ -204,11 +227,12 @@ impl CaseCounts {
             CaseStatus::Timeout => &mut self.timeout,
             CaseStatus::Wrong => &mut self.wrong,
             CaseStatus::Skipped => &mut self.skipped,
+            CaseStatus::Unsupported => &mut self.unsupported,
         }
     }
 
     pub fn all_ok(&self) -> bool {
-        self.ok + self.skipped == self.done
+        self.ok + self.skipped + self.unsupported == self.done
     }
 }
 

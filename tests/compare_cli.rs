@@ -89,6 +89,7 @@ fn write_run_with(
                     second_take: false,
                     ceiling_gbps: None,
                     round_p50_us: vec![s.p50_us],
+                    tuning: Default::default(),
                 }
             }
             None => CaseResult {
@@ -111,6 +112,7 @@ fn write_run_with(
                 second_take: false,
                 ceiling_gbps: None,
                 round_p50_us: Vec::new(),
+                tuning: Default::default(),
             },
         };
         writer

@@ -77,6 +77,7 @@ fn night(parent: &Path, night: usize, nccl: &str, slow: f64) -> PathBuf {
             second_take: false,
             ceiling_gbps: None,
             round_p50_us: vec![s.p50_us],
+            tuning: Default::default(),
         };
         writer
             .record(

@@ -222,7 +222,10 @@ fn a_graph_sweep_measures_until_it_has_the_minimum_number_of_launches() {
     let rows = rows(&run);
     assert_eq!(rows.len(), 4, "8 B, 256 B, 8 KiB, 256 KiB");
     for r in &rows {
-        assert_eq!((r["status"].as_str(), r["graph_iters"].as_str()), ("ok", "20"));
+        assert_eq!(
+            (r["status"].as_str(), r["graph_iters"].as_str()),
+            ("ok", "20")
+        );
         let launches = histograms[&r["hist_tag"]].len();
         let iters: u64 = r["iters"].parse().unwrap();
         assert!(launches >= 20, "{launches} launches: {r:?}");

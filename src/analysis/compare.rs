@@ -216,6 +216,8 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             let key = (config, b.nranks, b.bytes, b.dtype.clone(), b.op.clone());
             cand_cases.get(&key).map(|&c| (b, c, key))
         })
+        // A forced choice NCCL refused on either side has nothing to compare.
+        .filter(|(b, c, _)| !b.is_unsupported() && !c.is_unsupported())
         .collect();
     // The bootstraps on every core: each pair is seeded from its key, so the results
     // do not depend on which thread computed them.

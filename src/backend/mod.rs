@@ -27,6 +27,13 @@ pub trait Communicator {
     /// How this rank is connected, in words for its log.
     fn detail(&self) -> String;
 
+    /// The algorithm and protocol of a backend that decides them itself, once for
+    /// every size (the host backend: its ring and how it stores into SHM slots);
+    /// `None` where the library decides per size (NCCL: `probe`).
+    fn algorithm(&self) -> Option<(String, String)> {
+        None
+    }
+
     /// Writes this rank's input pattern into the first `bytes` of the send buffer.
     fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()>;
 
@@ -57,6 +64,14 @@ pub trait Communicator {
     /// One untimed all-reduce, synchronized (warm-up).
     fn all_reduce(&mut self, bytes: usize) -> Result<()>;
 
+    /// What the library decides for an all-reduce of `bytes`, untimed: its own
+    /// estimate where it has one, and its refusal of a forced algorithm or protocol;
+    /// otherwise the all-reduce runs once (NCCL logs its choice then).
+    fn probe(&mut self, bytes: usize) -> Result<Probe> {
+        self.all_reduce(bytes)?;
+        Ok(Probe::default())
+    }
+
     /// When waits for the collective give up, stopping it (set before each size, a
     /// little before the orchestrator's case timeout). A backend whose waits cannot
     /// hang on their own ignores it: the orchestrator's kill is the backstop.
@@ -68,6 +83,16 @@ pub trait Communicator {
     fn abort(&mut self, _within: std::time::Duration) -> bool {
         true
     }
+}
+
+/// What `Communicator::probe` learnt about one size.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Probe {
+    /// The library's own estimate, microseconds (NCCL: `ncclGroupSimulateEnd`).
+    pub predicted_us: Option<f64>,
+    /// The library refused the all-reduce (NCCL 2.24+: a forced algorithm or protocol
+    /// that is not available), in its words.
+    pub refused: Option<String>,
 }
 
 /// A collective that was still running at the worker's deadline and was stopped

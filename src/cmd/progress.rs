@@ -66,6 +66,10 @@ fn summary_line(counts: &CaseCounts, run_dir: &Path, interrupted: bool) -> Strin
         (counts.timeout, "timeout"),
         (counts.wrong, "wrong"),
         (counts.skipped, "skipped"),
+        (
+            counts.unsupported,
+            "unsupported (forced choice NCCL refused)",
+        ),
     ] {
         if n > 0 {
             parts.push(format!("{n} {what}"));

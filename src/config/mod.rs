@@ -78,6 +78,9 @@ pub struct SweepSettings {
     pub events_every: u64,
     /// Re-measure flagged cases in fresh processes (`--no-remeasure` turns it off).
     pub remeasure: bool,
+    /// Ask NCCL about each size in an untimed probe group first (`--no-probe` turns
+    /// it off).
+    pub probe: bool,
     /// Run every size of a group even after two sizes in a row timed out
     /// (`--try-every-size`).
     pub try_every_size: bool,

@@ -100,7 +100,7 @@ struct RawConfig {
 }
 
 /// The presets compiled into the binary, usable by name with `--transports`.
-pub const BUILTIN_FILES: [(&str, &str); 2] = [
+pub const BUILTIN_FILES: [(&str, &str); 3] = [
     (
         "shm-decision.toml",
         include_str!("../../configs/shm-decision.toml"),
@@ -108,6 +108,10 @@ pub const BUILTIN_FILES: [(&str, &str); 2] = [
     (
         "transports.toml",
         include_str!("../../configs/transports.toml"),
+    ),
+    (
+        "algorithms.toml",
+        include_str!("../../configs/algorithms.toml"),
     ),
 ];
 

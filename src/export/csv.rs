@@ -9,7 +9,7 @@ use std::io;
 use crate::model::CaseResult;
 
 /// Column names, in order. README.md documents each.
-pub const COLUMNS: [&str; 36] = [
+pub const COLUMNS: [&str; 41] = [
     "config",
     "backend",
     "nranks",
@@ -46,6 +46,11 @@ pub const COLUMNS: [&str; 36] = [
     "round_spread_pct",
     "nccl_tests_p95_us",
     "nccl_tests_p99_us",
+    "algo",
+    "proto",
+    "channels",
+    "nccl_predicted_us",
+    "tuning_note",
 ];
 
 fn num(v: Option<f64>, decimals: usize) -> String {
@@ -93,6 +98,13 @@ pub struct RowCells {
     /// (whatever its iteration count); empty for nccl-bench's own runs.
     pub nccl_tests_p95_us: Option<f64>,
     pub nccl_tests_p99_us: Option<f64>,
+    /// The algorithm, protocol and channels the case ran with, NCCL's predicted time
+    /// and a forced choice it did not follow (`model::TuningCells`).
+    pub algo: String,
+    pub proto: String,
+    pub channels: String,
+    pub nccl_predicted_us: Option<f64>,
+    pub tuning_note: String,
 }
 
 impl From<&CaseResult> for RowCells {
@@ -147,6 +159,11 @@ impl From<&CaseResult> for RowCells {
             round_p50_us: r.round_p50_us.clone(),
             nccl_tests_p95_us: None,
             nccl_tests_p99_us: None,
+            algo: r.tuning.algo.clone(),
+            proto: r.tuning.proto.clone(),
+            channels: r.tuning.channels.clone(),
+            nccl_predicted_us: r.tuning.predicted_us,
+            tuning_note: r.tuning.note.clone(),
         }
     }
 }
@@ -213,6 +230,11 @@ pub fn row(c: &RowCells) -> Vec<String> {
         num(round_spread_pct(&c.round_p50_us), 1),
         num(c.nccl_tests_p95_us, 3),
         num(c.nccl_tests_p99_us, 3),
+        c.algo.clone(),
+        c.proto.clone(),
+        c.channels.clone(),
+        num(c.nccl_predicted_us, 3),
+        c.tuning_note.clone(),
     ]
 }
 

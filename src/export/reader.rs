@@ -63,6 +63,18 @@ pub struct CaseRow {
     pub nccl_tests_p95_us: Option<f64>,
     #[serde(default)]
     pub nccl_tests_p99_us: Option<f64>,
+    /// The algorithm and protocol the case ran with (absent in older runs).
+    #[serde(default)]
+    pub algo: String,
+    #[serde(default)]
+    pub proto: String,
+    #[serde(default)]
+    pub channels: String,
+    /// NCCL's own estimate, us (absent where NCCL gives none).
+    #[serde(default)]
+    pub nccl_predicted_us: Option<f64>,
+    #[serde(default)]
+    pub tuning_note: String,
 }
 
 impl CaseRow {
@@ -85,6 +97,11 @@ impl CaseRow {
 
     pub fn is_ok(&self) -> bool {
         self.status == "ok"
+    }
+
+    /// A forced algorithm or protocol NCCL refused: no measurement, and no failure.
+    pub fn is_unsupported(&self) -> bool {
+        self.status == "unsupported"
     }
 
     /// Whether the row's timings count as evidence: an ok case that no quality rule

@@ -25,6 +25,9 @@ pub enum Event<'a> {
     Ready {
         transports: String,
         detail: String,
+        /// The algorithm and protocol of a backend that decides them itself.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        algorithm: Option<(String, String)>,
     },
     /// Input filled, warm-up done, the size calibrated.
     Warm {
@@ -38,6 +41,13 @@ pub enum Event<'a> {
     /// batch's `every` iterations are their shared step's time spread evenly.
     Batch {
         durations_ns: Cow<'a, [u64]>,
+    },
+    /// The answer to `Probe`: the library's estimate and its refusal, if any.
+    Probed {
+        #[serde(default)]
+        predicted_us: Option<f64>,
+        #[serde(default)]
+        refused: Option<String>,
     },
     Checked {
         wrong: u64,
@@ -80,6 +90,11 @@ pub enum Command {
         every: u64,
     },
     Check,
+    /// One untimed all-reduce of a size, for the library's decision about it (a
+    /// probe group, whose NCCL log has its `TUNING` lines).
+    Probe {
+        bytes: u64,
+    },
     Exit,
 }
 

@@ -223,6 +223,7 @@ mod tests {
                 second_take: false,
                 ceiling_gbps: None,
                 round_p50_us: vec![p50],
+                tuning: Default::default(),
             },
             shape: CaseShape {
                 samples: 1000,

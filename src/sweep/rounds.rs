@@ -287,6 +287,7 @@ mod tests {
                 second_take: false,
                 ceiling_gbps: None,
                 round_p50_us: vec![summary.p50_us],
+                tuning: Default::default(),
             },
             recorder,
             drift,

@@ -225,7 +225,15 @@ fn serve(args: &WorkerSettings, input: &mut impl BufRead, out: &mut impl Write) 
         comm.detail()
     );
     eprintln!("{detail}");
-    protocol::send(out, &Event::Ready { transports, detail })?;
+    let algorithm = comm.algorithm();
+    protocol::send(
+        out,
+        &Event::Ready {
+            transports,
+            detail,
+            algorithm,
+        },
+    )?;
     if let Err(e) = measure(args, comm.as_mut(), &faults, input, out) {
         // Report first, then abort (bounded) and leave without a destroy: peers may
         // be stuck in a collective, and a destroy would wait for them. The
@@ -321,6 +329,21 @@ fn measure(
                     &Event::Checked {
                         wrong: report.wrong,
                         first_wrong,
+                    },
+                )?;
+            }
+            Command::Probe { bytes } => {
+                if let Some(budget) = budget {
+                    comm.set_deadline(Instant::now() + budget);
+                }
+                let bytes = usize::try_from(bytes)?;
+                comm.fill_input(&pattern, bytes)?;
+                let probe = comm.probe(bytes)?;
+                protocol::send(
+                    out,
+                    &Event::Probed {
+                        predicted_us: probe.predicted_us,
+                        refused: probe.refused,
                     },
                 )?;
             }

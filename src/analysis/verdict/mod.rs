@@ -125,12 +125,17 @@ fn is_shm_error(error: &str) -> bool {
 
 /// The run without its one-rank cases: one GPU has no peer, so no transport carries
 /// anything and SHM cannot matter; their differences are noise the verdict must not
-/// read as a cost.
+/// read as a cost. Forced choices NCCL refused (`unsupported`) are no evidence either.
 fn multi_rank(run: &RunData) -> RunData {
     RunData {
         dir: run.dir.clone(),
         manifest: run.manifest.clone(),
-        cases: run.cases.iter().filter(|c| c.nranks > 1).cloned().collect(),
+        cases: run
+            .cases
+            .iter()
+            .filter(|c| c.nranks > 1 && !c.is_unsupported())
+            .cloned()
+            .collect(),
         distributions: run.distributions.clone(),
     }
 }

@@ -197,6 +197,8 @@ impl Backend for HostBackend {
 
 /// One rank of a host communicator.
 pub struct HostComm {
+    /// ("Ring", its store mode), or ("local", "") on one rank.
+    algorithm: (String, String),
     ring: Option<Ring>,
     input: AlignedBuf,
     output: AlignedBuf,
@@ -352,7 +354,20 @@ impl HostComm {
                 },
             )
         };
+        // The protocol of this rank's outgoing connection: its store mode into SHM slots,
+        // or a TCP stream.
+        let algorithm = match (&ring, stores) {
+            (None, _) => ("local".to_string(), String::new()),
+            (Some(_), _) if transport == TRANSPORT_SOCKET => {
+                ("Ring".to_string(), "socket stream".to_string())
+            }
+            (Some(_), Some(c)) if c.streaming => {
+                ("Ring".to_string(), "streaming stores".to_string())
+            }
+            (Some(_), _) => ("Ring".to_string(), "ordinary stores".to_string()),
+        };
         Ok(HostComm {
+            algorithm,
             ring,
             input: AlignedBuf::new(opts.max_bytes)?,
             output: AlignedBuf::new(opts.max_bytes)?,
@@ -464,6 +479,10 @@ impl Communicator for HostComm {
 
     fn detail(&self) -> String {
         self.detail.clone()
+    }
+
+    fn algorithm(&self) -> Option<(String, String)> {
+        Some(self.algorithm.clone())
     }
 
     fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()> {

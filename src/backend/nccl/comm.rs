@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 
 use super::ffi::{RawComm, RawStream};
 use super::library::{Nccl, NcclError, UniqueId, IN_PROGRESS};
+
+/// `ncclInvalidUsage`.
+const INVALID_USAGE: i32 = 5;
 use crate::ops::{DataType, ReduceOp};
 
 /// How long `Drop` waits for a non-blocking finalize before it aborts instead.
@@ -113,6 +116,87 @@ impl NcclComm {
             return self.wait_in_progress("ncclAllReduce");
         }
         self.track(self.nccl.check("ncclAllReduce", rc, self.raw))
+    }
+
+    /// NCCL's own estimate of one all-reduce, microseconds: the all-reduce in a group
+    /// ended by `ncclGroupSimulateEnd` (2.22+), which runs nothing. `None` where the
+    /// library has no such call or gives no estimate, or refuses the all-reduce.
+    ///
+    /// # Safety
+    /// As [`NcclComm::all_reduce`].
+    pub unsafe fn predict(
+        &mut self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        op: ReduceOp,
+        stream: RawStream,
+    ) -> Result<Option<f64>, NcclError> {
+        let s = self.nccl.symbols();
+        let version = self.nccl.version()?;
+        let (Some(start), Some(simulate)) = (s.group_start, s.group_simulate_end) else {
+            return Ok(None);
+        };
+        if !crate::nccl::tuning::has_simulate(version) {
+            return Ok(None);
+        }
+        self.nccl.check("ncclGroupStart", start(), self.raw)?;
+        let rc = (s.all_reduce)(
+            send,
+            recv,
+            count,
+            dtype.nccl_value(),
+            op.nccl_value(),
+            self.raw,
+            stream,
+        );
+        let mut info = super::ffi::SimInfo::new(version.code);
+        let end = simulate(&mut info);
+        if rc != 0 || end != 0 {
+            // A refused forced choice: the real all-reduce says so in NCCL's words.
+            return Ok(None);
+        }
+        let t = f64::from(info.estimated_time);
+        Ok((t.is_finite() && t >= 0.0).then_some(t))
+    }
+
+    /// An all-reduce NCCL may refuse because a forced algorithm or protocol is not
+    /// available (2.24+, `ncclInvalidUsage`): `Ok(Some(NCCL's words))` then, and the
+    /// communicator stays usable. Any other error is an error.
+    ///
+    /// # Safety
+    /// As [`NcclComm::all_reduce`].
+    pub unsafe fn all_reduce_or_refusal(
+        &mut self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        op: ReduceOp,
+        stream: RawStream,
+    ) -> Result<Option<String>, NcclError> {
+        let s = self.nccl.symbols();
+        let rc = (s.all_reduce)(
+            send,
+            recv,
+            count,
+            dtype.nccl_value(),
+            op.nccl_value(),
+            self.raw,
+            stream,
+        );
+        if rc == IN_PROGRESS {
+            return self.wait_in_progress("ncclAllReduce").map(|_| None);
+        }
+        if rc == INVALID_USAGE {
+            let said = self.last_error().unwrap_or_default();
+            if crate::nccl::tuning::is_refused_choice(&said) {
+                return Ok(Some(said));
+            }
+        }
+        self.track(self.nccl.check("ncclAllReduce", rc, self.raw))
+            .map(|_| None)
     }
 
     /// `ncclCommGetAsyncError`: an error a background thread of NCCL hit (a peer that

@@ -1,6 +1,7 @@
 //! Layer 1: the raw C ABI of libnccl, resolved with libloading. Required symbols
 //! fail loading with the name of the missing one; symbols newer releases added
-//! (`ncclGetLastError` 2.13+, `ncclCommFinalize` 2.14+) are optional.
+//! (`ncclGetLastError` 2.13+, `ncclCommFinalize` 2.14+, `ncclGroupSimulateEnd`
+//! 2.22+) are optional.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
@@ -40,6 +41,30 @@ type CommOp = unsafe extern "C" fn(RawComm) -> NcclResult;
 type CommGetAsyncError = unsafe extern "C" fn(RawComm, *mut NcclResult) -> NcclResult;
 type GetErrorString = unsafe extern "C" fn(NcclResult) -> *const c_char;
 type GetLastError = unsafe extern "C" fn(RawComm) -> *const c_char;
+type Group = unsafe extern "C" fn() -> NcclResult;
+type GroupSimulateEnd = unsafe extern "C" fn(*mut SimInfo) -> NcclResult;
+
+/// `ncclSimInfo_t` (nccl.h, 2.22+), set up as `NCCL_SIM_INFO_INITIALIZER` does.
+#[repr(C)]
+pub struct SimInfo {
+    pub size: usize,
+    pub magic: u32,
+    pub version: u32,
+    /// NCCL's estimate of the group's operations, microseconds.
+    pub estimated_time: f32,
+}
+
+impl SimInfo {
+    pub fn new(version_code: i32) -> SimInfo {
+        SimInfo {
+            size: std::mem::size_of::<SimInfo>(),
+            magic: 0x7468_5283,
+            version: version_code as u32,
+            // NCCL_UNDEF_FLOAT
+            estimated_time: -1.0,
+        }
+    }
+}
 
 /// The function pointers, valid while `library` is loaded (it is owned alongside).
 pub struct Symbols {
@@ -53,6 +78,9 @@ pub struct Symbols {
     pub get_error_string: GetErrorString,
     pub get_last_error: Option<GetLastError>,
     pub comm_finalize: Option<CommOp>,
+    pub group_start: Option<Group>,
+    pub group_end: Option<Group>,
+    pub group_simulate_end: Option<GroupSimulateEnd>,
 }
 
 /// The loaded library and its symbols. The library is never unloaded: NCCL starts
@@ -108,6 +136,9 @@ impl Loaded {
                 get_error_string: required!("ncclGetErrorString"),
                 get_last_error: optional!("ncclGetLastError"),
                 comm_finalize: optional!("ncclCommFinalize"),
+                group_start: optional!("ncclGroupStart"),
+                group_end: optional!("ncclGroupEnd"),
+                group_simulate_end: optional!("ncclGroupSimulateEnd"),
             };
             Ok(Loaded {
                 symbols,

@@ -508,6 +508,30 @@ impl Communicator for GpuComm {
         self.sync()
     }
 
+    fn probe(&mut self, bytes: usize) -> Result<crate::backend::Probe> {
+        self.check_len(bytes)?;
+        let count = bytes / self.dtype.size();
+        let (send, recv) = (self.send_ptr as *const c_void, self.recv_ptr as *mut c_void);
+        let stream = self.stream.cu_stream() as *mut c_void;
+        // SAFETY: as `enqueue`: both buffers hold `bytes`, the stream is this device's.
+        let predicted_us = unsafe {
+            self.comm
+                .predict(send, recv, count, self.dtype, self.op, stream)?
+        };
+        // SAFETY: as above.
+        let refused = unsafe {
+            self.comm
+                .all_reduce_or_refusal(send, recv, count, self.dtype, self.op, stream)?
+        };
+        if refused.is_none() {
+            self.sync()?;
+        }
+        Ok(crate::backend::Probe {
+            predicted_us,
+            refused,
+        })
+    }
+
     fn set_deadline(&mut self, deadline: Instant) {
         self.comm.set_deadline(deadline);
     }

@@ -19,6 +19,10 @@ use crate::stats::quality::Drift;
 use crate::stats::{Bandwidth, LatencyRecorder};
 use crate::units::Bytes;
 
+/// What a rank says once its communicator is up: its transports, and the algorithm
+/// and protocol of a backend that decides them itself.
+pub(super) type Ready = (String, Option<(String, String)>);
+
 impl Orchestrator<'_> {
     /// The stop rule of one round: `-n` iterations each, or the adaptive rule with
     /// its time budget and minimum shared among the rounds.
@@ -49,6 +53,41 @@ impl Orchestrator<'_> {
         }
     }
 
+    /// Relays rank 0's unique id and waits until every rank's communicator is up;
+    /// each rank's transports and (where its backend decides it) algorithm.
+    pub(super) fn connect(
+        &mut self,
+        processes: &mut dyn RankGroup,
+        tails: &mut Tails,
+        n: u32,
+    ) -> Result<Vec<Ready>, Failure> {
+        let init = "communicator set-up";
+        let deadline = Instant::now() + self.settings.timeout;
+        let id = self
+            .wait_for(processes, tails, &[0], deadline, init, |e| match e {
+                Event::UniqueId { id } => Some(id),
+                _ => None,
+            })?
+            .remove(0);
+        for rank in 1..n {
+            if processes
+                .send(rank, &Command::UniqueId { id: id.clone() })
+                .is_err()
+            {
+                return Err(self.dead(processes, rank, init));
+            }
+        }
+        let all: Vec<u32> = (0..n).collect();
+        self.wait_for(processes, tails, &all, deadline, init, |e| match e {
+            Event::Ready {
+                transports,
+                algorithm,
+                ..
+            } => Some((transports, algorithm)),
+            _ => None,
+        })
+    }
+
     pub(super) fn drive(
         &mut self,
         processes: &mut dyn RankGroup,
@@ -69,35 +108,24 @@ impl Orchestrator<'_> {
             transports: transports.to_string(),
             reason: String::new(),
         };
-        let init = "communicator set-up";
         if take == Take::First {
             self.observer
                 .case_started(&self.key(group, sizes[0]), takes.round);
         }
-        let deadline = Instant::now() + timeout;
-        let id = self
-            .wait_for(processes, tails, &[0], deadline, init, |e| match e {
-                Event::UniqueId { id } => Some(id),
-                _ => None,
-            })
-            .map_err(|f| fail(0, true, f, ""))?
-            .remove(0);
-        for rank in 1..n {
-            if processes
-                .send(rank, &Command::UniqueId { id: id.clone() })
-                .is_err()
-            {
-                return Err(fail(0, true, self.dead(processes, rank, init), ""));
-            }
-        }
-        let all: Vec<u32> = (0..n).collect();
         let ready = self
-            .wait_for(processes, tails, &all, deadline, init, |e| match e {
-                Event::Ready { transports, .. } => Some(transports),
-                _ => None,
-            })
+            .connect(processes, tails, n)
             .map_err(|f| fail(0, true, f, ""))?;
-        let transports = merge_transports(&ready);
+        let all: Vec<u32> = (0..n).collect();
+        let transports = merge_transports(&ready.iter().map(|r| r.0.clone()).collect::<Vec<_>>());
+        // A backend that decides its algorithm itself says it once (rank 0's).
+        let own = ready
+            .first()
+            .and_then(|r| r.1.clone())
+            .map(|(algo, proto)| crate::model::TuningCells {
+                algo,
+                proto,
+                ..Default::default()
+            });
 
         let rule = self.stop_rule();
         for (done, &bytes) in sizes.iter().enumerate() {
@@ -194,6 +222,12 @@ impl Orchestrator<'_> {
                 logged
             };
             let ceiling_gbps = self.ceiling(group, &transports);
+            let tuning = takes
+                .probes
+                .get(&bytes)
+                .map(|p| p.tuning.clone())
+                .or_else(|| own.clone())
+                .unwrap_or_default();
             let result = CaseResult {
                 key,
                 backend: self.label.clone(),
@@ -218,6 +252,7 @@ impl Orchestrator<'_> {
                 second_take: take == Take::Second,
                 ceiling_gbps,
                 round_p50_us: vec![summary.p50_us],
+                tuning,
             };
             let round = RoundTake {
                 result,

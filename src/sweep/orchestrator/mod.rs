@@ -37,6 +37,7 @@ use crate::stats::LatencyRecorder;
 use crate::units::Bytes;
 
 mod drive;
+mod probe;
 mod quality;
 mod spawn;
 mod wait;
@@ -104,6 +105,8 @@ pub(super) struct Takes {
     /// Each size's event stride and what its calibration asked for, decided in
     /// its first round and kept by the later ones: one stride per case.
     pub(super) strides: std::collections::HashMap<u64, (u64, u64)>,
+    /// What the probe group learnt about each size (NCCL backend).
+    pub(super) probes: std::collections::HashMap<u64, probe::SizeProbe>,
 }
 
 impl Takes {
@@ -114,6 +117,7 @@ impl Takes {
             book: Book::default(),
             round: 1,
             strides: std::collections::HashMap::new(),
+            probes: std::collections::HashMap::new(),
         }
     }
 }
@@ -167,6 +171,24 @@ impl Orchestrator<'_> {
         let mut sequence = 0u32;
         for block in plan.blocks() {
             let mut firsts: Vec<Takes> = block.iter().map(|_| Takes::new(Take::First)).collect();
+            // NCCL's decisions per size, from one untimed probe group per config.
+            for (group, takes) in block.iter().zip(firsts.iter_mut()) {
+                if self.interrupted.load(Ordering::SeqCst) {
+                    return Ok(true);
+                }
+                takes.probes = self.probe(group, &plan.sizes, &mut sequence)?;
+                let mut refused: Vec<(u64, String)> = takes
+                    .probes
+                    .iter()
+                    .filter_map(|(b, p)| Some((*b, p.refused.clone()?)))
+                    .collect();
+                refused.sort();
+                for (bytes, words) in refused {
+                    let status = CaseStatus::Unsupported;
+                    let reason = format!("NCCL refused the forced choice: {words}");
+                    self.record_not_run(group, bytes, status, "", reason, takes)?;
+                }
+            }
             let mut interrupted = false;
             'rounds: for round in 1..=self.rounds() {
                 for (group, takes) in block.iter().zip(firsts.iter_mut()) {
@@ -396,7 +418,12 @@ impl Orchestrator<'_> {
         f: &GroupStop,
         takes: &mut Takes,
     ) -> Result<()> {
-        let status = f.failure.status();
+        // A forced algorithm or protocol NCCL refused is no failure.
+        let status = if crate::nccl::tuning::is_refused_choice(&f.reason) {
+            CaseStatus::Unsupported
+        } else {
+            f.failure.status()
+        };
         self.record_not_run(group, bytes, status, &f.transports, f.reason.clone(), takes)
     }
 
@@ -435,6 +462,11 @@ impl Orchestrator<'_> {
             second_take: false,
             ceiling_gbps: None,
             round_p50_us: Vec::new(),
+            tuning: takes
+                .probes
+                .get(&bytes)
+                .map(|p| p.tuning.clone())
+                .unwrap_or_default(),
         };
         let offset = self.run_start.elapsed();
         self.record(&result, None, offset)

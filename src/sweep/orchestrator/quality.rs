@@ -39,6 +39,14 @@ impl Orchestrator<'_> {
             .map(|&i| measurements[i].result.key.bytes)
             .collect();
         let mut seconds = Takes::new(Take::Second);
+        // A second take runs with what the probe found for the first.
+        for m in &measurements {
+            let probe = super::probe::SizeProbe {
+                tuning: m.result.tuning.clone(),
+                refused: None,
+            };
+            seconds.probes.insert(m.result.key.bytes, probe);
+        }
         let mut why_not = None;
         let mut interrupted = interrupted || self.interrupted.load(Ordering::SeqCst);
         if interrupted {

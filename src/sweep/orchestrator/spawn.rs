@@ -14,7 +14,7 @@ use super::{GroupStop, Orchestrator, Take, Takes};
 use crate::nccl::log as nccl_log;
 
 impl Orchestrator<'_> {
-    fn worker_spec(
+    pub(super) fn worker_spec(
         &self,
         group: &Group,
         rank: u32,
@@ -98,9 +98,20 @@ impl Orchestrator<'_> {
     /// known failure, and whether a connection set-up failed. Empty for the host
     /// backend, which has no NCCL log.
     pub(super) fn nccl_log_findings(&self, log_stem: &str) -> LogFindings {
-        if self.nccl_lib.is_none() {
-            return LogFindings::default();
+        match self.nccl_log(log_stem) {
+            Some(log) => LogFindings {
+                transports: log.transports_cell(),
+                error: log.error_cell(),
+                setup_failed: log.setup_failure().is_some(),
+            },
+            None => LogFindings::default(),
         }
+    }
+
+    /// The NCCL logs of the processes of `log_stem`, parsed as one; `None` for the
+    /// host backend or logs that cannot be read.
+    pub(super) fn nccl_log(&self, log_stem: &str) -> Option<nccl_log::NcclLog> {
+        self.nccl_lib.as_ref()?;
         let start = format!("{log_stem}.nccl.");
         let mut files: Vec<PathBuf> = std::fs::read_dir(self.writer.dir().logs())
             .map(|it| {
@@ -115,14 +126,7 @@ impl Orchestrator<'_> {
             .unwrap_or_default();
         files.sort();
         let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-        match nccl_log::parse_files(&paths) {
-            Ok(log) => LogFindings {
-                transports: log.transports_cell(),
-                error: log.error_cell(),
-                setup_failed: log.setup_failure().is_some(),
-            },
-            Err(_) => LogFindings::default(),
-        }
+        nccl_log::parse_files(&paths).ok()
     }
 
     /// Runs `sizes` of one group in fresh processes; `Err` describes an early stop.

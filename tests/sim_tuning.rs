@@ -1,0 +1,207 @@
+//! NCCL's algorithm and protocol choices on the simulated GPUs (tests/gpu-sim, which
+//! plays NCCL's tuner, its `TUNING` lines and `NCCL_ALGO`/`NCCL_PROTO` version by
+//! version): the probe group fills `algo`, `proto`, `channels` and
+//! `nccl_predicted_us`, a forced choice NCCL 2.24+ refuses is `unsupported` with its
+//! words, an older NCCL's silent fall-back is said, and the timed rounds never log
+//! per collective. Without the stand-in these tests fail unless
+//! NCCL_BENCH_TEST_SKIP names `sim`. Nothing here is a measurement.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use common::sim::{sim_dir, sim_sweep};
+use common::{rows, run_dir, text};
+
+type Row = HashMap<String, String>;
+
+/// A two-rank NVLink sweep of `configs` at NCCL `version`; its run directory's rows.
+fn sweep(dir: &Path, out: &Path, version: &str, configs: &str, max: &str) -> Vec<Row> {
+    let o = sim_sweep(
+        dir,
+        "nvlink",
+        &[("NCCL_BENCH_SIM_VERSION", version)],
+        out,
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            max,
+            "-f",
+            "8",
+            "--transports",
+            configs,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    rows(&run_dir(out))
+}
+
+fn of<'a>(rows: &'a [Row], config: &str) -> Vec<&'a Row> {
+    rows.iter().filter(|r| r["config"] == config).collect()
+}
+
+/// NCCL 2.28: the default's choice per size (LL at the small sizes), a forced LL128
+/// followed, NVLS refused on a machine without NVSwitch (`unsupported`, NCCL's words,
+/// exit 0); NCCL's estimate from `ncclGroupSimulateEnd` on every size; the TUNING
+/// lines only in the probe's logs, never in the timed rounds'.
+#[test]
+fn the_probe_fills_the_choice_columns_and_unsupported_choices_are_no_failures() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let rows = sweep(&dir, out.path(), "2.28.9", "default,ll128,nvls", "256K");
+    assert_eq!(rows.len(), 18, "8 B .. 256 KiB by 8, three configs");
+    for r in of(&rows, "default") {
+        assert_eq!(
+            (r["status"].as_str(), r["algo"].as_str()),
+            ("ok", "Ring"),
+            "{r:?}"
+        );
+        assert!(
+            ["LL", "LL128", "Simple"].contains(&r["proto"].as_str()),
+            "{r:?}"
+        );
+        let channels: u32 = r["channels"].parse().unwrap();
+        assert!((1..=16).contains(&channels), "{r:?}");
+        let predicted: f64 = r["nccl_predicted_us"].parse().unwrap();
+        let p50: f64 = r["p50_us"].parse().unwrap();
+        assert!(
+            predicted > 0.0 && (predicted / p50 - 1.0).abs() < 0.5,
+            "{r:?}"
+        );
+        assert_eq!(r["tuning_note"], "", "{r:?}");
+    }
+    assert_eq!(of(&rows, "default")[0]["proto"], "LL", "8 B: LL");
+    for r in of(&rows, "ll128") {
+        assert_eq!(
+            (r["status"].as_str(), r["proto"].as_str()),
+            ("ok", "LL128"),
+            "{r:?}"
+        );
+    }
+    for r in of(&rows, "nvls") {
+        assert_eq!(r["status"], "unsupported", "{r:?}");
+        assert!(
+            r["error"].contains("no algorithm/protocol available for function AllReduce with datatype ncclFloat32. NCCL_ALGO was set to NVLS."),
+            "{r:?}"
+        );
+        assert_eq!(r["p50_us"], "");
+    }
+    let run = run_dir(out.path());
+    let mut probe_lines = 0;
+    for e in std::fs::read_dir(run.join("logs")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.contains(".nccl.") {
+            continue;
+        }
+        let tuning = std::fs::read_to_string(e.path())
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(" Bytes -> Algo "))
+            .count();
+        if name.contains(".probe.") {
+            probe_lines += tuning;
+        } else {
+            assert_eq!(tuning, 0, "{name}: a timed round logged TUNING lines");
+        }
+    }
+    assert!(
+        probe_lines >= 10,
+        "{probe_lines} TUNING lines in the probes"
+    );
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("unsupported"), "{report}");
+}
+
+/// Before 2.24 NCCL falls back to Ring silently where a forced choice is impossible:
+/// the case is measured, and `tuning_note` says so; 2.21 has no
+/// `ncclGroupSimulateEnd`, so the estimate is its TUNING line's `time`. Before 2.20
+/// NCCL logs no choice at all: the columns stay empty.
+#[test]
+fn older_nccl_falls_back_silently_and_the_note_says_so() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let rows = sweep(&dir, out.path(), "2.21.5", "default,nvls", "4K");
+    for r in of(&rows, "nvls") {
+        assert_eq!(
+            (r["status"].as_str(), r["algo"].as_str()),
+            ("ok", "Ring"),
+            "{r:?}"
+        );
+        assert_eq!(
+            r["tuning_note"],
+            "fell back to RING: NCCL_ALGO=NVLS is not available here"
+        );
+        assert!(!r["nccl_predicted_us"].is_empty(), "{r:?}");
+    }
+    for r in of(&rows, "default") {
+        assert_eq!(
+            (r["algo"].as_str(), r["tuning_note"].as_str()),
+            ("Ring", "")
+        );
+    }
+    let out = tempfile::tempdir().unwrap();
+    let rows = sweep(&dir, out.path(), "2.19.3", "default", "4K");
+    for r in &rows {
+        assert_eq!(r["status"], "ok");
+        let cells = (
+            r["algo"].as_str(),
+            r["proto"].as_str(),
+            r["nccl_predicted_us"].as_str(),
+        );
+        assert_eq!(cells, ("", "", ""), "{r:?}");
+    }
+}
+
+/// The probe costs the timing nothing: the 8 B median with the probe is within 2 %
+/// of the one without (`--no-probe`), while a config that logs TUNING lines in its
+/// timed loop shows what a log write per all-reduce would cost.
+#[test]
+fn the_probe_leaves_the_small_all_reduce_time_alone() {
+    let Some(dir) = sim_dir() else { return };
+    let config = tempfile::tempdir().unwrap();
+    let file = config.path().join("logged.toml");
+    std::fs::write(
+        &file,
+        "[[config]]\nname = \"logged\"\nenv = { NCCL_DEBUG_SUBSYS = \"INIT,ENV,TUNING\" }\n",
+    )
+    .unwrap();
+    let p50 = |extra: &[&str]| -> HashMap<String, f64> {
+        let out = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--gpus",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "-n",
+            "3000",
+            "--config",
+            file.to_str().unwrap(),
+            "--transports",
+            "default,logged",
+        ];
+        args.extend_from_slice(extra);
+        let o = sim_sweep(&dir, "nvlink", &[], out.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        rows(&run_dir(out.path()))
+            .into_iter()
+            .map(|r| (r["config"].clone(), r["p50_us"].parse::<f64>().unwrap()))
+            .collect()
+    };
+    let with = p50(&[]);
+    let without = p50(&["--no-probe"]);
+    let change = with["default"] / without["default"] - 1.0;
+    eprintln!(
+        "8 B p50: {:.3} us with the probe, {:.3} us without ({:+.2} %); logging in the timed loop: {:.3} us",
+        with["default"],
+        without["default"],
+        change * 100.0,
+        with["logged"]
+    );
+    assert!(change.abs() < 0.02, "{with:?} vs {without:?}");
+}
