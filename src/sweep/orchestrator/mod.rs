@@ -106,7 +106,7 @@ pub(super) struct Takes {
     /// its first round and kept by the later ones: one stride per case.
     pub(super) strides: std::collections::HashMap<u64, (u64, u64)>,
     /// What the probe group learnt about each size (NCCL backend).
-    pub(super) probes: std::collections::HashMap<u64, probe::SizeProbe>,
+    pub(super) probes: std::collections::HashMap<u64, SizeProbe>,
 }
 
 impl Takes {
@@ -120,6 +120,14 @@ impl Takes {
             probes: std::collections::HashMap::new(),
         }
     }
+}
+
+/// What the probe group (`probe`) learnt about one size.
+#[derive(Debug, Clone, Default)]
+pub(super) struct SizeProbe {
+    pub(super) tuning: crate::model::TuningCells,
+    /// NCCL refused the all-reduce (a forced choice it cannot follow), in its words.
+    pub(super) refused: Option<String>,
 }
 
 /// Which measurement of its sizes a group takes.

@@ -21,17 +21,9 @@ use super::super::failure::Tails;
 use super::super::group::{remove_segments, WorkerSpec};
 use super::super::plan::Group;
 use super::super::protocol::{Command, Event};
-use super::{Orchestrator, Take};
+use super::{Orchestrator, SizeProbe, Take};
 use crate::model::TuningCells;
 use crate::nccl::tuning;
-
-/// What the probe learnt about one size.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SizeProbe {
-    pub(crate) tuning: TuningCells,
-    /// NCCL refused the all-reduce (a forced choice it cannot follow), in its words.
-    pub(crate) refused: Option<String>,
-}
 
 impl Orchestrator<'_> {
     /// Probes `sizes` of `group` in one untimed process group (NCCL backend only;

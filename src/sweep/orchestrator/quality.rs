@@ -41,7 +41,7 @@ impl Orchestrator<'_> {
         let mut seconds = Takes::new(Take::Second);
         // A second take runs with what the probe found for the first.
         for m in &measurements {
-            let probe = super::probe::SizeProbe {
+            let probe = super::SizeProbe {
                 tuning: m.result.tuning.clone(),
                 refused: None,
             };
