@@ -102,16 +102,7 @@ impl NcclComm {
         op: ReduceOp,
         stream: RawStream,
     ) -> Result<(), NcclError> {
-        let s = self.nccl.symbols();
-        let rc = (s.all_reduce)(
-            send,
-            recv,
-            count,
-            dtype.nccl_value(),
-            op.nccl_value(),
-            self.raw,
-            stream,
-        );
+        let rc = self.raw_all_reduce(send, recv, count, dtype, op, stream);
         if rc == IN_PROGRESS {
             return self.wait_in_progress("ncclAllReduce");
         }
@@ -142,15 +133,7 @@ impl NcclComm {
             return Ok(None);
         }
         self.nccl.check("ncclGroupStart", start(), self.raw)?;
-        let rc = (s.all_reduce)(
-            send,
-            recv,
-            count,
-            dtype.nccl_value(),
-            op.nccl_value(),
-            self.raw,
-            stream,
-        );
+        let rc = self.raw_all_reduce(send, recv, count, dtype, op, stream);
         let mut info = super::ffi::SimInfo::new(version.code);
         let end = simulate(&mut info);
         if rc != 0 || end != 0 {
@@ -176,16 +159,7 @@ impl NcclComm {
         op: ReduceOp,
         stream: RawStream,
     ) -> Result<Option<String>, NcclError> {
-        let s = self.nccl.symbols();
-        let rc = (s.all_reduce)(
-            send,
-            recv,
-            count,
-            dtype.nccl_value(),
-            op.nccl_value(),
-            self.raw,
-            stream,
-        );
+        let rc = self.raw_all_reduce(send, recv, count, dtype, op, stream);
         if rc == IN_PROGRESS {
             return self.wait_in_progress("ncclAllReduce").map(|_| None);
         }
@@ -197,6 +171,30 @@ impl NcclComm {
         }
         self.track(self.nccl.check("ncclAllReduce", rc, self.raw))
             .map(|_| None)
+    }
+
+    /// `ncclAllReduce` itself, its return code as it is.
+    ///
+    /// # Safety
+    /// As [`NcclComm::all_reduce`].
+    unsafe fn raw_all_reduce(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        op: ReduceOp,
+        stream: RawStream,
+    ) -> i32 {
+        (self.nccl.symbols().all_reduce)(
+            send,
+            recv,
+            count,
+            dtype.nccl_value(),
+            op.nccl_value(),
+            self.raw,
+            stream,
+        )
     }
 
     /// `ncclCommGetAsyncError`: an error a background thread of NCCL hit (a peer that
