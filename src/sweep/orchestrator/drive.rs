@@ -223,9 +223,7 @@ impl Orchestrator<'_> {
             };
             let ceiling_gbps = self.ceiling(group, &transports);
             let tuning = takes
-                .probes
-                .get(&bytes)
-                .map(|p| p.tuning.clone())
+                .tuning(bytes)
                 .or_else(|| own.clone())
                 .unwrap_or_default();
             let result = CaseResult {
@@ -263,18 +261,32 @@ impl Orchestrator<'_> {
             self.take_round(round, takes)
                 .map_err(|e| failed(Failure::Write(format!("{e:#}"))))?;
         }
-        // Best effort: a rank that does not say goodbye is killed by `finish`.
-        if self.broadcast(processes, &Command::Exit, "exit").is_ok() {
-            let _ = self.wait_for(
-                processes,
-                tails,
-                &all,
-                Instant::now() + Duration::from_secs(5),
-                "exit",
-                |e| matches!(e, Event::Bye).then_some(()),
-            );
-        }
+        self.say_goodbye(processes, tails, n);
         Ok(())
+    }
+
+    /// Tells every rank to exit and waits a little for its goodbye. Best effort: a
+    /// rank that does not say it is killed by `finish`. `false` when the command
+    /// could not be sent.
+    pub(super) fn say_goodbye(
+        &self,
+        processes: &mut dyn RankGroup,
+        tails: &mut Tails,
+        n: u32,
+    ) -> bool {
+        if self.broadcast(processes, &Command::Exit, "exit").is_err() {
+            return false;
+        }
+        let all: Vec<u32> = (0..n).collect();
+        let _ = self.wait_for(
+            processes,
+            tails,
+            &all,
+            Instant::now() + Duration::from_secs(5),
+            "exit",
+            |e| matches!(e, Event::Bye).then_some(()),
+        );
+        true
     }
 }
 

@@ -130,6 +130,13 @@ pub(super) struct SizeProbe {
     pub(super) refused: Option<String>,
 }
 
+impl Takes {
+    /// What the probe found about a size, where it found something.
+    pub(super) fn tuning(&self, bytes: u64) -> Option<crate::model::TuningCells> {
+        self.probes.get(&bytes).map(|p| p.tuning.clone())
+    }
+}
+
 /// Which measurement of its sizes a group takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Take {
@@ -470,11 +477,7 @@ impl Orchestrator<'_> {
             second_take: false,
             ceiling_gbps: None,
             round_p50_us: Vec::new(),
-            tuning: takes
-                .probes
-                .get(&bytes)
-                .map(|p| p.tuning.clone())
-                .unwrap_or_default(),
+            tuning: takes.tuning(bytes).unwrap_or_default(),
         };
         let offset = self.run_start.elapsed();
         self.record(&result, None, offset)

@@ -12,7 +12,6 @@
 //! tuning cells, and the rounds measure (or fail) them as always.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -40,14 +39,7 @@ impl Orchestrator<'_> {
         *sequence += 1;
         let prefix = format!("nccl-bench-{}-{sequence}", std::process::id());
         let log_stem = format!("{}.n{}.probe", group.config.name, group.nranks);
-        let logs: Vec<PathBuf> = (0..group.nranks)
-            .map(|r| {
-                self.writer
-                    .dir()
-                    .logs()
-                    .join(format!("{log_stem}.rank{r}.log"))
-            })
-            .collect();
+        let logs = self.rank_logs(&log_stem, group.nranks);
         let specs = (0..group.nranks)
             .map(|r| with_tuning(self.worker_spec(group, r, &prefix, &log_stem, Take::First)))
             .collect();
@@ -83,20 +75,7 @@ impl Orchestrator<'_> {
                 }
                 Ok(())
             });
-        if outcome.is_ok()
-            && self
-                .broadcast(processes.as_mut(), &Command::Exit, "exit")
-                .is_ok()
-        {
-            let all: Vec<u32> = (0..n).collect();
-            let _ = self.wait_for(
-                processes.as_mut(),
-                &mut tails,
-                &all,
-                Instant::now() + Duration::from_secs(5),
-                "exit",
-                |e| matches!(e, Event::Bye).then_some(()),
-            );
+        if outcome.is_ok() && self.say_goodbye(processes.as_mut(), &mut tails, n) {
             processes.finish(Duration::from_secs(2));
         } else {
             processes.kill();

@@ -129,6 +129,18 @@ impl Orchestrator<'_> {
         nccl_log::parse_files(&paths).ok()
     }
 
+    /// Each rank's own log of the processes of `log_stem`.
+    pub(super) fn rank_logs(&self, log_stem: &str, nranks: u32) -> Vec<PathBuf> {
+        (0..nranks)
+            .map(|r| {
+                self.writer
+                    .dir()
+                    .logs()
+                    .join(format!("{log_stem}.rank{r}.log"))
+            })
+            .collect()
+    }
+
     /// Runs `sizes` of one group in fresh processes; `Err` describes an early stop.
     pub(super) fn run_group(
         &mut self,
@@ -153,14 +165,7 @@ impl Orchestrator<'_> {
             suffix.push_str(&format!(".try{attempt}"));
         }
         let log_stem = format!("{}.n{}{suffix}", group.config.name, group.nranks);
-        let logs: Vec<PathBuf> = (0..group.nranks)
-            .map(|r| {
-                self.writer
-                    .dir()
-                    .logs()
-                    .join(format!("{log_stem}.rank{r}.log"))
-            })
-            .collect();
+        let logs = self.rank_logs(&log_stem, group.nranks);
         let specs = (0..group.nranks)
             .map(|r| self.worker_spec(group, r, &prefix, &log_stem, take))
             .collect();
