@@ -367,13 +367,11 @@ pub fn has_simulate(version: NcclVersion) -> bool {
     (version.major, version.minor) >= (2, 22)
 }
 
-/// NCCL's words when a forced choice is impossible (2.24+), or a forcing variable
-/// does not parse: the case is `unsupported`, not failed.
+/// NCCL's words when a forced choice is impossible here: the case is `unsupported`,
+/// not failed. A forcing variable NCCL cannot parse (`Unrecognized element token`, a
+/// typo) is a failure: the config is wrong, not the machine.
 pub fn is_refused_choice(text: &str) -> bool {
     text.contains("no algorithm/protocol available")
-        || (text.contains("Unrecognized element token") && text.contains("when parsing"))
-        || (text.contains("Unrecognized prefix token") && text.contains("when parsing"))
-        || text.contains("All entries except the first must have a prefix")
 }
 
 #[cfg(test)]
