@@ -249,7 +249,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         };
         means_only |= on_means;
         match comparison.as_ref().map(|c| c.method) {
-            Some(Method::Rounds { base, cand }) => {
+            Some(Method::Rounds { base, cand, .. }) => {
                 over_rounds += 1;
                 most_rounds = most_rounds.max(base).max(cand);
             }
@@ -335,18 +335,28 @@ pub fn compare_pair(
 ) -> (Option<Comparison>, Outcome) {
     match (b.is_ok(), c.is_ok()) {
         (true, true) => {
-            let cmp = compare_rounds(&b.round_medians(), &c.round_medians(), opts.threshold)
-                .or_else(
-                    || match (base_run.distribution(b), cand_run.distribution(c)) {
-                        (Some(hb), Some(hc)) => {
-                            compare_distributions(hb, hc, opts.threshold, opts.resamples, seed)
-                        }
-                        _ => match (b.time_us, c.time_us) {
-                            (Some(tb), Some(tc)) => compare_means(tb, tc, opts.threshold),
-                            _ => None,
-                        },
+            // Two configs of one sweep ran each round side by side: paired by round,
+            // unless a side kept its re-measurement (rounds of their own, later).
+            let paired = base_run.dir == cand_run.dir
+                && b.quality != "remeasured"
+                && c.quality != "remeasured";
+            let cmp = compare_rounds(
+                &b.round_medians(),
+                &c.round_medians(),
+                opts.threshold,
+                paired,
+            )
+            .or_else(
+                || match (base_run.distribution(b), cand_run.distribution(c)) {
+                    (Some(hb), Some(hc)) => {
+                        compare_distributions(hb, hc, opts.threshold, opts.resamples, seed)
+                    }
+                    _ => match (b.time_us, c.time_us) {
+                        (Some(tb), Some(tc)) => compare_means(tb, tc, opts.threshold),
+                        _ => None,
                     },
-                );
+                },
+            );
             let trusted = b.is_trusted() && c.is_trusted();
             let outcome = match cmp.as_ref().map(|c| c.verdict) {
                 _ if !trusted => Outcome::Inconclusive,

@@ -123,7 +123,7 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
     if report.over_rounds > 0 {
         lines.push(if report.same_run {
             format!(
-                "intervals over rounds: each case's process groups (up to {} a side), so they include the variation between groups of processes, not only between iterations",
+                "intervals over rounds: each case's process groups (up to {} a side), so they include the variation between groups of processes, not only between iterations; paired round by round (a round runs every config back to back, in a shuffled order), so what the machine did in a round cancels out",
                 report.most_rounds
             )
         } else {

@@ -3,7 +3,9 @@
 //! when the whole interval lies outside a noise band of +-threshold (criterion's
 //! rule). Cases measured in several rounds (process groups) are compared over their
 //! rounds ([`compare_rounds`], `super::rounds::shift`): the interval then includes the
-//! variation between process groups. Cases of one round each are compared with a
+//! variation between process groups. Two configs of one sweep ran their rounds side by
+//! side, and are compared round by round (`super::rounds::paired_shift`), so what a
+//! round did to both cancels out. Cases of one round each are compared with a
 //! bootstrap over their HdrHistograms ([`compare_distributions`]), which sees only
 //! the variation between the iterations of each group.
 //!
@@ -75,8 +77,13 @@ impl fmt::Display for Verdict {
 #[serde(rename_all = "snake_case")]
 pub enum Method {
     /// Over the rounds (process groups) of each side: the Hodges-Lehmann shift of
-    /// their log medians with its Mann-Whitney interval.
-    Rounds { base: usize, cand: usize },
+    /// their log medians with its Mann-Whitney interval, or with `paired` rounds the
+    /// median per-round ratio with its signed-rank interval.
+    Rounds {
+        base: usize,
+        cand: usize,
+        paired: bool,
+    },
     /// Percentile bootstrap of the medians over the histograms.
     Bootstrap { resamples: usize },
     /// Only the two means were known: the interval is the point `(change, change)`.
@@ -148,8 +155,17 @@ pub fn compare_means(base_mean: f64, cand_mean: f64, threshold: f64) -> Option<C
 /// 95 % interval it is unbounded and the verdict inconclusive. `base_median` and
 /// `cand_median` are the medians of the round medians.
 ///
+/// `paired`: round `i` of each side ran back to back (configs of one sweep): then,
+/// with the same number of rounds a side, the change is that of the per-round ratios
+/// and its interval the signed-rank one (`super::rounds::paired_shift`).
+///
 /// `None` with fewer than 2 rounds on a side, or a median that is not positive.
-pub fn compare_rounds(base: &[f64], cand: &[f64], threshold: f64) -> Option<Comparison> {
+pub fn compare_rounds(
+    base: &[f64],
+    cand: &[f64],
+    threshold: f64,
+    paired: bool,
+) -> Option<Comparison> {
     if base.len() < 2 || cand.len() < 2 {
         return None;
     }
@@ -160,7 +176,13 @@ pub fn compare_rounds(base: &[f64], cand: &[f64], threshold: f64) -> Option<Comp
     }
     // The very same rounds (a run compared with itself): no change, with certainty.
     let same = base == cand;
-    let (change, ci) = match super::rounds::shift(base, cand).filter(|_| !same) {
+    let paired = paired && base.len() == cand.len();
+    let shift = if paired {
+        super::rounds::paired_shift(base, cand)
+    } else {
+        super::rounds::shift(base, cand)
+    };
+    let (change, ci) = match shift.filter(|_| !same) {
         None if same => (0.0, (0.0, 0.0)),
         Some(s) => (s.change, s.ci),
         None => (
@@ -177,6 +199,7 @@ pub fn compare_rounds(base: &[f64], cand: &[f64], threshold: f64) -> Option<Comp
         method: Method::Rounds {
             base: base.len(),
             cand: cand.len(),
+            paired,
         },
     })
 }

@@ -137,6 +137,14 @@ impl Takes {
     }
 }
 
+/// The seed of a sweep's round orders: its start time, so each sweep draws its own.
+fn round_seed(started_at: &str) -> u64 {
+    // FNV-1a.
+    started_at.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// Which measurement of its sizes a group takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Take {
@@ -205,8 +213,17 @@ impl Orchestrator<'_> {
                 }
             }
             let mut interrupted = false;
+            let seed = round_seed(&self.manifest.started_at);
             'rounds: for round in 1..=self.rounds() {
-                for (group, takes) in block.iter().zip(firsts.iter_mut()) {
+                // One round: every config once, in an order of its own (a single
+                // round keeps the plan's order).
+                let order = if self.rounds() > 1 {
+                    crate::stats::rounds::round_order(block.len(), seed, round)
+                } else {
+                    (0..block.len()).collect()
+                };
+                for i in order {
+                    let (group, takes) = (&block[i], &mut firsts[i]);
                     takes.round = round;
                     if self.run_round(group, &plan.sizes, &mut sequence, takes)? {
                         interrupted = true;
