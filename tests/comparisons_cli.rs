@@ -1,7 +1,7 @@
 //! Comparisons judged both ways, end to end: configs that are the same must come out
 //! unchanged, a config made slower must be found, on the host backend and on the
 //! simulated GPUs with each process group at its own speed; ten identical runs must
-//! give a quiet history. The rates behind these (many repeats) are measured by
+//! give a quiet history, and a slowdown from a run on must be a step. The rates behind these (many repeats) are measured by
 //! `scripts/bench-aa.sh`; each check here has margin enough not to depend on luck:
 //! sizes where groups of processes vary little, a slowdown of 25 %.
 
@@ -157,33 +157,105 @@ fn same_configs_are_unchanged_and_a_slower_one_is_found_on_jittery_simulated_gpu
     judge(&run);
 }
 
-#[test]
-fn ten_identical_runs_give_a_quiet_history() {
-    let _alone = alone();
-    let tmp = tempfile::tempdir().unwrap();
-    let (out, shm) = (tmp.path().join("runs"), tmp.path().join("shm"));
-    std::fs::create_dir_all(&shm).unwrap();
-    for _ in 0..10 {
-        let o = sweep(&out, &shm)
-            .args(["--gpus", "2", "--transports", "default"])
-            .args(["-b", "8", "-e", "1M", "-f", "8"])
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+/// One sweep of `default` on two jittery simulated GPUs into `out`, every all-reduce
+/// `slowdown` times its modelled time.
+fn sim_history_run(dir: &Path, out: &Path, slowdown: &str) {
+    let mut c = Command::new(bin());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NCCL_") {
+            c.env_remove(k);
+        }
     }
+    let o = c
+        .args([
+            "sweep",
+            "--backend",
+            "nccl",
+            "--plain",
+            "--ceiling-bytes",
+            "0",
+        ])
+        .arg("--nccl-lib")
+        .arg(dir.join("libnccl.so.2"))
+        .arg("--out")
+        .arg(out)
+        .args(["--gpus", "2", "--transports", "default", "--rounds", "6"])
+        .args(["-b", "64K", "-e", "1M", "-f", "16"])
+        .env("LD_LIBRARY_PATH", dir)
+        .env("NCCL_BENCH_SIM_TOPO", "nvlink")
+        .env("NCCL_BENCH_SIM_GPUS", "2")
+        .env("NCCL_BENCH_SIM_GROUP_JITTER", "0.03")
+        .env("NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN", slowdown)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+/// The newest run directory under `out` (named by the time it started).
+fn latest_run(out: &Path) -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    dirs.pop().unwrap()
+}
+
+fn history_json(out: &Path) -> serde_json::Value {
     let o = Command::new(bin())
         .arg("history")
-        .arg(&out)
+        .arg(out)
         .args(["--format", "json"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let h: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Ten identical runs give a quiet history, and the same ten with the last three
+/// 25 % slower give one step at every size, between the 7th and the 8th run. On the
+/// simulated GPUs, each process group at its own speed: runs on the host backend
+/// measure the machine too, and a shared 2-core VM can be 60 % slower for a minute,
+/// which a history rightly reports (the host's rates: `scripts/bench-aa.sh`).
+#[test]
+fn ten_identical_runs_give_a_quiet_history_and_a_slowdown_is_a_step() {
+    let Some(dir) = need(Need::Sim) else { return };
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let (same, slower) = (tmp.path().join("same"), tmp.path().join("slower"));
+    for i in 0..10 {
+        sim_history_run(&dir, &same, "1");
+        if i < 7 {
+            // The same seven runs start both histories.
+            let last = latest_run(&same);
+            let copy = slower.join(last.file_name().unwrap());
+            std::fs::create_dir_all(&copy).unwrap();
+            for f in ["results.csv", "manifest.json", "histograms.hlog"] {
+                std::fs::copy(last.join(f), copy.join(f)).unwrap();
+            }
+        } else {
+            sim_history_run(&dir, &slower, "1.25");
+        }
+    }
+    let h = history_json(&same);
     assert_eq!(h["runs"].as_array().unwrap().len(), 10);
     let series = h["series"].as_array().unwrap();
-    assert_eq!(series.len(), 3, "largest, 64 KiB, 8 B");
+    assert_eq!(
+        series.len(),
+        2,
+        "the largest size, and 64 KiB (also nearest 8 B)"
+    );
     for s in series {
         assert_eq!(s["steps"].as_array().unwrap().len(), 0, "{s}");
+        assert_eq!(s["one_offs"].as_array().unwrap().len(), 0, "{s}");
+    }
+    let h = history_json(&slower);
+    assert_eq!(h["runs"].as_array().unwrap().len(), 10);
+    for s in h["series"].as_array().unwrap() {
+        let steps = s["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 1, "{s}");
+        assert_eq!(steps[0]["verdict"], "regressed", "{s}");
+        assert_eq!(steps[0]["after"], 7, "{s}");
         assert_eq!(s["one_offs"].as_array().unwrap().len(), 0, "{s}");
     }
 }

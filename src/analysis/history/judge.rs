@@ -50,11 +50,16 @@ pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
             let by_histograms = opts
                 .bootstrap
                 .then(|| {
-                    compare_rounds(&points[j].round_p50_us, &cand.round_p50_us, opts.threshold)
-                        .or_else(|| {
-                            let (hb, hc) = distributions(runs, &points[j], cand)?;
-                            compare_distributions(hb, hc, opts.threshold, DEFAULT_RESAMPLES, seed)
-                        })
+                    compare_rounds(
+                        &points[j].round_p50_us,
+                        &cand.round_p50_us,
+                        opts.threshold,
+                        false,
+                    )
+                    .or_else(|| {
+                        let (hb, hc) = distributions(runs, &points[j], cand)?;
+                        compare_distributions(hb, hc, opts.threshold, DEFAULT_RESAMPLES, seed)
+                    })
                 })
                 .flatten();
             let (lo, hi) = match by_histograms {
@@ -113,7 +118,12 @@ pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
             ci,
             verdict: classify(ci, opts.threshold),
         };
-        if judged.verdict == Verdict::Unchanged {
+        // At the level: unchanged, or an interval too wide to call that still holds
+        // no change (runs noisier than the threshold must still make a level, or
+        // no step could ever be named after them).
+        let at_level = judged.verdict == Verdict::Unchanged
+            || (judged.verdict == Verdict::Inconclusive && ci.0 <= 0.0 && ci.1 >= 0.0);
+        if at_level {
             // What was pending did not last: runs beyond the threshold were
             // one-offs, the unsure ones stay out of the level.
             one_offs.extend(
@@ -157,13 +167,13 @@ pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
             .position(|p| (p.change > 0.0) == up)
             .unwrap_or(0);
         // Out of line: further from the old level than the latest run, by more
-        // than the threshold (a run between the two is part of the move).
+        // than the threshold, interval against interval (a run between the two is
+        // part of the move, and so is one whose interval reaches the latest's).
         let in_line = |p: &Judged| {
-            let ratio = (1.0 + p.change) / (1.0 + judged.change);
             if up {
-                ratio <= 1.0 + opts.threshold
+                (1.0 + p.ci.0) / (1.0 + judged.ci.1) <= 1.0 + opts.threshold
             } else {
-                ratio >= 1.0 / (1.0 + opts.threshold)
+                (1.0 + p.ci.1) / (1.0 + judged.ci.0) >= 1.0 / (1.0 + opts.threshold)
             }
         };
         let new_level: Vec<usize> = pending[start..]

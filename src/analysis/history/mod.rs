@@ -4,9 +4,10 @@
 //! A series is one case (backend, config, ranks, size, datatype, op) across the
 //! runs, in the order they started. Each run's median iteration time is judged
 //! against the level before it: the runs since the last step that were unchanged
-//! against it, at most `window` of them, ok and trusted by the quality rules (an
-//! unsure run, whose interval straddles the threshold, never joins the level, so
-//! it cannot widen the level until a real step reads as noise). The change's 95 % interval spans every
+//! against it, or whose interval was too wide to call but held no change (0), at
+//! most `window` of them, ok and trusted by the quality rules (an unsure run, whose
+//! interval excludes no change and straddles the threshold, never joins the level,
+//! so it cannot widen the level until a real step reads as noise). The change's 95 % interval spans every
 //! run of the level: from the run's median interval against each level run's, or
 //! with histograms compare's bootstrap against each level run, the lowest low end to
 //! the highest high end. So the night-to-night spread of the level widens it, not
@@ -14,7 +15,8 @@
 //! it against the threshold. Two runs beyond the threshold the same way, with no
 //! run back at the level between them, make a step (the level moved). The new
 //! level is the runs since the level on that side (unsure ones included) that are
-//! no further from the old level than the latest one by more than the threshold (a
+//! no further from the old level than the latest one by more than the threshold,
+//! interval against interval (a
 //! spike before a smaller step is a one-off; a ramp is part of the move); the step
 //! goes from the old level's last run to the new level's first, and is sized by the
 //! first `window` runs of the new level, their median change against the old

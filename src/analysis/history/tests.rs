@@ -342,3 +342,60 @@ fn a_ramp_is_part_of_the_move_not_a_one_off() {
     // reaches the +20 % where it settled.
     assert!(step.change > 0.10 && step.ci.1 >= 0.19, "{step:?}");
 }
+
+/// Runs whose own intervals are wider than the threshold (each median +-6 %, as
+/// few rounds on a jittery machine give) still make a level: ten of them are quiet,
+/// and a 25 % slowdown from the eighth on is one step.
+#[test]
+fn runs_noisier_than_the_threshold_make_a_level_a_step_can_leave() {
+    let wide = |levels: &[f64]| {
+        let runs: Vec<RunData> = levels
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| {
+                let mut r = run(i, l * noise(i), "2.21.5");
+                for c in &mut r.cases {
+                    let p50 = c.p50_us.unwrap();
+                    c.median_ci_low_us = Some(p50 * 0.94);
+                    c.median_ci_high_us = Some(p50 * 1.06);
+                }
+                r
+            })
+            .collect();
+        build(&runs, &opts()).series.remove(0)
+    };
+    let quiet = wide(&[1.0; 10]);
+    assert!(quiet.steps.is_empty(), "{:?}", quiet.steps);
+    assert!(quiet.one_offs.is_empty(), "{:?}", quiet.one_offs);
+    let mut levels = vec![1.0; 7];
+    levels.extend([1.25; 3]);
+    let s = wide(&levels);
+    assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
+    assert_eq!((s.steps[0].before, s.steps[0].after), (6, 7));
+    assert_eq!(s.steps[0].verdict, Verdict::Regressed);
+    assert!(s.one_offs.is_empty(), "{:?}", s.one_offs);
+}
+
+/// A step's first run a little further out than the next ones, within their noise,
+/// is part of the step, not a spike before it.
+#[test]
+fn a_noisy_first_run_of_a_step_is_part_of_it() {
+    let mut runs: Vec<RunData> = (0..10).map(|i| run(i, 1.0, "2.21.5")).collect();
+    for (i, r) in runs.iter_mut().enumerate() {
+        let level = match i {
+            7 => 1.31,
+            8 | 9 => 1.245,
+            _ => 1.0,
+        };
+        for c in &mut r.cases {
+            let p50 = c.p50_us.unwrap() * level;
+            c.p50_us = Some(p50);
+            c.median_ci_low_us = Some(p50 * 0.96);
+            c.median_ci_high_us = Some(p50 * 1.04);
+        }
+    }
+    let s = build(&runs, &opts()).series.remove(0);
+    assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
+    assert_eq!((s.steps[0].before, s.steps[0].after), (6, 7));
+    assert!(s.one_offs.is_empty(), "{:?}", s.one_offs);
+}
