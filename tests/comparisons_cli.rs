@@ -46,17 +46,22 @@ fn compare_configs(run: &Path, b: &str) -> Output {
 
 /// The outcome column of a compare's CSV.
 fn outcomes(o: &Output) -> Vec<String> {
+    column(o, "outcome")
+}
+
+fn column(o: &Output, name: &str) -> Vec<String> {
     let mut r = csv::Reader::from_reader(o.stdout.as_slice());
     let headers = r.headers().unwrap().clone();
-    let at = headers.iter().position(|h| h == "outcome").unwrap();
+    let at = headers.iter().position(|h| h == name).unwrap();
     r.records()
         .map(|rec| rec.unwrap()[at].to_string())
         .collect()
 }
 
 /// An A/A pair and a 25 % slower config of one sweep: unchanged or inconclusive
-/// (never a difference) for the first, every size regressed for the second, and
-/// the intervals said to be over the rounds.
+/// (never a difference) for the first, every size regressed for the second (but a
+/// case the run sets aside, at most half of them), and the intervals said to be over
+/// the rounds.
 fn judge(run: &Path) {
     let aa = compare_configs(run, "same-as-default");
     assert_eq!(aa.status.code(), Some(0), "{}", text(&aa));
@@ -80,11 +85,18 @@ fn judge(run: &Path) {
         "{}",
         text(&table)
     );
+    // Every slow case is found, but for a side the run itself says is not evidence
+    // (flagged noisy, or re-measured alone): a shared VM has minutes at half speed.
     let slow = compare_configs(run, "slow");
     assert_eq!(slow.status.code(), Some(1), "{}", text(&slow));
+    let set_aside = column(&slow, "distrust");
+    for (outcome, distrust) in outcomes(&slow).iter().zip(&set_aside) {
+        let found = outcome == "regressed" || (outcome == "inconclusive" && !distrust.is_empty());
+        assert!(found, "slow: {}", text(&slow));
+    }
     assert!(
-        outcomes(&slow).iter().all(|o| o == "regressed"),
-        "slow: {}",
+        set_aside.iter().filter(|d| d.is_empty()).count() * 2 >= set_aside.len(),
+        "most slow cases are evidence: {}",
         text(&slow)
     );
 }

@@ -280,7 +280,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             cand_busbw_gbps: c.busbw_gbps,
             comparison,
             outcome,
-            distrust: distrust(b, c),
+            distrust: distrust(b, c, same_run && b.config != c.config),
             within_noise,
         });
     }
@@ -310,12 +310,23 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
     })
 }
 
-/// Which sides of an ok pair are flagged by the quality rules, in words.
-pub fn distrust(b: &CaseRow, c: &CaseRow) -> String {
+/// Which sides of an ok pair are not evidence, in words: flagged by the quality
+/// rules, or, for two configs of one run (`same_run`: one run, two configs), re-measured alone: the
+/// re-measurement that case kept ran its rounds later, not side by side with the
+/// other config's, so what the machine did meanwhile is in the difference.
+pub fn distrust(b: &CaseRow, c: &CaseRow, same_run: bool) -> String {
     [("base", b), ("candidate", c)]
         .iter()
-        .filter(|(_, r)| r.is_ok() && !r.is_trusted())
-        .map(|(side, r)| format!("{side} {}", r.quality))
+        .filter(|(_, r)| r.is_ok())
+        .filter_map(|(side, r)| {
+            if !r.is_trusted() {
+                Some(format!("{side} {}", r.quality))
+            } else if same_run && r.quality == "remeasured" {
+                Some(format!("{side} re-measured alone"))
+            } else {
+                None
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -323,8 +334,9 @@ pub fn distrust(b: &CaseRow, c: &CaseRow) -> String {
 /// One pair of cases: the comparison of their latencies when both are ok (over their
 /// rounds, else a bootstrap over their histograms, else their means when a run has
 /// none), and the outcome. A
-/// pair with a side that the quality rules left `noisy` or `outlier` is
-/// inconclusive, whatever its interval says: such a side is not evidence.
+/// pair with a side that the quality rules left `noisy` or `outlier`, or between
+/// configs of one run a side that kept its re-measurement, is inconclusive,
+/// whatever its interval says: such a side is not evidence ([`distrust`]).
 pub fn compare_pair(
     base_run: &RunData,
     b: &CaseRow,
@@ -335,16 +347,14 @@ pub fn compare_pair(
 ) -> (Option<Comparison>, Outcome) {
     match (b.is_ok(), c.is_ok()) {
         (true, true) => {
-            // Two configs of one sweep ran each round side by side: paired by round,
-            // unless a side kept its re-measurement (rounds of their own, later).
-            let paired = base_run.dir == cand_run.dir
-                && b.quality != "remeasured"
-                && c.quality != "remeasured";
+            // Two configs of one sweep ran each round side by side: paired by round
+            // (a side that kept its re-measurement is not evidence, `distrust`).
+            let same_run = base_run.dir == cand_run.dir && b.config != c.config;
             let cmp = compare_rounds(
                 &b.round_medians(),
                 &c.round_medians(),
                 opts.threshold,
-                paired,
+                same_run,
             )
             .or_else(
                 || match (base_run.distribution(b), cand_run.distribution(c)) {
@@ -357,7 +367,7 @@ pub fn compare_pair(
                     },
                 },
             );
-            let trusted = b.is_trusted() && c.is_trusted();
+            let trusted = distrust(b, c, same_run).is_empty();
             let outcome = match cmp.as_ref().map(|c| c.verdict) {
                 _ if !trusted => Outcome::Inconclusive,
                 Some(Verdict::Improved) => Outcome::Improved,

@@ -419,7 +419,7 @@ fn versus_baseline(
     let (Some(b), Some(c)) = (find(baseline), find(config)) else {
         return ("-".into(), String::new());
     };
-    let flagged = distrust(b, c);
+    let flagged = distrust(b, c, true);
     match compare_pair(run, b, run, c, options, seed(&(config, nranks, bytes))) {
         (Some(c), outcome) => (
             format!(

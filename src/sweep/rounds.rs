@@ -2,16 +2,19 @@
 //! groups, interleaved across the configs of a rank count (default, shm-off, default,
 //! shm-off, ...) so that a machine drifting during the sweep moves every config alike.
 //! Each case collects one measurement per round; its last round combines them. The
-//! combined case pools the rounds' iterations (percentiles, mean, bandwidth, the
-//! rules on one case) and takes the interval of its median over the rounds
+//! combined case pools the rounds' iterations (percentiles, mean, bandwidth) and
+//! takes the interval of its median over the rounds
 //! (`stats::rounds::median_interval`): the variation between process groups is in
-//! it. A case that fails in a round is recorded as failed at once and left out of the
+//! it. The rules on the case itself (heavy tail, two modes, drift) judge a typical
+//! round ([`typical_shape`]): pooled, a fast and a slow process group look bimodal
+//! or drifted, a variation between rounds that their interval already holds. A case
+//! that fails in a round is recorded as failed at once and left out of the
 //! later rounds.
 
 use std::time::Duration;
 
 use crate::model::{CaseKey, CaseResult, CaseStatus};
-use crate::stats::quality::{CaseShape, Drift};
+use crate::stats::quality::{case_flags, CaseShape, Drift};
 use crate::stats::rounds::{median_interval, MIN_ROUNDS};
 use crate::stats::{Bandwidth, LatencyRecorder, StopReason};
 
@@ -37,6 +40,32 @@ pub(crate) struct Combined {
 }
 
 /// Combines the rounds of one case (at least one, in the order they ran).
+/// The shape of a typical round of a case: among the rounds with the median number
+/// of flags from the rules on one case, the one whose median is nearest the pooled
+/// one. Most rounds flagged: the case is; one round in a slow mode: it is not (the
+/// interval over the rounds holds that).
+fn typical_shape(takes: &[RoundTake], pooled_p50_us: f64) -> CaseShape {
+    let shapes: Vec<(usize, CaseShape)> = takes
+        .iter()
+        .map(|t| {
+            let shape = CaseShape::of(&t.recorder, &t.drift);
+            (case_flags(&shape).len(), shape)
+        })
+        .collect();
+    let mut counts: Vec<usize> = shapes.iter().map(|(n, _)| *n).collect();
+    counts.sort_unstable();
+    let typical = counts[(counts.len() - 1) / 2];
+    shapes
+        .into_iter()
+        .filter(|(n, _)| *n == typical)
+        .map(|(_, s)| s)
+        .min_by(|a, b| {
+            let off = |s: &CaseShape| (s.p50_us - pooled_p50_us).abs();
+            off(a).total_cmp(&off(b))
+        })
+        .expect("a round has the median count")
+}
+
 pub(crate) fn combine(takes: Vec<RoundTake>) -> Combined {
     let mut recorder = LatencyRecorder::new();
     let mut drift = Drift::new();
@@ -44,7 +73,11 @@ pub(crate) fn combine(takes: Vec<RoundTake>) -> Combined {
         recorder.merge(&t.recorder);
         drift.extend(&t.drift);
     }
-    let shape = CaseShape::of(&recorder, &drift);
+    let shape = if takes.len() > 1 {
+        typical_shape(&takes, recorder.summary().p50_us)
+    } else {
+        CaseShape::of(&recorder, &drift)
+    };
     let round_p50_us: Vec<f64> = takes
         .iter()
         .filter_map(|t| t.result.latency.map(|l| l.p50_us))
@@ -329,6 +362,35 @@ mod tests {
         );
         assert_eq!(c.offset, Duration::from_secs(1));
         assert!(c.result.bandwidth.is_some());
+    }
+
+    #[test]
+    fn the_rules_on_a_case_judge_a_typical_round_not_the_pooled_rounds() {
+        let flags = |takes: Vec<RoundTake>| case_flags(&combine(takes).shape).len();
+        // Steady rounds, half of them twice as slow: pooled, a third of the
+        // iterations are twice the median (bimodal) and the last quarter is slower
+        // (drifted); each round is clean, and the rounds' interval holds the spread.
+        let halves: Vec<RoundTake> = (0..8u64)
+            .map(|r| take(1024, &[10_000 * (1 + r / 5); 200], "SHM"))
+            .collect();
+        let pooled = {
+            let mut recorder = LatencyRecorder::new();
+            let mut drift = Drift::new();
+            for t in &halves {
+                recorder.merge(&t.recorder);
+                drift.extend(&t.drift);
+            }
+            case_flags(&CaseShape::of(&recorder, &drift)).len()
+        };
+        assert!(pooled > 0, "pooled, the rounds look noisy");
+        assert_eq!(flags(halves), 0);
+        // Most rounds bimodal inside: the case is.
+        let bimodal: Vec<u64> = (0..200)
+            .map(|i| if i % 3 == 0 { 30_000 } else { 10_000 })
+            .collect();
+        let mut takes: Vec<RoundTake> = (0..5).map(|_| take(1024, &bimodal, "SHM")).collect();
+        takes.extend((0..3).map(|_| take(1024, &[10_000; 200], "SHM")));
+        assert_eq!(flags(takes), 1);
     }
 
     #[test]
