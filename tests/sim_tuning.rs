@@ -205,3 +205,75 @@ fn the_probe_leaves_the_small_all_reduce_time_alone() {
     );
     assert!(change.abs() < 0.02, "{with:?} vs {without:?}");
 }
+
+/// The report's "Algorithms and protocols" section on NCCL 2.28 over NVLink, where
+/// the stand-in's tuner overrates LL128 between 64 and 512 KiB: the default's choice
+/// per size and where it switches, the forced `ll128` found faster at 256 KiB by
+/// compare's rule and said as a tuning finding with its variables, and with a link
+/// three times slower than NCCL believes (`mispredict`), every size named as slower
+/// than NCCL's prediction. `compare` of the two configs names the choice that differs.
+#[test]
+fn the_report_names_nccls_choices_a_better_forced_one_and_wrong_predictions() {
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[
+            ("NCCL_BENCH_SIM_VERSION", "2.28.9"),
+            ("NCCL_BENCH_SIM_FAULT", "mispredictx3"),
+        ],
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "64K",
+            "-e",
+            "1M",
+            "-f",
+            "4",
+            "--transports",
+            "default,ll128",
+            "--rounds",
+            "6",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = run_dir(out.path());
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let section = report
+        .split("## Algorithms and protocols")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no section: {report}"));
+    let section = section.split("\n## ").next().unwrap();
+    assert!(section.contains("| 256 KiB | Ring/"), "{section}");
+    assert!(
+        section
+            .contains("**Tuning finding:** `ll128` (NCCL_PROTO=LL128) beats NCCL's own choice at")
+            && section.contains("256 KiB"),
+        "{section}"
+    );
+    assert!(
+        section.contains("Cases slower than 1.5 x NCCL's own prediction"),
+        "{section}"
+    );
+    for size in ["64 KiB", "256 KiB", "1 MiB"] {
+        assert!(
+            section.contains(&format!("default, 2 GPUs, {size}: ")),
+            "{section}"
+        );
+    }
+    let cmp = std::process::Command::new(common::bin())
+        .arg("compare")
+        .arg(&run)
+        .args(["--config-a", "default", "--config-b", "ll128"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&cmp.stdout);
+    assert!(
+        stdout.contains("note: NCCL's choice changed at default -> ll128, 2 ranks, 64 KiB: Ring/LL128 now, was Ring/LL"),
+        "{}",
+        text(&cmp)
+    );
+}

@@ -81,6 +81,9 @@ pub struct PairRow {
     /// two single rounds of one run differ (`stats::rounds::noise_floor`), so it may
     /// be variation between runs rather than a change.
     pub within_noise: bool,
+    /// NCCL's algorithm and protocol differ between the sides (`Tree/LL` against
+    /// `Ring/LL128`): (base's, candidate's). Empty where a side did not record one.
+    pub choice_change: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -282,6 +285,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             outcome,
             distrust: distrust(b, c, same_run && b.config != c.config),
             within_noise,
+            choice_change: choice_change(b, c),
         });
     }
     if rows.is_empty() {
@@ -308,6 +312,21 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         only_in_base,
         only_in_candidate,
     })
+}
+
+/// NCCL's choice at each side (`Ring/LL128`), when both recorded one and they differ.
+pub fn choice_change(b: &CaseRow, c: &CaseRow) -> Option<(String, String)> {
+    let (from, to) = (choice_of(b), choice_of(c));
+    (!from.is_empty() && !to.is_empty() && from != to).then_some((from, to))
+}
+
+/// NCCL's algorithm and protocol of a case, `Ring/LL128`; empty where not recorded.
+pub fn choice_of(r: &CaseRow) -> String {
+    match (r.algo.as_str(), r.proto.as_str()) {
+        ("", _) => String::new(),
+        (a, "") => a.to_string(),
+        (a, p) => format!("{a}/{p}"),
+    }
 }
 
 /// Which sides of an ok pair are not evidence, in words: flagged by the quality

@@ -12,4 +12,5 @@ pub mod history;
 pub mod model_table;
 pub mod nvls;
 pub mod pairs;
+pub mod tuning;
 pub mod verdict;

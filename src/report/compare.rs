@@ -117,7 +117,7 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
         .count();
     if distrusted > 0 {
         lines.push(format!(
-            "note: {distrusted} pair(s) are inconclusive because a side is flagged noisy or outlier in its run (results.csv's quality_note says why): such a case is not evidence either way"
+            "note: {distrusted} pair(s) are inconclusive because a side is flagged noisy or outlier in its run (results.csv's quality_note says why), or, between two configs of one run, kept a re-measurement whose rounds ran alone: such a case is not evidence either way"
         ));
     }
     if report.over_rounds > 0 {
@@ -132,6 +132,16 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
                 report.most_rounds
             )
         });
+    }
+    for r in &report.rows {
+        if let Some((from, to)) = &r.choice_change {
+            lines.push(format!(
+                "note: NCCL's choice changed at {}, {} ranks, {}: {to} now, was {from}",
+                r.config,
+                r.nranks,
+                Bytes(r.bytes)
+            ));
+        }
     }
     if report.within_noise > 0 {
         lines.push(format!(
@@ -190,10 +200,13 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                 "cand_busbw_gbps",
                 "outcome",
                 "distrust",
+                "base_choice",
+                "cand_choice",
             ])?;
             for r in &report.rows {
                 let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_default();
                 let c = r.comparison.as_ref();
+                let choice = r.choice_change.as_ref();
                 w.write_record([
                     r.config.clone(),
                     r.nranks.to_string(),
@@ -211,6 +224,8 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                     opt(r.cand_busbw_gbps),
                     r.outcome.as_str().to_string(),
                     r.distrust.clone(),
+                    choice.map(|c| c.0.clone()).unwrap_or_default(),
+                    choice.map(|c| c.1.clone()).unwrap_or_default(),
                 ])?;
             }
             String::from_utf8(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?

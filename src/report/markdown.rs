@@ -155,6 +155,7 @@ pub fn markdown(
     )?;
     crate::analysis::expected::markdown(&mut s, run, expected)?;
     crate::analysis::nvls::markdown(&mut s, run, options)?;
+    crate::analysis::tuning::markdown(&mut s, run, baseline, options)?;
     ceilings_section(&mut s, run)?;
     let shm_off = crate::analysis::verdict::shm_off_config(run);
     crate::analysis::model_table::markdown(

@@ -251,6 +251,15 @@ fn step(
         .iter()
         .map(|p| p.ci.1)
         .fold(f64::NEG_INFINITY, f64::max);
+    let mut differences = differences(&runs[b], &runs[a], &series.config);
+    let (from, to) = (&series.points[before].choice, &series.points[after].choice);
+    if !from.is_empty() && !to.is_empty() && from != to {
+        differences.push(super::Difference {
+            what: "NCCL's choice".into(),
+            before: from.clone(),
+            after: to.clone(),
+        });
+    }
     Step {
         before: b,
         after: a,
@@ -258,7 +267,7 @@ fn step(
         change: median(beyond.iter().map(|p| p.change)).unwrap_or(f64::NAN),
         ci: (lo, hi),
         confirmed,
-        differences: differences(&runs[b], &runs[a], &series.config),
+        differences,
     }
 }
 

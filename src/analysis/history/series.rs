@@ -73,6 +73,9 @@ pub struct Point {
     pub busbw_gbps: Option<f64>,
     /// Ok, and not flagged by the quality rules: a point steps are judged on.
     pub trusted: bool,
+    /// NCCL's algorithm and protocol (`Ring/LL128`), where the run recorded them.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub choice: String,
     #[serde(skip)]
     pub(super) hist_tag: Option<String>,
     /// Each round's median, us (empty for runs of one round, imports).

@@ -399,3 +399,26 @@ fn a_noisy_first_run_of_a_step_is_part_of_it() {
     assert_eq!((s.steps[0].before, s.steps[0].after), (6, 7));
     assert!(s.one_offs.is_empty(), "{:?}", s.one_offs);
 }
+
+/// A step where NCCL changed its algorithm or protocol names the change.
+#[test]
+fn a_step_names_a_change_of_nccls_choice() {
+    let mut runs: Vec<RunData> = (0..8)
+        .map(|i| run(i, if i < 5 { 1.0 } else { 1.2 }, "2.27.3"))
+        .collect();
+    for (i, r) in runs.iter_mut().enumerate() {
+        for c in &mut r.cases {
+            c.algo = if i < 5 { "Ring" } else { "Tree" }.into();
+            c.proto = "LL128".into();
+        }
+    }
+    let s = build(&runs, &opts()).series.remove(0);
+    assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
+    let d = &s.steps[0].differences;
+    assert!(
+        d.iter().any(|d| d.what == "NCCL's choice"
+            && d.before == "Ring/LL128"
+            && d.after == "Tree/LL128"),
+        "{d:?}"
+    );
+}

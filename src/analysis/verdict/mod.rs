@@ -292,7 +292,7 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
         }
         if d.distrusted > 0 {
             s.push_str(&format!(
-                ", {} set aside (a side flagged noisy or outlier: not evidence)",
+                ", {} set aside (a side flagged noisy or outlier, or re-measured alone: not evidence)",
                 d.distrusted
             ));
         }

@@ -215,9 +215,10 @@ impl Orchestrator<'_> {
             let mut interrupted = false;
             let seed = round_seed(&self.manifest.started_at);
             'rounds: for round in 1..=self.rounds() {
-                // One round: every config once, in an order of its own (a single
-                // round keeps the plan's order).
-                let order = if self.rounds() > 1 {
+                // One round: every config once, in an order of its own; the last
+                // round, where cases complete, keeps the plan's order, and so does
+                // results.csv.
+                let order = if round < self.rounds() {
                     crate::stats::rounds::round_order(block.len(), seed, round)
                 } else {
                     (0..block.len()).collect()
