@@ -129,32 +129,10 @@ fn same_configs_are_unchanged_and_a_slower_one_is_found_on_jittery_simulated_gpu
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("runs");
     let config = aa_config(tmp.path(), r#"NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN = "1.25""#);
-    let mut c = Command::new(bin());
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NCCL_") {
-            c.env_remove(k);
-        }
-    }
-    let o = c
-        .args([
-            "sweep",
-            "--backend",
-            "nccl",
-            "--plain",
-            "--ceiling-bytes",
-            "0",
-        ])
-        .arg("--nccl-lib")
-        .arg(dir.join("libnccl.so.2"))
-        .arg("--out")
-        .arg(&out)
+    let o = jittery_sim_sweep(&dir, &out)
         .arg("--config")
         .arg(&config)
         .args(["--gpus", "2", "-b", "64K", "-e", "4M", "-f", "8"])
-        .env("LD_LIBRARY_PATH", &dir)
-        .env("NCCL_BENCH_SIM_TOPO", "nvlink")
-        .env("NCCL_BENCH_SIM_GPUS", "2")
-        .env("NCCL_BENCH_SIM_GROUP_JITTER", "0.03")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -169,34 +147,40 @@ fn same_configs_are_unchanged_and_a_slower_one_is_found_on_jittery_simulated_gpu
     judge(&run);
 }
 
-/// One sweep of `default` on two jittery simulated GPUs into `out`, every all-reduce
-/// `slowdown` times its modelled time.
-fn sim_history_run(dir: &Path, out: &Path, slowdown: &str) {
+/// A sweep on two simulated NVLink GPUs from `dir`, each process group 3 % apart in
+/// speed, into `out`, with none of this environment's NCCL variables.
+fn jittery_sim_sweep(dir: &Path, out: &Path) -> Command {
     let mut c = Command::new(bin());
     for (k, _) in std::env::vars() {
         if k.starts_with("NCCL_") {
             c.env_remove(k);
         }
     }
-    let o = c
-        .args([
-            "sweep",
-            "--backend",
-            "nccl",
-            "--plain",
-            "--ceiling-bytes",
-            "0",
-        ])
-        .arg("--nccl-lib")
-        .arg(dir.join("libnccl.so.2"))
-        .arg("--out")
-        .arg(out)
+    c.args([
+        "sweep",
+        "--backend",
+        "nccl",
+        "--plain",
+        "--ceiling-bytes",
+        "0",
+    ])
+    .arg("--nccl-lib")
+    .arg(dir.join("libnccl.so.2"))
+    .arg("--out")
+    .arg(out)
+    .env("LD_LIBRARY_PATH", dir)
+    .env("NCCL_BENCH_SIM_TOPO", "nvlink")
+    .env("NCCL_BENCH_SIM_GPUS", "2")
+    .env("NCCL_BENCH_SIM_GROUP_JITTER", "0.03");
+    c
+}
+
+/// One sweep of `default` on two jittery simulated GPUs into `out`, every all-reduce
+/// `slowdown` times its modelled time.
+fn sim_history_run(dir: &Path, out: &Path, slowdown: &str) {
+    let o = jittery_sim_sweep(dir, out)
         .args(["--gpus", "2", "--transports", "default", "--rounds", "6"])
         .args(["-b", "64K", "-e", "1M", "-f", "16"])
-        .env("LD_LIBRARY_PATH", dir)
-        .env("NCCL_BENCH_SIM_TOPO", "nvlink")
-        .env("NCCL_BENCH_SIM_GPUS", "2")
-        .env("NCCL_BENCH_SIM_GROUP_JITTER", "0.03")
         .env("NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN", slowdown)
         .output()
         .unwrap();
@@ -280,31 +264,9 @@ fn the_shm_verdict_on_jittery_simulated_nvlink_finds_no_difference() {
     let _alone = alone();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("runs");
-    let mut c = Command::new(bin());
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NCCL_") {
-            c.env_remove(k);
-        }
-    }
-    let o = c
-        .args([
-            "sweep",
-            "--backend",
-            "nccl",
-            "--plain",
-            "--ceiling-bytes",
-            "0",
-        ])
-        .arg("--nccl-lib")
-        .arg(dir.join("libnccl.so.2"))
-        .arg("--out")
-        .arg(&out)
+    let o = jittery_sim_sweep(&dir, &out)
         .args(["--transports", "default,shm-off"])
         .args(["--gpus", "2", "-b", "64K", "-e", "4M", "-f", "8"])
-        .env("LD_LIBRARY_PATH", &dir)
-        .env("NCCL_BENCH_SIM_TOPO", "nvlink")
-        .env("NCCL_BENCH_SIM_GPUS", "2")
-        .env("NCCL_BENCH_SIM_GROUP_JITTER", "0.03")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

@@ -119,24 +119,30 @@ pub fn shift(base: &[f64], cand: &[f64]) -> Option<Shift> {
     }
     let (n, m) = (base.len(), cand.len());
     let (c, confidence) = mann_whitney_critical(n, m)?;
-    let mut d: Vec<f64> = cand
+    let d: Vec<f64> = cand
         .iter()
         .flat_map(|y| base.iter().map(move |x| y.ln() - x.ln()))
         .collect();
+    Some(hodges_lehmann(d, c, confidence))
+}
+
+/// The shift from log differences (pairwise, or Walsh averages): their median as the
+/// estimate, the `c`-th lowest and highest as the interval, as relative changes.
+fn hodges_lehmann(mut d: Vec<f64>, c: usize, confidence: f64) -> Shift {
     d.sort_by(f64::total_cmp);
-    let pairs = d.len();
-    let estimate = if pairs % 2 == 1 {
-        d[pairs / 2]
+    let n = d.len();
+    let estimate = if n % 2 == 1 {
+        d[n / 2]
     } else {
-        (d[pairs / 2 - 1] + d[pairs / 2]) / 2.0
+        (d[n / 2 - 1] + d[n / 2]) / 2.0
     };
-    let (lo, hi) = (d[c], d[pairs - 1 - c]);
+    let (lo, hi) = (d[c], d[n - 1 - c]);
     let change = estimate.exp() - 1.0;
-    Some(Shift {
+    Shift {
         change,
         ci: ((lo.exp() - 1.0).min(change), (hi.exp() - 1.0).max(change)),
         confidence,
-    })
+    }
 }
 
 /// The change from `base` to `cand` measured in the same rounds, round `i` of each
@@ -161,26 +167,13 @@ pub fn paired_shift(base: &[f64], cand: &[f64]) -> Option<Shift> {
         .zip(cand)
         .map(|(b, c)| c.ln() - b.ln())
         .collect();
-    let mut walsh: Vec<f64> = (0..n)
+    let walsh: Vec<f64> = (0..n)
         .flat_map(|i| {
             let di = d[i];
             d[i..].iter().map(move |dj| (di + dj) / 2.0)
         })
         .collect();
-    walsh.sort_by(f64::total_cmp);
-    let w = walsh.len();
-    let estimate = if w % 2 == 1 {
-        walsh[w / 2]
-    } else {
-        (walsh[w / 2 - 1] + walsh[w / 2]) / 2.0
-    };
-    let (lo, hi) = (walsh[c], walsh[w - 1 - c]);
-    let change = estimate.exp() - 1.0;
-    Some(Shift {
-        change,
-        ci: ((lo.exp() - 1.0).min(change), (hi.exp() - 1.0).max(change)),
-        confidence,
-    })
+    Some(hodges_lehmann(walsh, c, confidence))
 }
 
 /// Rounds up to which the signed-rank distribution is exact.

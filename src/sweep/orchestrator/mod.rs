@@ -137,14 +137,6 @@ impl Takes {
     }
 }
 
-/// The seed of a sweep's round orders: its start time, so each sweep draws its own.
-fn round_seed(started_at: &str) -> u64 {
-    // FNV-1a.
-    started_at.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// Which measurement of its sizes a group takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Take {
@@ -213,7 +205,8 @@ impl Orchestrator<'_> {
                 }
             }
             let mut interrupted = false;
-            let seed = round_seed(&self.manifest.started_at);
+            // The round orders' seed: the start time, so each sweep draws its own.
+            let seed = crate::analysis::compare::seed(&self.manifest.started_at);
             'rounds: for round in 1..=self.rounds() {
                 // One round: every config once, in an order of its own; the last
                 // round, where cases complete, keeps the plan's order, and so does
