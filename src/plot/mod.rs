@@ -1,6 +1,6 @@
 //! The charts of a run, written as SVG and PNG (1000x600) into the run's `plots/`:
 //! bus bandwidth and latency against message size, each config against the baseline,
-//! and scaling with GPU count. One file per chart; text uses an embedded DejaVu Sans
+//! scaling with GPU count, and measured time against NCCL's prediction. One file per chart; text uses an embedded DejaVu Sans
 //! so it renders without system fonts. Failed cases are always drawn (red crosses).
 
 mod busbw;
@@ -8,6 +8,7 @@ mod common;
 mod history;
 mod latency;
 mod pairs;
+mod predicted;
 mod relative;
 mod scaling;
 
@@ -40,6 +41,7 @@ pub fn draw_all(
     written.extend(latency::draw(run, out_dir).context("latency chart")?);
     written.extend(relative::draw(run, baseline, threshold, out_dir).context("relative chart")?);
     written.extend(scaling::draw(run, out_dir).context("scaling chart")?);
+    written.extend(predicted::draw(run, out_dir).context("measured-against-predicted chart")?);
     let tables = crate::analysis::pairs::tables(run, threshold);
     written.extend(pairs::draw(&tables, out_dir).context("pairs chart")?);
     Ok(written)

@@ -226,3 +226,49 @@ fn size_labels_are_short_on_whole_powers_of_two_only() {
     assert_eq!(size_label(&26.0), "64M");
     assert_eq!(size_label(&10.5), "");
 }
+
+#[test]
+fn measured_against_predicted_is_drawn_per_config_with_a_prediction() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path());
+    let mut run = RunData::load(dir.path()).unwrap();
+    // NCCL predicts default's time within 1.2x, except 4 GPUs from 1 MiB, where the
+    // measurement is twice the prediction (4M only: 1M is failed in shm-off, not here).
+    let mut beyond = 0;
+    for c in run.cases.iter_mut().filter(|c| c.config == "default") {
+        let measured = c.p50_us.unwrap();
+        let factor = if c.nranks == 4 && c.bytes >= 1 << 20 {
+            beyond += 1;
+            2.0
+        } else {
+            1.2
+        };
+        c.nccl_predicted_us = Some(measured / factor);
+    }
+    assert_eq!(beyond, 3);
+    let out = dir.path().join(PLOTS);
+    let written = draw_all(&run, "default", 0.02, &out).unwrap();
+    let names: Vec<String> = written
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str().map(String::from))
+        .filter(|n| n.starts_with("predicted-"))
+        .collect();
+    assert_eq!(names, ["predicted-default.svg", "predicted-default.png"]);
+    assert_png(&out.join("predicted-default.png"));
+    let text = svg_text(&out.join("predicted-default.svg")).replace("&apos;", "'");
+    assert!(
+        has_text(&text, "slower than 1.5x NCCL's prediction (3)"),
+        "{text}"
+    );
+    for n in [2, 4] {
+        let ranks = run.ranks(n);
+        assert!(
+            has_text(&text, &format!("{ranks}: measured median")),
+            "{ranks}"
+        );
+        assert!(
+            has_text(&text, &format!("{ranks}: NCCL's prediction (band to 1.5x)")),
+            "{ranks}"
+        );
+    }
+}

@@ -5,7 +5,8 @@
 //! more than [`MISPREDICT_RATIO`] x the time NCCL's own model predicted for it
 //! (`nccl_predicted_us`: `ncclGroupSimulateEnd`, or the TUNING line's time). The
 //! columns come from the probe group of each config (`sweep::orchestrator::probe`);
-//! this module only reads them.
+//! this module only reads them. [`mispredict`] sums those cases up and says which
+//! ranks the GPU counts point at.
 
 use std::fmt::Write as _;
 
@@ -15,8 +16,10 @@ use super::compare::{compare_pair, seed, CompareOptions, Outcome};
 use crate::export::reader::{CaseRow, RunData};
 use crate::units::{format_us, Bytes};
 
-/// Measured over predicted beyond which NCCL's model is said to be wrong.
-pub const MISPREDICT_RATIO: f64 = 1.5;
+mod mispredict;
+
+use mispredict::median_of;
+pub use mispredict::{Mispredicted, MISPREDICT_RATIO};
 
 /// One size of the baseline config at one GPU count.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,16 +32,6 @@ pub struct ChoiceRow {
     /// The fastest other config at this size when it is faster by compare's rule:
     /// its name, the change against the baseline and its interval.
     pub faster: Option<(String, f64, (f64, f64))>,
-}
-
-/// A case that took more than [`MISPREDICT_RATIO`] x NCCL's prediction.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Mispredicted {
-    pub config: String,
-    pub nranks: u32,
-    pub bytes: u64,
-    pub measured_us: f64,
-    pub predicted_us: f64,
 }
 
 /// The section's findings.
@@ -58,10 +51,6 @@ fn choice_of(c: &CaseRow) -> String {
         let _ = write!(s, " ({} ch)", c.channels);
     }
     s
-}
-
-fn median_of(c: &CaseRow) -> Option<f64> {
-    c.p50_us.or(c.time_us).filter(|_| c.is_ok())
 }
 
 /// The findings, or `None` where the run has no NCCL choices to show (the host
@@ -255,23 +244,7 @@ pub fn markdown(
             "Every case took less than {MISPREDICT_RATIO} x the time NCCL's model predicted for it.\n"
         )?;
     } else {
-        writeln!(
-            s,
-            "Cases slower than {MISPREDICT_RATIO} x NCCL's own prediction (its model expects more of this machine than it gives: a slow link, a GPU or NIC below its rated speed, or a model that does not know this topology):\n"
-        )?;
-        for m in &t.mispredicted {
-            writeln!(
-                s,
-                "- {}, {}, {}: {} measured, {} predicted ({:.1} x)",
-                m.config,
-                run.ranks(m.nranks),
-                Bytes(m.bytes),
-                format_us(m.measured_us),
-                format_us(m.predicted_us),
-                m.measured_us / m.predicted_us
-            )?;
-        }
-        writeln!(s)?;
+        mispredict::markdown(s, run, &t.mispredicted)?;
     }
     Ok(())
 }
@@ -331,137 +304,4 @@ fn tuning_finding(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::export::reader::{ConfigHead, ManifestHead, NcclHead};
-
-    /// A case of 9 rounds around `p50` (each round within +-1 %).
-    fn case(
-        config: &str,
-        bytes: u64,
-        p50: f64,
-        choice: (&str, &str),
-        predicted: Option<f64>,
-    ) -> CaseRow {
-        let rounds: Vec<String> = (0..9)
-            .map(|i| format!("{:.3}", p50 * (1.0 + 0.0025 * (i as f64 - 4.0))))
-            .collect();
-        CaseRow {
-            config: config.into(),
-            backend: "nccl".into(),
-            nranks: 8,
-            bytes,
-            dtype: "float".into(),
-            op: "sum".into(),
-            status: "ok".into(),
-            p50_us: Some(p50),
-            time_us: Some(p50),
-            round_p50_us: rounds.join(";"),
-            quality: "ok".into(),
-            algo: choice.0.into(),
-            proto: choice.1.into(),
-            channels: "16".into(),
-            nccl_predicted_us: predicted,
-            ..CaseRow::default()
-        }
-    }
-
-    fn run(cases: Vec<CaseRow>, version: &str) -> RunData {
-        let mut manifest = ManifestHead::default();
-        manifest.backend.used = "nccl".into();
-        manifest.nccl = Some(NcclHead {
-            version: version.into(),
-            path: "/usr/lib/libnccl.so.2".into(),
-        });
-        manifest.configs = vec![ConfigHead {
-            name: "ring-ll128".into(),
-            env: [
-                ("NCCL_ALGO".to_string(), "Ring".to_string()),
-                ("NCCL_PROTO".to_string(), "LL128".to_string()),
-            ]
-            .into(),
-            ..ConfigHead::default()
-        }];
-        RunData {
-            dir: "results/run".into(),
-            manifest,
-            cases,
-            distributions: Default::default(),
-        }
-    }
-
-    fn options() -> CompareOptions {
-        CompareOptions {
-            threshold: 0.02,
-            resamples: 1000,
-        }
-    }
-
-    #[test]
-    fn choices_switches_a_faster_forced_choice_and_a_wrong_prediction() {
-        let r = run(
-            vec![
-                case("default", 65536, 5.0, ("Ring", "LL"), Some(4.8)),
-                case("default", 262144, 7.25, ("Ring", "LL"), Some(6.0)),
-                case("default", 1 << 20, 12.0, ("Ring", "LL128"), Some(5.0)),
-                case("ring-ll128", 65536, 5.1, ("Ring", "LL128"), None),
-                case("ring-ll128", 262144, 6.0, ("Ring", "LL128"), None),
-                case("ring-ll128", 1 << 20, 12.0, ("Ring", "LL128"), None),
-            ],
-            "2.28.9",
-        );
-        let t = tuning(&r, "default", options()).unwrap();
-        let rows = &t.per_gpus[0].1;
-        assert_eq!(rows[0].choice, "Ring/LL (16 ch)");
-        assert_eq!(
-            switches(rows),
-            vec![(262144, 1 << 20, "Ring/LL".into(), "Ring/LL128".into())]
-        );
-        // Faster only at 256 KiB, by compare's rule; the same time at 1 MiB is not.
-        let faster: Vec<(u64, &str)> = rows
-            .iter()
-            .filter_map(|r| Some((r.bytes, r.faster.as_ref()?.0.as_str())))
-            .collect();
-        assert_eq!(faster, vec![(262144, "ring-ll128")]);
-        // 12 us against 5 predicted: beyond 1.5 x; 7.25 against 6 is not.
-        assert_eq!(t.mispredicted.len(), 1);
-        assert_eq!(t.mispredicted[0].bytes, 1 << 20);
-        assert_eq!(t.no_prediction, None);
-        let mut s = String::new();
-        markdown(&mut s, &r, "default", options()).unwrap();
-        assert!(
-            s.contains("NCCL switches from Ring/LL to Ring/LL128 between 256 KiB and 1 MiB"),
-            "{s}"
-        );
-        assert!(s.contains("**Tuning finding:** `ring-ll128` (NCCL_ALGO=Ring NCCL_PROTO=LL128) beats NCCL's own choice at 256 KiB"), "{s}");
-        assert!(
-            s.contains("default, 8 GPUs, 1 MiB: 12.00 us measured, 5.00 us predicted (2.4 x)"),
-            "{s}"
-        );
-    }
-
-    #[test]
-    fn identical_configs_give_no_finding_and_old_nccl_says_why_there_is_no_prediction() {
-        let r = run(
-            vec![
-                case("default", 65536, 5.0, ("Ring", "LL"), None),
-                case("ring-ll128", 65536, 5.0, ("Ring", "LL"), None),
-            ],
-            "2.19.3",
-        );
-        let t = tuning(&r, "default", options()).unwrap();
-        assert!(t.per_gpus[0].1[0].faster.is_none());
-        assert!(t.mispredicted.is_empty());
-        assert!(t
-            .no_prediction
-            .unwrap()
-            .contains("NCCL 2.19.3 logs no TUNING line"));
-        // The host backend has no NCCL choices: no section.
-        let mut host = case("default", 8, 1.0, ("Ring", "ordinary stores"), None);
-        host.backend = "host".into();
-        assert_eq!(
-            tuning(&run(vec![host], "2.28.9"), "default", options()),
-            None
-        );
-    }
-}
+mod tests;

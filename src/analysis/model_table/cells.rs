@@ -1,0 +1,45 @@
+//! The cells the model's tables share: a rate, alpha and beta with their intervals
+//! and whether the sizes kept determine them.
+
+use crate::stats::alpha_beta::AlphaBeta;
+use crate::units::format_us;
+
+/// A rate cell: GB/s with three decimals, `inf` where the interval is unbounded.
+pub fn rate(gbps: f64) -> String {
+    if gbps.is_finite() {
+        format!("{gbps:.3}")
+    } else {
+        "inf".to_string()
+    }
+}
+
+/// Alpha with its interval, marked where no size kept determines it.
+pub fn alpha_cell(f: &AlphaBeta) -> String {
+    let cell = format!(
+        "{} [{}, {}]",
+        format_us(f.alpha_us),
+        format_us(f.alpha_ci.0),
+        format_us(f.alpha_ci.1)
+    );
+    if f.alpha_determined {
+        cell
+    } else {
+        format!("{cell} (not determined: no size kept is latency-bound)")
+    }
+}
+
+/// Beta as bus bandwidth (x `bus`) with its interval, marked where no size kept
+/// determines it.
+pub fn beta_cell(f: &AlphaBeta, bus: f64) -> String {
+    let cell = format!(
+        "{} GB/s [{}, {}]",
+        rate(f.beta_gbps * bus),
+        rate(f.beta_ci.0 * bus),
+        rate(f.beta_ci.1 * bus)
+    );
+    if f.beta_determined {
+        cell
+    } else {
+        format!("{cell} (not determined: no size kept is bandwidth-bound)")
+    }
+}

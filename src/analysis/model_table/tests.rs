@@ -1,0 +1,205 @@
+//! The model of synthetic runs with known alpha and beta: the fit, model.csv, the
+//! report's table, the crossover and the SHM sentence, and the fits per NCCL choice.
+
+use super::*;
+use crate::export::reader::ManifestHead;
+
+fn row(config: &str, nranks: u32, bytes: u64, time_us: f64) -> CaseRow {
+    CaseRow {
+        config: config.into(),
+        backend: "host".into(),
+        nranks,
+        bytes,
+        dtype: "float".into(),
+        op: "sum".into(),
+        iters: 100,
+        status: "ok".into(),
+        time_us: Some(time_us),
+        ..CaseRow::default()
+    }
+}
+
+/// default: 5 us + bytes at 20 GB/s; shm-off: 30 us + bytes at 2 GB/s.
+fn run() -> RunData {
+    let mut cases = Vec::new();
+    for (config, alpha, beta) in [("default", 5.0, 20.0), ("shm-off", 30.0, 2.0)] {
+        for k in (3..=26).step_by(2) {
+            let bytes = 1u64 << k;
+            cases.push(row(config, 2, bytes, alpha + bytes as f64 / (beta * 1e3)));
+        }
+    }
+    RunData {
+        dir: "run".into(),
+        manifest: ManifestHead::default(),
+        cases,
+        distributions: Default::default(),
+    }
+}
+
+#[test]
+fn each_config_gets_its_alpha_and_beta_and_the_shm_sentence_carries_them() {
+    let models = models(&run());
+    assert_eq!(models.len(), 2);
+    let f = models[1].fit.as_ref().unwrap();
+    assert!((f.alpha_us - 30.0).abs() < 0.01, "{f:?}");
+    assert!((f.beta_gbps - 2.0).abs() < 0.001, "{f:?}");
+    let mut s = String::new();
+    markdown(&mut s, &models, "default", Some("shm-off")).unwrap();
+    assert!(
+        s.contains("**With 2 ranks, disabling SHM (shm-off) adds 25.00 us to every all-reduce and lowers the bandwidth term from 20.000 to 2.000 GB/s**"),
+        "{s}"
+    );
+    assert!(
+        s.contains("the models hold for 8 B to 32 MiB and 8 B to 32 MiB)."),
+        "{s}"
+    );
+    // The lines cross where 5 + x/2e4 = 30 + x/2e3: never at a positive size.
+    assert!(s.contains("| none: default faster at every size |"), "{s}");
+}
+
+#[test]
+fn model_csv_has_a_row_per_config_and_says_why_a_fit_is_missing() {
+    let mut r = run();
+    r.cases.push(row("one-size", 2, 8, 4.0));
+    let failed = row("failing", 2, 8, 4.0);
+    r.cases.push(CaseRow {
+        status: "failed".into(),
+        ..failed
+    });
+    let text = String::from_utf8(csv(&models(&r)).unwrap()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], COLUMNS.join(","));
+    assert_eq!(lines.len(), 5, "{text}");
+    assert!(
+        lines[1].starts_with("default,2,float,sum,fit,12,12,8,33554432,5.000,"),
+        "{text}"
+    );
+    // busbw = algbw x 2(n-1)/n = 20 GB/s x 1 with two ranks.
+    assert!(lines[1].contains(",20.000,0.00,0.00,true,true,"), "{text}");
+    assert!(
+        lines[3].starts_with("one-size,2,float,sum,not possible,1,"),
+        "{text}"
+    );
+    assert!(
+        lines[3].ends_with(",\"not possible: 1 size(s) measured, the fit needs at least 3\","),
+        "{text}"
+    );
+    assert!(lines[4].contains("not possible: 0 size(s)"), "{text}");
+}
+
+#[test]
+fn the_crossover_names_which_config_wins_on_each_side() {
+    // A config with a lower fixed cost but a slower rate: faster below the
+    // crossing, the baseline above.
+    let mut r = run();
+    r.cases.retain(|c| c.config == "default");
+    for k in (3..=26).step_by(2) {
+        let bytes = 1u64 << k;
+        r.cases
+            .push(row("low-latency", 2, bytes, 2.0 + bytes as f64 / 10e3));
+    }
+    let mut s = String::new();
+    markdown(&mut s, &models(&r), "default", None).unwrap();
+    // 5 + x/2e4 = 2 + x/1e4: x = 3 / (1e-4 - 5e-5) = 60,000 bytes.
+    assert!(
+        s.contains("| 58.59 KiB: low-latency faster below, default above |"),
+        "{s}"
+    );
+    assert!(!s.contains("disabling SHM"), "{s}");
+    // A copy of the baseline within its noise crosses nowhere that means anything.
+    let mut r = run();
+    r.cases.retain(|c| c.config == "default");
+    let copies: Vec<CaseRow> = r
+        .cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| CaseRow {
+            config: "same".into(),
+            time_us: c.time_us.map(|t| t * if i % 2 == 0 { 1.02 } else { 0.98 }),
+            ..c.clone()
+        })
+        .collect();
+    r.cases.extend(copies);
+    let mut s = String::new();
+    markdown(&mut s, &models(&r), "default", None).unwrap();
+    assert!(
+        s.contains("| none: the two models do not differ (both intervals overlap) |"),
+        "{s}"
+    );
+}
+
+/// NCCL's choice per size: LL to 64 KiB (2 us + bytes at 4 GB/s), Simple above
+/// (20 us + bytes at 40 GB/s). One line over every size misses the switch; a fit per
+/// choice recovers both lines.
+#[test]
+fn each_nccl_choice_gets_its_own_line() {
+    let mut cases = Vec::new();
+    for k in 3..=26 {
+        let bytes = 1u64 << k;
+        let (proto, alpha, beta) = if k <= 16 {
+            ("LL", 2.0, 4.0)
+        } else {
+            ("Simple", 20.0, 40.0)
+        };
+        cases.push(CaseRow {
+            backend: "nccl".into(),
+            algo: "Ring".into(),
+            proto: proto.into(),
+            ..row("default", 8, bytes, alpha + bytes as f64 / (beta * 1e3))
+        });
+    }
+    let r = RunData { cases, ..run() };
+    let models = models(&r);
+    let segs = &models[0].segments;
+    assert_eq!(segs.len(), 2, "{segs:?}");
+    let ll = segs[0].fit.as_ref().unwrap();
+    let simple = segs[1].fit.as_ref().unwrap();
+    assert_eq!((segs[0].choice.as_str(), segs[0].sizes), ("Ring/LL", 14));
+    assert_eq!(
+        (segs[1].first_bytes, segs[1].last_bytes),
+        (128 << 10, 64 << 20)
+    );
+    assert!(
+        (ll.alpha_us - 2.0).abs() < 0.01 && (ll.beta_gbps - 4.0).abs() < 0.01,
+        "{ll:?}"
+    );
+    assert!(
+        (simple.alpha_us - 20.0).abs() < 0.05 && (simple.beta_gbps - 40.0).abs() < 0.05,
+        "{simple:?}"
+    );
+    let text = String::from_utf8(csv(&models).unwrap()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[1].ends_with(','), "the fit over every size: {text}");
+    assert!(lines[2].ends_with(",Ring/LL"), "{text}");
+    assert!(
+        lines[3].starts_with("default,8,float,sum,fit,10,10,131072,67108864,20.000,"),
+        "{text}"
+    );
+    let mut s = String::new();
+    markdown(&mut s, &models, "default", None).unwrap();
+    assert!(
+        s.contains("| default | Ring/LL | 8 B to 64 KiB (14) | 2.00 us ["),
+        "{s}"
+    );
+    assert!(
+        s.contains("| default | Ring/Simple | 128 KiB to 64 MiB (10) | 20.00 us ["),
+        "{s}"
+    );
+
+    // One choice over every size, or none known (the host backend): no segments.
+    let one: Vec<CaseRow> = r
+        .cases
+        .iter()
+        .map(|c| CaseRow {
+            proto: "LL".into(),
+            ..c.clone()
+        })
+        .collect();
+    assert!(models_of(one)[0].segments.is_empty());
+    assert!(models_of(run().cases)[0].segments.is_empty());
+}
+
+fn models_of(cases: Vec<CaseRow>) -> Vec<ConfigModel> {
+    models(&RunData { cases, ..run() })
+}
