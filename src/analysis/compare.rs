@@ -316,6 +316,10 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
 
 /// NCCL's choice at each side (`Ring/LL128`), when both recorded one and they differ.
 pub fn choice_change(b: &CaseRow, c: &CaseRow) -> Option<(String, String)> {
+    // The host backend's store mode is its own choice per round, not NCCL's.
+    if b.backend == "host" || c.backend == "host" {
+        return None;
+    }
     let (from, to) = (choice_of(b), choice_of(c));
     (!from.is_empty() && !to.is_empty() && from != to).then_some((from, to))
 }
@@ -448,6 +452,36 @@ mod tests {
             median_ci_high_us: None,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_changed_choice_is_nccls_only() {
+        let choice = |backend: &str, algo: &str, proto: &str| CaseRow {
+            backend: backend.into(),
+            algo: algo.into(),
+            proto: proto.into(),
+            ..row(10.0, None, None)
+        };
+        assert_eq!(
+            choice_change(
+                &choice("nccl", "Ring", "LL128"),
+                &choice("nccl", "Tree", "LL")
+            ),
+            Some(("Ring/LL128".into(), "Tree/LL".into()))
+        );
+        assert_eq!(
+            choice_change(&choice("nccl", "Ring", "LL"), &choice("nccl", "Ring", "LL")),
+            None
+        );
+        // The host backend's store mode changes from round to round by itself.
+        let stores = "ordinary stores:67%;streaming stores:33%";
+        assert_eq!(
+            choice_change(
+                &choice("host", "ring", "ordinary stores"),
+                &choice("host", "ring", stores)
+            ),
+            None
+        );
     }
 
     /// Our run (median 7.89 us, mean 12.5 us: a few slow iterations) against an

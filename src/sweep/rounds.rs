@@ -13,7 +13,8 @@
 
 use std::time::Duration;
 
-use crate::model::{CaseKey, CaseResult, CaseStatus};
+use super::merge::merge_transports;
+use crate::model::{CaseKey, CaseResult, CaseStatus, TuningCells};
 use crate::stats::quality::{case_flags, CaseShape, Drift};
 use crate::stats::rounds::{median_interval, MIN_ROUNDS};
 use crate::stats::{Bandwidth, LatencyRecorder, StopReason};
@@ -135,6 +136,21 @@ pub(crate) fn combine(takes: Vec<RoundTake>) -> Combined {
     }
     let first = &takes[0].result;
     let key = first.key.clone();
+    // What each round ran: one probe's choice for NCCL, so the same in every round;
+    // on the host backend each round's communicator picks its store mode, and
+    // rounds that differ give a mix with each one's share of the rounds.
+    let of_rounds = |cell: fn(&TuningCells) -> &String| {
+        let values: Vec<String> = takes
+            .iter()
+            .map(|t| cell(&t.result.tuning).clone())
+            .collect();
+        merge_transports(&values)
+    };
+    let tuning = TuningCells {
+        algo: of_rounds(|t| &t.algo),
+        proto: of_rounds(|t| &t.proto),
+        ..first.tuning.clone()
+    };
     let result = CaseResult {
         bandwidth: Some(Bandwidth::allreduce(key.bytes, key.nranks, summary.mean_us)),
         latency: Some(summary),
@@ -159,6 +175,7 @@ pub(crate) fn combine(takes: Vec<RoundTake>) -> Combined {
         timing_note: notes.join("; "),
         round_p50_us,
         key,
+        tuning,
         quality: None,
         quality_note: String::new(),
         ..first.clone()
@@ -413,6 +430,29 @@ mod tests {
             note.contains("the rounds' transports differ: SHM, NET/Socket"),
             "{note}"
         );
+    }
+
+    #[test]
+    fn rounds_that_ran_differently_give_a_mix_of_their_choices() {
+        let takes = |protos: [&str; 3]| -> Vec<RoundTake> {
+            protos
+                .iter()
+                .map(|proto| {
+                    let mut t = take(8, &[1_000; 30], "SHM");
+                    t.result.tuning.algo = "ring".into();
+                    t.result.tuning.proto = proto.to_string();
+                    t
+                })
+                .collect()
+        };
+        let (o, s) = ("ordinary stores", "streaming stores");
+        let c = combine(takes([o, s, o]));
+        assert_eq!(c.result.tuning.algo, "ring");
+        assert_eq!(
+            c.result.tuning.proto,
+            "ordinary stores:67%;streaming stores:33%"
+        );
+        assert_eq!(combine(takes([o, o, o])).result.tuning.proto, o);
     }
 
     #[test]

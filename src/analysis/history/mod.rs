@@ -208,7 +208,12 @@ fn one_series(runs: &[RunData], group: &Group, bytes: u64) -> Series {
                 }),
                 busbw_gbps: c.busbw_gbps.filter(|_| c.is_ok()),
                 trusted: c.is_trusted() && median.is_some(),
-                choice: crate::analysis::compare::choice_of(c),
+                // NCCL's choice; the host backend's store mode is not one.
+                choice: if c.backend == "host" {
+                    String::new()
+                } else {
+                    crate::analysis::compare::choice_of(c)
+                },
                 hist_tag: c.hist_tag.clone().filter(|t| !t.is_empty()),
                 round_p50_us: c.round_medians(),
             })

@@ -412,6 +412,22 @@ fn a_step_names_a_change_of_nccls_choice() {
             c.proto = "LL128".into();
         }
     }
+    // The host backend's store mode is not NCCL's choice: no such difference.
+    let s = build(&runs, &opts()).series.remove(0);
+    assert!(
+        s.steps[0]
+            .differences
+            .iter()
+            .all(|d| d.what != "NCCL's choice"),
+        "{:?}",
+        s.steps
+    );
+    for r in runs.iter_mut() {
+        r.manifest.backend.used = "nccl".into();
+        for c in &mut r.cases {
+            c.backend = "nccl".into();
+        }
+    }
     let s = build(&runs, &opts()).series.remove(0);
     assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
     let d = &s.steps[0].differences;
