@@ -219,7 +219,13 @@ fn render_tuning(out: &mut String, e: &Explanation) {
     if !e.tuning_table.is_empty() {
         out.push_str("  NCCL's model (latency us / bandwidth GB/s per algorithm and protocol):\n");
         for l in &e.tuning_table {
-            let _ = writeln!(out, "    {l}");
+            // The log's lines lose their leading spaces when read: align the row
+            // labels again as NCCL prints them (`%13s |`), so the columns line up.
+            let line = match l.split_once('|') {
+                Some((label, rest)) => format!("{:>13} |{rest}", label.trim()),
+                None => l.clone(),
+            };
+            let _ = writeln!(out, "    {line}");
         }
     }
 }

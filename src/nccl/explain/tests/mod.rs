@@ -362,4 +362,12 @@ fn tuning_lines_of_every_wording_are_listed_in_order() {
     ] {
         assert!(text.contains(want), "{want:?} not in\n{text}");
     }
+    // The table's rows line up as NCCL printed them (labels right-aligned).
+    let bar = |label: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(label) && l.contains('|'))
+            .and_then(|l| l.find('|'))
+    };
+    assert!(bar("Algorithm").is_some(), "{text}");
+    assert_eq!(bar("Algorithm"), bar("AllReduce"), "{text}");
 }
