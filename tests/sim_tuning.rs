@@ -290,7 +290,8 @@ fn the_report_names_nccls_choices_a_better_forced_one_and_wrong_predictions() {
 /// the tuning finding (the stand-in's tuner keeps LL at 256 KiB where LL128 is
 /// faster), the model per NCCL choice and the slow link located at ranks 4 to 7, and
 /// every config with a prediction has its measured-against-predicted chart. At 2.21
-/// the same forced choices fall back to Ring, which `tuning_note` says.
+/// the same forced choices fall back to Ring, which `tuning_note` says; at 2.18 the
+/// collective fails, and the case is `unsupported` with NCCL's words.
 #[test]
 fn the_algorithms_config_on_eight_gpus_across_versions() {
     let Some(dir) = sim_dir() else { return };
@@ -411,5 +412,45 @@ fn the_algorithms_config_on_eight_gpus_across_versions() {
             format!("fell back to RING: NCCL_ALGO={algo} is not available here"),
             "{r:?}"
         );
+    }
+
+    // NCCL 2.18 fails the collective instead ("no algorithm/protocol available"):
+    // `unsupported` with its words, from the rounds (2.18 logs no choice to probe).
+    let out = tempfile::tempdir().unwrap();
+    let o = sim_sweep(
+        &dir,
+        "nvlink",
+        &[("NCCL_BENCH_SIM_VERSION", "2.18.6")],
+        out.path(),
+        &[
+            "--gpus",
+            "4,8",
+            "-b",
+            "64K",
+            "-e",
+            "64K",
+            "-n",
+            "50",
+            "--config",
+            config,
+            "--transports",
+            "default,nvls",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for r in common::rows(&run_dir(out.path())) {
+        if r["config"] == "nvls" {
+            assert_eq!(r["status"], "unsupported", "{r:?}");
+            assert!(
+                r["error"].contains("no algorithm/protocol available"),
+                "{r:?}"
+            );
+        } else {
+            assert_eq!(
+                (r["status"].as_str(), r["algo"].as_str()),
+                ("ok", ""),
+                "{r:?}"
+            );
+        }
     }
 }
