@@ -21,14 +21,14 @@ pub enum Failure {
         how: String,
         phase: String,
     },
+    /// What the ranks reported, in the order their reports arrived (the first one
+    /// that reported, then others within a moment).
     Error {
-        rank: u32,
-        message: String,
+        reports: Vec<(u32, String)>,
     },
     /// A rank stopped its stuck collective at its own deadline and said so.
     Aborted {
-        rank: u32,
-        message: String,
+        reports: Vec<(u32, String)>,
     },
     Protocol(String),
     /// Writing the results failed: not the case's fault, the sweep cannot go on.
@@ -62,14 +62,56 @@ impl Failure {
                 tails.append_evidence(&mut s, &[*rank]);
                 s
             }
-            Failure::Error { rank, message } | Failure::Aborted { rank, message } => {
-                format!("rank {rank}: {message}")
-            }
+            Failure::Error { reports } | Failure::Aborted { reports } => grouped(reports),
             Failure::Protocol(message) => format!("worker protocol error: {message}"),
             Failure::Write(message) => message.clone(),
             Failure::Interrupted => "interrupted".to_string(),
         }
     }
+}
+
+/// The ranks' reports, each distinct message once with the ranks that reported it
+/// (`ranks 0-3: ...`), in the order the messages first arrived, joined by `; also `.
+pub(crate) fn grouped(reports: &[(u32, String)]) -> String {
+    let mut groups: Vec<(Vec<u32>, &str)> = Vec::new();
+    for (rank, message) in reports {
+        match groups.iter_mut().find(|(_, m)| *m == message.as_str()) {
+            Some((ranks, _)) => ranks.push(*rank),
+            None => groups.push((vec![*rank], message)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(mut ranks, message)| {
+            ranks.sort_unstable();
+            ranks.dedup();
+            format!("{}: {message}", rank_list(&ranks))
+        })
+        .collect::<Vec<_>>()
+        .join("; also ")
+}
+
+/// `rank 3`, `ranks 0-3`, `ranks 0,2,5-7` (sorted, distinct ranks).
+fn rank_list(ranks: &[u32]) -> String {
+    if let [one] = ranks {
+        return format!("rank {one}");
+    }
+    let mut spans: Vec<(u32, u32)> = Vec::new();
+    for &r in ranks {
+        match spans.last_mut() {
+            Some((_, hi)) if *hi + 1 == r => *hi = r,
+            _ => spans.push((r, r)),
+        }
+    }
+    let parts: Vec<String> = spans
+        .iter()
+        .map(|&(lo, hi)| match hi - lo {
+            0 => lo.to_string(),
+            1 => format!("{lo},{hi}"),
+            _ => format!("{lo}-{hi}"),
+        })
+        .collect();
+    format!("ranks {}", parts.join(","))
 }
 
 pub(crate) fn seconds(d: Duration) -> String {
@@ -121,6 +163,39 @@ impl Tails {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranks_that_report_the_same_error_are_named_once() {
+        let same = "ncclAllReduce failed: ncclInternalError (3)";
+        let reports = |list: &[(u32, &str)]| -> Vec<(u32, String)> {
+            list.iter().map(|(r, m)| (*r, m.to_string())).collect()
+        };
+        let f = Failure::Error {
+            reports: reports(&[(1, same), (0, same), (3, same), (2, same)]),
+        };
+        assert_eq!(
+            f.describe(Duration::from_secs(5), &Tails::new(4)),
+            format!("ranks 0-3: {same}")
+        );
+        // Distinct messages keep their order of arrival: the first is often the cause.
+        assert_eq!(
+            grouped(&reports(&[
+                (1, "remote error"),
+                (0, same),
+                (5, same),
+                (2, "its process exited"),
+                (6, same),
+                (7, same),
+            ])),
+            format!(
+                "rank 1: remote error; also ranks 0,5-7: {same}; also rank 2: its process exited"
+            )
+        );
+        assert_eq!(
+            grouped(&reports(&[(0, same), (2, same)])),
+            format!("ranks 0,2: {same}")
+        );
+    }
 
     #[test]
     fn failure_reasons_carry_the_evidence() {

@@ -80,13 +80,14 @@ impl Orchestrator<'_> {
             let wait = (deadline - now).min(Duration::from_millis(100));
             match processes.recv_timeout(wait) {
                 Ok(Incoming::Event(rank, Event::Error { message, timed_out })) => {
-                    let (also, other_timed_out) =
+                    let (others, other_timed_out) =
                         Self::other_errors(processes, tails, rank, deadline);
-                    let message = message + &also;
+                    let reports: Vec<(u32, String)> =
+                        std::iter::once((rank, message)).chain(others).collect();
                     return Err(if timed_out || other_timed_out {
-                        Failure::Aborted { rank, message }
+                        Failure::Aborted { reports }
                     } else {
-                        Failure::Error { rank, message }
+                        Failure::Error { reports }
                     });
                 }
                 Ok(Incoming::Event(rank, event)) => {
@@ -106,20 +107,22 @@ impl Orchestrator<'_> {
     }
 
     /// What other ranks report within a moment of the first error (a failure often
-    /// shows on several ranks, and the first to arrive is not always the cause), as
-    /// text to append (`; also rank 1: ...`), and whether one of them stopped at its
-    /// deadline (the case is then a timeout).
+    /// shows on several ranks, and the first to arrive is not always the cause), in
+    /// the order it arrived, and whether one of them stopped at its deadline (the
+    /// case is then a timeout).
     fn other_errors(
         processes: &mut dyn RankGroup,
         tails: &mut Tails,
         first: u32,
         deadline: Instant,
-    ) -> (String, bool) {
+    ) -> (Vec<(u32, String)>, bool) {
         const GRACE: Duration = Duration::from_millis(300);
         let until = (Instant::now() + GRACE).min(deadline);
-        let mut also = String::new();
-        let mut reported = vec![first];
+        let mut others: Vec<(u32, String)> = Vec::new();
         let mut timed_out = false;
+        let reported = |others: &[(u32, String)], rank: u32| {
+            rank == first || others.iter().any(|(r, _)| *r == rank)
+        };
         while let Some(wait) = until.checked_duration_since(Instant::now()) {
             match processes.recv_timeout(wait) {
                 Ok(Incoming::Event(
@@ -128,21 +131,19 @@ impl Orchestrator<'_> {
                         message,
                         timed_out: t,
                     },
-                )) if !reported.contains(&rank) => {
-                    also.push_str(&format!("; also rank {rank}: {message}"));
-                    reported.push(rank);
+                )) if !reported(&others, rank) => {
+                    others.push((rank, message));
                     timed_out |= t;
                 }
                 // A rank that died without a word (it did not report an error).
-                Ok(Incoming::Closed(rank)) if !reported.contains(&rank) => {
-                    also.push_str(&format!("; also rank {rank}: its process exited"));
-                    reported.push(rank);
+                Ok(Incoming::Closed(rank)) if !reported(&others, rank) => {
+                    others.push((rank, "its process exited".to_string()));
                 }
                 Ok(Incoming::Text(rank, line)) => tails.push(rank, line),
                 Ok(_) => {}
                 Err(_) => break,
             }
         }
-        (also, timed_out)
+        (others, timed_out)
     }
 }
