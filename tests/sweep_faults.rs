@@ -219,7 +219,16 @@ fn a_full_shm_dir_fails_with_enospc_and_leaves_nothing() {
         report.contains("**Fix /dev/shm, do not disable SHM.**"),
         "{report}"
     );
-    assert!(report.contains("It needs at least 8.01 MiB"), "{report}");
+    assert!(
+        report.contains("It needs about 8.01 MiB (4198400 B per segment x 2 ranks"),
+        "{report}"
+    );
+    // The doctor's check in the manifest sizes the same segments: one figure.
+    let manifest = std::fs::read_to_string(run_dir(out.path()).join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains("need 8.0 MiB for 2 local ranks"),
+        "{manifest}"
+    );
 }
 
 fn wait_for_rows(run_parent: &Path, n: usize, limit: Duration) -> bool {

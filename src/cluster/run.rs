@@ -488,6 +488,7 @@ fn sweep(
         &crate::machine::Root::this_machine(),
         &settings.shm_dir,
         local,
+        session::shm_sizing(backend.name, settings),
     );
     warnings.extend(session::failed_checks(&checks));
     let mut manifest = session::manifest(settings, backend, command_line, &gpus, warnings.clone());

@@ -56,6 +56,8 @@ mod segments;
 mod settings;
 mod shm;
 
+pub use shm::Sizing;
+
 #[cfg(test)]
 mod fake;
 
@@ -130,12 +132,25 @@ pub struct Options {
 /// The checks that are fast and need no GPU: /dev/shm size, leftover segments (never
 /// removed here), NCCL environment, socket interfaces and InfiniBand. `sweep` stores
 /// them in its manifest.
-pub fn quick_checks(root: &Root, shm_dir: &Path, local_ranks: u32) -> Vec<Check> {
+pub fn quick_checks(
+    root: &Root,
+    shm_dir: &Path,
+    local_ranks: u32,
+    sizing: shm::Sizing,
+) -> Vec<Check> {
     let settings = settings::Settings::read(root);
     let ib = infiniband::IbPorts::read(root);
     let leftovers = segments::Leftovers::scan(root, shm_dir);
     vec![
-        shm::check(root, shm_dir, local_ranks, &settings, &leftovers, None),
+        shm::check(
+            root,
+            shm_dir,
+            local_ranks,
+            sizing,
+            &settings,
+            &leftovers,
+            None,
+        ),
         leftovers.check(shm_dir),
         settings.check(&advice::Facts::quick(&ib)),
         network::check(root, &settings),
@@ -162,6 +177,7 @@ pub fn run_checks(root: &Root, options: &Options) -> Report {
             root,
             &options.shm_dir,
             options.local_ranks,
+            shm::Sizing::Nccl,
             &settings,
             &leftovers,
             facts.p2p.as_ref(),
@@ -217,7 +233,7 @@ mod tests {
             .interface("ens5", "up", "0x1003")
             .addresses("ens5 10.0.0.5\n");
         let root = m.root();
-        let checks = quick_checks(&root, Path::new("/dev/shm"), 8);
+        let checks = quick_checks(&root, Path::new("/dev/shm"), 8, shm::Sizing::Nccl);
         let ids: Vec<&str> = checks.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(
             ids,

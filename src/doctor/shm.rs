@@ -12,7 +12,7 @@ use super::segments::Leftovers;
 use super::settings::Settings;
 use crate::machine::Root;
 use crate::model::{Check, Status};
-use crate::nccl::shm::{shm_estimate, shm_size_gib, ShmEstimate};
+use crate::nccl::shm::{assumed_channels, node_need, shm_size_gib, ShmEstimate};
 use crate::nccl::vars::parse_nccl_int;
 use crate::units::human_bytes;
 use crate::units::plural;
@@ -29,9 +29,6 @@ const LL128_BYTES: u64 = 4_915_200;
 /// `DEFAULT_BUFFSIZE` (4 MiB); NCCL uses 1 MiB on ARM CPUs.
 const SIMPLE_BYTES: u64 = 1 << 22;
 const SIMPLE_BYTES_ARM: u64 = 1 << 20;
-/// The channel count NCCL usually builds between GPUs that talk over SHM (PCIe
-/// machines without P2P), as its `Channel 00/02`-style log lines show.
-const USUAL_SHM_CHANNELS: usize = 2;
 
 /// One SHM receive segment: its size and how it was made up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,60 +91,30 @@ fn channels(settings: &Settings) -> (usize, String) {
             .filter(|&n| n > 0)
             .map(|n| n as usize)
     };
-    let mut n = USUAL_SHM_CHANNELS;
-    let mut why = "what NCCL usually builds where GPUs talk over SHM".to_string();
-    if let Some(min) = read("NCCL_MIN_NCHANNELS").filter(|&m| m > n) {
-        n = min;
-        why = format!("NCCL_MIN_NCHANNELS={min}");
-    }
-    if let Some(max) = read("NCCL_MAX_NCHANNELS").filter(|&m| m < n) {
-        n = max;
-        why = format!("NCCL_MAX_NCHANNELS={max}");
-    }
-    (n, why)
+    assumed_channels(read)
 }
 
 /// The /dev/shm NCCL's SHM transport needs for `local_ranks` ranks on one node.
 pub fn need(settings: &Settings, local_ranks: u32) -> (ShmEstimate, Segment, String) {
     let seg = segment(settings);
     let (channels, why) = channels(settings);
-    let peers = usize::from(local_ranks > 1);
-    let estimate = shm_estimate(seg.bytes, channels, peers, local_ranks as usize);
+    let estimate = node_need(seg.bytes, channels, local_ranks as usize);
     (estimate, seg, why)
 }
 
-pub fn check(
-    root: &Root,
-    shm_dir: &Path,
-    local_ranks: u32,
-    settings: &Settings,
-    leftovers: &Leftovers,
-    p2p: Option<&P2pSummary>,
-) -> Check {
-    let dir = shm_dir.display();
-    let host_dir = root.path(shm_dir);
-    if !host_dir.is_dir() {
-        let what = if host_dir.exists() {
-            "is not a directory"
-        } else {
-            "does not exist"
-        };
-        return Check::new(ID, TITLE, Status::Fail, format!("{dir} {what}")).with_fix(format!(
-            "NCCL's SHM transport needs a tmpfs at {dir}: `mount -t tmpfs -o size=1g tmpfs {dir}`, \
-             or run the container with `--shm-size=1g` or `--ipc=host`"
-        ));
-    }
-    let space = match root.fs_space(shm_dir) {
-        Ok(s) => s,
-        Err(e) => return Check::new(ID, TITLE, Status::Warn, e),
-    };
+/// Whose segments to size: NCCL's (the default), or the host backend's, whose ring
+/// uses one segment of `segment_bytes` per rank (a host-backend sweep's check, so
+/// that its run directory holds one figure, the one its SHM verdict gives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sizing {
+    Nccl,
+    HostBackend { segment_bytes: u64 },
+}
+
+/// NCCL's need with the lines that explain it.
+fn nccl_need(settings: &Settings, local_ranks: u32, dir: &str) -> (u64, Vec<String>) {
     let (estimate, seg, channel_why) = need(settings, local_ranks);
     let need = estimate.total_bytes;
-    let have = format!(
-        "{} free of {}",
-        human_bytes(space.free),
-        human_bytes(space.total)
-    );
     let mut details = vec![
         format!(
             "need = {} B per segment x {} x {} per rank x {} = {need} B ({})",
@@ -170,6 +137,55 @@ pub fn check(
         ),
     ];
     details.extend(seg.notes);
+    (need, details)
+}
+
+pub fn check(
+    root: &Root,
+    shm_dir: &Path,
+    local_ranks: u32,
+    sizing: Sizing,
+    settings: &Settings,
+    leftovers: &Leftovers,
+    p2p: Option<&P2pSummary>,
+) -> Check {
+    let dir = shm_dir.display();
+    let host_dir = root.path(shm_dir);
+    if !host_dir.is_dir() {
+        let what = if host_dir.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
+        return Check::new(ID, TITLE, Status::Fail, format!("{dir} {what}")).with_fix(format!(
+            "NCCL's SHM transport needs a tmpfs at {dir}: `mount -t tmpfs -o size=1g tmpfs {dir}`, \
+             or run the container with `--shm-size=1g` or `--ipc=host`"
+        ));
+    }
+    let space = match root.fs_space(shm_dir) {
+        Ok(s) => s,
+        Err(e) => return Check::new(ID, TITLE, Status::Warn, e),
+    };
+    let (need, mut details) = match sizing {
+        Sizing::Nccl => nccl_need(settings, local_ranks, &dir.to_string()),
+        Sizing::HostBackend { segment_bytes } => {
+            let e = node_need(segment_bytes, 1, local_ranks as usize);
+            let line = format!(
+                "need = {segment_bytes} B per segment x {} = {} B ({}): the host backend's \
+                 ring, one receive segment per rank (with NCCL on GPUs, `nccl-bench doctor` \
+                 sizes NCCL's segments instead)",
+                plural(e.local_ranks, "local rank", "local ranks"),
+                e.total_bytes,
+                human_bytes(e.total_bytes)
+            );
+            (e.total_bytes, vec![line])
+        }
+    };
+    let have = format!(
+        "{} free of {}",
+        human_bytes(space.free),
+        human_bytes(space.total)
+    );
     let orphaned = leftovers.orphaned_bytes();
     if orphaned > 0 {
         details.push(format!(
@@ -250,6 +266,10 @@ mod tests {
     const GIB: u64 = 1 << 30;
 
     fn run(m: &FakeMachine, ranks: u32) -> Check {
+        sized(m, ranks, Sizing::Nccl)
+    }
+
+    fn sized(m: &FakeMachine, ranks: u32, sizing: Sizing) -> Check {
         let root = m.root();
         let dir = Path::new("/dev/shm");
         let settings = Settings::read(&root);
@@ -257,10 +277,44 @@ mod tests {
             &root,
             dir,
             ranks,
+            sizing,
             &settings,
             &Leftovers::scan(&root, dir),
             None,
         )
+    }
+
+    /// A host-backend sweep's check sizes the host backend's segments, one per rank,
+    /// the figure its SHM verdict gives (`analysis::verdict`, 4198400 B x 2 ranks).
+    #[test]
+    fn a_host_backend_sweep_sizes_its_own_segments() {
+        let m = FakeMachine::new()
+            .dir("/dev/shm")
+            .space("/dev/shm", 6 << 20, 6 << 20);
+        let c = sized(
+            &m,
+            2,
+            Sizing::HostBackend {
+                segment_bytes: 4_198_400,
+            },
+        );
+        assert_eq!(c.status, Status::Fail);
+        assert_eq!(
+            c.value,
+            "6.0 MiB free of 6.0 MiB; need 8.0 MiB for 2 local ranks"
+        );
+        assert!(
+            c.details
+                .iter()
+                .any(|d| d.starts_with("need = 4198400 B per segment x 2 local ranks = 8396800 B")),
+            "{:?}",
+            c.details
+        );
+        // NCCL's sizing of the same machine: 2 channels of NCCL's larger segment.
+        assert_eq!(
+            run(&m, 2).value,
+            "6.0 MiB free of 6.0 MiB; need 36.8 MiB for 2 local ranks"
+        );
     }
 
     #[test]
@@ -373,14 +427,30 @@ mod tests {
         };
         let settings = Settings::read(&root);
         let leftovers = Leftovers::scan(&root, dir);
-        let c = check(&root, dir, 8, &settings, &leftovers, Some(&nvlink));
+        let c = check(
+            &root,
+            dir,
+            8,
+            Sizing::Nccl,
+            &settings,
+            &leftovers,
+            Some(&nvlink),
+        );
         assert_eq!(c.status, Status::Warn);
         assert!(c.details[0].starts_with("all 8 GPUs here reach each other with P2P"));
         let pcie = P2pSummary {
             gpus: 8,
             missing: vec![(0, 4)],
         };
-        let c = check(&root, dir, 8, &settings, &leftovers, Some(&pcie));
+        let c = check(
+            &root,
+            dir,
+            8,
+            Sizing::Nccl,
+            &settings,
+            &leftovers,
+            Some(&pcie),
+        );
         assert_eq!(c.status, Status::Fail);
         let none = FakeMachine::new();
         let c = run(&none, 8);

@@ -1,7 +1,7 @@
 //! What NCCL's SHM transport needs of /dev/shm: the size of one receive segment, the
 //! estimate for a node (segment x channels x SHM peers x local ranks) and the
-//! `--shm-size` that leaves room for it. The doctor's /dev/shm check and `explain`'s
-//! ENOSPC diagnosis both size with these.
+//! `--shm-size` that leaves room for it. The doctor's /dev/shm check, the SHM
+//! verdict and `explain`'s ENOSPC diagnosis all size with these.
 
 /// Bytes in a GiB: `--shm-size` advice.
 const GIB: u64 = 1 << 30;
@@ -40,6 +40,40 @@ pub fn shm_estimate(
         local_ranks,
         total_bytes,
     }
+}
+
+/// The channel count NCCL usually builds between GPUs that talk over SHM (PCIe
+/// machines without P2P), as its `Channel 00/02`-style log lines show.
+pub const USUAL_SHM_CHANNELS: usize = 2;
+
+/// The channels to assume where no log shows them: [`USUAL_SHM_CHANNELS`], raised by
+/// `NCCL_MIN_NCHANNELS` or lowered by `NCCL_MAX_NCHANNELS` (`read` gives a variable's
+/// positive value), and why.
+pub fn assumed_channels(read: impl Fn(&str) -> Option<usize>) -> (usize, String) {
+    let mut n = USUAL_SHM_CHANNELS;
+    let mut why = "what NCCL usually builds where GPUs talk over SHM".to_string();
+    if let Some(min) = read("NCCL_MIN_NCHANNELS").filter(|&m| m > n) {
+        n = min;
+        why = format!("NCCL_MIN_NCHANNELS={min}");
+    }
+    if let Some(max) = read("NCCL_MAX_NCHANNELS").filter(|&m| m < n) {
+        n = max;
+        why = format!("NCCL_MAX_NCHANNELS={max}");
+    }
+    (n, why)
+}
+
+/// What a node of `local_ranks` ranks needs, as a ring uses SHM: one segment per
+/// channel and SHM peer (one peer per rank and channel, none for a single rank) on
+/// every local rank. The doctor's /dev/shm check and the SHM verdict both size with
+/// this, so a run's two figures agree.
+pub fn node_need(segment_bytes: u64, channels: usize, local_ranks: usize) -> ShmEstimate {
+    shm_estimate(
+        segment_bytes,
+        channels,
+        usize::from(local_ranks > 1),
+        local_ranks,
+    )
 }
 
 /// Whole GiB for `--shm-size`: twice the estimate (NCCL's proxy and the application use

@@ -17,6 +17,7 @@ use super::SweepObserver;
 use crate::backend::host::BANNER;
 use crate::backend::{self, ResolvedBackend};
 use crate::config::{SweepSettings, TransportConfig};
+use crate::doctor::Sizing;
 use crate::export::{RunDir, RunWriter};
 use crate::machine::GpuPresence;
 use crate::model::SIMULATED_NOTE;
@@ -89,6 +90,7 @@ pub fn run(
         &crate::machine::Root::this_machine(),
         &settings.shm_dir,
         max_ranks,
+        shm_sizing(backend.name, settings),
     );
     warnings.extend(failed_checks(&checks));
     if backend.name == "host" {
@@ -344,6 +346,30 @@ pub(crate) fn manifest(
 
 /// What would fail every case of the host backend is refused before the run starts:
 /// an environment value it cannot use, buffers the machine cannot hold.
+/// Whose /dev/shm segments the doctor's check sizes for this sweep: the host
+/// backend's (the largest any config's variables give, as the variables of this
+/// process apply underneath them), or NCCL's.
+pub(crate) fn shm_sizing(backend: &str, settings: &SweepSettings) -> Sizing {
+    if backend != "host" {
+        return Sizing::Nccl;
+    }
+    let segment_bytes = settings
+        .configs
+        .iter()
+        .filter_map(|c| {
+            let mut options = crate::backend::host::HostOptions::for_validation();
+            options
+                .apply_env(|k| c.env.get(k).cloned().or_else(|| std::env::var(k).ok()))
+                .ok()?;
+            Some(options.segment_bytes() as u64)
+        })
+        .max()
+        .unwrap_or_else(|| {
+            crate::backend::host::HostOptions::for_validation().segment_bytes() as u64
+        });
+    Sizing::HostBackend { segment_bytes }
+}
+
 pub(crate) fn check_host_settings(settings: &SweepSettings, max_ranks: u32) -> Result<()> {
     if settings.graph > 0 {
         bail!(

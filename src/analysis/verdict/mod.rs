@@ -11,6 +11,7 @@ use super::compare::{compare, CompareOptions, CompareReport, Outcome, PairRow, S
 use crate::config::transport::env_truthy;
 use crate::export::reader::{CaseRow, RunData};
 use crate::nccl::cell::TransportsCell;
+use crate::nccl::shm::{assumed_channels, node_need, shm_size_gib, DEFAULT_SHM_SEGMENT_BYTES};
 
 /// The answer, with the evidence that supports it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -22,9 +23,8 @@ pub enum Verdict {
     ShmFails {
         error: String,
         shm_total_bytes: Option<u64>,
-        /// At least this much /dev/shm: one segment (its size from the error) per rank
-        /// of the failed case; NCCL needs one per channel and SHM peer, so more.
-        need_at_least: Option<u64>,
+        /// The /dev/shm the failed case needs, and how it was sized.
+        need: Option<ShmNeed>,
         /// What the SHM-disabled config measured instead: (bytes, busbw GB/s) at its
         /// largest ok size.
         disabled_busbw: Option<(u64, f64)>,
@@ -111,6 +111,53 @@ pub fn transports_used(rows: &[&CaseRow]) -> Vec<String> {
 }
 
 /// The segment size an SHM error names: `... (size 9637888) ...`.
+/// What a failed case needed of /dev/shm: the bytes and the product behind them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShmNeed {
+    pub bytes: u64,
+    pub how: String,
+}
+
+/// The failed case's /dev/shm need, sized as `nccl-bench doctor` sizes it
+/// (`nccl::shm::node_need`): with NCCL, the segment the error names (or NCCL's
+/// default one) per channel (the channels the config's variables allow, as the
+/// doctor assumes them) and SHM peer on each rank; the host backend's ring uses one
+/// segment per rank, the one its error names.
+fn shm_need(run: &RunData, failed: &CaseRow) -> Option<ShmNeed> {
+    let ranks = failed.nranks as usize;
+    if failed.backend == "host" {
+        let segment = segment_size(&failed.error)?;
+        let e = node_need(segment, 1, ranks);
+        return Some(ShmNeed {
+            bytes: e.total_bytes,
+            how: format!(
+                "{segment} B per segment x {ranks} ranks: the host backend's ring, one segment per rank"
+            ),
+        });
+    }
+    let segment = segment_size(&failed.error).unwrap_or(DEFAULT_SHM_SEGMENT_BYTES);
+    let env = run
+        .manifest
+        .configs
+        .iter()
+        .find(|c| c.name == failed.config)
+        .map(|c| c.env.clone())
+        .unwrap_or_default();
+    let (channels, why) = assumed_channels(|var| {
+        env.get(var)
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+    });
+    let e = node_need(segment, channels, ranks);
+    Some(ShmNeed {
+        bytes: e.total_bytes,
+        how: format!(
+            "{segment} B per segment x {channels} channels ({why}) x {} SHM peer per rank x {ranks} ranks, as `nccl-bench doctor` estimates it; trees and more channels need more",
+            e.shm_peers
+        ),
+    })
+}
+
 fn segment_size(error: &str) -> Option<u64> {
     let rest = &error[error.find("(size ")? + 6..];
     rest[..rest.find(')')?].trim().parse().ok()
@@ -172,7 +219,7 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
         return Verdict::ShmFails {
             error: failed.error.clone(),
             shm_total_bytes: run.manifest.host.shm_total_bytes,
-            need_at_least: segment_size(&failed.error).map(|size| size * failed.nranks as u64),
+            need: shm_need(run, failed),
             disabled_busbw,
         };
     }
@@ -309,13 +356,15 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
     };
     match v {
         Verdict::CannotTell { why } => format!("**Cannot tell**: {why}."),
-        Verdict::ShmFails { error, shm_total_bytes, need_at_least, disabled_busbw } => {
-            let need = need_at_least
+        Verdict::ShmFails { error, shm_total_bytes, need, disabled_busbw } => {
+            let need = need
+                .as_ref()
                 .map(|n| {
-                    let gib = (2 * n).div_ceil(1 << 30).max(1);
                     format!(
-                        " It needs at least {} (one segment per rank; one per channel and SHM peer with NCCL, so more): give it `--shm-size={gib}g` or more.",
-                        crate::units::Bytes(n)
+                        " It needs about {} ({}): give it `--shm-size={}g` or more.",
+                        crate::units::Bytes(n.bytes),
+                        n.how,
+                        shm_size_gib(Some(n.bytes))
                     )
                 })
                 .unwrap_or_default();

@@ -132,17 +132,25 @@ fn an_enospc_failure_in_the_baseline_says_fix_dev_shm() {
         samples: 0,
         quality: "",
     };
-    let r = run(
+    let mut r = run(
         &SHM_DECISION,
         vec![failed, ok("shm-off", 1024, "NET/Socket", 1.0)],
     );
+    for c in &mut r.cases {
+        c.backend = "host".into();
+    }
     let v = decide(&r, "default", OPTIONS);
     match &v {
-        Verdict::ShmFails { need_at_least, .. } => assert_eq!(*need_at_least, Some(2 * 4_198_400)),
+        Verdict::ShmFails { need, .. } => {
+            assert_eq!(need.as_ref().map(|n| n.bytes), Some(2 * 4_198_400))
+        }
         other => panic!("{other:?}"),
     }
     let words = explain(&v, "default");
-    assert!(words.contains("It needs at least 8.01 MiB"), "{words}");
+    assert!(
+        words.contains("It needs about 8.01 MiB (4198400 B per segment x 2 ranks: the host backend's ring, one segment per rank)"),
+        "{words}"
+    );
     assert!(words.contains("--shm-size=1g"), "{words}");
     assert!(
         words.contains("Fix /dev/shm")
@@ -150,6 +158,57 @@ fn an_enospc_failure_in_the_baseline_says_fix_dev_shm() {
             && words.contains("--ipc=host"),
         "{words}"
     );
+}
+
+/// With NCCL the verdict sizes /dev/shm as the doctor does: the same figure for the
+/// same ranks and variables (the doctor's line read "need 73.5 MiB" where the verdict
+/// said "at least 11.38 MiB").
+#[test]
+fn an_nccl_enospc_verdict_needs_what_the_doctor_says() {
+    let failed = Case {
+        config: "default",
+        bytes: 1024,
+        status: "failed",
+        transports: "",
+        error: "rank 0: ncclCommInitRank failed: unhandled system error; last error: Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)",
+        scale: 1.0,
+        samples: 0,
+        quality: "",
+    };
+    let mut r = run(
+        &SHM_DECISION,
+        vec![failed, ok("shm-off", 1024, "NET/Socket", 1.0)],
+    );
+    r.cases[0].nranks = 4;
+    let v = decide(&r, "default", OPTIONS);
+    let doctor = crate::nccl::shm::node_need(
+        crate::nccl::shm::DEFAULT_SHM_SEGMENT_BYTES,
+        crate::nccl::shm::USUAL_SHM_CHANNELS,
+        4,
+    );
+    match &v {
+        Verdict::ShmFails { need, .. } => {
+            assert_eq!(need.as_ref().map(|n| n.bytes), Some(doctor.total_bytes));
+            assert_eq!(doctor.total_bytes, 9_637_888 * 2 * 4);
+        }
+        other => panic!("{other:?}"),
+    }
+    let words = explain(&v, "default");
+    assert!(
+        words.contains("It needs about 73.53 MiB (9637888 B per segment x 2 channels (what NCCL usually builds where GPUs talk over SHM) x 1 SHM peer per rank x 4 ranks, as `nccl-bench doctor` estimates it"),
+        "{words}"
+    );
+    // The config's own channel limits count, as they do for the doctor.
+    let mut r = r.clone();
+    r.manifest.configs[0]
+        .env
+        .insert("NCCL_MIN_NCHANNELS".into(), "4".into());
+    match decide(&r, "default", OPTIONS) {
+        Verdict::ShmFails { need, .. } => {
+            assert_eq!(need.map(|n| n.bytes), Some(9_637_888 * 4 * 4))
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

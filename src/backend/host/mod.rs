@@ -138,6 +138,11 @@ impl HostOptions {
     fn slot_bytes(&self) -> usize {
         (self.buffsize / SLOTS as usize) / 64 * 64
     }
+
+    /// Bytes of each rank's receive segment in `shm_dir`.
+    pub fn segment_bytes(&self) -> usize {
+        segment_bytes(self.slot_bytes())
+    }
 }
 
 /// Factory for host communicators.
