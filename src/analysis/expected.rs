@@ -88,19 +88,16 @@ pub struct Judgement<'a> {
     pub verdict: String,
 }
 
-/// The first row that matches the case, judged; or why none applies.
-pub fn judge<'a>(
+/// The rows published for `nranks` GPUs of this run's machine, or why there are
+/// none: the same for every config of that GPU count.
+pub fn platform_rows<'a>(
     platform: &RunPlatform,
     rows: &'a [Platform],
-    case: &CaseRow,
-    busbw_gbps: f64,
-) -> Result<Judgement<'a>, String> {
+    nranks: u32,
+) -> Result<Vec<&'a Platform>, String> {
     let nodes = platform.nodes;
-    let per_node = case.nranks / nodes.max(1);
+    let per_node = nranks / nodes.max(1);
     let gpu = platform.model(per_node)?;
-    let cell = TransportsCell::parse(&case.transports);
-    let used: Vec<&str> = cell.labels().collect();
-    let nvls = cell.nvls;
     let same_machine = |r: &&Platform| {
         r.gpu.iter().any(|p| p.matches(gpu))
             && r.nodes == nodes
@@ -118,6 +115,20 @@ pub fn judge<'a>(
             }
         ));
     }
+    Ok(candidates)
+}
+
+/// The first row that matches the case, judged; or why none applies.
+pub fn judge<'a>(
+    platform: &RunPlatform,
+    rows: &'a [Platform],
+    case: &CaseRow,
+    busbw_gbps: f64,
+) -> Result<Judgement<'a>, String> {
+    let candidates = platform_rows(platform, rows, case.nranks)?;
+    let cell = TransportsCell::parse(&case.transports);
+    let used: Vec<&str> = cell.labels().collect();
+    let nvls = cell.nvls;
     let unrecorded = cell.is_empty();
     let found = if unrecorded {
         // The run did not record transports (an nccl-tests import without NCCL's
@@ -257,6 +268,8 @@ pub fn markdown(s: &mut String, run: &RunData, rows: &[Platform]) -> Result<()> 
             "| config | busbw at {} | published figure | ratio | verdict | against the link ceiling |\n|---|---|---|---|---|---|",
             Bytes(largest)
         )?;
+        // Why no figure applies to this GPU count at all: said once, below the table.
+        let gap = platform_rows(&platform, rows, nranks).err();
         let mut configs: Vec<&str> = Vec::new();
         for c in &here {
             if !configs.contains(&c.config.as_str()) {
@@ -280,6 +293,10 @@ pub fn markdown(s: &mut String, run: &RunData, rows: &[Platform]) -> Result<()> 
             };
             let ceiling =
                 against_ceiling(case, platform.host_backend).unwrap_or_else(|| "-".into());
+            if gap.is_some() {
+                writeln!(s, "| {config} | {busbw:.2} GB/s | - | | | {ceiling} |")?;
+                continue;
+            }
             match judge(&platform, rows, case, busbw) {
                 Ok(j) => {
                     if !cited.contains(&j.row) {
@@ -301,6 +318,9 @@ pub fn markdown(s: &mut String, run: &RunData, rows: &[Platform]) -> Result<()> 
             }
         }
         writeln!(s)?;
+        if let Some(why) = gap {
+            writeln!(s, "No published figure for {}: {why}.\n", run.ranks(nranks))?;
+        }
     }
     for (i, r) in cited.iter().enumerate() {
         let kind = match r.kind {
@@ -464,6 +484,42 @@ mod tests {
         );
         let j = judge(&l40s, &rows, &case(4, GB, "SHM"), 20.0).unwrap();
         assert_eq!(j.verdict, "near NCCL's link model (an upper bound)");
+    }
+
+    /// A platform without a published figure is said once per GPU count, below its
+    /// table, not in every config's row.
+    #[test]
+    fn an_unknown_platform_is_said_once_per_gpu_count() {
+        let mut manifest = crate::export::reader::ManifestHead::default();
+        manifest.backend.used = "nccl".into();
+        let gpu = serde_json::json!({"name": "NVIDIA H100 80GB HBM3"});
+        manifest.gpu = Some(serde_json::json!({ "gpus": vec![gpu; 4] }));
+        let mut cases = Vec::new();
+        for config in ["default", "shm-off", "p2p-off"] {
+            for n in [2, 4] {
+                cases.push(CaseRow {
+                    config: config.into(),
+                    busbw_gbps: Some(100.0),
+                    ..case(n, GB, "P2P")
+                });
+            }
+        }
+        let run = RunData {
+            dir: "run".into(),
+            manifest,
+            cases,
+            distributions: Default::default(),
+        };
+        let mut s = String::new();
+        markdown(&mut s, &run, &shipped()).unwrap();
+        for n in [2, 4] {
+            let line = format!(
+                "No published figure for {n} GPUs: unknown platform: no published figure for {n} x NVIDIA H100 80GB HBM3"
+            );
+            assert_eq!(s.matches(&line).count(), 1, "{s}");
+        }
+        assert_eq!(s.matches("unknown platform").count(), 2, "{s}");
+        assert!(s.contains("| shm-off | 100.00 GB/s | - | | | - |"), "{s}");
     }
 
     #[test]
