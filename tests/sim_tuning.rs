@@ -265,7 +265,7 @@ fn the_report_names_nccls_choices_a_better_forced_one_and_wrong_predictions() {
         "{section}"
     );
     assert!(
-        section.contains("Every GPU count measured (2) is slower than NCCL predicts"),
+        section.contains("Every case measured with 2 GPUs is slower than NCCL predicts"),
         "{section}"
     );
     let cmp = std::process::Command::new(common::bin())

@@ -14,7 +14,7 @@ use super::plan::Plan;
 use super::preflight;
 use super::process::LocalLaunch;
 use super::SweepObserver;
-use crate::backend::host::BANNER;
+use crate::backend::host::{HostOptions, BANNER};
 use crate::backend::{self, ResolvedBackend};
 use crate::config::{SweepSettings, TransportConfig};
 use crate::doctor::Sizing;
@@ -344,8 +344,6 @@ pub(crate) fn manifest(
     }
 }
 
-/// What would fail every case of the host backend is refused before the run starts:
-/// an environment value it cannot use, buffers the machine cannot hold.
 /// Whose /dev/shm segments the doctor's check sizes for this sweep: the host
 /// backend's (the largest any config's variables give, as the variables of this
 /// process apply underneath them), or NCCL's.
@@ -357,19 +355,19 @@ pub(crate) fn shm_sizing(backend: &str, settings: &SweepSettings) -> Sizing {
         .configs
         .iter()
         .filter_map(|c| {
-            let mut options = crate::backend::host::HostOptions::for_validation();
+            let mut options = HostOptions::for_validation();
             options
                 .apply_env(|k| c.env.get(k).cloned().or_else(|| std::env::var(k).ok()))
                 .ok()?;
             Some(options.segment_bytes() as u64)
         })
         .max()
-        .unwrap_or_else(|| {
-            crate::backend::host::HostOptions::for_validation().segment_bytes() as u64
-        });
+        .unwrap_or_else(|| HostOptions::for_validation().segment_bytes() as u64);
     Sizing::HostBackend { segment_bytes }
 }
 
+/// What would fail every case of the host backend is refused before the run starts:
+/// an environment value it cannot use, buffers the machine cannot hold.
 pub(crate) fn check_host_settings(settings: &SweepSettings, max_ranks: u32) -> Result<()> {
     if settings.graph > 0 {
         bail!(
@@ -378,7 +376,7 @@ pub(crate) fn check_host_settings(settings: &SweepSettings, max_ranks: u32) -> R
         );
     }
     for c in &settings.configs {
-        let mut options = crate::backend::host::HostOptions::for_validation();
+        let mut options = HostOptions::for_validation();
         options
             .apply_env(|k| c.env.get(k).cloned())
             .map_err(|e| anyhow::anyhow!("config '{}' ({}): {e}", c.name, c.source))?;

@@ -31,6 +31,10 @@ pub struct Segment {
 /// backend, no probe, NCCL before 2.20) or where there is one choice only, since
 /// the fit over every size is then that choice's.
 pub fn segments(cases: &[&CaseRow]) -> Vec<Segment> {
+    // The host backend's `proto` is its store mode, chosen per round: not NCCL's.
+    if cases.iter().any(|c| c.backend == "host") {
+        return Vec::new();
+    }
     let mut sorted: Vec<(&CaseRow, String)> = cases
         .iter()
         .filter(|c| c.time_us.is_some())

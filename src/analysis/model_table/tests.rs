@@ -197,6 +197,16 @@ fn each_nccl_choice_gets_its_own_line() {
         })
         .collect();
     assert!(models_of(one)[0].segments.is_empty());
+    // The host backend's store modes are not NCCL's choices.
+    let host: Vec<CaseRow> = r
+        .cases
+        .iter()
+        .map(|c| CaseRow {
+            backend: "host".into(),
+            ..c.clone()
+        })
+        .collect();
+    assert!(models_of(host)[0].segments.is_empty());
     assert!(models_of(run().cases)[0].segments.is_empty());
 }
 

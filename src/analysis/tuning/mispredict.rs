@@ -44,6 +44,7 @@ pub struct Group {
     /// Cases beyond, of the cases with a prediction.
     pub beyond: usize,
     pub predicted: usize,
+    /// The distinct sizes beyond, ascending.
     pub sizes: Vec<u64>,
     /// Smallest and largest measured / predicted among those beyond.
     pub ratios: (f64, f64),
@@ -60,7 +61,10 @@ pub fn groups(run: &RunData, cases: &[Mispredicted]) -> Vec<Group> {
         {
             Some(g) => {
                 g.beyond += 1;
-                g.sizes.push(m.bytes);
+                if !g.sizes.contains(&m.bytes) {
+                    g.sizes.push(m.bytes);
+                    g.sizes.sort_unstable();
+                }
                 g.ratios = (g.ratios.0.min(ratio), g.ratios.1.max(ratio));
             }
             None => out.push(Group {
@@ -76,13 +80,13 @@ pub fn groups(run: &RunData, cases: &[Mispredicted]) -> Vec<Group> {
     out
 }
 
+/// Whether a case has a measured median and a prediction to hold it against.
+fn predicted(c: &CaseRow) -> bool {
+    median_of(c).is_some() && c.nccl_predicted_us.is_some_and(|p| p > 0.0)
+}
+
 fn predicted_cases(run: &RunData, keep: impl Fn(&CaseRow) -> bool) -> usize {
-    run.cases
-        .iter()
-        .filter(|c| {
-            keep(c) && median_of(c).is_some() && c.nccl_predicted_us.is_some_and(|p| p > 0.0)
-        })
-        .count()
+    run.cases.iter().filter(|c| keep(c) && predicted(c)).count()
 }
 
 /// The ranks that the GPU counts point at, in words, where they point anywhere:
@@ -92,7 +96,7 @@ pub fn locate(run: &RunData, cases: &[Mispredicted]) -> Option<String> {
     let mut counts: Vec<u32> = run
         .cases
         .iter()
-        .filter(|c| median_of(c).is_some() && c.nccl_predicted_us.is_some())
+        .filter(|c| predicted(c))
         .map(|c| c.nranks)
         .collect();
     counts.sort_unstable();
@@ -107,26 +111,42 @@ pub fn locate(run: &RunData, cases: &[Mispredicted]) -> Option<String> {
     if slow[first..].iter().any(|s| !s) {
         return None;
     }
+    let cluster = run.manifest.cluster.is_some();
     if first == 0 {
+        if counts.len() == 1 {
+            return Some(format!(
+                "Every case measured with {} is slower than NCCL predicts: a slow link, or a model that does not know this machine (`NCCL_TOPO_DUMP_FILE` writes the topology NCCL detected). One GPU count cannot tell which: measured with more (`--gpus 2,4,8`), the counts that keep to the prediction locate a link.",
+                run.ranks(counts[0])
+            ));
+        }
         return Some(format!(
             "Every GPU count measured ({}) is slower than NCCL predicts: a link that every group uses (ranks 0 to {}) or a model that does not know this machine (`NCCL_TOPO_DUMP_FILE` writes the topology NCCL detected).",
             counts.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
-            counts[0] - 1
+            counts[0].saturating_sub(1)
         ));
     }
     let (m, k) = (counts[first - 1], counts[first]);
     if share(m) >= FINE_SHARE {
         return None;
     }
-    let ranks = if k - m == 1 {
-        format!("rank {m} (in a sweep, GPU {m})")
+    // In a sweep rank i drives GPU i; on a cluster the ranks span nodes.
+    let ranks = match (k - m, cluster) {
+        (1, false) => format!("rank {m} (in a sweep, GPU {m})"),
+        (1, true) => format!("rank {m}"),
+        (_, false) => format!("ranks {m} to {} (in a sweep, GPUs {m} to {})", k - 1, k - 1),
+        (_, true) => format!("ranks {m} to {}", k - 1),
+    };
+    let next = if cluster {
+        "`nccl-bench run --pairs` on the job's nodes times every pair of nodes apart".to_string()
     } else {
-        format!("ranks {m} to {} (in a sweep, GPUs {m} to {})", k - 1, k - 1)
+        format!(
+            "`nccl-bench sweep --pairs --gpus {}` times every pair apart and names it",
+            counts[counts.len() - 1]
+        )
     };
     Some(format!(
-        "**Slow link:** groups of {} keep to NCCL's prediction and groups of {k} and more do not: the link NCCL overrates is at {ranks}, which the larger groups add. `nccl-bench sweep --pairs --gpus {}` times every pair apart and names it.",
+        "**Slow link:** groups of {} keep to NCCL's prediction and groups of {k} and more do not: the link NCCL overrates is at {ranks}, which the larger groups add. {next}.",
         run.ranks(m),
-        counts[counts.len() - 1]
     ))
 }
 

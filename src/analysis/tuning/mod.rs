@@ -263,8 +263,12 @@ fn tuning_finding(
         )?;
         return Ok(());
     }
-    let mut configs: Vec<&String> = found.iter().map(|f| &f.1).collect();
-    configs.dedup();
+    let mut configs: Vec<&String> = Vec::new();
+    for f in found {
+        if !configs.contains(&&f.1) {
+            configs.push(&f.1);
+        }
+    }
     for config in configs {
         let sizes: Vec<&(u64, String, f64, (f64, f64))> =
             found.iter().filter(|f| &f.1 == config).collect();

@@ -196,6 +196,14 @@ fn the_gpu_counts_beyond_the_prediction_point_at_the_ranks_of_the_slow_link() {
         slow_link(&r).unwrap().starts_with("Every GPU count measured (2, 4, 8) is slower than NCCL predicts: a link that every group uses (ranks 0 to 1)"),
         "{r:?}"
     );
+    // One GPU count cannot locate anything, and says so.
+    let r = over_counts(&[8], |_| 2.0);
+    assert!(
+        slow_link(&r)
+            .unwrap()
+            .contains("One GPU count cannot tell which"),
+        "{r:?}"
+    );
     // No pattern (4 slow, 8 not), or no case beyond: nothing is located.
     assert_eq!(
         slow_link(&over_counts(&[2, 4, 8], |n| if n == 4 { 2.0 } else { 1.0 })),

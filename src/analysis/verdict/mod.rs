@@ -110,7 +110,6 @@ pub fn transports_used(rows: &[&CaseRow]) -> Vec<String> {
     set.into_iter().collect()
 }
 
-/// The segment size an SHM error names: `... (size 9637888) ...`.
 /// What a failed case needed of /dev/shm: the bytes and the product behind them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ShmNeed {
@@ -118,13 +117,20 @@ pub struct ShmNeed {
     pub how: String,
 }
 
-/// The failed case's /dev/shm need, sized as `nccl-bench doctor` sizes it
-/// (`nccl::shm::node_need`): with NCCL, the segment the error names (or NCCL's
-/// default one) per channel (the channels the config's variables allow, as the
-/// doctor assumes them) and SHM peer on each rank; the host backend's ring uses one
-/// segment per rank, the one its error names.
+/// The failed case's /dev/shm need per node, with the function and the channel
+/// assumption `nccl-bench doctor` sizes with (`nccl::shm::node_need`,
+/// `assumed_channels`): with NCCL, the segment the error names (or NCCL's default
+/// one) per channel (as the config's variables allow) and SHM peer on each rank of
+/// a node; the host backend's ring uses one segment per rank, the one its error
+/// names. The doctor reads the machine's variables, this the config's.
 fn shm_need(run: &RunData, failed: &CaseRow) -> Option<ShmNeed> {
-    let ranks = failed.nranks as usize;
+    // /dev/shm is per node: the ranks of one node of a cluster run.
+    let nodes = run
+        .manifest
+        .cluster
+        .as_ref()
+        .map_or(1, |c| c.hosts.len().max(1));
+    let ranks = (failed.nranks as usize).div_ceil(nodes);
     if failed.backend == "host" {
         let segment = segment_size(&failed.error)?;
         let e = node_need(segment, 1, ranks);
@@ -152,12 +158,13 @@ fn shm_need(run: &RunData, failed: &CaseRow) -> Option<ShmNeed> {
     Some(ShmNeed {
         bytes: e.total_bytes,
         how: format!(
-            "{segment} B per segment x {channels} channels ({why}) x {} SHM peer per rank x {ranks} ranks, as `nccl-bench doctor` estimates it; trees and more channels need more",
+            "{segment} B per segment x {channels} channels ({why}) x {} SHM peer per rank x {ranks} ranks per node, as `nccl-bench doctor` estimates it; trees and more channels need more",
             e.shm_peers
         ),
     })
 }
 
+/// The segment size an SHM error names: `... (size 9637888) ...`.
 fn segment_size(error: &str) -> Option<u64> {
     let rest = &error[error.find("(size ")? + 6..];
     rest[..rest.find(')')?].trim().parse().ok()

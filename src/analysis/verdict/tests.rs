@@ -195,10 +195,10 @@ fn an_nccl_enospc_verdict_needs_what_the_doctor_says() {
     }
     let words = explain(&v, "default");
     assert!(
-        words.contains("It needs about 73.53 MiB (9637888 B per segment x 2 channels (what NCCL usually builds where GPUs talk over SHM) x 1 SHM peer per rank x 4 ranks, as `nccl-bench doctor` estimates it"),
+        words.contains("It needs about 73.53 MiB (9637888 B per segment x 2 channels (what NCCL usually builds where GPUs talk over SHM) x 1 SHM peer per rank x 4 ranks per node, as `nccl-bench doctor` estimates it"),
         "{words}"
     );
-    // The config's own channel limits count, as they do for the doctor.
+    // The config's own channel limits count (the doctor reads the machine's).
     let mut r = r.clone();
     r.manifest.configs[0]
         .env

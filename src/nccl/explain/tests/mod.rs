@@ -296,6 +296,8 @@ fn tuning_lines_of_every_wording_are_listed_in_order() {
     let log = [
         "node1:4242:4242 [0] NCCL INFO NCCL version 2.28.9+cuda12.4".to_string(),
         format!("{tag}   Algorithm   | {:>14}   {:>14}   {:>14} |", "", "Tree", ""),
+        format!("{tag}   Protocol    | {:>14} | {:>14} | {:>14} |", "LL", "LL128", "Simple"),
+        format!("{tag}  Max NThreads | {:>14} | {:>14} | {:>14} |", 512, 640, 512),
         format!("{tag}     AllReduce |{:>8.1}/{:>6.1} |", 6.8, 120.5),
         // 2.20-2.22, 2.23, 2.24+, 2.27+ symmetric
         format!("{tag} 8 Bytes -> Algo 1 proto 0 time {:.6}", 10.25),
@@ -350,7 +352,7 @@ fn tuning_lines_of_every_wording_are_listed_in_order() {
             ),
         ]
     );
-    assert_eq!(e.tuning_table.len(), 2);
+    assert_eq!(e.tuning_table.len(), 4);
     let text = render_text(&e);
     for want in [
         "Tuning (algorithm and protocol NCCL chose, in order)",
@@ -369,5 +371,7 @@ fn tuning_lines_of_every_wording_are_listed_in_order() {
             .and_then(|l| l.find('|'))
     };
     assert!(bar("Algorithm").is_some(), "{text}");
-    assert_eq!(bar("Algorithm"), bar("AllReduce"), "{text}");
+    for label in ["Protocol", "Max NThreads", "AllReduce"] {
+        assert_eq!(bar("Algorithm"), bar(label), "{label}: {text}");
+    }
 }
