@@ -376,29 +376,7 @@ fn the_algorithms_config_on_eight_gpus_across_versions() {
     assert!(!run.join("plots/predicted-nvls.svg").exists());
 
     // NCCL 2.21: the impossible choices are measured on Ring, and said.
-    let out = tempfile::tempdir().unwrap();
-    let o = sim_sweep(
-        &dir,
-        "nvlink",
-        &[("NCCL_BENCH_SIM_VERSION", "2.21.5")],
-        out.path(),
-        &[
-            "--gpus",
-            "4,8",
-            "-b",
-            "64K",
-            "-e",
-            "64K",
-            "-n",
-            "50",
-            "--config",
-            config,
-            "--transports",
-            "default,nvls,pat",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let rows = common::rows(&run_dir(out.path()));
+    let rows = at_64k(&dir, config, "2.21.5", "default,nvls,pat");
     assert_eq!(rows.len(), 6);
     for r in rows.iter().filter(|r| r["config"] != "default") {
         let algo = if r["config"] == "nvls" { "NVLS" } else { "PAT" };
@@ -416,29 +394,7 @@ fn the_algorithms_config_on_eight_gpus_across_versions() {
 
     // NCCL 2.18 fails the collective instead ("no algorithm/protocol available"):
     // `unsupported` with its words, from the rounds (2.18 logs no choice to probe).
-    let out = tempfile::tempdir().unwrap();
-    let o = sim_sweep(
-        &dir,
-        "nvlink",
-        &[("NCCL_BENCH_SIM_VERSION", "2.18.6")],
-        out.path(),
-        &[
-            "--gpus",
-            "4,8",
-            "-b",
-            "64K",
-            "-e",
-            "64K",
-            "-n",
-            "50",
-            "--config",
-            config,
-            "--transports",
-            "default,nvls",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    for r in common::rows(&run_dir(out.path())) {
+    for r in at_64k(&dir, config, "2.18.6", "default,nvls") {
         if r["config"] == "nvls" {
             assert_eq!(r["status"], "unsupported", "{r:?}");
             assert!(
@@ -453,4 +409,32 @@ fn the_algorithms_config_on_eight_gpus_across_versions() {
             );
         }
     }
+}
+
+/// `configs` of `config_file` on 4 and 8 simulated NVLink GPUs at NCCL `version`,
+/// 64 KiB only: its run directory's rows.
+fn at_64k(dir: &Path, config_file: &str, version: &str, configs: &str) -> Vec<Row> {
+    let out = tempfile::tempdir().unwrap();
+    let o = sim_sweep(
+        dir,
+        "nvlink",
+        &[("NCCL_BENCH_SIM_VERSION", version)],
+        out.path(),
+        &[
+            "--gpus",
+            "4,8",
+            "-b",
+            "64K",
+            "-e",
+            "64K",
+            "-n",
+            "50",
+            "--config",
+            config_file,
+            "--transports",
+            configs,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    rows(&run_dir(out.path()))
 }
