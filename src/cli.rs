@@ -315,6 +315,8 @@ pub struct BaselineArgs {
 pub enum HistoryFormat {
     Table,
     Markdown,
+    /// One self-contained page for a browser
+    Html,
     Json,
     Csv,
 }
@@ -352,7 +354,7 @@ pub struct HistoryArgs {
     #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
     pub format: HistoryFormat,
 
-    /// Also write history.md, history.json, history.csv and the charts (SVG, PNG) into this directory
+    /// Also write history.md, history.html (with the charts inline), history.json, history.csv and the charts (SVG, PNG) into this directory
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
@@ -371,6 +373,8 @@ fn parse_size_choice(text: &str) -> Result<crate::analysis::history::SizeChoice,
 pub enum CheckFormat {
     Table,
     Markdown,
+    /// One self-contained page for a browser
+    Html,
     Json,
     Junit,
 }
@@ -407,6 +411,8 @@ pub struct CheckArgs {
 pub enum CompareFormat {
     Table,
     Markdown,
+    /// One self-contained page for a browser
+    Html,
     Csv,
     Json,
 }

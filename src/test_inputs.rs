@@ -2,9 +2,10 @@
 //! shared fixtures (`../shared/fixtures`), a real libnccl (`NCCL_BENCH_TEST_NCCL_LIB`)
 //! or the simulated GPUs (`NCCL_BENCH_TEST_SIM_DIR`), which `scripts/test.sh`
 //! provides, and Open MPI's `mpirun` and Slurm with munge (Debian `openmpi-bin`,
-//! `slurm-wlm`, `munge`, which `.ci/run` installs). A test whose input is missing
-//! fails, saying what it needs, unless `NCCL_BENCH_TEST_SKIP` names the input
-//! (`fixtures`, `nccl`, `sim`, `mpi`, `slurm`, or `all`, comma-separated): then it says it is skipped and returns. Nothing is
+//! `slurm-wlm`, `munge`) and Chromium (Debian `chromium`), which `.ci/run` installs.
+//! A test whose input is missing fails, saying what it needs, unless
+//! `NCCL_BENCH_TEST_SKIP` names the input (`fixtures`, `nccl`, `sim`, `mpi`, `slurm`,
+//! `chromium`, or `all`, comma-separated): then it says it is skipped and returns. Nothing is
 //! skipped silently, and no variable such as `CI` changes the rule.
 
 use std::path::PathBuf;
@@ -22,6 +23,9 @@ pub enum Need {
     OpenMpi,
     /// Slurm's daemons and commands and munge (a private one-node Slurm is started).
     Slurm,
+    /// A Chromium to open the HTML pages in, headless (`NCCL_BENCH_TEST_CHROMIUM`, or
+    /// `chromium` on PATH).
+    Chromium,
 }
 
 impl Need {
@@ -32,6 +36,7 @@ impl Need {
             Need::Sim => "sim",
             Need::OpenMpi => "mpi",
             Need::Slurm => "slurm",
+            Need::Chromium => "chromium",
         }
     }
 
@@ -49,6 +54,11 @@ impl Need {
             )
             .filter(|d| d.is_dir()),
             Need::Nccl => env("NCCL_BENCH_TEST_NCCL_LIB"),
+            Need::Chromium => env("NCCL_BENCH_TEST_CHROMIUM").or_else(|| {
+                std::env::split_paths(&std::env::var_os("PATH")?)
+                    .map(|dir| dir.join("chromium"))
+                    .find(|p| p.is_file())
+            }),
             Need::Sim => env("NCCL_BENCH_TEST_SIM_DIR"),
             Need::OpenMpi => std::env::split_paths(&std::env::var_os("PATH")?)
                 .map(|dir| dir.join("mpirun"))
@@ -88,6 +98,10 @@ impl Need {
                 "Open MPI's mpirun on PATH (Debian: apt-get install openmpi-bin)".into()
             }
             Need::Slurm => "Slurm and munge (Debian: apt-get install slurm-wlm munge)".into(),
+            Need::Chromium => {
+                "Chromium on PATH or NCCL_BENCH_TEST_CHROMIUM (Debian: apt-get install chromium)"
+                    .into()
+            }
         }
     }
 }

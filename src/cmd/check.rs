@@ -32,6 +32,11 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     let out = match args.format {
         CheckFormat::Table => check::table(&report, &name, false),
         CheckFormat::Markdown => check::table(&report, &name, true),
+        CheckFormat::Html => crate::report::html::page(
+            &format!("nccl-bench check of {}", args.run.display()),
+            &check::table(&report, &name, true),
+            None,
+        ),
         CheckFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
         CheckFormat::Junit => junit::render(&report, &name, &crate::units::now_rfc3339()),
     };

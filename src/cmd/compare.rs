@@ -45,6 +45,7 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
     let format = match args.format {
         CompareFormat::Table => Format::Table,
         CompareFormat::Markdown => Format::Markdown,
+        CompareFormat::Html => Format::Html,
         CompareFormat::Csv => Format::Csv,
         CompareFormat::Json => Format::Json,
     };

@@ -65,6 +65,7 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
     let format = match args.format {
         HistoryFormat::Table => Format::Table,
         HistoryFormat::Markdown => Format::Markdown,
+        HistoryFormat::Html => Format::Html,
         HistoryFormat::Json => Format::Json,
         HistoryFormat::Csv => Format::Csv,
     };
@@ -84,8 +85,12 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         let charts = crate::plot::draw_history(&h, out).context("history charts")?;
+        let path = out.join("history.html");
+        let page = crate::report::history::page(&h, &charts, Some(out))?;
+        atomic::write(&path, page.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!(
-            "wrote history.md, history.json, history.csv and {} charts to {}",
+            "wrote history.md, history.html, history.json, history.csv and {} charts to {}",
             charts.len(),
             out.display()
         );

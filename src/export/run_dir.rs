@@ -19,6 +19,8 @@ pub const HISTOGRAMS: &str = "histograms.hlog";
 pub const LOGS: &str = "logs";
 /// The report a person reads (`report::write_with`).
 pub const REPORT: &str = "report.md";
+/// The same report as one self-contained page for a browser.
+pub const REPORT_HTML: &str = "report.html";
 /// The latency-bandwidth model of every config, beside results.csv.
 pub const MODEL_CSV: &str = "model.csv";
 /// The run's own table of published figures (`sweep --expected`), if it has one.

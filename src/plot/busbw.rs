@@ -19,7 +19,7 @@ pub fn draw(run: &RunData, out_dir: &Path) -> Result<Vec<PathBuf>> {
         written.extend(common::svg_and_png!(
             out_dir,
             format!("busbw-n{nranks}"),
-            |area| plot(area, run, nranks)
+            |area, tips| plot(area, run, nranks, tips)
         ));
     }
     Ok(written)
@@ -29,6 +29,7 @@ fn plot<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     run: &RunData,
     nranks: u32,
+    tips: &mut common::Tips,
 ) -> Result<()> {
     let configs = common::configs(run);
     let y_max = run
@@ -83,6 +84,9 @@ fn plot<DB: DrawingBackend>(
                 .map(|c| (common::size_x(c.bytes), 0.0)),
         );
         common::config_line(&mut chart, segments, color, config)?;
+        tips.cases(&chart, run, &rows, |c| {
+            Some((common::size_x(c.bytes), c.busbw_gbps?))
+        });
     }
     let x = common::size_range(run);
     for (what, gbps) in ceilings {

@@ -297,20 +297,127 @@ where
     Ok(())
 }
 
+/// The exact values behind a chart's points, for a person hovering over the SVG:
+/// each point's pixel position and text, appended to the SVG file as transparent
+/// circles with an SVG `<title>` (browsers show it on hover; plotters writes none).
+#[derive(Debug, Default)]
+pub struct Tips(Vec<(i32, i32, String)>);
+
+impl Tips {
+    /// The tip `text` at the chart's point `at`.
+    pub fn add<'a, DB, CT>(&mut self, chart: &ChartContext<'a, DB, CT>, at: &CT::From, text: String)
+    where
+        DB: DrawingBackend + 'a,
+        CT: plotters::coord::CoordTranslate,
+    {
+        let (x, y) = chart.as_coord_spec().translate(at);
+        self.0.push((x, y, text));
+    }
+
+    /// A tip per successful case of `rows` at the point `value` gives it (none where
+    /// it gives none), each saying the case's figures ([`case_tip`]).
+    pub fn cases<'a, DB, CT>(
+        &mut self,
+        chart: &ChartContext<'a, DB, CT>,
+        run: &RunData,
+        rows: &[&CaseRow],
+        value: impl Fn(&CaseRow) -> Option<CT::From>,
+    ) where
+        DB: DrawingBackend + 'a,
+        CT: plotters::coord::CoordTranslate,
+    {
+        for row in rows.iter().filter(|r| r.is_ok()) {
+            if let Some(at) = value(row) {
+                self.add(chart, &at, case_tip(run, row));
+            }
+        }
+    }
+
+    /// Writes the tips into the SVG file at `path`, as its last layer.
+    pub fn append_to(&self, path: &Path) -> Result<()> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let svg = std::fs::read_to_string(path)
+            .map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
+        let end = svg
+            .rfind("</svg>")
+            .ok_or_else(|| anyhow!("{} is not a complete SVG", path.display()))?;
+        let mut layer = String::from("<g class=\"tips\" fill=\"#000\" fill-opacity=\"0\">\n");
+        for (x, y, text) in &self.0 {
+            layer.push_str(&format!(
+                "<circle cx=\"{x}\" cy=\"{y}\" r=\"7\"><title>{}</title></circle>\n",
+                crate::units::xml_escape(text)
+            ));
+        }
+        layer.push_str("</g>\n");
+        let mut out = String::with_capacity(svg.len() + layer.len());
+        out.push_str(&svg[..end]);
+        out.push_str(&layer);
+        out.push_str(&svg[end..]);
+        std::fs::write(path, out).map_err(|e| anyhow!("cannot write {}: {e}", path.display()))
+    }
+}
+
+/// What a case measured, in one line: config, GPU count and size, bandwidth, the
+/// median with its interval and how many rounds or samples it rests on, and a quality
+/// flag that makes it not evidence.
+pub fn case_tip(run: &RunData, row: &CaseRow) -> String {
+    let mut tip = format!(
+        "{}, {}, {}",
+        row.config,
+        run.ranks(row.nranks),
+        Bytes(row.bytes)
+    );
+    if let Some(b) = row.busbw_gbps {
+        tip.push_str(&format!(": busbw {b:.2} GB/s"));
+    }
+    if let Some(a) = row.algbw_gbps {
+        tip.push_str(&format!(", algbw {a:.2} GB/s"));
+    }
+    if let Some(p50) = row.p50_us.or(row.time_us) {
+        tip.push_str(&format!("; median {}", crate::units::format_us(p50)));
+    }
+    if let (Some(lo), Some(hi)) = (row.median_ci_low_us, row.median_ci_high_us) {
+        let rounds = row.round_medians().len();
+        let over = if rounds > 1 {
+            format!("over {rounds} rounds")
+        } else {
+            "over one group's samples".to_string()
+        };
+        tip.push_str(&format!(
+            " [{}, {}] (95 %, {over})",
+            crate::units::format_us(lo),
+            crate::units::format_us(hi)
+        ));
+    }
+    if !row.algo.is_empty() {
+        tip.push_str(&format!("; {} {}", row.algo, row.proto));
+    }
+    if !row.is_trusted() {
+        tip.push_str(&format!("; {}: not evidence", row.quality));
+    }
+    tip
+}
+
 /// Draws one chart to `<stem>.svg` and `<stem>.png` and yields both paths: `$body`
-/// runs once with `$area` a drawing area of each backend (a closure cannot be
-/// generic over the backend, hence a macro).
+/// runs once with `$area` a drawing area of each backend and `$tips` the [`Tips`] that
+/// go into the SVG (a closure cannot be generic over the backend, hence a macro).
 macro_rules! svg_and_png {
-    ($out_dir:expr, $stem:expr, |$area:ident| $body:expr) => {{
+    ($out_dir:expr, $stem:expr, |$area:ident, $tips:ident| $body:expr) => {{
         let (svg, png) = $crate::plot::common::paths($out_dir, &$stem);
+        let mut tips = $crate::plot::common::Tips::default();
         {
             let $area = plotters::prelude::SVGBackend::new(&svg, $crate::plot::common::SIZE)
                 .into_drawing_area();
+            let $tips = &mut tips;
             $body?;
         }
+        tips.append_to(&svg)?;
         {
             let $area = plotters::prelude::BitMapBackend::new(&png, $crate::plot::common::SIZE)
                 .into_drawing_area();
+            let $tips = &mut $crate::plot::common::Tips::default();
             $body?;
         }
         [svg, png]

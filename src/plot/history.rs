@@ -65,8 +65,8 @@ pub fn draw(h: &History, out_dir: &Path) -> Result<Vec<PathBuf>> {
             file_part(&backend),
             Bytes(bytes).short()
         );
-        written.extend(common::svg_and_png!(out_dir, stem, |area| plot(
-            area, h, &series
+        written.extend(common::svg_and_png!(out_dir, stem, |area, tips| plot(
+            area, h, &series, tips
         )));
     }
     Ok(written)
@@ -90,6 +90,7 @@ fn plot<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     h: &History,
     series: &[&Series],
+    tips: &mut common::Tips,
 ) -> Result<()> {
     let first = series[0];
     let latency = first.bytes < LATENCY_BELOW;
@@ -168,6 +169,27 @@ fn plot<DB: DrawingBackend>(
         }
         segments.retain(|s| !s.is_empty());
         common::config_line(&mut chart, segments, color, &s.config)?;
+        for p in &s.points {
+            let Some(v) = value(p, latency) else { continue };
+            let mut tip = format!("{}, {}, {}", s.config, h.runs[p.run].name, Bytes(s.bytes));
+            if let Some(b) = p.busbw_gbps {
+                tip.push_str(&format!(": busbw {b:.2} GB/s"));
+            }
+            if let Some(m) = p.median_us {
+                tip.push_str(&format!("; median {}", crate::units::format_us(m)));
+            }
+            if let Some((lo, hi)) = p.ci_us {
+                tip.push_str(&format!(
+                    " [{}, {}] (95 %)",
+                    crate::units::format_us(lo),
+                    crate::units::format_us(hi)
+                ));
+            }
+            if !p.trusted {
+                tip.push_str("; flagged, not judged");
+            }
+            tips.add(&chart, &(p.run as f64, v), tip);
+        }
         // Flagged results are on the line but were never judged: hollow squares.
         let flagged: Vec<(f64, f64)> = s
             .points

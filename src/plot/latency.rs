@@ -19,7 +19,7 @@ pub fn draw(run: &RunData, out_dir: &Path) -> Result<Vec<PathBuf>> {
         written.extend(common::svg_and_png!(
             out_dir,
             format!("latency-n{nranks}"),
-            |area| plot(area, run, nranks)
+            |area, tips| plot(area, run, nranks, tips)
         ));
     }
     Ok(written)
@@ -29,6 +29,7 @@ fn plot<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     run: &RunData,
     nranks: u32,
+    tips: &mut common::Tips,
 ) -> Result<()> {
     let configs = common::configs(run);
     let y_range = common::log_range(
@@ -96,6 +97,10 @@ fn plot<DB: DrawingBackend>(
             .map(|s| s.iter().map(|&(x, p50, _)| (x, p50)).collect())
             .collect();
         common::config_line(&mut chart, lines, color, config)?;
+        tips.cases(&chart, run, &rows, |c| {
+            let p50 = c.p50_us.or(c.time_us).filter(|v| *v > 0.0)?;
+            Some((common::size_x(c.bytes), p50))
+        });
     }
     common::failed_markers(&mut chart, failed)?;
     common::legend(&mut chart, SeriesLabelPosition::UpperLeft)?;

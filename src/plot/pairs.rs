@@ -22,7 +22,7 @@ pub fn draw(tables: &[PairTable], out_dir: &Path) -> Result<Vec<PathBuf>> {
         written.extend(common::svg_and_png!(
             out_dir,
             format!("pairs-{}", t.config),
-            |area| plot(area, t)
+            |area, tips| plot(area, t, tips)
         ));
     }
     Ok(written)
@@ -36,7 +36,11 @@ fn shade(fraction: f64) -> RGBColor {
     RGBColor(mix(blue.0), mix(blue.1), mix(blue.2))
 }
 
-fn plot<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &PairTable) -> Result<()> {
+fn plot<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    t: &PairTable,
+    tips: &mut common::Tips,
+) -> Result<()> {
     let n = t.size().max(1);
     let area = common::titled(
         &root,
@@ -135,6 +139,25 @@ fn plot<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, t: &PairTable) -> Resu
                         common::FAILED.stroke_width(4),
                     )))
                     .map_err(err)?;
+            }
+            if let Some(c) = cell {
+                let name = |i: usize| t.names.get(i).cloned().unwrap_or_default();
+                let mut tip = format!("{} and {}, {}: ", name(a), name(b), Bytes(t.bytes));
+                match (c.busbw_gbps, c.median_us) {
+                    (Some(bw), Some(m)) => tip.push_str(&format!(
+                        "busbw {bw:.2} GB/s, median {}",
+                        crate::units::format_us(m)
+                    )),
+                    (Some(bw), None) => tip.push_str(&format!("busbw {bw:.2} GB/s")),
+                    _ => tip.push_str(&c.status),
+                }
+                if let Some(by) = c.slow_by {
+                    tip.push_str(&format!(
+                        "; slow: {:+.0} % against the other pairs",
+                        by * 100.0
+                    ));
+                }
+                tips.add(&chart, &centre, tip);
             }
             if !caption.is_empty() {
                 chart

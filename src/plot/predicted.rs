@@ -33,7 +33,7 @@ pub fn draw(run: &RunData, out_dir: &Path) -> Result<Vec<PathBuf>> {
         written.extend(common::svg_and_png!(
             out_dir,
             format!("predicted-{config}"),
-            |area| plot(area, run, config)
+            |area, tips| plot(area, run, config, tips)
         ));
     }
     Ok(written)
@@ -51,6 +51,7 @@ fn plot<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     run: &RunData,
     config: &str,
+    tips: &mut common::Tips,
 ) -> Result<()> {
     let points: Vec<(f64, f64, f64)> = run
         .cases
@@ -129,6 +130,17 @@ fn plot<DB: DrawingBackend>(
             color,
             &format!("{}: measured median", run.ranks(nranks)),
         )?;
+        for row in &rows {
+            if let Some((x, m, p)) = point(row) {
+                let tip = format!(
+                    "{}; NCCL predicted {} ({:.2}x)",
+                    common::case_tip(run, row),
+                    crate::units::format_us(p),
+                    m / p
+                );
+                tips.add(&chart, &(x, m), tip);
+            }
+        }
         beyond.extend(
             segments
                 .iter()

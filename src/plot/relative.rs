@@ -44,7 +44,7 @@ pub fn draw(run: &RunData, baseline: &str, threshold: f64, out_dir: &Path) -> Re
         written.extend(common::svg_and_png!(
             out_dir,
             format!("relative-n{nranks}"),
-            |area| chart.plot(area)
+            |area, tips| chart.plot(area, tips)
         ));
     }
     Ok(written)
@@ -122,7 +122,11 @@ struct Chart<'a> {
 }
 
 impl Chart<'_> {
-    fn plot<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<()> {
+    fn plot<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+        tips: &mut common::Tips,
+    ) -> Result<()> {
         let t = self.threshold.abs() * 100.0;
         let (lo, hi) = self
             .series
@@ -195,6 +199,16 @@ impl Chart<'_> {
                 .map(|g| g.iter().map(|&(x, c, _, _)| (x, c)).collect())
                 .collect();
             common::config_line(&mut chart, lines, color, &s.config)?;
+            for &(x, change, lo, hi) in s.segments.iter().flatten() {
+                let size = crate::units::Bytes(2f64.powf(x).round() as u64);
+                let tip = format!(
+                    "{} vs {}, {}, {size}: median {change:+.1} % [{lo:+.1}, {hi:+.1}] (95 %)",
+                    s.config,
+                    self.baseline,
+                    self.run.ranks(self.nranks)
+                );
+                tips.add(&chart, &(x, change), tip);
+            }
         }
         common::failed_markers(&mut chart, failed)?;
         common::legend(&mut chart, SeriesLabelPosition::UpperLeft)?;

@@ -22,7 +22,10 @@ pub fn draw(run: &RunData, out_dir: &Path) -> Result<Vec<PathBuf>> {
     if counts.len() < 2 {
         return Ok(Vec::new());
     }
-    Ok(common::svg_and_png!(out_dir, "scaling", |area| plot(area, run, &counts)).to_vec())
+    Ok(common::svg_and_png!(out_dir, "scaling", |area, tips| plot(
+        area, run, &counts, tips
+    ))
+    .to_vec())
 }
 
 /// The largest size and the size nearest to 64 KiB (on a log scale), in that order,
@@ -46,6 +49,7 @@ fn plot<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     run: &RunData,
     counts: &[u32],
+    tips: &mut common::Tips,
 ) -> Result<()> {
     let sizes = sizes(run);
     let y_max = run
@@ -111,6 +115,9 @@ fn plot<DB: DrawingBackend>(
                     .filter(|c| !c.is_ok())
                     .map(|c| (c.nranks as f64, 0.0)),
             );
+            tips.cases(&chart, run, &rows, |c| {
+                Some((c.nranks as f64, c.busbw_gbps?))
+            });
             let width = if k == 0 { 3 } else { 1 };
             chart
                 .draw_series(LineSeries::new(points.clone(), color.stroke_width(width)))

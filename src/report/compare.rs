@@ -14,6 +14,8 @@ use crate::units::{format_us, Bytes};
 pub enum Format {
     Table,
     Markdown,
+    /// One page for a browser: the summary first, then the cases.
+    Html,
     Csv,
     Json,
 }
@@ -242,6 +244,23 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                 writeln!(s, "- {line}")?;
             }
             s
+        }
+        Format::Html => {
+            let mut s = String::from("## Summary\n\n");
+            for line in summary(report) {
+                writeln!(s, "- {line}")?;
+            }
+            writeln!(s, "\n## Cases\n")?;
+            writeln!(s, "| {} |", HEADERS.join(" | "))?;
+            writeln!(s, "|{}", "---|".repeat(HEADERS.len()))?;
+            for r in &report.rows {
+                writeln!(s, "| {} |", cells(r).join(" | "))?;
+            }
+            let title = format!(
+                "nccl-bench compare: {} against {}",
+                report.candidate, report.base
+            );
+            super::html::page(&title, &s, None)
         }
         Format::Table => {
             let rows: Vec<[String; 10]> = report.rows.iter().map(cells).collect();

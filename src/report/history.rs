@@ -14,6 +14,9 @@ use crate::units::{format_us, plural, Bytes};
 pub enum Format {
     Table,
     Markdown,
+    /// One page for a browser, with the charts drawn into a folder when given one
+    /// ([`page`]).
+    Html,
     Json,
     Csv,
 }
@@ -23,7 +26,33 @@ pub fn render(h: &History, format: Format) -> Result<String> {
         Format::Json => serde_json::to_string_pretty(h)? + "\n",
         Format::Csv => csv(h)?,
         Format::Table | Format::Markdown => text(h, format == Format::Markdown)?,
+        Format::Html => page(h, &[], None)?,
     })
+}
+
+/// The history as one page: its Markdown, then `charts` (SVG files in `dir`) inline.
+pub fn page(
+    h: &History,
+    charts: &[std::path::PathBuf],
+    dir: Option<&std::path::Path>,
+) -> Result<String> {
+    let mut md = text(h, true)?;
+    let svgs: Vec<String> = charts
+        .iter()
+        .filter(|c| c.extension().is_some_and(|e| e == "svg"))
+        .filter_map(|c| Some(c.file_name()?.to_string_lossy().into_owned()))
+        .collect();
+    if !svgs.is_empty() {
+        writeln!(md, "\n### Charts\n")?;
+        for name in svgs {
+            writeln!(md, "![{name}]({name})\n")?;
+        }
+    }
+    let title = format!(
+        "nccl-bench history of {}",
+        plural(h.runs.len(), "run", "runs")
+    );
+    Ok(super::html::page(&title, &md, dir))
 }
 
 fn pct(x: f64) -> String {

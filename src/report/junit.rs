@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::analysis::baseline::{CheckReport, Outcome};
-use crate::units::Bytes;
+use crate::units::{xml_escape, Bytes};
 
 /// The XML document.
 pub fn render(report: &CheckReport, baseline: &str, timestamp: &str) -> String {
@@ -27,8 +27,8 @@ pub fn render(report: &CheckReport, baseline: &str, timestamp: &str) -> String {
     let _ = writeln!(
         s,
         "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" timestamp=\"{}\">",
-        escape(&suite),
-        escape(timestamp)
+        xml_escape(&suite),
+        xml_escape(timestamp)
     );
     for c in &report.cases {
         let class = format!("nccl-bench.{}.n{}", c.config, c.nranks);
@@ -38,10 +38,10 @@ pub fn render(report: &CheckReport, baseline: &str, timestamp: &str) -> String {
         let _ = write!(
             s,
             "    <testcase classname=\"{}\" name=\"{}\" time=\"{time:.9}\"",
-            escape(&class),
-            escape(&name)
+            xml_escape(&class),
+            xml_escape(&name)
         );
-        let message = escape(&c.message);
+        let message = xml_escape(&c.message);
         match c.outcome {
             o if o.fails() => {
                 let _ = writeln!(
@@ -68,25 +68,6 @@ pub fn render(report: &CheckReport, baseline: &str, timestamp: &str) -> String {
     }
     s.push_str("  </testsuite>\n</testsuites>\n");
     s
-}
-
-/// Text for an XML attribute or element: the five special characters escaped, and
-/// control characters XML 1.0 cannot carry replaced.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(ch),
-            c if (c as u32) < 0x20 => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -135,6 +116,6 @@ mod tests {
             "{xml}"
         );
         assert!(xml.contains("classname=\"nccl-bench.default.n2\" name=\"64 KiB float sum\" time=\"0.000011000\""), "{xml}");
-        assert_eq!(escape("a\u{1}b"), "a\u{FFFD}b");
+        assert_eq!(xml_escape("a\u{1}b"), "a\u{FFFD}b");
     }
 }

@@ -64,7 +64,78 @@ pub fn markdown(
             "> **Simulated GPUs (test stand-in), not a measurement.** The libnccl and libcuda of this run are nccl-bench's test stand-in (tests/gpu-sim): its times come from a cost model, to test nccl-bench, and say nothing about any hardware.\n"
         )?;
     }
-    writeln!(s, "## Machine\n")?;
+    // The machine and the run's facts come last: a person decides from the verdict
+    // and the tables first.
+    let mut facts = String::new();
+    machine_section(&mut facts, run)?;
+
+    writeln!(s, "## Keep SHM enabled?\n")?;
+    writeln!(
+        s,
+        "{}\n",
+        explain(&decide(run, baseline, options), baseline)
+    )?;
+    crate::analysis::expected::markdown(&mut s, run, expected)?;
+    cases_apart(&mut s, run)?;
+
+    let drawn: Vec<String> = match plots {
+        Ok(files) => files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "svg"))
+            .filter_map(|f| Some(f.file_name()?.to_string_lossy().into_owned()))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let mut shown: Vec<&str> = Vec::new();
+    let counts: BTreeSet<u32> = run.cases.iter().map(|c| c.nranks).collect();
+    for nranks in counts {
+        gpu_count_table(&mut s, run, nranks, baseline, options)?;
+        // This GPU count's charts under its table.
+        let suffix = format!("-n{nranks}.svg");
+        for name in drawn.iter().filter(|n| n.ends_with(&suffix)) {
+            writeln!(s, "![{name}](plots/{name})\n")?;
+            shown.push(name);
+        }
+    }
+    crate::analysis::nvls::markdown(&mut s, run, options)?;
+    crate::analysis::tuning::markdown(&mut s, run, baseline, options)?;
+    ceilings_section(&mut s, run)?;
+    let shm_off = crate::analysis::verdict::shm_off_config(run);
+    crate::analysis::model_table::markdown(
+        &mut s,
+        &crate::analysis::model_table::models(run),
+        baseline,
+        shm_off.as_deref(),
+    )?;
+    crate::analysis::pairs::markdown(
+        &mut s,
+        &crate::analysis::pairs::tables(run, options.threshold),
+        options.threshold,
+        (m.backend.used == "host").then_some(m.host.cpus),
+    )?;
+    let rest: Vec<&String> = drawn
+        .iter()
+        .filter(|n| !shown.contains(&n.as_str()))
+        .collect();
+    match plots {
+        Ok(_) if rest.is_empty() => {}
+        Ok(_) => {
+            writeln!(s, "## Plots\n")?;
+            for name in rest {
+                writeln!(s, "![{name}](plots/{name})\n")?;
+            }
+        }
+        Err(why) => writeln!(s, "## Plots\n\nNo plots: {why}\n")?,
+    }
+    s.push_str(&facts);
+    Ok(s)
+}
+
+/// The machine and backend, the NCCL and GPUs, and the run's facts (start, status,
+/// rounds).
+fn machine_section(s: &mut String, run: &RunData) -> Result<()> {
+    let m = &run.manifest;
+    writeln!(s, "## Machine and run\n")?;
     writeln!(
         s,
         "- Host: {} ({}, {} CPUs)",
@@ -135,53 +206,12 @@ pub fn markdown(
         writeln!(s, "{line}")?;
     }
     writeln!(s)?;
+    Ok(())
+}
 
-    writeln!(s, "## Keep SHM enabled?\n")?;
-    writeln!(
-        s,
-        "{}\n",
-        explain(&decide(run, baseline, options), baseline)
-    )?;
-
-    let counts: BTreeSet<u32> = run.cases.iter().map(|c| c.nranks).collect();
-    for nranks in counts {
-        gpu_count_table(&mut s, run, nranks, baseline, options)?;
-    }
-    crate::analysis::pairs::markdown(
-        &mut s,
-        &crate::analysis::pairs::tables(run, options.threshold),
-        options.threshold,
-        (m.backend.used == "host").then_some(m.host.cpus),
-    )?;
-    crate::analysis::expected::markdown(&mut s, run, expected)?;
-    crate::analysis::nvls::markdown(&mut s, run, options)?;
-    crate::analysis::tuning::markdown(&mut s, run, baseline, options)?;
-    ceilings_section(&mut s, run)?;
-    let shm_off = crate::analysis::verdict::shm_off_config(run);
-    crate::analysis::model_table::markdown(
-        &mut s,
-        &crate::analysis::model_table::models(run),
-        baseline,
-        shm_off.as_deref(),
-    )?;
-
-    writeln!(s, "## Plots\n")?;
-    match plots {
-        Ok(files) => {
-            for f in files
-                .iter()
-                .filter(|f| f.extension().is_some_and(|e| e == "svg"))
-            {
-                let name = f
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                writeln!(s, "![{name}](plots/{name})\n")?;
-            }
-        }
-        Err(why) => writeln!(s, "No plots: {why}\n")?,
-    }
-
+/// The cases that did not pass, with their reasons, and the cases the quality rules
+/// set apart: what not to read as evidence before reading the tables.
+fn cases_apart(s: &mut String, run: &RunData) -> Result<()> {
     let failed: Vec<&CaseRow> = run.cases.iter().filter(|c| !c.is_ok()).collect();
     if !failed.is_empty() {
         writeln!(s, "## Cases that did not pass\n")?;
@@ -247,7 +277,7 @@ pub fn markdown(
             crate::units::plural(remeasured, "case was", "cases were")
         )?;
     }
-    Ok(s)
+    Ok(())
 }
 
 /// The link rates measured before the sweep, and the ring ceiling per rank count.

@@ -1,13 +1,15 @@
-//! Documents for people from what `analysis` decided: the run's `report.md` (the SHM
-//! verdict and its evidence, tables per GPU count, the model, pairs, ceilings, with
-//! the plots) and `model.csv`, written into the run directory; and the outputs of
-//! `compare`, `history` and `check` in each of their formats (text, Markdown, CSV,
-//! JSON, JUnit XML). Rendering only: nothing here measures or judges, and nothing
-//! prints; `write_with` is the one function that writes files.
+//! Documents for people from what `analysis` decided: the run's `report.md` and the
+//! same as one page for a browser, `report.html` (the SHM verdict and its evidence,
+//! tables per GPU count, the model, pairs, ceilings, with the plots), and `model.csv`,
+//! written into the run directory; and the outputs of `compare`, `history` and
+//! `check` in each of their formats (text, Markdown, HTML, CSV, JSON, JUnit XML).
+//! Rendering only: nothing here measures or judges, and nothing prints; `write_with`
+//! is the one function that writes a run's files.
 
 pub mod check;
 pub mod compare;
 pub mod history;
+pub mod html;
 pub mod junit;
 pub mod markdown;
 
@@ -18,9 +20,17 @@ use anyhow::{Context, Result};
 use crate::analysis::compare::CompareOptions;
 use crate::export::atomic;
 use crate::export::reader::RunData;
-use crate::export::run_dir::{EXPECTED, MODEL_CSV, REPORT};
+use crate::export::run_dir::{EXPECTED, MODEL_CSV, REPORT, REPORT_HTML};
 use crate::stats::compare::DEFAULT_RESAMPLES;
 use markdown::markdown;
+
+/// The last part of a run directory's path, its name.
+fn run_name(run_dir: &Path) -> String {
+    run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| run_dir.display().to_string())
+}
 
 /// Writes the run's report; returns its path.
 pub fn write(run_dir: &Path, baseline: &str, threshold: f64) -> Result<PathBuf> {
@@ -58,5 +68,10 @@ pub fn write_with(
     let path = run_dir.join(REPORT);
     atomic::write(&path, text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
+    let title = format!("nccl-bench report: {}", run_name(run_dir));
+    let page = html::page(&title, &text, Some(run_dir));
+    let html_path = run_dir.join(REPORT_HTML);
+    atomic::write(&html_path, page.as_bytes())
+        .with_context(|| format!("cannot write {}", html_path.display()))?;
     Ok(path)
 }

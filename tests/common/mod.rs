@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+pub mod browser;
 pub mod sim;
 
 pub fn bin() -> PathBuf {
