@@ -1,9 +1,11 @@
 //! Comparisons judged both ways, end to end: configs that are the same must come out
 //! unchanged, a config made slower must be found, on the host backend and on the
 //! simulated GPUs with each process group at its own speed; ten identical runs must
-//! give a quiet history, and a slowdown from a run on must be a step. The rates behind these (many repeats) are measured by
-//! `scripts/bench-aa.sh`; each check here has margin enough not to depend on luck:
-//! sizes where groups of processes vary little, a slowdown of 25 %.
+//! give a quiet history, and a slowdown from a run on must be a step. The rates
+//! behind these (many repeats) are measured by `scripts/bench-aa.sh`; each check here
+//! has margin enough not to depend on luck (sizes where groups of processes vary
+//! little, a slowdown of 25 %), and an A/A pair that differs, which a decision at 95 %
+//! allows by chance, is measured once more before it fails the test ([`judge`]).
 
 mod common;
 
@@ -58,22 +60,14 @@ fn column(o: &Output, name: &str) -> Vec<String> {
         .collect()
 }
 
-/// An A/A pair and a 25 % slower config of one sweep: unchanged or inconclusive
-/// (never a difference) for the first, every size regressed for the second (but a
-/// case the run sets aside, at most half of them), and the intervals said to be over
-/// the rounds.
-fn judge(run: &Path) {
+/// Whether the A/A pair of one sweep came out different: the compare's output when
+/// a case is neither unchanged nor inconclusive; and the intervals must be said to be
+/// over the rounds.
+fn aa_difference(run: &Path) -> Option<String> {
     let aa = compare_configs(run, "same-as-default");
     assert_eq!(aa.status.code(), Some(0), "{}", text(&aa));
     let found = outcomes(&aa);
     assert!(!found.is_empty());
-    assert!(
-        found
-            .iter()
-            .all(|o| o == "unchanged" || o == "inconclusive"),
-        "A/A: {}",
-        text(&aa)
-    );
     let table = Command::new(bin())
         .arg("compare")
         .arg(run)
@@ -85,6 +79,36 @@ fn judge(run: &Path) {
         "{}",
         text(&table)
     );
+    let same = found
+        .iter()
+        .all(|o| o == "unchanged" || o == "inconclusive");
+    (!same).then(|| format!("A/A: {}", text(&aa)))
+}
+
+/// An A/A pair and a 25 % slower config, judged on the sweeps `measure` makes (it is
+/// given the attempt, 1 or 2, and returns the run directory). The A/A pair must be
+/// unchanged or inconclusive, never a difference; but each case is a decision at
+/// 95 %, so a case of identical configs comes out different by chance now and then
+/// (none of 147 cases in 49 sweeps of this test's configs on the 2-core VM, 20 of them
+/// beside a build; a CI run met one). Chance does not repeat in a second sweep,
+/// while a bias in how the configs are measured would: a sweep whose A/A pair differs
+/// is measured again, and the test fails when the second differs too. Then every
+/// size of the slow config is regressed.
+fn judge(mut measure: impl FnMut(u32) -> PathBuf) {
+    let mut run = measure(1);
+    if let Some(first) = aa_difference(&run) {
+        run = measure(2);
+        if let Some(second) = aa_difference(&run) {
+            panic!("the A/A pair differs in two sweeps:\n{first}\n{second}");
+        }
+        eprintln!("the A/A pair differed in one sweep of two (chance at 95 %): {first}");
+    }
+    judge_slow(&run);
+}
+
+/// Every size of the 25 % slower config is regressed (but a case the run sets
+/// aside, at most half of them).
+fn judge_slow(run: &Path) {
     // Every slow case is found (exit 1), never unchanged or faster, but for a side
     // the run itself says is not evidence (flagged noisy, or re-measured alone): a
     // shared VM has minutes at half speed.
@@ -111,21 +135,24 @@ fn judge(run: &Path) {
 fn same_configs_are_unchanged_and_a_slower_one_is_found_on_the_host_backend() {
     let _alone = alone();
     let tmp = tempfile::tempdir().unwrap();
-    let (out, shm) = (tmp.path().join("runs"), tmp.path().join("shm"));
+    let shm = tmp.path().join("shm");
     std::fs::create_dir_all(&shm).unwrap();
     let config = aa_config(tmp.path(), r#"NCCL_BENCH_FAULT = "slow:pct=25""#);
-    let o = sweep(&out, &shm)
-        .arg("--config")
-        .arg(&config)
-        .args(["--gpus", "2", "-b", "256K", "-e", "4M", "-f", "4"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let run = run_dir(&out);
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(manifest["rounds"], 15, "the host backend's default");
-    judge(&run);
+    judge(|attempt| {
+        let out = tmp.path().join(format!("runs{attempt}"));
+        let o = sweep(&out, &shm)
+            .arg("--config")
+            .arg(&config)
+            .args(["--gpus", "2", "-b", "256K", "-e", "4M", "-f", "4"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let run = run_dir(&out);
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(manifest["rounds"], 15, "the host backend's default");
+        run
+    });
 }
 
 #[test]
@@ -133,24 +160,26 @@ fn same_configs_are_unchanged_and_a_slower_one_is_found_on_jittery_simulated_gpu
     let Some(dir) = need(Need::Sim) else { return };
     let _alone = alone();
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("runs");
     let config = aa_config(tmp.path(), r#"NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN = "1.25""#);
-    let o = jittery_sim_sweep(&dir, &out)
-        .arg("--config")
-        .arg(&config)
-        .args(["--gpus", "2", "-b", "64K", "-e", "4M", "-f", "8"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let run = run_dir(&out);
-    let rows = rows(&run);
-    assert!(rows
-        .iter()
-        .all(|r| r["backend"] == "nccl-sim" && r["rounds"] == "9"));
-    // Each process group at its own speed: the rounds of a case spread.
-    let spread: f64 = rows[0]["round_spread_pct"].parse().unwrap();
-    assert!(spread > 2.0, "{:?}", rows[0]);
-    judge(&run);
+    judge(|attempt| {
+        let out = tmp.path().join(format!("runs{attempt}"));
+        let o = jittery_sim_sweep(&dir, &out)
+            .arg("--config")
+            .arg(&config)
+            .args(["--gpus", "2", "-b", "64K", "-e", "4M", "-f", "8"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let run = run_dir(&out);
+        let rows = rows(&run);
+        assert!(rows
+            .iter()
+            .all(|r| r["backend"] == "nccl-sim" && r["rounds"] == "9"));
+        // Each process group at its own speed: the rounds of a case spread.
+        let spread: f64 = rows[0]["round_spread_pct"].parse().unwrap();
+        assert!(spread > 2.0, "{:?}", rows[0]);
+        run
+    });
 }
 
 /// A sweep on two simulated NVLink GPUs from `dir`, each process group 3 % apart in
