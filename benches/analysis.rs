@@ -1,7 +1,8 @@
 //! How long the commands that read finished runs take on a large synthetic run:
 //! 10,000 cases (10 configs x 4 rank counts x 250 sizes), each with a histogram of
 //! 2,000 iterations: compare with itself and with a copy 3 % slower, and report
-//! (tables, verdict and every plot).
+//! (tables, verdict and every plot), and the size and rendering time of its
+//! report.html.
 //!
 //! Run with `cargo bench --bench analysis`.
 
@@ -133,5 +134,25 @@ fn main() {
         "report (tables, verdict, {plots} plot files): {:6.2} s for {n} cases (exit {:?})",
         start.elapsed().as_secs_f64(),
         o.status.code()
+    );
+    // report.html on its own: the page from report.md and the charts it inlines.
+    let md = std::fs::read_to_string(a.join("report.md")).unwrap_or_default();
+    let start = Instant::now();
+    let page = nccl_bench::report::html::page("bench", &md, Some(&a));
+    let took = start.elapsed();
+    let written = std::fs::metadata(a.join("report.html"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let charts: usize = page
+        .match_indices("<svg")
+        .map(|(at, _)| page[at..].find("</svg>").unwrap_or(0))
+        .sum();
+    println!(
+        "report.html: {:.2} MB ({:.2} MB of it {} inline charts), rendered in {:.3} s from report.md (goals: under 10 MB, under 1 s; the file report wrote: {:.2} MB)",
+        page.len() as f64 / 1e6,
+        charts as f64 / 1e6,
+        page.matches("<svg").count(),
+        took.as_secs_f64(),
+        written as f64 / 1e6
     );
 }
