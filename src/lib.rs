@@ -69,8 +69,11 @@
 //! the ranks' batches into one case.
 //!
 //! **`report`, `plot`.** `report::write_with` writes a run's `report.md` (built by
-//! `report::markdown::markdown`: the verdict first, tables per GPU count, the model,
-//! pairs, ceilings) and `model.csv`, with the charts of `plot::draw_all`.
+//! `report::markdown::markdown`: the verdict first, whether the bandwidth is normal,
+//! the cases apart, tables and charts per GPU count, the model, pairs, ceilings, the
+//! machine last), the same page for a browser, `report.html` (`report::html::page`:
+//! any Markdown to one self-contained page), and `model.csv`, with the charts of
+//! `plot::draw_all` (each point's figures in an SVG title, `plot::common::Tips`).
 //! `report::{compare, history, check, junit}` render those commands' outputs.
 //!
 //! **`backend`.** The `Backend` and `Communicator` traits: a communicator runs timed

@@ -1,5 +1,6 @@
-//! `report`: written by every sweep and on demand, with the SHM verdict drawn from
-//! the data; a directory that is not a run is exit 2.
+//! `report`: report.md and report.html, written by every sweep and on demand, with the
+//! SHM verdict drawn from the data, in the order a person decides; a directory that
+//! is not a run is exit 2.
 
 mod common;
 
@@ -66,8 +67,24 @@ fn a_host_sweep_writes_a_report_with_the_shm_verdict() {
         );
     }
 
+    // In the order a person decides: the verdict first, then whether the bandwidth is
+    // normal, then the GPU count's table with its plots; the machine last.
+    let at = |h: &str| report.find(h).unwrap_or_else(|| panic!("{h}: {report}"));
+    assert!(at("## Keep SHM enabled?") < at("## Is this bandwidth normal?"));
+    assert!(at("## Is this bandwidth normal?") < at("## 2 ranks\n"));
+    assert!(at("## 2 ranks\n") < at("![busbw-n2.svg]"));
+    assert_eq!(report.rfind("\n## "), Some(at("## Machine and run") - 1));
+    // The same as one page, with its charts inline.
+    let page = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(page.contains("<h2>Keep SHM enabled?</h2>"), "{page}");
+    assert_eq!(
+        page.matches("<svg").count(),
+        report.matches("](plots/").count()
+    );
+
     // On demand, with another baseline: the verdict needs "default", the tables do not.
     std::fs::remove_file(run.join("report.md")).unwrap();
+    std::fs::remove_file(run.join("report.html")).unwrap();
     let o = std::process::Command::new(common::bin())
         .args(["report", "--baseline", "shm-off"])
         .arg(&run)
@@ -76,6 +93,7 @@ fn a_host_sweep_writes_a_report_with_the_shm_verdict() {
     assert!(o.status.success(), "{}", common::text(&o));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("vs shm-off at"), "{report}");
+    assert!(run.join("report.html").is_file());
 }
 
 #[test]

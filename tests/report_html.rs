@@ -222,6 +222,39 @@ fn the_report_compare_and_history_pages_work_in_a_real_browser() {
     // The "nranks" column is all 2: sort by the size column (2) instead.
     sorts_by_click(&mut b, "document.querySelector('table.sortable')", 2);
 
+    // check --format html against a baseline of the run itself: every case passes.
+    let baseline = tmp.path().join("baseline.json");
+    let o = Command::new(bin())
+        .arg("baseline")
+        .arg(&run)
+        .arg("-o")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let check = tmp.path().join("check.html");
+    let o = Command::new(bin())
+        .arg("check")
+        .arg(&run)
+        .arg("--baseline")
+        .arg(&baseline)
+        .args(["--format", "html", "-o"])
+        .arg(&check)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    open_cleanly(&mut b, &check);
+    let verdicts = b.eval(
+        "Array.from(document.querySelector('table.sortable').tBodies[0].rows).map(r => [r.cells[0].textContent, r.cells[0].className])",
+    );
+    let verdicts = verdicts.as_array().unwrap();
+    assert!(!verdicts.is_empty());
+    assert!(
+        verdicts.iter().all(|v| v[0] == "pass" && v[1] == "good"),
+        "{verdicts:?}"
+    );
+    sorts_by_click(&mut b, "document.querySelector('table.sortable')", 3);
+
     // history -o of this run and a second one: history.html with its charts.
     small_sweep(&out, &shm, "default");
     let dir = tmp.path().join("history");

@@ -60,9 +60,11 @@ pub fn page(title: &str, markdown: &str, images: Option<&Path>) -> String {
 /// symbol only; the words stay as they are.
 pub fn tone(cell: &str) -> Option<&'static str> {
     let t = cell.trim().to_ascii_lowercase();
-    const BAD: [&str; 11] = [
+    const BAD: [&str; 12] = [
         "yes (slower)",
         "regressed",
+        "slower",
+        "not-ok",
         "failed",
         "fail",
         "timeout",
@@ -71,9 +73,8 @@ pub fn tone(cell: &str) -> Option<&'static str> {
         "wrong",
         "error",
         "missing",
-        "step: regressed",
     ];
-    const GOOD: [&str; 3] = ["yes (faster)", "improved", "pass"];
+    const GOOD: [&str; 4] = ["yes (faster)", "improved", "faster", "pass"];
     const WARN: [&str; 8] = [
         "not yet",
         "inconclusive",
