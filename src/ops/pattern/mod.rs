@@ -24,6 +24,7 @@
 
 use bytemuck::Pod;
 
+use super::collective::{Collective, Counts, Source};
 use super::reduce::{with_element, Element};
 use super::{DataType, ReduceOp};
 
@@ -138,27 +139,106 @@ impl Pattern {
 
     /// Checks an all-reduce output against the exact expected values.
     pub fn check(&self, out: &[u8]) -> CheckReport {
+        self.check_reduced(out, 0)
+    }
+
+    /// Checks `out` against the reduced result from element `from` on.
+    fn check_reduced(&self, out: &[u8], from: u64) -> CheckReport {
         let tolerant = self.op == ReduceOp::Avg && self.dt.is_float();
-        let period_bytes = self.expected.len();
-        let mut report = CheckReport::default();
-        for (block_index, block) in out.chunks(period_bytes).enumerate() {
-            let want = &self.expected[..block.len()];
-            if !tolerant && block == want {
-                continue;
+        let tolerance = if tolerant { Some(self.active) } else { None };
+        check_periodic(self.dt, &self.expected, from, out, tolerance)
+    }
+
+    /// Checks `out` against this rank's input from element `from` on.
+    fn check_input(&self, out: &[u8], from: u64) -> CheckReport {
+        check_periodic(self.dt, &self.input, from, out, None)
+    }
+}
+
+/// Checks `rank`'s output of `collective` (its `counts.recv` elements, `out`) with
+/// `root` the root of a rooted collective: each stretch of it against the reduced
+/// result or the input of the rank it comes from ([`Collective::layout`]); what the
+/// collective does not write is not checked. Element indexes in the report are of
+/// `out`.
+pub fn check_collective(
+    collective: Collective,
+    (dt, op): (DataType, ReduceOp),
+    (rank, nranks, root): (u32, u32, u32),
+    counts: Counts,
+    out: &[u8],
+) -> CheckReport {
+    let size = dt.size();
+    let layout = collective.layout(rank, nranks, root, counts);
+    // The pattern of each rank a stretch comes from, built once.
+    let of = |source: &Source| match *source {
+        Source::Reduced { .. } => Some(rank),
+        Source::Input { rank, .. } => Some(rank),
+        Source::Untouched => None,
+    };
+    let mut patterns: Vec<Option<Pattern>> = (0..nranks).map(|_| None).collect();
+    for r in layout.iter().filter_map(|(_, s)| of(s)) {
+        if let Some(slot) = patterns.get_mut(r as usize) {
+            slot.get_or_insert_with(|| Pattern::new(dt, op, r, nranks));
+        }
+    }
+    let mut report = CheckReport::default();
+    for (range, source) in &layout {
+        let (start, end) = (range.start as usize * size, range.end as usize * size);
+        let pattern = of(source).and_then(|r| patterns.get(r as usize)?.as_ref());
+        let (Some(bytes), Some(pattern)) = (out.get(start..end), pattern) else {
+            if *source != Source::Untouched {
+                report.wrong += range.end - range.start;
             }
-            let base = (block_index * PERIOD) as u64;
-            let tolerance = if tolerant { Some(self.active) } else { None };
-            let (wrong, first) = with_element!(self.dt, compare(block, want, tolerance));
+            continue;
+        };
+        let part = match *source {
+            Source::Reduced { from } => pattern.check_reduced(bytes, from),
+            Source::Input { from, .. } => pattern.check_input(bytes, from),
+            Source::Untouched => continue,
+        };
+        if report.first.is_none() {
+            report.first = part.first.map(|mut m| {
+                m.index += range.start;
+                m
+            });
+        }
+        report.wrong += part.wrong;
+    }
+    report
+}
+
+/// Checks `out` against `table` (one period of a pattern) repeated, starting at
+/// element `from` of the pattern; indexes in the report are of `out`.
+fn check_periodic(
+    dt: DataType,
+    table: &[u8],
+    from: u64,
+    out: &[u8],
+    tolerance: Option<u32>,
+) -> CheckReport {
+    let size = dt.size();
+    let period_bytes = table.len();
+    let mut report = CheckReport::default();
+    let mut phase = (from % PERIOD as u64) as usize * size;
+    let mut done = 0usize;
+    while done < out.len() {
+        let len = (period_bytes - phase).min(out.len() - done);
+        let block = &out[done..done + len];
+        let want = &table[phase..phase + len];
+        if tolerance.is_some() || block != want {
+            let (wrong, first) = with_element!(dt, compare(block, want, tolerance));
             if report.first.is_none() {
                 report.first = first.map(|mut m| {
-                    m.index += base;
+                    m.index += (done / size) as u64;
                     m
                 });
             }
             report.wrong += wrong;
         }
-        report
+        done += len;
+        phase = 0;
     }
+    report
 }
 
 fn tables<T: Element>(op: ReduceOp, rank: u32, nranks: u32) -> (Vec<u8>, Vec<u8>) {

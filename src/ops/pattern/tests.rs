@@ -344,3 +344,64 @@ fn ranks_get_different_inputs() {
     Pattern::new(DataType::Uint8, ReduceOp::Max, 1, 2).fill(&mut b);
     assert_ne!(a, b);
 }
+
+/// Each collective's output, built on the host from every rank's input as the
+/// collective defines it, passes the check; one element moved or a chunk from the
+/// wrong rank is found at its index.
+#[test]
+fn every_collective_is_checked_exactly_from_its_sources() {
+    use crate::ops::collective::{Collective, Source};
+    let (dt, op, nranks, root) = (DataType::Float, ReduceOp::Sum, 3u32, 1u32);
+    // Three chunks of 70,000 floats: past one period, at a phase that is not 0.
+    let bytes = 3 * 70_000 * 4;
+    let input = |r: u32, len: u64| {
+        let mut buf = vec![0u8; len as usize * 4];
+        Pattern::new(dt, op, r, nranks).fill(&mut buf);
+        buf
+    };
+    let reduced = |len: u64| reference(dt, op, nranks, len as usize);
+    for c in Collective::ALL {
+        let counts = c.counts(bytes, 4, nranks);
+        for rank in 0..nranks {
+            let mut out = vec![0xEEu8; counts.recv as usize * 4];
+            for (range, source) in c.layout(rank, nranks, root, counts) {
+                let (from, whole) = match source {
+                    Source::Reduced { from } => (from, reduced(counts.send)),
+                    Source::Input { rank: r, from } => (from, input(r, counts.send)),
+                    Source::Untouched => continue,
+                };
+                let n = (range.end - range.start) as usize * 4;
+                out[range.start as usize * 4..][..n]
+                    .copy_from_slice(&whole[from as usize * 4..][..n]);
+            }
+            let who = (rank, nranks, root);
+            let ok = check_collective(c, (dt, op), who, counts, &out);
+            assert_eq!(ok, CheckReport::default(), "{c} rank {rank}");
+            let written = c
+                .layout(rank, nranks, root, counts)
+                .iter()
+                .any(|(_, s)| *s != Source::Untouched);
+            if !written {
+                continue;
+            }
+            // The last element of the output broken.
+            let last = out.len() - 4;
+            out[last..].copy_from_slice(&(-1.0f32).to_le_bytes());
+            let bad = check_collective(c, (dt, op), who, counts, &out);
+            assert_eq!(bad.wrong, 1, "{c} rank {rank}");
+            assert_eq!(bad.first.unwrap().index, counts.recv - 1, "{c} rank {rank}");
+        }
+    }
+    // all_gather with the chunks of ranks 0 and 1 swapped: the elements of both where
+    // the two ranks' inputs differ (most of them), from the first chunk on.
+    let c = Collective::AllGather;
+    let counts = c.counts(bytes, 4, nranks);
+    let p = counts.param as usize * 4;
+    let mut out = Vec::new();
+    for r in [1, 0, 2] {
+        out.extend_from_slice(&input(r, counts.param));
+    }
+    let bad = check_collective(c, (dt, op), (0, nranks, root), counts, &out);
+    assert!(bad.wrong as usize > p / 4, "{bad:?}");
+    assert!(bad.first.as_ref().unwrap().index < counts.param, "{bad:?}");
+}
