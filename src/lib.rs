@@ -27,7 +27,7 @@
 //! ```text
 //! main.rs                        parse, run the command, print the error chain, exit code
 //! cmd/                           one file per command: flags -> checked settings -> the layer below
-//! cli.rs                         clap definitions only
+//! cli/                           clap definitions only (`judge`: the flags of compare, check, ...)
 //! cluster/                       `run` under Slurm, mpirun, torchrun: rendezvous, remote ranks
 //! sweep/                         plan, orchestrator, worker processes, the worker loop
 //! report/                        report.md and the outputs of compare, history, check
