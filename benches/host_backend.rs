@@ -34,6 +34,8 @@ fn harness_overhead_ns() -> f64 {
         hang_with_segment: false,
         slowdown: 0.0,
         stores: nccl_bench::backend::host::ring::Stores::Measured,
+        collective: nccl_bench::ops::collective::Collective::AllReduce,
+        root: 0,
         pin_cpus: false,
         cpu: None,
         bind: nccl_bench::backend::host::LOOPBACK,

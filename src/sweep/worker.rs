@@ -146,6 +146,8 @@ fn backend_for(args: &WorkerSettings, faults: &Faults) -> Result<Box<dyn Backend
                 hang_with_segment: faults.hangs_with_segment(),
                 slowdown: faults.slowdown(),
                 stores: crate::backend::host::ring::Stores::Measured,
+                collective: crate::ops::collective::Collective::AllReduce,
+                root: 0,
                 pin_cpus: true,
                 cpu: args.device,
                 bind: crate::backend::host::LOOPBACK,

@@ -6,6 +6,7 @@
 
 pub mod bootstrap;
 pub mod ceiling;
+pub mod collectives;
 pub mod ring;
 pub mod shm;
 pub mod stream;
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use self::bootstrap::{connect_with_retry, Bootstrap, BootstrapRoot, UniqueId};
+use self::collectives::Job;
 use self::ring::{Receiver, Ring, Sender, StoreChoice, Stores};
 use self::shm::{segment_bytes, Segment, ShmReceiver, ShmSender, SLOTS};
 use self::tcp::{TcpReceiver, TcpSender};
@@ -26,7 +28,8 @@ use self::wait::WaitPolicy;
 use super::buffer::AlignedBuf;
 use super::{Backend, Communicator};
 use crate::config::transport::env_truthy;
-use crate::ops::pattern::{CheckReport, Pattern};
+use crate::ops::collective::{Collective, Counts};
+use crate::ops::pattern::{check_collective, CheckReport, Pattern};
 use crate::ops::{DataType, ReduceOp};
 
 /// Said wherever host numbers appear.
@@ -74,6 +77,9 @@ pub struct HostOptions {
     /// How SHM slots are written: measured per communicator, or as
     /// `NCCL_BENCH_HOST_STORES=ordinary|streaming` says.
     pub stores: Stores,
+    /// The collective every timed iteration runs, and its root where it has one.
+    pub collective: Collective,
+    pub root: u32,
 }
 
 impl HostOptions {
@@ -132,6 +138,8 @@ impl HostOptions {
             cpu: None,
             bind: LOOPBACK,
             stores: Stores::Measured,
+            collective: Collective::AllReduce,
+            root: 0,
         }
     }
 
@@ -207,8 +215,9 @@ pub struct HostComm {
     ring: Option<Ring>,
     input: AlignedBuf,
     output: AlignedBuf,
-    dtype: DataType,
-    op: ReduceOp,
+    job: Job,
+    rank: u32,
+    nranks: u32,
     transport: &'static str,
     corrupt: bool,
     slowdown: f64,
@@ -278,6 +287,7 @@ impl HostComm {
                 rx: Receiver::Tcp(TcpReceiver::new(inc, slice)?),
                 slice_bytes: slice,
                 streaming: false,
+                scratch: Default::default(),
             };
             (Some(ring), TRANSPORT_SOCKET)
         } else {
@@ -334,6 +344,7 @@ impl HostComm {
                 rx,
                 slice_bytes: slice,
                 streaming: false,
+                scratch: Default::default(),
             };
             // A collective: every rank of an SHM ring takes part, whatever its own
             // links and whatever it was told to use, so that ranks set up
@@ -376,8 +387,14 @@ impl HostComm {
             ring,
             input: AlignedBuf::new(opts.max_bytes)?,
             output: AlignedBuf::new(opts.max_bytes)?,
-            dtype: opts.dtype,
-            op: opts.op,
+            job: Job {
+                collective: opts.collective,
+                root: opts.root,
+                dtype: opts.dtype,
+                op: opts.op,
+            },
+            rank,
+            nranks,
             transport,
             corrupt: opts.corrupt,
             slowdown: opts.slowdown,
@@ -455,25 +472,29 @@ fn accept_from(listener: &TcpListener, token: u64, deadline: Instant) -> Result<
 
 impl HostComm {
     fn run_once(&mut self, bytes: usize) -> Result<()> {
-        let input = &self.input.bytes()[..bytes];
-        let output = &mut self.output.bytes_mut()[..bytes];
-        match &mut self.ring {
-            None => output.copy_from_slice(input),
-            Some(ring) => {
-                if let Err(e) = ring.all_reduce(self.dtype, self.op, input, output) {
-                    ring.abort();
-                    return Err(e);
-                }
+        let counts = self.counts(bytes);
+        let input = self.input.bytes();
+        let output = self.output.bytes_mut();
+        if let Err(e) = collectives::run(self.ring.as_mut(), self.job, counts, input, output) {
+            if let Some(ring) = &self.ring {
+                ring.abort();
             }
+            return Err(e);
         }
-        if self.corrupt && bytes > 0 {
+        if self.corrupt && counts.recv > 0 {
             output[0] ^= 0x40;
         }
         Ok(())
     }
 
+    /// nccl-tests' element counts of a case of `bytes`.
+    fn counts(&self, bytes: usize) -> Counts {
+        let es = self.job.dtype.size() as u64;
+        self.job.collective.counts(bytes as u64, es, self.nranks)
+    }
+
     fn check_len(&self, bytes: usize) -> Result<()> {
-        super::check_message(bytes, self.input.len(), self.dtype)
+        super::check_message(bytes, self.input.len(), self.job.dtype)
     }
 }
 
@@ -492,7 +513,8 @@ impl Communicator for HostComm {
 
     fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()> {
         self.check_len(bytes)?;
-        pattern.fill(&mut self.input.bytes_mut()[..bytes]);
+        let send = self.counts(bytes).send as usize * self.job.dtype.size();
+        pattern.fill(&mut self.input.bytes_mut()[..send]);
         Ok(())
     }
 
@@ -504,7 +526,20 @@ impl Communicator for HostComm {
 
     fn check_output(&mut self, pattern: &Pattern, bytes: usize) -> Result<CheckReport> {
         self.check_len(bytes)?;
-        Ok(pattern.check(&self.output.bytes()[..bytes]))
+        let job = self.job;
+        if job.collective == Collective::AllReduce {
+            return Ok(pattern.check(&self.output.bytes()[..bytes]));
+        }
+        let counts = self.counts(bytes);
+        let out = &self.output.bytes()[..counts.recv as usize * job.dtype.size()];
+        let who = (self.rank, self.nranks, job.root % self.nranks.max(1));
+        Ok(check_collective(
+            job.collective,
+            (job.dtype, job.op),
+            who,
+            counts,
+            out,
+        ))
     }
 
     fn timed_batch(&mut self, bytes: usize, every: usize, durations: &mut [u64]) -> Result<()> {

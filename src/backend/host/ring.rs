@@ -94,6 +94,8 @@ pub struct Ring {
     pub slice_bytes: usize,
     /// Whether slices go into shared memory with streaming stores (`choose_stores`).
     pub streaming: bool,
+    /// Staging buffers kept between calls (alltoall's relay, `collectives`).
+    pub scratch: [Vec<u8>; 2],
 }
 
 /// The message `choose_stores` times, and how many times each way.
@@ -189,7 +191,7 @@ impl Ring {
         Ok(())
     }
 
-    fn send(&mut self, src: &[u8]) -> Result<()> {
+    pub(super) fn send(&mut self, src: &[u8]) -> Result<()> {
         if src.is_empty() {
             return Ok(());
         }
@@ -197,7 +199,12 @@ impl Ring {
         self.tx.post()
     }
 
-    fn recv_reduce_send(&mut self, dt: DataType, op: ReduceOp, local: &[u8]) -> Result<()> {
+    pub(super) fn recv_reduce_send(
+        &mut self,
+        dt: DataType,
+        op: ReduceOp,
+        local: &[u8],
+    ) -> Result<()> {
         if local.is_empty() {
             return Ok(());
         }
@@ -227,7 +234,7 @@ impl Ring {
         self.tx.post()
     }
 
-    fn recv_copy_send(&mut self, out: &mut [u8]) -> Result<()> {
+    pub(super) fn recv_copy_send(&mut self, out: &mut [u8]) -> Result<()> {
         if out.is_empty() {
             return Ok(());
         }
@@ -239,11 +246,42 @@ impl Ring {
         Ok(())
     }
 
-    fn recv(&mut self, out: &mut [u8]) -> Result<()> {
+    pub(super) fn recv(&mut self, out: &mut [u8]) -> Result<()> {
         if out.is_empty() {
             return Ok(());
         }
         out.copy_from_slice(self.rx.slot(out.len())?);
+        self.rx.release();
+        Ok(())
+    }
+
+    /// Receives a slice, reduces it with `local` into `out` (the last contribution:
+    /// `avg` divides here) and sends nothing on.
+    pub(super) fn recv_reduce(
+        &mut self,
+        dt: DataType,
+        op: ReduceOp,
+        local: &[u8],
+        out: &mut [u8],
+    ) -> Result<()> {
+        if local.is_empty() {
+            return Ok(());
+        }
+        let incoming = self.rx.slot(local.len())?;
+        reduce(dt, op, out, incoming, local);
+        finish_avg(dt, op, out, self.nranks as u32);
+        self.rx.release();
+        Ok(())
+    }
+
+    /// Receives a slice of `len` bytes and sends it on unchanged.
+    pub(super) fn relay(&mut self, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let incoming = self.rx.slot(len)?;
+        self.tx.fill(incoming, self.streaming)?;
+        self.tx.post()?;
         self.rx.release();
         Ok(())
     }

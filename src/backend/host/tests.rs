@@ -2,6 +2,7 @@
 //! as separate processes would be), SHM, TCP and mixed, exact for every size.
 
 use super::*;
+use crate::ops::collective::Collective;
 use crate::ops::pattern::PERIOD;
 
 fn options(dir: &std::path::Path, use_shm: bool, dtype: DataType, op: ReduceOp) -> HostOptions {
@@ -18,6 +19,8 @@ fn options(dir: &std::path::Path, use_shm: bool, dtype: DataType, op: ReduceOp) 
         hang_with_segment: false,
         slowdown: 0.0,
         stores: Stores::Measured,
+        collective: Collective::AllReduce,
+        root: 0,
         pin_cpus: false,
         cpu: None,
         bind: LOOPBACK,
@@ -332,4 +335,75 @@ fn a_full_shm_dir_fails_with_enospc_like_nccl() {
     let err = Segment::create(&path, 1 << 50).err().unwrap().to_string();
     assert!(err.contains("posix_fallocate failed"), "{err}");
     assert!(!path.exists(), "a failed segment must not be left behind");
+}
+
+/// Runs `collective` (root `root`) on `nranks` threads over SHM or TCP with a
+/// case of `bytes`, floats summed; returns every rank's check report.
+fn run_collective(
+    nranks: u32,
+    use_shm: bool,
+    collective: Collective,
+    root: u32,
+    bytes: usize,
+    corrupt: bool,
+) -> Vec<CheckReport> {
+    let dir = tempfile::tempdir().unwrap();
+    let (dt, op) = (DataType::Float, ReduceOp::Sum);
+    let opts = || HostOptions {
+        collective,
+        root,
+        corrupt,
+        stores: Stores::Ordinary,
+        ..options(dir.path(), use_shm, dt, op)
+    };
+    let mut first = HostBackend::new(opts());
+    let id = first.unique_id().unwrap();
+    let count = bytes / dt.size();
+    let threads: Vec<_> = (1..nranks)
+        .map(|rank| {
+            let (id, opts) = (id.clone(), opts());
+            std::thread::spawn(move || {
+                let mut comm = HostBackend::new(opts).init(&id, rank, nranks).unwrap();
+                exercise(comm.as_mut(), dt, op, rank, nranks, count)
+            })
+        })
+        .collect();
+    let mut comm = first.init(&id, 0, nranks).unwrap();
+    let mut reports = vec![exercise(comm.as_mut(), dt, op, 0, nranks, count)];
+    reports.extend(threads.into_iter().map(|t| t.join().unwrap()));
+    reports
+}
+
+/// Every collective is exact on 1 to 4 ranks over SHM and TCP, from a case smaller
+/// than one slice to one of many slices past the pattern's period, with the root
+/// not at rank 0; and a flipped output element is caught on every rank whose
+/// output the collective writes.
+#[test]
+fn every_collective_is_exact_over_shm_and_tcp() {
+    for collective in Collective::ALL {
+        for nranks in [1, 2, 3, 4] {
+            for use_shm in [true, false] {
+                for bytes in [4 * 16, 3 * PERIOD * 4 + 48] {
+                    let root = 1 % nranks;
+                    let reports = run_collective(nranks, use_shm, collective, root, bytes, false);
+                    for (rank, r) in reports.iter().enumerate() {
+                        assert_eq!(
+                            r.wrong, 0,
+                            "{collective} n={nranks} shm={use_shm} bytes={bytes} rank {rank}: {:?}",
+                            r.first
+                        );
+                    }
+                }
+            }
+        }
+        let reports = run_collective(3, true, collective, 1, 4096, true);
+        let counts = collective.counts(4096, 4, 3);
+        for (rank, r) in reports.iter().enumerate() {
+            let written = collective
+                .layout(rank as u32, 3, 1, counts)
+                .iter()
+                .any(|(_, s)| *s != crate::ops::collective::Source::Untouched);
+            assert_eq!(r.wrong > 0, written, "{collective} rank {rank}: {r:?}");
+        }
+    }
 }
