@@ -59,6 +59,31 @@ fn version_unique_id_and_error_strings_through_our_ffi() {
     );
 }
 
+/// Every collective nccl-tests measures resolves in the real library: its own call,
+/// with alltoall, gather and scatter NCCL's own from 2.28 on and grouped send/recv
+/// before (as nccl-tests builds them), sendrecv always grouped.
+#[test]
+fn every_collective_has_its_symbols_in_the_real_library() {
+    use nccl_bench::backend::nccl::Runs;
+    use nccl_bench::ops::collective::Collective;
+    let Some(path) = library() else { return };
+    let nccl = Nccl::load(&path).unwrap();
+    let version = nccl.version().unwrap();
+    let own_since_2_28 = if (version.major, version.minor) >= (2, 28) {
+        Runs::Native
+    } else {
+        Runs::Grouped
+    };
+    for c in Collective::ALL {
+        let want = match c {
+            Collective::SendRecv => Runs::Grouped,
+            Collective::AllToAll | Collective::Gather | Collective::Scatter => own_since_2_28,
+            _ => Runs::Native,
+        };
+        assert_eq!(nccl.runs(c), want, "{c} in NCCL {version}");
+    }
+}
+
 #[test]
 fn communicator_init_without_a_gpu_fails_with_nccls_own_words() {
     let Some(path) = library() else { return };

@@ -1,7 +1,8 @@
 //! Layer 1: the raw C ABI of libnccl, resolved with libloading. Required symbols
 //! fail loading with the name of the missing one; symbols newer releases added
 //! (`ncclGetLastError` 2.13+, `ncclCommFinalize` 2.14+, `ncclGroupSimulateEnd`
-//! 2.22+) are optional.
+//! 2.22+, `ncclAlltoAll`, `ncclGather` and `ncclScatter` 2.28+) are optional, and so
+//! are the collectives beside all-reduce, which the simulated GPUs do not all have.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
@@ -37,6 +38,43 @@ type AllReduce = unsafe extern "C" fn(
     RawComm,
     RawStream,
 ) -> NcclResult;
+/// `ncclAllGather`, `ncclAlltoAll` (send buffer, receive buffer, count per peer,
+/// datatype, comm, stream).
+type Exchange = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    usize,
+    c_int,
+    RawComm,
+    RawStream,
+) -> NcclResult;
+/// `ncclReduceScatter` (its count is the receive count).
+type ReduceScatter = AllReduce;
+/// `ncclBroadcast`, `ncclGather`, `ncclScatter` (..., datatype, root, comm, stream).
+type Rooted = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    usize,
+    c_int,
+    c_int,
+    RawComm,
+    RawStream,
+) -> NcclResult;
+/// `ncclReduce` (..., datatype, op, root, comm, stream).
+type Reduce = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    usize,
+    c_int,
+    c_int,
+    c_int,
+    RawComm,
+    RawStream,
+) -> NcclResult;
+/// `ncclSend` (buffer, count, datatype, peer, comm, stream); `ncclRecv` takes a
+/// mutable buffer in the same place.
+type PointToPoint =
+    unsafe extern "C" fn(*mut c_void, usize, c_int, c_int, RawComm, RawStream) -> NcclResult;
 type CommOp = unsafe extern "C" fn(RawComm) -> NcclResult;
 type CommGetAsyncError = unsafe extern "C" fn(RawComm, *mut NcclResult) -> NcclResult;
 type GetErrorString = unsafe extern "C" fn(NcclResult) -> *const c_char;
@@ -81,6 +119,15 @@ pub struct Symbols {
     pub group_start: Option<Group>,
     pub group_end: Option<Group>,
     pub group_simulate_end: Option<GroupSimulateEnd>,
+    pub all_gather: Option<Exchange>,
+    pub reduce_scatter: Option<ReduceScatter>,
+    pub broadcast: Option<Rooted>,
+    pub reduce: Option<Reduce>,
+    pub send: Option<PointToPoint>,
+    pub recv: Option<PointToPoint>,
+    pub all_to_all: Option<Exchange>,
+    pub gather: Option<Rooted>,
+    pub scatter: Option<Rooted>,
 }
 
 /// The loaded library and its symbols. The library is never unloaded: NCCL starts
@@ -139,6 +186,15 @@ impl Loaded {
                 group_start: optional!("ncclGroupStart"),
                 group_end: optional!("ncclGroupEnd"),
                 group_simulate_end: optional!("ncclGroupSimulateEnd"),
+                all_gather: optional!("ncclAllGather"),
+                reduce_scatter: optional!("ncclReduceScatter"),
+                broadcast: optional!("ncclBroadcast"),
+                reduce: optional!("ncclReduce"),
+                send: optional!("ncclSend"),
+                recv: optional!("ncclRecv"),
+                all_to_all: optional!("ncclAlltoAll"),
+                gather: optional!("ncclGather"),
+                scatter: optional!("ncclScatter"),
             };
             Ok(Loaded {
                 symbols,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 use crate::nccl::NcclVersion;
+use crate::ops::collective::Collective;
 
 use super::ffi::{self, LoadError, Loaded, NcclResult, RawComm, UniqueIdRaw, UNIQUE_ID_BYTES};
 
@@ -83,6 +84,17 @@ impl UniqueId {
 }
 
 /// A loaded libnccl.
+/// How a library runs a collective ([`Nccl::runs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// Its own call (`ncclAllGather`, `ncclAlltoAll`, ...).
+    Native,
+    /// `ncclSend` and `ncclRecv` to each peer inside `ncclGroupStart`/`ncclGroupEnd`.
+    Grouped,
+    /// Not at all: a symbol it needs is missing.
+    Missing,
+}
+
 pub struct Nccl {
     loaded: Loaded,
     pub path: PathBuf,
@@ -113,6 +125,36 @@ impl Nccl {
 
     fn sym(&self) -> &ffi::Symbols {
         &self.loaded.symbols
+    }
+
+    /// How the library runs `collective`: with its own call, with grouped
+    /// `ncclSend`/`ncclRecv` as nccl-tests builds alltoall, gather and scatter before
+    /// NCCL 2.28 had them, or not at all (a symbol missing).
+    pub fn runs(&self, collective: Collective) -> Runs {
+        let s = self.sym();
+        let grouped = s.send.is_some()
+            && s.recv.is_some()
+            && s.group_start.is_some()
+            && s.group_end.is_some();
+        let native = match collective {
+            Collective::AllReduce => true,
+            Collective::AllGather => s.all_gather.is_some(),
+            Collective::ReduceScatter => s.reduce_scatter.is_some(),
+            Collective::Broadcast => s.broadcast.is_some(),
+            Collective::Reduce => s.reduce.is_some(),
+            Collective::SendRecv => grouped,
+            Collective::AllToAll => s.all_to_all.is_some(),
+            Collective::Gather => s.gather.is_some(),
+            Collective::Scatter => s.scatter.is_some(),
+        };
+        match collective {
+            Collective::SendRecv if native => Runs::Grouped,
+            _ if native => Runs::Native,
+            Collective::AllToAll | Collective::Gather | Collective::Scatter if grouped => {
+                Runs::Grouped
+            }
+            _ => Runs::Missing,
+        }
     }
 
     /// `ncclGetErrorString`.

@@ -10,4 +10,4 @@ pub mod ffi;
 pub mod gpu;
 pub mod library;
 
-pub use library::{Nccl, NcclError, UniqueId};
+pub use library::{Nccl, NcclError, Runs, UniqueId};
