@@ -201,8 +201,14 @@ impl Chart<'_> {
             common::config_line(&mut chart, lines, color, &s.config)?;
             for &(x, change, lo, hi) in s.segments.iter().flatten() {
                 let size = crate::units::Bytes(2f64.powf(x).round() as u64);
+                // `relatives` draws an unbounded interval as the point alone.
+                let interval = if lo == hi {
+                    "(no interval: too few samples)".to_string()
+                } else {
+                    format!("[{lo:+.1}, {hi:+.1}] (95 %)")
+                };
                 let tip = format!(
-                    "{} vs {}, {}, {size}: median {change:+.1} % [{lo:+.1}, {hi:+.1}] (95 %)",
+                    "{} vs {}, {}, {size}: median {change:+.1} % {interval}",
                     s.config,
                     self.baseline,
                     self.run.ranks(self.nranks)

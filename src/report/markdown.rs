@@ -91,8 +91,11 @@ pub fn markdown(
     for nranks in counts {
         gpu_count_table(&mut s, run, nranks, baseline, options)?;
         // This GPU count's charts under its table.
-        let suffix = format!("-n{nranks}.svg");
-        for name in drawn.iter().filter(|n| n.ends_with(&suffix)) {
+        let mine: Vec<String> = ["busbw", "latency", "relative"]
+            .iter()
+            .map(|kind| format!("{kind}-n{nranks}.svg"))
+            .collect();
+        for name in drawn.iter().filter(|n| mine.contains(n)) {
             writeln!(s, "![{name}](plots/{name})\n")?;
             shown.push(name);
         }

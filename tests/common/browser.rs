@@ -199,7 +199,13 @@ impl Browser {
 
     /// Opens `file` and waits until it has loaded (its scripts have run).
     pub fn open(&mut self, file: &Path) {
-        let url = format!("file://{}", file.canonicalize().unwrap().display());
+        let path = file.canonicalize().unwrap().display().to_string();
+        let url = format!(
+            "file://{}",
+            path.replace('%', "%25")
+                .replace(' ', "%20")
+                .replace('#', "%23")
+        );
         let before = self.events.len();
         let r = self.call("Page.navigate", json!({"url": url}));
         assert!(r.get("errorText").is_none(), "{url}: {r}");
@@ -229,7 +235,8 @@ impl Browser {
     }
 
     /// What went wrong on the page: console errors, uncaught exceptions, log entries
-    /// at error level, and requests for anything but `file://` and `data:` URLs.
+    /// at error level (a refused script or resource among them), and requests for
+    /// anything but `file://` and `data:` URLs.
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
         for e in &self.events {
@@ -238,12 +245,10 @@ impl Browser {
                 "Runtime.exceptionThrown" => {
                     out.push(format!("exception: {}", p["exceptionDetails"]))
                 }
-                "Runtime.consoleAPICalled" if p["type"] == "error" || p["type"] == "warning" => {
-                    out.push(format!("console {}: {}", p["type"], p["args"]))
+                "Runtime.consoleAPICalled" if p["type"] == "error" => {
+                    out.push(format!("console error: {}", p["args"]))
                 }
-                "Log.entryAdded"
-                    if p["entry"]["level"] == "error" || p["entry"]["level"] == "warning" =>
-                {
+                "Log.entryAdded" if p["entry"]["level"] == "error" => {
                     out.push(format!("log: {}", p["entry"]["text"]))
                 }
                 "Network.requestWillBeSent" => {

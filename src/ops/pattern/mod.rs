@@ -148,11 +148,6 @@ impl Pattern {
         let tolerance = if tolerant { Some(self.active) } else { None };
         check_periodic(self.dt, &self.expected, from, out, tolerance)
     }
-
-    /// Checks `out` against this rank's input from element `from` on.
-    fn check_input(&self, out: &[u8], from: u64) -> CheckReport {
-        check_periodic(self.dt, &self.input, from, out, None)
-    }
 }
 
 /// Checks `rank`'s output of `collective` (its `counts.recv` elements, `out`) with
@@ -169,31 +164,39 @@ pub fn check_collective(
 ) -> CheckReport {
     let size = dt.size();
     let layout = collective.layout(rank, nranks, root, counts);
-    // The pattern of each rank a stretch comes from, built once.
-    let of = |source: &Source| match *source {
-        Source::Reduced { .. } => Some(rank),
-        Source::Input { rank, .. } => Some(rank),
-        Source::Untouched => None,
-    };
-    let mut patterns: Vec<Option<Pattern>> = (0..nranks).map(|_| None).collect();
-    for r in layout.iter().filter_map(|(_, s)| of(s)) {
-        if let Some(slot) = patterns.get_mut(r as usize) {
-            slot.get_or_insert_with(|| Pattern::new(dt, op, r, nranks));
+    // The reduced result (one pattern with its expected table, which costs a pass
+    // over every rank) only where the output holds it; each sending rank's input
+    // table, built once (a pass over one rank).
+    let reduced = layout
+        .iter()
+        .any(|(_, s)| matches!(s, Source::Reduced { .. }))
+        .then(|| Pattern::new(dt, op, rank, nranks));
+    let mut inputs: Vec<Option<Vec<u8>>> = (0..nranks).map(|_| None).collect();
+    for (_, source) in &layout {
+        if let Source::Input { rank: r, .. } = *source {
+            if let Some(slot) = inputs.get_mut(r as usize) {
+                slot.get_or_insert_with(|| with_element!(dt, input_table(op, r, nranks)));
+            }
         }
     }
     let mut report = CheckReport::default();
     for (range, source) in &layout {
         let (start, end) = (range.start as usize * size, range.end as usize * size);
-        let pattern = of(source).and_then(|r| patterns.get(r as usize)?.as_ref());
-        let (Some(bytes), Some(pattern)) = (out.get(start..end), pattern) else {
+        let Some(bytes) = out.get(start..end) else {
             if *source != Source::Untouched {
                 report.wrong += range.end - range.start;
             }
             continue;
         };
         let part = match *source {
-            Source::Reduced { from } => pattern.check_reduced(bytes, from),
-            Source::Input { from, .. } => pattern.check_input(bytes, from),
+            Source::Reduced { from } => match &reduced {
+                Some(p) => p.check_reduced(bytes, from),
+                None => continue,
+            },
+            Source::Input { rank: r, from } => match inputs.get(r as usize) {
+                Some(Some(table)) => check_periodic(dt, table, from, bytes, None),
+                _ => continue,
+            },
             Source::Untouched => continue,
         };
         if report.first.is_none() {
@@ -263,6 +266,16 @@ fn tables<T: Element>(op: ReduceOp, rank: u32, nranks: u32) -> (Vec<u8>, Vec<u8>
         expected.push(acc);
     }
     (to_bytes(input), to_bytes(expected))
+}
+
+/// One period of `rank`'s input alone (what [`tables`] gives first, without the
+/// reduction over every rank).
+fn input_table<T: Element>(op: ReduceOp, rank: u32, nranks: u32) -> Vec<u8> {
+    let stride = stride::<T>(op, nranks);
+    let input: Vec<T> = (0..PERIOD)
+        .map(|j| T::from_small(small_value(op, j, rank, stride)))
+        .collect();
+    to_bytes(input)
 }
 
 fn to_bytes<T: Pod>(v: Vec<T>) -> Vec<u8> {

@@ -55,7 +55,7 @@ footer { color: var(--muted); font-size: .85rem; margin-top: 2rem; }
 
 /// The script: click (or Enter on) a column header to sort its table by that column,
 /// numbers by value with their units (sizes, times, percentages), other text
-/// alphabetically; a second click reverses. And one button that collapses or opens
+/// alphabetically, cells without a number last; a second click reverses. And one button that collapses or opens
 /// every section.
 pub const SCRIPT: &str = r#"
 (function () {
@@ -79,11 +79,11 @@ pub const SCRIPT: &str = r#"
     var rows = Array.prototype.slice.call(body.rows);
     rows.sort(function (a, b) {
       var x = cellText(a, col), y = cellText(b, col);
-      var kx = key(x), ky = key(y), c;
-      if (kx !== null && ky !== null) { c = kx - ky; }
-      else if (kx !== null) { c = -1; }
-      else if (ky !== null) { c = 1; }
-      else { c = x.localeCompare(y); }
+      var kx = key(x), ky = key(y);
+      // Cells without a number ("-", empty) stay below the numbers either way.
+      if (kx !== null && ky === null) { return -1; }
+      if (kx === null && ky !== null) { return 1; }
+      var c = kx !== null ? kx - ky : x.localeCompare(y);
       return ascending ? c : -c;
     });
     rows.forEach(function (r) { body.appendChild(r); });

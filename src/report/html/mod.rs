@@ -24,10 +24,28 @@ use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use crate::units::xml_escape;
 
-/// The page's policy: nothing from the network, only its own inline style and script
-/// and `data:` images.
-const POLICY: &str =
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:";
+/// The page's policy: nothing from the network, its own inline style, `data:`
+/// images, and only the one script that carries the page's nonce (no inline event
+/// handlers, no other script), no `<base>`, no form submission.
+fn policy(nonce: &str) -> String {
+    format!(
+        "default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-{nonce}'; img-src data:; base-uri 'none'; form-action 'none'"
+    )
+}
+
+/// A nonce no text of the run could have been written to match: drawn from the
+/// process's random hash keys and the time.
+fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    format!("{:016x}", h.finish())
+}
 
 /// The HTML page of `markdown`, titled `title`. Images the Markdown links are read
 /// from below `images` (the run directory) and inlined when they are SVG; with no
@@ -36,8 +54,10 @@ pub fn page(title: &str, markdown: &str, images: Option<&Path>) -> String {
     let body = Body::render(markdown, images, title);
     let mut out = String::with_capacity(body.html.len() + assets::STYLE.len() + 4096);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    let nonce = nonce();
     out.push_str(&format!(
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\">\n"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n",
+        policy(&nonce)
     ));
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     out.push_str(&format!("<title>{}</title>\n", xml_escape(title)));
@@ -49,11 +69,23 @@ pub fn page(title: &str, markdown: &str, images: Option<&Path>) -> String {
         "<footer>Written by nccl-bench {}. This page is self-contained: it loads nothing from the network.</footer>\n",
         env!("CARGO_PKG_VERSION")
     ));
-    out.push_str("<script>");
+    out.push_str(&format!("<script nonce=\"{nonce}\">"));
     out.push_str(assets::SCRIPT);
     out.push_str("</script>\n</body>\n</html>\n");
     out
 }
+
+/// Columns whose cells say a status or a significance (by their header): the only
+/// cells coloured, so that a reason or a note that happens to start with "error" is
+/// not.
+const TONED_COLUMNS: [&str; 6] = [
+    "status",
+    "significant",
+    "outcome",
+    "result",
+    "quality",
+    "verdict",
+];
 
 /// How a table cell's words read: `bad` (slower, failed), `good` (faster, ok),
 /// `warn` (not yet known, set aside, flagged), or none. Drives the cell's colour and
@@ -127,6 +159,9 @@ struct Renderer<'a> {
     first_section: Option<usize>,
     section_open: bool,
     in_head: bool,
+    /// The current table's column headers, and the body cell's column.
+    headers: Vec<String>,
+    column: usize,
 }
 
 impl Body {
@@ -146,8 +181,15 @@ impl Body {
             first_section: None,
             section_open: false,
             in_head: false,
+            headers: Vec::new(),
+            column: 0,
         };
-        let mut events = Parser::new_ext(markdown, options);
+        // Text from the run (an error message, a host name, a config) is never
+        // markup: raw HTML in the Markdown is shown as the text it is.
+        let mut events = Parser::new_ext(markdown, options).map(|e| match e {
+            Event::Html(t) | Event::InlineHtml(t) => Event::Text(t),
+            other => other,
+        });
         while let Some(event) = events.next() {
             match event {
                 Event::Start(Tag::Heading { level, .. }) => {
@@ -160,6 +202,7 @@ impl Body {
                 }
                 Event::Start(Tag::Table(_)) => {
                     r.flush();
+                    r.headers.clear();
                     r.out
                         .push_str("<div class=\"scroll\"><table class=\"sortable\">\n");
                 }
@@ -174,7 +217,10 @@ impl Body {
                     r.in_head = false;
                     r.out.push_str("</tr></thead>\n<tbody>\n");
                 }
-                Event::Start(Tag::TableRow) => r.out.push_str("<tr>"),
+                Event::Start(Tag::TableRow) => {
+                    r.column = 0;
+                    r.out.push_str("<tr>");
+                }
                 Event::End(TagEnd::TableRow) => r.out.push_str("</tr>\n"),
                 Event::Start(Tag::TableCell) => {
                     let inner = collect(&mut events, |e| matches!(e, TagEnd::TableCell));
@@ -261,9 +307,13 @@ impl<'a> Renderer<'a> {
 
     /// A chart: its SVG inline, captioned, when it can be read; else a line saying so.
     fn image(&mut self, url: &str, alt: &str) {
+        let plain = !url.contains(':')
+            && Path::new(url)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
         let svg = self
             .images
-            .filter(|_| url.ends_with(".svg") && !url.contains("..") && !url.contains(':'))
+            .filter(|_| url.ends_with(".svg") && plain)
             .and_then(|dir| std::fs::read_to_string(dir.join(url)).ok())
             .and_then(|text| text.find("<svg").map(|at| text[at..].to_string()));
         let html = match svg {
@@ -279,13 +329,20 @@ impl<'a> Renderer<'a> {
         self.pending.push(Event::Html(html.into()));
     }
 
-    /// A table cell: `th` in the header, `td` with its tone in the body.
+    /// A table cell: `th` in the header, `td` in the body, with its tone in a
+    /// column that says a status or a significance ([`TONED_COLUMNS`]).
     fn cell(&mut self, inner: &[Event<'a>]) {
         let html = inline_html(inner);
         if self.in_head {
+            self.headers.push(plain(inner).to_ascii_lowercase());
             self.out.push_str(&format!("<th scope=\"col\">{html}</th>"));
         } else {
-            match tone(&plain(inner)) {
+            let toned = self
+                .headers
+                .get(self.column)
+                .is_some_and(|h| TONED_COLUMNS.iter().any(|t| h.contains(t)));
+            self.column += 1;
+            match tone(&plain(inner)).filter(|_| toned) {
                 Some(class) => self
                     .out
                     .push_str(&format!("<td class=\"{class}\">{html}</td>")),
@@ -316,7 +373,8 @@ impl<'a> Renderer<'a> {
                     html.push_str(&format!("<li>{link}"));
                 } else {
                     if !in_sub {
-                        html.push_str("<ul>");
+                        // A sub-section before any section gets an item to sit in.
+                        html.push_str(if i == 0 { "<li><ul>" } else { "<ul>" });
                         in_sub = true;
                     }
                     html.push_str(&format!("<li>{link}</li>"));
@@ -331,7 +389,10 @@ impl<'a> Renderer<'a> {
 }
 
 /// The events up to the end tag `is_end` matches, without it.
-fn collect<'a>(events: &mut Parser<'a>, is_end: impl Fn(&TagEnd) -> bool) -> Vec<Event<'a>> {
+fn collect<'a>(
+    events: &mut impl Iterator<Item = Event<'a>>,
+    is_end: impl Fn(&TagEnd) -> bool,
+) -> Vec<Event<'a>> {
     let mut inner = Vec::new();
     for e in events.by_ref() {
         if let Event::End(end) = &e {

@@ -139,7 +139,58 @@ fn the_page_needs_nothing_from_the_network() {
         assert!(!outside_svg_namespace.contains(needle), "{needle}");
     }
     assert!(
-        html.contains("<script>") && html.contains("</script>\n</body>"),
+        html.contains("<script nonce=\"") && html.contains("</script>\n</body>"),
         "{html}"
     );
+}
+
+/// Text from a run (an error message, a host name) that looks like HTML is shown as
+/// text, never run: and the policy lets only the page's own script run, by its
+/// nonce, in case anything got through.
+#[test]
+fn markup_in_the_runs_text_is_text_and_only_the_pages_script_may_run() {
+    let md = "## Cases that did not pass\n\n| config | status | reason |\n|---|---|---|\n| <b>x</b> | failed | <img src=x onerror=alert(1)> error: boom |\n\n<script>alert(2)</script>\n\n- Host: <stdin>\n";
+    let html = page("t", md, None);
+    for raw in ["<img src=x", "<b>x</b>", "<script>alert", "<stdin>"] {
+        assert!(!html.contains(raw), "{raw}: {html}");
+    }
+    for shown in [
+        "&lt;img src=x onerror=alert(1)&gt;",
+        "&lt;b&gt;x&lt;/b&gt;",
+        "&lt;script&gt;alert(2)",
+        "Host: &lt;stdin&gt;",
+    ] {
+        assert!(html.contains(shown), "{shown}: {html}");
+    }
+    assert_eq!(html.matches("<script").count(), 1, "{html}");
+    let nonce = html
+        .split("<script nonce=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    assert_eq!(nonce.len(), 16);
+    assert!(
+        html.contains(&format!(
+            "script-src 'nonce-{nonce}'; img-src data:; base-uri 'none'; form-action 'none'"
+        )),
+        "{html}"
+    );
+    assert!(!html.contains("script-src 'unsafe-inline'"), "{html}");
+    // The status column is coloured; the reason column, which starts with markup
+    // and says "error", is not.
+    assert!(html.contains("<td class=\"bad\">failed</td>"), "{html}");
+    assert!(html.contains("<td>&lt;img"), "{html}");
+}
+
+#[test]
+fn an_absolute_chart_path_is_never_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside.svg");
+    std::fs::write(&outside, "<svg>secret</svg>").unwrap();
+    let md = format!("![x]({})\n", outside.display());
+    let html = page("t", &md, Some(&dir.path().join("run")));
+    assert!(!html.contains("secret"), "{html}");
+    assert!(html.contains("not included"), "{html}");
 }
