@@ -97,6 +97,17 @@ impl Ring {
         (self.rank + self.nranks - k % self.nranks) % self.nranks
     }
 
+    /// Passes `chunks` chunks of `p` bytes from the predecessor on to the successor,
+    /// slice by slice.
+    fn relay_chunks(&mut self, chunks: usize, p: usize, es: usize) -> Result<()> {
+        for _ in 0..chunks {
+            for s in slices(p, self.slice_bytes, es) {
+                self.relay(s.len())?;
+            }
+        }
+        Ok(())
+    }
+
     /// `output` (n chunks of `input.len()`) gets chunk c from rank c.
     pub fn all_gather(&mut self, input: &[u8], output: &mut [u8], es: usize) -> Result<()> {
         let (n, r, p) = (self.nranks, self.rank, input.len());
@@ -210,12 +221,7 @@ impl Ring {
         for s in slices(p, self.slice_bytes, es) {
             self.send(&input[s])?;
         }
-        for _ in 1..d {
-            for s in slices(p, self.slice_bytes, es) {
-                self.relay(s.len())?;
-            }
-        }
-        Ok(())
+        self.relay_chunks(d - 1, p, es)
     }
 
     /// Each rank's `output` gets chunk `rank` of the root's `input` (n chunks).
@@ -240,11 +246,7 @@ impl Ring {
             }
             return Ok(());
         }
-        for _ in 0..n - d - 1 {
-            for s in slices(p, self.slice_bytes, es) {
-                self.relay(s.len())?;
-            }
-        }
+        self.relay_chunks(n - d - 1, p, es)?;
         for s in slices(p, self.slice_bytes, es) {
             self.recv(&mut output[s])?;
         }

@@ -223,15 +223,8 @@ impl Ring {
         local: &[u8],
         out: &mut [u8],
     ) -> Result<()> {
-        if local.is_empty() {
-            return Ok(());
-        }
-        let incoming = self.rx.slot(local.len())?;
-        reduce(dt, op, out, incoming, local);
-        finish_avg(dt, op, out, self.nranks as u32);
-        self.rx.release();
-        self.tx.fill(out, self.streaming)?;
-        self.tx.post()
+        self.recv_reduce(dt, op, local, out)?;
+        self.send(out)
     }
 
     pub(super) fn recv_copy_send(&mut self, out: &mut [u8]) -> Result<()> {
