@@ -8,6 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{IterationPolicy, TransportConfig};
+use crate::ops::collective::Collective;
 use crate::ops::{DataType, ReduceOp};
 use crate::stats::quality::Quality;
 use crate::stats::{Bandwidth, LatencySummary, StopReason};
@@ -55,19 +56,27 @@ impl fmt::Display for CaseStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CaseKey {
     pub config: String,
+    /// The collective measured (all_reduce in runs made before there were others).
+    pub collective: Collective,
     pub nranks: u32,
+    /// nccl-tests' `size`: the larger buffer of one rank (`Counts::size_bytes`).
     pub bytes: u64,
     pub dtype: DataType,
     pub op: ReduceOp,
 }
 
 impl CaseKey {
-    /// The case's tag in `histograms.hlog` (no commas or spaces, as the format requires).
+    /// The case's tag in `histograms.hlog` (no commas or spaces, as the format
+    /// requires); all_reduce's has no collective in it, as before there were others.
     pub fn tag(&self) -> String {
-        format!(
+        let tag = format!(
             "{}/n{}/{}/{}/{}",
             self.config, self.nranks, self.bytes, self.dtype, self.op
-        )
+        );
+        match self.collective {
+            Collective::AllReduce => tag,
+            c => format!("{tag}/{c}"),
+        }
     }
 }
 
@@ -273,6 +282,10 @@ pub struct RunManifest {
     pub sizes: Vec<u64>,
     pub dtype: DataType,
     pub op: ReduceOp,
+    /// The collectives measured (all_reduce alone in runs made before the others),
+    /// and the root of the rooted ones.
+    pub collectives: Vec<Collective>,
+    pub root: u32,
     pub iterations: IterationPolicy,
     /// Process groups per (config, rank count), interleaved across configs.
     pub rounds: u32,

@@ -46,6 +46,7 @@ fn write_run_with(
     for (i, (config, bytes, scale)) in specs.iter().enumerate() {
         let key = CaseKey {
             config: config.to_string(),
+            collective: nccl_bench::ops::collective::Collective::AllReduce,
             nranks: 2,
             bytes: *bytes,
             dtype: DataType::Float,

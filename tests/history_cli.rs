@@ -54,6 +54,7 @@ fn night(parent: &Path, night: usize, nccl: &str, slow: f64) -> PathBuf {
         let result = CaseResult {
             key: CaseKey {
                 config: "default".into(),
+                collective: nccl_bench::ops::collective::Collective::AllReduce,
                 nranks: 2,
                 bytes,
                 dtype: DataType::Float,

@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::export::reader::{CaseRow, RunData};
+use crate::ops::collective::Collective;
 use crate::stats;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -51,6 +52,9 @@ pub struct SourceRun {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BaselineCase {
     pub config: String,
+    /// The collective (all_reduce in baselines made before there were others).
+    #[serde(default = "all_reduce")]
+    pub collective: String,
     pub nranks: u32,
     pub bytes: u64,
     pub dtype: String,
@@ -66,9 +70,14 @@ pub struct BaselineCase {
     pub runs: usize,
 }
 
+fn all_reduce() -> String {
+    Collective::AllReduce.to_string()
+}
+
 impl BaselineCase {
     fn matches(&self, c: &CaseRow) -> bool {
         self.config == c.config
+            && self.collective == c.coll().name()
             && self.nranks == c.nranks
             && self.bytes == c.bytes
             && self.dtype == c.dtype
@@ -132,11 +141,13 @@ pub fn build(runs: &[RunData], created_at: String) -> Result<Baseline, String> {
             }
         }
     }
-    let mut keys: BTreeSet<(String, u32, u64, String, String)> = BTreeSet::new();
+    type Key = (String, Collective, u32, u64, String, String);
+    let mut keys: BTreeSet<Key> = BTreeSet::new();
     for r in runs {
         for c in r.cases.iter().filter(|c| c.is_ok() && c.is_trusted()) {
             keys.insert((
                 c.config.clone(),
+                c.coll(),
                 c.nranks,
                 c.bytes,
                 c.dtype.clone(),
@@ -146,12 +157,13 @@ pub fn build(runs: &[RunData], created_at: String) -> Result<Baseline, String> {
     }
     let cases = keys
         .into_iter()
-        .filter_map(|(config, nranks, bytes, dtype, op)| {
+        .filter_map(|(config, collective, nranks, bytes, dtype, op)| {
             let seen: Vec<(&CaseRow, (f64, f64, f64))> = runs
                 .iter()
                 .filter_map(|r| {
                     r.cases.iter().find(|c| {
                         c.config == config
+                            && c.coll() == collective
                             && c.nranks == nranks
                             && c.bytes == bytes
                             && c.dtype == dtype
@@ -169,6 +181,7 @@ pub fn build(runs: &[RunData], created_at: String) -> Result<Baseline, String> {
             let busbw: Vec<f64> = seen.iter().filter_map(|(c, _)| c.busbw_gbps).collect();
             Some(BaselineCase {
                 config,
+                collective: collective.to_string(),
                 nranks,
                 bytes,
                 dtype,
@@ -245,6 +258,7 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaseCheck {
     pub config: String,
+    pub collective: String,
     pub nranks: u32,
     pub bytes: u64,
     pub dtype: String,
@@ -255,6 +269,13 @@ pub struct CaseCheck {
     /// run / baseline - 1.
     pub change: Option<f64>,
     pub message: String,
+}
+
+impl CaseCheck {
+    /// The config, with the collective after it where it is not all_reduce.
+    pub fn label(&self) -> String {
+        crate::ops::collective::labelled(&self.config, &self.collective)
+    }
 }
 
 /// Every case of the baseline and of the run, checked.
@@ -291,6 +312,7 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
             let found = run.cases.iter().find(|c| b.matches(c));
             let mut out = CaseCheck {
                 config: b.config.clone(),
+                collective: b.collective.clone(),
                 nranks: b.nranks,
                 bytes: b.bytes,
                 dtype: b.dtype.clone(),
@@ -347,6 +369,7 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
         if !base.cases.iter().any(|b| b.matches(c)) {
             cases.push(CaseCheck {
                 config: c.config.clone(),
+                collective: c.coll().to_string(),
                 nranks: c.nranks,
                 bytes: c.bytes,
                 dtype: c.dtype.clone(),

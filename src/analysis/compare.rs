@@ -58,6 +58,7 @@ impl Outcome {
 #[derive(Debug, Clone, Serialize)]
 pub struct PairRow {
     pub config: String,
+    pub collective: String,
     pub nranks: u32,
     pub bytes: u64,
     pub dtype: String,
@@ -108,6 +109,16 @@ pub struct CompareReport {
     pub rows: Vec<PairRow>,
     pub only_in_base: usize,
     pub only_in_candidate: usize,
+    /// Collectives one side measured and the other did not (said, not compared).
+    pub collectives_only_in_base: Vec<String>,
+    pub collectives_only_in_candidate: Vec<String>,
+}
+
+impl PairRow {
+    /// The config, with the collective after it where it is not all_reduce.
+    pub fn label(&self) -> String {
+        crate::ops::collective::labelled(&self.config, &self.collective)
+    }
 }
 
 impl CompareReport {
@@ -147,7 +158,7 @@ pub struct Side<'a> {
     pub label: String,
 }
 
-type Key = (String, u32, u64, String, String);
+type Key = (String, String, u32, u64, String, String);
 
 fn keyed<'a>(side: &Side<'a>) -> HashMap<Key, &'a CaseRow> {
     side.run
@@ -160,8 +171,9 @@ fn keyed<'a>(side: &Side<'a>) -> HashMap<Key, &'a CaseRow> {
             } else {
                 c.config.clone()
             };
+            let (dtype, op) = (c.dtype.clone(), c.op.clone());
             (
-                (config, c.nranks, c.bytes, c.dtype.clone(), c.op.clone()),
+                (config, c.coll().to_string(), c.nranks, c.bytes, dtype, op),
                 c,
             )
         })
@@ -216,7 +228,8 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             } else {
                 b.config.clone()
             };
-            let key = (config, b.nranks, b.bytes, b.dtype.clone(), b.op.clone());
+            let (dtype, op) = (b.dtype.clone(), b.op.clone());
+            let key = (config, b.coll().to_string(), b.nranks, b.bytes, dtype, op);
             cand_cases.get(&key).map(|&c| (b, c, key))
         })
         // A forced choice NCCL refused on either side has nothing to compare.
@@ -271,6 +284,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
                 (Some(a), _) => a.to_string(),
                 _ => b.config.clone(),
             },
+            collective: b.coll().to_string(),
             nranks: b.nranks,
             bytes: b.bytes,
             dtype: b.dtype.clone(),
@@ -288,13 +302,28 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             choice_change: choice_change(b, c),
         });
     }
+    let collectives = |side: &Side| -> Vec<String> {
+        let mut all: Vec<String> = keyed(side).keys().map(|k| k.1.clone()).collect();
+        all.sort();
+        all.dedup();
+        all
+    };
+    let (base_colls, cand_colls) = (collectives(base), collectives(cand));
     if rows.is_empty() {
         bail!(
-            "no case of {} matches one of {} (cases match on config, ranks, bytes, datatype and op)",
+            "no case of {} ({}) matches one of {} ({}) (cases match on config, collective, ranks, bytes, datatype and op)",
             cand.label,
-            base.label
+            cand_colls.join(", "),
+            base.label,
+            base_colls.join(", ")
         );
     }
+    let only = |mine: &[String], other: &[String]| -> Vec<String> {
+        mine.iter()
+            .filter(|c| !other.contains(c))
+            .cloned()
+            .collect()
+    };
     let only_in_base = base_cases.len() - rows.len();
     let only_in_candidate = cand_cases.len() - rows.len();
     Ok(CompareReport {
@@ -311,6 +340,8 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         rows,
         only_in_base,
         only_in_candidate,
+        collectives_only_in_base: only(&base_colls, &cand_colls),
+        collectives_only_in_candidate: only(&cand_colls, &base_colls),
     })
 }
 

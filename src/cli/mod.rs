@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::ops::collective::Collective;
 use crate::ops::{DataType, ReduceOp};
 use crate::units::{self, Bytes};
 
@@ -153,6 +154,16 @@ pub struct MeasureArgs {
     /// Reduction: sum, prod, min, max, avg
     #[arg(short = 'o', long = "op", value_name = "OP", default_value = "sum")]
     pub op: ReduceOp,
+
+    /// Collectives, as nccl-tests' binaries without _perf: all_reduce, all_gather,
+    /// reduce_scatter, broadcast, reduce, alltoall, sendrecv, gather, scatter, or all
+    /// [default: the config files' `collectives`, else all_reduce]
+    #[arg(long = "coll", value_name = "NAME,...")]
+    pub coll: Option<String>,
+
+    /// Root rank of broadcast, reduce, gather and scatter
+    #[arg(short = 'r', long = "root", value_name = "RANK", default_value_t = 0)]
+    pub root: u32,
 
     /// Transport configurations from a TOML file (repeatable); all unless --transports picks
     #[arg(long = "config", value_name = "FILE.toml")]
@@ -391,6 +402,10 @@ pub struct WorkerArgs {
     pub datatype: DataType,
     #[arg(long)]
     pub op: ReduceOp,
+    #[arg(long = "coll", default_value = "all_reduce")]
+    pub collective: Collective,
+    #[arg(long, default_value_t = 0)]
+    pub root: u32,
     #[arg(long = "shm-dir")]
     pub shm_dir: PathBuf,
     /// Prefix of the shared-memory segments of this case (the orchestrator removes them)

@@ -26,7 +26,7 @@ use crate::export::{RunDir, RunWriter};
 use crate::machine::GpuPresence;
 use crate::model::{ClusterInfo, RankInfo};
 use crate::sweep::orchestrator::Orchestrator;
-use crate::sweep::plan::{Group, Plan};
+use crate::sweep::plan::Plan;
 use crate::sweep::{preflight, session, SweepObserver};
 use crate::units::now_stamp;
 
@@ -557,21 +557,15 @@ fn plan(args: &RunRequest, me: &ThisRank, hub: &Hub) -> Result<Plan> {
         }
         crate::config::node_pair_configs(std::slice::from_ref(config), &hosts)?
             .into_iter()
-            .map(|config| Group {
-                nranks: config.ranks.as_ref().map_or(0, |r| r.len() as u32),
-                config,
+            .map(|config| {
+                let nranks = config.ranks.as_ref().map_or(0, |r| r.len() as u32);
+                (config, nranks)
             })
             .collect()
     } else {
-        vec![Group {
-            config: config.clone(),
-            nranks: me.layout.world_size,
-        }]
+        vec![(config.clone(), me.layout.world_size)]
     };
-    Ok(Plan {
-        groups,
-        sizes: me.settings.sizes.clone(),
-    })
+    Ok(Plan::of(groups, &me.settings))
 }
 
 #[cfg(test)]

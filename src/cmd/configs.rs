@@ -13,7 +13,8 @@ pub fn run(args: &ConfigsArgs) -> Result<u8> {
     let (configs, warnings) = if listing_presets {
         (builtin_configs(), Vec::new())
     } else {
-        select_configs(&args.config, &args.transports)?
+        let chosen = select_configs(&args.config, &args.transports)?;
+        (chosen.configs, chosen.warnings)
     };
     for w in &warnings {
         eprintln!("warning: {w}");

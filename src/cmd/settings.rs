@@ -2,11 +2,12 @@
 //! counts, transport configs, iterations and output (`config::SweepSettings`), with
 //! every mistake rejected before anything runs.
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 
 use crate::cli::{CliBackend, MeasureArgs, SweepArgs};
 use crate::config::sizes::{self, Step};
 use crate::config::{self, BackendChoice, IterationPolicy, SweepSettings, EVENTS_EVERY_ENV};
+use crate::ops::collective::Collective;
 use crate::units::Bytes;
 
 /// The largest size without `-e` (before `reach_figures` on GPUs), as nccl-tests'
@@ -58,7 +59,31 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
         args.datatype.size(),
         args.datatype.name(),
     )?;
-    let (configs, warnings) = config::select_configs(&args.config, &args.transports)?;
+    let config::Selection {
+        configs,
+        warnings,
+        collectives,
+    } = config::select_configs(&args.config, &args.transports)?;
+    let collectives = match (&args.coll, collectives) {
+        (Some(text), _) => Collective::parse_list(text).map_err(|e| anyhow!("--coll: {e}"))?,
+        (None, Some(from_files)) => from_files,
+        (None, None) => vec![Collective::AllReduce],
+    };
+    let rooted: Vec<&str> = collectives
+        .iter()
+        .filter(|c| c.rooted())
+        .map(|c| c.name())
+        .collect();
+    if let Some(&n) = gpu_counts.iter().find(|&&n| args.root >= n) {
+        if !rooted.is_empty() {
+            bail!(
+                "--root {} is not a rank of {n} GPUs (ranks 0 to {}), and {} need a root",
+                args.root,
+                n.saturating_sub(1),
+                rooted.join(", ")
+            );
+        }
+    }
     if let Some(label) = &args.label {
         config::transport::check_name(label)
             .map_err(|_| anyhow::anyhow!("invalid --label '{label}': use letters, digits, '-', '_' and '.' (it becomes part of a directory name)"))?;
@@ -97,6 +122,8 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
         backend: backend_choice(args.backend),
         dtype: args.datatype,
         op: args.op,
+        collectives,
+        root: args.root,
         iterations,
         rounds: args.rounds,
         warmup: args.warmup_iters,

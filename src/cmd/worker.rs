@@ -14,6 +14,8 @@ pub fn run(args: &WorkerArgs) -> u8 {
         max_bytes: args.max_bytes,
         datatype: args.datatype,
         op: args.op,
+        collective: args.collective,
+        root: args.root,
         shm_dir: args.shm_dir.clone(),
         segment_prefix: args.segment_prefix.clone(),
         nccl_lib: args.nccl_lib.clone(),

@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::ops::collective::Collective;
 use crate::ops::{DataType, ReduceOp};
 pub use sizes::Step;
 pub use transport::TransportConfig;
@@ -65,6 +66,10 @@ pub struct SweepSettings {
     pub backend: BackendChoice,
     pub dtype: DataType,
     pub op: ReduceOp,
+    /// The collectives to measure (`--coll`, or the config files' `collectives`), in
+    /// order, and the root of the rooted ones (`-r/--root`).
+    pub collectives: Vec<Collective>,
+    pub root: u32,
     pub iterations: IterationPolicy,
     /// Independent process groups per (config, rank count), interleaved across
     /// configs (`--rounds`): 1, or at least `stats::rounds::MIN_ROUNDS`; `None` for
@@ -218,15 +223,19 @@ impl SweepSettings {
 }
 
 /// `--config` files and/or `--transports` names; the SHM decision presets when neither.
-pub fn select_configs(
-    files: &[PathBuf],
-    names: &[String],
-) -> Result<(Vec<TransportConfig>, Vec<String>)> {
+pub fn select_configs(files: &[PathBuf], names: &[String]) -> Result<Selection> {
     let mut from_files = Vec::new();
     let mut warnings = Vec::new();
+    let mut collectives: Option<Vec<Collective>> = None;
     for path in files {
         let parsed = transport::load(path)?;
         warnings.extend(parsed.warnings);
+        for c in parsed.collectives.unwrap_or_default() {
+            let list = collectives.get_or_insert_with(Vec::new);
+            if !list.contains(&c) {
+                list.push(c);
+            }
+        }
         for c in parsed.configs {
             transport::push_unique(&mut from_files, c)?;
         }
@@ -242,7 +251,20 @@ pub fn select_configs(
     if configs.is_empty() {
         bail!("no transport configuration to run");
     }
-    Ok((configs, warnings))
+    Ok(Selection {
+        configs,
+        warnings,
+        collectives,
+    })
+}
+
+/// The configs a sweep runs, the warnings their files deserve, and the collectives
+/// the files name (in order, without repeats; `None` where no file names any).
+#[derive(Debug)]
+pub struct Selection {
+    pub configs: Vec<TransportConfig>,
+    pub warnings: Vec<String>,
+    pub collectives: Option<Vec<Collective>>,
 }
 
 mod seconds {

@@ -12,9 +12,10 @@ use thiserror::Error;
 use toml::Spanned;
 
 use crate::nccl::vars;
+use crate::ops::collective::Collective;
 
 /// One transport configuration: what a sweep runs in its own fresh processes.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TransportConfig {
     pub name: String,
     pub description: String,
@@ -83,6 +84,9 @@ pub enum ConfigError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
+    /// The collectives a sweep of this file measures unless `--coll` says.
+    #[serde(default)]
+    collectives: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     config: Vec<RawConfig>,
 }
@@ -144,6 +148,8 @@ pub fn builtin_configs() -> Vec<TransportConfig> {
 pub struct ParsedConfigs {
     pub configs: Vec<TransportConfig>,
     pub warnings: Vec<String>,
+    /// The file's `collectives = [...]`, where it names them.
+    pub collectives: Option<Vec<Collective>>,
 }
 
 /// Reads and validates a transport configuration file.
@@ -172,6 +178,21 @@ pub fn parse(text: &str, origin: &str) -> Result<ParsedConfigs, ConfigError> {
         message,
     };
     let mut parsed = ParsedConfigs::default();
+    if let Some(names) = raw.collectives {
+        let at = names.span().start;
+        let mut list = Vec::new();
+        for name in names.get_ref() {
+            for c in Collective::parse_list(name).map_err(|e| invalid(at, e))? {
+                if !list.contains(&c) {
+                    list.push(c);
+                }
+            }
+        }
+        if list.is_empty() {
+            return Err(invalid(at, "collectives = [] names no collective".into()));
+        }
+        parsed.collectives = Some(list);
+    }
     for rc in raw.config {
         let name = rc.name.get_ref().clone();
         if let Err(why) = check_name(&name) {

@@ -7,9 +7,10 @@
 use std::io;
 
 use crate::model::CaseResult;
+use crate::ops::collective::Collective;
 
 /// Column names, in order. README.md documents each.
-pub const COLUMNS: [&str; 41] = [
+pub const COLUMNS: [&str; 42] = [
     "config",
     "backend",
     "nranks",
@@ -51,6 +52,7 @@ pub const COLUMNS: [&str; 41] = [
     "channels",
     "nccl_predicted_us",
     "tuning_note",
+    "collective",
 ];
 
 fn num(v: Option<f64>, decimals: usize) -> String {
@@ -105,6 +107,8 @@ pub struct RowCells {
     pub channels: String,
     pub nccl_predicted_us: Option<f64>,
     pub tuning_note: String,
+    /// nccl-tests' name of the collective (`all_reduce` where empty).
+    pub collective: String,
 }
 
 impl From<&CaseResult> for RowCells {
@@ -164,6 +168,7 @@ impl From<&CaseResult> for RowCells {
             channels: r.tuning.channels.clone(),
             nccl_predicted_us: r.tuning.predicted_us,
             tuning_note: r.tuning.note.clone(),
+            collective: r.key.collective.to_string(),
         }
     }
 }
@@ -235,6 +240,11 @@ pub fn row(c: &RowCells) -> Vec<String> {
         c.channels.clone(),
         num(c.nccl_predicted_us, 3),
         c.tuning_note.clone(),
+        if c.collective.is_empty() {
+            Collective::AllReduce.to_string()
+        } else {
+            c.collective.clone()
+        },
     ]
 }
 

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::hlog;
 use super::run_dir::{HISTOGRAMS, MANIFEST, RESULTS_CSV};
+use crate::ops::collective::Collective;
 use crate::stats::distribution::Distribution;
 use crate::stats::quality::Quality;
 
@@ -75,6 +76,14 @@ pub struct CaseRow {
     pub nccl_predicted_us: Option<f64>,
     #[serde(default)]
     pub tuning_note: String,
+    /// nccl-tests' name of the collective; runs made before there were others
+    /// measured all_reduce only.
+    #[serde(default = "all_reduce")]
+    pub collective: String,
+}
+
+fn all_reduce() -> String {
+    Collective::AllReduce.to_string()
 }
 
 impl CaseRow {
@@ -97,6 +106,12 @@ impl CaseRow {
 
     pub fn is_ok(&self) -> bool {
         self.status == "ok"
+    }
+
+    /// The collective measured: all_reduce for a row without one (the reader
+    /// refuses a name it does not know).
+    pub fn coll(&self) -> Collective {
+        Collective::parse(&self.collective).unwrap_or(Collective::AllReduce)
     }
 
     /// A forced algorithm or protocol NCCL refused: no measurement, and no failure.
@@ -272,6 +287,48 @@ impl RunData {
         crate::units::plural(n as usize, one, many)
     }
 
+    /// The collectives of the run's cases, in nccl-tests' order.
+    pub fn collectives(&self) -> Vec<Collective> {
+        let mut out: Vec<Collective> = self.cases.iter().map(CaseRow::coll).collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The run with only the cases of one collective (and their histograms), as
+    /// if it had measured that one alone: what the report and the charts of each
+    /// collective read.
+    pub fn of_collective(&self, collective: Collective) -> RunData {
+        let cases: Vec<CaseRow> = self
+            .cases
+            .iter()
+            .filter(|c| c.coll() == collective)
+            .cloned()
+            .collect();
+        let distributions = cases
+            .iter()
+            .filter_map(|c| {
+                let tag = c.hist_tag.as_ref()?;
+                Some((tag.clone(), self.distributions.get(tag)?.clone()))
+            })
+            .collect();
+        RunData {
+            dir: self.dir.clone(),
+            manifest: self.manifest.clone(),
+            cases,
+            distributions,
+        }
+    }
+
+    /// How the run's charts and headings name its collective: "All-reduce" for a
+    /// run of all_reduce alone (or of several collectives).
+    pub fn collective_title(&self) -> &'static str {
+        match self.collectives()[..] {
+            [one] => one.title(),
+            _ => Collective::AllReduce.title(),
+        }
+    }
+
     /// The distribution of a case's histogram, when the run kept one.
     pub fn distribution(&self, row: &CaseRow) -> Option<&Distribution> {
         row.hist_tag
@@ -287,7 +344,14 @@ fn read_rows(path: &Path) -> Result<Vec<CaseRow>> {
     let mut rows = Vec::new();
     for (i, record) in reader.deserialize::<CaseRow>().enumerate() {
         // Line 1 is the header.
-        let row = record.map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 2))?;
+        let mut row = record.map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 2))?;
+        // One spelling per collective, so that rows key alike (`allreduce` too).
+        row.collective = match row.collective.trim() {
+            "" => Collective::AllReduce.to_string(),
+            name => Collective::parse(name)
+                .map_err(|e| anyhow!("{}:{}: collective: {e}", path.display(), i + 2))?
+                .to_string(),
+        };
         rows.push(row);
     }
     Ok(rows)
@@ -322,6 +386,9 @@ mod tests {
         assert!(run.cases[0].is_ok());
         assert_eq!(run.cases[1].time_us, None);
         assert_eq!(run.cases[1].error, "rank 1: boom, badly");
+        // A run from before there were other collectives measured all_reduce.
+        assert_eq!(run.cases[0].collective, "all_reduce");
+        assert_eq!(run.cases[0].coll(), Collective::AllReduce);
         assert!(
             run.distribution(&run.cases[0]).is_none(),
             "no hlog in this run"
@@ -337,6 +404,16 @@ mod tests {
         );
         let err = format!("{:#}", RunData::load(dir.path()).unwrap_err());
         assert!(err.contains("results.csv:2:"), "{err}");
+        let header = HEADER.replace('\n', ",collective\n");
+        write_run(
+            dir.path(),
+            &format!("{header}default,host,2,1024,float,sum,20,ok,1.5,,,,,,0,SHM,,,AllGather\ndefault,host,2,1024,float,sum,20,ok,1.5,,,,,,0,SHM,,,all_to_one\n"),
+        );
+        let err = format!("{:#}", RunData::load(dir.path()).unwrap_err());
+        assert!(
+            err.contains("results.csv:3: collective: unknown collective \"all_to_one\""),
+            "{err}"
+        );
         let empty = tempfile::tempdir().unwrap();
         let err = RunData::load(empty.path()).unwrap_err().to_string();
         assert!(

@@ -21,6 +21,7 @@ use crate::model::{
     BackendInfo, CaseCounts, CaseKey, CaseStatus, ClusterInfo, GpuFacts, GpuInfo, HostInfo,
     NcclChoice, RankInfo, RunManifest, RunStatus, ToolInfo, SCHEMA_VERSION,
 };
+use crate::ops::collective::Collective;
 use crate::ops::{DataType, ReduceOp};
 use crate::stats::quality::{
     case_flags, neighbour_flags, reasons, verdict, CaseShape, Drift, Flag, Point, Quality,
@@ -110,6 +111,7 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
                 let (recorder, flags, notes) = per_iteration(&mut cells, &times);
                 cells.hist_tag = CaseKey {
                     config: name.clone(),
+                    collective: Collective::AllReduce,
                     nranks,
                     bytes: row.bytes,
                     dtype,
@@ -204,6 +206,8 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
         sizes: parsed.rows.iter().map(|r| r.bytes).collect(),
         dtype,
         op,
+        collectives: vec![Collective::AllReduce],
+        root: 0,
         iterations: IterationPolicy::Fixed { iters },
         rounds: 1,
         warmup_iters: 0,

@@ -108,6 +108,26 @@ impl Collective {
         }
     }
 
+    /// Its name in a title (`All-reduce`, `Send/recv`).
+    pub fn title(self) -> &'static str {
+        match self {
+            Collective::AllReduce => "All-reduce",
+            Collective::AllGather => "All-gather",
+            Collective::ReduceScatter => "Reduce-scatter",
+            Collective::Broadcast => "Broadcast",
+            Collective::Reduce => "Reduce",
+            Collective::AllToAll => "All-to-all",
+            Collective::SendRecv => "Send/recv",
+            Collective::Gather => "Gather",
+            Collective::Scatter => "Scatter",
+        }
+    }
+
+    /// One operation of it in a sentence (`all-reduce`, `send/recv`).
+    pub fn op_word(self) -> String {
+        self.title().to_lowercase()
+    }
+
     /// A collective from its name (`all_reduce`, also `allreduce` and `all-reduce`).
     pub fn parse(text: &str) -> Result<Collective, String> {
         let wanted: String = text
@@ -264,9 +284,39 @@ impl Collective {
     }
 }
 
+/// A config's name with the collective after it where that is not all_reduce
+/// (`shm-off alltoall`), as tables of several collectives name their rows.
+pub fn labelled(config: &str, collective: &str) -> String {
+    match collective {
+        "" | "all_reduce" => config.to_string(),
+        coll => format!("{config} {coll}"),
+    }
+}
+
 impl fmt::Display for Collective {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Collective {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Collective, String> {
+        Collective::parse(text)
+    }
+}
+
+impl serde::Serialize for Collective {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Collective {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Collective, D::Error> {
+        let name = String::deserialize(d)?;
+        Collective::parse(&name).map_err(serde::de::Error::custom)
     }
 }
 

@@ -53,7 +53,11 @@ fn plot<DB: DrawingBackend>(
     let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
     let area = common::titled(
         &root,
-        &format!("All-reduce bus bandwidth, {}", run.ranks(nranks)),
+        &format!(
+            "{} bus bandwidth, {}",
+            run.collective_title(),
+            run.ranks(nranks)
+        ),
     )?;
     let mut chart = ChartBuilder::on(&area)
         .margin(15)

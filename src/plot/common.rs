@@ -105,7 +105,12 @@ pub fn size_x(bytes: u64) -> f64 {
 
 /// The x range covering every size of the run, with a little margin.
 pub fn size_range(run: &RunData) -> std::ops::Range<f64> {
-    let xs = run.cases.iter().map(|c| size_x(c.bytes));
+    // A case of no bytes (sizes too small for a collective, not run) has no point.
+    let xs = run
+        .cases
+        .iter()
+        .filter(|c| c.bytes > 0)
+        .map(|c| size_x(c.bytes));
     let lo = xs.clone().fold(f64::INFINITY, f64::min);
     let hi = xs.fold(f64::NEG_INFINITY, f64::max);
     if lo.is_finite() && hi.is_finite() {

@@ -168,10 +168,11 @@ fn plot<DB: DrawingBackend>(
             }
         }
         segments.retain(|s| !s.is_empty());
-        common::config_line(&mut chart, segments, color, &s.config)?;
+        let label = crate::ops::collective::labelled(&s.config, &s.collective);
+        common::config_line(&mut chart, segments, color, &label)?;
         for p in &s.points {
             let Some(v) = value(p, latency) else { continue };
-            let mut tip = format!("{}, {}, {}", s.config, h.runs[p.run].name, Bytes(s.bytes));
+            let mut tip = format!("{label}, {}, {}", h.runs[p.run].name, Bytes(s.bytes));
             if let Some(b) = p.busbw_gbps {
                 tip.push_str(&format!(": busbw {b:.2} GB/s"));
             }

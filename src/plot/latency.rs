@@ -43,7 +43,8 @@ fn plot<DB: DrawingBackend>(
     let area = common::titled(
         &root,
         &format!(
-            "All-reduce latency (median, band to p99), {}",
+            "{} latency (median, band to p99), {}",
+            run.collective_title(),
             run.ranks(nranks)
         ),
     )?;

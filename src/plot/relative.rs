@@ -77,7 +77,9 @@ fn relatives(run: &RunData, baseline: &str, threshold: f64, nranks: u32) -> Vec<
             .filter_map(|c| {
                 base_rows
                     .iter()
-                    .find(|b| b.bytes == c.bytes && b.dtype == c.dtype && b.op == c.op)
+                    .find(|b| {
+                        (b.bytes, &b.dtype, &b.op, b.coll()) == (c.bytes, &c.dtype, &c.op, c.coll())
+                    })
                     .map(|b| (*b, c))
             })
             .collect();

@@ -48,7 +48,7 @@ fn cells(r: &PairRow) -> [String; 10] {
         None => (String::new(), String::new()),
     };
     [
-        r.config.clone(),
+        r.label(),
         r.nranks.to_string(),
         Bytes(r.bytes).to_string(),
         time(r.base_time_us, &r.base_status),
@@ -139,7 +139,7 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
         if let Some((from, to)) = &r.choice_change {
             lines.push(format!(
                 "note: NCCL's choice changed at {}, {} ranks, {}: {to} now, was {from}",
-                r.config,
+                r.label(),
                 r.nranks,
                 Bytes(r.bytes)
             ));
@@ -177,6 +177,17 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
             report.only_in_base, report.only_in_candidate
         ));
     }
+    for (side, only) in [
+        ("base", &report.collectives_only_in_base),
+        ("candidate", &report.collectives_only_in_candidate),
+    ] {
+        if !only.is_empty() {
+            lines.push(format!(
+                "note: only the {side} measured {}: not compared",
+                only.join(", ")
+            ));
+        }
+    }
     lines
 }
 
@@ -204,6 +215,7 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                 "distrust",
                 "base_choice",
                 "cand_choice",
+                "collective",
             ])?;
             for r in &report.rows {
                 let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_default();
@@ -228,6 +240,7 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                     r.distrust.clone(),
                     choice.map(|c| c.0.clone()).unwrap_or_default(),
                     choice.map(|c| c.1.clone()).unwrap_or_default(),
+                    r.collective.clone(),
                 ])?;
             }
             String::from_utf8(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?

@@ -82,7 +82,7 @@ fn series_name(h: &History, s: &Series) -> String {
     };
     format!(
         "{backend}{}, {}, {}{kind}",
-        s.config,
+        crate::ops::collective::labelled(&s.config, &s.collective),
         plural(s.nranks as usize, "rank", "ranks"),
         Bytes(s.bytes)
     )
@@ -310,6 +310,7 @@ fn csv(h: &History) -> Result<String> {
         "trusted",
         "event",
         "change",
+        "collective",
     ])?;
     let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_default();
     for s in &h.series {
@@ -339,6 +340,7 @@ fn csv(h: &History) -> Result<String> {
                 p.trusted.to_string(),
                 event,
                 change.map(|c| format!("{c:.5}")).unwrap_or_default(),
+                s.collective.clone(),
             ])?;
         }
     }

@@ -31,7 +31,11 @@ pub fn render(report: &CheckReport, baseline: &str, timestamp: &str) -> String {
         xml_escape(timestamp)
     );
     for c in &report.cases {
-        let class = format!("nccl-bench.{}.n{}", c.config, c.nranks);
+        // all_reduce's cases keep the names they had before there were others.
+        let class = match c.collective.as_str() {
+            "" | "all_reduce" => format!("nccl-bench.{}.n{}", c.config, c.nranks),
+            coll => format!("nccl-bench.{}.{coll}.n{}", c.config, c.nranks),
+        };
         let name = format!("{} {} {}", Bytes(c.bytes), c.dtype, c.op);
         // A case's "time" is its median all-reduce time, in seconds.
         let time = c.run_us.map(|us| us / 1e6).unwrap_or(0.0);
@@ -78,6 +82,7 @@ mod tests {
     fn case(outcome: Outcome, message: &str) -> CaseCheck {
         CaseCheck {
             config: "default".into(),
+            collective: "all_reduce".into(),
             nranks: 2,
             bytes: 65536,
             dtype: "float".into(),

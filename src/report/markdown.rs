@@ -10,9 +10,11 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use crate::analysis::compare::{compare_pair, distrust, seed, CompareOptions, Outcome};
+use crate::analysis::verdict::each::{answer, decide_each, evidence, overall};
 use crate::analysis::verdict::{decide, explain};
 use crate::export::reader::{CaseRow, RunData};
 use crate::model::SIMULATED_LABEL;
+use crate::ops::collective::Collective;
 use crate::stats::quality::Quality;
 use crate::units::{format_us, Bytes};
 
@@ -69,53 +71,75 @@ pub fn markdown(
     let mut facts = String::new();
     machine_section(&mut facts, run)?;
 
-    writeln!(s, "## Keep SHM enabled?\n")?;
-    writeln!(
-        s,
-        "{}\n",
-        explain(&decide(run, baseline, options), baseline)
+    let collectives = run.collectives();
+    verdict_section(&mut s, run, baseline, options)?;
+    // Published figures are all-reduce's.
+    crate::analysis::expected::markdown(
+        &mut s,
+        &run.of_collective(Collective::AllReduce),
+        expected,
     )?;
-    crate::analysis::expected::markdown(&mut s, run, expected)?;
     cases_apart(&mut s, run)?;
 
+    // The charts, by their path under plots/ (a folder per collective when several).
     let drawn: Vec<String> = match plots {
         Ok(files) => files
             .iter()
             .filter(|f| f.extension().is_some_and(|e| e == "svg"))
-            .filter_map(|f| Some(f.file_name()?.to_string_lossy().into_owned()))
+            .filter_map(|f| {
+                let name = f.file_name()?.to_string_lossy().into_owned();
+                let folder = f.parent()?.file_name()?.to_string_lossy().into_owned();
+                Some(if folder == crate::plot::PLOTS {
+                    name
+                } else {
+                    format!("{folder}/{name}")
+                })
+            })
             .collect(),
         Err(_) => Vec::new(),
     };
     let mut shown: Vec<&str> = Vec::new();
-    let counts: BTreeSet<u32> = run.cases.iter().map(|c| c.nranks).collect();
-    for nranks in counts {
-        gpu_count_table(&mut s, run, nranks, baseline, options)?;
-        // This GPU count's charts under its table.
-        let mine: Vec<String> = ["busbw", "latency", "relative"]
-            .iter()
-            .map(|kind| format!("{kind}-n{nranks}.svg"))
-            .collect();
-        for name in drawn.iter().filter(|n| mine.contains(n)) {
-            writeln!(s, "![{name}](plots/{name})\n")?;
-            shown.push(name);
+    for &collective in &collectives {
+        let (mut chapter, folder) = if collectives.len() > 1 {
+            (String::new(), format!("{}/", collective.name()))
+        } else {
+            (String::new(), String::new())
+        };
+        let one = run.of_collective(collective);
+        let counts: BTreeSet<u32> = one.cases.iter().map(|c| c.nranks).collect();
+        for nranks in counts {
+            gpu_count_table(&mut chapter, &one, nranks, baseline, options)?;
+            // This GPU count's charts under its table.
+            let mine: Vec<String> = ["busbw", "latency", "relative"]
+                .iter()
+                .map(|kind| format!("{folder}{kind}-n{nranks}.svg"))
+                .collect();
+            for name in drawn.iter().filter(|n| mine.contains(n)) {
+                writeln!(chapter, "![{name}](plots/{name})\n")?;
+                shown.push(name);
+            }
         }
+        crate::analysis::nvls::markdown(&mut chapter, &one, options)?;
+        crate::analysis::tuning::markdown(&mut chapter, &one, baseline, options)?;
+        let shm_off = crate::analysis::verdict::shm_off_config(&one);
+        crate::analysis::model_table::markdown(
+            &mut chapter,
+            &crate::analysis::model_table::models(&one),
+            baseline,
+            shm_off.as_deref(),
+        )?;
+        crate::analysis::pairs::markdown(
+            &mut chapter,
+            &crate::analysis::pairs::tables(&one, options.threshold),
+            options.threshold,
+            (m.backend.used == "host").then_some(m.host.cpus),
+        )?;
+        if collectives.len() > 1 {
+            chapter = retitle(&chapter, collective);
+        }
+        s.push_str(&chapter);
     }
-    crate::analysis::nvls::markdown(&mut s, run, options)?;
-    crate::analysis::tuning::markdown(&mut s, run, baseline, options)?;
     ceilings_section(&mut s, run)?;
-    let shm_off = crate::analysis::verdict::shm_off_config(run);
-    crate::analysis::model_table::markdown(
-        &mut s,
-        &crate::analysis::model_table::models(run),
-        baseline,
-        shm_off.as_deref(),
-    )?;
-    crate::analysis::pairs::markdown(
-        &mut s,
-        &crate::analysis::pairs::tables(run, options.threshold),
-        options.threshold,
-        (m.backend.used == "host").then_some(m.host.cpus),
-    )?;
     let rest: Vec<&String> = drawn
         .iter()
         .filter(|n| !shown.contains(&n.as_str()))
@@ -132,6 +156,60 @@ pub fn markdown(
     }
     s.push_str(&facts);
     Ok(s)
+}
+
+/// "Keep SHM enabled?": the verdict, or for a run of several collectives the answer
+/// over all of them, a line per collective, and each one's verdict in full.
+fn verdict_section(
+    s: &mut String,
+    run: &RunData,
+    baseline: &str,
+    options: CompareOptions,
+) -> Result<()> {
+    let each = decide_each(run, baseline, options);
+    match &each[..] {
+        [] => {
+            writeln!(s, "## Keep SHM enabled?\n")?;
+            writeln!(
+                s,
+                "{}\n",
+                explain(&decide(run, baseline, options), baseline)
+            )?;
+        }
+        [(Collective::AllReduce, v)] => {
+            writeln!(s, "## Keep SHM enabled?\n")?;
+            writeln!(s, "{}\n", explain(v, baseline))?;
+        }
+        [(c, v)] => {
+            writeln!(s, "## Keep SHM enabled? ({c})\n")?;
+            writeln!(s, "{}\n", explain(v, baseline))?;
+        }
+        several => {
+            writeln!(s, "## Keep SHM enabled?\n")?;
+            writeln!(s, "{}\n", overall(several))?;
+            writeln!(s, "| collective | answer | evidence |\n|---|---|---|")?;
+            for (c, v) in several {
+                let cell = |t: String| t.replace('|', "\\|");
+                writeln!(s, "| {c} | {} | {} |", cell(answer(v)), cell(evidence(v)))?;
+            }
+            writeln!(s)?;
+            for (c, v) in several {
+                writeln!(s, "### {c}\n\n{}\n", explain(v, baseline))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A collective's chapter of a run of several: its `##` headings name it.
+fn retitle(chapter: &str, collective: Collective) -> String {
+    chapter
+        .lines()
+        .map(|line| match line.strip_prefix("## ") {
+            Some(title) => format!("## {collective}: {title}\n"),
+            None => format!("{line}\n"),
+        })
+        .collect()
 }
 
 /// The machine and backend, the NCCL and GPUs, and the run's facts (start, status,
@@ -215,7 +293,40 @@ fn machine_section(s: &mut String, run: &RunData) -> Result<()> {
 /// The cases that did not pass, with their reasons, and the cases the quality rules
 /// set apart: what not to read as evidence before reading the tables.
 fn cases_apart(s: &mut String, run: &RunData) -> Result<()> {
-    let failed: Vec<&CaseRow> = run.cases.iter().filter(|c| !c.is_ok()).collect();
+    // Sizes too small for a collective to give each rank an element were not run:
+    // a line per collective and rank count says which, apart from the failures.
+    let empty = |c: &CaseRow| c.bytes == 0 && c.status == "skipped";
+    let mut too_small: Vec<(&str, u32, &str)> = Vec::new();
+    for c in run.cases.iter().filter(|c| empty(c)) {
+        let why = c.error.strip_prefix("skipped: ").unwrap_or(&c.error);
+        if !too_small
+            .iter()
+            .any(|t| (t.0, t.1) == (c.collective.as_str(), c.nranks))
+        {
+            too_small.push((c.collective.as_str(), c.nranks, why));
+        }
+    }
+    if !too_small.is_empty() {
+        writeln!(s, "## Sizes not run\n")?;
+        for (_, _, why) in too_small {
+            writeln!(s, "- {why}")?;
+        }
+        writeln!(s)?;
+    }
+    let failed: Vec<&CaseRow> = run
+        .cases
+        .iter()
+        .filter(|c| !c.is_ok() && !empty(c))
+        .collect();
+    // The config, and the collective where the run has several.
+    let several = run.collectives().len() > 1;
+    let config = |c: &CaseRow| {
+        if several {
+            format!("{} ({})", c.config, c.collective)
+        } else {
+            c.config.clone()
+        }
+    };
     if !failed.is_empty() {
         writeln!(s, "## Cases that did not pass\n")?;
         writeln!(
@@ -226,7 +337,7 @@ fn cases_apart(s: &mut String, run: &RunData) -> Result<()> {
             writeln!(
                 s,
                 "| {} | {} | {} | {} | {} |",
-                c.config,
+                config(c),
                 c.nranks,
                 Bytes(c.bytes),
                 c.status,
@@ -264,7 +375,7 @@ fn cases_apart(s: &mut String, run: &RunData) -> Result<()> {
             writeln!(
                 s,
                 "| {} | {} | {} | {} | {} |",
-                c.config,
+                config(c),
                 c.nranks,
                 Bytes(c.bytes),
                 c.quality,

@@ -57,9 +57,21 @@ pub fn write_with(
     };
     // Plots are part of the report; one that cannot be drawn is said in the report
     // rather than losing the tables and the verdict.
+    // A run of several collectives draws each one's charts into a folder of its own.
     let plots_dir = run_dir.join(crate::plot::PLOTS);
-    let plots =
-        crate::plot::draw_all(&run, baseline, threshold, &plots_dir).map_err(|e| format!("{e:#}"));
+    let plots = match &run.collectives()[..] {
+        [_, _, ..] => run
+            .collectives()
+            .into_iter()
+            .try_fold(Vec::new(), |mut all, c| {
+                let dir = plots_dir.join(c.name());
+                let one = run.of_collective(c);
+                all.extend(crate::plot::draw_all(&one, baseline, threshold, &dir)?);
+                anyhow::Ok(all)
+            }),
+        _ => crate::plot::draw_all(&run, baseline, threshold, &plots_dir),
+    }
+    .map_err(|e| format!("{e:#}"));
     let models = crate::analysis::model_table::models(&run);
     let model_path = run_dir.join(MODEL_CSV);
     atomic::write(&model_path, &crate::analysis::model_table::csv(&models)?)

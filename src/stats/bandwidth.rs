@@ -1,7 +1,9 @@
-//! nccl-tests' bandwidth conventions for all-reduce: `algbw = bytes / time` and
-//! `busbw = algbw * 2(n-1)/n`, the rate each link must sustain in a ring, which makes
-//! numbers comparable across rank counts. GB/s are 1e9 bytes per second.
+//! nccl-tests' bandwidth conventions: `algbw = size / time` and `busbw = algbw x` the
+//! collective's factor (`Collective::bus_factor`; all-reduce's is 2(n-1)/n), the rate
+//! each link must sustain in a ring, which makes numbers comparable across rank
+//! counts. GB/s are 1e9 bytes per second.
 
+use crate::ops::collective::Collective;
 use crate::units::GbPerSec;
 
 /// The bus-bandwidth correction factor of all-reduce for `nranks` ranks.
@@ -20,12 +22,22 @@ pub struct Bandwidth {
 }
 
 impl Bandwidth {
-    /// For `bytes` reduced across `nranks` in `time_us` microseconds.
+    /// For an all-reduce of `bytes` across `nranks` in `time_us` microseconds.
     pub fn allreduce(bytes: u64, nranks: u32, time_us: f64) -> Bandwidth {
+        Bandwidth::of(Collective::AllReduce, bytes, nranks, time_us)
+    }
+
+    /// For `collective` of nccl-tests' size `bytes` across `nranks` in `time_us`.
+    pub fn of(collective: Collective, bytes: u64, nranks: u32, time_us: f64) -> Bandwidth {
         let algbw = GbPerSec::from_bytes_per(bytes, time_us * 1e-6);
+        let factor = if nranks == 0 {
+            0.0
+        } else {
+            collective.bus_factor(nranks)
+        };
         Bandwidth {
             algbw,
-            busbw: GbPerSec(algbw.0 * allreduce_bus_factor(nranks)),
+            busbw: GbPerSec(algbw.0 * factor),
         }
     }
 }
@@ -52,6 +64,16 @@ mod tests {
         let bw = Bandwidth::allreduce(134_217_728, 8, 1226.6);
         assert!((bw.algbw.0 - 109.42).abs() < 0.01);
         assert!((bw.busbw.0 - 191.49).abs() < 0.01);
+    }
+
+    #[test]
+    fn other_collectives_take_nccl_tests_factors() {
+        // nccl-tests' all_gather_perf, 8 GPUs: 1 GiB in 10 ms -> busbw = algbw x 7/8.
+        let bw = Bandwidth::of(Collective::AllGather, 1 << 30, 8, 10_000.0);
+        assert!(close(bw.algbw.0, 107.374_182_4));
+        assert!(close(bw.busbw.0, 107.374_182_4 * 0.875));
+        let bw = Bandwidth::of(Collective::Broadcast, 1 << 30, 8, 10_000.0);
+        assert!(close(bw.busbw.0, bw.algbw.0));
     }
 
     #[test]

@@ -1,33 +1,125 @@
-//! The order in which cases run. GPU counts are the outer loop and configurations the
-//! inner one, so that the configurations being compared at one rank count run close
-//! together in time (machine drift affects them alike). Each (count, config) pair is
-//! a group: one set of worker processes per round runs every size, and the rounds of
-//! one rank count's groups interleave (`sweep::rounds`).
+//! The order in which cases run. GPU counts are the outer loop, then collectives, and
+//! configurations the inner one, so that the configurations being compared at one
+//! rank count run close together in time (machine drift affects them alike). Each
+//! (count, collective, config) is a group: one set of worker processes per round runs
+//! every size, and the rounds of one rank count's groups interleave
+//! (`sweep::rounds`).
+//!
+//! Each group's sizes are nccl-tests' for its collective (`Collective::counts`): an
+//! asked size whose per-rank chunk rounds down to nothing is not run, and is recorded
+//! once per group as skipped with the reason.
 
 use crate::config::{SweepSettings, TransportConfig};
+use crate::ops::collective::Collective;
+use crate::units::Bytes;
 
-/// One set of worker processes: a configuration at a rank count.
+/// One set of worker processes: a configuration at a rank count, for one collective.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
     pub config: TransportConfig,
     pub nranks: u32,
+    pub collective: Collective,
+    /// The sizes it runs: nccl-tests' `size` of each asked size, without repeats.
+    pub sizes: Vec<u64>,
+    /// The asked sizes that hold no whole element per rank for this collective.
+    pub empty: Vec<u64>,
+}
+
+impl Group {
+    /// A group with the sizes nccl-tests would run for `asked` (`element`-byte
+    /// elements).
+    pub fn new(
+        config: TransportConfig,
+        nranks: u32,
+        collective: Collective,
+        asked: &[u64],
+        element: u64,
+    ) -> Group {
+        let mut sizes: Vec<u64> = Vec::new();
+        let mut empty = Vec::new();
+        for &bytes in asked {
+            match collective
+                .counts(bytes, element, nranks)
+                .size_bytes(element)
+            {
+                0 => empty.push(bytes),
+                size if !sizes.contains(&size) => sizes.push(size),
+                _ => {}
+            }
+        }
+        Group {
+            config,
+            nranks,
+            collective,
+            sizes,
+            empty,
+        }
+    }
+
+    /// The stem of its processes' log files: `<config>.n<count>`, with the collective
+    /// after the config where it is not all_reduce.
+    pub fn stem(&self) -> String {
+        match self.collective {
+            Collective::AllReduce => format!("{}.n{}", self.config.name, self.nranks),
+            c => format!("{}.{c}.n{}", self.config.name, self.nranks),
+        }
+    }
+
+    /// Why the asked sizes in `empty` were not run (`None` when every size runs).
+    pub fn empty_reason(&self) -> Option<String> {
+        let (first, last) = (self.empty.first()?, self.empty.last()?);
+        let sizes = if first == last {
+            Bytes(*first).to_string()
+        } else {
+            format!("{} to {}", Bytes(*first), Bytes(*last))
+        };
+        Some(format!(
+            "skipped: {sizes} split over {} ranks leaves no element per rank for {} (nccl-tests rounds each rank's part down to 16 bytes)",
+            self.nranks, self.collective
+        ))
+    }
+
+    /// The cases this group records: its sizes, and one skipped case for the sizes
+    /// that hold nothing.
+    pub fn cases(&self) -> u64 {
+        (self.sizes.len() + usize::from(!self.empty.is_empty())) as u64
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub groups: Vec<Group>,
+    /// The sizes asked for (each group runs its collective's rounding of them).
     pub sizes: Vec<u64>,
 }
 
 impl Plan {
     pub fn new(settings: &SweepSettings) -> Plan {
+        let pairs: Vec<(TransportConfig, u32)> = settings
+            .gpu_counts
+            .iter()
+            .flat_map(|&n| settings.configs.iter().map(move |c| (c.clone(), n)))
+            .collect();
+        Plan::of(pairs, settings)
+    }
+
+    /// Every (config, rank count) in the order given, once per collective of the
+    /// settings: collectives outside configs, within one rank count.
+    pub fn of(pairs: Vec<(TransportConfig, u32)>, settings: &SweepSettings) -> Plan {
+        let element = settings.dtype.size() as u64;
         let mut groups = Vec::new();
-        for &nranks in &settings.gpu_counts {
-            for config in &settings.configs {
-                groups.push(Group {
-                    config: config.clone(),
-                    nranks,
-                });
+        for same_count in pairs.chunk_by(|a, b| a.1 == b.1) {
+            for &collective in &settings.collectives {
+                for (config, nranks) in same_count {
+                    let (config, nranks) = (config.clone(), *nranks);
+                    groups.push(Group::new(
+                        config,
+                        nranks,
+                        collective,
+                        &settings.sizes,
+                        element,
+                    ));
+                }
             }
         }
         Plan {
@@ -42,6 +134,45 @@ impl Plan {
     }
 
     pub fn total_cases(&self) -> u64 {
-        (self.groups.len() * self.sizes.len()) as u64
+        self.groups.iter().map(Group::cases).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(name: &str) -> TransportConfig {
+        TransportConfig {
+            name: name.into(),
+            ..TransportConfig::default()
+        }
+    }
+
+    #[test]
+    fn each_collective_runs_nccl_tests_sizes_and_says_which_hold_nothing() {
+        let asked = [8, 16, 32, 64, 1000, 1024];
+        // all_reduce runs every size asked.
+        let g = Group::new(config("default"), 8, Collective::AllReduce, &asked, 4);
+        assert_eq!(g.sizes, asked);
+        assert!(g.empty.is_empty() && g.empty_reason().is_none());
+        assert_eq!((g.cases(), g.stem().as_str()), (6, "default.n8"));
+        // all_gather on 8 ranks: 16-byte chunks per rank, so 128 B at least; 1000 B
+        // rounds down to 896 and 1024 B stays.
+        let g = Group::new(config("default"), 8, Collective::AllGather, &asked, 4);
+        assert_eq!(g.sizes, [896, 1024]);
+        assert_eq!(g.empty, [8, 16, 32, 64]);
+        assert_eq!(g.cases(), 3);
+        assert_eq!(g.stem(), "default.all_gather.n8");
+        let why = g.empty_reason().unwrap();
+        assert!(
+            why.contains(
+                "8 B to 64 B split over 8 ranks leaves no element per rank for all_gather"
+            ),
+            "{why}"
+        );
+        // Two asked sizes that round alike run once.
+        let g = Group::new(config("x"), 3, Collective::AllToAll, &[96, 100], 4);
+        assert_eq!(g.sizes, [96]);
     }
 }

@@ -194,6 +194,7 @@ mod tests {
             result: CaseResult {
                 key: CaseKey {
                     config: "default".into(),
+                    collective: crate::ops::collective::Collective::AllReduce,
                     nranks: 2,
                     bytes,
                     dtype: DataType::Float,

@@ -152,7 +152,12 @@ pub(crate) fn combine(takes: Vec<RoundTake>) -> Combined {
         ..first.tuning.clone()
     };
     let result = CaseResult {
-        bandwidth: Some(Bandwidth::allreduce(key.bytes, key.nranks, summary.mean_us)),
+        bandwidth: Some(Bandwidth::of(
+            key.collective,
+            key.bytes,
+            key.nranks,
+            summary.mean_us,
+        )),
         latency: Some(summary),
         status: if wrong > 0 {
             CaseStatus::Wrong
@@ -314,6 +319,7 @@ mod tests {
             result: CaseResult {
                 key: CaseKey {
                     config: "default".into(),
+                    collective: crate::ops::collective::Collective::AllReduce,
                     nranks: 2,
                     bytes,
                     dtype: DataType::Float,

@@ -331,6 +331,8 @@ pub(crate) fn manifest(
         sizes: settings.sizes.clone(),
         dtype: settings.dtype,
         op: settings.op,
+        collectives: settings.collectives.clone(),
+        root: settings.root,
         iterations: settings.iterations,
         rounds: settings.rounds_for(backend.name == "host"),
         warmup_iters: settings.warmup,

@@ -27,6 +27,7 @@ use crate::backend::nccl::gpu::{GpuOptions, NcclBackend};
 use crate::backend::nccl::{Nccl, NcclError};
 use crate::backend::{Backend, Communicator, DeadlineExceeded};
 use crate::config::BackendChoice;
+use crate::ops::collective::Collective;
 use crate::ops::pattern::Pattern;
 use crate::ops::{DataType, ReduceOp};
 use crate::stats::adaptive::MAX_BATCH;
@@ -42,6 +43,9 @@ pub struct WorkerSettings {
     pub max_bytes: u64,
     pub datatype: DataType,
     pub op: ReduceOp,
+    /// The collective every case of this group runs, and its root where it has one.
+    pub collective: Collective,
+    pub root: u32,
     pub shm_dir: PathBuf,
     /// Prefix of the shared-memory segments of this case (the orchestrator removes them).
     pub segment_prefix: String,
@@ -146,8 +150,8 @@ fn backend_for(args: &WorkerSettings, faults: &Faults) -> Result<Box<dyn Backend
                 hang_with_segment: faults.hangs_with_segment(),
                 slowdown: faults.slowdown(),
                 stores: crate::backend::host::ring::Stores::Measured,
-                collective: crate::ops::collective::Collective::AllReduce,
-                root: 0,
+                collective: args.collective,
+                root: args.root,
                 pin_cpus: true,
                 cpu: args.device,
                 bind: crate::backend::host::LOOPBACK,

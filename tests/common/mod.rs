@@ -329,6 +329,8 @@ pub fn synthetic_manifest(backend: &str) -> nccl_bench::model::RunManifest {
         sizes: vec![],
         dtype: DataType::Float,
         op: ReduceOp::Sum,
+        collectives: vec![nccl_bench::ops::collective::Collective::AllReduce],
+        root: 0,
         iterations: nccl_bench::config::IterationPolicy::Fixed { iters: 2000 },
         rounds: 1,
         warmup_iters: 5,

@@ -29,7 +29,7 @@ struct Judged {
 /// Finds the series' steps and one-offs (module comment).
 pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
     let key = (
-        series.config.clone(),
+        crate::ops::collective::labelled(&series.config, &series.collective),
         series.nranks,
         series.bytes,
         series.dtype.clone(),

@@ -100,8 +100,8 @@ pub fn build(runs: &[RunData], opts: &Options) -> History {
     }
 }
 
-/// (backend, config, ranks, datatype, op): what a series keeps apart.
-type Group = (String, String, u32, String, String);
+/// (backend, config, ranks, datatype, op, collective): what a series keeps apart.
+type Group = (String, String, u32, String, String, String);
 
 fn backend_of<'a>(run: &'a RunData, row: &'a CaseRow) -> &'a str {
     if row.backend.is_empty() {
@@ -118,12 +118,18 @@ fn group_of(run: &RunData, c: &CaseRow) -> Group {
         c.nranks,
         c.dtype.clone(),
         c.op.clone(),
+        c.coll().to_string(),
     )
 }
 
 /// Whether a case belongs to a group (without building the group's key).
 fn in_group(run: &RunData, c: &CaseRow, g: &Group) -> bool {
-    c.nranks == g.2 && c.config == g.1 && c.dtype == g.3 && c.op == g.4 && backend_of(run, c) == g.0
+    c.nranks == g.2
+        && c.config == g.1
+        && c.dtype == g.3
+        && c.op == g.4
+        && c.coll().name() == g.5
+        && backend_of(run, c) == g.0
 }
 
 /// Every group, in the order first seen.
@@ -226,6 +232,7 @@ fn one_series(runs: &[RunData], group: &Group, bytes: u64) -> Series {
         bytes,
         dtype: group.3.clone(),
         op: group.4.clone(),
+        collective: group.5.clone(),
         points,
         steps: Vec::new(),
         one_offs: Vec::new(),

@@ -55,6 +55,7 @@ pub struct Series {
     pub bytes: u64,
     pub dtype: String,
     pub op: String,
+    pub collective: String,
     pub points: Vec<Point>,
     pub steps: Vec<Step>,
     pub one_offs: Vec<OneOff>,

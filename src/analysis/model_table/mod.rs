@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use crate::export::reader::{CaseRow, RunData};
+use crate::ops::collective::Collective;
 use crate::stats::alpha_beta::{crossover_bytes, fit, AlphaBeta, NoFit, Point};
 use crate::units::{format_us, Bytes};
 
@@ -21,7 +22,7 @@ use cells::{alpha_cell, beta_cell, rate};
 pub use segments::Segment;
 
 /// Columns of `model.csv`, in order. README.md documents each.
-pub const COLUMNS: [&str; 22] = [
+pub const COLUMNS: [&str; 23] = [
     "config",
     "nranks",
     "dtype",
@@ -44,12 +45,14 @@ pub const COLUMNS: [&str; 22] = [
     "beta_determined",
     "note",
     "choice",
+    "collective",
 ];
 
 /// The model of one config at one rank count.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigModel {
     pub config: String,
+    pub collective: Collective,
     pub nranks: u32,
     pub dtype: String,
     pub op: String,
@@ -61,39 +64,44 @@ pub struct ConfigModel {
 }
 
 impl ConfigModel {
-    /// busbw / algbw for this rank count: 2(n-1)/n, nccl-tests' all-reduce factor.
+    /// busbw / algbw for this rank count: nccl-tests' factor of the collective
+    /// (2(n-1)/n for all-reduce).
     pub fn bus_factor(&self) -> f64 {
         if self.nranks == 0 {
             0.0
         } else {
-            2.0 * (self.nranks as f64 - 1.0) / self.nranks as f64
+            self.collective.bus_factor(self.nranks)
         }
     }
 }
 
-/// Every (config, rank count, datatype, operator) of the run, in the run's order.
+/// Every (config, collective, rank count, datatype, operator) of the run, in the
+/// run's order.
 pub fn models(run: &RunData) -> Vec<ConfigModel> {
-    let mut groups: Vec<(&str, u32, &str, &str)> = Vec::new();
+    fn key(c: &CaseRow) -> (&str, Collective, u32, &str, &str) {
+        let (dtype, op) = (c.dtype.as_str(), c.op.as_str());
+        (c.config.as_str(), c.coll(), c.nranks, dtype, op)
+    }
+    let mut groups = Vec::new();
     for c in &run.cases {
-        let key = (c.config.as_str(), c.nranks, c.dtype.as_str(), c.op.as_str());
-        if !groups.contains(&key) {
-            groups.push(key);
+        if !groups.contains(&key(c)) {
+            groups.push(key(c));
         }
     }
     groups
         .into_iter()
-        .map(|(config, nranks, dtype, op)| {
+        .map(|group| {
+            let (config, collective, nranks, dtype, op) = group;
             let cases: Vec<&CaseRow> = run
                 .cases
                 .iter()
-                .filter(|c| {
-                    c.config == config && c.nranks == nranks && c.dtype == dtype && c.op == op
-                })
+                .filter(|c| key(c) == group)
                 .filter(|c| c.is_ok() && c.is_trusted())
                 .collect();
             let points: Vec<Point> = cases.iter().filter_map(|c| point(c)).collect();
             ConfigModel {
                 config: config.to_string(),
+                collective,
                 nranks,
                 dtype: dtype.to_string(),
                 op: op.to_string(),
@@ -177,6 +185,7 @@ fn csv_row(
         }
     }
     row.push(choice.to_string());
+    row.push(m.collective.to_string());
     row
 }
 
@@ -194,9 +203,16 @@ pub fn markdown(
         return Ok(());
     }
     writeln!(s, "## Latency and bandwidth model\n")?;
+    let collective = models[0].collective;
+    let factor = match collective {
+        Collective::AllReduce => "2(n-1)/n",
+        c if c.bus_factor(2) < 1.0 => "(n-1)/n",
+        _ => "1",
+    };
     writeln!(
         s,
-        "Each config's mean times fitted to time = alpha + bytes / beta (robust weighted least squares on relative errors; sizes where the line misses, as where NCCL changes protocol, are left out and named; where NCCL's choice per size is known, a second table fits each choice's sizes apart). Alpha is the fixed cost of every all-reduce; beta, shown as bus bandwidth (x 2(n-1)/n), is the rate of the size-dependent term over the sizes where the line holds. Where the largest sizes are left out (they outgrow a cache, or NCCL changes algorithm), beta describes the sizes kept, and busbw at the largest size is the rate there. 95 % intervals in brackets; model.csv has every number.\n"
+        "Each config's mean times fitted to time = alpha + bytes / beta (robust weighted least squares on relative errors; sizes where the line misses, as where NCCL changes protocol, are left out and named; where NCCL's choice per size is known, a second table fits each choice's sizes apart). Alpha is the fixed cost of every {}; beta, shown as bus bandwidth (x {factor}), is the rate of the size-dependent term over the sizes where the line holds. Where the largest sizes are left out (they outgrow a cache, or NCCL changes algorithm), beta describes the sizes kept, and busbw at the largest size is the rate there. 95 % intervals in brackets; model.csv has every number.\n",
+        collective.name()
     )?;
     let mut counts: Vec<u32> = models.iter().map(|m| m.nranks).collect();
     counts.sort_unstable();
@@ -330,9 +346,17 @@ fn shm_sentence(base: &ConfigModel, off: &ConfigModel) -> Option<String> {
     let bus = base.bus_factor();
     let d_alpha = o.alpha_us - b.alpha_us;
     let fixed = if d_alpha >= 0.0 {
-        format!("adds {} to every all-reduce", format_us(d_alpha))
+        format!(
+            "adds {} to every {}",
+            format_us(d_alpha),
+            base.collective.op_word()
+        )
     } else {
-        format!("takes {} off every all-reduce", format_us(-d_alpha))
+        format!(
+            "takes {} off every {}",
+            format_us(-d_alpha),
+            base.collective.op_word()
+        )
     };
     let direction = if o.beta_gbps < b.beta_gbps {
         "lowers"

@@ -81,7 +81,9 @@ fn model_csv_has_a_row_per_config_and_says_why_a_fit_is_missing() {
         "{text}"
     );
     assert!(
-        lines[3].ends_with(",\"not possible: 1 size(s) measured, the fit needs at least 3\","),
+        lines[3].ends_with(
+            ",\"not possible: 1 size(s) measured, the fit needs at least 3\",,all_reduce"
+        ),
         "{text}"
     );
     assert!(lines[4].contains("not possible: 0 size(s)"), "{text}");
@@ -170,8 +172,11 @@ fn each_nccl_choice_gets_its_own_line() {
     let text = String::from_utf8(csv(&models).unwrap()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text}");
-    assert!(lines[1].ends_with(','), "the fit over every size: {text}");
-    assert!(lines[2].ends_with(",Ring/LL"), "{text}");
+    assert!(
+        lines[1].ends_with(",,all_reduce"),
+        "the fit over every size: {text}"
+    );
+    assert!(lines[2].ends_with(",Ring/LL,all_reduce"), "{text}");
     assert!(
         lines[3].starts_with("default,8,float,sum,fit,10,10,131072,67108864,20.000,"),
         "{text}"

@@ -125,6 +125,7 @@ fn faster_config(
                 && c.config != base.config
                 && c.dtype == base.dtype
                 && c.op == base.op
+                && c.coll() == base.coll()
                 && c.is_trusted()
         })
         .filter_map(|c| Some((median_of(c)?, c)))

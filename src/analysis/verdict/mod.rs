@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+pub mod each;
+
 use super::compare::{compare, CompareOptions, CompareReport, Outcome, PairRow, Side};
 use crate::config::transport::env_truthy;
 use crate::export::reader::{CaseRow, RunData};

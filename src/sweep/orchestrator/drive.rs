@@ -226,6 +226,7 @@ impl Orchestrator<'_> {
                 .tuning(bytes)
                 .or_else(|| own.clone())
                 .unwrap_or_default();
+            let bandwidth = Bandwidth::of(key.collective, bytes, n, summary.mean_us);
             let result = CaseResult {
                 key,
                 backend: self.label.clone(),
@@ -236,7 +237,7 @@ impl Orchestrator<'_> {
                 },
                 warmup: self.settings.warmup,
                 graph: self.settings.graph,
-                bandwidth: Some(Bandwidth::allreduce(bytes, n, summary.mean_us)),
+                bandwidth: Some(bandwidth),
                 latency: Some(summary),
                 stop: Some(stop),
                 wrong,

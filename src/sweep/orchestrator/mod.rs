@@ -191,13 +191,17 @@ impl Orchestrator<'_> {
                 if self.interrupted.load(Ordering::SeqCst) {
                     return Ok(true);
                 }
-                takes.probes = self.probe(group, &plan.sizes, &mut sequence)?;
+                takes.probes = self.probe(group, &group.sizes, &mut sequence)?;
                 let mut refused: Vec<(u64, String)> = takes
                     .probes
                     .iter()
                     .filter_map(|(b, p)| Some((*b, p.refused.clone()?)))
                     .collect();
                 refused.sort();
+                if let Some(reason) = group.empty_reason() {
+                    let status = CaseStatus::Skipped;
+                    self.record_not_run(group, 0, status, "", reason, takes)?;
+                }
                 for (bytes, words) in refused {
                     let status = CaseStatus::Unsupported;
                     let reason = format!("NCCL refused the forced choice: {words}");
@@ -219,7 +223,7 @@ impl Orchestrator<'_> {
                 for i in order {
                     let (group, takes) = (&block[i], &mut firsts[i]);
                     takes.round = round;
-                    if self.run_round(group, &plan.sizes, &mut sequence, takes)? {
+                    if self.run_round(group, &group.sizes, &mut sequence, takes)? {
                         interrupted = true;
                         break 'rounds;
                     }
@@ -344,6 +348,7 @@ impl Orchestrator<'_> {
     fn key(&self, group: &Group, bytes: u64) -> CaseKey {
         CaseKey {
             config: group.config.name.clone(),
+            collective: group.collective,
             nranks: group.nranks,
             bytes,
             dtype: self.settings.dtype,

@@ -38,7 +38,7 @@ impl Orchestrator<'_> {
         }
         *sequence += 1;
         let prefix = format!("nccl-bench-{}-{sequence}", std::process::id());
-        let log_stem = format!("{}.n{}.probe", group.config.name, group.nranks);
+        let log_stem = format!("{}.probe", group.stem());
         let logs = self.rank_logs(&log_stem, group.nranks);
         let specs = (0..group.nranks)
             .map(|r| with_tuning(self.worker_spec(group, r, &prefix, &log_stem, Take::First)))

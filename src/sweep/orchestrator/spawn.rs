@@ -34,6 +34,8 @@ impl Orchestrator<'_> {
         push("--max-bytes", s.max_bytes().to_string());
         push("--datatype", s.dtype.name().to_string());
         push("--op", s.op.name().to_string());
+        push("--coll", group.collective.name().to_string());
+        push("--root", s.root.to_string());
         push("--shm-dir", s.shm_dir.to_string_lossy().into_owned());
         push("--segment-prefix", prefix.to_string());
         push("--init-timeout", s.timeout.as_secs_f64().to_string());
@@ -164,7 +166,7 @@ impl Orchestrator<'_> {
         if take == Take::First && attempt > 1 {
             suffix.push_str(&format!(".try{attempt}"));
         }
-        let log_stem = format!("{}.n{}{suffix}", group.config.name, group.nranks);
+        let log_stem = format!("{}{suffix}", group.stem());
         let logs = self.rank_logs(&log_stem, group.nranks);
         let specs = (0..group.nranks)
             .map(|r| self.worker_spec(group, r, &prefix, &log_stem, take))

@@ -1,0 +1,263 @@
+//! The SHM verdict of a run of several collectives: one per collective (each decided
+//! from that collective's cases alone, as if the run had measured it alone), and the
+//! answer over all of them. SHM matters where any collective pays for disabling it:
+//! "disabling SHM costs all_reduce nothing here but alltoall +35 % at 1 MiB" keeps SHM
+//! for the job that runs alltoall.
+
+use super::{decide, Difference, Verdict};
+use crate::analysis::compare::CompareOptions;
+use crate::export::reader::RunData;
+use crate::ops::collective::Collective;
+use crate::units::{plural, Bytes};
+
+/// Each collective of the run with its own verdict, in the run's order.
+pub fn decide_each(
+    run: &RunData,
+    baseline: &str,
+    options: CompareOptions,
+) -> Vec<(Collective, Verdict)> {
+    run.collectives()
+        .into_iter()
+        .map(|c| (c, decide(&run.of_collective(c), baseline, options)))
+        .collect()
+}
+
+/// The verdict's answer in a few words, for the table of collectives.
+pub fn answer(v: &Verdict) -> String {
+    match v {
+        Verdict::CannotTell { .. } => "cannot tell".into(),
+        Verdict::ShmFails { .. } => "fix /dev/shm: SHM failed".into(),
+        Verdict::NotOnDataPath { carried_by, .. } => {
+            format!("SHM not on the data path ({})", carried_by.join(", "))
+        }
+        Verdict::KeepShm { difference, .. } => match worst(difference) {
+            Some(w) => format!("keep SHM: disabling it costs {w}"),
+            None => "keep SHM: disabling it costs time".into(),
+        },
+        Verdict::NoMeasurableCost { .. } => "no measurable cost".into(),
+        Verdict::Inconclusive { .. } => "not settled yet".into(),
+    }
+}
+
+/// What the verdict rests on, in a few words.
+pub fn evidence(v: &Verdict) -> String {
+    let d = match v {
+        Verdict::CannotTell { why } => return why.clone(),
+        Verdict::ShmFails { error, .. } => return format!("`{error}`"),
+        Verdict::NotOnDataPath { difference, .. }
+        | Verdict::KeepShm { difference, .. }
+        | Verdict::NoMeasurableCost { difference, .. }
+        | Verdict::Inconclusive { difference, .. } => difference,
+    };
+    let mut s = format!(
+        "{} cases: {} slower, {} faster, {} unchanged, {} inconclusive",
+        d.cases, d.regressed, d.improved, d.unchanged, d.inconclusive
+    );
+    if d.new_failures > 0 {
+        s.push_str(&format!(
+            ", {} failing only with SHM disabled",
+            d.new_failures
+        ));
+    }
+    s
+}
+
+/// The worst slowdown of a difference: `+35.0 % at 1 MiB on 8 ranks`.
+fn worst(d: &Difference) -> Option<String> {
+    let (bytes, nranks, change, _) = d.worst?;
+    Some(format!(
+        "{:+.1} % at {} on {}",
+        change * 100.0,
+        Bytes(bytes),
+        plural(nranks as usize, "rank", "ranks")
+    ))
+}
+
+/// The answer over every collective, in Markdown: SHM is kept where any collective
+/// pays for disabling it, and the sentence names which and by how much.
+pub fn overall(each: &[(Collective, Verdict)]) -> String {
+    let names = |pick: &dyn Fn(&Verdict) -> bool| -> Vec<String> {
+        each.iter()
+            .filter(|(_, v)| pick(v))
+            .map(|(c, _)| format!("{c}"))
+            .collect()
+    };
+    let fails = names(&|v| matches!(v, Verdict::ShmFails { .. }));
+    let free = names(&|v| {
+        matches!(
+            v,
+            Verdict::NoMeasurableCost { .. } | Verdict::NotOnDataPath { .. }
+        )
+    });
+    let open = names(&|v| matches!(v, Verdict::Inconclusive { .. }));
+    let costs: Vec<String> = each
+        .iter()
+        .filter_map(|(c, v)| match v {
+            Verdict::KeepShm { difference, .. } => Some(match worst(difference) {
+                Some(w) => format!("{c} {w}"),
+                None => format!("{c} time"),
+            }),
+            _ => None,
+        })
+        .collect();
+    let and_the_rest = |s: &mut String| {
+        if !free.is_empty() {
+            s.push_str(&format!("; it costs {} nothing measurable", join(&free)));
+        }
+        if !open.is_empty() {
+            s.push_str(&format!("; {} not settled yet", join(&open)));
+        }
+        s.push('.');
+    };
+    if !fails.is_empty() {
+        let mut s = format!(
+            "**Fix /dev/shm, do not disable SHM.** SHM failed for {}: its section below says what /dev/shm needs",
+            join(&fails)
+        );
+        if !costs.is_empty() {
+            s.push_str(&format!(
+                "; where it ran, disabling it costs {}",
+                join(&costs)
+            ));
+        }
+        s.push('.');
+        s
+    } else if !costs.is_empty() {
+        let mut s = format!(
+            "**Keep SHM enabled.** Disabling it costs {} (median time, worst case)",
+            join(&costs)
+        );
+        and_the_rest(&mut s);
+        s
+    } else if !open.is_empty() {
+        let mut s = format!("**Not settled yet** for {}", join(&open));
+        if !free.is_empty() {
+            s.push_str(&format!(
+                "; disabling SHM costs {} nothing measurable",
+                join(&free)
+            ));
+        }
+        s.push_str(". Each collective's section below says what would settle it.");
+        s
+    } else if !free.is_empty() {
+        let unknown = each.len() - free.len();
+        let mut s = format!(
+            "**Disabling SHM costs nothing measurable here** for {}",
+            join(&free)
+        );
+        if unknown > 0 {
+            s.push_str(&format!(
+                " ({} could not tell)",
+                plural(unknown, "collective", "collectives")
+            ));
+        }
+        s.push('.');
+        s
+    } else {
+        "**Cannot tell** for any collective: each one's section below says why.".into()
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn difference(worst: Option<(u64, u32, f64)>) -> Difference {
+        Difference {
+            cases: 10,
+            regressed: usize::from(worst.is_some()) * 4,
+            improved: 0,
+            unchanged: 6,
+            inconclusive: 0,
+            worst: worst.map(|(b, n, c)| (b, n, c, (c - 0.05, c + 0.05))),
+            at_largest: None,
+            new_failures: 0,
+            distrusted: 0,
+        }
+    }
+
+    #[test]
+    fn shm_is_kept_where_any_collective_pays_and_the_sentence_names_it() {
+        let each = vec![
+            (
+                Collective::AllReduce,
+                Verdict::NoMeasurableCost {
+                    difference: difference(None),
+                    shm_seen: true,
+                },
+            ),
+            (
+                Collective::AllToAll,
+                Verdict::KeepShm {
+                    difference: difference(Some((1 << 20, 8, 0.35))),
+                    shm_seen: true,
+                },
+            ),
+        ];
+        let s = overall(&each);
+        assert!(
+            s.starts_with(
+                "**Keep SHM enabled.** Disabling it costs alltoall +35.0 % at 1 MiB on 8 ranks"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("it costs all_reduce nothing measurable."), "{s}");
+        assert_eq!(
+            answer(&each[1].1),
+            "keep SHM: disabling it costs +35.0 % at 1 MiB on 8 ranks"
+        );
+    }
+
+    #[test]
+    fn no_cost_anywhere_says_so_and_a_failure_comes_first() {
+        let free = |c| {
+            (
+                c,
+                Verdict::NoMeasurableCost {
+                    difference: difference(None),
+                    shm_seen: true,
+                },
+            )
+        };
+        let each = vec![free(Collective::AllReduce), free(Collective::AllGather)];
+        assert_eq!(
+            overall(&each),
+            "**Disabling SHM costs nothing measurable here** for all_reduce and all_gather."
+        );
+        let mut each = each;
+        each.push((
+            Collective::Broadcast,
+            Verdict::ShmFails {
+                error: "No space left on device".into(),
+                shm_total_bytes: None,
+                need: None,
+                disabled_busbw: None,
+            },
+        ));
+        assert!(overall(&each)
+            .starts_with("**Fix /dev/shm, do not disable SHM.** SHM failed for broadcast"));
+        let open = vec![
+            free(Collective::AllReduce),
+            (
+                Collective::Scatter,
+                Verdict::Inconclusive {
+                    difference: difference(None),
+                    more_iterations: Some(4),
+                    rounds: 1,
+                },
+            ),
+        ];
+        assert!(overall(&open).starts_with(
+            "**Not settled yet** for scatter; disabling SHM costs all_reduce nothing measurable."
+        ));
+    }
+}
