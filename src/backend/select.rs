@@ -13,6 +13,7 @@ use crate::machine::libnccl::{self, Machine, ThisMachine};
 use crate::machine::GpuPresence;
 pub use crate::model::NcclChoice;
 use crate::model::SIMULATED_LABEL;
+use crate::ops::collective::Collective;
 use crate::units::Bytes;
 
 /// The backend a sweep will use, and why.
@@ -80,6 +81,24 @@ impl ResolvedBackend {
 }
 
 /// Applies `--backend` to this machine.
+/// The collectives a backend measures: every one on the host backend; all_reduce
+/// alone on NCCL in this version (the others' GPU path is still to come, and a sweep
+/// that asks for them there is refused before anything runs).
+pub fn check_collectives(backend: &ResolvedBackend, collectives: &[Collective]) -> Result<()> {
+    let others: Vec<&str> = collectives
+        .iter()
+        .filter(|&&c| c != Collective::AllReduce)
+        .map(|c| c.name())
+        .collect();
+    if backend.name == "nccl" && !others.is_empty() {
+        bail!(
+            "--coll {}: the NCCL backend of this version measures all_reduce only; every collective runs on the host backend (--backend host)",
+            others.join(",")
+        );
+    }
+    Ok(())
+}
+
 pub fn resolve(
     choice: BackendChoice,
     gpus: &GpuPresence,

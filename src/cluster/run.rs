@@ -151,6 +151,7 @@ fn prepare(
     let mut gpu = None;
     let mut backend = resolved
         .and_then(|b| {
+            backend::select::check_collectives(&b, &settings.collectives)?;
             if let Some(facts) = &b.gpus {
                 gpu = Some(bus_id_of(
                     facts,

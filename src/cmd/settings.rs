@@ -77,7 +77,7 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
     if let Some(&n) = gpu_counts.iter().find(|&&n| args.root >= n) {
         if !rooted.is_empty() {
             bail!(
-                "--root {} is not a rank of {n} GPUs (ranks 0 to {}), and {} need a root",
+                "--root {} is not a rank of {n} GPUs (ranks 0 to {}): it is the root of {}",
                 args.root,
                 n.saturating_sub(1),
                 rooted.join(", ")

@@ -1,0 +1,293 @@
+//! Every collective nccl-tests measures, from the command line on the host backend:
+//! `--coll`, `-r/--root` and a config file's `collectives`; nccl-tests' sizes and bus
+//! factors in results.csv; the report's verdict per collective; `compare` keyed by
+//! collective; and the mistakes refused with exit 2.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use common::{bin, rows, run_dir, sweep, text};
+
+/// nccl-tests' bus factor per collective (its `GetBw`), written out here rather than
+/// taken from the code under test.
+fn factor(coll: &str, n: f64) -> f64 {
+    match coll {
+        "all_reduce" => 2.0 * (n - 1.0) / n,
+        "all_gather" | "reduce_scatter" | "alltoall" | "gather" | "scatter" => (n - 1.0) / n,
+        "broadcast" | "reduce" | "sendrecv" => 1.0,
+        other => panic!("unknown collective {other}"),
+    }
+}
+
+/// nccl-tests' `size` for an asked size of float (4-byte) elements: per-rank chunks
+/// of whole 16-byte groups for the collectives that split the buffer.
+fn size(coll: &str, bytes: u64, n: u64) -> u64 {
+    let count = bytes / 4;
+    let chunk = count / n / 4 * 4;
+    match coll {
+        "all_reduce" | "broadcast" | "reduce" | "sendrecv" => count * 4,
+        _ => chunk * n * 4,
+    }
+}
+
+const ALL: [&str; 9] = [
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "broadcast",
+    "reduce",
+    "alltoall",
+    "sendrecv",
+    "gather",
+    "scatter",
+];
+
+#[test]
+fn every_collective_is_ok_correct_and_measured_as_nccl_tests_does() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let o = sweep(out.path(), shm.path())
+        .args(["--gpus", "3", "--coll", "all", "-r", "1"])
+        .args(["--transports", "default,shm-off"])
+        .args([
+            "-b", "8", "-e", "100K", "-f", "10", "-n", "4", "--rounds", "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let run = run_dir(out.path());
+    let rows = rows(&run);
+    let asked = [8u64, 80, 800, 8000, 80000];
+    let mut seen: BTreeMap<(String, String), BTreeSet<u64>> = BTreeMap::new();
+    for r in &rows {
+        let (coll, n) = (
+            r["collective"].as_str(),
+            r["nranks"].parse::<u64>().unwrap(),
+        );
+        let bytes: u64 = r["bytes"].parse().unwrap();
+        if bytes == 0 {
+            // The asked sizes too small to give each rank an element: said, not run.
+            assert_eq!(r["status"], "skipped", "{r:?}");
+            assert!(r["error"].contains("leaves no element per rank"), "{r:?}");
+            let empty = asked.iter().any(|&b| size(coll, b, n) == 0);
+            assert!(
+                empty,
+                "{coll} on {n} ranks skipped a size it can run: {r:?}"
+            );
+            continue;
+        }
+        assert_eq!(r["status"], "ok", "{r:?}");
+        assert_eq!(r["wrong"], "0", "{r:?}");
+        let busbw: f64 = r["busbw_gbps"].parse().unwrap();
+        let algbw: f64 = r["algbw_gbps"].parse().unwrap();
+        let time: f64 = r["time_us"].parse().unwrap();
+        // algbw = size / time, busbw = algbw x nccl-tests' factor (the cells have
+        // 3 decimals: the time's rounding is relative).
+        let expected = bytes as f64 / time / 1e3;
+        assert!((algbw - expected).abs() < 0.0015 + 1e-3 * algbw, "{r:?}");
+        assert!(
+            (busbw - algbw * factor(coll, n as f64)).abs() < 0.0015 + 1e-3 * busbw,
+            "{r:?}"
+        );
+        // The hlog tag carries the collective (all_reduce's keeps its old form).
+        let tag = &r["hist_tag"];
+        assert_eq!(
+            tag.ends_with(&format!("/{coll}")),
+            coll != "all_reduce",
+            "{tag}"
+        );
+        seen.entry((coll.to_string(), r["nranks"].clone()))
+            .or_default()
+            .insert(bytes);
+    }
+    for coll in ALL {
+        for n in [2u64, 3] {
+            let want: BTreeSet<u64> = asked
+                .iter()
+                .map(|&b| size(coll, b, n))
+                .filter(|&s| s > 0)
+                .collect();
+            let got = seen.get(&(coll.to_string(), n.to_string()));
+            assert_eq!(got, Some(&want), "{coll} on {n} ranks");
+        }
+    }
+    let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(manifest["collectives"].as_array().unwrap().len(), 9);
+    assert_eq!(manifest["root"], 1);
+
+    // The report: one verdict per collective and over all of them, and a chapter
+    // with its charts for each.
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let verdict = &report[report.find("## Keep SHM enabled?").unwrap()..];
+    let verdict = &verdict[..verdict[3..].find("\n## ").unwrap()];
+    assert!(
+        verdict.contains("| collective | answer | evidence |"),
+        "{verdict}"
+    );
+    for coll in ALL {
+        assert!(
+            verdict.contains(&format!("\n| {coll} | ")),
+            "{coll}: {verdict}"
+        );
+        assert!(
+            verdict.contains(&format!("\n### {coll}\n")),
+            "{coll}: {verdict}"
+        );
+        assert!(
+            report.contains(&format!("\n## {coll}: 3 ranks\n")),
+            "{coll}"
+        );
+        assert!(
+            run.join(format!("plots/{coll}/busbw-n3.svg")).is_file(),
+            "{coll}"
+        );
+    }
+    assert!(report.contains("\n## Sizes not run\n"), "{report}");
+    let svg = std::fs::read_to_string(run.join("plots/alltoall/busbw-n2.svg")).unwrap();
+    assert!(
+        svg.contains("All-to-all bus bandwidth, 2 ranks"),
+        "chart title"
+    );
+    let model = std::fs::read_to_string(run.join("model.csv")).unwrap();
+    assert!(model.lines().next().unwrap().ends_with(",collective"));
+    assert!(model.lines().any(|l| l.ends_with(",gather")), "{model}");
+}
+
+#[test]
+fn compare_keys_cases_by_collective_and_says_what_one_side_lacks() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let mut dirs = Vec::new();
+    for (label, colls) in [("base", "all_reduce,alltoall"), ("cand", "alltoall")] {
+        let o = sweep(out.path(), shm.path())
+            .args(["--gpus", "2", "--coll", colls, "--transports", "default"])
+            .args(["-b", "64K", "-e", "256K", "-n", "4", "--rounds", "1"])
+            .args(["--label", label])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let name = common::dir_entries(out.path())
+            .into_iter()
+            .find(|d| d.ends_with(label))
+            .unwrap();
+        dirs.push(out.path().join(name));
+    }
+    let o = Command::new(bin())
+        .arg("compare")
+        .args([&dirs[0], &dirs[1]])
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&o.stdout).to_string();
+    // alltoall against alltoall only: 64, 128 and 256 KiB.
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].ends_with(",collective"), "{csv}");
+    assert_eq!(lines.len(), 4, "{}", text(&o));
+    assert!(lines[1..].iter().all(|l| l.ends_with(",alltoall")), "{csv}");
+    let o = Command::new(bin())
+        .arg("compare")
+        .args([&dirs[0], &dirs[1]])
+        .output()
+        .unwrap();
+    assert!(
+        text(&o).contains("note: only the base measured all_reduce: not compared"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_config_file_names_its_collectives_and_mistakes_are_exit_2() {
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let file = out.path().join("moe.toml");
+    std::fs::write(
+        &file,
+        "collectives = [\"alltoall\", \"sendrecv\"]\n\n[[config]]\nname = \"plain\"\n",
+    )
+    .unwrap();
+    let results = out.path().join("results");
+    let o = sweep(&results, shm.path())
+        .args(["--gpus", "2", "--config"])
+        .arg(&file)
+        .args(["-b", "1K", "-e", "1K", "-n", "2", "--rounds", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let colls: Vec<String> = rows(&run_dir(&results))
+        .iter()
+        .map(|r| r["collective"].clone())
+        .collect();
+    assert_eq!(colls, ["alltoall", "sendrecv"]);
+
+    let refused = |args: &[&str], words: &str| {
+        let empty = tempfile::tempdir().unwrap();
+        let o = sweep(empty.path(), shm.path())
+            .args(["-b", "1K", "-e", "1K", "-n", "2"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(words), "{args:?}: {}", text(&o));
+        assert!(!text(&o).contains("panicked"), "{}", text(&o));
+        assert!(
+            common::dir_entries(empty.path()).is_empty(),
+            "nothing written"
+        );
+    };
+    refused(
+        &["--coll", "all_reduce,allgatherv"],
+        "--coll: unknown collective \"allgatherv\" (expected all_reduce, all_gather",
+    );
+    refused(
+        &["--coll", "broadcast", "--gpus", "2", "-r", "2"],
+        "--root 2 is not a rank of 2 GPUs (ranks 0 to 1): it is the root of broadcast",
+    );
+    std::fs::write(
+        &file,
+        "collectives = [\"all_to_one\"]\n[[config]]\nname = \"x\"\n",
+    )
+    .unwrap();
+    let path = file.to_string_lossy().to_string();
+    refused(
+        &["--config", &path],
+        "moe.toml:1: unknown collective \"all_to_one\"",
+    );
+}
+
+/// The NCCL backend of this version runs all_reduce alone: a sweep asking it for
+/// another collective is refused before anything runs, naming the way that works.
+#[test]
+fn the_nccl_backend_refuses_the_collectives_it_does_not_run_yet() {
+    let Some(dir) = common::sim::sim_dir() else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let results = out.path().join("results");
+    let o = common::sim::sim_sweep(
+        &dir,
+        "nvlink",
+        &[],
+        &results,
+        &[
+            "--gpus",
+            "2",
+            "--coll",
+            "all_reduce,alltoall",
+            "-b",
+            "1K",
+            "-e",
+            "1K",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--coll alltoall: the NCCL backend of this version measures all_reduce only; every collective runs on the host backend (--backend host)"),
+        "{}",
+        text(&o)
+    );
+    assert!(common::dir_entries(&results).is_empty(), "nothing written");
+}
