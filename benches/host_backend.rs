@@ -1,8 +1,10 @@
 //! The host backend's speed goals, measured side by side in one run (not a timed
 //! test): SHM all-reduce busbw at 64 MiB with 2 ranks against this machine's
 //! single-core memcpy bandwidth, TCP loopback beside it, the 8-byte latency on the SHM
-//! path, how much of an iteration is the harness's own bookkeeping, and whether the
-//! orchestrator's memory stays flat over thousands of cases.
+//! path, how much of an iteration is the harness's own bookkeeping, whether the
+//! orchestrator's memory stays flat over thousands of cases, and all_reduce,
+//! all_gather, reduce_scatter and alltoall at 64 MiB against Open MPI's shared-memory
+//! path (vader) on the same 2 cores (`benches/mpi/collectives.c`, built with mpicc).
 //!
 //! Run with `scripts/bench-host.sh` (or `cargo bench --bench host_backend`).
 
@@ -114,6 +116,109 @@ fn orchestrator_memory() -> (u64, u64, u64, usize) {
     (early, late, max, cases)
 }
 
+/// The median time of each collective at 64 MiB on 2 ranks, ours (SHM ring) and Open
+/// MPI's (`MPI_Allreduce`, `MPI_Allgather`, `MPI_Reduce_scatter_block`,
+/// `MPI_Alltoall` over vader), measured one after the other in this run, and their
+/// ratio. Said and skipped where Open MPI (mpicc and mpirun) is not installed.
+fn against_open_mpi(memcpy_gbps: f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("collectives");
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/mpi/collectives.c");
+    let built = Command::new("mpicc")
+        .args(["-O2", "-o"])
+        .arg(&prog)
+        .arg(source)
+        .output();
+    match built {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            let why = String::from_utf8_lossy(&o.stderr);
+            println!("Open MPI comparison skipped: mpicc failed: {}", why.trim());
+            return;
+        }
+        Err(e) => {
+            println!("Open MPI comparison skipped: no mpicc ({e}); apt-get install libopenmpi-dev");
+            return;
+        }
+    }
+    let size = (64u64 << 20).to_string();
+    let mut mpirun = Command::new("mpirun");
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        mpirun.arg("--allow-run-as-root");
+    }
+    let o = mpirun
+        .args([
+            "--oversubscribe",
+            "--bind-to",
+            "core",
+            "--mca",
+            "btl",
+            "self,vader",
+        ])
+        .args(["-np", "2"])
+        .arg(&prog)
+        .args([size.as_str(), "20", "3"])
+        .output()
+        .expect("mpirun");
+    if !o.status.success() {
+        println!(
+            "Open MPI comparison skipped: mpirun failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+        return;
+    }
+    let theirs: Vec<(String, f64)> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?.to_string(), w.next()?.parse().ok()?))
+        })
+        .collect();
+    let (rows, _keep) = sweep(&[
+        "--gpus",
+        "2",
+        "--transports",
+        "default",
+        "--coll",
+        "all_reduce,all_gather,reduce_scatter,alltoall",
+        "-b",
+        "64M",
+        "-e",
+        "64M",
+        "-n",
+        "20",
+        "-w",
+        "3",
+    ]);
+    let column = nccl_bench::export::csv::COLUMNS
+        .iter()
+        .position(|c| *c == "collective")
+        .unwrap();
+    println!("\n64 MiB of float on 2 ranks, median time (ours: SHM ring; Open MPI 'mpirun --mca btl self,vader'):");
+    for (name, mpi_us) in theirs {
+        let Some(ours) = rows.iter().find(|r| r[column] == *name) else {
+            continue;
+        };
+        let us: f64 = ours[P50].parse().unwrap();
+        // Every rank writes its whole output (64 MiB for all_gather and alltoall,
+        // 32 MiB for reduce_scatter) on its own core: at memcpy's rate that alone
+        // takes this long, whatever the algorithm.
+        let out_bytes = if name == "reduce_scatter" {
+            32 << 20
+        } else {
+            64 << 20
+        } as f64;
+        let floor_us = out_bytes / (memcpy_gbps * 1e3);
+        println!(
+            "  {name:<15} ours {us:10.1} us   Open MPI {mpi_us:10.1} us   = {:.2} x Open MPI's speed (goal >= 2; writing the output alone: {floor_us:.0} us, at most {:.2} x)",
+            mpi_us / us,
+            mpi_us / floor_us
+        );
+    }
+    println!();
+}
+
 fn main() {
     println!("host backend (CPU), not NCCL: speed goals measured side by side\n");
     let memcpy = memcpy_gbps();
@@ -175,6 +280,8 @@ fn main() {
         overhead / (p50 * 1e3) * 100.0
     );
     assert_eq!(&rows[0][BYTES], "8");
+
+    against_open_mpi(memcpy);
 
     let (early, late, max, cases) = orchestrator_memory();
     println!(

@@ -167,6 +167,33 @@ fn same_configs_are_unchanged_and_a_slower_one_is_found_on_the_host_backend() {
     });
 }
 
+/// The same for alltoall, the collective whose every rank sends to every other (its
+/// host ring relays each part n-1 times): identical configs come out unchanged, a
+/// 25 % slower one is found at every size, as for all-reduce.
+#[test]
+fn same_configs_are_unchanged_and_a_slower_one_is_found_for_alltoall() {
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let shm = tmp.path().join("shm");
+    std::fs::create_dir_all(&shm).unwrap();
+    let config = aa_config(tmp.path(), r#"NCCL_BENCH_FAULT = "slow:pct=25""#);
+    judge(|attempt| {
+        let out = tmp.path().join(format!("runs{attempt}"));
+        let o = sweep(&out, &shm)
+            .arg("--config")
+            .arg(&config)
+            .args(["--gpus", "3", "--coll", "alltoall"])
+            .args(["-b", "256K", "-e", "4M", "-f", "4"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let run = run_dir(&out);
+        let rows = common::rows(&run);
+        assert!(rows.iter().all(|r| r["collective"] == "alltoall"));
+        run
+    });
+}
+
 #[test]
 fn same_configs_are_unchanged_and_a_slower_one_is_found_on_jittery_simulated_gpus() {
     let Some(dir) = need(Need::Sim) else { return };
