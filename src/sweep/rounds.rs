@@ -29,6 +29,60 @@ pub(crate) struct RoundTake {
     pub offset: Duration,
 }
 
+/// A case's rounds so far, folded as they arrive: each round's result and the shape
+/// the rules on one case see in it, and every round's iterations pooled in one
+/// histogram. A round's own histogram is in the log already; keeping each would hold
+/// one histogram (tens of KiB) per round for every case in flight, a GiB for a
+/// 2,048-size sweep of 15 rounds.
+pub(crate) struct Rounds {
+    pub taken: Vec<Folded>,
+    pub recorder: LatencyRecorder,
+    pub drift: Drift,
+}
+
+/// What a case keeps of one round.
+pub(crate) struct Folded {
+    pub result: CaseResult,
+    pub shape: CaseShape,
+    /// When the round's case began, from the run's start.
+    pub offset: Duration,
+}
+
+impl Rounds {
+    pub(crate) fn new() -> Rounds {
+        Rounds {
+            taken: Vec::new(),
+            recorder: LatencyRecorder::new(),
+            drift: Drift::new(),
+        }
+    }
+
+    /// Folds one more round in (its histogram is dropped once pooled).
+    pub(crate) fn push(&mut self, take: RoundTake) {
+        self.recorder.merge(&take.recorder);
+        self.drift.extend(&take.drift);
+        self.taken.push(Folded {
+            shape: CaseShape::of(&take.recorder, &take.drift),
+            result: take.result,
+            offset: take.offset,
+        });
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.taken.len()
+    }
+}
+
+impl From<Vec<RoundTake>> for Rounds {
+    fn from(takes: Vec<RoundTake>) -> Rounds {
+        let mut rounds = Rounds::new();
+        for t in takes {
+            rounds.push(t);
+        }
+        rounds
+    }
+}
+
 /// A case combined from its rounds.
 pub(crate) struct Combined {
     /// The case's result: quality and note from the rules on its pooled iterations.
@@ -45,13 +99,10 @@ pub(crate) struct Combined {
 /// of flags from the rules on one case, the one whose median is nearest the pooled
 /// one. Most rounds flagged: the case is; one round in a slow mode: it is not (the
 /// interval over the rounds holds that).
-fn typical_shape(takes: &[RoundTake], pooled_p50_us: f64) -> CaseShape {
+fn typical_shape(takes: &[Folded], pooled_p50_us: f64) -> CaseShape {
     let shapes: Vec<(usize, CaseShape)> = takes
         .iter()
-        .map(|t| {
-            let shape = CaseShape::of(&t.recorder, &t.drift);
-            (case_flags(&shape).len(), shape)
-        })
+        .map(|t| (case_flags(&t.shape).len(), t.shape.clone()))
         .collect();
     let mut counts: Vec<usize> = shapes.iter().map(|(n, _)| *n).collect();
     counts.sort_unstable();
@@ -67,13 +118,12 @@ fn typical_shape(takes: &[RoundTake], pooled_p50_us: f64) -> CaseShape {
         .expect("a round has the median count")
 }
 
-pub(crate) fn combine(takes: Vec<RoundTake>) -> Combined {
-    let mut recorder = LatencyRecorder::new();
-    let mut drift = Drift::new();
-    for t in &takes {
-        recorder.merge(&t.recorder);
-        drift.extend(&t.drift);
-    }
+pub(crate) fn combine(rounds: impl Into<Rounds>) -> Combined {
+    let Rounds {
+        taken: takes,
+        recorder,
+        drift,
+    } = rounds.into();
     let shape = if takes.len() > 1 {
         typical_shape(&takes, recorder.summary().p50_us)
     } else {
@@ -243,18 +293,13 @@ fn most_common<'a>(values: impl Iterator<Item = &'a str> + Clone) -> String {
 #[derive(Default)]
 pub(crate) struct Book {
     /// (case, second take, its rounds so far), in the order the cases started.
-    pending: Vec<(CaseKey, bool, Vec<RoundTake>)>,
+    pending: Vec<(CaseKey, bool, Rounds)>,
     failed: Vec<CaseKey>,
 }
 
 impl Book {
     /// Adds a round; returns every round of the case once it has `rounds` of them.
-    pub(crate) fn add(
-        &mut self,
-        take: RoundTake,
-        second: bool,
-        rounds: u32,
-    ) -> Option<Vec<RoundTake>> {
+    pub(crate) fn add(&mut self, take: RoundTake, second: bool, rounds: u32) -> Option<Rounds> {
         let key = take.result.key.clone();
         let at = match self
             .pending
@@ -263,7 +308,7 @@ impl Book {
         {
             Some(at) => at,
             None => {
-                self.pending.push((key, second, Vec::new()));
+                self.pending.push((key, second, Rounds::new()));
                 self.pending.len() - 1
             }
         };
@@ -293,7 +338,7 @@ impl Book {
 
     /// Every case of the take with rounds but not all of them (the sweep was
     /// interrupted, or a re-measurement stopped), in the order they started.
-    pub(crate) fn take_unfinished(&mut self, second: bool) -> Vec<Vec<RoundTake>> {
+    pub(crate) fn take_unfinished(&mut self, second: bool) -> Vec<Rounds> {
         let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
             .into_iter()
             .partition(|(_, s, _)| *s == second);
