@@ -674,3 +674,52 @@ fn ranks_measure_in_rounds_like_a_sweep() {
         assert!(logs.contains(&name.to_string()), "{name}: {logs:?}");
     }
 }
+
+/// `run` measures the collectives `--coll` names, each in its own group of the job's
+/// ranks, as `sweep` does: rooted ones at `--root`.
+#[test]
+fn ranks_measure_every_collective_asked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+    let port = free_port();
+    let extra = [
+        "--transports",
+        "default",
+        "--coll",
+        "alltoall,gather",
+        "-r",
+        "1",
+    ];
+    let (outputs, _) = run_all(
+        (0..2)
+            .map(|r| rank(&out, &shm, &torchrun_env(r, 2, port), &extra))
+            .collect(),
+    );
+    for (r, o) in outputs.iter().enumerate() {
+        assert!(o.status.success(), "rank {r}: {}", text(o));
+    }
+    let run = common::run_dir(&out);
+    let cells: Vec<(String, String, String)> = rows(&run)
+        .into_iter()
+        .map(|r| {
+            (
+                r["collective"].clone(),
+                r["bytes"].clone(),
+                r["status"].clone(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, String)> = ["alltoall", "gather"]
+        .iter()
+        .flat_map(|c| {
+            (0..5).map(move |i| (c.to_string(), (1024u64 << i).to_string(), "ok".to_string()))
+        })
+        .collect();
+    assert_eq!(cells, want);
+    let logs = common::dir_entries(&run.join("logs"));
+    assert!(
+        logs.contains(&"default.gather.n2.rank1.log".to_string()),
+        "{logs:?}"
+    );
+}

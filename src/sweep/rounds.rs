@@ -102,7 +102,7 @@ pub(crate) struct Combined {
 fn typical_shape(takes: &[Folded], pooled_p50_us: f64) -> CaseShape {
     let shapes: Vec<(usize, CaseShape)> = takes
         .iter()
-        .map(|t| (case_flags(&t.shape).len(), t.shape.clone()))
+        .map(|t| (case_flags(&t.shape).len(), t.shape))
         .collect();
     let mut counts: Vec<usize> = shapes.iter().map(|(n, _)| *n).collect();
     counts.sort_unstable();
