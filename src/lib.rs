@@ -1,4 +1,5 @@
-//! nccl-bench: all-reduce throughput per NCCL transport configuration.
+//! nccl-bench: collective throughput (all-reduce and the others nccl-tests measures)
+//! per NCCL transport configuration.
 //!
 //! # Architecture
 //!
@@ -9,9 +10,10 @@
 //!
 //! ## Bird's-eye view
 //!
-//! A sweep measures all-reduce over message sizes x rank counts x transport configs
-//! (SHM on/off, P2P off, sockets only, ...). NCCL reads its environment once per
-//! process, so every (config, rank count) runs in fresh worker processes, one per
+//! A sweep measures all-reduce (or any collective of nccl-tests, `--coll`) over
+//! message sizes x rank counts x transport configs (SHM on/off, P2P off, sockets
+//! only, ...). NCCL reads its environment once per process, so every (config, rank
+//! count, collective) runs in fresh worker processes, one per
 //! rank, driven over stdin/stdout by an orchestrator. Each rank runs on a backend: NCCL
 //! on GPUs, or the host backend (CPU processes over /dev/shm or TCP) where there is no
 //! GPU. The orchestrator merges the ranks' per-iteration times into a histogram and a
@@ -77,8 +79,9 @@
 //! `report::{compare, history, check, junit}` render those commands' outputs.
 //!
 //! **`backend`.** The `Backend` and `Communicator` traits: a communicator runs timed
-//! batches of back-to-back all-reduces and checks its output. `host::HostBackend` is a
-//! ring over /dev/shm segments or TCP; `nccl::gpu::NcclBackend` is NCCL through our own
+//! batches of back-to-back collectives (the one its group measures) and checks its
+//! output. `host::HostBackend` is a ring over /dev/shm segments or TCP, every
+//! collective over it (`host::collectives`); the NCCL backend runs all-reduce; `nccl::gpu::NcclBackend` is NCCL through our own
 //! FFI (`nccl::ffi` raw symbols, `nccl::library::Nccl` results with NCCL's codes and
 //! texts, `nccl::comm` owners that free in `Drop`) with CUDA through cudarc.
 //! `select::resolve` chooses the backend for `--backend` and records why.
@@ -95,7 +98,9 @@
 //! ceilings (`ceiling`) and published figures (`expected::judge`).
 //!
 //! **`import`.** `import::parse` reads nccl-tests' stdout table in every layout it has
-//! printed, or its `-J` JSON; `import::write_run` writes it as a run directory.
+//! printed, or its `-J` JSON, of any of its `*_perf` binaries (the collective from the
+//! binary the output names, `import::binary`); `import::write_run` writes it as a run
+//! directory.
 //!
 //! **`export`.** The run directory: `RunDir` (created, never overwritten), `RunWriter`
 //! (results.csv rows, the HdrHistogram log and the manifest, each written atomically
@@ -119,8 +124,10 @@
 //! **`stats`, `ops`, `units`.** `stats`: per-iteration times (`LatencyRecorder`), the
 //! adaptive stop rule (`StopRule`), bandwidth (`Bandwidth`), comparison statistics
 //! (`compare::compare_distributions`, `classify`), quality rules (`quality`), the
-//! alpha-beta fit (`alpha_beta::fit`). `ops`: `DataType`, `ReduceOp` and the check
-//! pattern whose every partial result is exact (`pattern::Pattern`). `units`: `Bytes`,
+//! alpha-beta fit (`alpha_beta::fit`). `ops`: `DataType`, `ReduceOp`, the collectives
+//! with nccl-tests' sizes, bus factors and output layouts (`collective::Collective`),
+//! and the check pattern whose every partial result is exact (`pattern::Pattern`,
+//! `pattern::check_collective`). `units`: `Bytes`,
 //! `GbPerSec` and all formatting of sizes, rates and times. `parallel::map` spreads
 //! work over the cores.
 //!

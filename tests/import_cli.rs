@@ -459,3 +459,202 @@ fn text_imports_are_dated_so_that_history_can_order_them() {
     );
     assert!(!bad.exists());
 }
+
+/// What an imported run's results.csv holds per case: (config, collective, bytes,
+/// busbw, hist_tag).
+fn cases(run: &Path) -> Vec<(String, String, String, String, String)> {
+    common::rows(run)
+        .into_iter()
+        .map(|r| {
+            (
+                r["config"].clone(),
+                r["collective"].clone(),
+                r["bytes"].clone(),
+                r["busbw_gbps"].clone(),
+                r["hist_tag"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The real outputs of alltoall_perf, all_gather_perf and sendrecv_perf in
+/// tests/fixtures: each run directory names the collective its binary measured, with
+/// the sizes and busbw nccl-tests printed (each binary's own bus factor).
+#[test]
+fn outputs_of_other_binaries_import_as_their_collective() {
+    let tmp = tempfile::tempdir().unwrap();
+    let expected = [
+        (
+            "nccl-tests-alltoall_perf-gb300-4ranks.txt",
+            &[][..],
+            "alltoall",
+            "4",
+            32,
+            ("524288", "27.110"),
+            ("17179869184", "627.690"),
+        ),
+        (
+            "nccl-tests-all_gather_perf-gb10-2nodes.txt",
+            &[][..],
+            "all_gather",
+            "2",
+            12,
+            ("536870912", "18.390"),
+            ("17179869184", "23.740"),
+        ),
+        (
+            "nccl-tests-sendrecv_perf-a100-8gpus.txt",
+            &["--nranks", "8"][..],
+            "sendrecv",
+            "8",
+            8,
+            ("134217728", "110.810"),
+            ("1073741824", "195.100"),
+        ),
+    ];
+    for (name, extra, collective, nranks, count, first, last) in expected {
+        let out = tmp.path().join(collective);
+        let o = import(&fixture(name), &out, extra);
+        assert!(o.status.success(), "{name}: {}", common::text(&o));
+        let said = String::from_utf8_lossy(&o.stdout);
+        assert!(said.contains(&format!("rows of {collective} (")), "{said}");
+        let rows = common::rows(&out);
+        assert_eq!(rows.len(), count, "{name}");
+        for r in &rows {
+            assert_eq!(r["collective"], collective, "{name}: {r:?}");
+            assert_eq!(r["nranks"], nranks, "{name}");
+            assert_eq!((r["dtype"].as_str(), r["op"].as_str()), ("float", "sum"));
+            assert_eq!(r["status"], "ok", "{name}: {r:?}");
+            assert_eq!(r["hist_tag"], "", "{name}: text has no per-iteration times");
+        }
+        let out_of_place: Vec<_> = cases(&out)
+            .into_iter()
+            .filter(|c| !c.0.ends_with("-inplace"))
+            .map(|c| (c.2, c.3))
+            .collect();
+        let pair = |p: (&str, &str)| (p.0.to_string(), p.1.to_string());
+        assert_eq!(out_of_place.first(), Some(&pair(first)), "{name}");
+        assert_eq!(out_of_place.last(), Some(&pair(last)), "{name}");
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(manifest["collectives"], serde_json::json!([collective]));
+        let note = manifest["backend"]["note"].as_str().unwrap();
+        assert!(
+            note.contains(&format!("nccl-tests {collective}_perf")),
+            "{note}"
+        );
+    }
+}
+
+/// A `-J` document of alltoall_perf with per-iteration times: its histograms are
+/// tagged with the collective, as a sweep's are.
+#[test]
+fn json_of_alltoall_perf_tags_its_histograms_with_the_collective() {
+    let tmp = tempfile::tempdir().unwrap();
+    let doc = json_v3(&JSON_SIZES, 40, 0, |b, i| json_time(b, i, 1.0, 3))
+        .replace("./build/all_reduce_perf", "./build/alltoall_perf")
+        .replace(r#""redop":"sum""#, r#""redop":"none""#);
+    let file = tmp.path().join("a2a.json");
+    std::fs::write(&file, doc).unwrap();
+    let out = tmp.path().join("a2a");
+    let o = import(&file, &out, &[]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let histograms: Vec<String> = nccl_bench::export::hlog::read(&out.join("histograms.hlog"))
+        .unwrap()
+        .into_iter()
+        .map(|(tag, _)| tag)
+        .collect();
+    for (config, collective, bytes, _, tag) in cases(&out) {
+        assert_eq!(collective, "alltoall");
+        assert_eq!(tag, format!("{config}/n2/{bytes}/float/sum/alltoall"));
+        assert!(histograms.contains(&tag), "{tag}: {histograms:?}");
+    }
+}
+
+/// `compare` matches the cases of an imported alltoall_perf run with those of a host
+/// sweep of alltoall (same ranks, sizes, type and op), and no all_reduce case.
+#[test]
+fn an_imported_alltoall_compares_with_a_host_sweep_of_alltoall() {
+    let tmp = tempfile::tempdir().unwrap();
+    let imported = tmp.path().join("gb300");
+    let o = import(
+        &fixture("nccl-tests-alltoall_perf-gb300-4ranks.txt"),
+        &imported,
+        &[],
+    );
+    assert!(o.status.success(), "{}", common::text(&o));
+    let (out, shm) = (tmp.path().join("sweeps"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+    let o = common::sweep(&out, &shm)
+        .args([
+            "--gpus",
+            "4",
+            "--coll",
+            "alltoall",
+            "--transports",
+            "default",
+        ])
+        .args(["-b", "512K", "-e", "1M", "-n", "4", "--rounds", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::text(&o));
+    let host = common::run_dir(&out);
+    let o = run(&[
+        "compare".as_ref(),
+        imported.as_os_str(),
+        host.as_os_str(),
+        "--format".as_ref(),
+        "csv".as_ref(),
+    ]);
+    // The host is far slower than a GB300: a regression (1), not an error (2).
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        common::text(&o)
+    );
+    let csv = String::from_utf8_lossy(&o.stdout).to_string();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].ends_with(",collective"), "{csv}");
+    assert_eq!(lines.len(), 3, "512K and 1M: {}", common::text(&o));
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| l.starts_with("default,") && l.ends_with(",alltoall")),
+        "{csv}"
+    );
+}
+
+/// Output that names two binaries, or an empty redop with no binary named, is exit 2
+/// with what to do, and writes nothing.
+#[test]
+fn outputs_that_cannot_be_labelled_are_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a2a =
+        std::fs::read_to_string(fixture("nccl-tests-alltoall_perf-gb300-4ranks.txt")).unwrap();
+    let two = tmp.path().join("two.txt");
+    std::fs::write(
+        &two,
+        format!("$ ./build/all_gather_perf -b 8 -e 128M\n{a2a}"),
+    )
+    .unwrap();
+    let out = tmp.path().join("x");
+    let o = import(&two, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("line 1 names all_gather_perf but line 4 names alltoall_perf"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+
+    let old = fixture("nccl-tests-alltoall_perf-2021-empty-redop.txt");
+    let o = import(&old, &out, &["--nranks", "64"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains(":8: the rows' redop is empty"), "{stderr}");
+    assert!(
+        stderr.contains("put the command line that ran it"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}

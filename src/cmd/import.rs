@@ -1,4 +1,4 @@
-//! `nccl-bench import`: nccl-tests all_reduce_perf output (text or `-J` JSON) read
+//! `nccl-bench import`: the output of an nccl-tests `*_perf` binary (text or `-J` JSON) read
 //! (`import::parse`) and written as a run directory (`import::write_run`), with its
 //! report.
 

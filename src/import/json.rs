@@ -2,6 +2,8 @@
 //! same `ImportedRun` as the text table. Field names and quirks follow nccl-tests'
 //! writer (numbers written as strings, `"nan"`, the first version's misspelt
 //! `bandwidith`); row line numbers come from a scan of the text, for error messages.
+//! The binary, and so the collective, is the one its `args` ran (nccl-tests records
+//! no other name of it).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -9,6 +11,9 @@ use std::fmt;
 use serde::de::{self, Deserializer, IgnoredAny, Unexpected, Visitor};
 use serde::Deserialize;
 
+use crate::ops::collective::Collective;
+
+use super::binary::{binary_name, named_binary, Mention};
 use super::run::{
     is_nccl_var, local_time, version_from_code, Format, ImportError, ImportedRow, ImportedRun,
     IterStats, Timing, NO_PATH,
@@ -33,6 +38,27 @@ pub fn parse_json(text: &str) -> Result<ImportedRun, ImportError> {
         });
     }
     let row_lines = result_lines(text);
+    // Each document's binary: the first of its `args` that names one (`args[0]`).
+    let mentions: Vec<Mention> = docs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            let (at, binary) = d
+                .args
+                .iter()
+                .enumerate()
+                .find_map(|(j, a)| binary_name(a).map(|b| (j, b)))?;
+            let document = match docs.len() {
+                1 => String::new(),
+                _ => format!(" of document {}", i + 1),
+            };
+            Some(Mention {
+                at: format!("args[{at}]{document}"),
+                binary: binary.to_string(),
+            })
+        })
+        .collect();
+    let named = named_binary(&mentions)?;
     let mut run = ImportedRun {
         rows: Vec::new(),
         nranks: None,
@@ -40,6 +66,8 @@ pub fn parse_json(text: &str) -> Result<ImportedRun, ImportError> {
         nccl_tests_version: None,
         env: Vec::new(),
         command: None,
+        collective: named.as_ref().map_or(Collective::AllReduce, |n| n.0),
+        binary: named.map(|n| n.1),
         format: Format::Json,
         per_iteration: false,
         cpu_time: false,

@@ -1,9 +1,11 @@
 //! Importers for results produced by other tools, so that they can be read next to
 //! nccl-bench's own runs: the output of NVIDIA nccl-tests (`all_reduce_perf` and its
 //! siblings), its stdout table in every format it has printed (`text`) and its `-J`
-//! JSON document (`json`), read by [`parse`] into an [`ImportedRun`] (`run`), and
-//! written as a run directory by [`write_run`] (`write`).
+//! JSON document (`json`), read by [`parse`] into an [`ImportedRun`] (`run`), with the
+//! collective of the binary the output names (`binary`), and written as a run
+//! directory by [`write_run`] (`write`).
 
+mod binary;
 mod json;
 mod run;
 mod text;

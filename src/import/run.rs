@@ -5,6 +5,8 @@
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::ops::collective::Collective;
+
 /// Names the input in errors when it has no path (the caller adds it).
 pub(crate) const NO_PATH: &str = "the input";
 
@@ -37,6 +39,12 @@ pub struct ImportedRun {
     pub env: Vec<(String, String)>,
     /// The command line that ran the test, when the input shows it.
     pub command: Option<String>,
+    /// The nccl-tests binary the output names (`alltoall_perf`, `all_gather_perf_mpi`):
+    /// its `# Collective test starting:` banner or the command line (text), `args`
+    /// (JSON). `None` when nothing names it.
+    pub binary: Option<String>,
+    /// The collective measured: the one of `binary`; all_reduce, assumed, without one.
+    pub collective: Collective,
     pub format: Format,
     /// The run used `-I 1` (per-iteration timing).
     pub per_iteration: bool,
@@ -84,7 +92,9 @@ pub struct ImportedRow {
     pub bytes: u64,
     pub count: u64,
     pub dtype: String,
-    /// The `redop` (`op` in 2017 output); empty when the table has no such column.
+    /// The `redop` (`op` in 2017 output) as printed: `none` for the collectives that do
+    /// not reduce (sendrecv prints the op it was given); empty when the table has no
+    /// such column or, as alltoall's did before 2022, leaves it blank.
     pub op: String,
     /// `None` when the table has no `root` column (nccl-tests before 2022).
     pub root: Option<i64>,
@@ -150,6 +160,22 @@ pub enum ImportError {
     },
     #[error("line {line}: invalid nccl-tests JSON: {message}")]
     Json { line: usize, message: String },
+    #[error(
+        "{first_at} names {first} but {second_at} names {second}: an import reads the run \
+         of one nccl-tests binary (split the file, one run in each)"
+    )]
+    SeveralBinaries {
+        first_at: String,
+        first: String,
+        second_at: String,
+        second: String,
+    },
+    #[error("{at}: {binary} is not a collective nccl-bench knows (it reads {known})")]
+    UnknownBinary {
+        at: String,
+        binary: String,
+        known: String,
+    },
 }
 
 impl ImportError {

@@ -1,7 +1,10 @@
 //! An imported nccl-tests output (text or `-J` JSON) written as a normal run
 //! directory (backend `nccl-tests`), so that compare (and report) read
-//! the numbers people already have next to nccl-bench's own. Out-of-place rows go
-//! under the config's name, in-place rows under `<config>-inplace`. Where the output
+//! the numbers people already have next to nccl-bench's own. The rows carry the
+//! collective of the binary the output names (all_reduce, said to be assumed, when it
+//! names none), with busbw as nccl-tests printed it (each binary's own factor).
+//! Out-of-place rows go under the config's name, in-place rows under
+//! `<config>-inplace`. Where the output
 //! has per-iteration times (`-I 1` with `-J`), each case gets a histogram of them
 //! and the percentile, median-interval and quality columns, so compare, check and
 //! history treat it like a sweep's; otherwise only the mean is known and those
@@ -21,7 +24,6 @@ use crate::model::{
     BackendInfo, CaseCounts, CaseKey, CaseStatus, ClusterInfo, GpuFacts, GpuInfo, HostInfo,
     NcclChoice, RankInfo, RunManifest, RunStatus, ToolInfo, SCHEMA_VERSION,
 };
-use crate::ops::collective::Collective;
 use crate::ops::{DataType, ReduceOp};
 use crate::stats::quality::{
     case_flags, neighbour_flags, reasons, verdict, CaseShape, Drift, Flag, Point, Quality,
@@ -67,7 +69,8 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
         }
         None => config_from_env(&parsed.env),
     };
-    let (dtype, op) = checked_types(parsed, &args.file)?;
+    let (dtype, op, root) = checked_types(parsed, &args.file)?;
+    let collective = parsed.collective;
     let iters = iters_from_command(parsed.command.as_deref());
 
     let started = started_at(args, parsed);
@@ -88,8 +91,9 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
         }
         for (name, timing) in sides {
             let mut cells = cells(
-                &name, nranks, row.bytes, &row.dtype, &row.op, timing, &args.file, row.line,
+                &name, nranks, row.bytes, &row.dtype, op, timing, &args.file, row.line,
             );
+            cells.collective = collective.name().to_string();
             cells.iters = iters;
             // Times that are not a number (a failed iteration) are left out.
             let times: Vec<f64> = timing
@@ -111,7 +115,7 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
                 let (recorder, flags, notes) = per_iteration(&mut cells, &times);
                 cells.hist_tag = CaseKey {
                     config: name.clone(),
-                    collective: Collective::AllReduce,
+                    collective,
                     nranks,
                     bytes: row.bytes,
                     dtype,
@@ -165,13 +169,19 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
             requested: "import".into(),
             used: BACKEND.into(),
             note: format!(
-                "imported from {} (nccl-tests all_reduce_perf{}{}): {}; {}",
+                "imported from {} (nccl-tests {}{}{}{}): {}; {}",
                 args.file.display(),
+                parsed.binary.as_deref().unwrap_or("all_reduce_perf"),
                 parsed
                     .nccl_tests_version
                     .as_deref()
                     .map(|v| format!(" {v}"))
                     .unwrap_or_default(),
+                if parsed.binary.is_none() {
+                    ", all_reduce assumed: the output names no nccl-tests binary"
+                } else {
+                    ""
+                },
                 parsed
                     .command
                     .as_deref()
@@ -206,8 +216,8 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
         sizes: parsed.rows.iter().map(|r| r.bytes).collect(),
         dtype,
         op,
-        collectives: vec![Collective::AllReduce],
-        root: 0,
+        collectives: vec![collective],
+        root,
         iterations: IterationPolicy::Fixed { iters },
         rounds: 1,
         warmup_iters: 0,
@@ -221,8 +231,9 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
     };
     writer.write_manifest(&manifest)?;
     let said = format!(
-        "imported {} rows ({} ranks, {}) from {} into {}",
+        "imported {} rows of {} ({} ranks, {}) from {} into {}",
         counts.done,
+        collective,
         nranks,
         configs.join(", "),
         args.file.display(),
@@ -429,7 +440,7 @@ fn cells(
     nranks: u32,
     bytes: u64,
     dtype: &str,
-    op: &str,
+    op: ReduceOp,
     t: &Timing,
     file: &Path,
     line: usize,
@@ -441,7 +452,7 @@ fn cells(
         nranks,
         bytes,
         dtype: dtype.to_string(),
-        op: op.to_string(),
+        op: op.name().to_string(),
         status: if wrong > 0 {
             "wrong".into()
         } else {
@@ -480,32 +491,66 @@ fn config_from_env(env: &[(String, String)]) -> String {
         .unwrap_or_else(|| "imported".into())
 }
 
-fn checked_types(run: &ImportedRun, file: &Path) -> Result<(DataType, ReduceOp)> {
+/// The datatype, op and root every row shares. A collective that does not reduce
+/// keeps the op nccl-tests printed where that is one (sendrecv prints the op it was
+/// given); where it printed `none` (or, before 2022, nothing) the op is `sum`, what a
+/// sweep of that collective records without `--op`: results.csv needs a valid op,
+/// and compare matches cases on it.
+fn checked_types(run: &ImportedRun, file: &Path) -> Result<(DataType, ReduceOp, u32)> {
     let first = &run.rows[0];
+    let at = |line: usize| format!("{}:{line}", file.display());
     let dtype: DataType = first
         .dtype
         .parse()
-        .map_err(|e| anyhow!("{}:{}: {e}", file.display(), first.line))?;
-    let op: ReduceOp = first
-        .op
-        .parse()
-        .map_err(|e| anyhow!("{}:{}: {e}", file.display(), first.line))?;
+        .map_err(|e| anyhow!("{}: {e}", at(first.line)))?;
+    let op: ReduceOp = if run.collective.reduces() {
+        match first.op.parse() {
+            Ok(op) => op,
+            // A table of a binary that does not reduce, and nothing names it.
+            Err(_) if run.binary.is_none() => bail!(
+                "{}: the rows' redop is {} where all_reduce_perf always names its op, and \
+                 nothing in the output names the nccl-tests binary that printed them: put \
+                 the command line that ran it (e.g. `./build/alltoall_perf -b 8 -e 128M`) \
+                 on a line before the table",
+                at(first.line),
+                if first.op.is_empty() {
+                    "empty".to_string()
+                } else {
+                    format!("`{}`", first.op)
+                }
+            ),
+            Err(e) => bail!("{}: {e}", at(first.line)),
+        }
+    } else {
+        first.op.parse().unwrap_or(ReduceOp::Sum)
+    };
     if let Some(other) = run
         .rows
         .iter()
         .find(|r| r.dtype != first.dtype || r.op != first.op)
     {
         bail!(
-            "{}:{}: rows of several types or ops ({} {} and {} {}); import them separately",
-            file.display(),
-            other.line,
+            "{}: rows of several types or ops ({} {} and {} {}); import them separately",
+            at(other.line),
             first.dtype,
             first.op,
             other.dtype,
             other.op
         );
     }
-    Ok((dtype, op))
+    // A case is one (size, type, op) of one root: `-r -1` runs every root in turn.
+    if let Some(other) = run.rows.iter().find(|r| r.root != first.root) {
+        let root = |r: Option<i64>| r.map_or("none".to_string(), |r| r.to_string());
+        bail!(
+            "{}: rows of several roots ({} and {}); import each root's rows separately",
+            at(other.line),
+            root(first.root),
+            root(other.root)
+        );
+    }
+    // nccl-tests prints -1 for the collectives without a root.
+    let root = first.root.and_then(|r| u32::try_from(r).ok()).unwrap_or(0);
+    Ok((dtype, op, root))
 }
 
 /// `-n N` / `--iters N` from the command line nccl-tests was run with, else its default 20.

@@ -48,6 +48,7 @@ pub(super) fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
 
+mod collectives;
 mod fixtures;
 
 // ---------------------------------------------------------------------------------
@@ -346,6 +347,31 @@ fn continued_command_line_and_exports() {
     let names: Vec<&str> = run.env.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["NCCL_NET", "NCCL_IB_DISABLE", "NCCL_DEBUG"]);
     assert_eq!(run.env[1].1, "0");
+}
+
+#[test]
+fn a_comma_separated_value_is_one_value() {
+    let lines = [
+        "export NCCL_IB_HCA=mlx5_0,mlx5_1, NCCL_NET=IB",
+        "srun --export=ALL,NCCL_SOCKET_IFNAME=^lo,docker0,NCCL_ALGO=Ring ./build/all_reduce_perf -b 8 -e 8",
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+        "           8             2     float     sum      -1    10.50    0.00    0.00      0    10.20    0.00    0.00      0",
+    ];
+    let run = parse_text(&text(&lines)).unwrap();
+    let env: Vec<(&str, &str)> = run
+        .env
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("NCCL_IB_HCA", "mlx5_0,mlx5_1"),
+            ("NCCL_NET", "IB"),
+            ("NCCL_SOCKET_IFNAME", "^lo,docker0"),
+            ("NCCL_ALGO", "Ring"),
+        ]
+    );
 }
 
 #[test]

@@ -5,16 +5,21 @@
 //! `#wrong`, `N/A` without validation), `-I` per-iteration columns (`i_min i_max i_p99
 //! i_cv%`), `-C` (`cputime`) and `-S` (a trailing timestamp). Everything around the
 //! table is skipped except what describes the run (NCCL and nccl-tests versions, rank
-//! lines, `NCCL_*` variables, the command). Lines may carry launcher prefixes:
+//! lines, `NCCL_*` variables, the command, the binary that nccl-tests' banner and the
+//! command lines name). Every binary's rows are read: the ones that do not reduce
+//! print `none` as their redop (sendrecv the op it was given), the unrooted ones root
+//! `-1`, and before 2022 alltoall left its redop blank. Lines may carry launcher prefixes:
 //! mpirun `--tag-output` (`[1,0]<stdout>:`), MPICH `-prepend-rank` (`[0] `) and
 //! `srun -l` (` 0: `); only the lines of the first prefix that prints the table header
 //! are read as the table, so ranks that all print the same table yield each row once.
 //! A row printed again with the same (size, type, redop, root), as with `-N` repeats,
 //! is kept once: the first. Only the first table is read.
 
+use super::binary::{binary_name, named_binary, Mention};
 use super::run::{
     is_nccl_var, version_from_code, Format, ImportError, ImportedRank, ImportedRun, NO_PATH,
 };
+use crate::ops::collective::Collective;
 
 mod lines;
 mod table;
@@ -38,9 +43,10 @@ pub fn parse_text(text: &str) -> Result<ImportedRun, ImportError> {
         .collect();
     let mut meta = Meta::default();
     for l in &lines {
-        meta.scan(l.body.trim());
+        meta.scan(l.no, l.body.trim());
     }
-    let command = find_command(&lines);
+    let commands = commands(&lines);
+    let command = commands.first().map(|(_, cmd)| cmd.clone());
     if let Some(cmd) = &command {
         for word in cmd.split_whitespace() {
             meta.add_assignments(word);
@@ -49,6 +55,20 @@ pub fn parse_text(text: &str) -> Result<ImportedRun, ImportError> {
     let table = read_table(&lines)?.ok_or_else(|| ImportError::NoTable {
         path_hint: NO_PATH.to_string(),
     })?;
+    let mut mentions = meta.banners;
+    mentions.extend(commands.iter().filter_map(|(no, cmd)| {
+        let binary = cmd.split_whitespace().find_map(binary_name)?;
+        Some((*no, binary.to_string()))
+    }));
+    mentions.sort_by_key(|(no, _)| *no);
+    let mentions: Vec<Mention> = mentions
+        .into_iter()
+        .map(|(no, binary)| Mention {
+            at: format!("line {no}"),
+            binary,
+        })
+        .collect();
+    let named = named_binary(&mentions)?;
     Ok(ImportedRun {
         rows: table.rows,
         nranks: meta.max_rank.map(|r| r + 1).or(meta.info_nranks),
@@ -58,6 +78,8 @@ pub fn parse_text(text: &str) -> Result<ImportedRun, ImportError> {
         nccl_tests_version: meta.tests_version,
         env: meta.env,
         command,
+        collective: named.as_ref().map_or(Collective::AllReduce, |n| n.0),
+        binary: named.map(|n| n.1),
         format: Format::Text,
         per_iteration: table.schema.per_iter,
         cpu_time: table.schema.cpu_time,
@@ -97,13 +119,19 @@ struct Meta {
     ranks: Vec<ImportedRank>,
     info_nranks: Option<u32>,
     env: Vec<(String, String)>,
+    /// (line, binary) of nccl-tests' `# Collective test starting: X` and
+    /// `# Collective test concluded: X` banners.
+    banners: Vec<(usize, String)>,
 }
 
 impl Meta {
-    fn scan(&mut self, t: &str) {
+    fn scan(&mut self, no: usize, t: &str) {
         if let Some(rest) = t.strip_prefix('#') {
             let words: Vec<&str> = rest.split_whitespace().collect();
             match words.as_slice() {
+                ["Collective", "test", "starting:" | "concluded:", program, ..] => {
+                    self.banners.push((no, program.to_string()));
+                }
                 ["nccl-tests", "version", version, more @ ..] => {
                     self.tests_version
                         .get_or_insert_with(|| version.to_string());
@@ -166,14 +194,30 @@ impl Meta {
         }
     }
 
-    /// `NCCL_X=1`, also inside `--export=ALL,NCCL_X=1` or quotes.
+    /// `NCCL_X=1`, also inside `--export=ALL,NCCL_X=1` or quotes. A part without `=`
+    /// continues the value before it: `NCCL_IB_HCA=mlx5_0,mlx5_1` is one list.
     fn add_assignments(&mut self, word: &str) {
+        // The variable this word added last, whose value a list may continue.
+        let mut open: Option<usize> = None;
         for part in word.split(',') {
             let part = part.trim_matches(|c| c == '"' || c == '\'' || c == '`');
-            if let Some((name, value)) = part.split_once('=') {
-                if is_nccl_var(name) {
-                    let value = value.trim_matches(|c| c == '"' || c == '\'');
-                    self.add_env(name, value);
+            match part.split_once('=') {
+                Some((name, value)) => {
+                    open = None;
+                    let known = self.env.iter().any(|(n, _)| n == name);
+                    if is_nccl_var(name) && !known {
+                        let value = value.trim_matches(|c| c == '"' || c == '\'');
+                        self.add_env(name, value);
+                        open = Some(self.env.len() - 1);
+                    }
+                }
+                None if part.is_empty() => {}
+                None => {
+                    if let Some(i) = open {
+                        let value = &mut self.env[i].1;
+                        value.push(',');
+                        value.push_str(part);
+                    }
                 }
             }
         }
@@ -198,14 +242,13 @@ const LAUNCHERS: &[&str] = &[
 ];
 
 fn is_perf_binary(word: &str) -> bool {
-    let w = word.trim_matches(|c| c == '`' || c == '"' || c == '\'');
-    let base = w.rsplit('/').next().unwrap_or(w);
-    base.len() > 5 && (base.ends_with("_perf") || base.ends_with("_perf_mpi"))
+    binary_name(word).is_some()
 }
 
-/// The first shell command line (joined over `\` continuations) that runs a `*_perf`
-/// binary, without a shell prompt or prose before it.
-fn find_command(lines: &[Line]) -> Option<String> {
+/// Every shell command line (joined over `\` continuations) that runs a `*_perf`
+/// binary, without a shell prompt or prose before it, with the line it starts on.
+fn commands(lines: &[Line]) -> Vec<(usize, String)> {
+    let mut found: Vec<(usize, String)> = Vec::new();
     for (i, l) in lines.iter().enumerate() {
         let t = l.body.trim();
         if t.starts_with('#') || is_nccl_log(t) || !t.split_whitespace().any(is_perf_binary) {
@@ -226,10 +269,13 @@ fn find_command(lines: &[Line]) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" ");
         if let Some(cmd) = command_in(&joined) {
-            return Some(cmd);
+            let no = lines[start].no;
+            if found.last().is_none_or(|(last, _)| *last != no) {
+                found.push((no, cmd));
+            }
         }
     }
-    None
+    found
 }
 
 fn command_in(line: &str) -> Option<String> {
