@@ -286,6 +286,9 @@ pub struct RunManifest {
     /// and the root of the rooted ones.
     pub collectives: Vec<Collective>,
     pub root: u32,
+    /// Asked sizes a collective cannot run (no element per rank), a line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sizes_not_run: Vec<String>,
     pub iterations: IterationPolicy,
     /// Process groups per (config, rank count), interleaved across configs.
     pub rounds: u32,

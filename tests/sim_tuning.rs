@@ -366,7 +366,7 @@ fn the_algorithms_config_on_eight_gpus_across_versions() {
     assert!(
         model
             .lines()
-            .any(|l| l.starts_with("default,8,") && l.ends_with(",Ring/LL")),
+            .any(|l| l.starts_with("default,8,") && l.ends_with(",Ring/LL,all_reduce")),
         "{model}"
     );
     for config in ["default", "ring", "ll128", "tree-simple"] {

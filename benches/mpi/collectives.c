@@ -1,8 +1,9 @@
 /* The Open MPI side of `cargo bench --bench host_backend`: MPI_Allreduce,
  * MPI_Allgather, MPI_Reduce_scatter_block and MPI_Alltoall on floats, each at
  * nccl-tests' size SIZE (the larger buffer of one rank, as nccl-bench's `bytes`),
- * WARMUP untimed then ITERS timed calls, each timed between barriers-free
- * back-to-back calls as nccl-bench times its own. Prints one line per collective:
+ * WARMUP untimed then ITERS timed calls. Each call is timed on its own and the
+ * slowest rank's time kept (an MPI_Allreduce of the times after each call, which
+ * also lines the ranks up for the next). Prints one line per collective:
  * `<name> <median us> <mean us>` (rank 0).
  * Usage: mpirun -np 2 collectives SIZE ITERS WARMUP */
 #include <mpi.h>

@@ -441,7 +441,13 @@ fn sweep(
     let paired;
     let settings = if args.pairs {
         paired = SweepSettings {
-            configs: plan.groups.iter().map(|g| g.config.clone()).collect(),
+            // Each pair once (its groups repeat it per collective).
+            configs: plan
+                .groups
+                .iter()
+                .filter(|g| g.collective == plan.groups[0].collective)
+                .map(|g| g.config.clone())
+                .collect(),
             ..me.settings.clone()
         };
         &paired
@@ -566,7 +572,10 @@ fn plan(args: &RunRequest, me: &ThisRank, hub: &Hub) -> Result<Plan> {
     } else {
         vec![(config.clone(), me.layout.world_size)]
     };
-    Ok(Plan::of(groups, &me.settings))
+    let counts: Vec<u32> = groups.iter().map(|g| g.1).collect();
+    let s = &me.settings;
+    crate::config::check_root(&s.collectives, s.root, &counts)?;
+    Ok(Plan::of(groups, s))
 }
 
 #[cfg(test)]

@@ -25,9 +25,10 @@ pub fn for_terminal(plain: bool) -> Box<dyn SweepObserver> {
 }
 
 fn key_label(key: &CaseKey) -> String {
+    let config = crate::ops::collective::labelled(&key.config, key.collective.name());
     format!(
         "{:<12} n={:<3} {:>9}",
-        key.config,
+        config,
         key.nranks,
         Bytes(key.bytes).to_string()
     )

@@ -42,6 +42,7 @@ pub fn sweep_settings(args: &SweepArgs) -> Result<SweepSettings> {
         }
         settings.configs = config::pair_configs(&settings.configs, devices as usize)?;
         settings.gpu_counts = vec![2];
+        config::check_root(&settings.collectives, settings.root, &[2])?;
     }
     Ok(settings)
 }
@@ -69,21 +70,7 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
         (None, Some(from_files)) => from_files,
         (None, None) => vec![Collective::AllReduce],
     };
-    let rooted: Vec<&str> = collectives
-        .iter()
-        .filter(|c| c.rooted())
-        .map(|c| c.name())
-        .collect();
-    if let Some(&n) = gpu_counts.iter().find(|&&n| args.root >= n) {
-        if !rooted.is_empty() {
-            bail!(
-                "--root {} is not a rank of {n} GPUs (ranks 0 to {}): it is the root of {}",
-                args.root,
-                n.saturating_sub(1),
-                rooted.join(", ")
-            );
-        }
-    }
+    config::check_root(&collectives, args.root, &gpu_counts)?;
     if let Some(label) = &args.label {
         config::transport::check_name(label)
             .map_err(|_| anyhow::anyhow!("invalid --label '{label}': use letters, digits, '-', '_' and '.' (it becomes part of a directory name)"))?;

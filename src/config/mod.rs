@@ -222,6 +222,23 @@ impl SweepSettings {
     }
 }
 
+/// A root every rank count has, where a rooted collective needs one (`-r/--root`).
+pub fn check_root(collectives: &[Collective], root: u32, counts: &[u32]) -> Result<()> {
+    let rooted: Vec<&str> = collectives
+        .iter()
+        .filter(|c| c.rooted())
+        .map(|c| c.name())
+        .collect();
+    match counts.iter().find(|&&n| root >= n) {
+        Some(&n) if !rooted.is_empty() => bail!(
+            "--root {root} is not a rank of {n} GPUs (ranks 0 to {}): it is the root of {}",
+            n.saturating_sub(1),
+            rooted.join(", ")
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// `--config` files and/or `--transports` names; the SHM decision presets when neither.
 pub fn select_configs(files: &[PathBuf], names: &[String]) -> Result<Selection> {
     let mut from_files = Vec::new();

@@ -25,7 +25,7 @@ pub fn header(run_start: SystemTime) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
     let mut serializer = V2DeflateSerializer::new();
     IntervalLogWriterBuilder::new()
-        .add_comment("nccl-bench all-reduce iteration times (mean over ranks), in nanoseconds")
+        .add_comment("nccl-bench collective iteration times (mean over ranks), in nanoseconds")
         .add_comment("[Histogram log format version 1.3]")
         .with_start_time(run_start)
         .begin_log_with(&mut buf, &mut serializer)?;

@@ -158,6 +158,9 @@ pub struct ManifestHead {
     /// Link rates measured before the sweep (absent in older runs and imports).
     #[serde(default)]
     pub ceilings: Option<crate::model::Ceilings>,
+    /// Asked sizes a collective could not run, a line each.
+    #[serde(default)]
+    pub sizes_not_run: Vec<String>,
     /// Process groups per (config, rank count) (1 in older runs and imports).
     #[serde(default = "one_round")]
     pub rounds: u32,
@@ -317,6 +320,16 @@ impl RunData {
             manifest: self.manifest.clone(),
             cases,
             distributions,
+        }
+    }
+
+    /// `f` on the run's cases of one collective: the run itself when it holds no
+    /// other (no copy of its histograms), else [`RunData::of_collective`].
+    pub fn for_collective<R>(&self, collective: Collective, f: impl FnOnce(&RunData) -> R) -> R {
+        if self.cases.iter().all(|c| c.coll() == collective) {
+            f(self)
+        } else {
+            f(&self.of_collective(collective))
         }
     }
 

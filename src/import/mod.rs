@@ -6,6 +6,7 @@
 //! directory by [`write_run`] (`write`).
 
 mod binary;
+mod facts;
 mod json;
 mod run;
 mod text;

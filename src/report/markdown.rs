@@ -74,11 +74,9 @@ pub fn markdown(
     let collectives = run.collectives();
     verdict_section(&mut s, run, baseline, options)?;
     // Published figures are all-reduce's.
-    crate::analysis::expected::markdown(
-        &mut s,
-        &run.of_collective(Collective::AllReduce),
-        expected,
-    )?;
+    run.for_collective(Collective::AllReduce, |one| {
+        crate::analysis::expected::markdown(&mut s, one, expected)
+    })?;
     cases_apart(&mut s, run)?;
 
     // The charts, by their path under plots/ (a folder per collective when several).
@@ -105,10 +103,16 @@ pub fn markdown(
         } else {
             (String::new(), String::new())
         };
-        let one = run.of_collective(collective);
+        let owned;
+        let one = if collectives.len() > 1 {
+            owned = run.of_collective(collective);
+            &owned
+        } else {
+            run
+        };
         let counts: BTreeSet<u32> = one.cases.iter().map(|c| c.nranks).collect();
         for nranks in counts {
-            gpu_count_table(&mut chapter, &one, nranks, baseline, options)?;
+            gpu_count_table(&mut chapter, one, nranks, baseline, options)?;
             // This GPU count's charts under its table.
             let mine: Vec<String> = ["busbw", "latency", "relative"]
                 .iter()
@@ -119,18 +123,18 @@ pub fn markdown(
                 shown.push(name);
             }
         }
-        crate::analysis::nvls::markdown(&mut chapter, &one, options)?;
-        crate::analysis::tuning::markdown(&mut chapter, &one, baseline, options)?;
-        let shm_off = crate::analysis::verdict::shm_off_config(&one);
+        crate::analysis::nvls::markdown(&mut chapter, one, options)?;
+        crate::analysis::tuning::markdown(&mut chapter, one, baseline, options)?;
+        let shm_off = crate::analysis::verdict::shm_off_config(one);
         crate::analysis::model_table::markdown(
             &mut chapter,
-            &crate::analysis::model_table::models(&one),
+            &crate::analysis::model_table::models(one),
             baseline,
             shm_off.as_deref(),
         )?;
         crate::analysis::pairs::markdown(
             &mut chapter,
-            &crate::analysis::pairs::tables(&one, options.threshold),
+            &crate::analysis::pairs::tables(one, options.threshold),
             options.threshold,
             (m.backend.used == "host").then_some(m.host.cpus),
         )?;
@@ -293,36 +297,21 @@ fn machine_section(s: &mut String, run: &RunData) -> Result<()> {
 /// The cases that did not pass, with their reasons, and the cases the quality rules
 /// set apart: what not to read as evidence before reading the tables.
 fn cases_apart(s: &mut String, run: &RunData) -> Result<()> {
-    // Sizes too small for a collective to give each rank an element were not run:
-    // a line per collective and rank count says which, apart from the failures.
-    let empty = |c: &CaseRow| c.bytes == 0 && c.status == "skipped";
-    let mut too_small: Vec<(&str, u32, &str)> = Vec::new();
-    for c in run.cases.iter().filter(|c| empty(c)) {
-        let why = c.error.strip_prefix("skipped: ").unwrap_or(&c.error);
-        if !too_small
-            .iter()
-            .any(|t| (t.0, t.1) == (c.collective.as_str(), c.nranks))
-        {
-            too_small.push((c.collective.as_str(), c.nranks, why));
-        }
-    }
-    if !too_small.is_empty() {
+    // Sizes too small for a collective to give each rank an element: no case.
+    let not_run = &run.manifest.sizes_not_run;
+    if !not_run.is_empty() {
         writeln!(s, "## Sizes not run\n")?;
-        for (_, _, why) in too_small {
+        for why in not_run {
             writeln!(s, "- {why}")?;
         }
         writeln!(s)?;
     }
-    let failed: Vec<&CaseRow> = run
-        .cases
-        .iter()
-        .filter(|c| !c.is_ok() && !empty(c))
-        .collect();
+    let failed: Vec<&CaseRow> = run.cases.iter().filter(|c| !c.is_ok()).collect();
     // The config, and the collective where the run has several.
     let several = run.collectives().len() > 1;
     let config = |c: &CaseRow| {
         if several {
-            format!("{} ({})", c.config, c.collective)
+            format!("{} ({})", c.config, c.coll())
         } else {
             c.config.clone()
         }
@@ -402,7 +391,7 @@ fn ceilings_section(s: &mut String, run: &RunData) -> Result<()> {
     writeln!(s, "## Link ceilings\n")?;
     writeln!(
         s,
-        "Measured just before the sweep. A ring all-reduce's busbw cannot exceed the slowest link of its ring, so each case's busbw is also given as a percentage of its ring's ceiling (`ceiling_pct` in results.csv).\n"
+        "Measured just before the sweep. A ring collective's busbw cannot exceed the slowest link of its ring, so each case's busbw is also given as a percentage of its ring's ceiling (`ceiling_pct` in results.csv).\n"
     )?;
     if !c.links.is_empty() {
         writeln!(s, "| link | between | rate | how |\n|---|---|---|---|")?;

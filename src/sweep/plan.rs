@@ -6,8 +6,8 @@
 //! (`sweep::rounds`).
 //!
 //! Each group's sizes are nccl-tests' for its collective (`Collective::counts`): an
-//! asked size whose per-rank chunk rounds down to nothing is not run, and is recorded
-//! once per group as skipped with the reason.
+//! asked size whose per-rank chunk rounds down to nothing is no case of that
+//! collective; the plan says which ([`Plan::not_run`]), and the manifest keeps it.
 
 use crate::config::{SweepSettings, TransportConfig};
 use crate::ops::collective::Collective;
@@ -65,7 +65,7 @@ impl Group {
         }
     }
 
-    /// Why the asked sizes in `empty` were not run (`None` when every size runs).
+    /// Why the asked sizes in `empty` are not run (`None` when every size runs).
     pub fn empty_reason(&self) -> Option<String> {
         let (first, last) = (self.empty.first()?, self.empty.last()?);
         let sizes = if first == last {
@@ -74,15 +74,9 @@ impl Group {
             format!("{} to {}", Bytes(*first), Bytes(*last))
         };
         Some(format!(
-            "skipped: {sizes} split over {} ranks leaves no element per rank for {} (nccl-tests rounds each rank's part down to 16 bytes)",
-            self.nranks, self.collective
+            "{}: {sizes} split over {} ranks leaves no element per rank (nccl-tests rounds each rank's part down to 16 bytes): not run",
+            self.collective, self.nranks
         ))
-    }
-
-    /// The cases this group records: its sizes, and one skipped case for the sizes
-    /// that hold nothing.
-    pub fn cases(&self) -> u64 {
-        (self.sizes.len() + usize::from(!self.empty.is_empty())) as u64
     }
 }
 
@@ -134,7 +128,19 @@ impl Plan {
     }
 
     pub fn total_cases(&self) -> u64 {
-        self.groups.iter().map(Group::cases).sum()
+        self.groups.iter().map(|g| g.sizes.len() as u64).sum()
+    }
+
+    /// The asked sizes some collective cannot run, a line per collective and rank
+    /// count (the configs share it).
+    pub fn not_run(&self) -> Vec<String> {
+        let mut lines: Vec<String> = Vec::new();
+        for why in self.groups.iter().filter_map(Group::empty_reason) {
+            if !lines.contains(&why) {
+                lines.push(why);
+            }
+        }
+        lines
     }
 }
 
@@ -156,19 +162,16 @@ mod tests {
         let g = Group::new(config("default"), 8, Collective::AllReduce, &asked, 4);
         assert_eq!(g.sizes, asked);
         assert!(g.empty.is_empty() && g.empty_reason().is_none());
-        assert_eq!((g.cases(), g.stem().as_str()), (6, "default.n8"));
+        assert_eq!(g.stem(), "default.n8");
         // all_gather on 8 ranks: 16-byte chunks per rank, so 128 B at least; 1000 B
         // rounds down to 896 and 1024 B stays.
         let g = Group::new(config("default"), 8, Collective::AllGather, &asked, 4);
         assert_eq!(g.sizes, [896, 1024]);
         assert_eq!(g.empty, [8, 16, 32, 64]);
-        assert_eq!(g.cases(), 3);
         assert_eq!(g.stem(), "default.all_gather.n8");
         let why = g.empty_reason().unwrap();
         assert!(
-            why.contains(
-                "8 B to 64 B split over 8 ranks leaves no element per rank for all_gather"
-            ),
+            why.starts_with("all_gather: 8 B to 64 B split over 8 ranks leaves no element"),
             "{why}"
         );
         // Two asked sizes that round alike run once.

@@ -334,6 +334,7 @@ pub(crate) fn manifest(
         op: settings.op,
         collectives: settings.collectives.clone(),
         root: settings.root,
+        sizes_not_run: Vec::new(),
         iterations: settings.iterations,
         rounds: settings.rounds_for(backend.name == "host"),
         warmup_iters: settings.warmup,

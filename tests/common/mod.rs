@@ -331,6 +331,7 @@ pub fn synthetic_manifest(backend: &str) -> nccl_bench::model::RunManifest {
         op: ReduceOp::Sum,
         collectives: vec![nccl_bench::ops::collective::Collective::AllReduce],
         root: 0,
+        sizes_not_run: Vec::new(),
         iterations: nccl_bench::config::IterationPolicy::Fixed { iters: 2000 },
         rounds: 1,
         warmup_iters: 5,

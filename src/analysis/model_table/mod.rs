@@ -212,7 +212,7 @@ pub fn markdown(
     writeln!(
         s,
         "Each config's mean times fitted to time = alpha + bytes / beta (robust weighted least squares on relative errors; sizes where the line misses, as where NCCL changes protocol, are left out and named; where NCCL's choice per size is known, a second table fits each choice's sizes apart). Alpha is the fixed cost of every {}; beta, shown as bus bandwidth (x {factor}), is the rate of the size-dependent term over the sizes where the line holds. Where the largest sizes are left out (they outgrow a cache, or NCCL changes algorithm), beta describes the sizes kept, and busbw at the largest size is the rate there. 95 % intervals in brackets; model.csv has every number.\n",
-        collective.name()
+        collective.op_word()
     )?;
     let mut counts: Vec<u32> = models.iter().map(|m| m.nranks).collect();
     counts.sort_unstable();

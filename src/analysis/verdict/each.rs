@@ -18,7 +18,12 @@ pub fn decide_each(
 ) -> Vec<(Collective, Verdict)> {
     run.collectives()
         .into_iter()
-        .map(|c| (c, decide(&run.of_collective(c), baseline, options)))
+        .map(|c| {
+            (
+                c,
+                run.for_collective(c, |one| decide(one, baseline, options)),
+            )
+        })
         .collect()
 }
 
@@ -30,10 +35,9 @@ pub fn answer(v: &Verdict) -> String {
         Verdict::NotOnDataPath { carried_by, .. } => {
             format!("SHM not on the data path ({})", carried_by.join(", "))
         }
-        Verdict::KeepShm { difference, .. } => match worst(difference) {
-            Some(w) => format!("keep SHM: disabling it costs {w}"),
-            None => "keep SHM: disabling it costs time".into(),
-        },
+        Verdict::KeepShm { difference, .. } => {
+            format!("keep SHM: disabling it costs {}", cost(difference))
+        }
         Verdict::NoMeasurableCost { .. } => "no measurable cost".into(),
         Verdict::Inconclusive { .. } => "not settled yet".into(),
     }
@@ -60,6 +64,19 @@ pub fn evidence(v: &Verdict) -> String {
         ));
     }
     s
+}
+
+/// What disabling SHM cost: its worst slowdown, or the cases that failed only
+/// without it.
+fn cost(d: &Difference) -> String {
+    match worst(d) {
+        Some(w) => w,
+        None if d.new_failures > 0 => format!(
+            "{} failing only with SHM disabled",
+            plural(d.new_failures, "case", "cases")
+        ),
+        None => "time".into(),
+    }
 }
 
 /// The worst slowdown of a difference: `+35.0 % at 1 MiB on 8 ranks`.
@@ -90,13 +107,11 @@ pub fn overall(each: &[(Collective, Verdict)]) -> String {
         )
     });
     let open = names(&|v| matches!(v, Verdict::Inconclusive { .. }));
+    let unknown = names(&|v| matches!(v, Verdict::CannotTell { .. }));
     let costs: Vec<String> = each
         .iter()
         .filter_map(|(c, v)| match v {
-            Verdict::KeepShm { difference, .. } => Some(match worst(difference) {
-                Some(w) => format!("{c} {w}"),
-                None => format!("{c} time"),
-            }),
+            Verdict::KeepShm { difference, .. } => Some(format!("{c} {}", cost(difference))),
             _ => None,
         })
         .collect();
@@ -106,6 +121,9 @@ pub fn overall(each: &[(Collective, Verdict)]) -> String {
         }
         if !open.is_empty() {
             s.push_str(&format!("; {} not settled yet", join(&open)));
+        }
+        if !unknown.is_empty() {
+            s.push_str(&format!("; {}: cannot tell", join(&unknown)));
         }
         s.push('.');
     };
@@ -137,19 +155,18 @@ pub fn overall(each: &[(Collective, Verdict)]) -> String {
                 join(&free)
             ));
         }
+        if !unknown.is_empty() {
+            s.push_str(&format!("; {}: cannot tell", join(&unknown)));
+        }
         s.push_str(". Each collective's section below says what would settle it.");
         s
     } else if !free.is_empty() {
-        let unknown = each.len() - free.len();
         let mut s = format!(
             "**Disabling SHM costs nothing measurable here** for {}",
             join(&free)
         );
-        if unknown > 0 {
-            s.push_str(&format!(
-                " ({} could not tell)",
-                plural(unknown, "collective", "collectives")
-            ));
+        if !unknown.is_empty() {
+            s.push_str(&format!("; {}: cannot tell", join(&unknown)));
         }
         s.push('.');
         s
@@ -214,6 +231,31 @@ mod tests {
         assert_eq!(
             answer(&each[1].1),
             "keep SHM: disabling it costs +35.0 % at 1 MiB on 8 ranks"
+        );
+    }
+
+    #[test]
+    fn failures_only_without_shm_are_the_cost_and_a_collective_that_cannot_tell_is_named() {
+        let mut failing = difference(None);
+        failing.new_failures = 3;
+        let each = vec![
+            (
+                Collective::Gather,
+                Verdict::KeepShm {
+                    difference: failing,
+                    shm_seen: true,
+                },
+            ),
+            (
+                Collective::Scatter,
+                Verdict::CannotTell {
+                    why: "the run has no 'default' config".into(),
+                },
+            ),
+        ];
+        assert_eq!(
+            overall(&each),
+            "**Keep SHM enabled.** Disabling it costs gather 3 cases failing only with SHM disabled (median time, worst case); scatter: cannot tell."
         );
     }
 

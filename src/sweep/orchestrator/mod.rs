@@ -149,6 +149,10 @@ pub(super) enum Take {
 impl Orchestrator<'_> {
     pub fn run(mut self, plan: &Plan) -> Result<SweepOutcome> {
         self.manifest.cases.total = plan.total_cases();
+        self.manifest.sizes_not_run = plan.not_run();
+        for line in &self.manifest.sizes_not_run {
+            self.observer.warning(line);
+        }
         self.writer.write_manifest(&self.manifest)?;
         let note = self.manifest.backend.note.clone();
         self.observer
@@ -198,10 +202,6 @@ impl Orchestrator<'_> {
                     .filter_map(|(b, p)| Some((*b, p.refused.clone()?)))
                     .collect();
                 refused.sort();
-                if let Some(reason) = group.empty_reason() {
-                    let status = CaseStatus::Skipped;
-                    self.record_not_run(group, 0, status, "", reason, takes)?;
-                }
                 for (bytes, words) in refused {
                     let status = CaseStatus::Unsupported;
                     let reason = format!("NCCL refused the forced choice: {words}");

@@ -56,7 +56,7 @@ impl Orchestrator<'_> {
         } else {
             self.observer.warning(&format!(
                 "{} n={}: re-measuring {} in fresh processes ({})",
-                group.config.name,
+                crate::ops::collective::labelled(&group.config.name, group.collective.name()),
                 group.nranks,
                 plural(sizes.len(), "case", "cases"),
                 flagged
@@ -157,7 +157,8 @@ impl Orchestrator<'_> {
         self.writer.replace_rows(&replaced)?;
         self.writer.write_manifest(&self.manifest)?;
         let cleared = flagged.len() - distrusted.len();
-        let mut summary = format!("{} n={}: ", group.config.name, group.nranks);
+        let config = crate::ops::collective::labelled(&group.config.name, group.collective.name());
+        let mut summary = format!("{config} n={}: ", group.nranks);
         if cleared > 0 {
             summary.push_str(&format!(
                 "{} passed when re-measured",
