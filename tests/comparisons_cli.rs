@@ -143,8 +143,9 @@ fn judge_slow(run: &Path) {
     );
 }
 
-#[test]
-fn same_configs_are_unchanged_and_a_slower_one_is_found_on_the_host_backend() {
+/// [`judge`] on host sweeps of the A/A configs with `args`; `check` looks at each
+/// sweep's run directory first.
+fn judge_host(args: &[&str], check: impl Fn(&Path)) {
     let _alone = alone();
     let tmp = tempfile::tempdir().unwrap();
     let shm = tmp.path().join("shm");
@@ -155,16 +156,26 @@ fn same_configs_are_unchanged_and_a_slower_one_is_found_on_the_host_backend() {
         let o = sweep(&out, &shm)
             .arg("--config")
             .arg(&config)
-            .args(["--gpus", "2", "-b", "256K", "-e", "4M", "-f", "4"])
+            .args(args)
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         let run = run_dir(&out);
-        let manifest: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
-        assert_eq!(manifest["rounds"], 15, "the host backend's default");
+        check(&run);
         run
     });
+}
+
+#[test]
+fn same_configs_are_unchanged_and_a_slower_one_is_found_on_the_host_backend() {
+    judge_host(
+        &["--gpus", "2", "-b", "256K", "-e", "4M", "-f", "4"],
+        |run| {
+            let manifest: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+            assert_eq!(manifest["rounds"], 15, "the host backend's default");
+        },
+    );
 }
 
 /// The same for alltoall, the collective whose every rank sends to every other (its
@@ -172,25 +183,12 @@ fn same_configs_are_unchanged_and_a_slower_one_is_found_on_the_host_backend() {
 /// 25 % slower one is found at every size, as for all-reduce.
 #[test]
 fn same_configs_are_unchanged_and_a_slower_one_is_found_for_alltoall() {
-    let _alone = alone();
-    let tmp = tempfile::tempdir().unwrap();
-    let shm = tmp.path().join("shm");
-    std::fs::create_dir_all(&shm).unwrap();
-    let config = aa_config(tmp.path(), r#"NCCL_BENCH_FAULT = "slow:pct=25""#);
-    judge(|attempt| {
-        let out = tmp.path().join(format!("runs{attempt}"));
-        let o = sweep(&out, &shm)
-            .arg("--config")
-            .arg(&config)
-            .args(["--gpus", "3", "--coll", "alltoall"])
-            .args(["-b", "256K", "-e", "4M", "-f", "4"])
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-        let run = run_dir(&out);
-        let rows = common::rows(&run);
+    let args = [
+        "--gpus", "3", "--coll", "alltoall", "-b", "256K", "-e", "4M", "-f", "4",
+    ];
+    judge_host(&args, |run| {
+        let rows = common::rows(run);
         assert!(rows.iter().all(|r| r["collective"] == "alltoall"));
-        run
     });
 }
 

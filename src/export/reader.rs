@@ -111,7 +111,12 @@ impl CaseRow {
     /// The collective measured: all_reduce for a row without one (the reader
     /// refuses a name it does not know).
     pub fn coll(&self) -> Collective {
-        Collective::parse(&self.collective).unwrap_or(Collective::AllReduce)
+        // The reader writes nccl-tests' name, so an exact match is the rule (no
+        // allocation: keys call this for every case); other rows are parsed.
+        Collective::ALL
+            .into_iter()
+            .find(|c| c.name() == self.collective)
+            .unwrap_or_else(|| Collective::parse(&self.collective).unwrap_or(Collective::AllReduce))
     }
 
     /// A forced algorithm or protocol NCCL refused: no measurement, and no failure.

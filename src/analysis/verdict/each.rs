@@ -4,7 +4,7 @@
 //! "disabling SHM costs all_reduce nothing here but alltoall +35 % at 1 MiB" keeps SHM
 //! for the job that runs alltoall.
 
-use super::{decide, Difference, Verdict};
+use super::{decide, tally, Difference, Verdict};
 use crate::analysis::compare::CompareOptions;
 use crate::export::reader::RunData;
 use crate::ops::collective::Collective;
@@ -53,17 +53,7 @@ pub fn evidence(v: &Verdict) -> String {
         | Verdict::NoMeasurableCost { difference, .. }
         | Verdict::Inconclusive { difference, .. } => difference,
     };
-    let mut s = format!(
-        "{} cases: {} slower, {} faster, {} unchanged, {} inconclusive",
-        d.cases, d.regressed, d.improved, d.unchanged, d.inconclusive
-    );
-    if d.new_failures > 0 {
-        s.push_str(&format!(
-            ", {} failing only with SHM disabled",
-            d.new_failures
-        ));
-    }
-    s
+    tally(d, "cases")
 }
 
 /// What disabling SHM cost: its worst slowdown, or the cases that failed only

@@ -332,20 +332,27 @@ fn more_iterations(report: &CompareReport, threshold: f64) -> Option<u64> {
         .max()
 }
 
+/// How the matched cases came out: `12 <noun>: 3 slower, ...`, and the cases that
+/// failed only with SHM disabled.
+pub(super) fn tally(d: &Difference, noun: &str) -> String {
+    let mut s = format!(
+        "{} {noun}: {} slower, {} faster, {} unchanged, {} inconclusive",
+        d.cases, d.regressed, d.improved, d.unchanged, d.inconclusive
+    );
+    if d.new_failures > 0 {
+        s.push_str(&format!(
+            ", {} failing only with SHM disabled",
+            d.new_failures
+        ));
+    }
+    s
+}
+
 /// The verdict in words (Markdown).
 pub fn explain(v: &Verdict, baseline: &str) -> String {
     let pct = |x: f64| format!("{:+.1}%", x * 100.0);
     let diff_words = |d: &Difference| -> String {
-        let mut s = format!(
-            "{} matched cases: {} slower, {} faster, {} unchanged, {} inconclusive",
-            d.cases, d.regressed, d.improved, d.unchanged, d.inconclusive
-        );
-        if d.new_failures > 0 {
-            s.push_str(&format!(
-                ", {} failing only with SHM disabled",
-                d.new_failures
-            ));
-        }
+        let mut s = tally(d, "matched cases");
         if d.distrusted > 0 {
             s.push_str(&format!(
                 ", {} set aside (a side flagged noisy or outlier, or re-measured alone: not evidence)",
