@@ -658,3 +658,80 @@ fn outputs_that_cannot_be_labelled_are_exit_2() {
     );
     assert!(!out.exists());
 }
+
+/// Real outputs of all_gather_perf, alltoall_perf and sendrecv_perf from one H100
+/// (tests/fixtures/nccl-tests-*-h100-1gpu.*): the text and the `-J` document of the
+/// same run read as the same cases of their collective. The size-0 row of
+/// all_gather_perf and alltoall_perf (8 B: each rank's part rounds down to nothing)
+/// is listed as not run, as a sweep lists such sizes, and the image's NCCL_VERSION and nccl-bench's own variables in the
+/// document's env do not make its config "imported".
+#[test]
+fn text_and_json_of_one_real_run_read_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (collective, rows) in [("all_gather", 22), ("alltoall", 22), ("sendrecv", 24)] {
+        let mut seen = Vec::new();
+        for format in ["txt", "json"] {
+            let name = format!("nccl-tests-{collective}_perf-h100-1gpu.{format}");
+            let out = tmp.path().join(format!("{collective}-{format}"));
+            let o = import(&fixture(&name), &out, &[]);
+            assert!(o.status.success(), "{name}: {}", common::text(&o));
+            let got = common::rows(&out);
+            assert_eq!(got.len(), rows, "{name}");
+            for r in &got {
+                assert_eq!(r["collective"], collective, "{name}");
+                assert_eq!(r["nranks"], "1", "{name}");
+                assert_eq!(r["status"], "ok", "{name}: {r:?}");
+                assert_ne!(r["bytes"], "0", "{name}: a size-0 row is not a case");
+                assert!(r["config"].starts_with("default"), "{name}: {r:?}");
+            }
+            let manifest: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+            let not_run = manifest["sizes_not_run"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if collective != "sendrecv" {
+                assert_eq!(not_run.len(), 1, "{manifest}");
+                assert!(
+                    not_run[0]
+                        .as_str()
+                        .unwrap()
+                        .contains("1 row(s) of size 0 B"),
+                    "{not_run:?}"
+                );
+                let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+                assert!(report.contains("## Sizes not run"), "{report}");
+            } else {
+                assert!(not_run.is_empty(), "{manifest}");
+            }
+            let mut cells: Vec<(String, String, String, String)> = got
+                .iter()
+                .map(|r| {
+                    (
+                        r["config"].clone(),
+                        r["bytes"].clone(),
+                        r["time_us"].clone(),
+                        r["busbw_gbps"].clone(),
+                    )
+                })
+                .collect();
+            cells.sort();
+            seen.push(cells);
+        }
+        // The text rounds times and bandwidths to 2 decimals (bandwidths over 1000
+        // to 5 digits); the document keeps more: the same cases, within the text's
+        // rounding.
+        let (text, json) = (&seen[0], &seen[1]);
+        assert_eq!(text.len(), json.len());
+        for (t, j) in text.iter().zip(json) {
+            assert_eq!((&t.0, &t.1), (&j.0, &j.1), "{collective}");
+            let (a, b): (f64, f64) = (t.2.parse().unwrap(), j.2.parse().unwrap());
+            assert!((a - b).abs() <= 0.0051, "{collective} {t:?} vs {j:?}");
+            let (a, b): (f64, f64) = (t.3.parse().unwrap(), j.3.parse().unwrap());
+            assert!(
+                (a - b).abs() <= 0.0051_f64.max(1e-4 * a),
+                "{collective} {t:?} vs {j:?}"
+            );
+        }
+    }
+}

@@ -9,6 +9,7 @@ use anyhow::{anyhow, bail, Result};
 use super::{ImportedRank, ImportedRun};
 use crate::config::transport::builtin_configs;
 use crate::model::{ClusterInfo, GpuFacts, GpuInfo, RankInfo};
+use crate::nccl::vars;
 use crate::ops::{DataType, ReduceOp};
 
 /// The GPUs nccl-tests listed, one per rank in rank order (what the report matches
@@ -64,12 +65,19 @@ pub(super) fn cluster(ranks: &[ImportedRank]) -> Option<ClusterInfo> {
     })
 }
 
-/// The built-in preset whose NCCL variables the output shows; `default` when it
-/// shows none; `imported` otherwise (the variables are in the manifest).
+/// The built-in preset whose NCCL settings the output shows; `default` when it
+/// shows none; `imported` otherwise (the variables are in the manifest). Not
+/// settings: `NCCL_DEBUG*` (logging), nccl-bench's own `NCCL_BENCH*`, and an image's
+/// `NCCL_VERSION` label (seen in a real -J document's env on an NVIDIA image).
 pub(super) fn config_from_env(env: &[(String, String)]) -> String {
     let shown: Vec<&(String, String)> = env
         .iter()
-        .filter(|(k, _)| !k.starts_with("NCCL_DEBUG") && k.starts_with("NCCL_"))
+        .filter(|(k, _)| {
+            k.starts_with("NCCL_")
+                && !k.starts_with("NCCL_DEBUG")
+                && !vars::is_ours(k)
+                && vars::image_label(k).is_none()
+        })
         .collect();
     if shown.is_empty() {
         return "default".into();

@@ -57,6 +57,12 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
             args.file.display()
         );
     }
+    if parsed.rows.iter().all(|r| r.bytes == 0) {
+        bail!(
+            "{}: every row has size 0 (each rank's part of every size was rounded down to nothing): nothing to import; run nccl-tests with a larger -b",
+            args.file.display()
+        );
+    }
     let nranks = args.nranks.or(parsed.nranks).ok_or_else(|| {
         anyhow!(
             "{}: the output does not show the rank count; give --nranks",
@@ -81,7 +87,7 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
     let mut counts = CaseCounts::default();
     let mut configs = vec![config.clone()];
     let mut cases: Vec<Imported> = Vec::new();
-    for row in &parsed.rows {
+    for row in parsed.rows.iter().filter(|r| r.bytes > 0) {
         let mut sides = vec![(config.clone(), &row.out_of_place)];
         if let Some(in_place) = &row.in_place {
             let name = format!("{config}-inplace");
@@ -214,12 +220,17 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
             })
             .collect(),
         gpu_counts: vec![nranks],
-        sizes: parsed.rows.iter().map(|r| r.bytes).collect(),
+        sizes: parsed
+            .rows
+            .iter()
+            .map(|r| r.bytes)
+            .filter(|&b| b > 0)
+            .collect(),
         dtype,
         op,
         collectives: vec![collective],
         root,
-        sizes_not_run: Vec::new(),
+        sizes_not_run: sizes_not_run(parsed, nranks),
         iterations: IterationPolicy::Fixed { iters },
         rounds: 1,
         warmup_iters: 0,
@@ -242,6 +253,20 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
         writer.dir().path.display()
     );
     Ok((writer.dir().path.clone(), said))
+}
+
+/// Rows of size 0: nccl-tests prints one where a size split over the ranks leaves no
+/// element per rank (alltoall_perf -b 8), and times nothing. A sweep does not run such
+/// a size and lists it in the manifest; an import does the same.
+fn sizes_not_run(parsed: &ImportedRun, nranks: u32) -> Vec<String> {
+    let empty = parsed.rows.iter().filter(|r| r.bytes == 0).count();
+    if empty == 0 {
+        return Vec::new();
+    }
+    vec![format!(
+        "{}: {empty} row(s) of size 0 B, a size split over {nranks} ranks that leaves no element per rank (nccl-tests rounds each rank's part down to 16 bytes and times nothing): not imported",
+        parsed.collective
+    )]
 }
 
 /// One imported case: its row and, with per-iteration times (`-I 1`, JSON), their
