@@ -17,7 +17,46 @@ use std::time::Instant;
 use anyhow::Result;
 use thiserror::Error;
 
-use crate::ops::pattern::{CheckReport, Pattern};
+use crate::ops::collective::{Collective, Counts};
+use crate::ops::pattern::{check_collective, CheckReport, Pattern};
+use crate::ops::{DataType, ReduceOp};
+
+/// What one rank runs: the collective, its root, the element type and operator.
+#[derive(Debug, Clone, Copy)]
+pub struct Job {
+    pub collective: Collective,
+    pub root: u32,
+    pub dtype: DataType,
+    pub op: ReduceOp,
+}
+
+impl Job {
+    /// nccl-tests' element counts of a case of `bytes` on `nranks` ranks.
+    pub fn counts(&self, bytes: usize, nranks: u32) -> Counts {
+        let es = self.dtype.size() as u64;
+        self.collective.counts(bytes as u64, es, nranks)
+    }
+
+    /// Checks `rank`'s output of a case of `bytes` (`out` holds at least its
+    /// `counts.recv` elements) against what the collective must have put there:
+    /// the all-reduce against `pattern`'s reduced values, the others stretch by
+    /// stretch against the reduction or the sending rank's input.
+    pub fn check(
+        &self,
+        pattern: &Pattern,
+        (rank, nranks): (u32, u32),
+        bytes: usize,
+        out: &[u8],
+    ) -> CheckReport {
+        if self.collective == Collective::AllReduce {
+            return pattern.check(&out[..bytes]);
+        }
+        let counts = self.counts(bytes, nranks);
+        let out = &out[..counts.recv as usize * self.dtype.size()];
+        let who = (rank, nranks, self.root % nranks.max(1));
+        check_collective(self.collective, (self.dtype, self.op), who, counts, out)
+    }
+}
 
 /// One rank of an initialized communicator.
 pub trait Communicator {

@@ -81,20 +81,33 @@ impl ResolvedBackend {
 }
 
 /// Applies `--backend` to this machine.
-/// The collectives a backend measures: every one on the host backend; all_reduce
-/// alone on NCCL in this version (the others' GPU path is still to come, and a sweep
-/// that asks for them there is refused before anything runs).
+/// Whether every libnccl the run loads has the calls each collective needs (NCCL's
+/// own, or `ncclSend`/`ncclRecv` in a group where nccl-tests builds it from them): a
+/// sweep that asks for one a library lacks is refused before anything runs. The host
+/// backend runs every collective.
 pub fn check_collectives(backend: &ResolvedBackend, collectives: &[Collective]) -> Result<()> {
-    let others: Vec<&str> = collectives
-        .iter()
-        .filter(|&&c| c != Collective::AllReduce)
-        .map(|c| c.name())
-        .collect();
-    if backend.name == "nccl" && !others.is_empty() {
-        bail!(
-            "--coll {}: the NCCL backend of this version measures all_reduce only; every collective runs on the host backend (--backend host)",
-            others.join(",")
-        );
+    if backend.name != "nccl" {
+        return Ok(());
+    }
+    let (run, own) = backend.nccl_paths();
+    for path in run.into_iter().chain(own.into_iter().map(|(_, p)| p)) {
+        let nccl = crate::backend::nccl::Nccl::load(&path)?;
+        let version = nccl
+            .version()
+            .map(|v| v.to_string())
+            .unwrap_or_else(|_| "of unknown version".into());
+        let missing: Vec<&str> = collectives
+            .iter()
+            .filter(|&&c| nccl.runs(c) == crate::backend::nccl::Runs::Missing)
+            .map(|c| c.name())
+            .collect();
+        if !missing.is_empty() {
+            bail!(
+                "--coll {}: NCCL {version} at {} lacks the calls they need (their own, or ncclSend, ncclRecv, ncclGroupStart and ncclGroupEnd): use a newer libnccl (--nccl-lib) or leave them out",
+                missing.join(","),
+                path.display()
+            );
+        }
     }
     Ok(())
 }

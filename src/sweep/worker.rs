@@ -170,6 +170,8 @@ fn backend_for(args: &WorkerSettings, faults: &Faults) -> Result<Box<dyn Backend
                 max_bytes: args.max_bytes as usize,
                 dtype: args.datatype,
                 op: args.op,
+                collective: args.collective,
+                root: args.root,
                 graph: args.graph as usize,
                 // Events per all-reduce unless they would set the pace or show
                 // their grain (calibrated per size), or as NCCL_BENCH_EVENTS_EVERY

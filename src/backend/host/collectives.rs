@@ -20,17 +20,9 @@ use std::ops::Range;
 use anyhow::Result;
 
 use super::ring::Ring;
+use crate::backend::Job;
 use crate::ops::collective::{Collective, Counts};
 use crate::ops::{DataType, ReduceOp};
-
-/// What one rank runs: the collective, its root, the element type and operator.
-#[derive(Debug, Clone, Copy)]
-pub struct Job {
-    pub collective: Collective,
-    pub root: u32,
-    pub dtype: DataType,
-    pub op: ReduceOp,
-}
 
 /// Runs `job` on `ring` (none: a single rank) over the first `counts.send` elements
 /// of `input` into the first `counts.recv` of `output`.

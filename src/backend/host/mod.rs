@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use self::bootstrap::{connect_with_retry, Bootstrap, BootstrapRoot, UniqueId};
-use self::collectives::Job;
+use crate::backend::Job;
 use self::ring::{Receiver, Ring, Sender, StoreChoice, Stores};
 use self::shm::{segment_bytes, Segment, ShmReceiver, ShmSender, SLOTS};
 use self::tcp::{TcpReceiver, TcpSender};
@@ -29,7 +29,7 @@ use super::buffer::AlignedBuf;
 use super::{Backend, Communicator};
 use crate::config::transport::env_truthy;
 use crate::ops::collective::{Collective, Counts};
-use crate::ops::pattern::{check_collective, CheckReport, Pattern};
+use crate::ops::pattern::{CheckReport, Pattern};
 use crate::ops::{DataType, ReduceOp};
 
 /// Said wherever host numbers appear.
@@ -489,8 +489,7 @@ impl HostComm {
 
     /// nccl-tests' element counts of a case of `bytes`.
     fn counts(&self, bytes: usize) -> Counts {
-        let es = self.job.dtype.size() as u64;
-        self.job.collective.counts(bytes as u64, es, self.nranks)
+        self.job.counts(bytes, self.nranks)
     }
 
     fn check_len(&self, bytes: usize) -> Result<()> {
@@ -526,20 +525,8 @@ impl Communicator for HostComm {
 
     fn check_output(&mut self, pattern: &Pattern, bytes: usize) -> Result<CheckReport> {
         self.check_len(bytes)?;
-        let job = self.job;
-        if job.collective == Collective::AllReduce {
-            return Ok(pattern.check(&self.output.bytes()[..bytes]));
-        }
-        let counts = self.counts(bytes);
-        let out = &self.output.bytes()[..counts.recv as usize * job.dtype.size()];
-        let who = (self.rank, self.nranks, job.root % self.nranks.max(1));
-        Ok(check_collective(
-            job.collective,
-            (job.dtype, job.op),
-            who,
-            counts,
-            out,
-        ))
+        let out = self.output.bytes();
+        Ok(self.job.check(pattern, (self.rank, self.nranks), bytes, out))
     }
 
     fn timed_batch(&mut self, bytes: usize, every: usize, durations: &mut [u64]) -> Result<()> {

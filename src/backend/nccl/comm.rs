@@ -16,12 +16,91 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::ffi::{RawComm, RawStream};
-use super::library::{Nccl, NcclError, UniqueId, IN_PROGRESS};
+use super::ffi::{NcclResult, RawComm, RawStream};
+use super::library::{Nccl, NcclError, Runs, UniqueId, IN_PROGRESS};
+use crate::ops::collective::{Collective, Counts};
+use crate::ops::{DataType, ReduceOp};
 
 /// `ncclInvalidUsage`.
 const INVALID_USAGE: i32 = 5;
-use crate::ops::{DataType, ReduceOp};
+
+/// One operation of a collective as nccl-tests calls NCCL for it (`src/<coll>.cu`'s
+/// `RunColl`): the counts are nccl-tests' (`counts.param` is the count NCCL takes:
+/// per peer for all_gather, reduce_scatter, alltoall, gather and scatter).
+#[derive(Debug, Clone, Copy)]
+pub struct Launch {
+    pub collective: Collective,
+    /// NCCL's own call, or grouped `ncclSend`/`ncclRecv` (sendrecv always;
+    /// alltoall, gather and scatter before 2.28).
+    pub runs: Runs,
+    pub send: *const c_void,
+    pub recv: *mut c_void,
+    pub counts: Counts,
+    pub dtype: DataType,
+    pub op: ReduceOp,
+    pub root: u32,
+    pub rank: u32,
+    pub nranks: u32,
+}
+
+impl Launch {
+    /// The NCCL call that starts it, for errors.
+    pub fn call(&self) -> &'static str {
+        if self.runs == Runs::Grouped {
+            return "ncclGroupEnd";
+        }
+        match self.collective {
+            Collective::AllReduce => "ncclAllReduce",
+            Collective::AllGather => "ncclAllGather",
+            Collective::ReduceScatter => "ncclReduceScatter",
+            Collective::Broadcast => "ncclBroadcast",
+            Collective::Reduce => "ncclReduce",
+            Collective::AllToAll => "ncclAlltoAll",
+            Collective::Gather => "ncclGather",
+            Collective::Scatter => "ncclScatter",
+            Collective::SendRecv => "ncclGroupEnd",
+        }
+    }
+
+    /// The point-to-point calls of a grouped launch, as nccl-tests makes them:
+    /// (send?, buffer, count, peer).
+    fn peer_calls(&self) -> Vec<(bool, *mut c_void, usize, i32)> {
+        let (n, rank, root) = (self.nranks, self.rank, self.root);
+        let c = self.counts.param as usize;
+        let es = self.dtype.size();
+        let send = |offset: usize| (self.send as *mut u8).wrapping_add(offset) as *mut c_void;
+        let recv = |offset: usize| (self.recv as *mut u8).wrapping_add(offset) as *mut c_void;
+        let peers = 0..n as i32;
+        match self.collective {
+            Collective::SendRecv => vec![
+                (true, send(0), c, ((rank + 1) % n) as i32),
+                (false, recv(0), c, ((rank + n - 1) % n) as i32),
+            ],
+            Collective::AllToAll => peers
+                .flat_map(|r| {
+                    let at = r as usize * c * es;
+                    [(true, send(at), c, r), (false, recv(at), c, r)]
+                })
+                .collect(),
+            Collective::Gather => {
+                let mut calls = vec![(true, send(0), c, root as i32)];
+                if rank == root {
+                    calls.extend(peers.map(|r| (false, recv(r as usize * c * es), c, r)));
+                }
+                calls
+            }
+            Collective::Scatter => {
+                let mut calls = Vec::new();
+                if rank == root {
+                    calls.extend(peers.map(|r| (true, send(r as usize * c * es), c, r)));
+                }
+                calls.push((false, recv(0), c, root as i32));
+                calls
+            }
+            _ => Vec::new(),
+        }
+    }
+}
 
 /// How long `Drop` waits for a non-blocking finalize before it aborts instead.
 const FINALIZE_WAIT: Duration = Duration::from_secs(10);
@@ -87,41 +166,95 @@ impl NcclComm {
         self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
-    /// Enqueues an all-reduce of `count` elements on `stream`.
+    /// Enqueues one operation of `launch` on `stream`.
     ///
     /// # Safety
-    /// `send` and `recv` must be device buffers of at least `count` elements of `dtype`
-    /// that stay valid until the stream has run the operation, and `stream` a live
-    /// stream of this communicator's device.
-    pub unsafe fn all_reduce(
-        &mut self,
-        send: *const c_void,
-        recv: *mut c_void,
-        count: usize,
-        dtype: DataType,
-        op: ReduceOp,
-        stream: RawStream,
-    ) -> Result<(), NcclError> {
-        let rc = self.raw_all_reduce(send, recv, count, dtype, op, stream);
+    /// `launch.send` and `launch.recv` must be device buffers of at least the
+    /// operation's send and receive counts of `dtype` that stay valid until the
+    /// stream has run it, and `stream` a live stream of this communicator's device.
+    pub unsafe fn launch(&mut self, launch: &Launch, stream: RawStream) -> Result<(), NcclError> {
+        let rc = self.raw_launch(launch, stream);
         if rc == IN_PROGRESS {
-            return self.wait_in_progress("ncclAllReduce");
+            return self.wait_in_progress(launch.call());
         }
-        self.track(self.nccl.check("ncclAllReduce", rc, self.raw))
+        self.track(self.nccl.check(launch.call(), rc, self.raw))
     }
 
-    /// NCCL's own estimate of one all-reduce, microseconds: the all-reduce in a group
-    /// ended by `ncclGroupSimulateEnd` (2.22+), which runs nothing. `None` where the
-    /// library has no such call or gives no estimate, or refuses the all-reduce.
+    /// The NCCL calls of `launch`, their first failing return code as it is (a
+    /// group is ended even when a call in it failed, which NCCL requires).
     ///
     /// # Safety
-    /// As [`NcclComm::all_reduce`].
+    /// As [`NcclComm::launch`].
+    unsafe fn raw_launch(&self, l: &Launch, stream: RawStream) -> NcclResult {
+        let s = self.nccl.symbols();
+        let (send, recv, c) = (l.send, l.recv, l.counts.param as usize);
+        let (dt, op, root, comm) = (
+            l.dtype.nccl_value(),
+            l.op.nccl_value(),
+            l.root as i32,
+            self.raw,
+        );
+        // A symbol `Nccl::runs` found missing is refused before any launch; should
+        // one still be absent here, NCCL's `ncclInvalidUsage` says so.
+        let missing = INVALID_USAGE;
+        if l.runs == Runs::Grouped {
+            let (Some(start), Some(end), Some(p_send), Some(p_recv)) =
+                (s.group_start, s.group_end, s.send, s.recv)
+            else {
+                return missing;
+            };
+            let rc = start();
+            if rc != 0 {
+                return rc;
+            }
+            let mut first = 0;
+            for (is_send, buf, count, peer) in l.peer_calls() {
+                let f = if is_send { p_send } else { p_recv };
+                let rc = f(buf, count, dt, peer, comm, stream);
+                if rc != 0 && rc != IN_PROGRESS {
+                    first = rc;
+                    break;
+                }
+            }
+            let rc = end();
+            return if first != 0 { first } else { rc };
+        }
+        match l.collective {
+            Collective::AllReduce => (s.all_reduce)(send, recv, c, dt, op, comm, stream),
+            Collective::AllGather => s
+                .all_gather
+                .map_or(missing, |f| f(send, recv, c, dt, comm, stream)),
+            Collective::ReduceScatter => s
+                .reduce_scatter
+                .map_or(missing, |f| f(send, recv, c, dt, op, comm, stream)),
+            Collective::Broadcast => s
+                .broadcast
+                .map_or(missing, |f| f(send, recv, c, dt, root, comm, stream)),
+            Collective::Reduce => s
+                .reduce
+                .map_or(missing, |f| f(send, recv, c, dt, op, root, comm, stream)),
+            Collective::AllToAll => s
+                .all_to_all
+                .map_or(missing, |f| f(send, recv, c, dt, comm, stream)),
+            Collective::Gather => s
+                .gather
+                .map_or(missing, |f| f(send, recv, c, dt, root, comm, stream)),
+            Collective::Scatter => s
+                .scatter
+                .map_or(missing, |f| f(send, recv, c, dt, root, comm, stream)),
+            Collective::SendRecv => missing,
+        }
+    }
+
+    /// NCCL's own estimate of one operation, microseconds: the operation in a group
+    /// ended by `ncclGroupSimulateEnd` (2.22+), which runs nothing. `None` where the
+    /// library has no such call or gives no estimate, or refuses the operation.
+    ///
+    /// # Safety
+    /// As [`NcclComm::launch`].
     pub unsafe fn predict(
         &mut self,
-        send: *const c_void,
-        recv: *mut c_void,
-        count: usize,
-        dtype: DataType,
-        op: ReduceOp,
+        launch: &Launch,
         stream: RawStream,
     ) -> Result<Option<f64>, NcclError> {
         let s = self.nccl.symbols();
@@ -133,35 +266,31 @@ impl NcclComm {
             return Ok(None);
         }
         self.nccl.check("ncclGroupStart", start(), self.raw)?;
-        let rc = self.raw_all_reduce(send, recv, count, dtype, op, stream);
+        let rc = self.raw_launch(launch, stream);
         let mut info = super::ffi::SimInfo::new(version.code);
         let end = simulate(&mut info);
         if rc != 0 || end != 0 {
-            // A refused forced choice: the real all-reduce says so in NCCL's words.
+            // A refused forced choice: the real operation says so in NCCL's words.
             return Ok(None);
         }
         let t = f64::from(info.estimated_time);
         Ok((t.is_finite() && t >= 0.0).then_some(t))
     }
 
-    /// An all-reduce NCCL may refuse because a forced algorithm or protocol is not
+    /// An operation NCCL may refuse because a forced algorithm or protocol is not
     /// available (2.24+, `ncclInvalidUsage`): `Ok(Some(NCCL's words))` then, and the
     /// communicator stays usable. Any other error is an error.
     ///
     /// # Safety
-    /// As [`NcclComm::all_reduce`].
-    pub unsafe fn all_reduce_or_refusal(
+    /// As [`NcclComm::launch`].
+    pub unsafe fn launch_or_refusal(
         &mut self,
-        send: *const c_void,
-        recv: *mut c_void,
-        count: usize,
-        dtype: DataType,
-        op: ReduceOp,
+        launch: &Launch,
         stream: RawStream,
     ) -> Result<Option<String>, NcclError> {
-        let rc = self.raw_all_reduce(send, recv, count, dtype, op, stream);
+        let rc = self.raw_launch(launch, stream);
         if rc == IN_PROGRESS {
-            return self.wait_in_progress("ncclAllReduce").map(|_| None);
+            return self.wait_in_progress(launch.call()).map(|_| None);
         }
         if rc == INVALID_USAGE {
             let said = self.last_error().unwrap_or_default();
@@ -169,32 +298,8 @@ impl NcclComm {
                 return Ok(Some(said));
             }
         }
-        self.track(self.nccl.check("ncclAllReduce", rc, self.raw))
+        self.track(self.nccl.check(launch.call(), rc, self.raw))
             .map(|_| None)
-    }
-
-    /// `ncclAllReduce` itself, its return code as it is.
-    ///
-    /// # Safety
-    /// As [`NcclComm::all_reduce`].
-    unsafe fn raw_all_reduce(
-        &self,
-        send: *const c_void,
-        recv: *mut c_void,
-        count: usize,
-        dtype: DataType,
-        op: ReduceOp,
-        stream: RawStream,
-    ) -> i32 {
-        (self.nccl.symbols().all_reduce)(
-            send,
-            recv,
-            count,
-            dtype.nccl_value(),
-            op.nccl_value(),
-            self.raw,
-            stream,
-        )
     }
 
     /// `ncclCommGetAsyncError`: an error a background thread of NCCL hit (a peer that

@@ -143,9 +143,11 @@ impl Nccl {
             Collective::Broadcast => s.broadcast.is_some(),
             Collective::Reduce => s.reduce.is_some(),
             Collective::SendRecv => grouped,
-            Collective::AllToAll => s.all_to_all.is_some(),
-            Collective::Gather => s.gather.is_some(),
-            Collective::Scatter => s.scatter.is_some(),
+            // Their symbols came in 2.28; a library of another version that has
+            // them (a stand-in) is used as that version would be.
+            Collective::AllToAll => s.all_to_all.is_some() && self.since_2_28(),
+            Collective::Gather => s.gather.is_some() && self.since_2_28(),
+            Collective::Scatter => s.scatter.is_some() && self.since_2_28(),
         };
         match collective {
             Collective::SendRecv if native => Runs::Grouped,
@@ -155,6 +157,11 @@ impl Nccl {
             }
             _ => Runs::Missing,
         }
+    }
+
+    fn since_2_28(&self) -> bool {
+        self.version()
+            .is_ok_and(|v| (v.major, v.minor) >= (2, 28))
     }
 
     /// `ncclGetErrorString`.

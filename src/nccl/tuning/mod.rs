@@ -238,18 +238,26 @@ pub struct Decision {
     pub note: String,
 }
 
-/// The decisions of the lines about `bytes` (all-reduces only, when the line names its
-/// function), with what the config forced (`NCCL_ALGO`, `NCCL_PROTO`) held against
-/// them; `None` when no line is about that size.
+/// The decisions of the lines about `bytes` of `func` (NCCL's name of the operation,
+/// `AllReduce`; a line that names none, before 2.23, counts for all-reduces only),
+/// with what the config forced (`NCCL_ALGO`, `NCCL_PROTO`) held against them; `None`
+/// when no line is about that size.
 pub fn decision(
     choices: &[Choice],
+    func: &str,
     bytes: u64,
     forced_algo: Option<&str>,
     forced_proto: Option<&str>,
 ) -> Option<Decision> {
     let mine: Vec<&Choice> = choices
         .iter()
-        .filter(|c| c.bytes == bytes && c.func.as_deref().is_none_or(|f| f == "AllReduce"))
+        .filter(|c| {
+            c.bytes == bytes
+                && match c.func.as_deref() {
+                    Some(f) => f == func,
+                    None => func == "AllReduce",
+                }
+        })
         .collect();
     if mine.is_empty() {
         return None;

@@ -154,46 +154,55 @@ fn a_case_reads_its_own_size_and_says_a_silent_fall_back() {
         choice(1024, Algorithm::Ring, Protocol::Ll),
         choice(1024, Algorithm::Tree, Protocol::Ll),
     ];
-    let d = decision(&lines, 8, None, None).unwrap();
+    let d = decision(&lines, "AllReduce", 8, None, None).unwrap();
     assert_eq!(
         (d.algo.as_str(), d.proto.as_str(), d.channels.as_str()),
         ("Ring", "LL", "2")
     );
     assert!(d.note.is_empty());
-    let mixed = decision(&lines, 1024, None, None).unwrap();
+    let mixed = decision(&lines, "AllReduce", 1024, None, None).unwrap();
     assert_eq!(mixed.algo, "Ring:50%;Tree:50%");
     assert_eq!(mixed.proto, "LL");
-    assert_eq!(decision(&lines, 16, None, None), None);
+    assert_eq!(decision(&lines, "AllReduce", 16, None, None), None);
     // NCCL_ALGO=nvls before 2.24 where NVLS is not available: Ring, said.
-    let d = decision(&lines, 8, Some("nvls"), None).unwrap();
+    let d = decision(&lines, "AllReduce", 8, Some("nvls"), None).unwrap();
     assert_eq!(
         d.note,
         "fell back to RING: NCCL_ALGO=nvls is not available here"
     );
     // Allowed choices are no fall-back, in either syntax.
-    assert!(decision(&lines, 8, Some("ring,tree"), Some("LL"))
+    assert!(decision(&lines, "AllReduce", 8, Some("ring,tree"), Some("LL"))
         .unwrap()
         .note
         .is_empty());
-    assert!(decision(&lines, 8, Some("tree;allreduce:ring"), None)
+    assert!(decision(&lines, "AllReduce", 8, Some("tree;allreduce:ring"), None)
         .unwrap()
         .note
         .is_empty());
-    assert!(decision(&lines, 8, Some("^tree"), Some("^LL128"))
+    assert!(decision(&lines, "AllReduce", 8, Some("^tree"), Some("^LL128"))
         .unwrap()
         .note
         .is_empty());
-    let d = decision(&lines, 8, None, Some("Simple")).unwrap();
+    let d = decision(&lines, "AllReduce", 8, None, Some("Simple")).unwrap();
     assert_eq!(
         d.note,
         "fell back to LL: NCCL_PROTO=Simple is not available here"
     );
-    // Other functions' lines are not the all-reduce's.
+    // Other functions' lines are not the all-reduce's, but their own; a line that
+    // names no function (before 2.23) is an all-reduce's.
     let gather = Choice {
         func: Some("AllGather".into()),
         ..choice(64, Algorithm::Pat, Protocol::Simple)
     };
-    assert_eq!(decision(&[gather], 64, None, None), None);
+    assert_eq!(decision(&[gather.clone()], "AllReduce", 64, None, None), None);
+    let d = decision(&[gather], "AllGather", 64, None, None).unwrap();
+    assert_eq!((d.algo.as_str(), d.proto.as_str()), ("PAT", "Simple"));
+    let unnamed = Choice {
+        func: None,
+        ..choice(64, Algorithm::Ring, Protocol::Ll)
+    };
+    assert_eq!(decision(&[unnamed.clone()], "AllGather", 64, None, None), None);
+    assert!(decision(&[unnamed], "AllReduce", 64, None, None).is_some());
 }
 
 #[test]

@@ -93,7 +93,8 @@ impl Orchestrator<'_> {
         Ok(answers
             .into_iter()
             .map(|(bytes, predicted, refused)| {
-                let decision = tuning::decision(&choices, bytes, forced_algo, forced_proto);
+                let func = group.collective.nccl_name();
+                let decision = tuning::decision(&choices, func, bytes, forced_algo, forced_proto);
                 let tuning = match decision {
                     Some(d) => TuningCells {
                         algo: d.algo,

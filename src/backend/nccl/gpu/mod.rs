@@ -37,6 +37,11 @@
 //! host, then the filled part doubles with device-to-device copies (no kernel to
 //! compile, memory-speed for a gigabyte). The output is poisoned with a device
 //! memset, copied back and checked on the host against the exact expected values.
+//!
+//! Every collective nccl-tests measures runs the same way, called as nccl-tests
+//! calls it (`comm::Launch`): NCCL's own call, or grouped `ncclSend`/`ncclRecv`
+//! (sendrecv; alltoall, gather and scatter before 2.28). "All-reduce" above stands
+//! for one operation of whichever collective the rank runs.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -52,12 +57,18 @@ use cudarc::driver::{
     result as cu, CudaContext, CudaEvent, CudaGraph, CudaSlice, CudaStream, DevicePtr, DriverError,
 };
 
-use super::comm::{backoff, NcclComm};
-use super::library::{Nccl, UniqueId};
+use super::comm::{backoff, Launch, NcclComm};
+use super::library::{Nccl, Runs, UniqueId};
 use crate::backend::buffer::AlignedBuf;
-use crate::backend::{Backend, Communicator, DeadlineExceeded};
+use crate::backend::{Backend, Communicator, DeadlineExceeded, Job};
+use crate::ops::collective::Collective;
 use crate::ops::pattern::{doubling_copies, CheckReport, Pattern};
 use crate::ops::{DataType, ReduceOp};
+
+mod pace;
+
+pub use pace::{Pace, EVENT_GRAIN_NS};
+use pace::CALIBRATE_BELOW;
 use crate::stats::adaptive::launch_steps;
 
 /// What a GPU rank needs besides its rank.
@@ -68,6 +79,9 @@ pub struct GpuOptions {
     pub max_bytes: usize,
     pub dtype: DataType,
     pub op: ReduceOp,
+    /// The collective every operation runs, and its root where it has one.
+    pub collective: Collective,
+    pub root: u32,
     /// All-reduces per CUDA graph launch; 0 launches them one by one.
     pub graph: usize,
     /// Eager all-reduces between two timing events (1: an event after each); 0
@@ -100,6 +114,14 @@ impl Backend for NcclBackend {
         crate::machine::cuda::require_driver()?;
         let id = UniqueId::from_hex(id).ok_or_else(|| anyhow!("malformed NCCL unique id"))?;
         let o = &self.options;
+        let runs = self.nccl.runs(o.collective);
+        if runs == Runs::Missing {
+            anyhow::bail!(
+                "{} cannot run {}: the library lacks a call it needs",
+                self.nccl.path.display(),
+                o.collective
+            );
+        }
         let ctx = CudaContext::new(o.device)
             .with_context(|| format!("cannot open CUDA device {} for rank {rank}", o.device))?;
         // SAFETY: set before any buffer or event exists, as cudarc requires.
@@ -134,8 +156,15 @@ impl Backend for NcclBackend {
             recv,
             stream,
             ctx,
-            dtype: o.dtype,
-            op: o.op,
+            job: Job {
+                collective: o.collective,
+                root: o.root,
+                dtype: o.dtype,
+                op: o.op,
+            },
+            runs,
+            rank,
+            nranks,
             device: o.device,
             graph: o.graph,
             event_stride: o.event_stride,
@@ -158,72 +187,20 @@ pub struct GpuComm {
     recv: CudaSlice<u8>,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
-    dtype: DataType,
-    op: ReduceOp,
+    job: Job,
+    runs: Runs,
+    rank: u32,
+    nranks: u32,
     device: usize,
     graph: usize,
     /// 0: automatic, decided per size by calibration.
     event_stride: usize,
 }
 
-/// What a size's calibration measured, per all-reduce, in nanoseconds, and the
-/// stride it chose.
-#[derive(Debug, Clone, Copy)]
-pub struct Pace {
-    pub host_with_event_ns: f64,
-    pub host_without_ns: f64,
-    pub gpu_ns: f64,
-    pub stride: usize,
-}
-
-/// All-reduces per calibration batch.
-const CALIBRATION: usize = 16;
-/// Sizes from here keep an event per all-reduce without calibration: their
-/// all-reduce takes any GPU of today longer than a host's enqueue and event record
-/// (8 MiB on 8 GPUs at 800 GB/s bus bandwidth: 18 us). A size, not a measured
-/// time: every rank must run the same all-reduces, and a time near a bound could
-/// send two ranks different ways.
-const CALIBRATE_BELOW: usize = 8 << 20;
-/// What CUDA events resolve, in nanoseconds: "around 0.5 microseconds"
-/// (cudaEventElapsedTime).
-pub const EVENT_GRAIN_NS: f64 = 500.0;
-/// The largest share of a step's time the event grain may be: a median off by at
-/// most half a grain, 1 %.
-const GRAIN_SHARE: f64 = 0.02;
-/// The most all-reduces per event a calibration chooses.
-const MAX_STRIDE: usize = 1 << 12;
-
-impl Pace {
-    /// The stride that keeps events from setting the pace (module comment).
-    pub fn choose(host_with_event_ns: f64, host_without_ns: f64, gpu_ns: f64) -> Pace {
-        let per_event = (host_with_event_ns - host_without_ns).max(0.0);
-        let slack = 0.8 * gpu_ns - host_without_ns;
-        let allowed = slack.max(0.01 * gpu_ns);
-        let for_host = if host_with_event_ns <= 0.8 * gpu_ns || per_event <= allowed {
-            1.0
-        } else if allowed > 0.0 {
-            (per_event / allowed).ceil()
-        } else {
-            f64::INFINITY
-        };
-        let for_grain = if gpu_ns > 0.0 {
-            (EVENT_GRAIN_NS / (GRAIN_SHARE * gpu_ns)).ceil()
-        } else {
-            f64::INFINITY
-        };
-        let stride = for_host.max(for_grain).clamp(1.0, MAX_STRIDE as f64) as usize;
-        Pace {
-            host_with_event_ns,
-            host_without_ns,
-            gpu_ns,
-            stride,
-        }
-    }
-}
 
 impl GpuComm {
     fn check_len(&self, bytes: usize) -> Result<()> {
-        crate::backend::check_message(bytes, self.host.len(), self.dtype)
+        crate::backend::check_message(bytes, self.host.len(), self.job.dtype)
     }
 
     /// Makes this rank's context current: the raw driver and NCCL calls below do
@@ -234,20 +211,31 @@ impl GpuComm {
             .context("cannot make the CUDA context current")
     }
 
-    /// Enqueues one all-reduce of `bytes` on the stream.
+    /// One operation of a case of `bytes`, on this rank's buffers.
+    fn launch(&self, bytes: usize) -> Launch {
+        Launch {
+            collective: self.job.collective,
+            runs: self.runs,
+            send: self.send_ptr as *const c_void,
+            recv: self.recv_ptr as *mut c_void,
+            counts: self.job.counts(bytes, self.nranks),
+            dtype: self.job.dtype,
+            op: self.job.op,
+            root: self.job.root % self.nranks.max(1),
+            rank: self.rank,
+            nranks: self.nranks,
+        }
+    }
+
+    /// Enqueues one operation of `bytes` on the stream.
     fn enqueue(&mut self, bytes: usize) -> Result<()> {
-        let count = bytes / self.dtype.size();
-        // SAFETY: both buffers hold at least `bytes` (checked) and live as long as self;
-        // the stream belongs to this communicator's device.
+        let launch = self.launch(bytes);
+        // SAFETY: both buffers hold at least `bytes` (checked), more than any
+        // collective's send and receive counts of a case of `bytes`, and live as
+        // long as self; the stream belongs to this communicator's device.
         unsafe {
-            self.comm.all_reduce(
-                self.send_ptr as *const c_void,
-                self.recv_ptr as *mut c_void,
-                count,
-                self.dtype,
-                self.op,
-                self.stream.cu_stream() as *mut c_void,
-            )?;
+            self.comm
+                .launch(&launch, self.stream.cu_stream() as *mut c_void)?;
         }
         Ok(())
     }
@@ -271,9 +259,10 @@ impl GpuComm {
         // unusable.
         let graph = self.stream.end_capture(CUgraphInstantiate_flags(0));
         // NCCL's own error first: it says more than the capture it invalidated.
-        enqueued.context("ncclAllReduce failed during CUDA graph capture")?;
+        let call = self.launch(bytes).call();
+        enqueued.with_context(|| format!("{call} failed during CUDA graph capture"))?;
         let graph = graph
-            .context("CUDA graph capture of the all-reduces failed")?
+            .context("CUDA graph capture of the operations failed")?
             .ok_or_else(|| anyhow!("the CUDA graph capture recorded nothing"))?;
         graph.upload().context("cannot upload the CUDA graph")?;
         graph.launch().context("CUDA graph launch failed")?;
@@ -332,54 +321,6 @@ impl GpuComm {
         Ok(())
     }
 
-    /// Times `CALIBRATION` all-reduces with an event after each and as many with
-    /// events at the ends only (each batch after an aligning all-reduce), and
-    /// chooses the size's stride; every rank runs the same all-reduces, whatever
-    /// it measures.
-    fn measure_pace(&mut self, bytes: usize) -> Result<Pace> {
-        self.ensure_events(CALIBRATION + 1)?;
-        let record =
-            |e: &CudaEvent, s: &Arc<CudaStream>| e.record(s).context("cudaEventRecord failed");
-        self.enqueue(bytes)?;
-        record(&self.events[0], &self.stream)?;
-        let start = Instant::now();
-        for i in 0..CALIBRATION {
-            self.enqueue(bytes)?;
-            record(&self.events[i + 1], &self.stream)?;
-        }
-        let host_with = start.elapsed();
-        self.sync()?;
-        self.enqueue(bytes)?;
-        record(&self.events[0], &self.stream)?;
-        let start = Instant::now();
-        for _ in 0..CALIBRATION {
-            self.enqueue(bytes)?;
-        }
-        let host_without = start.elapsed();
-        record(&self.events[1], &self.stream)?;
-        self.sync()?;
-        let gpu_ms = self.events[0]
-            .elapsed_ms(&self.events[1])
-            .context("cudaEventElapsedTime failed")?;
-        let per = |d: Duration| d.as_nanos() as f64 / CALIBRATION as f64;
-        let pace = Pace::choose(
-            per(host_with),
-            per(host_without),
-            gpu_ms as f64 * 1e6 / CALIBRATION as f64,
-        );
-        // The worker's log says what was decided, and on what.
-        let every = match pace.stride {
-            1 => "an event after every all-reduce".to_string(),
-            k => format!("an event every {k} all-reduces"),
-        };
-        eprintln!(
-            "{bytes} bytes: host {:.2} us per all-reduce with an event, {:.2} us without; GPU {:.2} us per all-reduce: {every}",
-            pace.host_with_event_ns / 1e3,
-            pace.host_without_ns / 1e3,
-            pace.gpu_ns / 1e3,
-        );
-        Ok(pace)
-    }
 
     /// Makes sure `n` timing events exist (created once, reused by every batch).
     fn ensure_events(&mut self, n: usize) -> Result<()> {
@@ -444,7 +385,8 @@ impl Communicator for GpuComm {
             .memcpy_dtoh(&src, &mut self.host.bytes_mut()[..bytes])
             .context("copy from the GPU failed")?;
         self.sync()?;
-        Ok(pattern.check(&self.host.bytes()[..bytes]))
+        let who = (self.rank, self.nranks);
+        Ok(self.job.check(pattern, who, bytes, self.host.bytes()))
     }
 
     fn calibrate(&mut self, bytes: usize) -> Result<usize> {
@@ -510,19 +452,12 @@ impl Communicator for GpuComm {
 
     fn probe(&mut self, bytes: usize) -> Result<crate::backend::Probe> {
         self.check_len(bytes)?;
-        let count = bytes / self.dtype.size();
-        let (send, recv) = (self.send_ptr as *const c_void, self.recv_ptr as *mut c_void);
+        let launch = self.launch(bytes);
         let stream = self.stream.cu_stream() as *mut c_void;
         // SAFETY: as `enqueue`: both buffers hold `bytes`, the stream is this device's.
-        let predicted_us = unsafe {
-            self.comm
-                .predict(send, recv, count, self.dtype, self.op, stream)?
-        };
+        let predicted_us = unsafe { self.comm.predict(&launch, stream)? };
         // SAFETY: as above.
-        let refused = unsafe {
-            self.comm
-                .all_reduce_or_refusal(send, recv, count, self.dtype, self.op, stream)?
-        };
+        let refused = unsafe { self.comm.launch_or_refusal(&launch, stream)? };
         if refused.is_none() {
             self.sync()?;
         }
@@ -538,56 +473,5 @@ impl Communicator for GpuComm {
 
     fn abort(&mut self, within: Duration) -> bool {
         self.comm.abort_within(within)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn events_go_less_often_only_where_they_would_set_the_pace() {
-        // A fast host and an all-reduce of 25 us or more: an event after each.
-        assert_eq!(Pace::choose(900.0, 600.0, 30_000.0).stride, 1);
-        assert_eq!(Pace::choose(900.0, 600.0, 25_000.0).stride, 1);
-        // 21 us per event record against a 30 us all-reduce: 2 all-reduces per
-        // event bring the host back under 80 % of the GPU.
-        let p = Pace::choose(24_450.0, 450.0, 30_000.0);
-        assert_eq!(p.stride, 2);
-        let host_at = |k: f64| p.host_without_ns + (p.host_with_event_ns - p.host_without_ns) / k;
-        assert!(host_at(2.0) <= 0.8 * p.gpu_ns && host_at(1.0) > 0.8 * p.gpu_ns);
-        // The host sets the pace even without events: the events may add at most
-        // 1 % of the GPU's time per all-reduce.
-        let p = Pace::choose(10_000.0, 7_000.0, 30_000.0);
-        assert_eq!(p.stride, 1);
-        let p = Pace::choose(40_000.0, 37_000.0, 30_000.0);
-        assert_eq!(p.stride, 10);
-        // No GPU time at all: the most a calibration chooses.
-        assert_eq!(Pace::choose(1.0, 1.0, 0.0).stride, MAX_STRIDE);
-    }
-
-    #[test]
-    fn events_go_less_often_where_their_grain_would_show() {
-        // A fast host but a 6 us all-reduce: the 0.5 us grain needs 5 of them
-        // per event to stay within 2 % of a step.
-        let p = Pace::choose(900.0, 600.0, 6_000.0);
-        assert_eq!(p.stride, 5);
-        assert!(EVENT_GRAIN_NS / (5.0 * p.gpu_ns) <= GRAIN_SHARE);
-        assert!(EVENT_GRAIN_NS / (4.0 * p.gpu_ns) > GRAIN_SHARE);
-        // The larger of the two needs wins.
-        assert_eq!(Pace::choose(21_500.0, 450.0, 6_070.0).stride, 5);
-        assert_eq!(Pace::choose(60_000.0, 450.0, 6_070.0).stride, 14);
-    }
-
-    #[test]
-    fn a_launch_is_shared_exactly() {
-        let mut d = [0u64; 4];
-        crate::backend::spread(10, &mut d);
-        assert_eq!(d, [3, 3, 2, 2]);
-        crate::backend::spread(8, &mut d);
-        assert_eq!(d, [2; 4]);
-        let mut one = [0u64];
-        crate::backend::spread(7, &mut one);
-        assert_eq!(one, [7]);
     }
 }

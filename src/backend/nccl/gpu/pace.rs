@@ -1,0 +1,169 @@
+//! How often a GPU rank records a timing event: the calibration of a size (16
+//! operations with an event after each, 16 with events at the ends) and the stride
+//! it chooses (the module comment of `gpu` says why and how).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use cudarc::driver::{CudaEvent, CudaStream};
+
+use super::GpuComm;
+
+/// What a size's calibration measured, per all-reduce, in nanoseconds, and the
+/// stride it chose.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    pub host_with_event_ns: f64,
+    pub host_without_ns: f64,
+    pub gpu_ns: f64,
+    pub stride: usize,
+}
+
+/// All-reduces per calibration batch.
+const CALIBRATION: usize = 16;
+/// Sizes from here keep an event per all-reduce without calibration: their
+/// all-reduce takes any GPU of today longer than a host's enqueue and event record
+/// (8 MiB on 8 GPUs at 800 GB/s bus bandwidth: 18 us). A size, not a measured
+/// time: every rank must run the same all-reduces, and a time near a bound could
+/// send two ranks different ways.
+pub(super) const CALIBRATE_BELOW: usize = 8 << 20;
+/// What CUDA events resolve, in nanoseconds: "around 0.5 microseconds"
+/// (cudaEventElapsedTime).
+pub const EVENT_GRAIN_NS: f64 = 500.0;
+/// The largest share of a step's time the event grain may be: a median off by at
+/// most half a grain, 1 %.
+const GRAIN_SHARE: f64 = 0.02;
+/// The most all-reduces per event a calibration chooses.
+const MAX_STRIDE: usize = 1 << 12;
+
+impl Pace {
+    /// The stride that keeps events from setting the pace (module comment).
+    pub fn choose(host_with_event_ns: f64, host_without_ns: f64, gpu_ns: f64) -> Pace {
+        let per_event = (host_with_event_ns - host_without_ns).max(0.0);
+        let slack = 0.8 * gpu_ns - host_without_ns;
+        let allowed = slack.max(0.01 * gpu_ns);
+        let for_host = if host_with_event_ns <= 0.8 * gpu_ns || per_event <= allowed {
+            1.0
+        } else if allowed > 0.0 {
+            (per_event / allowed).ceil()
+        } else {
+            f64::INFINITY
+        };
+        let for_grain = if gpu_ns > 0.0 {
+            (EVENT_GRAIN_NS / (GRAIN_SHARE * gpu_ns)).ceil()
+        } else {
+            f64::INFINITY
+        };
+        let stride = for_host.max(for_grain).clamp(1.0, MAX_STRIDE as f64) as usize;
+        Pace {
+            host_with_event_ns,
+            host_without_ns,
+            gpu_ns,
+            stride,
+        }
+    }
+}
+
+impl GpuComm {
+    /// Times `CALIBRATION` all-reduces with an event after each and as many with
+    /// events at the ends only (each batch after an aligning all-reduce), and
+    /// chooses the size's stride; every rank runs the same all-reduces, whatever
+    /// it measures.
+    pub(super) fn measure_pace(&mut self, bytes: usize) -> Result<Pace> {
+        self.ensure_events(CALIBRATION + 1)?;
+        let record =
+            |e: &CudaEvent, s: &Arc<CudaStream>| e.record(s).context("cudaEventRecord failed");
+        self.enqueue(bytes)?;
+        record(&self.events[0], &self.stream)?;
+        let start = Instant::now();
+        for i in 0..CALIBRATION {
+            self.enqueue(bytes)?;
+            record(&self.events[i + 1], &self.stream)?;
+        }
+        let host_with = start.elapsed();
+        self.sync()?;
+        self.enqueue(bytes)?;
+        record(&self.events[0], &self.stream)?;
+        let start = Instant::now();
+        for _ in 0..CALIBRATION {
+            self.enqueue(bytes)?;
+        }
+        let host_without = start.elapsed();
+        record(&self.events[1], &self.stream)?;
+        self.sync()?;
+        let gpu_ms = self.events[0]
+            .elapsed_ms(&self.events[1])
+            .context("cudaEventElapsedTime failed")?;
+        let per = |d: Duration| d.as_nanos() as f64 / CALIBRATION as f64;
+        let pace = Pace::choose(
+            per(host_with),
+            per(host_without),
+            gpu_ms as f64 * 1e6 / CALIBRATION as f64,
+        );
+        // The worker's log says what was decided, and on what.
+        let op = self.job.collective.op_word();
+        let every = match pace.stride {
+            1 => format!("an event after every {op}"),
+            k => format!("an event every {k} operations"),
+        };
+        eprintln!(
+            "{bytes} bytes: host {:.2} us per {op} with an event, {:.2} us without; GPU {:.2} us per {op}: {every}",
+            pace.host_with_event_ns / 1e3,
+            pace.host_without_ns / 1e3,
+            pace.gpu_ns / 1e3,
+        );
+        Ok(pace)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_go_less_often_only_where_they_would_set_the_pace() {
+        // A fast host and an all-reduce of 25 us or more: an event after each.
+        assert_eq!(Pace::choose(900.0, 600.0, 30_000.0).stride, 1);
+        assert_eq!(Pace::choose(900.0, 600.0, 25_000.0).stride, 1);
+        // 21 us per event record against a 30 us all-reduce: 2 all-reduces per
+        // event bring the host back under 80 % of the GPU.
+        let p = Pace::choose(24_450.0, 450.0, 30_000.0);
+        assert_eq!(p.stride, 2);
+        let host_at = |k: f64| p.host_without_ns + (p.host_with_event_ns - p.host_without_ns) / k;
+        assert!(host_at(2.0) <= 0.8 * p.gpu_ns && host_at(1.0) > 0.8 * p.gpu_ns);
+        // The host sets the pace even without events: the events may add at most
+        // 1 % of the GPU's time per all-reduce.
+        let p = Pace::choose(10_000.0, 7_000.0, 30_000.0);
+        assert_eq!(p.stride, 1);
+        let p = Pace::choose(40_000.0, 37_000.0, 30_000.0);
+        assert_eq!(p.stride, 10);
+        // No GPU time at all: the most a calibration chooses.
+        assert_eq!(Pace::choose(1.0, 1.0, 0.0).stride, MAX_STRIDE);
+    }
+
+    #[test]
+    fn events_go_less_often_where_their_grain_would_show() {
+        // A fast host but a 6 us all-reduce: the 0.5 us grain needs 5 of them
+        // per event to stay within 2 % of a step.
+        let p = Pace::choose(900.0, 600.0, 6_000.0);
+        assert_eq!(p.stride, 5);
+        assert!(EVENT_GRAIN_NS / (5.0 * p.gpu_ns) <= GRAIN_SHARE);
+        assert!(EVENT_GRAIN_NS / (4.0 * p.gpu_ns) > GRAIN_SHARE);
+        // The larger of the two needs wins.
+        assert_eq!(Pace::choose(21_500.0, 450.0, 6_070.0).stride, 5);
+        assert_eq!(Pace::choose(60_000.0, 450.0, 6_070.0).stride, 14);
+    }
+
+    #[test]
+    fn a_launch_is_shared_exactly() {
+        let mut d = [0u64; 4];
+        crate::backend::spread(10, &mut d);
+        assert_eq!(d, [3, 3, 2, 2]);
+        crate::backend::spread(8, &mut d);
+        assert_eq!(d, [2; 4]);
+        let mut one = [0u64];
+        crate::backend::spread(7, &mut one);
+        assert_eq!(one, [7]);
+    }
+}
