@@ -157,6 +157,8 @@ pub fn one_rank_all_reduce_checks_out(lib: &Path) {
             max_bytes: bytes,
             dtype: DataType::Float,
             op: ReduceOp::Sum,
+            collective: nccl_bench::ops::collective::Collective::AllReduce,
+            root: 0,
             graph: 0,
             event_stride: 1,
             init_timeout: Duration::from_secs(60),

@@ -18,8 +18,9 @@
 //!   the topology has it, copies between GPUs (over the P2P link once enabled, else
 //!   staged through the host) and pinned host memory, at the links' configured speeds;
 //! - NCCL ([`nccl`]): a unique id that names a rendezvous, `ncclCommInitRank` blocking
-//!   until every rank (each in its own process) has joined, exact all-reduces across
-//!   processes for every type and operator, asynchronous errors, abort, NCCL's error
+//!   until every rank (each in its own process) has joined, every collective
+//!   nccl-tests measures computed exactly across processes for every type and
+//!   operator (point-to-point calls too, matched as NCCL matches them), asynchronous errors, abort, NCCL's error
 //!   strings and its `NCCL_DEBUG` log lines, from which nccl-bench reads transports,
 //!   in the words and at the moments of the release it plays; group calls and
 //!   `ncclGroupSimulateEnd`; the tuner's choice of algorithm and protocol

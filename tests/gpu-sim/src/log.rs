@@ -12,6 +12,7 @@ use crate::env;
 
 pub const INIT: u64 = 1;
 pub const COLL: u64 = 2;
+pub const P2P: u64 = 4;
 pub const NET: u64 = 16;
 pub const TUNING: u64 = 64;
 pub const ENV: u64 = 128;

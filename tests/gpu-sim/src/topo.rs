@@ -241,7 +241,7 @@ pub fn transport(
 }
 
 /// Latency (ns) and bandwidth (bytes per ns = GB/s) of one ring step on a link.
-fn link(topo: Topology, t: Transport) -> (f64, f64) {
+pub fn link(topo: Topology, t: Transport) -> (f64, f64) {
     match (t, topo) {
         (Transport::P2p, Topology::NvLink) => (1_000.0, 150.0),
         (Transport::P2p, Topology::NvSwitch) => (1_000.0, 370.0),

@@ -5,20 +5,17 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use super::allreduce::group_speed;
 use super::comm::{comm_of, register, release, Comm};
-use super::group::{self, Call};
 use super::shared::file_bytes;
 use super::shared::MAX_RANKS;
+use super::work::group_speed;
 use super::{
     version, version_code, NcclResult, INVALID_ARGUMENT, INVALID_USAGE, IN_PROGRESS, SUCCESS,
 };
 use crate::driver;
 use crate::fault::{self, Fault};
 use crate::log;
-use crate::reduce;
 use crate::rendezvous::{self, ID_BYTES};
-use crate::stream;
 
 fn out<T>(p: *mut T, v: T) -> NcclResult {
     if p.is_null() {
@@ -173,96 +170,6 @@ pub extern "C" fn ncclCommInitRank(
     }
 }
 
-/// `NCCL_CHECK_POINTERS=1`: NCCL checks a buffer is device memory of its GPU
-/// (`CudaPtrCheck`); by default it does not, and a bad buffer faults the kernel.
-fn check_pointer(c: &Comm, what: &str, ptr: u64, bytes: usize) -> Result<(), NcclResult> {
-    if bytes == 0 || crate::env("NCCL_CHECK_POINTERS").is_none_or(|v| v != "1") {
-        return Ok(());
-    }
-    let msg = match driver::check_range(ptr, bytes) {
-        Err(_) => format!("AllReduce : {what} {ptr:#x} is not a valid pointer"),
-        Ok(dev) if dev != c.device => format!(
-            "AllReduce : {what} allocated on device {dev} mismatchs with NCCL device {}",
-            c.device
-        ),
-        Ok(_) => return Ok(()),
-    };
-    log::warn(c.device, "misc/argcheck.cc:21", &msg);
-    Err(INVALID_ARGUMENT)
-}
-
-#[no_mangle]
-pub extern "C" fn ncclAllReduce(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: c_int,
-    comm: *mut c_void,
-    stream: stream::CUstream,
-) -> NcclResult {
-    let code = all_reduce(send, recv, count, dtype, op, comm, stream);
-    if !matches!(code, SUCCESS | IN_PROGRESS) {
-        group::failed(code);
-    }
-    code
-}
-
-/// `ncclAllReduce`: checks the arguments, then launches the all-reduce, or queues
-/// it in the thread's group ([`group`]).
-fn all_reduce(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: c_int,
-    comm: *mut c_void,
-    stream: stream::CUstream,
-) -> NcclResult {
-    let Some(c) = comm_of(comm) else {
-        log::warn(0, "enqueue.cc:1946", "AllReduce : invalid comm");
-        return INVALID_ARGUMENT;
-    };
-    match c.state.load(Ordering::Acquire) {
-        // Init, or the previous call, still in progress: NCCL's rule is to wait.
-        IN_PROGRESS => return INVALID_USAGE,
-        SUCCESS if c.ready.load(Ordering::Acquire) => {}
-        SUCCESS => return INVALID_USAGE,
-        e => return e,
-    }
-    let Some(width) = reduce::size(dtype) else {
-        log::warn(
-            c.device,
-            "enqueue.cc:1946",
-            &format!("AllReduce : invalid type {dtype}"),
-        );
-        return INVALID_ARGUMENT;
-    };
-    if !reduce::known_op(op) {
-        log::warn(
-            c.device,
-            "enqueue.cc:1946",
-            &format!("AllReduce : invalid reduction operation {op}"),
-        );
-        return INVALID_ARGUMENT;
-    }
-    let bytes = count * width;
-    for (what, ptr) in [("sendbuff", send as u64), ("recvbuff", recv as u64)] {
-        if let Err(code) = check_pointer(&c, what, ptr, bytes) {
-            return code;
-        }
-    }
-    group::submit(Call {
-        comm: c,
-        send: send as u64,
-        recv: recv as u64,
-        bytes,
-        dtype,
-        op,
-        stream: stream as usize,
-    })
-}
-
 #[no_mangle]
 pub extern "C" fn ncclCommGetAsyncError(comm: *mut c_void, err: *mut NcclResult) -> NcclResult {
     match comm_of(comm) {
@@ -362,6 +269,7 @@ pub extern "C" fn ncclGetLastError(_comm: *mut c_void) -> *const c_char {
 mod tests {
     use super::*;
     use crate::driver::{cuCtxSetCurrent, cuDevicePrimaryCtxRetain, cuInit, cuMemAlloc_v2};
+    use crate::nccl::calls::ncclAllReduce;
     use crate::nccl::tuner;
     use crate::stream::cuStreamCreate;
 

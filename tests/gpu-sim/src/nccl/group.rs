@@ -1,14 +1,17 @@
-//! Group calls and the launch of all-reduces: `ncclGroupStart`, `ncclGroupEnd`,
-//! `ncclGroupSimulateEnd` (`src/group.cc`), and what every all-reduce goes through
-//! when it is launched (`src/enqueue.cc`): the tuner's choice and its TUNING line,
-//! the connections it still needs, the work on the stream.
+//! Group calls and the launch of collectives: `ncclGroupStart`, `ncclGroupEnd`,
+//! `ncclGroupSimulateEnd` (`src/group.cc`), and what every call goes through when it
+//! is launched (`src/enqueue.cc`): the tuner's choice and its TUNING line (for the
+//! functions NCCL tunes), the connections it still needs, the work on the stream.
 //!
 //! Between `ncclGroupStart` and `ncclGroupEnd` (nested: only the outermost end
-//! launches) `ncclAllReduce` checks its arguments and queues the call; the group's
-//! end launches them in order. An argument error inside a group is returned by the
-//! call and again by the group's end, which then launches nothing. A one-rank
-//! all-reduce runs at once even in a group (NCCL's `ncclLaunchOneRank`). Groups are
-//! per thread, as NCCL's `ncclGroupDepth` is.
+//! launches) each call checks its arguments and is queued; the group's end launches
+//! them in order, a communicator's sends and receives together as one operation
+//! where the first of them stood (each receive from a peer takes that peer's send to
+//! it of the same rank in order). An argument error inside a group is returned by
+//! the call and again by the group's end, which then launches nothing. A one-rank
+//! collective runs at once even in a group (NCCL's `ncclLaunchOneRank`); a send or
+//! receive waits for its group's end. Groups are per thread, as NCCL's
+//! `ncclGroupDepth` is.
 //!
 //! `ncclGroupSimulateEnd(ncclSimInfo_t*)` (from 2.22) ends the group without running
 //! anything: it writes the model's predicted time of the queued all-reduces into
@@ -30,24 +33,47 @@ use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::allreduce::AllReduce;
 use super::comm::{Comm, Failure};
 use super::tuner::{self, lines, Algo, Func, Proto};
+use super::work::{CollFunc, Kind, Operation, PeerCall};
 use super::UNHANDLED_CUDA_ERROR;
 use super::{version, NcclResult, Version, INVALID_ARGUMENT, INVALID_USAGE, IN_PROGRESS, SUCCESS};
 use crate::driver;
 use crate::log;
 use crate::stream::{self, Op};
 
-/// An all-reduce whose arguments were checked, to launch.
+/// A call whose arguments were checked, to launch.
 pub struct Call {
     pub comm: Arc<Comm>,
-    pub send: u64,
-    pub recv: u64,
-    pub bytes: usize,
+    pub what: What,
     pub dtype: i32,
     pub op: i32,
     pub stream: usize,
+}
+
+/// A collective, or one `ncclSend`/`ncclRecv`.
+#[derive(Debug, Clone, Copy)]
+pub enum What {
+    Coll {
+        func: CollFunc,
+        send: u64,
+        recv: u64,
+        count: usize,
+        root: u32,
+    },
+    Peer(PeerCall),
+}
+
+impl Call {
+    /// The tuner's function and NCCL's `nBytes`, for a collective NCCL tunes.
+    fn tuned(&self) -> Option<(Func, u64)> {
+        let What::Coll { func, count, .. } = self.what else {
+            return None;
+        };
+        let width = crate::reduce::size(self.dtype).unwrap_or(1);
+        let n = self.comm.nranks as usize;
+        Some((func.tuned()?, func.tuned_bytes(count, width, n)))
+    }
 }
 
 #[derive(Default)]
@@ -75,12 +101,13 @@ pub struct SimInfo {
 /// `NCCL_SIM_INFO_INITIALIZER`'s magic.
 pub const SIM_MAGIC: u32 = 0x7468_5283;
 
-/// Launches `call` now, or queues it in this thread's group. A one-rank all-reduce
-/// is never queued.
+/// Launches `call` now, or queues it in this thread's group. A one-rank collective
+/// is never queued (a send or receive is: it needs its match).
 pub fn submit(call: Call) -> NcclResult {
     let queued = GROUP.with(|g| {
         let mut g = g.borrow_mut();
-        if g.depth > 0 && call.comm.nranks > 1 {
+        let peer = matches!(call.what, What::Peer(_));
+        if g.depth > 0 && (call.comm.nranks > 1 || peer) {
             g.calls.push(call);
             None
         } else {
@@ -224,15 +251,16 @@ pub fn simulate_end(v: Version, info: *mut SimInfo) -> NcclResult {
 /// The tuner's choice for `call` (rank 0 logs its TUNING line where the release
 /// does and `log_line` says): (algorithm, protocol, the choice). One rank runs
 /// NCCL's local copy, chosen by no tuner (Ring/Simple, no line); an empty
-/// all-reduce is not tuned either (NCCL returns before).
+/// collective is not tuned either (NCCL returns before), nor is point-to-point work.
 pub fn tune(call: &Call, log_line: bool) -> Result<(Algo, Proto, Option<tuner::Choice>), Failure> {
     let c = &call.comm;
     let v = version();
-    if c.nranks < 2 {
+    // Point-to-point work (sends, receives, and the collectives NCCL builds from
+    // them) is not tuned.
+    let Some((func, bytes)) = call.tuned().filter(|_| c.nranks >= 2) else {
         return Ok((Algo::Ring, Proto::Simple, None));
-    }
-    let bytes = call.bytes as u64;
-    let choice = tuner::choose(&c.plan().machine, v, bytes, call.dtype, call.op);
+    };
+    let choice = tuner::choose_for(&c.plan().machine, v, func, bytes, call.dtype, call.op);
     if bytes == 0 {
         let (a, p) = choice.map_or((Algo::Ring, Proto::Simple), |ch| (ch.algo, ch.proto));
         return Ok((a, p, None));
@@ -246,7 +274,7 @@ pub fn tune(call: &Call, log_line: bool) -> Result<(Algo, Proto, Option<tuner::C
         ));
     };
     if log_line && c.rank == 0 {
-        if let Some(line) = lines::choice(v, Func::AllReduce, bytes, &choice) {
+        if let Some(line) = lines::choice(v, func, bytes, &choice) {
             log::info(log::TUNING, c.device, &line);
         }
     }
@@ -303,21 +331,61 @@ fn tune_all(calls: Vec<Call>) -> Result<Vec<Tuned>, Failure> {
 
 /// Connects what each call's algorithm still needs and puts it on its stream.
 fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
+    // The group's sends and receives run as one operation, where the first of them
+    // stood (NCCL launches a group's point-to-point work together).
+    let Some(comm) = tuned.first().map(|(call, _, _)| call.comm.clone()) else {
+        return Ok(());
+    };
+    let mut peer_calls = Vec::new();
+    let mut first_peer: Option<(usize, i32, usize)> = None;
+    let mut ops: Vec<(usize, Kind, i32, i32, Algo, Proto)> = Vec::new();
     for (call, algo, proto) in tuned {
-        if c.needs_connect(algo) {
-            c.prepare(algo)?;
+        match call.what {
+            What::Peer(p) => {
+                first_peer.get_or_insert((ops.len(), call.dtype, call.stream));
+                peer_calls.push(p);
+            }
+            What::Coll {
+                func,
+                send,
+                recv,
+                count,
+                root,
+            } => {
+                if func.tuned().is_some() {
+                    if c.needs_connect(algo) {
+                        c.prepare(algo)?;
+                    }
+                } else {
+                    c.connect_peers(&(0..c.nranks).collect::<Vec<_>>())?;
+                }
+                let kind = Kind::Coll {
+                    func,
+                    send,
+                    recv,
+                    count,
+                    root,
+                };
+                ops.push((call.stream, kind, call.dtype, call.op, algo, proto));
+            }
         }
-        let work = AllReduce {
-            comm: call.comm.clone(),
-            send: call.send,
-            recv: call.recv,
-            bytes: call.bytes,
-            dtype: call.dtype,
-            op: call.op,
+    }
+    if let Some((at, dtype, stream)) = first_peer {
+        let peers: Vec<u32> = peer_calls.iter().map(|p| p.peer).collect();
+        c.connect_peers(&peers)?;
+        let kind = Kind::P2p(peer_calls);
+        ops.insert(at, (stream, kind, dtype, 0, Algo::Ring, Proto::Simple));
+    }
+    for (stream, kind, dtype, op, algo, proto) in ops {
+        let work = Operation {
+            comm: comm.clone(),
+            kind,
+            dtype,
+            op,
             algo,
             proto,
         };
-        stream::submit(call.stream as stream::CUstream, Op::Work(Arc::new(work))).map_err(|e| {
+        stream::submit(stream as stream::CUstream, Op::Work(Arc::new(work))).map_err(|e| {
             (
                 UNHANDLED_CUDA_ERROR,
                 format!("Cuda failure {e} '{}'", driver::error_text(e)),

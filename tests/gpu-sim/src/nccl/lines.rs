@@ -37,9 +37,24 @@ pub fn channel(
     cumem: bool,
     sender_side: bool,
 ) -> String {
+    connection(v, channel, 0, from, to, t, cumem, sender_side)
+}
+
+/// [`channel`] of connection index `conn` (1: point-to-point, from 2.12).
+#[allow(clippy::too_many_arguments)]
+pub fn connection(
+    v: Version,
+    channel: u32,
+    conn: u32,
+    from: &str,
+    to: &str,
+    t: Transport,
+    cumem: bool,
+    sender_side: bool,
+) -> String {
     let indexed = |min: Version| {
         if v >= min {
-            format!("{channel:02}/0")
+            format!("{channel:02}/{conn}")
         } else {
             format!("{channel:02}")
         }

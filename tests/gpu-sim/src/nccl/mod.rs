@@ -1,8 +1,18 @@
 //! NCCL, played version by version (`NCCL_BENCH_SIM_VERSION`, 2.28.9 by default):
 //! a unique id that names a rendezvous, communicators in separate processes that
-//! meet there, all-reduces enqueued on the simulated streams and computed exactly
-//! across the processes, the asynchronous error state, abort, NCCL's error strings
-//! and its `NCCL_DEBUG` log lines, in each release's words.
+//! meet there, every collective nccl-tests calls (`ncclAllReduce`, `ncclAllGather`,
+//! `ncclReduceScatter`, `ncclBroadcast`, `ncclReduce`; `ncclAlltoAll`, `ncclGather`
+//! and `ncclScatter` from 2.28; `ncclSend`/`ncclRecv`, grouped or alone) enqueued on
+//! the simulated streams and computed exactly across the processes, the asynchronous
+//! error state, abort, NCCL's error strings and its `NCCL_DEBUG` log lines, in each
+//! release's words.
+//!
+//! The functions NCCL tunes (all-reduce, all-gather, reduce-scatter, broadcast,
+//! reduce) connect the ring and cost what the tuner's model says for its choice;
+//! point-to-point work (sends and receives, and alltoall, gather and scatter, which
+//! NCCL builds from them) connects each peer it talks to on its own (connection
+//! index 1: P2P where the topology has it, else SHM on one host, else the network)
+//! and costs a launch plus each peer's traffic over that link.
 //!
 //! What changes with the version, as NCCL's sources say:
 //! - connections: at init up to 2.21; from 2.22 (`NCCL_RUNTIME_CONNECT`, default 1,
@@ -29,23 +39,27 @@
 //!   TUNING line of what it simulates, from 2.24 not.
 //!
 //! - [`shared`]: the memory the ranks share; [`comm`]: a communicator and its
-//!   waits; [`group`]: group calls and the launch of all-reduces (tuning, TUNING
-//!   line, connections); [`allreduce`]: the collective on the stream, timed by the
-//!   device time of what the tuner chose.
+//!   waits; [`api`]: init, errors, abort; [`calls`]: the collective and
+//!   point-to-point calls' argument checks; [`peers`]: point-to-point connections;
+//!   [`group`]: group calls and the launch of collectives and point-to-point
+//!   calls (tuning, TUNING line, connections); [`work`]: each operation on the
+//!   stream, computed through the shared file and timed by its modelled device time.
 
 use std::ffi::c_int;
 use std::sync::OnceLock;
 
-pub mod allreduce;
 pub mod api;
+pub mod calls;
 pub mod comm;
 pub mod group;
 pub mod lines;
+pub mod peers;
 pub mod setup;
 pub mod shared;
 pub mod tuner;
+pub mod work;
 
-pub use allreduce::speed_of;
+pub use work::speed_of;
 
 pub type NcclResult = c_int;
 

@@ -61,6 +61,8 @@ pub struct Connected {
     pub nvls_memory: Option<CUdeviceptr>,
     /// A connection was tried (`connect-hang` hangs the first only).
     pub tried: bool,
+    /// Peers connected for point-to-point work.
+    pub peers: std::collections::BTreeSet<u32>,
 }
 
 /// An NCCL integer parameter from the environment (`NCCL_<name>`), as NCCL reads
@@ -277,8 +279,19 @@ impl Comm {
         Ok(())
     }
 
+    /// Rank `r` as NCCL's connection lines name it (`3[3]`; the bus id before
+    /// 2.18.3).
+    pub(super) fn peer_name(&self, r: usize) -> String {
+        let bus = driver::driver()
+            .gpus
+            .iter()
+            .find(|g| g.index == self.nvml_of(r))
+            .map_or(0, |g| g.bus);
+        lines::peer(version(), r, self.nvml_of(r), bus)
+    }
+
     /// Whether ranks `a` and `b` are on one host.
-    fn same_host_pair(&self, a: usize, b: usize) -> bool {
+    pub(super) fn same_host_pair(&self, a: usize, b: usize) -> bool {
         let s = self.shared();
         s.slot(a).host.load(Ordering::Acquire) == s.slot(b).host.load(Ordering::Acquire)
     }
@@ -410,14 +423,7 @@ impl Comm {
             let v = version();
             let me = self.rank as usize;
             let (prev, next) = ((me + n - 1) % n, (me + 1) % n);
-            let name = |r: usize| {
-                let bus = driver::driver()
-                    .gpus
-                    .iter()
-                    .find(|g| g.index == self.nvml_of(r))
-                    .map_or(0, |g| g.bus);
-                lines::peer(v, r, self.nvml_of(r), bus)
-            };
+            let name = |r: usize| self.peer_name(r);
             let (send, recv) = (plan.ring[me], plan.ring[prev]);
             if send == Transport::Shm {
                 connected
@@ -481,7 +487,7 @@ impl Comm {
     /// The receive side of an SHM connection: one segment per channel in /dev/shm,
     /// sized as NCCL sizes them and extended with `posix_fallocate` (so a small
     /// /dev/shm fails as it does with NCCL), unlinked once made.
-    fn create_shm_segments(&self, channels: u32) -> Result<Vec<File>, Failure> {
+    pub(super) fn create_shm_segments(&self, channels: u32) -> Result<Vec<File>, Failure> {
         let v = version();
         let size: u64 = if v < (2, 12, 0) { 9_637_888 } else { 5_967_872 };
         let mut made = Vec::new();

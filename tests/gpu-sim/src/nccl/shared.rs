@@ -1,7 +1,8 @@
 //! The memory the ranks of one communicator share (a file the bootstrap hands every
 //! rank): a header with a slot per rank (who and where it is, when it reached the
-//! current collective, whether it left) and a barrier, then a staging chunk per
-//! rank through which all-reduces are computed exactly.
+//! current collective, whether it left) and a barrier, what each rank sends in the
+//! current operation, then a staging chunk per rank through which every operation
+//! is computed exactly.
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 use std::time::Duration;
@@ -26,6 +27,21 @@ pub struct Slot {
     _pad: u32,
 }
 
+/// The most sends one rank makes in one operation (a grouped alltoall sends to
+/// every rank).
+pub const MAX_SENDS: usize = 2 * MAX_RANKS;
+
+/// What one rank sends in the current operation: its bytes in all, and for grouped
+/// point-to-point calls each send's peer and bytes, in call order (a peer's receive
+/// finds its data there).
+#[repr(C)]
+pub struct Sends {
+    pub total: AtomicU64,
+    pub count: AtomicU64,
+    /// (peer, bytes) per send.
+    pub sends: [[AtomicU64; 2]; MAX_SENDS],
+}
+
 /// The start of the shared memory file.
 #[repr(C)]
 pub struct Header {
@@ -33,6 +49,7 @@ pub struct Header {
     pub phase: AtomicU32,
     _pad: [u32; 2],
     pub slots: [Slot; MAX_RANKS],
+    pub sends: [Sends; MAX_RANKS],
 }
 
 const DATA_OFFSET: usize = std::mem::size_of::<Header>().div_ceil(4096) * 4096;

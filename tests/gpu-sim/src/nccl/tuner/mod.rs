@@ -354,7 +354,20 @@ pub fn predicted_us(lat: f32, bw: f32, bytes: u64) -> f32 {
 /// allowed; from 2.19 to 2.23, failing that, the ring with its fastest allowed
 /// protocol; `None` when nothing is left (see [`refusal`]). More than one rank.
 pub fn choose(m: &Machine, v: Version, bytes: u64, dtype: i32, op: i32) -> Option<Choice> {
-    let f = Func::AllReduce as usize;
+    choose_for(m, v, Func::AllReduce, bytes, dtype, op)
+}
+
+/// [`choose`] for any function the tuner knows (its tables hold the rest: Ring
+/// for Broadcast, Reduce, AllGather and ReduceScatter here).
+pub fn choose_for(
+    m: &Machine,
+    v: Version,
+    func: Func,
+    bytes: u64,
+    dtype: i32,
+    op: i32,
+) -> Option<Choice> {
+    let f = func as usize;
     let nvls = m.nvls && nvls_supported(dtype, op);
     let backup_ring = ((2, 19, 0)..(2, 24, 0)).contains(&v);
     let mut best: Option<(Algo, Proto, f32)> = None;
@@ -378,7 +391,11 @@ pub fn choose(m: &Machine, v: Version, bytes: u64, dtype: i32, op: i32) -> Optio
                 continue;
             }
             let t = predicted_us(m.lat[f][ai][pi], bw, bytes)
-                * model::correction(m, a, p, bytes) as f32;
+                * if func == Func::AllReduce {
+                    model::correction(m, a, p, bytes) as f32
+                } else {
+                    1.0
+                };
             let slot = if is_backup { &mut backup } else { &mut best };
             if t >= 0.0 && slot.is_none_or(|(_, _, min)| t < min) {
                 *slot = Some((a, p, t));

@@ -138,12 +138,20 @@ pub fn cost(m: &Machine, f: Func, a: Algo, p: Proto) -> Option<Cost> {
 /// device (before `NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN`), ns: the cost; one rank's
 /// local copy on one rank.
 pub fn base_ns(m: &Machine, a: Algo, p: Proto, bytes: u64) -> f64 {
+    func_base_ns(m, Func::AllReduce, a, p, bytes)
+}
+
+/// [`base_ns`] of any function the tuner knows.
+pub fn func_base_ns(m: &Machine, f: Func, a: Algo, p: Proto, bytes: u64) -> f64 {
     if m.nranks < 2 || m.ring.is_none() {
         return topo::one_rank_ns(bytes);
     }
-    cost(m, Func::AllReduce, a, p).map_or_else(
+    cost(m, f, a, p).map_or_else(
         // Not in the model (never chosen): as Ring/Simple.
-        || base_ns(m, Algo::Ring, Proto::Simple, bytes),
+        || match cost(m, f, Algo::Ring, Proto::Simple) {
+            Some(c) => c.ns(bytes),
+            None => topo::one_rank_ns(bytes),
+        },
         |c| c.ns(bytes),
     )
 }
@@ -187,5 +195,10 @@ pub fn model_ns(m: &Machine, a: Algo, p: Proto, bytes: u64) -> f64 {
 /// `NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN`. The `mispredict` fault and the
 /// communicator's own speed come on top, in the all-reduce.
 pub fn device_ns(m: &Machine, a: Algo, p: Proto, bytes: u64) -> f64 {
-    base_ns(m, a, p, bytes) * topo::slowdown()
+    func_device_ns(m, Func::AllReduce, a, p, bytes)
+}
+
+/// [`device_ns`] of any function the tuner knows.
+pub fn func_device_ns(m: &Machine, f: Func, a: Algo, p: Proto, bytes: u64) -> f64 {
+    func_base_ns(m, f, a, p, bytes) * topo::slowdown()
 }
