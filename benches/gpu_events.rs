@@ -14,11 +14,12 @@ use std::time::Instant;
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaContext;
-use nccl_bench::backend::nccl::comm::NcclComm;
+use nccl_bench::backend::nccl::comm::{Launch, NcclComm};
 use nccl_bench::backend::nccl::gpu::{GpuOptions, NcclBackend};
-use nccl_bench::backend::nccl::Nccl;
+use nccl_bench::backend::nccl::{Nccl, Runs};
 use nccl_bench::backend::Backend;
 use nccl_bench::machine::libnccl::{self, ThisMachine};
+use nccl_bench::ops::collective::Collective;
 use nccl_bench::ops::pattern::Pattern;
 use nccl_bench::ops::{DataType, ReduceOp};
 
@@ -50,6 +51,8 @@ fn run() -> anyhow::Result<()> {
                 max_bytes: *SIZES.iter().max().unwrap_or(&8),
                 dtype: DataType::Float,
                 op: ReduceOp::Sum,
+                collective: Collective::AllReduce,
+                root: 0,
                 graph: 0,
                 event_stride: stride,
                 init_timeout: std::time::Duration::from_secs(60),
@@ -120,6 +123,18 @@ fn enqueue_cost(path: &std::path::Path) -> anyhow::Result<()> {
     let id = nccl.unique_id()?;
     let deadline = Instant::now() + std::time::Duration::from_secs(60);
     let mut comm = NcclComm::init(nccl, 1, &id, 0, deadline)?;
+    let launch = Launch {
+        collective: Collective::AllReduce,
+        runs: Runs::Native,
+        send: sp as *const _,
+        recv: rp as *mut _,
+        counts: Collective::AllReduce.counts(8, 4, 1),
+        dtype: DataType::Float,
+        op: ReduceOp::Sum,
+        root: 0,
+        rank: 0,
+        nranks: 1,
+    };
     let events: Vec<_> = (0..N)
         .map(|_| ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)))
         .collect::<Result<_, _>>()?;
@@ -131,14 +146,7 @@ fn enqueue_cost(path: &std::path::Path) -> anyhow::Result<()> {
             for e in events.iter().take(N) {
                 // SAFETY: 2-element device buffers of this context, a live stream.
                 unsafe {
-                    comm.all_reduce(
-                        sp as *const _,
-                        rp as *mut _,
-                        2,
-                        DataType::Float,
-                        ReduceOp::Sum,
-                        stream.cu_stream() as *mut _,
-                    )?;
+                    comm.launch(&launch, stream.cu_stream() as *mut _)?;
                 }
                 if k == 0 {
                     e.record(&stream)?;

@@ -20,13 +20,13 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use self::bootstrap::{connect_with_retry, Bootstrap, BootstrapRoot, UniqueId};
-use crate::backend::Job;
 use self::ring::{Receiver, Ring, Sender, StoreChoice, Stores};
 use self::shm::{segment_bytes, Segment, ShmReceiver, ShmSender, SLOTS};
 use self::tcp::{TcpReceiver, TcpSender};
 use self::wait::WaitPolicy;
 use super::buffer::AlignedBuf;
 use super::{Backend, Communicator};
+use crate::backend::Job;
 use crate::config::transport::env_truthy;
 use crate::ops::collective::{Collective, Counts};
 use crate::ops::pattern::{CheckReport, Pattern};
@@ -526,7 +526,9 @@ impl Communicator for HostComm {
     fn check_output(&mut self, pattern: &Pattern, bytes: usize) -> Result<CheckReport> {
         self.check_len(bytes)?;
         let out = self.output.bytes();
-        Ok(self.job.check(pattern, (self.rank, self.nranks), bytes, out))
+        Ok(self
+            .job
+            .check(pattern, (self.rank, self.nranks), bytes, out))
     }
 
     fn timed_batch(&mut self, bytes: usize, every: usize, durations: &mut [u64]) -> Result<()> {

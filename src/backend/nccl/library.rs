@@ -160,8 +160,7 @@ impl Nccl {
     }
 
     fn since_2_28(&self) -> bool {
-        self.version()
-            .is_ok_and(|v| (v.major, v.minor) >= (2, 28))
+        self.version().is_ok_and(|v| (v.major, v.minor) >= (2, 28))
     }
 
     /// `ncclGetErrorString`.

@@ -171,18 +171,24 @@ fn a_case_reads_its_own_size_and_says_a_silent_fall_back() {
         "fell back to RING: NCCL_ALGO=nvls is not available here"
     );
     // Allowed choices are no fall-back, in either syntax.
-    assert!(decision(&lines, "AllReduce", 8, Some("ring,tree"), Some("LL"))
-        .unwrap()
-        .note
-        .is_empty());
-    assert!(decision(&lines, "AllReduce", 8, Some("tree;allreduce:ring"), None)
-        .unwrap()
-        .note
-        .is_empty());
-    assert!(decision(&lines, "AllReduce", 8, Some("^tree"), Some("^LL128"))
-        .unwrap()
-        .note
-        .is_empty());
+    assert!(
+        decision(&lines, "AllReduce", 8, Some("ring,tree"), Some("LL"))
+            .unwrap()
+            .note
+            .is_empty()
+    );
+    assert!(
+        decision(&lines, "AllReduce", 8, Some("tree;allreduce:ring"), None)
+            .unwrap()
+            .note
+            .is_empty()
+    );
+    assert!(
+        decision(&lines, "AllReduce", 8, Some("^tree"), Some("^LL128"))
+            .unwrap()
+            .note
+            .is_empty()
+    );
     let d = decision(&lines, "AllReduce", 8, None, Some("Simple")).unwrap();
     assert_eq!(
         d.note,
@@ -194,14 +200,20 @@ fn a_case_reads_its_own_size_and_says_a_silent_fall_back() {
         func: Some("AllGather".into()),
         ..choice(64, Algorithm::Pat, Protocol::Simple)
     };
-    assert_eq!(decision(&[gather.clone()], "AllReduce", 64, None, None), None);
+    assert_eq!(
+        decision(std::slice::from_ref(&gather), "AllReduce", 64, None, None),
+        None
+    );
     let d = decision(&[gather], "AllGather", 64, None, None).unwrap();
     assert_eq!((d.algo.as_str(), d.proto.as_str()), ("PAT", "Simple"));
     let unnamed = Choice {
         func: None,
         ..choice(64, Algorithm::Ring, Protocol::Ll)
     };
-    assert_eq!(decision(&[unnamed.clone()], "AllGather", 64, None, None), None);
+    assert_eq!(
+        decision(std::slice::from_ref(&unnamed), "AllGather", 64, None, None),
+        None
+    );
     assert!(decision(&[unnamed], "AllReduce", 64, None, None).is_some());
 }
 

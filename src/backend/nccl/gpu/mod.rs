@@ -67,9 +67,9 @@ use crate::ops::{DataType, ReduceOp};
 
 mod pace;
 
-pub use pace::{Pace, EVENT_GRAIN_NS};
-use pace::CALIBRATE_BELOW;
 use crate::stats::adaptive::launch_steps;
+pub use pace::{Pace, EVENT_GRAIN_NS};
+use pace::{CALIBRATE_BELOW, CALIBRATION};
 
 /// What a GPU rank needs besides its rank.
 #[derive(Debug, Clone)]
@@ -197,7 +197,6 @@ pub struct GpuComm {
     event_stride: usize,
 }
 
-
 impl GpuComm {
     fn check_len(&self, bytes: usize) -> Result<()> {
         crate::backend::check_message(bytes, self.host.len(), self.job.dtype)
@@ -321,6 +320,55 @@ impl GpuComm {
         Ok(())
     }
 
+    /// Times `CALIBRATION` all-reduces with an event after each and as many with
+    /// events at the ends only (each batch after an aligning all-reduce), and
+    /// chooses the size's stride; every rank runs the same all-reduces, whatever
+    /// it measures.
+    fn measure_pace(&mut self, bytes: usize) -> Result<Pace> {
+        self.ensure_events(CALIBRATION + 1)?;
+        let record =
+            |e: &CudaEvent, s: &Arc<CudaStream>| e.record(s).context("cudaEventRecord failed");
+        self.enqueue(bytes)?;
+        record(&self.events[0], &self.stream)?;
+        let start = Instant::now();
+        for i in 0..CALIBRATION {
+            self.enqueue(bytes)?;
+            record(&self.events[i + 1], &self.stream)?;
+        }
+        let host_with = start.elapsed();
+        self.sync()?;
+        self.enqueue(bytes)?;
+        record(&self.events[0], &self.stream)?;
+        let start = Instant::now();
+        for _ in 0..CALIBRATION {
+            self.enqueue(bytes)?;
+        }
+        let host_without = start.elapsed();
+        record(&self.events[1], &self.stream)?;
+        self.sync()?;
+        let gpu_ms = self.events[0]
+            .elapsed_ms(&self.events[1])
+            .context("cudaEventElapsedTime failed")?;
+        let per = |d: Duration| d.as_nanos() as f64 / CALIBRATION as f64;
+        let pace = Pace::choose(
+            per(host_with),
+            per(host_without),
+            gpu_ms as f64 * 1e6 / CALIBRATION as f64,
+        );
+        // The worker's log says what was decided, and on what.
+        let op = self.job.collective.op_word();
+        let every = match pace.stride {
+            1 => format!("an event after every {op}"),
+            k => format!("an event every {k} operations"),
+        };
+        eprintln!(
+            "{bytes} bytes: host {:.2} us per {op} with an event, {:.2} us without; GPU {:.2} us per {op}: {every}",
+            pace.host_with_event_ns / 1e3,
+            pace.host_without_ns / 1e3,
+            pace.gpu_ns / 1e3,
+        );
+        Ok(pace)
+    }
 
     /// Makes sure `n` timing events exist (created once, reused by every batch).
     fn ensure_events(&mut self, n: usize) -> Result<()> {

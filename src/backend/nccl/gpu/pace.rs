@@ -1,14 +1,7 @@
 //! How often a GPU rank records a timing event: the calibration of a size (16
 //! operations with an event after each, 16 with events at the ends) and the stride
-//! it chooses (the module comment of `gpu` says why and how).
-
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use anyhow::{Context, Result};
-use cudarc::driver::{CudaEvent, CudaStream};
-
-use super::GpuComm;
+//! it chooses (the module comment of `gpu` says why and how; `GpuComm::measure_pace`
+//! measures).
 
 /// What a size's calibration measured, per all-reduce, in nanoseconds, and the
 /// stride it chose.
@@ -21,7 +14,7 @@ pub struct Pace {
 }
 
 /// All-reduces per calibration batch.
-const CALIBRATION: usize = 16;
+pub(super) const CALIBRATION: usize = 16;
 /// Sizes from here keep an event per all-reduce without calibration: their
 /// all-reduce takes any GPU of today longer than a host's enqueue and event record
 /// (8 MiB on 8 GPUs at 800 GB/s bus bandwidth: 18 us). A size, not a measured
@@ -62,58 +55,6 @@ impl Pace {
             gpu_ns,
             stride,
         }
-    }
-}
-
-impl GpuComm {
-    /// Times `CALIBRATION` all-reduces with an event after each and as many with
-    /// events at the ends only (each batch after an aligning all-reduce), and
-    /// chooses the size's stride; every rank runs the same all-reduces, whatever
-    /// it measures.
-    pub(super) fn measure_pace(&mut self, bytes: usize) -> Result<Pace> {
-        self.ensure_events(CALIBRATION + 1)?;
-        let record =
-            |e: &CudaEvent, s: &Arc<CudaStream>| e.record(s).context("cudaEventRecord failed");
-        self.enqueue(bytes)?;
-        record(&self.events[0], &self.stream)?;
-        let start = Instant::now();
-        for i in 0..CALIBRATION {
-            self.enqueue(bytes)?;
-            record(&self.events[i + 1], &self.stream)?;
-        }
-        let host_with = start.elapsed();
-        self.sync()?;
-        self.enqueue(bytes)?;
-        record(&self.events[0], &self.stream)?;
-        let start = Instant::now();
-        for _ in 0..CALIBRATION {
-            self.enqueue(bytes)?;
-        }
-        let host_without = start.elapsed();
-        record(&self.events[1], &self.stream)?;
-        self.sync()?;
-        let gpu_ms = self.events[0]
-            .elapsed_ms(&self.events[1])
-            .context("cudaEventElapsedTime failed")?;
-        let per = |d: Duration| d.as_nanos() as f64 / CALIBRATION as f64;
-        let pace = Pace::choose(
-            per(host_with),
-            per(host_without),
-            gpu_ms as f64 * 1e6 / CALIBRATION as f64,
-        );
-        // The worker's log says what was decided, and on what.
-        let op = self.job.collective.op_word();
-        let every = match pace.stride {
-            1 => format!("an event after every {op}"),
-            k => format!("an event every {k} operations"),
-        };
-        eprintln!(
-            "{bytes} bytes: host {:.2} us per {op} with an event, {:.2} us without; GPU {:.2} us per {op}: {every}",
-            pace.host_with_event_ns / 1e3,
-            pace.host_without_ns / 1e3,
-            pace.gpu_ns / 1e3,
-        );
-        Ok(pace)
     }
 }
 
