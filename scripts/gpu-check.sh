@@ -2,10 +2,13 @@
 # The NCCL backend on a real GPU machine, end to end, on every GPU: doctor, a sweep
 # of 2, 4, ... N ranks 8 B..MAXBYTES with `default`, `shm-off`, `p2p-off` (SHM and
 # the network between GPUs) and `nvls-off` (NVLink SHARP where the GPUs have it;
-# with one GPU, `default` and `shm-off`), the same with CUDA graphs, and (when an
-# nccl-tests all_reduce_perf is given) nccl-tests with the same sizes on N GPUs
-# imported and compared case by case, our time next to its time. README's "Checking
-# nccl-bench on a GPU machine" says what to send back.
+# with one GPU, `default` and `shm-off`), the same with CUDA graphs, every collective
+# nccl-tests measures (`--coll all`, `default`), and (when an nccl-tests
+# all_reduce_perf is given) nccl-tests with the same sizes on N GPUs imported and
+# compared case by case, our time next to its time: all_reduce_perf against the
+# first sweep, and each other *_perf binary found beside it against the sweep of
+# every collective. README's "Checking nccl-bench on a GPU machine" says what to
+# send back.
 #
 # Usage:
 #   scripts/gpu-check.sh [--all-reduce-perf PATH] [--gpus N] [--maxbytes SIZE]
@@ -28,7 +31,7 @@
 set -uo pipefail
 
 usage() {
-    sed -n '2,28s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,29s/^# \{0,1\}//p' "$0" >&2
     exit 2
 }
 
@@ -127,6 +130,14 @@ else
     fail "the graph sweep exited with $?"
 fi
 
+echo "== sweep: every collective (--coll all), default"
+if "$bin" sweep --backend nccl --gpus "$gpus" --coll all -b 8 -e "$maxbytes" -n 20 -w 5 "${rounds[@]}" \
+    --transports default --out "$out" --label coll --plain; then
+    check_rows "$(run_dir coll)"
+else
+    fail "the sweep of every collective exited with $?"
+fi
+
 if [[ -n $perf ]]; then
     echo "== nccl-tests: $perf -g $gpus with the same sizes"
     text=$out/all_reduce_perf.txt
@@ -142,6 +153,26 @@ if [[ -n $perf ]]; then
     else
         fail "$perf exited with $?"
     fi
+fi
+
+if [[ -n $perf ]]; then
+    for coll in all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter; do
+        other=$(dirname "$perf")/${coll}_perf
+        [[ -x $other ]] || { echo "(no $other: $coll not compared with nccl-tests)"; continue; }
+        echo "== nccl-tests: $other -g $gpus with the same sizes"
+        text=$out/${coll}_perf.txt
+        if "$other" -g "$gpus" -b 8 -e "$maxbytes" -f 2 -n 20 -w 5 -c 1 >"$text"; then
+            imported=$out/nccl-tests-$coll-$(date +%Y%m%d-%H%M%S)
+            if "$bin" import "$text" -o "$imported" --config default >/dev/null; then
+                echo "== $coll: ours (candidate) against nccl-tests (base), per size"
+                "$bin" compare "$imported" "$(run_dir coll)" --threshold 5% || true
+            else
+                fail "import of $text"
+            fi
+        else
+            fail "$other exited with $?"
+        fi
+    done
 fi
 
 if ((failures > 0)); then

@@ -712,9 +712,12 @@ fn gpu_check_script_passes_on_the_simulated_gpus() {
     );
     assert!(stdout.contains("gpu-check: all checks passed"), "{stdout}");
     // 8 B..64 KiB: 14 sizes on 2 GPUs, for default, shm-off, p2p-off and nvls-off,
-    // then default with graphs.
+    // then default with graphs; then every collective with default: 14 sizes of
+    // all_reduce, broadcast, reduce and sendrecv, 12 of the five that split a size
+    // over the ranks (8 and 16 B leave no 16-byte group per rank).
     assert!(stdout.contains("plain/results.csv: 56 cases"), "{stdout}");
     assert!(stdout.contains("graph/results.csv: 14 cases"), "{stdout}");
+    assert!(stdout.contains("coll/results.csv: 116 cases"), "{stdout}");
 }
 
 /// Every element type and reduction nccl-bench offers, on 3 and 8 ranks (avg is not
