@@ -735,3 +735,49 @@ fn text_and_json_of_one_real_run_read_the_same() {
         }
     }
 }
+
+/// `import --coll` names the collective of an output that names no binary (a 2021
+/// alltoall_perf table whose redop is blank); an output that names its binary keeps
+/// it, and a `--coll` that says otherwise is exit 2, as is a name no binary has.
+#[test]
+fn coll_names_the_collective_an_output_does_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = fixture("nccl-tests-alltoall_perf-2021-empty-redop.txt");
+    let out = tmp.path().join("old");
+    let o = import(&old, &out, &["--nranks", "64", "--coll", "alltoall"]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let rows = common::rows(&out);
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter().all(|r| r["collective"] == "alltoall"),
+        "{rows:?}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let note = manifest["backend"]["note"].as_str().unwrap();
+    assert!(note.contains("nccl-tests alltoall_perf"), "{note}");
+    assert!(!note.contains("all_reduce assumed"), "{note}");
+
+    let named = fixture("nccl-tests-alltoall_perf-gb300-4ranks.txt");
+    let out = tmp.path().join("same");
+    let o = import(&named, &out, &["--coll", "alltoall"]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let out = tmp.path().join("other");
+    let o = import(&named, &out, &["--coll", "all_gather"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    assert!(
+        common::text(&o)
+            .contains("--coll all_gather: the output names alltoall_perf, which measures alltoall"),
+        "{}",
+        common::text(&o)
+    );
+    assert!(!out.exists());
+    let o = import(&named, &out, &["--coll", "alltoallv"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    assert!(
+        common::text(&o).contains("unknown collective"),
+        "{}",
+        common::text(&o)
+    );
+    assert!(!out.exists());
+}

@@ -76,11 +76,12 @@ pub trait Communicator {
     /// Writes this rank's input pattern into the first `bytes` of the send buffer.
     fn fill_input(&mut self, pattern: &Pattern, bytes: usize) -> Result<()>;
 
-    /// Overwrites the output with a value no correct all-reduce produces, so that a
+    /// Overwrites the output with a value no correct collective produces, so that a
     /// collective that does nothing cannot pass the check.
     fn poison_output(&mut self, bytes: usize) -> Result<()>;
 
-    /// Checks the first `bytes` of the output against the expected reduction.
+    /// Checks the output of a case of `bytes` against what the rank's collective
+    /// must have put there (the reduction, or the sending ranks' inputs: `Job::check`).
     fn check_output(&mut self, pattern: &Pattern, bytes: usize) -> Result<CheckReport>;
 
     /// How many iterations should share a timestamp at this size (1: each its
@@ -92,22 +93,23 @@ pub trait Communicator {
         Ok(1)
     }
 
-    /// Runs one untimed all-reduce (it lines the ranks up after the pause between
-    /// batches), then `durations.len()` all-reduces back to back, and stores the time
-    /// between consecutive completions, in nanoseconds: the first timed iteration is
-    /// measured from the completion of the untimed one. With `every` > 1 a
-    /// timestamp is taken after every `every` all-reduces (and after the last), and
-    /// each step's time is shared evenly by its all-reduces (`spread`).
+    /// Runs one untimed operation of the rank's collective (it lines the ranks up
+    /// after the pause between batches), then `durations.len()` operations back to
+    /// back, and stores the time between consecutive completions, in nanoseconds:
+    /// the first timed iteration is measured from the completion of the untimed one.
+    /// With `every` > 1 a timestamp is taken after every `every` operations (and
+    /// after the last), and each step's time is shared evenly by its operations
+    /// (`spread`).
     fn timed_batch(&mut self, bytes: usize, every: usize, durations: &mut [u64]) -> Result<()>;
 
-    /// One untimed all-reduce, synchronized (warm-up).
-    fn all_reduce(&mut self, bytes: usize) -> Result<()>;
+    /// One untimed operation of the rank's collective, synchronized (warm-up).
+    fn run_once(&mut self, bytes: usize) -> Result<()>;
 
-    /// What the library decides for an all-reduce of `bytes`, untimed: its own
+    /// What the library decides for an operation of `bytes`, untimed: its own
     /// estimate where it has one, and its refusal of a forced algorithm or protocol;
-    /// otherwise the all-reduce runs once (NCCL logs its choice then).
+    /// otherwise the operation runs once (NCCL logs its choice then).
     fn probe(&mut self, bytes: usize) -> Result<Probe> {
-        self.all_reduce(bytes)?;
+        self.run_once(bytes)?;
         Ok(Probe::default())
     }
 

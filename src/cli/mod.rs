@@ -323,7 +323,7 @@ mpirun -np 8 ./all_reduce_perf -b 8 -e 8G -f 2 -g 1 > base.txt\n  \
 nccl-bench import base.txt -o results/base-nccl-tests"
 )]
 pub struct ImportArgs {
-    /// all_reduce_perf output as printed (mpirun/srun prefixes and NCCL INFO lines are fine), or its -J JSON
+    /// The output of an nccl-tests *_perf binary as printed (mpirun/srun prefixes and NCCL INFO lines are fine), or its -J JSON
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 
@@ -342,6 +342,10 @@ pub struct ImportArgs {
     /// When nccl-tests ran (RFC 3339, or a local 2026-11-24 02:00), for `history`'s order [default: the JSON's start_time, else the text's first -S timestamp, else the file's modification time]
     #[arg(long = "started-at", value_name = "TIME", value_parser = units::parse_time)]
     pub started_at: Option<String>,
+
+    /// The collective measured, for an output that names no nccl-tests binary (alltoall for alltoall_perf) [default: the binary the output names, else all_reduce]
+    #[arg(long = "coll", value_name = "NAME", value_parser = |s: &str| crate::ops::collective::Collective::parse(s))]
+    pub coll: Option<crate::ops::collective::Collective>,
 }
 
 #[derive(Debug, Args)]

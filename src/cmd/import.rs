@@ -11,9 +11,13 @@ use crate::sweep::session::write_report;
 pub fn run(args: &ImportArgs) -> Result<u8> {
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let parsed = import::parse(&text)
+    let mut parsed = import::parse(&text)
         .map_err(|e| e.with_path_hint(args.file.display().to_string()))
         .map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
+    if let Some(collective) = args.coll {
+        import::name_collective(&mut parsed, collective)
+            .map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
+    }
     let request = ImportRequest {
         file: args.file.clone(),
         out: args.out.clone(),

@@ -9,6 +9,24 @@
 use super::run::ImportError;
 use crate::ops::collective::Collective;
 
+/// Applies `import --coll`: the collective of an output that names no binary (it is
+/// then as if the output named `<collective>_perf`). An output that names its binary
+/// keeps it, and a `--coll` that differs is an error: the output knows better.
+pub fn name_collective(run: &mut super::ImportedRun, collective: Collective) -> Result<(), String> {
+    match &run.binary {
+        Some(b) if run.collective != collective => Err(format!(
+            "--coll {collective}: the output names {b}, which measures {}",
+            run.collective
+        )),
+        Some(_) => Ok(()),
+        None => {
+            run.collective = collective;
+            run.binary = Some(format!("{}_perf", collective.name()));
+            Ok(())
+        }
+    }
+}
+
 /// The binary's file name when `word` names an nccl-tests binary (`./build/alltoall_perf`,
 /// `all_gather_perf_mpi`, quoted or in backticks): `alltoall_perf`.
 pub(crate) fn binary_name(word: &str) -> Option<&str> {

@@ -107,9 +107,9 @@ pub(super) fn checked_types(run: &ImportedRun, file: &Path) -> Result<(DataType,
             // A table of a binary that does not reduce, and nothing names it.
             Err(_) if run.binary.is_none() => bail!(
                 "{}: the rows' redop is {} where all_reduce_perf always names its op, and \
-                 nothing in the output names the nccl-tests binary that printed them: put \
-                 the command line that ran it (e.g. `./build/alltoall_perf -b 8 -e 128M`) \
-                 on a line before the table",
+                 nothing in the output names the nccl-tests binary that printed them: give \
+                 its collective (`--coll alltoall`), or put the command line that ran it \
+                 (e.g. `./build/alltoall_perf -b 8 -e 128M`) on a line before the table",
                 at(first.line),
                 if first.op.is_empty() {
                     "empty".to_string()

@@ -12,6 +12,7 @@ mod run;
 mod text;
 mod write;
 
+pub use binary::name_collective;
 pub use json::parse_json;
 pub(crate) use run::local_time;
 pub use run::{Format, ImportError, ImportedRank, ImportedRow, ImportedRun, IterStats, Timing};

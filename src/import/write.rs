@@ -263,9 +263,14 @@ fn sizes_not_run(parsed: &ImportedRun, nranks: u32) -> Vec<String> {
     if empty == 0 {
         return Vec::new();
     }
+    let c = parsed.collective;
+    let why = if c.counts(64, 1, 2).param < 64 {
+        format!("a size split over {nranks} ranks that leaves no element per rank (nccl-tests rounds each rank's part down to a multiple of 16 bytes)")
+    } else {
+        "a size of 0 asked for (-b 0)".to_string()
+    };
     vec![format!(
-        "{}: {empty} row(s) of size 0 B, a size split over {nranks} ranks that leaves no element per rank (nccl-tests rounds each rank's part down to 16 bytes and times nothing): not imported",
-        parsed.collective
+        "{c}: {empty} row(s) of size 0 B, {why}, where nccl-tests times nothing: not imported"
     )]
 }
 

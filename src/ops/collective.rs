@@ -4,7 +4,7 @@
 //!
 //! - **Sizes.** The size asked for (`-b/-e`) is split into element counts by each
 //!   test's `GetCollByteCount` ([`Collective::counts`]): per-rank chunks are
-//!   `(count / nranks)` rounded down to 16 bytes, so the size a case really moves can
+//!   `(count / nranks)` rounded down to a multiple of 16 bytes, so the size a case really moves can
 //!   be a little smaller than asked. The `size` column is `max(send, recv)` bytes of
 //!   one rank, as nccl-tests prints it ([`Counts::size_bytes`]).
 //! - **Bandwidth.** `algbw = size / time` and `busbw = algbw x` [`Collective::bus_factor`]:

@@ -74,7 +74,7 @@ impl Group {
             format!("{} to {}", Bytes(*first), Bytes(*last))
         };
         Some(format!(
-            "{}: {sizes} split over {} ranks leaves no element per rank (nccl-tests rounds each rank's part down to 16 bytes): not run",
+            "{}: {sizes} split over {} ranks leaves no element per rank (nccl-tests rounds each rank's part down to a multiple of 16 bytes): not run",
             self.collective, self.nranks
         ))
     }

@@ -278,7 +278,7 @@ fn measure(
                 comm.fill_input(&pattern, bytes)?;
                 comm.poison_output(bytes)?;
                 for _ in 0..warmup {
-                    comm.all_reduce(bytes)?;
+                    comm.run_once(bytes)?;
                 }
                 // A stall fault times its all-reduces one by one, outside
                 // timed_batch: no calibration all-reduces on any rank then.
@@ -304,11 +304,11 @@ fn measure(
                     // ones), each timed one after the pause: the peers wait in
                     // theirs, so their iterations take the pause.
                     Some(pause) => {
-                        comm.all_reduce(bytes)?;
+                        comm.run_once(bytes)?;
                         for d in &mut durations[..iters] {
                             std::thread::sleep(pause);
                             let start = Instant::now();
-                            comm.all_reduce(bytes)?;
+                            comm.run_once(bytes)?;
                             *d = start.elapsed().as_nanos() as u64;
                         }
                     }

@@ -471,7 +471,7 @@ fn accept_from(listener: &TcpListener, token: u64, deadline: Instant) -> Result<
 }
 
 impl HostComm {
-    fn run_once(&mut self, bytes: usize) -> Result<()> {
+    fn operate(&mut self, bytes: usize) -> Result<()> {
         let counts = self.counts(bytes);
         let input = self.input.bytes();
         let output = self.output.bytes_mut();
@@ -533,12 +533,12 @@ impl Communicator for HostComm {
 
     fn timed_batch(&mut self, bytes: usize, every: usize, durations: &mut [u64]) -> Result<()> {
         self.check_len(bytes)?;
-        self.run_once(bytes)?;
+        self.operate(bytes)?;
         let mut last = Instant::now();
         for step in durations.chunks_mut(every.max(1)) {
             for _ in 0..step.len() {
                 let start = Instant::now();
-                self.run_once(bytes)?;
+                self.operate(bytes)?;
                 if self.slowdown > 0.0 {
                     let until = Instant::now() + start.elapsed().mul_f64(self.slowdown);
                     while Instant::now() < until {
@@ -553,9 +553,9 @@ impl Communicator for HostComm {
         Ok(())
     }
 
-    fn all_reduce(&mut self, bytes: usize) -> Result<()> {
+    fn run_once(&mut self, bytes: usize) -> Result<()> {
         self.check_len(bytes)?;
-        self.run_once(bytes)
+        self.operate(bytes)
     }
 }
 

@@ -248,7 +248,8 @@ impl NcclComm {
 
     /// NCCL's own estimate of one operation, microseconds: the operation in a group
     /// ended by `ncclGroupSimulateEnd` (2.22+), which runs nothing. `None` where the
-    /// library has no such call or gives no estimate, or refuses the operation.
+    /// library has no such call or gives no estimate (NCCL's model has none for
+    /// sends and receives, so grouped ones are not asked), or refuses the operation.
     ///
     /// # Safety
     /// As [`NcclComm::launch`].
@@ -262,13 +263,18 @@ impl NcclComm {
         let (Some(start), Some(simulate)) = (s.group_start, s.group_simulate_end) else {
             return Ok(None);
         };
-        if !crate::nccl::tuning::has_simulate(version) {
+        if !crate::nccl::tuning::has_simulate(version) || launch.runs == Runs::Grouped {
             return Ok(None);
         }
         self.nccl.check("ncclGroupStart", start(), self.raw)?;
         let rc = self.raw_launch(launch, stream);
         let mut info = super::ffi::SimInfo::new(version.code);
-        let end = simulate(&mut info);
+        let mut end = simulate(&mut info);
+        if end == IN_PROGRESS {
+            // A non-blocking communicator ends the group in the background.
+            self.wait_in_progress("ncclGroupSimulateEnd")?;
+            end = 0;
+        }
         if rc != 0 || end != 0 {
             // A refused forced choice: the real operation says so in NCCL's words.
             return Ok(None);

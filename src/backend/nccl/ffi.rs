@@ -2,7 +2,8 @@
 //! fail loading with the name of the missing one; symbols newer releases added
 //! (`ncclGetLastError` 2.13+, `ncclCommFinalize` 2.14+, `ncclGroupSimulateEnd`
 //! 2.22+, `ncclAlltoAll`, `ncclGather` and `ncclScatter` 2.28+) are optional, and so
-//! are the collectives beside all-reduce, which the simulated GPUs do not all have.
+//! are the collectives beside all-reduce: a library without one cannot run that
+//! collective (`Nccl::runs`), and a sweep asking for it is refused.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;

@@ -83,7 +83,6 @@ impl UniqueId {
     }
 }
 
-/// A loaded libnccl.
 /// How a library runs a collective ([`Nccl::runs`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runs {
@@ -95,6 +94,7 @@ pub enum Runs {
     Missing,
 }
 
+/// A loaded libnccl.
 pub struct Nccl {
     loaded: Loaded,
     pub path: PathBuf,

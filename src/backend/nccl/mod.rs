@@ -1,6 +1,6 @@
 //! The NCCL backend: libnccl through our own libloading symbol table in three layers
 //! (`ffi` raw symbols, `library` results with NCCL's codes and texts, `comm` safe
-//! owners), the GPU communicator that times all-reduces with CUDA events (`gpu`), and
+//! owners), the GPU communicator that times each collective with CUDA events (`gpu`), and
 //! the link ceilings measured with copies (`ceiling`). Finding the library on a machine
 //! is `machine::libnccl`'s.
 

@@ -467,8 +467,10 @@ impl Communicator for GpuComm {
             }
         }
         self.ensure_events(steps.len() + 1)?;
-        // One untimed all-reduce lines the ranks up: event 0 then marks its
-        // completion, which every rank reaches together.
+        // One untimed operation lines the ranks up: event 0 then marks its
+        // completion on this rank (every rank's at once for all-reduce; rooted
+        // collectives and sendrecv finish rank by rank, and the orchestrator
+        // averages the ranks' times).
         self.enqueue(bytes)?;
         self.events[0]
             .record(&self.stream)
@@ -492,7 +494,7 @@ impl Communicator for GpuComm {
         Ok(())
     }
 
-    fn all_reduce(&mut self, bytes: usize) -> Result<()> {
+    fn run_once(&mut self, bytes: usize) -> Result<()> {
         self.check_len(bytes)?;
         self.enqueue(bytes)?;
         self.sync()

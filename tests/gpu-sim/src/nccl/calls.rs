@@ -274,9 +274,18 @@ fn collective(
         );
         return INVALID_ARGUMENT;
     }
+    let is_root = root as u32 == c.rank;
     let buffers = [
-        ("sendbuff", send as u64, func.send_bytes(count, width, n)),
-        ("recvbuff", recv as u64, func.recv_bytes(count, width, n)),
+        (
+            "sendbuff",
+            send as u64,
+            func.send_bytes(count, width, n, is_root),
+        ),
+        (
+            "recvbuff",
+            recv as u64,
+            func.recv_bytes(count, width, n, is_root),
+        ),
     ];
     for (what, ptr, bytes) in buffers {
         if let Err(code) = check_pointer(&c, name, what, ptr, bytes) {

@@ -14,9 +14,10 @@
 //! `ncclGroupDepth` is.
 //!
 //! `ncclGroupSimulateEnd(ncclSimInfo_t*)` (from 2.22) ends the group without running
-//! anything: it writes the model's predicted time of the queued all-reduces into
-//! `estimatedTime` (microseconds; their sum here, where NCCL keeps the last task's
-//! estimate, the same for one all-reduce) and drops them. Its argument must be
+//! anything: it writes the model's predicted time of the queued collectives NCCL
+//! tunes into `estimatedTime` (microseconds; their sum here, where NCCL keeps the
+//! last task's estimate, the same for one collective; sends and receives have none)
+//! and drops them. Its argument must be
 //! initialized with `NCCL_SIM_INFO_INITIALIZER` (magic `0x74685283`, else WARN and
 //! `ncclInvalidArgument`); NCCL reads at most `size` bytes of it and writes back as
 //! many. A NULL argument is refused here too (NCCL would end the group normally).
@@ -65,6 +66,19 @@ pub enum What {
 }
 
 impl Call {
+    /// The peers point-to-point work connects to (the whole group's of a send or
+    /// receive are gathered at its end); `None` for a function NCCL runs over the
+    /// ring.
+    fn peers(&self) -> Option<Vec<u32>> {
+        match self.what {
+            What::Peer(p) => Some(vec![p.peer]),
+            What::Coll { func, root, .. } if func.tuned().is_none() => {
+                Some(func.peers(self.comm.rank, root, self.comm.nranks))
+            }
+            What::Coll { .. } => None,
+        }
+    }
+
     /// The tuner's function and NCCL's `nBytes`, for a collective NCCL tunes.
     fn tuned(&self) -> Option<(Func, u64)> {
         let What::Coll { func, count, .. } = self.what else {
@@ -352,12 +366,10 @@ fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
                 count,
                 root,
             } => {
-                if func.tuned().is_some() {
-                    if c.needs_connect(algo) {
-                        c.prepare(algo)?;
-                    }
-                } else {
-                    c.connect_peers(&(0..c.nranks).collect::<Vec<_>>())?;
+                match call.peers() {
+                    Some(peers) => c.connect_peers(&peers)?,
+                    None if c.needs_connect(algo) => c.prepare(algo)?,
+                    None => {}
                 }
                 let kind = Kind::Coll {
                     func,
@@ -415,7 +427,10 @@ fn launch_on(c: &Arc<Comm>, calls: Vec<Call>) -> NcclResult {
             return code;
         }
     };
-    let connect = tuned.iter().any(|(_, a, _)| c.needs_connect(*a));
+    let connect = tuned.iter().any(|(call, a, _)| match call.peers() {
+        Some(peers) => c.needs_peers(&peers),
+        None => c.needs_connect(*a),
+    });
     if !c.blocking && connect {
         return in_background(c, move |c| enqueue(c, tuned));
     }

@@ -34,6 +34,14 @@ impl Comm {
         (latency, bandwidth / factor)
     }
 
+    /// Whether any of `peers` (other than this rank) is not connected yet.
+    pub fn needs_peers(&self, peers: &[u32]) -> bool {
+        let connected = self.connected.lock().unwrap();
+        peers
+            .iter()
+            .any(|&p| p != self.rank && p < self.nranks && !connected.peers.contains(&p))
+    }
+
     /// Connects this rank to each of `peers` not yet connected for point-to-point
     /// work (NCCL's connection index 1): a line per connection as NCCL logs it (the
     /// sender's; over the network also the receiver's), an SHM segment for an SHM

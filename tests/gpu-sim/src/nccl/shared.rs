@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// The most ranks a simulated communicator takes.
 pub const MAX_RANKS: usize = 64;
-/// Bytes each rank stages per step of an all-reduce.
+/// Bytes each rank stages per window of an operation.
 pub const CHUNK: usize = 1 << 20;
 
 #[repr(C)]

@@ -79,19 +79,32 @@ impl CollFunc {
     }
 
     /// Bytes one rank sends, for `count` elements of `width` bytes on `n` ranks
-    /// (the count is per peer where NCCL's is).
-    pub fn send_bytes(self, count: usize, width: usize, n: usize) -> usize {
+    /// (the count is per peer where NCCL's is), `root` whether it is the root: a
+    /// non-root rank's send buffer of broadcast and scatter is not read (NCCL does
+    /// not check it either).
+    pub fn send_bytes(self, count: usize, width: usize, n: usize, root: bool) -> usize {
         match self {
+            CollFunc::Broadcast | CollFunc::Scatter if !root => 0,
             CollFunc::ReduceScatter | CollFunc::AlltoAll | CollFunc::Scatter => count * width * n,
             _ => count * width,
         }
     }
 
-    /// Bytes one rank receives.
-    pub fn recv_bytes(self, count: usize, width: usize, n: usize) -> usize {
+    /// Bytes one rank receives: nothing on a non-root rank of reduce and gather.
+    pub fn recv_bytes(self, count: usize, width: usize, n: usize, root: bool) -> usize {
         match self {
+            CollFunc::Reduce | CollFunc::Gather if !root => 0,
             CollFunc::AllGather | CollFunc::AlltoAll | CollFunc::Gather => count * width * n,
             _ => count * width,
+        }
+    }
+
+    /// The peers one rank exchanges data with (itself included where it does),
+    /// for the functions built from point-to-point work.
+    pub fn peers(self, rank: u32, root: u32, n: u32) -> Vec<u32> {
+        match self {
+            CollFunc::Gather | CollFunc::Scatter if rank != root => vec![root],
+            _ => (0..n).collect(),
         }
     }
 
@@ -227,17 +240,12 @@ impl Work for Operation {
             }
             _ => {}
         }
-        let Some(latest) = self.exchange(start, seq) else {
+        let Some((latest, first_out)) = self.exchange(start, seq) else {
             return start;
         };
-        let first_out = self
-            .buffers()
-            .into_iter()
-            .skip(self.sends())
-            .find(|&(_, bytes)| bytes > 0);
-        if let (Some(Fault::Wrong), Some((recv, _))) = (fault::collective(c.rank, seq), first_out) {
-            // SAFETY: the receive buffer holds at least one byte.
-            unsafe { *(recv as *mut u8) ^= 0x5a };
+        if let (Some(Fault::Wrong), Some(out)) = (fault::collective(c.rank, seq), first_out) {
+            // SAFETY: the first byte the operation wrote in a receive buffer.
+            unsafe { *(out as *mut u8) ^= 0x5a };
         }
         let cost = self.device_ns() * fault::mispredict_factor(c.nranks, seq);
         latest + (cost * jitter(c.hash, seq) * c.speed) as u64
@@ -259,11 +267,14 @@ impl Operation {
                 send,
                 recv,
                 count,
-                ..
-            } => vec![
-                (*send, func.send_bytes(*count, self.width(), n)),
-                (*recv, func.recv_bytes(*count, self.width(), n)),
-            ],
+                root,
+            } => {
+                let is_root = *root == self.comm.rank;
+                vec![
+                    (*send, func.send_bytes(*count, self.width(), n, is_root)),
+                    (*recv, func.recv_bytes(*count, self.width(), n, is_root)),
+                ]
+            }
             Kind::P2p(calls) => {
                 let (mut sends, recvs): (Vec<&PeerCall>, Vec<&PeerCall>) =
                     calls.iter().partition(|c| c.send);
@@ -471,9 +482,10 @@ impl Operation {
     }
 
     /// Computes this rank's receive buffers through the shared file; the latest
-    /// arrival among the ranks (device time), or `None` when a wait stopped (the
-    /// error is recorded).
-    fn exchange(&self, start: u64, seq: u64) -> Option<u64> {
+    /// arrival among the ranks (device time) and the first byte it wrote (none on a
+    /// rank that receives nothing), or `None` when a wait stopped (the error is
+    /// recorded).
+    fn exchange(&self, start: u64, seq: u64) -> Option<(u64, Option<u64>)> {
         let c = &self.comm;
         let shared = c.shared();
         let h = shared.header();
@@ -492,6 +504,7 @@ impl Operation {
             .max()
             .unwrap_or(start);
         let stretches = self.stretches();
+        let first_out = stretches.iter().find(|s| s.1 > 0).map(|s| s.0);
         let space = self.send_space();
         let most = (0..n)
             .map(|r| h.sends[r].total.load(Ordering::Acquire) as usize)
@@ -549,7 +562,7 @@ impl Operation {
                 return None;
             }
         }
-        Some(latest)
+        Some((latest, first_out))
     }
 }
 
