@@ -81,9 +81,11 @@
 //! **`backend`.** The `Backend` and `Communicator` traits: a communicator runs timed
 //! batches of back-to-back collectives (the one its group measures) and checks its
 //! output. `host::HostBackend` is a ring over /dev/shm segments or TCP, every
-//! collective over it (`host::collectives`); the NCCL backend runs all-reduce; `nccl::gpu::NcclBackend` is NCCL through our own
-//! FFI (`nccl::ffi` raw symbols, `nccl::library::Nccl` results with NCCL's codes and
-//! texts, `nccl::comm` owners that free in `Drop`) with CUDA through cudarc.
+//! collective over it (`host::collectives`); `nccl::gpu::NcclBackend` is NCCL through
+//! our own FFI (`nccl::ffi` raw symbols, `nccl::library::Nccl` results with NCCL's
+//! codes and texts, `nccl::comm` owners that free in `Drop`, each operation one
+//! `comm::Launch` called as nccl-tests calls NCCL) with CUDA through cudarc, every
+//! collective too (`nccl::gpu::pace` chooses how often it records timing events).
 //! `select::resolve` chooses the backend for `--backend` and records why.
 //!
 //! **`doctor`.** `run_checks` and `quick_checks`: one file per check (/dev/shm,
