@@ -264,7 +264,7 @@ fn sizes_not_run(parsed: &ImportedRun, nranks: u32) -> Vec<String> {
         return Vec::new();
     }
     let c = parsed.collective;
-    let why = if c.counts(64, 1, 2).param < 64 {
+    let why = if c.splits() {
         format!("a size split over {nranks} ranks that leaves no element per rank (nccl-tests rounds each rank's part down to a multiple of 16 bytes)")
     } else {
         "a size of 0 asked for (-b 0)".to_string()

@@ -186,6 +186,18 @@ impl Collective {
         )
     }
 
+    /// Whether each rank's part is the size split over the ranks (and so rounded
+    /// down to whole 16-byte groups, possibly to nothing).
+    pub fn splits(self) -> bool {
+        !matches!(
+            self,
+            Collective::AllReduce
+                | Collective::Broadcast
+                | Collective::Reduce
+                | Collective::SendRecv
+        )
+    }
+
     /// nccl-tests' element counts for a case of `bytes` of elements of `element`
     /// bytes on `nranks` ranks: per-rank chunks rounded down to whole 16-byte groups.
     pub fn counts(self, bytes: u64, element: u64, nranks: u32) -> Counts {
@@ -323,6 +335,14 @@ impl<'de> serde::Deserialize<'de> for Collective {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_collectives_that_split_a_size_are_those_whose_parts_shrink() {
+        for c in Collective::ALL {
+            let part = c.counts(64, 1, 2).param;
+            assert_eq!(c.splits(), part < 64, "{c}: part {part}");
+        }
+    }
 
     #[test]
     fn names_parse_both_ways_and_all_means_every_one() {
