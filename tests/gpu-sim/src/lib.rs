@@ -1,12 +1,13 @@
-//! A test stand-in for the CUDA driver (`libcuda.so.1`) and for NCCL (`libnccl.so.2`),
-//! so that nccl-bench's NCCL backend runs end to end on machines without a GPU. It is
-//! a test double, never a measurement: it exports `ncclBenchSimulated`, and
-//! nccl-bench labels every run on it as simulated.
+//! A test stand-in for the CUDA driver (`libcuda.so.1`), NCCL (`libnccl.so.2`) and
+//! NVML (`libnvidia-ml.so.1`), so that nccl-bench's NCCL backend runs end to end on
+//! machines without a GPU. It is a test double, never a measurement: it exports
+//! `ncclBenchSimulated`, and nccl-bench labels every run on it as simulated.
 //!
-//! One library holds both: `scripts/test.sh` links `libcuda.so`, `libcuda.so.1` and
-//! `libnccl.so.2` to the one file, and the dynamic loader maps a file once however
-//! many names it is opened by, so NCCL's half enqueues on the driver half's streams
-//! as the real NCCL does on real CUDA streams.
+//! One library holds all three: `scripts/build-gpu-sim.sh` links `libcuda.so`,
+//! `libcuda.so.1`, `libnccl.so.2` and `libnvidia-ml.so.1` to the one file, and the
+//! dynamic loader maps a file once however many names it is opened by, so NCCL's
+//! half enqueues on the driver half's streams as the real NCCL does on real CUDA
+//! streams.
 //!
 //! Faithful where nccl-bench depends on the real libraries' behaviour:
 //! - the driver ([`driver`]): devices (those `CUDA_VISIBLE_DEVICES` names, renumbered
@@ -26,6 +27,11 @@
 //!   `ncclGroupSimulateEnd`; the tuner's choice of algorithm and protocol
 //!   (`NCCL_ALGO`, `NCCL_PROTO`, TUNING lines) with a model of its own, which a
 //!   deliberate mis-tuning and the `mispredict` fault make differ from the device;
+//! - NVML ([`nvml`]): every GPU of the machine in bus order (as NVML lists them,
+//!   whatever `CUDA_VISIBLE_DEVICES` says), their memory, NVLinks and error
+//!   counters, fixed healthy clocks, power, temperature and throttle reasons, and
+//!   XID events; the timed faults throttle a GPU, make an NVLink replay or raise an
+//!   XID at a given second, and slow the collectives they touch ([`fault`]);
 //! - the transports NCCL would pick on a topology (`NCCL_BENCH_SIM_TOPO`) and a cost
 //!   model per transport ([`topo`]): times come from a virtual device clock, so they
 //!   show the shape of real results without the noise of a loaded CI machine.
@@ -34,7 +40,9 @@
 //! (`nvlink`, `nvswitch`, `pcie`, `pcie-2switch`, `pcie-nop2p`; see [`topo`]),
 //! `NCCL_BENCH_SIM_MEM_GIB` (80),
 //! `NCCL_BENCH_SIM_VERSION` (2.28.9), `NCCL_BENCH_SIM_DRIVER` (12040),
-//! `NCCL_BENCH_SIM_FAULT` (see [`fault`]), `NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN` (1: a
+//! `NCCL_BENCH_SIM_FAULT` (see [`fault`]), `NCCL_BENCH_SIM_EPOCH` (Unix seconds from
+//! which the timed faults count; by default when the process first asks, see
+//! [`fault::clock`]), `NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN` (1: a
 //! factor on every all-reduce's time while copies keep the links' speed; with 1.3
 //! every all-reduce takes 30 % longer than the ceilings measured by copies allow),
 //! `NCCL_BENCH_SIM_SLOW_LINK` (`a-b[:factor]`: the link between GPUs a and b at
@@ -59,6 +67,7 @@ pub mod driver;
 pub mod fault;
 pub mod log;
 pub mod nccl;
+pub mod nvml;
 pub mod reduce;
 pub mod rendezvous;
 pub mod stream;

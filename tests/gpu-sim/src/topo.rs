@@ -94,7 +94,21 @@ impl Topology {
     pub fn multicast(self) -> bool {
         self == Topology::NvSwitch
     }
+
+    /// NVLinks per GPU, all active: [`NVLINKS_PER_GPU`] on the NVLink topologies,
+    /// none on PCIe.
+    pub fn nvlinks(self) -> usize {
+        match self {
+            Topology::NvLink | Topology::NvSwitch => NVLINKS_PER_GPU,
+            _ => 0,
+        }
+    }
 }
+
+/// NVLinks of each GPU on the NVLink topologies: an H100's 18 (NVML's
+/// `NVML_NVLINK_MAX_LINKS`), on the A100 board too, which has 12, so that a link's
+/// index follows one rule everywhere.
+pub const NVLINKS_PER_GPU: usize = 18;
 
 /// One simulated GPU.
 #[derive(Debug, Clone)]

@@ -21,6 +21,9 @@ pub struct Slot {
     pub host: AtomicU64,
     /// Device time at which the rank reached the current collective.
     pub arrival: AtomicU64,
+    /// Real time (ns) at which it reached it: the timed faults judge a collective by
+    /// the latest of these and of the arrivals.
+    pub wall: AtomicU64,
     /// Non-zero once the rank failed a connection or aborted: its sockets are
     /// closed, so a peer waiting on it in a connection fails too.
     pub left: AtomicU32,

@@ -3,8 +3,8 @@
 //! processes through the shared file, one window of each rank's send buffers at a
 //! time, and timed by its modelled device time (the tuner's algorithm and protocol
 //! for the functions NCCL tunes, [`tuner::model::device_ns`]; the links to each peer
-//! for the point-to-point ones), times the `mispredict` fault's factor, the
-//! communicator's speed and a jitter.
+//! for the point-to-point ones), times the `mispredict` or timed faults' factor
+//! (the largest), the communicator's speed and a jitter.
 //!
 //! Every operation is the same exchange. Each rank publishes what it sends (its
 //! bytes in all; for point-to-point calls each send's peer and size), and knows from
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::comm::Comm;
-use super::shared::{CHUNK, MAX_SENDS};
+use super::shared::{Slot, CHUNK, MAX_SENDS};
 use super::tuner::{model, Algo, Func, Proto};
 use super::{IN_PROGRESS, REMOTE_ERROR, SUCCESS};
 use crate::driver::{self, CUdeviceptr};
@@ -240,14 +240,16 @@ impl Work for Operation {
             }
             _ => {}
         }
-        let Some((latest, first_out)) = self.exchange(start, seq) else {
+        let Some((latest, wall, first_out)) = self.exchange(start, seq) else {
             return start;
         };
         if let (Some(Fault::Wrong), Some(out)) = (fault::collective(c.rank, seq), first_out) {
             // SAFETY: the first byte the operation wrote in a receive buffer.
             unsafe { *(out as *mut u8) ^= 0x5a };
         }
-        let cost = self.device_ns() * fault::mispredict_factor(c.nranks, seq);
+        let gpus: Vec<usize> = (0..c.nranks as usize).map(|r| c.nvml_of(r)).collect();
+        let timed = fault::timed_factor(&gpus, latest.max(wall));
+        let cost = self.device_ns() * fault::mispredict_factor(c.nranks, seq).max(timed);
         latest + (cost * jitter(c.hash, seq) * c.speed) as u64
     }
 }
@@ -482,27 +484,25 @@ impl Operation {
     }
 
     /// Computes this rank's receive buffers through the shared file; the latest
-    /// arrival among the ranks (device time) and the first byte it wrote (none on a
-    /// rank that receives nothing), or `None` when a wait stopped (the error is
-    /// recorded).
-    fn exchange(&self, start: u64, seq: u64) -> Option<(u64, Option<u64>)> {
+    /// arrival among the ranks (device time), the latest in real time, and the
+    /// first byte it wrote (none on a rank that receives nothing), or `None` when a
+    /// wait stopped (the error is recorded).
+    fn exchange(&self, start: u64, seq: u64) -> Option<(u64, u64, Option<u64>)> {
         let c = &self.comm;
         let shared = c.shared();
         let h = shared.header();
         let n = c.nranks as usize;
-        shared
-            .slot(c.rank as usize)
-            .arrival
-            .store(start, Ordering::Release);
+        let mine = shared.slot(c.rank as usize);
+        mine.arrival.store(start, Ordering::Release);
+        mine.wall.store(crate::realtime_ns(), Ordering::Release);
         self.publish();
         if let Err(stop) = c.barrier() {
             c.stopped(stop);
             return None;
         }
-        let latest = (0..n)
-            .map(|r| h.slots[r].arrival.load(Ordering::Acquire))
-            .max()
-            .unwrap_or(start);
+        let latest_of = |of: fn(&Slot) -> u64| (0..n).map(|r| of(&h.slots[r])).max();
+        let latest = latest_of(|s| s.arrival.load(Ordering::Acquire)).unwrap_or(start);
+        let wall = latest_of(|s| s.wall.load(Ordering::Acquire)).unwrap_or(0);
         let stretches = self.stretches();
         let first_out = stretches.iter().find(|s| s.1 > 0).map(|s| s.0);
         let space = self.send_space();
@@ -562,7 +562,7 @@ impl Operation {
                 return None;
             }
         }
-        Some((latest, first_out))
+        Some((latest, wall, first_out))
     }
 }
 

@@ -1,9 +1,11 @@
 //! Faults on request, for the tests of nccl-bench's failure handling:
-//! `NCCL_BENCH_SIM_FAULT=<kind>[@<rank>][x<factor>][+<after>]` (several separated by
-//! commas; `x<factor>` for `mispredict` only),
-//! where `@<rank>` limits it to one
-//! rank (for `oom`, one device) and `+<after>` lets that many all-reduces of the
-//! communicator complete first. Kinds:
+//! `NCCL_BENCH_SIM_FAULT`, several separated by commas (`hang,abort-hang`); a spec
+//! that does not parse is ignored. Two families: faults counted in collectives,
+//! and faults timed in seconds ([`timed`]).
+//!
+//! Counted: `<kind>[@<rank>][x<factor>][+<after>]` (`x<factor>` for `mispredict`
+//! only), where `@<rank>` limits it to one rank (for `oom`, one device) and
+//! `+<after>` lets that many collectives of the communicator complete first. Kinds:
 //! - `hang`: the all-reduce never completes; only `ncclCommAbort` ends it;
 //! - `remote-error`: the all-reduce stops and `ncclCommGetAsyncError` reports
 //!   `ncclRemoteError`, as when a peer's process or the network dies;
@@ -27,12 +29,46 @@
 //!   (`mispredictx3` without one); a factor below 1 makes the spec invalid. Every
 //!   rank of the communicator applies it, so they finish together as on a ring.
 //!
+//! Timed: `+SECONDS` is seconds (fractions allowed, 0 when left out) since the
+//! simulated machine's epoch ([`clock`]: `NCCL_BENCH_SIM_EPOCH`), GPUs are machine
+//! indices (NVML's order, whatever `CUDA_VISIBLE_DEVICES` says), and the window
+//! lasts `/DURATION` seconds (5 by default). Kinds:
+//! - `throttle@GPU[x<factor>]+SECONDS[/DURATION]`: GPU `GPU` is throttled. NVML
+//!   reads its throttled clocks, power, temperature and throttle reasons
+//!   ([`crate::nvml`]), and every collective of a communicator with a rank on that
+//!   GPU takes `<factor>` (1.6) times its time;
+//! - `nvlink-errors@A-B[x<factor>]+SECONDS[/DURATION]`: the NVLink between GPUs A
+//!   and B replays. Collectives of a communicator with ranks on both take `<factor>`
+//!   (1.3) times their time; NVML's DL_REPLAY counter of GPU A's link `B % 18` and of
+//!   GPU B's link `A % 18` grows by 40 a second of the window, and DL_RECOVERY by 1
+//!   when it begins. On a topology without NVLink (`pcie*`) the slowdown applies all
+//!   the same, but NVML has no link to count on;
+//! - `xid@GPU+SECONDS[:CODE]`: GPU `GPU` reports XID `CODE` (79 by default) once its
+//!   time has come: one event (`nvmlEventTypeXidCriticalError`) for each NVML event
+//!   set that registered that GPU for it. It slows nothing.
+//!
+//! A timed fault's factor (at least 1, else the spec is invalid) is applied where
+//! `mispredict`'s is, to the device time alone (NCCL's tuner goes on predicting the
+//! healthy time), by every rank of the communicator, so they finish together; the
+//! largest factor that applies wins, as a ring goes at its slowest member's pace. A
+//! collective is in a window when the instant it begins is: the later of its
+//! devices' clock and the real time at which the last rank reached it (the device
+//! clock lags the real one unless `NCCL_BENCH_SIM_HOST_PACED=1`, while the windows
+//! are real time, as NVML's readings are).
+//!
 //! Exhausting `/dev/shm` needs no fault: SHM connections create real segments with
 //! `posix_fallocate`, so a small `/dev/shm` fails as it does with NCCL.
 
 use std::sync::OnceLock;
 
 use crate::env;
+
+pub mod clock;
+#[cfg(test)]
+mod tests;
+pub mod timed;
+
+use timed::Timed;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -64,7 +100,7 @@ pub fn parse(text: &str) -> Option<Spec> {
         Some((r, a)) => (r, a.trim().parse().ok()?),
         None => (text, 0),
     };
-    // No kind's name has an `x`: one starts the factor.
+    // No counted kind's name has an `x`: one starts the factor.
     let (rest, factor) = match rest.split_once('x') {
         Some((r, f)) => (r, Some(f.trim().parse::<f64>().ok()?)),
         None => (rest, None),
@@ -99,15 +135,34 @@ pub fn parse(text: &str) -> Option<Spec> {
     })
 }
 
-/// The faults asked for: `NCCL_BENCH_SIM_FAULT`, several separated by commas
-/// (`hang,abort-hang`); a spec that does not parse is ignored.
+/// The faults of a list (`NCCL_BENCH_SIM_FAULT`): the counted ones and the timed
+/// ones, in order; a spec that does not parse is left out.
+pub fn read(list: &str) -> (Vec<Spec>, Vec<Timed>) {
+    let mut faults = (Vec::new(), Vec::new());
+    for text in list.split(',') {
+        if let Some(t) = timed::parse(text) {
+            faults.1.push(t);
+        } else if let Some(s) = parse(text) {
+            faults.0.push(s);
+        }
+    }
+    faults
+}
+
+/// The faults asked for, read once.
+fn requests() -> &'static (Vec<Spec>, Vec<Timed>) {
+    static REQUESTS: OnceLock<(Vec<Spec>, Vec<Timed>)> = OnceLock::new();
+    REQUESTS.get_or_init(|| read(&env("NCCL_BENCH_SIM_FAULT").unwrap_or_default()))
+}
+
+/// The counted faults asked for.
 fn specs() -> &'static [Spec] {
-    static SPECS: OnceLock<Vec<Spec>> = OnceLock::new();
-    SPECS.get_or_init(|| {
-        env("NCCL_BENCH_SIM_FAULT")
-            .map(|t| t.split(',').filter_map(parse).collect())
-            .unwrap_or_default()
-    })
+    &requests().0
+}
+
+/// The timed faults asked for.
+fn timed_specs() -> &'static [Timed] {
+    &requests().1
 }
 
 /// Whether `fault` applies to `who` (a rank, or a device for `oom`).
@@ -149,4 +204,17 @@ pub fn factor_in(specs: &[Spec], nranks: u32, seq: u64) -> f64 {
         })
         .map(|s| s.factor)
         .fold(1.0, f64::max)
+}
+
+/// The timed faults' factor on the device time of a collective begun at
+/// `realtime_ns` on a communicator whose ranks use the machine's GPUs `gpus`: the
+/// largest that applies, 1 when none does.
+pub fn timed_factor(gpus: &[usize], realtime_ns: u64) -> f64 {
+    clock::with_faults(|faults| {
+        if faults.is_empty() {
+            1.0
+        } else {
+            timed::slowdown(faults, gpus, clock::since_epoch(realtime_ns))
+        }
+    })
 }
