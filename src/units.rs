@@ -78,6 +78,11 @@ impl fmt::Display for Bytes {
 }
 
 /// At most two decimals, without trailing zeros: 1, 1.5, 1.25.
+pub fn trim_number(value: f64) -> String {
+    trim_float(value)
+}
+
+/// At most two decimals, without trailing zeros: 1, 1.5, 1.25.
 fn trim_float(value: f64) -> String {
     let s = format!("{value:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -104,6 +109,30 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         return Err(err());
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+/// A duration as a person writes it: `250ms`, `1.5s`, `20s`, `30m`, `1h5m`.
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1.0 {
+        format!("{}ms", trim_float(s * 1e3))
+    } else if s < 120.0 {
+        format!("{}s", trim_float(s))
+    } else if s < 7200.0 {
+        let (m, rest) = ((s / 60.0).floor(), s % 60.0);
+        if rest >= 0.5 {
+            format!("{m}m{}s", rest.round())
+        } else {
+            format!("{m}m")
+        }
+    } else {
+        let (h, m) = ((s / 3600.0).floor(), ((s % 3600.0) / 60.0).round());
+        if m > 0.0 {
+            format!("{h}h{m}m")
+        } else {
+            format!("{h}h")
+        }
+    }
 }
 
 /// Parses a percentage (`1`, `0.5%`) into a fraction (0.01, 0.005).

@@ -8,5 +8,6 @@ pub mod csv;
 pub mod hlog;
 pub mod reader;
 pub mod run_dir;
+pub mod soak;
 
 pub use run_dir::{RunDir, RunWriter};

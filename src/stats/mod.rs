@@ -9,6 +9,7 @@ pub mod distribution;
 pub mod latency;
 pub mod quality;
 pub mod rounds;
+pub mod soak;
 mod splitmix;
 
 pub use adaptive::{BatchDecision, StopReason, StopRule};
