@@ -13,6 +13,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Sweep(args) => cmd::sweep::run(&args),
         Command::Run(args) => cmd::run::run(&args),
+        Command::Soak(args) => cmd::soak::run(&args),
         Command::Configs(args) => cmd::configs::run(&args),
         Command::Compare(args) => cmd::compare::run(&args),
         Command::Baseline(args) => cmd::baseline::run(&args),

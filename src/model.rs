@@ -308,6 +308,22 @@ pub struct RunManifest {
     /// Link rates measured before the sweep: the reference of `ceiling_pct`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceilings: Option<Ceilings>,
+    /// What a `soak` run was asked for (absent for a sweep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<SoakInfo>,
+}
+
+/// A soak's settings, as its report and plot read them back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SoakInfo {
+    pub bytes: u64,
+    pub duration_s: f64,
+    pub interval_s: f64,
+    /// An interval this far below the run's median (0.10) may be a dip.
+    pub dip: f64,
+    /// Counters that could not be read, each said once.
+    #[serde(default)]
+    pub counter_notes: Vec<String>,
 }
 
 /// What the links of this machine carry, measured just before the sweep (as

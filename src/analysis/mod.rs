@@ -12,5 +12,6 @@ pub mod history;
 pub mod model_table;
 pub mod nvls;
 pub mod pairs;
+pub mod soak;
 pub mod tuning;
 pub mod verdict;

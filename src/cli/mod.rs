@@ -14,10 +14,12 @@ use crate::ops::{DataType, ReduceOp};
 use crate::units::{self, Bytes};
 
 mod judge;
+mod soak;
 
 pub use judge::{
     BaselineArgs, CheckArgs, CheckFormat, CompareArgs, CompareFormat, HistoryArgs, HistoryFormat,
 };
+pub use soak::SoakArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -49,6 +51,8 @@ pub enum Command {
     Sweep(SweepArgs),
     /// One rank of a multi-node run under srun, mpirun or torchrun (rank 0 writes the run directory)
     Run(RunArgs),
+    /// Run one collective back to back at one size for minutes or hours: bandwidth per interval, its dips, and the GPU, link and CPU counters that explain them
+    Soak(SoakArgs),
     /// List transport configurations: the built-in presets, or those of --config files
     Configs(ConfigsArgs),
     /// Compare two run directories (or two configs of one run); exit 1 on a regression

@@ -15,5 +15,6 @@ pub mod progress;
 pub mod report;
 pub mod run;
 pub mod settings;
+pub mod soak;
 pub mod sweep;
 pub mod worker;

@@ -241,6 +241,7 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
         cluster: cluster(&parsed.ranks),
         doctor: Vec::new(),
         ceilings: None,
+        soak: None,
     };
     writer.write_manifest(&manifest)?;
     let said = format!(

@@ -11,6 +11,7 @@ mod pairs;
 mod predicted;
 mod relative;
 mod scaling;
+pub mod soak;
 
 #[cfg(test)]
 mod tests;

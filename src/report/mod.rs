@@ -12,6 +12,7 @@ pub mod history;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod soak;
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +33,26 @@ fn run_name(run_dir: &Path) -> String {
         .unwrap_or_else(|| run_dir.display().to_string())
 }
 
+/// A soak's report and charts (`report::soak`); returns the report's path.
+fn write_soak(
+    run_dir: &Path,
+    run: &RunData,
+    findings: &crate::analysis::soak::SoakFindings,
+) -> Result<PathBuf> {
+    let plots = crate::plot::soak::draw(findings, &run_dir.join(crate::plot::PLOTS))
+        .map_err(|e| format!("{e:#}"));
+    let text = soak::markdown(run, findings, &plots)?;
+    let path = run_dir.join(REPORT);
+    atomic::write(&path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let title = format!("nccl-bench soak: {}", run_name(run_dir));
+    let page = html::page(&title, &text, Some(run_dir));
+    let html_path = run_dir.join(REPORT_HTML);
+    atomic::write(&html_path, page.as_bytes())
+        .with_context(|| format!("cannot write {}", html_path.display()))?;
+    Ok(path)
+}
+
 /// Writes the run's report; returns its path.
 pub fn write(run_dir: &Path, baseline: &str, threshold: f64) -> Result<PathBuf> {
     write_with(run_dir, baseline, threshold, Vec::new())
@@ -46,6 +67,9 @@ pub fn write_with(
     mut user: Vec<Vec<crate::config::expected::Platform>>,
 ) -> Result<PathBuf> {
     let run = RunData::load(run_dir)?;
+    if let Some(findings) = crate::analysis::soak::analyse(run_dir)? {
+        return write_soak(run_dir, &run, &findings);
+    }
     let own = run_dir.join(EXPECTED);
     if own.is_file() {
         user.push(crate::config::expected::load(&own)?);

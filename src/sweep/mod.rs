@@ -15,6 +15,7 @@ pub mod protocol;
 pub mod remeasure;
 pub(crate) mod rounds;
 pub mod session;
+pub mod soak;
 pub mod worker;
 
 pub use observer::SweepObserver;

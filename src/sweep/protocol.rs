@@ -90,6 +90,9 @@ pub enum Command {
         every: u64,
     },
     Check,
+    /// A soak goes on: the case's time budget (`--timeout`) starts again now, so
+    /// that it bounds each batch rather than the whole soak. No answer.
+    Renew,
     /// One untimed all-reduce of a size, for the library's decision about it (a
     /// probe group, whose NCCL log has its `TUNING` lines).
     Probe {

@@ -345,6 +345,7 @@ pub(crate) fn manifest(
         cluster: None,
         doctor: Vec::new(),
         ceilings: None,
+        soak: None,
     }
 }
 

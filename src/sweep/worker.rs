@@ -296,6 +296,11 @@ fn measure(
                     },
                 )?;
             }
+            Command::Renew => {
+                if let Some(budget) = budget {
+                    comm.set_deadline(Instant::now() + budget);
+                }
+            }
             Command::Time { iters, every } => {
                 let bytes = current.ok_or_else(|| anyhow!("time before any size"))?;
                 let iters = usize::try_from(iters.min(MAX_BATCH))?;

@@ -39,6 +39,7 @@ use crate::units::Bytes;
 mod drive;
 mod probe;
 mod quality;
+pub mod soak;
 mod spawn;
 mod wait;
 

@@ -1,0 +1,313 @@
+//! What changed while bandwidth dipped: each counter of counters.csv judged inside
+//! an episode's window against the rest of its soak. A count (errors, replays, XID
+//! events) moved when it grew in the window faster than three times its rate
+//! outside; a flag (a throttle reason) when it was on for at least half the
+//! window's readings and for under a fifth of the others; a gauge (clock,
+//! temperature, CPU load) when the window's median differs from the others' by
+//! more than 10 % and more than three robust spreads of the others.
+
+use std::collections::BTreeMap;
+
+use crate::export::soak::CounterRow;
+use crate::machine::counters::{Kind, THROTTLE_REASONS};
+use crate::stats::soak::median_and_spread;
+
+/// A counter that moved with a dip, in words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    pub node: String,
+    pub source: String,
+    pub counter: String,
+    /// `GPU 3 reported HW slowdown`, `NVLink 3 on GPU 5 counted 120 replays`.
+    pub words: String,
+    /// For ordering: flags and counts before gauges, bigger moves first.
+    pub weight: f64,
+}
+
+/// One counter's readings, in time order.
+pub struct Series<'a> {
+    pub node: &'a str,
+    pub source: &'a str,
+    pub counter: &'a str,
+    pub kind: Kind,
+    /// (seconds since the run's start, value); only changes are stored, so a value
+    /// holds until the next one.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// counters.csv's rows as one series per (node, source, counter).
+pub fn series(rows: &[CounterRow]) -> Vec<Series<'_>> {
+    let mut by: BTreeMap<(&str, &str, &str), Series> = BTreeMap::new();
+    for r in rows {
+        let Some(kind) = Kind::parse(&r.kind) else {
+            continue;
+        };
+        by.entry((&r.node, &r.source, &r.counter))
+            .or_insert_with(|| Series {
+                node: &r.node,
+                source: &r.source,
+                counter: &r.counter,
+                kind,
+                points: Vec::new(),
+            })
+            .points
+            .push((r.t_s, r.value));
+    }
+    by.into_values().collect()
+}
+
+impl Series<'_> {
+    /// The value at `t`: the last reading at or before it.
+    fn at(&self, t: f64) -> Option<f64> {
+        self.points
+            .iter()
+            .rev()
+            .find(|(ts, _)| *ts <= t)
+            .map(|p| p.1)
+    }
+
+    /// The value at each of `times` (forward-filled), where known.
+    fn sampled(&self, times: &[f64]) -> Vec<f64> {
+        times.iter().filter_map(|t| self.at(*t)).collect()
+    }
+}
+
+/// `gpu3` -> `GPU 3`, `gpu5.nvlink3` -> `NVLink 3 on GPU 5`, `mlx5_0:1` -> `port
+/// mlx5_0:1`, `host` -> `the host`, a NIC by its name.
+pub fn source_words(source: &str) -> String {
+    let gpu = |s: &str| {
+        s.strip_prefix("gpu")
+            .filter(|n| n.parse::<u32>().is_ok())
+            .map(str::to_string)
+    };
+    if let Some((g, link)) = source.split_once(".nvlink") {
+        if let Some(g) = gpu(g) {
+            return format!("NVLink {link} on GPU {g}");
+        }
+    }
+    if let Some(g) = gpu(source) {
+        return format!("GPU {g}");
+    }
+    if source == "host" {
+        return "the host".into();
+    }
+    if source.contains(':') {
+        return format!("port {source}");
+    }
+    format!("NIC {source}")
+}
+
+/// A counter's name as words: `nvlink.replay` -> `replays`.
+fn count_words(counter: &str, n: f64) -> String {
+    let name = match counter {
+        "nvlink.replay" => "replays",
+        "nvlink.recovery" => "link recoveries",
+        "nvlink.crc_flit" => "CRC flit errors",
+        "nvlink.crc_data" => "CRC data errors",
+        "ecc.corrected" => "corrected ECC errors",
+        "ecc.uncorrected" => "uncorrected ECC errors",
+        "xid.events" => "XID events",
+        "carrier_changes" => "carrier changes (link flaps)",
+        other => other,
+    };
+    format!("{} {name}", crate::units::trim_number(n))
+}
+
+fn gauge_words(counter: &str) -> (&str, &str) {
+    match counter {
+        "sm_clock_mhz" => ("SM clock", " MHz"),
+        "power_w" => ("power", " W"),
+        "temperature_c" => ("temperature", " C"),
+        "cpu.other_cores" => ("CPU cores busy with other processes", ""),
+        "cpu.busy_cores" => ("CPU cores busy", ""),
+        "cpu.runnable" => ("runnable threads", ""),
+        "cpu.load1" => ("load average", ""),
+        "cpu.mhz" => ("CPU clock", " MHz"),
+        "port.state" => ("port state", ""),
+        "nvlink.active" => ("link state", ""),
+        "xid.last" => ("last XID", ""),
+        other => (other, ""),
+    }
+}
+
+/// The counters among `all` that moved in `[from, to]` (seconds since the run's
+/// start) compared with the rest of `[span_from, span_to]`, where readings came at
+/// `times`; strongest first.
+pub fn causes(all: &[Series], times: &[f64], window: (f64, f64), span: (f64, f64)) -> Vec<Cause> {
+    let (from, to) = window;
+    let inside: Vec<f64> = times
+        .iter()
+        .copied()
+        .filter(|t| *t >= from && *t <= to)
+        .collect();
+    let outside: Vec<f64> = times
+        .iter()
+        .copied()
+        .filter(|t| (*t < from || *t > to) && *t >= span.0 && *t <= span.1)
+        .collect();
+    let mut out = Vec::new();
+    for s in all {
+        let source = source_words(s.source);
+        let moved = match s.kind {
+            Kind::Count => {
+                let (Some(a), Some(b)) = (s.at(from), s.at(to)) else {
+                    continue;
+                };
+                let grew = b - a;
+                let total = s.at(span.1).zip(s.at(span.0)).map_or(0.0, |(e, b0)| e - b0);
+                let rest = (total - grew).max(0.0);
+                let rest_len = ((span.1 - span.0) - (to - from)).max(1e-9);
+                let len = (to - from).max(1e-9);
+                (grew > 0.0 && grew / len > 3.0 * rest / rest_len).then(|| {
+                    (
+                        format!("{source} counted {}", count_words(s.counter, grew)),
+                        2.0 + (grew.log10() / 10.0).clamp(0.0, 0.99),
+                    )
+                })
+            }
+            Kind::Flag => {
+                let share = |ts: &[f64]| {
+                    let v = s.sampled(ts);
+                    (!v.is_empty())
+                        .then(|| v.iter().filter(|x| **x > 0.5).count() as f64 / v.len() as f64)
+                };
+                let (Some(i), o) = (share(&inside), share(&outside).unwrap_or(0.0)) else {
+                    continue;
+                };
+                let reason = THROTTLE_REASONS
+                    .iter()
+                    .find(|(_, name, _)| *name == s.counter)
+                    .map_or(s.counter, |r| r.2);
+                (i >= 0.5 && o < 0.2).then(|| (format!("{source} reported {reason}"), 3.0 + i))
+            }
+            Kind::Gauge => {
+                let (i, o) = (s.sampled(&inside), s.sampled(&outside));
+                let (Some((mi, _)), Some((mo, spread))) =
+                    (median_and_spread(&i), median_and_spread(&o))
+                else {
+                    continue;
+                };
+                let change = mi - mo;
+                let big = change.abs() > 0.1 * mo.abs().max(0.1) && change.abs() > 3.0 * spread;
+                let (name, unit) = gauge_words(s.counter);
+                let verb = if change > 0.0 { "rose" } else { "fell" };
+                let n = crate::units::trim_number;
+                big.then(|| {
+                    (
+                        format!(
+                            "{source}'s {name} {verb} from {}{unit} to {}{unit}",
+                            n(mo),
+                            n(mi)
+                        ),
+                        1.0 + (change.abs() / mo.abs().max(0.1)).min(1.0),
+                    )
+                })
+            }
+        };
+        if let Some((words, weight)) = moved {
+            out.push(Cause {
+                node: s.node.to_string(),
+                source: s.source.to_string(),
+                counter: s.counter.to_string(),
+                words,
+                weight,
+            });
+        }
+    }
+    out.sort_by(|a, b| b.weight.total_cmp(&a.weight));
+    merge_flags(out)
+}
+
+/// One cause per source for its flags: `GPU 3 reported HW slowdown and HW thermal
+/// slowdown`.
+fn merge_flags(causes: Vec<Cause>) -> Vec<Cause> {
+    const REPORTED: &str = " reported ";
+    let mut out: Vec<Cause> = Vec::new();
+    for c in causes {
+        let flag = c.words.split_once(REPORTED);
+        let same = out
+            .iter_mut()
+            .find(|o| o.node == c.node && o.source == c.source && o.words.contains(REPORTED));
+        match (flag, same) {
+            (Some((_, reason)), Some(o)) => {
+                o.words = match o.words.rsplit_once(" and ") {
+                    Some((head, last)) => format!("{head}, {last} and {reason}"),
+                    None => format!("{} and {reason}", o.words),
+                };
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(t: f64, source: &str, counter: &str, kind: &str, value: f64) -> CounterRow {
+        CounterRow {
+            t_s: t,
+            node: "n1".into(),
+            source: source.into(),
+            counter: counter.into(),
+            kind: kind.into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn throttles_replays_and_clocks_that_move_with_a_dip_are_named_and_steady_ones_not() {
+        let times: Vec<f64> = (0..30).map(f64::from).collect();
+        let mut rows = Vec::new();
+        for &t in &times {
+            let dip = (10.0..15.0).contains(&t);
+            rows.push(row(
+                t,
+                "gpu3",
+                "throttle.hw_slowdown",
+                "flag",
+                f64::from(u8::from(dip)),
+            ));
+            rows.push(row(
+                t,
+                "gpu3",
+                "sm_clock_mhz",
+                "gauge",
+                if dip { 1275.0 } else { 1980.0 },
+            ));
+            rows.push(row(t, "gpu1", "sm_clock_mhz", "gauge", 1980.0 + (t % 3.0)));
+            rows.push(row(
+                t,
+                "gpu5.nvlink3",
+                "nvlink.replay",
+                "count",
+                40.0 * (t - 10.0).clamp(0.0, 5.0),
+            ));
+            // Grows all along: not a cause of this dip.
+            rows.push(row(t, "eth0", "rx_errors", "count", t));
+        }
+        let all = series(&rows);
+        let c = causes(&all, &times, (10.0, 14.0), (0.0, 29.0));
+        let words: Vec<&str> = c.iter().map(|c| c.words.as_str()).collect();
+        assert_eq!(
+            words,
+            [
+                "GPU 3 reported HW slowdown",
+                "NVLink 3 on GPU 5 counted 160 replays",
+                "GPU 3's SM clock fell from 1980 MHz to 1275 MHz",
+            ]
+        );
+        // A window without a dip: nothing moved.
+        assert!(causes(&all, &times, (20.0, 24.0), (0.0, 29.0)).is_empty());
+    }
+
+    #[test]
+    fn sources_read_as_words() {
+        assert_eq!(source_words("gpu5.nvlink3"), "NVLink 3 on GPU 5");
+        assert_eq!(source_words("gpu0"), "GPU 0");
+        assert_eq!(source_words("mlx5_0:1"), "port mlx5_0:1");
+        assert_eq!(source_words("eth0"), "NIC eth0");
+        assert_eq!(source_words("host"), "the host");
+    }
+}

@@ -1,0 +1,191 @@
+//! `nccl-bench soak`: the checked settings (one rank count, one size, a duration
+//! cut into intervals), the terminal's view of it (a bar with the current and worst
+//! interval, or one line per interval), and the soak itself (`sweep::soak`).
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::settings::backend_choice;
+use crate::cli::SoakArgs;
+use crate::config::sizes::{self, Step};
+use crate::config::{self, IterationPolicy, SweepSettings};
+use crate::ops::collective::Collective;
+use crate::sweep::soak::{SoakObserver, SoakSettings};
+use crate::units::{format_duration, Bytes};
+
+/// The shortest interval: a timed batch is a quarter of it, and each batch costs a
+/// round trip to every rank.
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+pub fn run(args: &SoakArgs) -> Result<u8> {
+    let (settings, soak) = soak_settings(args)?;
+    let mut observer: Box<dyn SoakObserver> = if !args.plain && std::io::stdout().is_terminal() {
+        Box::new(Bar(None))
+    } else {
+        Box::new(Lines)
+    };
+    let mut sweep_observer = super::progress::for_terminal(true);
+    crate::sweep::soak::run(
+        &settings,
+        &soak,
+        sweep_observer.as_mut(),
+        observer.as_mut(),
+        std::env::args().collect(),
+    )
+}
+
+pub fn soak_settings(args: &SoakArgs) -> Result<(SweepSettings, SoakSettings)> {
+    if args.interval < MIN_INTERVAL {
+        bail!(
+            "--interval {}: the shortest interval is {} (each takes several timed batches)",
+            format_duration(args.interval),
+            format_duration(MIN_INTERVAL)
+        );
+    }
+    if args.duration < args.interval * 2 {
+        bail!(
+            "--duration {} is shorter than two --interval {}: a soak needs intervals to compare",
+            format_duration(args.duration),
+            format_duration(args.interval)
+        );
+    }
+    if let Some(dir) = &args.run_dir {
+        if dir.exists() {
+            bail!(
+                "--run-dir {} already exists: a run directory is never overwritten",
+                dir.display()
+            );
+        }
+    }
+    if let Some(label) = &args.label {
+        config::transport::check_name(label).map_err(|_| {
+            anyhow!("invalid --label '{label}': use letters, digits, '-', '_' and '.' (it becomes part of a directory name)")
+        })?;
+    }
+    let collectives = Collective::parse_list(&args.coll).map_err(|e| anyhow!("--coll: {e}"))?;
+    let transports = if args.transports.is_empty() && args.config.is_empty() {
+        vec!["default".to_string()]
+    } else {
+        args.transports.clone()
+    };
+    let selection = config::select_configs(&args.config, &transports)?;
+    config::check_root(&collectives, args.root, &[args.gpus])?;
+    if let Some(size) = args.size {
+        // The same checks as a sweep's sizes: a whole number of elements.
+        sizes::size_list(
+            size,
+            size,
+            Step::Factor(2),
+            args.datatype.size(),
+            args.datatype.name(),
+        )?;
+    }
+    let settings = SweepSettings {
+        sizes: args.size.map(|b| vec![b.0]).unwrap_or_default(),
+        gpu_counts: vec![args.gpus],
+        configs: selection.configs,
+        warnings: selection.warnings,
+        backend: backend_choice(args.backend),
+        dtype: args.datatype,
+        op: args.op,
+        collectives,
+        root: args.root,
+        iterations: IterationPolicy::Fixed { iters: 1 },
+        rounds: Some(1),
+        warmup: args.warmup_iters,
+        graph: args.graph,
+        events_every: config::events_every(std::env::var(config::EVENTS_EVERY_ENV).ok())?,
+        remeasure: false,
+        probe: false,
+        try_every_size: true,
+        timeout: args.timeout,
+        out_dir: args.out.clone(),
+        run_dir: args.run_dir.clone(),
+        label: args.label.clone(),
+        shm_dir: args.shm_dir.clone(),
+        nccl_lib: args.nccl_lib.clone(),
+        plain_output: true,
+        verbose: false,
+        ceiling_bytes: 0,
+        reach_figures: false,
+        step: Step::Factor(2),
+        expected: None,
+    };
+    let soak = SoakSettings {
+        duration: args.duration,
+        interval: args.interval,
+        bytes: args.size.map(|b| b.0),
+        dip: args.dip,
+        counters_root: args.counters_root.clone(),
+    };
+    Ok((settings, soak))
+}
+
+/// A bar over the soak's duration with the latest and the worst interval.
+struct Bar(Option<(ProgressBar, String)>);
+
+impl SoakObserver for Bar {
+    fn started(&mut self, config: &str, nranks: u32, bytes: u64, duration: Duration) {
+        let bar = ProgressBar::new(duration.as_millis() as u64);
+        if let Ok(style) =
+            ProgressStyle::with_template("{prefix} [{bar:30}] {elapsed}/{duration} {msg}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        let head = format!("soak {config} n={nranks} {}", Bytes(bytes));
+        bar.set_prefix(head.clone());
+        self.0 = Some((bar, head));
+    }
+
+    fn interval(&mut self, busbw: f64, worst: f64, done: Duration) {
+        if let Some((bar, _)) = &self.0 {
+            bar.set_position(done.as_millis() as u64);
+            bar.set_message(format!("busbw {busbw:.2} GB/s, worst {worst:.2} GB/s"));
+        }
+    }
+
+    fn finished(&mut self, _config: &str, status: &str) {
+        if let Some((bar, head)) = self.0.take() {
+            bar.finish_and_clear();
+            println!("{head}: {status}");
+        }
+    }
+
+    fn warning(&mut self, message: &str) {
+        match &self.0 {
+            Some((bar, _)) => bar.suspend(|| eprintln!("warning: {message}")),
+            None => eprintln!("warning: {message}"),
+        }
+    }
+}
+
+/// One line per interval (logs, CI).
+struct Lines;
+
+impl SoakObserver for Lines {
+    fn started(&mut self, config: &str, nranks: u32, bytes: u64, duration: Duration) {
+        println!(
+            "soak {config} n={nranks} {} for {}",
+            Bytes(bytes),
+            format_duration(duration)
+        );
+    }
+
+    fn interval(&mut self, busbw: f64, worst: f64, done: Duration) {
+        println!(
+            "  {:>8}  busbw {busbw:>9.3} GB/s  worst {worst:>9.3} GB/s",
+            format_duration(done)
+        );
+    }
+
+    fn finished(&mut self, config: &str, status: &str) {
+        println!("soak {config}: {status}");
+    }
+
+    fn warning(&mut self, message: &str) {
+        eprintln!("warning: {message}");
+    }
+}

@@ -1,0 +1,269 @@
+//! One config's soak: fresh processes run the collective back to back at one size
+//! for the soak's duration, in timed batches a quarter of an interval long; every
+//! step (an iteration, or those between two timing events) lands in the interval it
+//! ended in (`stats::soak::IntervalBins`), and each interval goes to the `SoakSink`
+//! as soon as it closes. The whole soak is also one case (its histogram and row in
+//! results.csv), so `compare` and `history` read soaks as they read sweeps. A rank
+//! that fails or hangs ends the soak with its reason; what was measured is kept.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::super::failure::{Failure, Tails};
+use super::super::group::{remove_segments, Incoming};
+use super::super::merge::{fold_mean, merge_transports};
+use super::super::plan::Group;
+use super::super::protocol::{Command, Event};
+use super::{Orchestrator, Take};
+use crate::model::{CaseResult, CaseStatus};
+use crate::stats::adaptive::{launch_steps, StopReason};
+use crate::stats::soak::{Interval, IntervalBins};
+use crate::stats::{Bandwidth, LatencyRecorder};
+
+/// How long a soak runs and how it is cut.
+#[derive(Debug, Clone, Copy)]
+pub struct SoakPlan {
+    pub duration: Duration,
+    pub interval: Duration,
+}
+
+/// Where a soak's intervals go as they close.
+pub trait SoakSink {
+    /// `interval` of `group`'s soak, which began `offset` after the run started.
+    fn interval(
+        &mut self,
+        group: &Group,
+        bytes: u64,
+        offset: Duration,
+        interval: &Interval,
+    ) -> Result<()>;
+}
+
+/// The longest a timed batch should take: a quarter interval, at most 250 ms, so
+/// that intervals close on time and a stop comes quickly.
+fn batch_target(interval: Duration) -> Duration {
+    (interval / 4).min(Duration::from_millis(250))
+}
+
+impl Orchestrator<'_> {
+    /// Soaks `group` at `bytes`; returns the whole soak as one case, already
+    /// recorded in results.csv and the histogram log.
+    pub fn soak(
+        &mut self,
+        group: &Group,
+        bytes: u64,
+        plan: SoakPlan,
+        sink: &mut dyn SoakSink,
+    ) -> Result<CaseResult> {
+        let prefix = format!("nccl-bench-{}-soak-{}", std::process::id(), group.stem());
+        let log_stem = format!("{}.soak", group.stem());
+        let logs = self.rank_logs(&log_stem, group.nranks);
+        let specs = (0..group.nranks)
+            .map(|r| self.worker_spec(group, r, &prefix, &log_stem, Take::First))
+            .collect();
+        let offset = self.run_start.elapsed();
+        let started_at = crate::units::now_rfc3339();
+        let mut processes = self.launch.start(specs, logs)?;
+        let mut tails = Tails::new(group.nranks);
+        let mut total = LatencyRecorder::new();
+        let mut transports = String::new();
+        let outcome = self.soak_in(
+            processes.as_mut(),
+            &mut tails,
+            group,
+            bytes,
+            plan,
+            sink,
+            &mut total,
+            &mut transports,
+        );
+        match &outcome {
+            Ok(_) => processes.finish(Duration::from_secs(2)),
+            Err(_) => processes.kill(),
+        }
+        for message in processes.drain() {
+            if let Incoming::Text(rank, line) = message {
+                tails.push(rank, line);
+            }
+        }
+        remove_segments(&self.settings.shm_dir, &prefix);
+        let logged = self.nccl_log_findings(&log_stem);
+        if !logged.transports.is_empty() {
+            transports = logged.transports;
+        }
+        let (status, wrong, error) = match outcome {
+            Ok((0, _)) => (CaseStatus::Ok, 0, String::new()),
+            Ok((wrong, first)) => (CaseStatus::Wrong, wrong, first),
+            Err(f) => {
+                let mut reason = f.describe(self.settings.timeout, &tails);
+                if let Some(e) = logged.error {
+                    reason.push_str(&format!("; NCCL log: {e}"));
+                }
+                (f.status(), 0, reason)
+            }
+        };
+        let summary = (total.count() > 0).then(|| total.summary());
+        let result = CaseResult {
+            key: self.key(group, bytes),
+            backend: self.label.clone(),
+            status,
+            warmup: self.settings.warmup,
+            graph: self.settings.graph,
+            bandwidth: summary
+                .map(|s| Bandwidth::of(group.collective, bytes, group.nranks, s.mean_us)),
+            latency: summary,
+            stop: summary.map(|_| StopReason::Budget),
+            wrong,
+            transports,
+            error,
+            started_at,
+            duration_s: self
+                .run_start
+                .elapsed()
+                .saturating_sub(offset)
+                .as_secs_f64(),
+            quality: None,
+            quality_note: String::new(),
+            timing_note: format!(
+                "soak of {} in {} intervals",
+                crate::units::format_duration(plan.duration),
+                crate::units::format_duration(plan.interval)
+            ),
+            second_take: false,
+            ceiling_gbps: None,
+            round_p50_us: summary.map(|s| vec![s.p50_us]).unwrap_or_default(),
+            tuning: Default::default(),
+        };
+        self.writer
+            .record(&result, Some(total.histogram()), offset)?;
+        Ok(result)
+    }
+
+    /// The soak itself: set-up, warm-up, batches until the time is up (or a stop
+    /// is asked), the check. `Ok` holds the wrong elements and the first one's words.
+    #[allow(clippy::too_many_arguments)]
+    fn soak_in(
+        &mut self,
+        processes: &mut dyn super::super::group::RankGroup,
+        tails: &mut Tails,
+        group: &Group,
+        bytes: u64,
+        plan: SoakPlan,
+        sink: &mut dyn SoakSink,
+        total: &mut LatencyRecorder,
+        transports: &mut String,
+    ) -> Result<(u64, String), Failure> {
+        let n = group.nranks;
+        let all: Vec<u32> = (0..n).collect();
+        let timeout = self.settings.timeout;
+        let ready = self.connect(processes, tails, n)?;
+        *transports = merge_transports(&ready.iter().map(|r| r.0.clone()).collect::<Vec<_>>());
+        let phase = "soak";
+        let warm = Command::Size {
+            bytes,
+            warmup: self.settings.warmup,
+        };
+        self.broadcast(processes, &warm, phase)?;
+        let every = self
+            .wait_for(
+                processes,
+                tails,
+                &all,
+                Instant::now() + timeout,
+                phase,
+                |e| match e {
+                    Event::Warm { wanted, .. } => Some(wanted),
+                    _ => None,
+                },
+            )?
+            .into_iter()
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let per_step = if self.settings.graph > 0 {
+            self.settings.graph
+        } else {
+            every
+        };
+        let group_offset = self.run_start.elapsed();
+        let start = Instant::now();
+        let mut bins = IntervalBins::new(plan.interval);
+        let mut iters = per_step;
+        let write = |sink: &mut dyn SoakSink, closed: Vec<Interval>| {
+            for i in &closed {
+                sink.interval(group, bytes, group_offset, i)
+                    .map_err(|e| Failure::Write(format!("{e:#}")))?;
+            }
+            Ok::<(), Failure>(())
+        };
+        while start.elapsed() < plan.duration && !self.interrupted.load(Ordering::SeqCst) {
+            self.broadcast(processes, &Command::Renew, phase)?;
+            let sent = Instant::now();
+            self.broadcast(processes, &Command::Time { iters, every }, phase)?;
+            let batches: Vec<Vec<u64>> = self.wait_for(
+                processes,
+                tails,
+                &all,
+                Instant::now() + timeout,
+                phase,
+                |e| match e {
+                    Event::Batch { durations_ns } => Some(durations_ns.into_owned()),
+                    _ => None,
+                },
+            )?;
+            let ended = start.elapsed();
+            let steps = fold_mean(&batches, iters, per_step, total)?;
+            // The batch's steps ran back to back up to `ended`: each ended where the
+            // ones after it began.
+            let counts = launch_steps(iters as usize, per_step as usize);
+            let mut at = ended;
+            let mut placed: Vec<(Duration, u64, u64)> = Vec::with_capacity(steps.len());
+            for (per_iteration, count) in steps.iter().zip(&counts).rev() {
+                let ns = per_iteration * *count as u64;
+                placed.push((at, ns, *count as u64));
+                at = at.saturating_sub(Duration::from_nanos(ns));
+            }
+            for (end, ns, count) in placed.into_iter().rev() {
+                write(sink, bins.add(end, ns, count))?;
+            }
+            // Batches are sized on the host's clock: the GPU's time per iteration
+            // can be far below what a batch takes end to end (a stand-in, a host
+            // that sets the pace).
+            let reported = steps.iter().sum::<u64>() as f64 / steps.len().max(1) as f64;
+            let mean_ns = reported.max(sent.elapsed().as_nanos() as f64 / iters as f64);
+            let target = batch_target(plan.interval).as_nanos() as f64;
+            let wanted = (target / mean_ns.max(1.0)) as u64;
+            iters = (wanted / per_step).clamp(1, 10_000_000 / per_step.max(1)) * per_step;
+        }
+        write(sink, bins.finish(start.elapsed()))?;
+        self.broadcast(processes, &Command::Check, phase)?;
+        let checks = self.wait_for(
+            processes,
+            tails,
+            &all,
+            Instant::now() + timeout,
+            phase,
+            |e| match e {
+                Event::Checked { wrong, first_wrong } => Some((wrong, first_wrong)),
+                _ => None,
+            },
+        )?;
+        let wrong: u64 = checks.iter().map(|c| c.0).sum();
+        let first = checks
+            .iter()
+            .enumerate()
+            .find_map(|(rank, (_, first))| {
+                first.as_ref().map(|m| {
+                    format!(
+                        "{wrong} wrong element(s); rank {rank}'s first at index {}: got {}, expected {}",
+                        m.index, m.got, m.expected
+                    )
+                })
+            })
+            .unwrap_or_default();
+        self.say_goodbye(processes, tails, n);
+        Ok((wrong, first))
+    }
+}
