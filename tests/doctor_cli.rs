@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use assert_cmd::prelude::*;
 
-const TITLES: [&str; 8] = [
+const TITLES: [&str; 9] = [
     "/dev/shm",
     "Leftover segments",
     "Container",
@@ -20,9 +20,10 @@ const TITLES: [&str; 8] = [
     "InfiniBand",
     "GPUs",
     "libnccl",
+    "Error counters",
 ];
 
-const IDS: [&str; 8] = [
+const IDS: [&str; 9] = [
     "shm.size",
     "shm.leftovers",
     "container",
@@ -31,6 +32,7 @@ const IDS: [&str; 8] = [
     "net.ib",
     "gpu",
     "nccl.lib",
+    "counters",
 ];
 
 /// A fake machine for `doctor --root`. Ordinary paths (`/dev/shm/...`, `/proc/<pid>/maps`,

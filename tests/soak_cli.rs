@@ -31,7 +31,11 @@ fn soak_rows(run: &Path) -> Vec<(f64, f64, f64)> {
     r.records()
         .map(|x| {
             let x = x.unwrap();
-            (x[s].parse().unwrap(), x[e].parse().unwrap(), x[b].parse().unwrap())
+            (
+                x[s].parse().unwrap(),
+                x[e].parse().unwrap(),
+                x[b].parse().unwrap(),
+            )
         })
         .collect()
 }
@@ -44,7 +48,10 @@ fn median_busbw(rows: &[(f64, f64, f64)]) -> f64 {
 
 /// The report's dip sentences.
 fn dips(report: &str) -> Vec<&str> {
-    report.lines().filter(|l| l.starts_with("- busbw fell")).collect()
+    report
+        .lines()
+        .filter(|l| l.starts_with("- busbw fell"))
+        .collect()
 }
 
 #[test]
@@ -68,14 +75,21 @@ fn bad_durations_and_intervals_are_exit_2_with_nothing_written() {
             .unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
         let said = String::from_utf8_lossy(&o.stderr);
-        assert!(said.contains("--duration") || said.contains("--interval"), "{args:?}: {said}");
+        assert!(
+            said.contains("--duration") || said.contains("--interval"),
+            "{args:?}: {said}"
+        );
         assert!(!said.contains("panicked"), "{said}");
         assert!(!where_to.exists(), "{args:?} wrote {}", where_to.display());
     }
 }
 
 /// Spins on CPU 0 from `after` for `length`, until `stop`.
-fn cpu_hog(after: Duration, length: Duration, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+fn cpu_hog(
+    after: Duration,
+    length: Duration,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         std::thread::sleep(after);
         // SAFETY: a zeroed cpu_set_t with CPU 0 set, for this thread.
@@ -99,9 +113,22 @@ fn a_cpu_hog_on_one_core_is_a_dip_at_its_time_explained_by_other_processes() {
     let shm = tempfile::tempdir().unwrap();
     let run = out.path().join("soak");
     let stop = Arc::new(AtomicBool::new(false));
-    let hog = cpu_hog(Duration::from_secs(10), Duration::from_secs(6), stop.clone());
+    let hog = cpu_hog(
+        Duration::from_secs(10),
+        Duration::from_secs(6),
+        stop.clone(),
+    );
     let o = Command::new(bin())
-        .args(["soak", "--backend", "host", "--gpus", "2", "--duration", "20s", "--plain"])
+        .args([
+            "soak",
+            "--backend",
+            "host",
+            "--gpus",
+            "2",
+            "--duration",
+            "20s",
+            "--plain",
+        ])
         .arg("--shm-dir")
         .arg(shm.path())
         .arg("--run-dir")
@@ -118,15 +145,28 @@ fn a_cpu_hog_on_one_core_is_a_dip_at_its_time_explained_by_other_processes() {
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     let dips = dips(&report);
     assert_eq!(dips.len(), 1, "{report}");
-    assert!(dips[0].contains("CPU cores busy with other processes rose"), "{report}");
+    assert!(
+        dips[0].contains("CPU cores busy with other processes rose"),
+        "{report}"
+    );
     // soak.csv itself: the intervals of the hog are the low ones.
     let median = median_busbw(&rows);
-    let low: Vec<f64> = rows.iter().filter(|r| r.2 < 0.8 * median).map(|r| r.0).collect();
+    let low: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.2 < 0.8 * median)
+        .map(|r| r.0)
+        .collect();
     assert!(low.len() >= 4, "{rows:?}");
-    assert!(low.iter().all(|t| (9.0..17.0).contains(t)), "low intervals at {low:?} s");
+    assert!(
+        low.iter().all(|t| (9.0..17.0).contains(t)),
+        "low intervals at {low:?} s"
+    );
     assert!(run.join("plots/soak-default-n2-all_reduce.png").is_file());
     let svg = std::fs::read_to_string(run.join("plots/soak-default-n2-all_reduce.svg")).unwrap();
-    assert!(svg.contains("below the median"), "the episode is shaded with its words");
+    assert!(
+        svg.contains("below the median"),
+        "the episode is shaded with its words"
+    );
     let counters = std::fs::read_to_string(run.join("counters.csv")).unwrap();
     assert!(counters.contains(",host,cpu.other_cores,gauge,"));
 }
@@ -175,10 +215,19 @@ fn a_throttled_gpu_and_an_nvlink_counting_replays_are_named_as_the_causes_of_the
     let out = tempfile::tempdir().unwrap();
     // GPU 3 throttles 10 s into the soak for 5 s; the NVLink between GPUs 1 and 5
     // replays from 20 s for 4 s.
-    let (run, report) = sim_soak(&dir, out.path(), "throttle@3+10,nvlink-errors@1-5+20/4", "30s");
+    let (run, report) = sim_soak(
+        &dir,
+        out.path(),
+        "throttle@3+10,nvlink-errors@1-5+20/4",
+        "30s",
+    );
     let dips = dips(&report);
     assert_eq!(dips.len(), 2, "{report}");
-    assert!(dips[0].contains("GPU 3 reported HW slowdown"), "{}", dips[0]);
+    assert!(
+        dips[0].contains("GPU 3 reported HW slowdown"),
+        "{}",
+        dips[0]
+    );
     assert!(!dips[0].contains("NVLink"), "{}", dips[0]);
     // GPU 1's link to GPU 5 is its link 5, and GPU 5's link to GPU 1 its link 1.
     assert!(dips[1].contains("NVLink 5 on GPU 1 counted"), "{}", dips[1]);
@@ -195,7 +244,10 @@ fn a_throttled_gpu_and_an_nvlink_counting_replays_are_named_as_the_causes_of_the
         .map(|r| r.0)
         .collect();
     assert!(throttled.len() >= 3, "{rows:?}");
-    assert!(throttled.iter().all(|t| (8.0..15.0).contains(t)), "{throttled:?}");
+    assert!(
+        throttled.iter().all(|t| (8.0..15.0).contains(t)),
+        "{throttled:?}"
+    );
     let counters = std::fs::read_to_string(run.join("counters.csv")).unwrap();
     assert!(counters.contains(",gpu3,throttle.hw_slowdown,flag,1"));
     assert!(counters.contains(",gpu1.nvlink5,nvlink.replay,count,"));
@@ -210,4 +262,48 @@ fn a_soak_without_a_fault_has_no_episode() {
     assert!(dips(&report).is_empty(), "{report}");
     assert!(report.contains("No dip episode"), "{report}");
     assert!(soak_rows(&run).len() >= 11);
+}
+
+#[test]
+fn doctor_warns_of_an_nvlink_that_counts_replays_on_simulated_gpus() {
+    let Some(dir) = sim_dir() else { return };
+    // The fault's window began at the epoch: its replays are counted by now.
+    let env = [
+        ("NCCL_BENCH_SIM_EPOCH", "1"),
+        ("NCCL_BENCH_SIM_FAULT", "nvlink-errors@1-5+0/4"),
+    ];
+    let o = on_sim(&dir, "nvswitch", &env, &["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "counters")
+        .unwrap();
+    assert_eq!(check["status"], "warn", "{check}");
+    let value = check["value"].as_str().unwrap();
+    assert!(
+        value.contains("NVLink 5 on GPU 1: 160 nvlink.replay"),
+        "{value}"
+    );
+    let quiet = on_sim(&dir, "nvswitch", &[], &["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&quiet.stdout).unwrap();
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "counters")
+        .unwrap();
+    assert_eq!(check["status"], "ok", "{check}");
+    assert!(
+        check["value"]
+            .as_str()
+            .unwrap()
+            .contains("8 GPU(s), 144 NVLink(s)"),
+        "{check}"
+    );
 }

@@ -13,6 +13,7 @@
 //! | `net.ib`        | InfiniBand        | IB/RoCE ports, `NCCL_IB_HCA`, `ulimit -l`, /dev/infiniband   |
 //! | `gpu`           | GPUs              | NVIDIA GPUs, driver, P2P matrix, NVLink                      |
 //! | `nccl.lib`      | libnccl           | which libnccl `sweep` would load, and its version            |
+//! | `counters`      | Error counters    | GPU throttle reasons, NVLink/ECC/XID, IB port and NIC errors  |
 //!
 //! # JSON output (`--json`), schema 1
 //!
@@ -46,6 +47,7 @@
 
 mod advice;
 mod container;
+mod counters;
 mod gpu;
 mod infiniband;
 mod nccl_env;
@@ -189,6 +191,8 @@ pub fn run_checks(root: &Root, options: &Options) -> Report {
         ib.check(root, &settings),
         gpus.check(options.local_ranks),
         gpu::library_check(root, options.nccl_lib.as_deref(), gpus.has_gpus()),
+        // NVML is asked even where no GPU showed: it answers for itself.
+        counters::check(root, true),
     ];
     Report::new(root.hostname(), checks)
 }
@@ -267,7 +271,8 @@ mod tests {
                 "net.socket",
                 "net.ib",
                 "gpu",
-                "nccl.lib"
+                "nccl.lib",
+                "counters"
             ]
         );
         assert!(!m.path("/dev/shm/nccl-Orphan").exists());

@@ -344,6 +344,7 @@ pub fn synthetic_manifest(backend: &str) -> nccl_bench::model::RunManifest {
         cluster: None,
         doctor: Vec::new(),
         ceilings: None,
+        soak: None,
     }
 }
 

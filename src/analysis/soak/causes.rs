@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::export::soak::CounterRow;
-use crate::machine::counters::{Kind, THROTTLE_REASONS};
+use crate::machine::counters::{source_words, Kind, THROTTLE_REASONS};
 use crate::stats::soak::median_and_spread;
 
 /// A counter that moved with a dip, in words.
@@ -70,31 +70,6 @@ impl Series<'_> {
     fn sampled(&self, times: &[f64]) -> Vec<f64> {
         times.iter().filter_map(|t| self.at(*t)).collect()
     }
-}
-
-/// `gpu3` -> `GPU 3`, `gpu5.nvlink3` -> `NVLink 3 on GPU 5`, `mlx5_0:1` -> `port
-/// mlx5_0:1`, `host` -> `the host`, a NIC by its name.
-pub fn source_words(source: &str) -> String {
-    let gpu = |s: &str| {
-        s.strip_prefix("gpu")
-            .filter(|n| n.parse::<u32>().is_ok())
-            .map(str::to_string)
-    };
-    if let Some((g, link)) = source.split_once(".nvlink") {
-        if let Some(g) = gpu(g) {
-            return format!("NVLink {link} on GPU {g}");
-        }
-    }
-    if let Some(g) = gpu(source) {
-        return format!("GPU {g}");
-    }
-    if source == "host" {
-        return "the host".into();
-    }
-    if source.contains(':') {
-        return format!("port {source}");
-    }
-    format!("NIC {source}")
 }
 
 /// A counter's name as words: `nvlink.replay` -> `replays`.
@@ -300,14 +275,5 @@ mod tests {
         );
         // A window without a dip: nothing moved.
         assert!(causes(&all, &times, (20.0, 24.0), (0.0, 29.0)).is_empty());
-    }
-
-    #[test]
-    fn sources_read_as_words() {
-        assert_eq!(source_words("gpu5.nvlink3"), "NVLink 3 on GPU 5");
-        assert_eq!(source_words("gpu0"), "GPU 0");
-        assert_eq!(source_words("mlx5_0:1"), "port mlx5_0:1");
-        assert_eq!(source_words("eth0"), "NIC eth0");
-        assert_eq!(source_words("host"), "the host");
     }
 }

@@ -14,7 +14,7 @@ pub mod nvml;
 pub mod reading;
 
 pub use nvml::THROTTLE_REASONS;
-pub use reading::{Kind, Reading};
+pub use reading::{source_words, Kind, Reading};
 
 /// Reads every counter this machine has, again and again.
 pub struct Sampler {

@@ -51,3 +51,42 @@ impl Reading {
         }
     }
 }
+
+/// `gpu3` -> `GPU 3`, `gpu5.nvlink3` -> `NVLink 3 on GPU 5`, `mlx5_0:1` -> `port
+/// mlx5_0:1`, `host` -> `the host`, a NIC by its name.
+pub fn source_words(source: &str) -> String {
+    let gpu = |s: &str| {
+        s.strip_prefix("gpu")
+            .filter(|n| n.parse::<u32>().is_ok())
+            .map(str::to_string)
+    };
+    if let Some((g, link)) = source.split_once(".nvlink") {
+        if let Some(g) = gpu(g) {
+            return format!("NVLink {link} on GPU {g}");
+        }
+    }
+    if let Some(g) = gpu(source) {
+        return format!("GPU {g}");
+    }
+    if source == "host" {
+        return "the host".into();
+    }
+    if source.contains(':') {
+        return format!("port {source}");
+    }
+    format!("NIC {source}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_read_as_words() {
+        assert_eq!(source_words("gpu5.nvlink3"), "NVLink 3 on GPU 5");
+        assert_eq!(source_words("gpu0"), "GPU 0");
+        assert_eq!(source_words("mlx5_0:1"), "port mlx5_0:1");
+        assert_eq!(source_words("eth0"), "NIC eth0");
+        assert_eq!(source_words("host"), "the host");
+    }
+}
