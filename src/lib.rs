@@ -20,6 +20,9 @@
 //! CSV row per case, reads the transports NCCL really used from its debug logs, and
 //! writes a run directory after every case. Later commands read run directories back:
 //! the report with the SHM verdict, `compare`, `baseline`/`check`, `history`, `pairs`.
+//! A soak runs one size back to back for minutes or hours through the same workers,
+//! bins it into intervals, reads GPU, link and CPU counters beside it, and its report
+//! ties each dip to the counters that moved.
 //!
 //! ## Layers
 //!
@@ -68,7 +71,9 @@
 //! (`failure`), quality flags and re-measurement (`orchestrator::quality`,
 //! `remeasure`). The worker loop is `worker::run` (join, then size, time, check
 //! commands from `protocol::Command`, answered with `protocol::Event`); `merge` turns
-//! the ranks' batches into one case.
+//! the ranks' batches into one case. `soak::run` is `soak`: each config's
+//! `orchestrator::soak` (batches binned into intervals, each written as it closes)
+//! while a thread reads `machine::counters` into counters.csv.
 //!
 //! **`report`, `plot`.** `report::write_with` writes a run's `report.md` (built by
 //! `report::markdown::markdown`: the verdict first, whether the bandwidth is normal,
@@ -76,7 +81,8 @@
 //! machine last), the same page for a browser, `report.html` (`report::html::page`:
 //! any Markdown to one self-contained page), and `model.csv`, with the charts of
 //! `plot::draw_all` (each point's figures in an SVG title, `plot::common::Tips`).
-//! `report::{compare, history, check, junit}` render those commands' outputs.
+//! `report::{compare, history, check, junit}` render those commands' outputs;
+//! `report::soak` and `plot::soak` a soak's report and its busbw-over-time charts.
 //!
 //! **`backend`.** The `Backend` and `Communicator` traits: a communicator runs timed
 //! batches of back-to-back collectives (the one its group measures) and checks its
@@ -97,7 +103,8 @@
 //! (`compare::compare`, whose rule is `stats::compare::classify`), baselines and
 //! checks (`baseline::{build, check}`), history (`history::build`), GPU and node pairs
 //! (`pairs::tables`), the latency-bandwidth model (`model_table::models`), link
-//! ceilings (`ceiling`) and published figures (`expected::judge`).
+//! ceilings (`ceiling`), published figures (`expected::judge`), and a soak's episodes
+//! with the counters that moved in each (`soak::judge`, `soak::causes`).
 //!
 //! **`import`.** `import::parse` reads nccl-tests' stdout table in every layout it has
 //! printed, or its `-J` JSON, of any of its `*_perf` binaries (the collective from the
@@ -106,12 +113,13 @@
 //!
 //! **`export`.** The run directory: `RunDir` (created, never overwritten), `RunWriter`
 //! (results.csv rows, the HdrHistogram log and the manifest, each written atomically
-//! after every case through `atomic::write`), `csv::COLUMNS`, and `reader::RunData` to
-//! read it back.
+//! after every case through `atomic::write`), `csv::COLUMNS`, `reader::RunData` to
+//! read it back, and a soak's soak.csv, counters.csv and soak.hlog (`soak::SoakWriter`).
 //!
 //! **`machine`.** This machine as read, never judged: `Root` (the file-system view
 //! tests replace), `host` facts, `net::interfaces`, `GpuPresence`, the CUDA driver and
-//! GPU facts (`cuda::read`), and where libnccl is (`libnccl::discover`).
+//! GPU facts (`cuda::read`), where libnccl is (`libnccl::discover`), and the counters
+//! a soak samples and `doctor` shows (`counters::Sampler`: NVML, sysfs, /proc).
 //!
 //! **`model`, `config`.** `model` holds the records: `CaseKey`, `CaseResult`,
 //! `RunManifest`, the doctor's `Check`. `config` holds the checked settings:
@@ -126,7 +134,8 @@
 //! **`stats`, `ops`, `units`.** `stats`: per-iteration times (`LatencyRecorder`), the
 //! adaptive stop rule (`StopRule`), bandwidth (`Bandwidth`), comparison statistics
 //! (`compare::compare_distributions`, `classify`), quality rules (`quality`), the
-//! alpha-beta fit (`alpha_beta::fit`). `ops`: `DataType`, `ReduceOp`, the collectives
+//! alpha-beta fit (`alpha_beta::fit`), a soak's intervals, dip episodes and stability
+//! (`soak::find_episodes`). `ops`: `DataType`, `ReduceOp`, the collectives
 //! with nccl-tests' sizes, bus factors and output layouts (`collective::Collective`),
 //! and the check pattern whose every partial result is exact (`pattern::Pattern`,
 //! `pattern::check_collective`). `units`: `Bytes`,
@@ -162,6 +171,7 @@
 //! |---|---|
 //! | `sweep` | `cmd::sweep::run`, then `sweep::session::run`, `sweep::orchestrator`, `sweep::worker` |
 //! | `run` | `cmd::run::run`, then `cluster::run::run` |
+//! | `soak` | `cmd::soak::run`, then `sweep::soak::run`, `analysis::soak::judge`, `report::soak` |
 //! | `report` | `report::write_with`, `report::markdown`, `analysis::verdict::decide` |
 //! | `compare` | `cmd::compare::run`, `analysis::compare::compare`, `stats::compare::classify` |
 //! | `baseline`, `check` | `analysis::baseline::{build, check}` |
