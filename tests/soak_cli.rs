@@ -307,3 +307,45 @@ fn doctor_warns_of_an_nvlink_that_counts_replays_on_simulated_gpus() {
         "{check}"
     );
 }
+
+#[test]
+fn ctrl_c_keeps_what_was_measured_and_writes_the_report() {
+    let _alone = alone();
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let run = out.path().join("soak");
+    let mut child = Command::new(bin())
+        .args([
+            "soak",
+            "--backend",
+            "host",
+            "--duration",
+            "60s",
+            "--size",
+            "1M",
+            "--plain",
+        ])
+        .arg("--shm-dir")
+        .arg(shm.path())
+        .arg("--run-dir")
+        .arg(&run)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let rows = soak_rows(&run);
+    assert!((2..=5).contains(&rows.len()), "{} intervals", rows.len());
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("## default, 2 ranks"), "{report}");
+    let results = std::fs::read_to_string(run.join("results.csv")).unwrap();
+    assert!(results.contains(",ok,"), "{results}");
+    assert!(results.contains("interrupted after"), "{results}");
+    let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"status\": \"interrupted\""));
+}

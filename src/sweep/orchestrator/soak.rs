@@ -93,7 +93,20 @@ impl Orchestrator<'_> {
         if !logged.transports.is_empty() {
             transports = logged.transports;
         }
+        let mut timing_note = format!(
+            "soak of {} in {} intervals",
+            crate::units::format_duration(plan.duration),
+            crate::units::format_duration(plan.interval)
+        );
         let (status, wrong, error) = match outcome {
+            // Ctrl-C ends a soak early: what it measured stands, unchecked.
+            Err(Failure::Interrupted) if total.count() > 0 => {
+                timing_note.push_str(&format!(
+                    "; interrupted after {}, the output not checked",
+                    crate::units::format_duration(self.run_start.elapsed().saturating_sub(offset))
+                ));
+                (CaseStatus::Ok, 0, String::new())
+            }
             Ok((0, _)) => (CaseStatus::Ok, 0, String::new()),
             Ok((wrong, first)) => (CaseStatus::Wrong, wrong, first),
             Err(f) => {
@@ -126,11 +139,7 @@ impl Orchestrator<'_> {
                 .as_secs_f64(),
             quality: None,
             quality_note: String::new(),
-            timing_note: format!(
-                "soak of {} in {} intervals",
-                crate::units::format_duration(plan.duration),
-                crate::units::format_duration(plan.interval)
-            ),
+            timing_note,
             second_take: false,
             ceiling_gbps: None,
             round_p50_us: summary.map(|s| vec![s.p50_us]).unwrap_or_default(),
