@@ -148,7 +148,8 @@
 //!   each other (`tests/architecture.rs` reads the imports of every file: no cycle
 //!   between files, no import upwards).
 //! - clap types stay in `cli` and `cmd`: the rest is built from settings structs.
-//! - Only `main`, `cmd`, the sweep's session, the cluster run and the worker write to
+//! - Only `main`, `cmd`, the sweep's and the soak's sessions, the cluster run and the
+//!   worker write to
 //!   the terminal (progress goes through `sweep::SweepObserver`); the backends write
 //!   only to their worker's log (stderr). `stats`, `nccl`, `analysis`, `report`,
 //!   `plot`, `export`, `model` and `config` never print.

@@ -119,11 +119,10 @@ pub fn format_duration(d: Duration) -> String {
     } else if s < 120.0 {
         format!("{}s", trim_float(s))
     } else if s < 7200.0 {
-        let (m, rest) = ((s / 60.0).floor(), s % 60.0);
-        if rest >= 0.5 {
-            format!("{m}m{}s", rest.round())
-        } else {
-            format!("{m}m")
+        let whole = s.round() as u64;
+        match (whole / 60, whole % 60) {
+            (m, 0) => format!("{m}m"),
+            (m, rest) => format!("{m}m{rest}s"),
         }
     } else {
         let (h, m) = ((s / 3600.0).floor(), ((s % 3600.0) / 60.0).round());

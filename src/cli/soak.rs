@@ -38,8 +38,9 @@ pub struct SoakArgs {
     pub dip: f64,
 
     /// Collective(s), as nccl-tests' binaries without _perf (each soaks in turn)
-    #[arg(long = "coll", value_name = "NAME,...", default_value = "all_reduce")]
-    pub coll: String,
+    /// [default: the config files' `collectives`, else all_reduce]
+    #[arg(long = "coll", value_name = "NAME,...")]
+    pub coll: Option<String>,
 
     /// Element type
     #[arg(

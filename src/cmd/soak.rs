@@ -65,13 +65,17 @@ pub fn soak_settings(args: &SoakArgs) -> Result<(SweepSettings, SoakSettings)> {
             anyhow!("invalid --label '{label}': use letters, digits, '-', '_' and '.' (it becomes part of a directory name)")
         })?;
     }
-    let collectives = Collective::parse_list(&args.coll).map_err(|e| anyhow!("--coll: {e}"))?;
     let transports = if args.transports.is_empty() && args.config.is_empty() {
         vec!["default".to_string()]
     } else {
         args.transports.clone()
     };
     let selection = config::select_configs(&args.config, &transports)?;
+    let collectives = match (&args.coll, selection.collectives) {
+        (Some(text), _) => Collective::parse_list(text).map_err(|e| anyhow!("--coll: {e}"))?,
+        (None, Some(from_files)) => from_files,
+        (None, None) => vec![Collective::AllReduce],
+    };
     config::check_root(&collectives, args.root, &[args.gpus])?;
     if let Some(size) = args.size {
         // The same checks as a sweep's sizes: a whole number of elements.

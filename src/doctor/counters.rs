@@ -1,6 +1,7 @@
 //! A one-shot reading of the counters a soak samples (`machine::counters`): the GPUs'
-//! throttle reasons, NVLink and ECC errors and XID events since NVML started
-//! counting, and every InfiniBand/RoCE port's and NIC's error counters since boot.
+//! throttle reasons and NVLink and ECC errors since NVML started counting, and every
+//! InfiniBand/RoCE port's and NIC's error counters since boot. (XID events are seen
+//! only while a soak watches: NVML delivers those that happen after it registers.)
 //! Any error counted, or a throttle reason on, is a warning naming where: a link
 //! that already counts errors at rest is the first suspect of a slow run.
 
@@ -19,7 +20,7 @@ fn is_error(counter: &str) -> bool {
 }
 
 pub fn check(root: &Root, gpus: bool) -> Check {
-    let mut sampler = Sampler::new(root.clone(), gpus);
+    let mut sampler = Sampler::new(root.clone(), gpus, None);
     let readings = sampler.sample();
     judge(&readings, &sampler.notes())
 }

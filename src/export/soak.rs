@@ -2,9 +2,10 @@
 //! iterations, latency percentiles and bandwidth), `counters.csv` (the counters read
 //! beside the traffic, one row per interval, source and counter whose value changed
 //! since that counter's last row: carry a value forward until its next row) and
-//! `soak.hlog` (each interval's latency histogram, tagged with its case). The CSVs
-//! grow a whole line at a time, so a crash leaves every finished interval readable;
-//! the readers skip a last line cut short.
+//! `soak.hlog` (each interval's latency histogram, tagged with its case). The three
+//! files grow a whole line at a time through an open handle (never copied: a soak
+//! of hours must not rewrite its past every second), so a crash leaves every
+//! finished interval readable; the CSV readers skip a last line cut short.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -67,17 +68,30 @@ struct Lines {
 
 impl Lines {
     fn create(path: PathBuf, header: &[&str]) -> Result<Lines> {
+        Lines::create_raw(path, format!("{}\n", header.join(",")).as_bytes())
+    }
+
+    /// A new file (never one that exists) starting with `header`.
+    fn create_raw(path: PathBuf, header: &[u8]) -> Result<Lines> {
         let mut file = OpenOptions::new()
             .create_new(true)
             .append(true)
             .open(&path)
             .with_context(|| format!("cannot create {}", path.display()))?;
-        file.write_all(format!("{}\n", header.join(",")).as_bytes())
+        file.write_all(header)
             .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(Lines {
             path,
             file: Mutex::new(file),
         })
+    }
+
+    /// Appends whole lines in one write, flushed.
+    fn write(&self, bytes: &[u8]) -> Result<()> {
+        let mut file = self.file.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        file.write_all(bytes)
+            .and_then(|_| file.flush())
+            .with_context(|| format!("cannot write {}", self.path.display()))
     }
 
     fn append<T: Serialize>(&self, rows: &[T]) -> Result<()> {
@@ -88,10 +102,7 @@ impl Lines {
             w.serialize(r)?;
         }
         let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut file = self.file.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-        file.write_all(&bytes)
-            .and_then(|_| file.flush())
-            .with_context(|| format!("cannot write {}", self.path.display()))
+        self.write(&bytes)
     }
 }
 
@@ -118,8 +129,7 @@ const COUNTER_COLUMNS: [&str; 6] = ["t_s", "node", "source", "counter", "kind", 
 pub struct SoakWriter {
     soak: Lines,
     counters: Lines,
-    hlog: PathBuf,
-    hlog_header: Vec<u8>,
+    hlog: Lines,
 }
 
 impl SoakWriter {
@@ -127,15 +137,11 @@ impl SoakWriter {
         // The CSVs first: they refuse to replace a file.
         let soak = Lines::create(dir.join(SOAK_CSV), &SOAK_COLUMNS)?;
         let counters = Lines::create(dir.join(COUNTERS_CSV), &COUNTER_COLUMNS)?;
-        let hlog = dir.join(SOAK_HLOG);
-        let hlog_header = hlog::header(run_start)?;
-        super::atomic::write(&hlog, &hlog_header)
-            .with_context(|| format!("cannot write {}", hlog.display()))?;
+        let hlog = Lines::create_raw(dir.join(SOAK_HLOG), &hlog::header(run_start)?)?;
         Ok(SoakWriter {
             soak,
             counters,
             hlog,
-            hlog_header,
         })
     }
 
@@ -149,9 +155,7 @@ impl SoakWriter {
         if let Some(h) = histogram.filter(|h| !h.is_empty()) {
             let start = Duration::from_secs_f64(row.start_s.max(0.0));
             let length = Duration::from_secs_f64((row.end_s - row.start_s).max(0.0));
-            let line = hlog::line(h, tag, start, length)?;
-            super::atomic::append(&self.hlog, &self.hlog_header, &line)
-                .with_context(|| format!("cannot write {}", self.hlog.display()))?;
+            self.hlog.write(&hlog::line(h, tag, start, length)?)?;
         }
         self.soak.append(std::slice::from_ref(row))
     }

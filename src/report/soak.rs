@@ -15,6 +15,11 @@ use crate::export::reader::RunData;
 use crate::model::SIMULATED_LABEL;
 use crate::units::{format_duration, Bytes};
 
+/// A duration read back from a manifest (a hand-edited one may hold anything).
+fn seconds(s: f64) -> String {
+    format_duration(std::time::Duration::try_from_secs_f64(s).unwrap_or_default())
+}
+
 /// The sentence that says a dip and its causes.
 pub fn episode_sentence(f: &SoakFindings, s: &SoakSeries, i: usize) -> String {
     let e = &s.episodes[i];
@@ -57,8 +62,8 @@ pub fn markdown(
         s,
         "Back-to-back collectives at {} for {} per config, in {} intervals; a dip is an interval more than {:.0} % (and five noise spreads) below the run's median busbw.\n",
         Bytes(f.info.bytes),
-        format_duration(std::time::Duration::from_secs_f64(f.info.duration_s)),
-        format_duration(std::time::Duration::from_secs_f64(f.info.interval_s)),
+        seconds(f.info.duration_s),
+        seconds(f.info.interval_s),
         f.info.dip * 100.0
     )?;
     for series in &f.series {
@@ -83,7 +88,7 @@ pub fn markdown(
                 "Stability: median busbw {:.2} GB/s over {} intervals; the worst {} window's median is {:.1} % of it; coefficient of variation {:.1} %.\n",
                 st.median,
                 series.rows.len(),
-                format_duration(std::time::Duration::from_secs_f64(st.window_len as f64 * f.info.interval_s)),
+                seconds(st.window_len as f64 * f.info.interval_s),
                 st.worst_window_ratio * 100.0,
                 st.cv * 100.0
             )?;

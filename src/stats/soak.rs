@@ -89,8 +89,8 @@ impl IntervalBins {
         closed
     }
 
-    /// Closes every interval that ended before `now` (a stall shows as empty
-    /// intervals as soon as they are over).
+    /// Closes every interval that ended before `now`: those in which nothing
+    /// ended (a stall) close empty.
     pub fn tick(&mut self, now: Duration) -> Vec<Interval> {
         let mut closed = Vec::new();
         let index = self.index_of(now);
@@ -311,8 +311,6 @@ mod tests {
                 *x *= 0.5;
             }
             let e = find_episodes(&v, DEFAULT_DIP);
-            // One episode, its edges at most one interval off (a healthy interval
-            // two spreads down beside a dip reads as part of it).
             // The dip, its edges at most two intervals off (a healthy interval two
             // spreads down beside a dip reads as part of it), and nothing else.
             let dip = |x: &Episode| (8..=10).contains(&x.first) && (15..=17).contains(&x.last);
@@ -332,7 +330,7 @@ mod tests {
             *x *= 0.95;
         }
         assert!(find_episodes(&v, DEFAULT_DIP).is_empty());
-        // Scatter of 10 % hides a 15 % dip: four spreads are 40 %.
+        // Scatter of 10 % hides a 15 % dip: five spreads are 50 %.
         let mut v = noise(7, 60, 100.0, 0.10);
         for x in &mut v[20..26] {
             *x *= 0.85;

@@ -67,23 +67,7 @@ pub fn run(
     }
     let settings = &reached;
     let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
-    // Each libnccl the configs load, once.
-    let mut checked: Vec<&std::path::Path> = Vec::new();
-    for c in &settings.configs {
-        let Some(nccl) = backend.nccl_for(&c.name) else {
-            continue;
-        };
-        if checked.contains(&nccl.path.as_path()) {
-            continue;
-        }
-        checked.push(&nccl.path);
-        let target = preflight::Target {
-            exe: &exe,
-            nccl_lib: &nccl.path,
-            device: 0,
-        };
-        preflight::check_library(&target, nccl, settings.graph, settings.timeout)?;
-    }
+    check_libraries(settings, &backend, &exe)?;
     let mut warnings = settings.warnings.clone();
     warnings.extend(size_note);
     warnings.extend(inherited_warnings(&settings.configs, std::env::vars()));
@@ -155,6 +139,33 @@ pub fn run(
     let outcome = orchestrator.run(&Plan::new(settings))?;
     write_report(&writer.dir().path);
     Ok(exit_code(&outcome))
+}
+
+/// Each libnccl the configs load, once: a one-rank communicator in a worker of its
+/// own, so that a library that cannot run stops the command before anything is
+/// written.
+pub(crate) fn check_libraries(
+    settings: &SweepSettings,
+    backend: &ResolvedBackend,
+    exe: &std::path::Path,
+) -> Result<()> {
+    let mut checked: Vec<&std::path::Path> = Vec::new();
+    for c in &settings.configs {
+        let Some(nccl) = backend.nccl_for(&c.name) else {
+            continue;
+        };
+        if checked.contains(&nccl.path.as_path()) {
+            continue;
+        }
+        checked.push(&nccl.path);
+        let target = preflight::Target {
+            exe,
+            nccl_lib: &nccl.path,
+            device: 0,
+        };
+        preflight::check_library(&target, nccl, settings.graph, settings.timeout)?;
+    }
+    Ok(())
 }
 
 /// Keeps the sweep's `--expected` table in the run directory, so that its report

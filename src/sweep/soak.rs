@@ -166,18 +166,35 @@ pub fn run(
         settings.device_count(),
     )?;
     backend::select::check_collectives(&backend, &settings.collectives)?;
-    let bytes = soak.bytes.unwrap_or(if backend.name == "host" {
+    let asked = soak.bytes.unwrap_or(if backend.name == "host" {
         HOST_SIZE
     } else {
         GPU_SIZE
     });
     let mut settings = settings.clone();
-    settings.sizes = vec![bytes];
+    settings.sizes = vec![asked];
+    let plan = Plan::new(&settings);
+    // The size each collective really moves (nccl-tests' rounding to whole
+    // elements per rank); none is refused, as a sweep lists it.
+    if let Some(g) = plan.groups.iter().find(|g| g.sizes.is_empty()) {
+        bail!(
+            "--size {}: {}",
+            Bytes(asked),
+            g.empty_reason()
+                .unwrap_or_else(|| "too small for this collective".into())
+        );
+    }
     let settings = &settings;
+    let bytes_max = plan
+        .groups
+        .iter()
+        .map(|g| g.sizes[0])
+        .max()
+        .unwrap_or(asked);
     if let Some(facts) = &backend.gpus {
         let devices: Vec<usize> = (0..settings.device_count() as usize).collect();
-        backend::select::check_gpu_memory(facts, &devices, bytes)?;
-        backend::select::check_host_memory_here(nranks, bytes)?;
+        backend::select::check_gpu_memory(facts, &devices, bytes_max)?;
+        backend::select::check_host_memory_here(nranks, bytes_max)?;
     }
     if backend.name == "host" {
         if nranks > MAX_HOST_RANKS {
@@ -189,8 +206,10 @@ pub fn run(
                 settings.shm_dir.display()
             );
         }
+        session::check_host_settings(settings, nranks)?;
     }
     let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
+    session::check_libraries(settings, &backend, &exe)?;
     let host = crate::machine::host::hostname();
     let dir = match &settings.run_dir {
         Some(path) => RunDir::create_at(path)?,
@@ -212,7 +231,7 @@ pub fn run(
         settings.warnings.clone(),
     );
     manifest.soak = Some(SoakInfo {
-        bytes,
+        bytes: asked,
         duration_s: soak.duration.as_secs_f64(),
         interval_s: soak.interval.as_secs_f64(),
         dip: soak.dip,
@@ -229,7 +248,15 @@ pub fn run(
         Some(dir) => Root::fake_with_process_env(dir),
         None => Root::this_machine(),
     };
-    let sampler = Sampler::new(root, backend.name != "host");
+    // The soak's own GPUs (NVML lists every GPU of the machine).
+    let bus_ids: Option<Vec<String>> = backend.gpus.as_ref().map(|f| {
+        f.gpus
+            .iter()
+            .take(settings.device_count().max(nranks) as usize)
+            .map(|g| g.bus_id.clone())
+            .collect()
+    });
+    let sampler = Sampler::new(root, backend.name != "host", bus_ids);
     let stop = Arc::new(AtomicBool::new(false));
     let (notes_tx, notes) = mpsc::channel();
     let thread = {
@@ -255,7 +282,6 @@ pub fn run(
         interrupted: interrupted.clone(),
         run_start,
     };
-    let plan = Plan::new(settings);
     orchestrator.manifest.cases.total = plan.groups.len() as u64;
     writer.write_manifest(&orchestrator.manifest)?;
     let mut sink = Intervals {
@@ -276,6 +302,7 @@ pub fn run(
             break;
         }
         sink.worst = f64::INFINITY;
+        let bytes = group.sizes[0];
         sink.observer
             .started(&group.config.name, group.nranks, bytes, soak.duration);
         match orchestrator.soak(group, bytes, soak_plan, &mut sink) {
@@ -320,7 +347,7 @@ pub fn run(
     println!(
         "soak of {} at {} written to {}",
         crate::units::format_duration(soak.duration),
-        Bytes(bytes),
+        Bytes(asked),
         writer.dir().path.display()
     );
     Ok(if was_interrupted {

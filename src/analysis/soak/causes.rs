@@ -72,19 +72,23 @@ impl Series<'_> {
     }
 }
 
-/// A counter's name as words: `nvlink.replay` -> `replays`.
+/// A count of a counter in words: `nvlink.replay` 120 -> `120 replays`.
 fn count_words(counter: &str, n: f64) -> String {
-    let name = match counter {
-        "nvlink.replay" => "replays",
-        "nvlink.recovery" => "link recoveries",
-        "nvlink.crc_flit" => "CRC flit errors",
-        "nvlink.crc_data" => "CRC data errors",
-        "ecc.corrected" => "corrected ECC errors",
-        "ecc.uncorrected" => "uncorrected ECC errors",
-        "xid.events" => "XID events",
-        "carrier_changes" => "carrier changes (link flaps)",
-        other => other,
+    let (one, many) = match counter {
+        "nvlink.replay" => ("replay", "replays"),
+        "nvlink.recovery" => ("link recovery", "link recoveries"),
+        "nvlink.crc_flit" => ("CRC flit error", "CRC flit errors"),
+        "nvlink.crc_data" => ("CRC data error", "CRC data errors"),
+        "ecc.corrected" => ("corrected ECC error", "corrected ECC errors"),
+        "ecc.uncorrected" => ("uncorrected ECC error", "uncorrected ECC errors"),
+        "xid.events" => ("XID event", "XID events"),
+        "carrier_changes" => (
+            "carrier change (a link flap)",
+            "carrier changes (link flaps)",
+        ),
+        other => (other, other),
     };
+    let name = if n == 1.0 { one } else { many };
     format!("{} {name}", crate::units::trim_number(n))
 }
 

@@ -132,15 +132,14 @@ fn parent(text: &str) -> Option<u32> {
         .ok()
 }
 
-/// User + system jiffies of a process (`/proc/<pid>/stat` fields 14 and 15, counted
-/// after the command name, which may hold spaces).
+/// User + system jiffies of a process and of its children it has reaped
+/// (`/proc/<pid>/stat` fields 14 to 17, counted after the command name, which may
+/// hold spaces): a rank that exits moves its time into its parent's.
 fn process_jiffies(text: &str) -> Option<u64> {
     let rest = &text[text.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // `rest` starts at field 3 (the state).
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
+    (11..15).map(|i| fields.get(i)?.parse::<u64>().ok()).sum()
 }
 
 impl HostCpu {

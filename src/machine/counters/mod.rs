@@ -28,12 +28,13 @@ pub struct Sampler {
 
 impl Sampler {
     /// A sampler of `root`'s files; with `gpus`, NVML's counters too (on the real
-    /// machine). The CPU time of this process and its descendants (the ranks) is
-    /// the measurement's own: the rest is other processes' load.
-    pub fn new(root: Root, gpus: bool) -> Sampler {
+    /// machine), of the GPUs with the PCI bus ids `only` where given. The CPU time
+    /// of this process and its descendants (the ranks) is the measurement's own:
+    /// the rest is other processes' load.
+    pub fn new(root: Root, gpus: bool, only: Option<Vec<String>>) -> Sampler {
         let mut notes = BTreeSet::new();
         let nvml = if gpus && root.is_real() {
-            match nvml::Nvml::open() {
+            match nvml::Nvml::open(only.as_deref()) {
                 Ok(n) => Some(n),
                 Err(e) => {
                     notes.insert(format!("no GPU counters: NVML: {e}"));

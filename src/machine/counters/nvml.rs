@@ -62,7 +62,8 @@ type SetWait = unsafe extern "C" fn(*mut c_void, *mut EventData, u32) -> i32;
 
 /// NVML, initialised, with the GPUs' handles; shut down when dropped.
 pub struct Nvml {
-    devices: Vec<Device>,
+    /// The GPUs read: NVML's index (nvidia-smi's numbering) and handle.
+    devices: Vec<(usize, Device)>,
     /// Links NVML answered for, per GPU (found at the first read).
     links: Vec<u32>,
     events: Option<*mut c_void>,
@@ -81,6 +82,7 @@ struct Calls {
     link_counter: Option<LinkCounter>,
     ecc: Option<Ecc>,
     wait: Option<SetWait>,
+    free: Option<SetFree>,
     index: Option<GetU32>,
 }
 
@@ -90,7 +92,9 @@ unsafe impl Send for Nvml {}
 
 impl Nvml {
     /// Loads and initialises NVML; an error says why not (no driver, no library).
-    pub fn open() -> Result<Nvml, String> {
+    /// With `keep` (PCI bus ids), only those GPUs are read: NVML lists every GPU
+    /// of the machine, whatever `CUDA_VISIBLE_DEVICES` says.
+    pub fn open(keep: Option<&[String]>) -> Result<Nvml, String> {
         // SAFETY: loading NVML runs its initializers, which have no preconditions;
         // every symbol is taken with the signature nvml.h declares and only used
         // while `_lib` (kept in the value) is loaded.
@@ -111,6 +115,7 @@ impl Nvml {
                 link_counter: get(&lib, b"nvmlDeviceGetNvLinkErrorCounter\0").ok(),
                 ecc: get(&lib, b"nvmlDeviceGetTotalEccErrors\0").ok(),
                 wait: get(&lib, b"nvmlEventSetWait_v2\0").ok(),
+                free: get(&lib, b"nvmlEventSetFree\0").ok(),
                 index: get(&lib, b"nvmlDeviceGetIndex\0").ok(),
             };
             let rc = init();
@@ -126,7 +131,22 @@ impl Nvml {
             for i in 0..n {
                 let mut d: Device = std::ptr::null_mut();
                 if handle(i, &mut d) == SUCCESS {
-                    devices.push(d);
+                    devices.push((i as usize, d));
+                }
+            }
+            let by_bus: Result<ByBusId, _> = get(&lib, b"nvmlDeviceGetHandleByPciBusId_v2\0");
+            if let (Some(keep), Ok(by_bus)) = (keep, by_bus) {
+                let wanted: Vec<Device> = keep
+                    .iter()
+                    .filter_map(|id| {
+                        let id = std::ffi::CString::new(id.as_str()).ok()?;
+                        let mut d: Device = std::ptr::null_mut();
+                        (by_bus(id.as_ptr(), &mut d) == SUCCESS).then_some(d)
+                    })
+                    .collect();
+                // Where no bus id matches (ids written differently), all are read.
+                if !wanted.is_empty() {
+                    devices.retain(|(_, d)| wanted.contains(d));
                 }
             }
             let create: Result<SetCreate, _> = get(&lib, b"nvmlEventSetCreate\0");
@@ -135,7 +155,7 @@ impl Nvml {
                 (Ok(create), Ok(register)) => {
                     let mut set: *mut c_void = std::ptr::null_mut();
                     (create(&mut set) == SUCCESS).then(|| {
-                        for d in &devices {
+                        for (_, d) in &devices {
                             register(*d, EVENT_XID, set);
                         }
                         set
@@ -163,7 +183,7 @@ impl Nvml {
     pub fn read(&mut self) -> Vec<Reading> {
         self.poll_xids();
         let mut out = Vec::new();
-        for (i, &d) in self.devices.iter().enumerate() {
+        for (slot, &(i, d)) in self.devices.iter().enumerate() {
             let gpu = format!("gpu{i}");
             let mut push = |source: &str, counter: &str, value: f64, kind| {
                 out.push(Reading::new(source, counter, value, kind));
@@ -207,14 +227,20 @@ impl Nvml {
                 if let Some((_, code)) = xids.next_back() {
                     push(&gpu, "xid.last", *code as f64, Kind::Gauge);
                 }
-                for link in 0..self.links[i] {
+                for link in 0..self.links[slot] {
                     let mut active = 0i32;
                     match (c.link_state)(d, link, &mut active) {
                         SUCCESS => {}
-                        ERROR_NOT_SUPPORTED | ERROR_INVALID_ARGUMENT => {
-                            self.links[i] = link;
+                        // Past the GPU's last link, or a GPU without NVLink.
+                        ERROR_INVALID_ARGUMENT => {
+                            self.links[slot] = link;
                             break;
                         }
+                        ERROR_NOT_SUPPORTED if link == 0 => {
+                            self.links[slot] = 0;
+                            break;
+                        }
+                        // A link that is off says so and the next may not be.
                         _ => continue,
                     }
                     let source = format!("{gpu}.nvlink{link}");
@@ -254,7 +280,8 @@ impl Nvml {
             let gpu = self
                 .devices
                 .iter()
-                .position(|d| *d == data.device)
+                .find(|(_, d)| *d == data.device)
+                .map(|(i, _)| *i)
                 .or_else(|| {
                     let index = self.calls.index?;
                     let mut i = 0u32;
@@ -269,6 +296,8 @@ impl Nvml {
 }
 
 type GetU32Plain = unsafe extern "C" fn(*mut u32) -> i32;
+type ByBusId = unsafe extern "C" fn(*const std::ffi::c_char, *mut Device) -> i32;
+type SetFree = unsafe extern "C" fn(*mut c_void) -> i32;
 
 /// A symbol of NVML as the function pointer type `T`.
 ///
@@ -286,8 +315,12 @@ type Handle = unsafe extern "C" fn(u32, *mut Device) -> i32;
 
 impl Drop for Nvml {
     fn drop(&mut self) {
-        // SAFETY: balances the successful nvmlInit_v2 of `open`.
+        // SAFETY: frees the event set NVML made and balances the successful
+        // nvmlInit_v2 of `open`.
         unsafe {
+            if let (Some(set), Some(free)) = (self.events, self.calls.free) {
+                free(set);
+            }
             (self.calls.shutdown)();
         }
     }

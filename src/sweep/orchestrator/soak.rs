@@ -18,7 +18,7 @@ use super::super::plan::Group;
 use super::super::protocol::{Command, Event};
 use super::{Orchestrator, Take};
 use crate::model::{CaseResult, CaseStatus};
-use crate::stats::adaptive::{launch_steps, StopReason};
+use crate::stats::adaptive::{launch_steps, StopReason, MAX_BATCH};
 use crate::stats::soak::{Interval, IntervalBins};
 use crate::stats::{Bandwidth, LatencyRecorder};
 
@@ -207,23 +207,20 @@ impl Orchestrator<'_> {
             }
             Ok::<(), Failure>(())
         };
+        let whole = (MAX_BATCH - MAX_BATCH % per_step).max(per_step);
         while start.elapsed() < plan.duration && !self.interrupted.load(Ordering::SeqCst) {
-            self.broadcast(processes, &Command::Renew, phase)?;
-            let sent = Instant::now();
-            self.broadcast(processes, &Command::Time { iters, every }, phase)?;
-            let batches: Vec<Vec<u64>> = self.wait_for(
-                processes,
-                tails,
-                &all,
-                Instant::now() + timeout,
-                phase,
-                |e| match e {
-                    Event::Batch { durations_ns } => Some(durations_ns.into_owned()),
-                    _ => None,
-                },
-            )?;
-            let ended = start.elapsed();
-            let steps = fold_mean(&batches, iters, per_step, total)?;
+            let batch = self.soak_batch(processes, tails, &all, iters, every, per_step, total);
+            let (steps, sent, ended) = match batch {
+                Ok(b) => b,
+                // Ctrl-C during a batch: the intervals so far stand.
+                Err(Failure::Interrupted) => break,
+                Err(f) => {
+                    // A failed or stalled batch: the intervals it left empty are data.
+                    write(sink, bins.finish(start.elapsed()))?;
+                    return Err(f);
+                }
+            };
+            let ended = ended.duration_since(start);
             // The batch's steps ran back to back up to `ended`: each ended where the
             // ones after it began.
             let counts = launch_steps(iters as usize, per_step as usize);
@@ -239,14 +236,17 @@ impl Orchestrator<'_> {
             }
             // Batches are sized on the host's clock: the GPU's time per iteration
             // can be far below what a batch takes end to end (a stand-in, a host
-            // that sets the pace).
+            // that sets the pace). The worker takes at most MAX_BATCH at a time.
             let reported = steps.iter().sum::<u64>() as f64 / steps.len().max(1) as f64;
-            let mean_ns = reported.max(sent.elapsed().as_nanos() as f64 / iters as f64);
+            let mean_ns = reported.max(sent.as_nanos() as f64 / iters as f64);
             let target = batch_target(plan.interval).as_nanos() as f64;
             let wanted = (target / mean_ns.max(1.0)) as u64;
-            iters = (wanted / per_step).clamp(1, 10_000_000 / per_step.max(1)) * per_step;
+            iters = ((wanted / per_step).max(1) * per_step).min(whole);
         }
         write(sink, bins.finish(start.elapsed()))?;
+        if self.interrupted.load(Ordering::SeqCst) {
+            return Err(Failure::Interrupted);
+        }
         self.broadcast(processes, &Command::Check, phase)?;
         let checks = self.wait_for(
             processes,
@@ -274,5 +274,34 @@ impl Orchestrator<'_> {
             .unwrap_or_default();
         self.say_goodbye(processes, tails, n);
         Ok((wrong, first))
+    }
+
+    /// One timed batch of `iters`: each step's time per iteration (mean over the
+    /// ranks, folded into `total`), how long the batch took end to end, and when it
+    /// ended.
+    #[allow(clippy::too_many_arguments)]
+    fn soak_batch(
+        &mut self,
+        processes: &mut dyn super::super::group::RankGroup,
+        tails: &mut Tails,
+        all: &[u32],
+        iters: u64,
+        every: u64,
+        per_step: u64,
+        total: &mut LatencyRecorder,
+    ) -> Result<(Vec<u64>, Duration, Instant), Failure> {
+        let phase = "soak";
+        self.broadcast(processes, &Command::Renew, phase)?;
+        let sent = Instant::now();
+        self.broadcast(processes, &Command::Time { iters, every }, phase)?;
+        let deadline = Instant::now() + self.settings.timeout;
+        let batches: Vec<Vec<u64>> =
+            self.wait_for(processes, tails, all, deadline, phase, |e| match e {
+                Event::Batch { durations_ns } => Some(durations_ns.into_owned()),
+                _ => None,
+            })?;
+        let ended = Instant::now();
+        let steps = fold_mean(&batches, iters, per_step, total)?;
+        Ok((steps, ended - sent, ended))
     }
 }
