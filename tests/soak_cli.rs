@@ -55,6 +55,62 @@ fn dips(report: &str) -> Vec<&str> {
 }
 
 #[test]
+fn what_the_host_backend_or_the_collective_cannot_do_is_exit_2_with_nothing_written() {
+    let out = tempfile::tempdir().unwrap();
+    let where_to = out.path().join("results");
+    for (args, says) in [
+        (&["--graph", "4"][..], "--graph 4"),
+        (
+            &["--size", "16", "--gpus", "8", "--coll", "reduce_scatter"],
+            "--size 16",
+        ),
+    ] {
+        let o = Command::new(bin())
+            .args(["soak", "--backend", "host", "--out"])
+            .arg(&where_to)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{}",
+            text(&o)
+        );
+        assert!(!where_to.exists(), "{args:?} wrote {}", where_to.display());
+    }
+}
+
+#[test]
+fn a_size_faster_than_a_batch_can_hold_soaks_in_full_batches() {
+    // 8 bytes take a microsecond or two: a quarter interval is more iterations than
+    // a worker takes at once, so batches stop at its limit.
+    let _alone = alone();
+    let out = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir().unwrap();
+    let run = out.path().join("soak");
+    let o = Command::new(bin())
+        .args([
+            "soak",
+            "--backend",
+            "host",
+            "--size",
+            "8",
+            "--duration",
+            "3s",
+            "--plain",
+        ])
+        .arg("--shm-dir")
+        .arg(shm.path())
+        .arg("--run-dir")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(soak_rows(&run).len() >= 2);
+}
+
+#[test]
 fn bad_durations_and_intervals_are_exit_2_with_nothing_written() {
     let out = tempfile::tempdir().unwrap();
     let where_to = out.path().join("results");
@@ -213,14 +269,10 @@ fn a_throttled_gpu_and_an_nvlink_counting_replays_are_named_as_the_causes_of_the
     let Some(dir) = sim_dir() else { return };
     let _alone = alone();
     let out = tempfile::tempdir().unwrap();
-    // GPU 3 throttles 10 s into the soak for 5 s; the NVLink between GPUs 1 and 5
-    // replays from 20 s for 4 s.
-    let (run, report) = sim_soak(
-        &dir,
-        out.path(),
-        "throttle@3+10,nvlink-errors@1-5+20/4",
-        "30s",
-    );
+    // GPU 3 throttles 10 s into the soak for 5 s and reports XID 79 at 11 s; the
+    // NVLink between GPUs 1 and 5 replays from 20 s for 4 s.
+    let faults = "throttle@3+10,nvlink-errors@1-5+20/4,xid@3+11:79";
+    let (run, report) = sim_soak(&dir, out.path(), faults, "30s");
     let dips = dips(&report);
     assert_eq!(dips.len(), 2, "{report}");
     assert!(
@@ -228,6 +280,7 @@ fn a_throttled_gpu_and_an_nvlink_counting_replays_are_named_as_the_causes_of_the
         "{}",
         dips[0]
     );
+    assert!(dips[0].contains("GPU 3 counted 1 XID event"), "{}", dips[0]);
     assert!(!dips[0].contains("NVLink"), "{}", dips[0]);
     // GPU 1's link to GPU 5 is its link 5, and GPU 5's link to GPU 1 its link 1.
     assert!(dips[1].contains("NVLink 5 on GPU 1 counted"), "{}", dips[1]);
@@ -251,6 +304,7 @@ fn a_throttled_gpu_and_an_nvlink_counting_replays_are_named_as_the_causes_of_the
     let counters = std::fs::read_to_string(run.join("counters.csv")).unwrap();
     assert!(counters.contains(",gpu3,throttle.hw_slowdown,flag,1"));
     assert!(counters.contains(",gpu1.nvlink5,nvlink.replay,count,"));
+    assert!(counters.contains(",gpu3,xid.last,gauge,79"));
 }
 
 #[test]
