@@ -92,17 +92,7 @@ pub fn run(
         warnings.extend(host_warnings(settings, max_ranks));
     }
 
-    let host = crate::machine::host::hostname();
-    let dir = match &settings.run_dir {
-        Some(path) => RunDir::create_at(path)?,
-        None => RunDir::create(
-            &settings.out_dir,
-            &now_stamp(),
-            &host,
-            settings.label.as_deref(),
-        )?,
-    };
-    let writer = RunWriter::new(dir, SystemTime::now())?;
+    let writer = RunWriter::new(new_run_dir(settings)?, SystemTime::now())?;
     keep_expected(settings, &writer.dir().path)?;
     let mut manifest = manifest(settings, &backend, command_line, &gpus, warnings.clone());
     manifest.doctor = checks;
@@ -166,6 +156,21 @@ pub(crate) fn check_libraries(
         preflight::check_library(&target, nccl, settings.graph, settings.timeout)?;
     }
     Ok(())
+}
+
+/// The run directory: `--run-dir` as given, else a new one under `--out` named by
+/// the time, host and label. Never one that exists.
+pub(crate) fn new_run_dir(settings: &SweepSettings) -> Result<RunDir> {
+    let host = crate::machine::host::hostname();
+    match &settings.run_dir {
+        Some(path) => RunDir::create_at(path),
+        None => RunDir::create(
+            &settings.out_dir,
+            &now_stamp(),
+            &host,
+            settings.label.as_deref(),
+        ),
+    }
 }
 
 /// Keeps the sweep's `--expected` table in the run directory, so that its report

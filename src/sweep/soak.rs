@@ -22,13 +22,13 @@ use super::SweepObserver;
 use crate::backend;
 use crate::config::SweepSettings;
 use crate::export::soak::{ChangesOnly, CounterRow, SoakRow, SoakWriter};
-use crate::export::{RunDir, RunWriter};
+use crate::export::RunWriter;
 use crate::machine::counters::Sampler;
 use crate::machine::{GpuPresence, Root};
 use crate::model::{CaseStatus, RunStatus, SoakInfo};
 use crate::stats::soak::Interval;
 use crate::stats::Bandwidth;
-use crate::units::{now_rfc3339, now_stamp, Bytes};
+use crate::units::{now_rfc3339, Bytes};
 
 /// What a soak adds to a sweep's settings (which hold its one rank count, its
 /// configs and collective).
@@ -210,16 +210,7 @@ pub fn run(
     }
     let exe = std::env::current_exe().context("cannot find the nccl-bench executable")?;
     session::check_libraries(settings, &backend, &exe)?;
-    let host = crate::machine::host::hostname();
-    let dir = match &settings.run_dir {
-        Some(path) => RunDir::create_at(path)?,
-        None => RunDir::create(
-            &settings.out_dir,
-            &now_stamp(),
-            &host,
-            settings.label.as_deref(),
-        )?,
-    };
+    let dir = session::new_run_dir(settings)?;
     let start_time = SystemTime::now();
     let writer = RunWriter::new(dir, start_time)?;
     let soak_writer = Arc::new(SoakWriter::create(&writer.dir().path, start_time)?);
