@@ -266,8 +266,8 @@ mod tests {
     fn a_steady_series_rarely_has_an_episode() {
         // The A/A side: of 2,000 noise-only soaks of 60 intervals, at 1 % and at 4 %
         // scatter (a busy shared machine), at most one in a thousand finds an
-        // episode: a low interval must be five spreads down (measured: 1 in 2,000,
-        // at 4 %, where the spread of 60 intervals is itself uncertain; 0 at 1 %).
+        // episode: a low interval must be five spreads down (measured: none at
+        // either).
         let mut found = [0, 0];
         for seed in 0..1000 {
             for (i, sd) in [0.01, 0.04].into_iter().enumerate() {
