@@ -318,6 +318,21 @@ fn a_soak_without_a_fault_has_no_episode() {
     assert!(soak_rows(&run).len() >= 11);
 }
 
+/// `doctor --json`'s error-counter check on the simulated GPUs with `env`.
+fn counters_check(dir: &Path, env: &[(&str, &str)]) -> serde_json::Value {
+    let o = on_sim(dir, "nvswitch", env, &["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "counters")
+        .cloned()
+        .unwrap()
+}
+
 #[test]
 fn doctor_warns_of_an_nvlink_that_counts_replays_on_simulated_gpus() {
     let Some(dir) = sim_dir() else { return };
@@ -326,32 +341,14 @@ fn doctor_warns_of_an_nvlink_that_counts_replays_on_simulated_gpus() {
         ("NCCL_BENCH_SIM_EPOCH", "1"),
         ("NCCL_BENCH_SIM_FAULT", "nvlink-errors@1-5+0/4"),
     ];
-    let o = on_sim(&dir, "nvswitch", &env, &["doctor", "--json"])
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let check = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "counters")
-        .unwrap();
+    let check = counters_check(&dir, &env);
     assert_eq!(check["status"], "warn", "{check}");
     let value = check["value"].as_str().unwrap();
     assert!(
         value.contains("NVLink 5 on GPU 1: 160 nvlink.replay"),
         "{value}"
     );
-    let quiet = on_sim(&dir, "nvswitch", &[], &["doctor", "--json"])
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&quiet.stdout).unwrap();
-    let check = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "counters")
-        .unwrap();
+    let check = counters_check(&dir, &[]);
     assert_eq!(check["status"], "ok", "{check}");
     assert!(
         check["value"]

@@ -9,7 +9,7 @@ use super::super::failure::{Failure, Tails};
 use super::super::group::RankGroup;
 use super::super::merge::{fold_mean, merge_transports};
 use super::super::plan::Group;
-use super::super::protocol::{Command, Event};
+use super::super::protocol::{Command, Event, WrongElement};
 use super::super::rounds::RoundTake;
 use super::{GroupStop, Orchestrator, Take, Takes};
 use crate::config::IterationPolicy;
@@ -198,19 +198,7 @@ impl Orchestrator<'_> {
                     _ => None,
                 })
                 .map_err(failed)?;
-            let wrong: u64 = checks.iter().map(|c| c.0).sum();
-            let error = checks
-                .iter()
-                .enumerate()
-                .find_map(|(rank, (w, first))| {
-                    first.as_ref().map(|m| {
-                        format!(
-                            "{wrong} wrong element(s) in total; rank {rank} has {w}, the first at index {}: got {}, expected {}",
-                            m.index, m.got, m.expected
-                        )
-                    })
-                })
-                .unwrap_or_default();
+            let (wrong, error) = wrong_elements(&checks);
             let summary = recorder.summary();
             let timing_note = timing_note(every, wanted, self.settings.graph);
             // NCCL connects lazily (at the first collective since 2.22): its log has
@@ -289,6 +277,25 @@ impl Orchestrator<'_> {
         );
         true
     }
+}
+
+/// The ranks' check answers as the case's wrong elements and its `error` words (the
+/// first rank that found one, where).
+pub(super) fn wrong_elements(checks: &[(u64, Option<WrongElement>)]) -> (u64, String) {
+    let wrong: u64 = checks.iter().map(|c| c.0).sum();
+    let error = checks
+        .iter()
+        .enumerate()
+        .find_map(|(rank, (w, first))| {
+            first.as_ref().map(|m| {
+                format!(
+                    "{wrong} wrong element(s) in total; rank {rank} has {w}, the first at index {}: got {}, expected {}",
+                    m.index, m.got, m.expected
+                )
+            })
+        })
+        .unwrap_or_default();
+    (wrong, error)
 }
 
 /// What results.csv says about a case's timestamps: `every` iterations shared

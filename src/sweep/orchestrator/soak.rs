@@ -259,19 +259,7 @@ impl Orchestrator<'_> {
                 _ => None,
             },
         )?;
-        let wrong: u64 = checks.iter().map(|c| c.0).sum();
-        let first = checks
-            .iter()
-            .enumerate()
-            .find_map(|(rank, (_, first))| {
-                first.as_ref().map(|m| {
-                    format!(
-                        "{wrong} wrong element(s); rank {rank}'s first at index {}: got {}, expected {}",
-                        m.index, m.got, m.expected
-                    )
-                })
-            })
-            .unwrap_or_default();
+        let (wrong, first) = super::drive::wrong_elements(&checks);
         self.say_goodbye(processes, tails, n);
         Ok((wrong, first))
     }
