@@ -62,7 +62,10 @@
 //! `launcher::detect` reads the rank layout, `rendezvous` brings the ranks to rank 0,
 //! `gather` waits for them all (or names who is missing), `remote::RemoteLaunch`
 //! starts each group's workers through the ranks' agents (`agent::serve`), and rank 0
-//! runs the sweep's orchestrator over those connections.
+//! runs the sweep's orchestrator over those connections (`run::run`), or with
+//! `--soak` the soak's (`soak::soak`), while one agent per node reads its node's
+//! counters and sends them to rank 0 (`counters`). `rank::job_manifest` records the
+//! job; `target::Target` is where rank 0 writes.
 //!
 //! **`sweep`.** `session::run` is `sweep` from settings to exit code: backend choice,
 //! preflight, manifest, the orchestrator, the report. `plan::Plan` orders the groups;

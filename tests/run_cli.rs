@@ -612,6 +612,81 @@ fn run_refuses_what_it_cannot_do_with_exit_2() {
     );
 }
 
+/// `run --soak`: its timing, its one size (not a sweep's range) and a run directory
+/// of its own are checked before anything is written.
+#[test]
+fn a_soak_over_the_ranks_refuses_bad_input_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("results");
+    let not_a_run = tmp.path().join("notes");
+    std::fs::create_dir(&not_a_run).unwrap();
+    std::fs::write(not_a_run.join("todo.txt"), "keep me").unwrap();
+    let not_a_run = not_a_run.to_string_lossy().into_owned();
+    type Case<'a> = (Vec<(&'a str, String)>, Vec<&'a str>, &'a str);
+    let cases: Vec<Case> = vec![
+        (
+            torchrun_env(0, 2, 1),
+            vec!["--transports", "default", "--soak", "1s"],
+            "--soak 1s is shorter than two --interval 1s",
+        ),
+        (
+            torchrun_env(0, 2, 1),
+            vec!["--soak", "10s", "--interval", "50ms"],
+            "the shortest interval is 100ms",
+        ),
+        (
+            torchrun_env(0, 2, 1),
+            vec!["--soak", "10s", "--size", "lots"],
+            "invalid value 'lots' for '--size <SIZE>'",
+        ),
+        (
+            torchrun_env(0, 2, 1),
+            vec!["--soak", "10s", "-b", "1K"],
+            "cannot be used with",
+        ),
+        (
+            torchrun_env(0, 2, 1),
+            vec!["--soak", "10s", "--pairs"],
+            "cannot be used with",
+        ),
+        (torchrun_env(0, 2, 1), vec!["--size", "1M"], "--soak"),
+        (
+            torchrun_env(0, 2, 1),
+            vec![
+                "--transports",
+                "default",
+                "--soak",
+                "10s",
+                "--run-dir",
+                not_a_run.as_str(),
+            ],
+            "a soak writes a run directory of its own",
+        ),
+    ];
+    for (env, args, says) in cases {
+        let o = Command::new(bin())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .args(["run", "--backend", "host", "--plain", "--out"])
+            .arg(&out)
+            .arg("--shm-dir")
+            .arg(tmp.path())
+            .args(&args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{args:?}: expected {says:?} in {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!out.exists());
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&not_a_run).join("todo.txt")).unwrap(),
+        "keep me"
+    );
+}
+
 #[test]
 fn pairs_of_nodes_need_two_nodes() {
     let tmp = tempfile::tempdir().unwrap();

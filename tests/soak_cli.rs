@@ -400,3 +400,155 @@ fn ctrl_c_keeps_what_was_measured_and_writes_the_report() {
     let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
     assert!(manifest.contains("\"status\": \"interrupted\""));
 }
+
+/// After `common::TWO_NODES`: a 20 s soak of rank 0 on node1 and rank 1 on node2,
+/// each node's counters read from a tree of its own (an InfiniBand port); from
+/// 10 s for 6 s a CPU hog on core 0 makes the dip, and node2's port counts symbol
+/// errors, node1's does not.
+const NODE_SOAK: &str = r#"
+export WORLD_SIZE=2 MASTER_ADDR=10.77.0.1 MASTER_PORT=29557 NCCL_SOCKET_IFNAME=v
+for n in 1 2; do
+    d="$logs/c$n/sys/class/infiniband/mlx5_0/ports/1"
+    mkdir -p "$d/counters" && echo "4: ACTIVE" > "$d/state"
+    for k in symbol_error link_downed link_error_recovery port_rcv_errors port_xmit_discards; do
+        echo 0 > "$d/counters/$k"
+    done
+done
+errors="$logs/c2/sys/class/infiniband/mlx5_0/ports/1/counters/symbol_error"
+( sleep 10; e=0; while [ $e -lt 120 ]; do e=$((e + 10)); echo $e > "$errors.new"; mv "$errors.new" "$errors"; sleep 0.5; done ) &
+( sleep 10; timeout 6 taskset -c 0 sh -c 'while :; do :; done' ) &
+set -- run --backend host --plain --transports default --soak 20s --size 16M \
+    --rendezvous-timeout 20s --shm-dir "$shm" --out "$out"
+RANK=1 LOCAL_RANK=0 nsenter -t "$node2" -n -u "$bench" "$@" --counters-root "$logs/c2" >"$logs/r1" 2>&1 & p1=$!
+RANK=0 LOCAL_RANK=0 "$bench" "$@" --counters-root "$logs/c1" >"$logs/r0" 2>&1
+rc=$?
+wait "$p1" || rc=$?
+kill "$node2"
+wait
+for r in 0 1; do echo "== rank $r"; cat "$logs/r$r"; done
+exit $rc
+"#;
+
+#[test]
+fn a_cluster_soak_names_the_node_whose_counters_moved() {
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let (o, out) = common::in_namespaces(
+        &format!("{}{NODE_SOAK}", common::TWO_NODES),
+        tmp.path(),
+        "ip, nsenter and taskset",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = common::run_dir(&out);
+    let rows = soak_rows(&run);
+    assert!((18..=21).contains(&rows.len()), "{} intervals", rows.len());
+    // Both nodes' counters, each under its node.
+    let counters = std::fs::read_to_string(run.join("counters.csv")).unwrap();
+    assert!(
+        counters.contains(",node1,mlx5_0:1,symbol_error,count,0"),
+        "{counters}"
+    );
+    assert!(
+        counters.contains(",node2,mlx5_0:1,symbol_error,count,120"),
+        "{counters}"
+    );
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let dips = dips(&report);
+    assert!(!dips.is_empty(), "{report}");
+    let named: Vec<&&str> = dips
+        .iter()
+        .filter(|d| d.contains("on node2, port mlx5_0:1"))
+        .collect();
+    assert_eq!(named.len(), 1, "{report}");
+    assert!(named[0].contains("symbol"), "{report}");
+    assert!(!report.contains("on node1, port"), "{report}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["cluster"]["hosts"],
+        serde_json::json!(["node1", "node2"])
+    );
+    assert_eq!(manifest["soak"]["bytes"], 16 << 20);
+}
+
+/// `run --soak` with four ranks started as torchrun starts them, one simulated GPU
+/// each, GPU 2 throttled from 5 s for 4 s: the agents read NVML for the run's GPUs
+/// only, and the report names GPU 2 (on one node, without a node's name).
+#[test]
+fn a_soak_over_ranks_reads_their_gpus_and_names_the_throttled_one() {
+    let Some(dir) = sim_dir() else { return };
+    let _alone = alone();
+    let out = tempfile::tempdir().unwrap();
+    let run = out.path().join("soak");
+    let port = common::free_port().to_string();
+    let lib = dir.join("libnccl.so.2");
+    let epoch = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        .to_string();
+    let children: Vec<_> = (0..4)
+        .rev()
+        .map(|r: u32| {
+            let rank = r.to_string();
+            let env = [
+                ("RANK", rank.as_str()),
+                ("WORLD_SIZE", "4"),
+                ("LOCAL_RANK", rank.as_str()),
+                ("MASTER_ADDR", "127.0.0.1"),
+                ("MASTER_PORT", port.as_str()),
+                ("NCCL_BENCH_SIM_EPOCH", epoch.as_str()),
+                ("NCCL_BENCH_SIM_FAULT", "throttle@2+5/4"),
+            ];
+            let args = [
+                "run",
+                "--backend",
+                "nccl",
+                "--transports",
+                "default",
+                "--plain",
+                "--soak",
+                "14s",
+                "--size",
+                "1M",
+            ];
+            on_sim(&dir, "nvswitch", &env, &args)
+                .arg("--nccl-lib")
+                .arg(&lib)
+                .arg("--run-dir")
+                .arg(&run)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let dips = dips(&report);
+    assert_eq!(dips.len(), 1, "{report}");
+    assert!(
+        dips[0].contains("(4 ranks, all_reduce 1 MiB)"),
+        "{}",
+        dips[0]
+    );
+    assert!(
+        dips[0].contains("in that window GPU 2 reported HW slowdown"),
+        "{}",
+        dips[0]
+    );
+    let counters = std::fs::read_to_string(run.join("counters.csv")).unwrap();
+    assert!(
+        counters.contains(",gpu2,throttle.hw_slowdown,flag,1"),
+        "{counters}"
+    );
+    // The run's four GPUs, each read by the agent of its node; the machine's other
+    // four are not the run's.
+    for gpu in 0..8 {
+        let read = counters.contains(&format!(",gpu{gpu},"));
+        assert_eq!(read, gpu < 4, "gpu{gpu}: {counters}");
+    }
+}

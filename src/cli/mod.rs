@@ -19,7 +19,7 @@ mod soak;
 pub use judge::{
     BaselineArgs, CheckArgs, CheckFormat, CompareArgs, CompareFormat, HistoryArgs, HistoryFormat,
 };
-pub use soak::SoakArgs;
+pub use soak::{RunSoakArgs, SoakArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -270,6 +270,9 @@ mpirun -np 16 -x MASTER_ADDR=node01 -x MASTER_PORT=29517 nccl-bench run --transp
 pub struct RunArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
+
+    #[command(flatten)]
+    pub soak: RunSoakArgs,
 
     /// Where rank 0 listens: HOST:PORT, or file:PATH on a file system every node sees
     /// [default: MASTER_ADDR:MASTER_PORT, else the first node of the Slurm job]

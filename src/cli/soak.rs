@@ -117,3 +117,34 @@ pub struct SoakArgs {
     #[arg(long)]
     pub plain: bool,
 }
+
+/// `run --soak`: the soak's flags where `run` takes a sweep's.
+#[derive(Debug, Args)]
+pub struct RunSoakArgs {
+    /// Soak instead of sweeping: one size (--size) back to back for this long (30s,
+    /// 10m, 2h), busbw per interval, and every node's counters
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration,
+          conflicts_with_all = ["minbytes", "maxbytes", "stepfactor", "stepbytes", "pairs"])]
+    pub soak: Option<Duration>,
+
+    /// The soak's message size [default: 256M with NCCL, 64M on the host backend]
+    #[arg(long = "size", value_name = "SIZE", value_parser = Bytes::parse, requires = "soak")]
+    pub size: Option<Bytes>,
+
+    /// The soak's interval: one row of soak.csv, one counter reading per node
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = units::parse_duration)]
+    pub interval: Duration,
+
+    /// An interval this far below the soak's median (and five noise spreads) is a dip
+    #[arg(long, value_name = "PERCENT", default_value = "10%", value_parser = units::parse_percent)]
+    pub dip: f64,
+
+    /// Read this node's counter files (/sys, /proc) under DIR instead of / (tests)
+    #[arg(
+        long = "counters-root",
+        value_name = "DIR",
+        hide = true,
+        requires = "soak"
+    )]
+    pub counters_root: Option<PathBuf>,
+}

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
+use super::counters::{sample, NodeCounters};
 use super::wire::{self, Down, Up};
 use crate::sweep::group::Incoming;
 use crate::sweep::group::{remove_segments, WorkerSpec};
@@ -36,6 +38,8 @@ pub struct AgentContext {
     pub nccl_lib: Option<PathBuf>,
     /// A node-local directory for the worker's log and NCCL's debug files.
     pub scratch: PathBuf,
+    /// Where this node's counter files are read (`--counters-root`; `/` when none).
+    pub counters_root: Option<PathBuf>,
 }
 
 enum Input {
@@ -67,7 +71,10 @@ pub fn serve(
     let reader_tx = tx.clone();
     std::thread::spawn(move || read_downs(reader, reader_tx));
     let mut running: Option<Running> = None;
-    let result = serve_inputs(ctx, &rx, &tx, &link, &mut running);
+    let stop_counters = Arc::new(AtomicBool::new(false));
+    let result = serve_inputs(ctx, &rx, &tx, &link, &mut running, &stop_counters);
+    // The counters' thread, if any, ends with the run.
+    stop_counters.store(true, Ordering::SeqCst);
     if let Some(r) = running.take() {
         stop_within(r, &link, |g| g.kill(), Duration::ZERO);
     }
@@ -95,7 +102,9 @@ fn serve_inputs(
     tx: &Sender<Input>,
     link: &Link,
     running: &mut Option<Running>,
+    stop_counters: &Arc<AtomicBool>,
 ) -> Result<Outcome> {
+    let mut sampling = false;
     loop {
         let input = rx
             .recv()
@@ -131,6 +140,24 @@ fn serve_inputs(
             Input::Down(Down::Kill) => {
                 if let Some(r) = running.take() {
                     stop_within(r, link, |g| g.kill(), Duration::ZERO);
+                }
+            }
+            Input::Down(Down::Counters {
+                interval_ms,
+                own,
+                gpus,
+            }) => {
+                // One thread per agent, however often rank 0 asks.
+                if !sampling {
+                    sampling = true;
+                    let what = NodeCounters {
+                        interval: Duration::from_millis(interval_ms.max(1)),
+                        own,
+                        gpus,
+                        root: ctx.counters_root.clone(),
+                    };
+                    let (link, stop) = (link.clone(), stop_counters.clone());
+                    std::thread::spawn(move || sample(what, stop, |up| send_up(&link, up)));
                 }
             }
             Input::Down(Down::Done { code, message }) => return Ok((code, message)),
@@ -349,6 +376,7 @@ mod tests {
             exe: PathBuf::from("/bin/sh"),
             nccl_lib: None,
             scratch: scratch.path().to_path_buf(),
+            counters_root: None,
         };
         let script = r#"f=$(printf %s "$NCCL_DEBUG_FILE" | sed 's/%h/node7/; s/%p/42/'); printf 'node7:42:42 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n' > "$f"; printf '{"event":"bye"}\n'"#;
         let spec = WorkerSpec {
@@ -422,6 +450,74 @@ mod tests {
         )
         .unwrap();
         assert_eq!(agent.join().unwrap().unwrap(), (1, None));
+    }
+
+    /// Asked for its node's counters, the agent sends a reading every interval, of
+    /// the files under its counters root, until the run is done.
+    #[test]
+    fn the_agent_sends_its_nodes_counters_until_the_run_is_done() {
+        let scratch = tempfile::tempdir().unwrap();
+        let port = scratch.path().join("sys/class/infiniband/mlx5_0/ports/1");
+        std::fs::create_dir_all(port.join("counters")).unwrap();
+        std::fs::write(port.join("state"), "4: ACTIVE\n").unwrap();
+        std::fs::write(port.join("counters/symbol_error"), "7\n").unwrap();
+        let ctx = AgentContext {
+            rank: 2,
+            exe: PathBuf::from("/bin/sh"),
+            nccl_lib: None,
+            scratch: scratch.path().to_path_buf(),
+            counters_root: Some(scratch.path().to_path_buf()),
+        };
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let reader = BufReader::new(theirs.try_clone().unwrap());
+        let link: Link = Arc::new(Mutex::new(Box::new(theirs)));
+        let agent = std::thread::spawn(move || serve(&ctx, reader, link));
+        let mut down = ours.try_clone().unwrap();
+        let ask = Down::Counters {
+            interval_ms: 100,
+            own: vec![std::process::id()],
+            gpus: None,
+        };
+        // Asked twice: still one reading per interval.
+        wire::send(&mut down, &ask).unwrap();
+        wire::send(&mut down, &ask).unwrap();
+        let mut up = BufReader::new(ours);
+        let mut line = String::new();
+        let started = std::time::Instant::now();
+        let mut readings = Vec::new();
+        while readings.len() < 3 {
+            match wire::receive::<Up>(&mut up, &mut line).unwrap() {
+                Some(Up::Counters { readings: r, notes }) => {
+                    if readings.is_empty() {
+                        // The other four counters of the port are missing, said once.
+                        assert!(notes.iter().any(|n| n.contains("link_downed")), "{notes:?}");
+                    } else {
+                        assert!(notes.is_empty(), "{notes:?}");
+                    }
+                    readings.push(r);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        // Three readings 100 ms apart: about 200 ms, not 100 (a second thread).
+        assert!(started.elapsed() >= Duration::from_millis(180));
+        for r in &readings {
+            assert!(r.contains(&crate::machine::counters::Reading::new(
+                "mlx5_0:1",
+                "symbol_error",
+                7.0,
+                crate::machine::counters::Kind::Count
+            )));
+        }
+        wire::send(
+            &mut down,
+            &Down::Done {
+                code: 0,
+                message: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(agent.join().unwrap().unwrap(), (0, None));
     }
 
     #[test]

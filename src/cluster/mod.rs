@@ -5,11 +5,15 @@
 //! orchestrator as `sweep` over those connections and writes the run directory.
 
 pub mod agent;
+pub mod counters;
 pub mod devices;
 pub mod gather;
 pub mod hostlist;
 pub mod launcher;
+pub mod rank;
 pub mod remote;
 pub mod rendezvous;
 pub mod run;
+pub mod soak;
+pub mod target;
 pub mod wire;

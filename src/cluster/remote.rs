@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::wire::{self, Down, Hello, Up};
+use crate::machine::counters::Reading;
 use crate::sweep::group::{Incoming, Launch, RankGroup, WorkerSpec};
 use crate::sweep::protocol::{self, Command, Event};
 
@@ -35,28 +36,44 @@ struct Member {
     alive: Arc<AtomicBool>,
 }
 
+/// One reading of a node's counters, from the rank that reads them: `(rank,
+/// readings, notes)`.
+pub type NodeReading = (u32, Vec<Reading>, Vec<String>);
+
 /// The connections to every rank, index = rank.
 pub struct Hub {
     members: Vec<Member>,
     /// `(rank, message)`; `None` when the rank's connection closed.
     rx: Mutex<Receiver<(u32, Option<Up>)>>,
+    /// The nodes' counters, which go past the groups (`read_counters` takes it).
+    counters: Mutex<Option<Receiver<NodeReading>>>,
 }
 
 impl Hub {
     /// Takes the joined ranks (sorted by rank, all present) and starts reading them.
     pub fn new(joined: Vec<Joined>) -> Arc<Hub> {
         let (tx, rx) = mpsc::channel();
+        let (counters_tx, counters) = mpsc::channel();
         let mut members = Vec::new();
         for j in joined {
             let rank = j.hello.rank;
             let tx: Sender<(u32, Option<Up>)> = tx.clone();
+            let counters_tx: Sender<NodeReading> = counters_tx.clone();
             let mut reader = j.reader;
             let alive = Arc::new(AtomicBool::new(true));
             let reader_alive = alive.clone();
             std::thread::spawn(move || {
                 let mut line = String::new();
                 while let Ok(Some(up)) = wire::receive::<Up>(&mut reader, &mut line) {
-                    if tx.send((rank, Some(up))).is_err() {
+                    let sent = match up {
+                        // Nobody may be reading them (a sweep): never an error.
+                        Up::Counters { readings, notes } => {
+                            let _ = counters_tx.send((rank, readings, notes));
+                            true
+                        }
+                        up => tx.send((rank, Some(up))).is_ok(),
+                    };
+                    if !sent {
                         return;
                     }
                 }
@@ -73,7 +90,32 @@ impl Hub {
         Arc::new(Hub {
             members,
             rx: Mutex::new(rx),
+            counters: Mutex::new(Some(counters)),
         })
+    }
+
+    /// Asks one rank of each node (its first) to read the node's counters every
+    /// `interval` until the run is done, with GPU counters when `gpus`; returns
+    /// where the readings arrive (`None` when already asked).
+    pub fn read_counters(&self, interval: Duration, gpus: bool) -> Option<Receiver<NodeReading>> {
+        let receiver = self.counters.lock().ok()?.take()?;
+        let mut asked: Vec<&str> = Vec::new();
+        for m in &self.members {
+            let host = m.hello.host.as_str();
+            if asked.contains(&host) {
+                continue;
+            }
+            asked.push(host);
+            let on_node = || self.hellos().filter(|h| h.host == host);
+            let message = Down::Counters {
+                interval_ms: interval.as_millis() as u64,
+                own: on_node().map(|h| h.pid).collect(),
+                gpus: gpus.then(|| on_node().filter_map(|h| h.gpu.clone()).collect()),
+            };
+            // A rank that is gone has no counters to send: its node goes unread.
+            let _ = self.send(m.hello.rank, &message);
+        }
+        Some(receiver)
     }
 
     pub fn hellos(&self) -> impl Iterator<Item = &Hello> {

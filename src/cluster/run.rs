@@ -17,28 +17,19 @@ use super::agent::{self, AgentContext, Link};
 use super::devices::{bus_id_of, device_for, shared_gpu};
 use super::gather;
 use super::launcher::{self, Launcher, Overrides, RankLayout};
+use super::rank::{distinct_hosts, job_manifest, ThisRank};
 use super::remote::{Hub, Joined, RemoteLaunch};
 use super::rendezvous::{self, Listener, Rendezvous, DEFAULT_PORT};
+use super::soak;
+use super::target::{Asked, Target};
 use super::wire::{Hello, MAGIC};
 use crate::backend::{self, ResolvedBackend};
 use crate::config::SweepSettings;
-use crate::export::{RunDir, RunWriter};
 use crate::machine::GpuPresence;
-use crate::model::{ClusterInfo, RankInfo};
 use crate::sweep::orchestrator::Orchestrator;
 use crate::sweep::plan::Plan;
+use crate::sweep::soak::{SoakObserver, SoakSettings};
 use crate::sweep::{preflight, session, SweepObserver};
-use crate::units::now_stamp;
-
-/// Everything this rank found out before meeting the others.
-struct ThisRank {
-    layout: RankLayout,
-    settings: SweepSettings,
-    rendezvous: Rendezvous,
-    backend: std::result::Result<ResolvedBackend, String>,
-    hello: Hello,
-    deadline: Instant,
-}
 
 /// What `nccl-bench run` is asked to do (`cmd::run` builds it from the flags).
 #[derive(Debug, Clone)]
@@ -54,13 +45,17 @@ pub struct RunRequest {
     pub run_dir: Option<PathBuf>,
     /// `--rank`, `--world-size`, `--local-rank`.
     pub overrides: Overrides,
+    /// `--soak`: one size back to back for a duration instead of the sweep.
+    pub soak: Option<SoakSettings>,
 }
 
-pub fn run(
-    args: &RunRequest,
-    observer: &mut dyn SweepObserver,
-    command_line: Vec<String>,
-) -> Result<u8> {
+/// How the terminal shows a sweep and a soak.
+pub struct Observers<'a> {
+    pub sweep: &'a mut dyn SweepObserver,
+    pub soak: &'a mut dyn SoakObserver,
+}
+
+pub fn run(args: &RunRequest, observers: Observers, command_line: Vec<String>) -> Result<u8> {
     let env = |k: &str| std::env::var(k).ok();
     let layout = launcher::detect(env, &args.overrides)?;
     let settings = SweepSettings {
@@ -86,7 +81,13 @@ pub fn run(
             layout.launcher.name()
         ),
     };
-    let me = prepare(layout, settings, rendezvous, args.rendezvous_timeout)?;
+    let me = prepare(
+        layout,
+        settings,
+        args.soak.as_ref(),
+        rendezvous,
+        args.rendezvous_timeout,
+    )?;
     if args.settings.verbose {
         for note in me.layout.notes.iter().chain(
             me.backend
@@ -105,9 +106,10 @@ pub fn run(
         exe: std::env::current_exe().context("cannot find the nccl-bench executable")?,
         nccl_lib: me.hello.nccl.as_ref().map(|n| n.path.clone()),
         scratch: scratch.clone(),
+        counters_root: args.soak.as_ref().and_then(|s| s.counters_root.clone()),
     };
     let result = if me.layout.rank == 0 {
-        coordinate(args, &me, context, observer, command_line)
+        coordinate(args, &me, context, observers, command_line)
     } else {
         serve(&me, &context)
     };
@@ -129,7 +131,8 @@ fn job_identity(launcher: Launcher, env: impl Fn(&str) -> Option<String>) -> Opt
 
 fn prepare(
     layout: RankLayout,
-    settings: SweepSettings,
+    mut settings: SweepSettings,
+    soak: Option<&SoakSettings>,
     rendezvous: Rendezvous,
     timeout: Duration,
 ) -> Result<ThisRank> {
@@ -147,6 +150,10 @@ fn prepare(
         &settings.configs,
         device as u32 + 1,
     );
+    if let (Some(soak), Ok(b)) = (soak, &resolved) {
+        // The memory and host checks below see the size the soak runs.
+        settings.sizes = vec![crate::sweep::soak::size_for(b.name, soak.bytes)];
+    }
     let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
     let mut gpu = None;
     let mut backend = resolved
@@ -246,11 +253,18 @@ fn coordinate(
     args: &RunRequest,
     me: &ThisRank,
     context: AgentContext,
-    observer: &mut dyn SweepObserver,
+    observers: Observers,
     command_line: Vec<String>,
 ) -> Result<u8> {
     let world = me.layout.world_size;
-    let target = Target::choose(args, me)?;
+    let target = Target::choose(&Asked {
+        run_dir: args.run_dir.as_deref(),
+        pairs: args.pairs,
+        soak: args.soak.is_some(),
+        settings: &me.settings,
+        world_size: world,
+        backend: me.backend.as_ref().ok().map(|b| b.name),
+    })?;
     let listener = Listener::open(&me.rendezvous, me.hello.job.as_deref())?;
     println!(
         "nccl-bench run: rank 0 of {world} ({} layout) on {}: waiting for {} rank(s) at {}",
@@ -263,17 +277,27 @@ fn coordinate(
     let mut joined = gather::gather(&listener, &me.layout, &me.hello, me.deadline, own)?;
     joined.sort_by_key(|j| j.hello.rank);
     let hub = Hub::new(joined);
-    let outcome = check_ranks(&hub, me).and_then(|backend| {
-        sweep(
+    let outcome = check_ranks(&hub, me).and_then(|backend| match &args.soak {
+        Some(asked) => {
+            let out = soak::Output {
+                target,
+                rendezvous: &listener.address,
+                observer: observers.sweep,
+                soak_observer: observers.soak,
+                command_line,
+            };
+            soak::soak(me, asked, &backend, hub.clone(), out)
+        }
+        None => sweep(
             args,
             me,
             &backend,
             target,
             hub.clone(),
             &listener.address,
-            observer,
+            observers.sweep,
             command_line,
-        )
+        ),
     });
     let (code, message) = match &outcome {
         Ok(code) => (*code, None),
@@ -349,83 +373,6 @@ fn check_ranks(hub: &Hub, me: &ThisRank) -> Result<ResolvedBackend> {
     Ok(backend)
 }
 
-fn distinct_hosts(hub: &Hub) -> Vec<String> {
-    let mut hosts: Vec<String> = Vec::new();
-    for h in hub.hellos() {
-        if !hosts.contains(&h.host) {
-            hosts.push(h.host.clone());
-        }
-    }
-    hosts
-}
-
-/// Where rank 0 writes: a new run directory (under --out, or exactly the path
-/// given), or one it appends this config to.
-enum Target {
-    New(Option<PathBuf>),
-    Append(PathBuf),
-}
-
-impl Target {
-    /// Checked before the rendezvous, so a wrong `--run-dir` fails at once.
-    fn choose(args: &RunRequest, me: &ThisRank) -> Result<Target> {
-        let Some(dir) = &args.run_dir else {
-            return Ok(Target::New(None));
-        };
-        if !dir.exists() {
-            return Ok(Target::New(Some(dir.clone())));
-        }
-        let run = crate::export::reader::RunData::load(dir)?;
-        let config = &me.settings.configs[0].name;
-        if args.pairs {
-            if run
-                .cases
-                .iter()
-                .any(|r| crate::config::pair_of(&r.config).is_some_and(|(base, ..)| base == config))
-            {
-                bail!(
-                    "{} already has node pairs of config '{config}': a run directory is never overwritten (use another --run-dir)",
-                    dir.display()
-                );
-            }
-        } else if run
-            .cases
-            .iter()
-            .any(|r| &r.config == config && r.nranks == me.layout.world_size)
-        {
-            bail!(
-                "{} already has config '{config}' at {} ranks: a run directory is never overwritten (use another --run-dir)",
-                dir.display(),
-                me.layout.world_size
-            );
-        }
-        let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
-            dir.join(crate::export::run_dir::MANIFEST),
-        )?)?;
-        let same = |key: &str, ours: &str| manifest[key].as_str().is_none_or(|v| v == ours);
-        if !same("dtype", me.settings.dtype.name()) || !same("op", me.settings.op.name()) {
-            bail!(
-                "{} holds {} {} results; this run measures {} {} (-d/-o must match to append)",
-                dir.display(),
-                manifest["dtype"].as_str().unwrap_or("?"),
-                manifest["op"].as_str().unwrap_or("?"),
-                me.settings.dtype.name(),
-                me.settings.op.name()
-            );
-        }
-        if let (Some(used), Ok(b)) = (manifest["backend"]["used"].as_str(), &me.backend) {
-            if used != b.name {
-                bail!(
-                    "{} holds {used} backend results; this run uses the {} backend",
-                    dir.display(),
-                    b.name
-                );
-            }
-        }
-        Ok(Target::Append(dir.clone()))
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn sweep(
     args: &RunRequest,
@@ -454,69 +401,9 @@ fn sweep(
     } else {
         &me.settings
     };
-    let (writer, run_start) = match target {
-        Target::New(path) => {
-            let dir = match path {
-                Some(path) => RunDir::create_at(&path)?,
-                None => RunDir::create(
-                    &settings.out_dir,
-                    &now_stamp(),
-                    &me.hello.host,
-                    settings.label.as_deref(),
-                )?,
-            };
-            (RunWriter::new(dir, SystemTime::now())?, SystemTime::now())
-        }
-        Target::Append(path) => RunWriter::append_to(&path)?,
-    };
+    let (writer, run_start) = target.open(settings, &me.hello.host)?;
     session::keep_expected(settings, &writer.dir().path)?;
-    let gpus = GpuPresence::probe();
-    let mut warnings = settings.warnings.clone();
-    warnings.extend(session::inherited_warnings(
-        &settings.configs,
-        std::env::vars(),
-    ));
-    if backend.name == "host" {
-        warnings.extend(session::host_warnings(settings, me.layout.world_size));
-    }
-    let versions: Vec<String> = hub
-        .hellos()
-        .filter_map(|h| h.nccl.as_ref().map(|n| n.version.clone()))
-        .collect();
-    if versions.iter().any(|v| v != &versions[0]) {
-        warnings.push(format!(
-            "the ranks load different NCCL versions ({}): NCCL needs one version across a communicator",
-            versions.join(", ")
-        ));
-    }
-    // The quick checks of rank 0's node, for as many ranks as share it.
-    let local = hub.hellos().filter(|h| h.host == me.hello.host).count() as u32;
-    let checks = crate::doctor::quick_checks(
-        &crate::machine::Root::this_machine(),
-        &settings.shm_dir,
-        local,
-        session::shm_sizing(backend.name, settings),
-    );
-    warnings.extend(session::failed_checks(&checks));
-    let mut manifest = session::manifest(settings, backend, command_line, &gpus, warnings.clone());
-    manifest.doctor = checks;
-    manifest.cluster = Some(ClusterInfo {
-        launcher: me.layout.launcher.name().to_string(),
-        rendezvous: rendezvous.to_string(),
-        world_size: me.layout.world_size,
-        hosts: distinct_hosts(&hub),
-        ranks: hub
-            .hellos()
-            .map(|h| RankInfo {
-                rank: h.rank,
-                host: h.host.clone(),
-                local_rank: h.local_rank,
-                device: h.device,
-                pid: h.pid,
-                nccl_version: h.nccl.as_ref().map(|n| n.version.clone()),
-            })
-            .collect(),
-    });
+    let (manifest, warnings) = job_manifest(me, settings, backend, &hub, rendezvous, command_line);
     let interrupted = session::interrupt_flag()?;
     println!("{}", session::banner(backend));
     for w in &warnings {

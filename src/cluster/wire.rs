@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::machine::counters::Reading;
 use crate::sweep::group::WorkerSpec;
 use crate::sweep::protocol::Command;
 
@@ -57,6 +58,15 @@ pub enum Down {
     Finish { grace_ms: u64 },
     /// Kill the worker now.
     Kill,
+    /// Read this node's counters every `interval_ms` and send them up until the run
+    /// is done (one rank per node is asked). `own` are the pids of the node's ranks'
+    /// `run` processes (their load is the soak's), `gpus` the PCI bus ids of the
+    /// node's GPUs in the run (none: no GPU counters).
+    Counters {
+        interval_ms: u64,
+        own: Vec<u32>,
+        gpus: Option<Vec<String>>,
+    },
     /// The run is over: exit with this code (after printing `message`, if any).
     Done { code: u8, message: Option<String> },
 }
@@ -81,6 +91,12 @@ pub enum Up {
     Exited { seq: u32, how: String },
     /// The worker could not be started.
     SpawnFailed { seq: u32, message: String },
+    /// One reading of this node's counters (`Down::Counters`), and what could not
+    /// be read, each said once.
+    Counters {
+        readings: Vec<Reading>,
+        notes: Vec<String>,
+    },
 }
 
 pub use crate::sweep::protocol::{read_message as receive, send};

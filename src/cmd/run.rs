@@ -5,13 +5,15 @@ use anyhow::Result;
 
 use super::progress;
 use super::settings::measure_settings;
+use super::soak::run_soak_settings;
 use crate::cli::RunArgs;
 use crate::cluster::launcher::Overrides;
-use crate::cluster::run::{self, RunRequest};
+use crate::cluster::run::{self, Observers, RunRequest};
 
 pub fn run(args: &RunArgs) -> Result<u8> {
     // The rank count comes from the launcher: `cluster::run` sets it.
     let settings = measure_settings(&args.measure, Vec::new())?;
+    let soak = run_soak_settings(&args.soak, settings.dtype)?;
     let request = RunRequest {
         settings,
         rendezvous: args.rendezvous.clone(),
@@ -23,7 +25,14 @@ pub fn run(args: &RunArgs) -> Result<u8> {
             world_size: args.world_size,
             local_rank: args.local_rank,
         },
+        soak,
     };
-    let mut observer = progress::for_terminal(args.measure.plain);
-    run::run(&request, observer.as_mut(), std::env::args().collect())
+    // A soak's own lines say its progress; the sweep's say only its warnings.
+    let mut observer = progress::for_terminal(args.measure.plain || request.soak.is_some());
+    let mut soak_observer = super::soak::observer(args.measure.plain);
+    let observers = Observers {
+        sweep: observer.as_mut(),
+        soak: soak_observer.as_mut(),
+    };
+    run::run(&request, observers, std::env::args().collect())
 }

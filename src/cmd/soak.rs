@@ -9,10 +9,11 @@ use anyhow::{anyhow, bail, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::settings::backend_choice;
-use crate::cli::SoakArgs;
+use crate::cli::{RunSoakArgs, SoakArgs};
 use crate::config::sizes::{self, Step};
 use crate::config::{self, IterationPolicy, SweepSettings};
 use crate::ops::collective::Collective;
+use crate::ops::DataType;
 use crate::sweep::soak::{SoakObserver, SoakSettings};
 use crate::units::{format_duration, Bytes};
 
@@ -22,11 +23,7 @@ const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 pub fn run(args: &SoakArgs) -> Result<u8> {
     let (settings, soak) = soak_settings(args)?;
-    let mut observer: Box<dyn SoakObserver> = if !args.plain && std::io::stdout().is_terminal() {
-        Box::new(Bar(None))
-    } else {
-        Box::new(Lines)
-    };
+    let mut observer = observer(args.plain);
     let mut sweep_observer = super::progress::for_terminal(true);
     crate::sweep::soak::run(
         &settings,
@@ -37,21 +34,60 @@ pub fn run(args: &SoakArgs) -> Result<u8> {
     )
 }
 
-pub fn soak_settings(args: &SoakArgs) -> Result<(SweepSettings, SoakSettings)> {
-    if args.interval < MIN_INTERVAL {
+/// A bar on a terminal, else one line per interval (`--plain`, a pipe).
+pub fn observer(plain: bool) -> Box<dyn SoakObserver> {
+    if !plain && std::io::stdout().is_terminal() {
+        Box::new(Bar(None))
+    } else {
+        Box::new(Lines)
+    }
+}
+
+/// Refuses an interval too short to measure, or a duration with fewer than two.
+fn check_timing(duration: Duration, interval: Duration, duration_flag: &str) -> Result<()> {
+    if interval < MIN_INTERVAL {
         bail!(
             "--interval {}: the shortest interval is {} (each takes several timed batches)",
-            format_duration(args.interval),
+            format_duration(interval),
             format_duration(MIN_INTERVAL)
         );
     }
-    if args.duration < args.interval * 2 {
+    if duration < interval * 2 {
         bail!(
-            "--duration {} is shorter than two --interval {}: a soak needs intervals to compare",
-            format_duration(args.duration),
-            format_duration(args.interval)
+            "{duration_flag} {} is shorter than two --interval {}: a soak needs intervals to compare",
+            format_duration(duration),
+            format_duration(interval)
         );
     }
+    Ok(())
+}
+
+/// The one size: a whole number of elements, as a sweep's sizes.
+fn check_size(size: Option<Bytes>, dtype: DataType) -> Result<()> {
+    if let Some(size) = size {
+        sizes::size_list(size, size, Step::Factor(2), dtype.size(), dtype.name())?;
+    }
+    Ok(())
+}
+
+/// `run --soak`'s settings; `None` without `--soak` (a sweep).
+pub fn run_soak_settings(args: &RunSoakArgs, dtype: DataType) -> Result<Option<SoakSettings>> {
+    let Some(duration) = args.soak else {
+        return Ok(None);
+    };
+    check_timing(duration, args.interval, "--soak")?;
+    check_size(args.size, dtype)?;
+    Ok(Some(SoakSettings {
+        duration,
+        interval: args.interval,
+        bytes: args.size.map(|b| b.0),
+        dip: args.dip,
+        counters_root: args.counters_root.clone(),
+    }))
+}
+
+pub fn soak_settings(args: &SoakArgs) -> Result<(SweepSettings, SoakSettings)> {
+    check_timing(args.duration, args.interval, "--duration")?;
     if let Some(dir) = &args.run_dir {
         if dir.exists() {
             bail!(
@@ -77,16 +113,7 @@ pub fn soak_settings(args: &SoakArgs) -> Result<(SweepSettings, SoakSettings)> {
         (None, None) => vec![Collective::AllReduce],
     };
     config::check_root(&collectives, args.root, &[args.gpus])?;
-    if let Some(size) = args.size {
-        // The same checks as a sweep's sizes: a whole number of elements.
-        sizes::size_list(
-            size,
-            size,
-            Step::Factor(2),
-            args.datatype.size(),
-            args.datatype.name(),
-        )?;
-    }
+    check_size(args.size, args.datatype)?;
     let settings = SweepSettings {
         sizes: args.size.map(|b| vec![b.0]).unwrap_or_default(),
         gpu_counts: vec![args.gpus],

@@ -23,7 +23,7 @@ use crate::backend;
 use crate::config::SweepSettings;
 use crate::export::soak::{ChangesOnly, CounterRow, SoakRow, SoakWriter};
 use crate::export::RunWriter;
-use crate::machine::counters::Sampler;
+use crate::machine::counters::{Reading, Sampler};
 use crate::machine::{GpuPresence, Root};
 use crate::model::{CaseStatus, RunStatus, SoakInfo};
 use crate::stats::soak::Interval;
@@ -108,45 +108,100 @@ impl SoakSink for Intervals<'_> {
     }
 }
 
-/// Reads the counters every `interval` until `stop`, from the run's start.
-fn sample_counters(
-    mut sampler: Sampler,
-    writer: Arc<SoakWriter>,
-    run_start: Instant,
-    interval: Duration,
-    stop: Arc<AtomicBool>,
-    notes: mpsc::Sender<String>,
-) {
-    let node = crate::machine::host::hostname();
-    let mut changes = ChangesOnly::default();
-    let mut next = Duration::ZERO;
-    while !stop.load(Ordering::SeqCst) {
-        let t = run_start.elapsed();
-        if t < next {
-            std::thread::sleep((next - t).min(Duration::from_millis(50)));
-            continue;
-        }
-        let rows = sampler
-            .sample()
+/// What a thread feeding counters.csv gets: the file, the run's clock, when to
+/// stop, and where to say what could not be read.
+pub struct CounterFeed {
+    pub writer: Arc<SoakWriter>,
+    pub run_start: Instant,
+    pub stop: Arc<AtomicBool>,
+    pub notes: mpsc::Sender<String>,
+    changes: ChangesOnly,
+}
+
+impl CounterFeed {
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Writes `node`'s readings, taken now, where they changed; false when
+    /// counters.csv cannot be written (said once: the feed should end).
+    pub fn write(&mut self, node: &str, readings: Vec<Reading>) -> bool {
+        let t_s = self.run_start.elapsed().as_secs_f64();
+        let rows = readings
             .into_iter()
             .map(|r| CounterRow {
-                t_s: t.as_secs_f64(),
-                node: node.clone(),
+                t_s,
+                node: node.to_string(),
                 source: r.source,
                 counter: r.counter,
                 kind: r.kind.as_str().to_string(),
                 value: r.value,
             })
             .collect();
-        for note in sampler.notes() {
-            let _ = notes.send(note);
+        match self.writer.counters(&self.changes.keep(rows)) {
+            Ok(()) => true,
+            Err(e) => {
+                let _ = self.notes.send(format!("counters.csv: {e:#}"));
+                false
+            }
         }
-        if let Err(e) = writer.counters(&changes.keep(rows)) {
-            let _ = notes.send(format!("counters.csv: {e:#}"));
+    }
+}
+
+/// Reads this machine's counters every `interval` until the feed stops.
+fn sample_counters(mut sampler: Sampler, mut feed: CounterFeed, interval: Duration) {
+    let node = crate::machine::host::hostname();
+    let mut next = Duration::ZERO;
+    while !feed.stopped() {
+        let t = feed.run_start.elapsed();
+        if t < next {
+            std::thread::sleep((next - t).min(Duration::from_millis(50)));
+            continue;
+        }
+        let readings = sampler.sample();
+        for note in sampler.notes() {
+            let _ = feed.notes.send(note);
+        }
+        if !feed.write(&node, readings) {
             return;
         }
         next += interval;
     }
+}
+
+/// The size a soak runs: `--size`, else 256 MiB with NCCL, 64 MiB on the host backend.
+pub fn size_for(backend: &str, asked: Option<u64>) -> u64 {
+    asked.unwrap_or(if backend == "host" {
+        HOST_SIZE
+    } else {
+        GPU_SIZE
+    })
+}
+
+/// The soak's settings (one size: `size_for`) and plan, one group per config and
+/// collective; refuses a size too small for one of the collectives.
+pub fn plan(
+    settings: &SweepSettings,
+    backend: &str,
+    soak: &SoakSettings,
+) -> Result<(SweepSettings, Plan)> {
+    let asked = size_for(backend, soak.bytes);
+    let settings = SweepSettings {
+        sizes: vec![asked],
+        ..settings.clone()
+    };
+    let plan = Plan::new(&settings);
+    // The size each collective really moves (nccl-tests' rounding to whole
+    // elements per rank); none is refused, as a sweep lists it.
+    if let Some(g) = plan.groups.iter().find(|g| g.sizes.is_empty()) {
+        bail!(
+            "--size {}: {}",
+            Bytes(asked),
+            g.empty_reason()
+                .unwrap_or_else(|| "too small for this collective".into())
+        );
+    }
+    Ok((settings, plan))
 }
 
 pub fn run(
@@ -166,31 +221,9 @@ pub fn run(
         settings.device_count(),
     )?;
     backend::select::check_collectives(&backend, &settings.collectives)?;
-    let asked = soak.bytes.unwrap_or(if backend.name == "host" {
-        HOST_SIZE
-    } else {
-        GPU_SIZE
-    });
-    let mut settings = settings.clone();
-    settings.sizes = vec![asked];
-    let plan = Plan::new(&settings);
-    // The size each collective really moves (nccl-tests' rounding to whole
-    // elements per rank); none is refused, as a sweep lists it.
-    if let Some(g) = plan.groups.iter().find(|g| g.sizes.is_empty()) {
-        bail!(
-            "--size {}: {}",
-            Bytes(asked),
-            g.empty_reason()
-                .unwrap_or_else(|| "too small for this collective".into())
-        );
-    }
+    let (settings, plan) = plan(settings, backend.name, soak)?;
     let settings = &settings;
-    let bytes_max = plan
-        .groups
-        .iter()
-        .map(|g| g.sizes[0])
-        .max()
-        .unwrap_or(asked);
+    let bytes_max = plan.groups.iter().map(|g| g.sizes[0]).max().unwrap_or(0);
     if let Some(facts) = &backend.gpus {
         let devices: Vec<usize> = (0..settings.device_count() as usize).collect();
         backend::select::check_gpu_memory(facts, &devices, bytes_max)?;
@@ -214,27 +247,19 @@ pub fn run(
     let start_time = SystemTime::now();
     let writer = RunWriter::new(dir, start_time)?;
     let soak_writer = Arc::new(SoakWriter::create(&writer.dir().path, start_time)?);
-    let mut manifest = session::manifest(
+    let manifest = session::manifest(
         settings,
         &backend,
         command_line,
         &gpus,
         settings.warnings.clone(),
     );
-    manifest.soak = Some(SoakInfo {
-        bytes: asked,
-        duration_s: soak.duration.as_secs_f64(),
-        interval_s: soak.interval.as_secs_f64(),
-        dip: soak.dip,
-        counter_notes: Vec::new(),
-    });
     let interrupted = session::interrupt_flag()?;
     println!("{}", session::banner(&backend));
     for w in &settings.warnings {
         observer.warning(w);
     }
 
-    let run_start = Instant::now();
     let root = match &soak.counters_root {
         Some(dir) => Root::fake_with_process_env(dir),
         None => Root::this_machine(),
@@ -248,19 +273,10 @@ pub fn run(
             .collect()
     });
     let sampler = Sampler::new(root, backend.name != "host", bus_ids);
-    let stop = Arc::new(AtomicBool::new(false));
-    let (notes_tx, notes) = mpsc::channel();
-    let thread = {
-        let (writer, stop, interval) = (soak_writer.clone(), stop.clone(), soak.interval);
-        std::thread::Builder::new()
-            .name("counters".into())
-            .spawn(move || sample_counters(sampler, writer, run_start, interval, stop, notes_tx))
-            .context("cannot start the counter thread")?
-    };
-
+    let interval = soak.interval;
     let mut launch = LocalLaunch { exe };
     let (nccl_lib, nccl_lib_per_config) = backend.nccl_paths();
-    let mut orchestrator = Orchestrator {
+    let orchestrator = Orchestrator {
         settings,
         launch: &mut launch,
         backend: backend.name.to_string(),
@@ -270,11 +286,54 @@ pub fn run(
         writer: &writer,
         manifest,
         observer: sweep_observer,
-        interrupted: interrupted.clone(),
-        run_start,
+        interrupted,
+        run_start: Instant::now(),
     };
+    soak_groups(
+        orchestrator,
+        &plan,
+        soak,
+        soak_writer,
+        observer,
+        move |feed| sample_counters(sampler, feed, interval),
+    )
+}
+
+/// Soaks each group of `plan` in turn while `counters` feeds counters.csv on a
+/// thread of its own, then writes the manifest and the report; the exit code.
+pub fn soak_groups(
+    mut orchestrator: Orchestrator,
+    plan: &Plan,
+    soak: &SoakSettings,
+    soak_writer: Arc<SoakWriter>,
+    observer: &mut dyn SoakObserver,
+    counters: impl FnOnce(CounterFeed) + Send + 'static,
+) -> Result<u8> {
+    let writer = orchestrator.writer;
+    let interrupted = orchestrator.interrupted.clone();
+    let asked = size_for(&orchestrator.backend, soak.bytes);
+    orchestrator.manifest.soak = Some(SoakInfo {
+        bytes: asked,
+        duration_s: soak.duration.as_secs_f64(),
+        interval_s: soak.interval.as_secs_f64(),
+        dip: soak.dip,
+        counter_notes: Vec::new(),
+    });
     orchestrator.manifest.cases.total = plan.groups.len() as u64;
     writer.write_manifest(&orchestrator.manifest)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (notes_tx, notes) = mpsc::channel();
+    let feed = CounterFeed {
+        writer: soak_writer.clone(),
+        run_start: orchestrator.run_start,
+        stop: stop.clone(),
+        notes: notes_tx,
+        changes: ChangesOnly::default(),
+    };
+    let thread = std::thread::Builder::new()
+        .name("counters".into())
+        .spawn(move || counters(feed))
+        .context("cannot start the counter thread")?;
     let mut sink = Intervals {
         writer: &soak_writer,
         observer,

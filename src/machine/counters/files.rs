@@ -89,8 +89,8 @@ type CpuTimes = (u64, u64, Vec<(u32, u64)>);
 
 /// The host's CPU, from one reading to the next.
 pub struct HostCpu {
-    /// The measurement's process: it and its descendants are the own load.
-    own: u32,
+    /// The measurement's processes: they and their descendants are the own load.
+    own: Vec<u32>,
     /// Jiffies at the last reading: all cores' total and busy, and each own
     /// process's user + system time.
     last: Option<CpuTimes>,
@@ -143,11 +143,11 @@ fn process_jiffies(text: &str) -> Option<u64> {
 }
 
 impl HostCpu {
-    pub fn new(own: u32) -> HostCpu {
+    pub fn new(own: Vec<u32>) -> HostCpu {
         HostCpu { own, last: None }
     }
 
-    /// `own` and every process below it, from each `/proc/<pid>/stat`'s parent.
+    /// `own` and every process below them, from each `/proc/<pid>/stat`'s parent.
     fn family(&self, root: &Root) -> Vec<(u32, u64)> {
         let mut all: Vec<(u32, u32, u64)> = Vec::new();
         for name in entries(root, "/proc") {
@@ -161,7 +161,7 @@ impl HostCpu {
                 all.push((pid, ppid, j));
             }
         }
-        let mut family = vec![self.own];
+        let mut family = self.own.clone();
         let mut grew = true;
         while grew {
             grew = false;
@@ -326,7 +326,7 @@ mod tests {
         assert!(nics.iter().all(|r| r.source != "lo"));
 
         // 1234 is a child of the measurement's process 1000; 1300 is not.
-        let mut cpu = HostCpu::new(1000);
+        let mut cpu = HostCpu::new(vec![1000]);
         let first = cpu.read(&root, &mut missing);
         // The first reading has no CPU time to compare with yet.
         assert_eq!(value(&first, "host", "cpu.busy_cores"), None);

@@ -46,12 +46,19 @@ impl Sampler {
         };
         let fresh = notes.iter().cloned().collect();
         Sampler {
-            host: files::HostCpu::new(std::process::id()),
+            host: files::HostCpu::new(vec![std::process::id()]),
             root,
             nvml,
             notes,
             fresh,
         }
+    }
+
+    /// The measurement's processes are `pids` and their descendants (the ranks'
+    /// `run` processes of a node), not only this one.
+    pub fn owning(mut self, pids: Vec<u32>) -> Sampler {
+        self.host = files::HostCpu::new(pids);
+        self
     }
 
     /// Every counter now.

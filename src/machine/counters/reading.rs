@@ -2,7 +2,8 @@
 //! grows, a level, a condition on or off).
 
 /// How a counter's value reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// Grows: what matters is how much it grew (errors, replays, events).
     Count,
@@ -33,7 +34,7 @@ impl Kind {
 
 /// One counter's value: `source` names what it belongs to (`gpu3`, `gpu5.nvlink3`,
 /// `mlx5_0:1`, `eth0`, `host`), `counter` what it counts (`nvlink.replay`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Reading {
     pub source: String,
     pub counter: String,
