@@ -230,6 +230,43 @@ fn srun_in_an_allocation_and_the_batch_script_run_under_slurm() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     common::assert_four_local_ranks(&by_srun, 3, "Slurm");
 
+    // A soak under srun: the four ranks' series, the node's counters under its name.
+    let soaked = tmp.path().join("soak");
+    let o = slurm
+        .command("salloc")
+        .args(["-n", "4"])
+        .arg(slurm.tool("srun"))
+        .arg(bin())
+        .args([
+            "run",
+            "--transports",
+            "default",
+            "--plain",
+            "--backend",
+            "host",
+        ])
+        .args(["--soak", "4s", "--size", "1M", "--run-dir"])
+        .arg(&soaked)
+        .arg("--shm-dir")
+        .arg(&shm)
+        .env("MASTER_PORT", free_port().to_string())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let intervals = std::fs::read_to_string(soaked.join("soak.csv")).unwrap();
+    assert!((4..=6).contains(&intervals.lines().count()), "{intervals}");
+    assert!(intervals
+        .lines()
+        .skip(1)
+        .all(|l| l.starts_with("default,4,all_reduce,1048576,")));
+    let counters = std::fs::read_to_string(soaked.join("counters.csv")).unwrap();
+    let node = format!(",{},host,cpu.", hostname());
+    assert!(counters.contains(&node), "{node} in {counters}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(soaked.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["cluster"]["launcher"], "Slurm");
+    assert_eq!(manifest["soak"]["duration_s"], 4.0);
+
     // The batch script, both configs, compared with the srun run as its baseline.
     let by_batch = tmp.path().join("by-batch");
     let o: Output = slurm
