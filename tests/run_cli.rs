@@ -566,11 +566,7 @@ fn appending_refuses_what_would_mix_or_overwrite_results() {
 fn run_refuses_what_it_cannot_do_with_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
-    let not_a_run = tmp.path().join("notes");
-    std::fs::create_dir(&not_a_run).unwrap();
-    std::fs::write(not_a_run.join("todo.txt"), "keep me").unwrap();
-    let not_a_run = not_a_run.to_string_lossy().into_owned();
-    type Case<'a> = (Vec<(&'a str, String)>, Vec<&'a str>, &'a str);
+    let not_a_run = notes(tmp.path());
     let cases: Vec<Case> = vec![
         (vec![], vec![], "cannot tell this process's rank"),
         (
@@ -598,8 +594,35 @@ fn run_refuses_what_it_cannot_do_with_exit_2() {
             "is not a run directory",
         ),
     ];
+    assert_refused(
+        cases,
+        |env, args| rank(&out, &shm, env, args),
+        &out,
+        &not_a_run,
+    );
+}
+
+type Case<'a> = (Vec<(&'a str, String)>, Vec<&'a str>, &'a str);
+
+/// A folder that is not a run directory, with a note in it; its path.
+fn notes(tmp: &Path) -> String {
+    let not_a_run = tmp.join("notes");
+    std::fs::create_dir(&not_a_run).unwrap();
+    std::fs::write(not_a_run.join("todo.txt"), "keep me").unwrap();
+    not_a_run.to_string_lossy().into_owned()
+}
+
+/// Each case (the launcher's variables, the flags, what the error says) is exit 2
+/// with its words and no panic; nothing is written under `out`, and the note of
+/// `not_a_run` is kept.
+fn assert_refused(
+    cases: Vec<Case>,
+    command: impl Fn(&[(&str, String)], &[&str]) -> Command,
+    out: &Path,
+    not_a_run: &str,
+) {
     for (env, args, says) in cases {
-        let o = rank(&out, &shm, &env, &args).output().unwrap();
+        let o = command(&env, &args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(says), "{args:?}: expected {says:?} in {err}");
@@ -607,7 +630,7 @@ fn run_refuses_what_it_cannot_do_with_exit_2() {
     }
     assert!(!out.exists());
     assert_eq!(
-        std::fs::read_to_string(Path::new(&not_a_run).join("todo.txt")).unwrap(),
+        std::fs::read_to_string(Path::new(not_a_run).join("todo.txt")).unwrap(),
         "keep me"
     );
 }
@@ -618,11 +641,7 @@ fn run_refuses_what_it_cannot_do_with_exit_2() {
 fn a_soak_over_the_ranks_refuses_bad_input_with_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
-    let not_a_run = tmp.path().join("notes");
-    std::fs::create_dir(&not_a_run).unwrap();
-    std::fs::write(not_a_run.join("todo.txt"), "keep me").unwrap();
-    let not_a_run = not_a_run.to_string_lossy().into_owned();
-    type Case<'a> = (Vec<(&'a str, String)>, Vec<&'a str>, &'a str);
+    let not_a_run = notes(tmp.path());
     let cases: Vec<Case> = vec![
         (
             torchrun_env(0, 2, 1),
@@ -649,6 +668,16 @@ fn a_soak_over_the_ranks_refuses_bad_input_with_exit_2() {
             vec!["--soak", "10s", "--pairs"],
             "cannot be used with",
         ),
+        (
+            torchrun_env(0, 2, 1),
+            vec!["--soak", "10s", "--rounds", "5"],
+            "cannot be used with",
+        ),
+        (
+            torchrun_env(0, 2, 1),
+            vec!["--soak", "10s", "-n", "100"],
+            "cannot be used with",
+        ),
         (torchrun_env(0, 2, 1), vec!["--size", "1M"], "--soak"),
         (
             torchrun_env(0, 2, 1),
@@ -663,28 +692,19 @@ fn a_soak_over_the_ranks_refuses_bad_input_with_exit_2() {
             "a soak writes a run directory of its own",
         ),
     ];
-    for (env, args, says) in cases {
-        let o = Command::new(bin())
-            .env_clear()
+    let soak = |env: &[(&str, String)], args: &[&str]| {
+        let mut c = Command::new(bin());
+        c.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .args(["run", "--backend", "host", "--plain", "--out"])
             .arg(&out)
             .arg("--shm-dir")
             .arg(tmp.path())
-            .args(&args)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains(says), "{args:?}: expected {says:?} in {err}");
-        assert!(!err.contains("panicked"), "{err}");
-    }
-    assert!(!out.exists());
-    assert_eq!(
-        std::fs::read_to_string(Path::new(&not_a_run).join("todo.txt")).unwrap(),
-        "keep me"
-    );
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+        c
+    };
+    assert_refused(cases, soak, &out, &not_a_run);
 }
 
 #[test]

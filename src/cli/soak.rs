@@ -122,9 +122,12 @@ pub struct SoakArgs {
 #[derive(Debug, Args)]
 pub struct RunSoakArgs {
     /// Soak instead of sweeping: one size (--size) back to back for this long (30s,
-    /// 10m, 2h), busbw per interval, and every node's counters
+    /// 10m, 2h), busbw per interval, and every node's counters (a sweep's sizes,
+    /// iteration counts, rounds, re-measurement and probes do not apply)
     #[arg(long, value_name = "DURATION", value_parser = units::parse_duration,
-          conflicts_with_all = ["minbytes", "maxbytes", "stepfactor", "stepbytes", "pairs"])]
+          conflicts_with_all = ["minbytes", "maxbytes", "stepfactor", "stepbytes", "pairs",
+              "iters", "max_time", "precision", "min_iters", "tails", "rounds",
+              "no_remeasure", "no_probe", "try_every_size", "ceiling_bytes", "expected"])]
     pub soak: Option<Duration>,
 
     /// The soak's message size [default: 256M with NCCL, 64M on the host backend]
