@@ -260,7 +260,7 @@ fn cuda_graphs_need_the_nccl_backend() {
 
 #[test]
 fn buffers_larger_than_memory_are_refused_before_the_run() {
-    rejected(&["-b", "1T", "-e", "1T"], "needs 4 TiB of memory");
+    rejected(&["-b", "1T", "-e", "1T"], "need 4 TiB of memory");
 }
 
 #[test]

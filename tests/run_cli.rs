@@ -679,6 +679,8 @@ fn a_soak_over_the_ranks_refuses_bad_input_with_exit_2() {
             "cannot be used with",
         ),
         (torchrun_env(0, 2, 1), vec!["--size", "1M"], "--soak"),
+        (torchrun_env(0, 2, 1), vec!["--interval", "2s"], "--soak"),
+        (torchrun_env(0, 2, 1), vec!["--dip", "5%"], "--soak"),
         (
             torchrun_env(0, 2, 1),
             vec![

@@ -452,6 +452,19 @@ fn a_cluster_soak_names_the_node_whose_counters_moved() {
         counters.contains(",node2,mlx5_0:1,symbol_error,count,120"),
         "{counters}"
     );
+    // On the run's clock: the errors began 10 s after the script started, a
+    // moment before the run did.
+    let first_error: f64 = counters
+        .lines()
+        .filter(|l| l.contains(",node2,mlx5_0:1,symbol_error,count,"))
+        .map(|l| l.split(',').map(|f| f.parse::<f64>().unwrap_or(0.0)))
+        .map(|f| f.collect::<Vec<f64>>())
+        .find(|f| f[5] > 0.0)
+        .unwrap()[0];
+    assert!(
+        (8.0..12.0).contains(&first_error),
+        "{first_error} s: {counters}"
+    );
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     let dips = dips(&report);
     assert!(!dips.is_empty(), "{report}");

@@ -245,7 +245,7 @@ pub fn check_gpu_memory(facts: &GpuFacts, devices: &[usize], max_bytes: u64) -> 
         };
         if have > 0 && need > have {
             bail!(
-                "-e/--maxbytes {} does not fit on GPU {d} ({}, {what}): a rank needs {} (send and receive buffers of the largest size, plus {} for the CUDA context and NCCL's buffers), {} more than there is; lower -e",
+                "{} messages {SIZE_FLAGS} do not fit on GPU {d} ({}, {what}): a rank needs {} (send and receive buffers of the largest size, plus {} for the CUDA context and NCCL's buffers), {} more than there is; use a smaller size",
                 Bytes(max_bytes),
                 gpu.name,
                 Bytes(need),
@@ -256,6 +256,9 @@ pub fn check_gpu_memory(facts: &GpuFacts, devices: &[usize], max_bytes: u64) -> 
     }
     Ok(())
 }
+
+/// Where a size that does not fit comes from, in the errors that say so.
+pub const SIZE_FLAGS: &str = "(the largest: -e/--maxbytes, or a soak's --size)";
 
 /// Host memory a GPU rank takes besides its copy of the output: the CUDA context,
 /// NCCL's pinned host buffers and proxy state, a few hundred MiB per process.
@@ -271,7 +274,7 @@ pub fn check_host_memory(available: Option<u64>, ranks: u32, max_bytes: u64) -> 
     let need = u64::from(ranks) * (max_bytes + HOST_MEMORY_MARGIN);
     if need > available {
         bail!(
-            "-e/--maxbytes {} needs {} of host memory for {ranks} GPU rank(s) ({} each: a host copy of the largest output to check it, plus {} for the CUDA context and NCCL), {} more than the {} available; lower -e or --gpus",
+            "{} messages {SIZE_FLAGS} need {} of host memory for {ranks} GPU rank(s) ({} each: a host copy of the largest output to check it, plus {} for the CUDA context and NCCL), {} more than the {} available; use a smaller size or fewer ranks",
             Bytes(max_bytes),
             Bytes(need),
             Bytes(max_bytes + HOST_MEMORY_MARGIN),
@@ -453,7 +456,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("-e/--maxbytes 32 GiB does not fit on GPU 1 (NVIDIA H100 80GB HBM3, 16 GiB): a rank needs 65 GiB"),
+            e.starts_with("32 GiB messages (the largest: -e/--maxbytes, or a soak's --size) do not fit on GPU 1 (NVIDIA H100 80GB HBM3, 16 GiB): a rank needs 65 GiB"),
             "{e}"
         );
         assert!(!e.contains('\n'));
@@ -466,7 +469,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("-e/--maxbytes 8 GiB does not fit on GPU 0 (NVIDIA H100 80GB HBM3, 10 GiB free of 80 GiB): a rank needs 17 GiB"),
+            e.starts_with("8 GiB messages (the largest: -e/--maxbytes, or a soak's --size) do not fit on GPU 0 (NVIDIA H100 80GB HBM3, 10 GiB free of 80 GiB): a rank needs 17 GiB"),
             "{e}"
         );
         assert!(e.contains("7 GiB more than there is"), "{e}");
@@ -482,7 +485,7 @@ mod tests {
             .to_string();
         assert!(
             e.starts_with(
-                "-e/--maxbytes 2 GiB needs 20 GiB of host memory for 8 GPU rank(s) (2.5 GiB each"
+                "2 GiB messages (the largest: -e/--maxbytes, or a soak's --size) need 20 GiB of host memory for 8 GPU rank(s) (2.5 GiB each"
             ),
             "{e}"
         );

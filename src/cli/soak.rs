@@ -135,11 +135,11 @@ pub struct RunSoakArgs {
     pub size: Option<Bytes>,
 
     /// The soak's interval: one row of soak.csv, one counter reading per node
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = units::parse_duration, requires = "soak")]
     pub interval: Duration,
 
     /// An interval this far below the soak's median (and five noise spreads) is a dip
-    #[arg(long, value_name = "PERCENT", default_value = "10%", value_parser = units::parse_percent)]
+    #[arg(long, value_name = "PERCENT", default_value = "10%", value_parser = units::parse_percent, requires = "soak")]
     pub dip: f64,
 
     /// Read this node's counter files (/sys, /proc) under DIR instead of / (tests)

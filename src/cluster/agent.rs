@@ -487,7 +487,9 @@ mod tests {
         let mut readings = Vec::new();
         while readings.len() < 3 {
             match wire::receive::<Up>(&mut up, &mut line).unwrap() {
-                Some(Up::Counters { readings: r, notes }) => {
+                Some(Up::Counters {
+                    readings: r, notes, ..
+                }) => {
                     if readings.is_empty() {
                         // The other four counters of the port are missing, said once.
                         assert!(notes.iter().any(|n| n.contains("link_downed")), "{notes:?}");

@@ -1,7 +1,9 @@
 //! A node's counters during a cluster soak: the agent rank 0 picked for the node
 //! (`Down::Counters`) reads them every interval on a thread of its own and sends
-//! each reading up (`Up::Counters`); rank 0 writes them into counters.csv under the
-//! node's name (`feed`), so the report can name the node whose counters moved.
+//! each reading up (`Up::Counters`) with when it was taken, on the node's clock
+//! from when it was asked; rank 0 writes them into counters.csv under the node's
+//! name and on the run's clock (`feed`: the time it asked, plus the node's), so the
+//! report can name the node whose counters moved, however late a reading arrives.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,8 +11,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::remote::NodeReading;
 use super::wire::Up;
-use crate::machine::counters::{Reading, Sampler};
+use crate::machine::counters::Sampler;
 use crate::machine::Root;
 use crate::sweep::soak::CounterFeed;
 
@@ -42,34 +45,52 @@ pub fn sample(what: NodeCounters, stop: Arc<AtomicBool>, mut send: impl FnMut(&U
             std::thread::sleep((next - t).min(Duration::from_millis(50)));
             continue;
         }
-        let readings = sampler.sample();
+        let mut readings = sampler.sample();
+        // JSON has no NaN: one would not parse at rank 0.
+        readings.retain(|r| r.value.is_finite());
         let notes = sampler.notes();
-        send(&Up::Counters { readings, notes });
+        send(&Up::Counters {
+            t_ms: t.as_millis() as u64,
+            readings,
+            notes,
+        });
         next += what.interval;
     }
 }
 
-/// Rank 0's end: writes what the nodes send (`(rank, readings, notes)`) under the
-/// sending rank's node until the feed stops; each note is prefixed with its node.
+/// Rank 0's end: writes what the nodes send under the sending rank's node, at
+/// `asked` (when rank 0 asked, after the run's start) plus the node's own time,
+/// until the feed stops, then what had arrived by then; each note is prefixed with
+/// its node.
 pub fn feed(
-    from: Receiver<(u32, Vec<Reading>, Vec<String>)>,
+    from: Receiver<NodeReading>,
     hosts: Vec<String>,
+    asked: Duration,
     mut feed: CounterFeed,
 ) {
-    while !feed.stopped() {
-        let (rank, readings, notes) = match from.recv_timeout(Duration::from_millis(50)) {
-            Ok(m) => m,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
+    let write = |feed: &mut CounterFeed, m: NodeReading| {
         let node = hosts
-            .get(rank as usize)
+            .get(m.rank as usize)
             .cloned()
-            .unwrap_or_else(|| format!("rank {rank}"));
-        for note in notes {
+            .unwrap_or_else(|| format!("rank {}", m.rank));
+        for note in m.notes {
             let _ = feed.notes.send(format!("{node}: {note}"));
         }
-        if !feed.write(&node, readings) {
+        feed.write(&node, asked + m.t, m.readings)
+    };
+    while !feed.stopped() {
+        match from.recv_timeout(Duration::from_millis(50)) {
+            Ok(m) => {
+                if !write(&mut feed, m) {
+                    return;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+    while let Ok(m) = from.try_recv() {
+        if !write(&mut feed, m) {
             return;
         }
     }

@@ -36,9 +36,15 @@ struct Member {
     alive: Arc<AtomicBool>,
 }
 
-/// One reading of a node's counters, from the rank that reads them: `(rank,
-/// readings, notes)`.
-pub type NodeReading = (u32, Vec<Reading>, Vec<String>);
+/// One reading of a node's counters, from the rank that reads them.
+pub struct NodeReading {
+    pub rank: u32,
+    /// When it was taken, after the rank was asked (`Hub::read_counters`).
+    pub t: Duration,
+    pub readings: Vec<Reading>,
+    /// What could not be read, each said once.
+    pub notes: Vec<String>,
+}
 
 /// The connections to every rank, index = rank.
 pub struct Hub {
@@ -67,8 +73,17 @@ impl Hub {
                 while let Ok(Some(up)) = wire::receive::<Up>(&mut reader, &mut line) {
                     let sent = match up {
                         // Nobody may be reading them (a sweep): never an error.
-                        Up::Counters { readings, notes } => {
-                            let _ = counters_tx.send((rank, readings, notes));
+                        Up::Counters {
+                            t_ms,
+                            readings,
+                            notes,
+                        } => {
+                            let _ = counters_tx.send(NodeReading {
+                                rank,
+                                t: Duration::from_millis(t_ms),
+                                readings,
+                                notes,
+                            });
                             true
                         }
                         up => tx.send((rank, Some(up))).is_ok(),

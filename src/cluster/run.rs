@@ -401,10 +401,11 @@ fn sweep(
     } else {
         &me.settings
     };
+    // Before anything is written: a Ctrl-C from here on leaves a run directory whole.
+    let interrupted = session::interrupt_flag()?;
     let (writer, run_start) = target.open(settings, &me.hello.host)?;
     session::keep_expected(settings, &writer.dir().path)?;
     let (manifest, warnings) = job_manifest(me, settings, backend, &hub, rendezvous, command_line);
-    let interrupted = session::interrupt_flag()?;
     println!("{}", session::banner(backend));
     for w in &warnings {
         observer.warning(w);

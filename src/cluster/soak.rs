@@ -42,6 +42,8 @@ pub fn soak(
         settings.root,
         &[me.layout.world_size],
     )?;
+    // Before anything is written: a Ctrl-C from here on leaves a run directory whole.
+    let interrupted = session::interrupt_flag()?;
     let (writer, start_time) = out.target.open(settings, &me.hello.host)?;
     let soak_writer = Arc::new(SoakWriter::create(&writer.dir().path, start_time)?);
     let (manifest, warnings) = job_manifest(
@@ -52,13 +54,14 @@ pub fn soak(
         out.rendezvous,
         out.command_line,
     );
-    let interrupted = session::interrupt_flag()?;
     println!("{}", session::banner(backend));
     for w in &warnings {
         out.soak_observer.warning(w);
     }
     let hosts: Vec<String> = hub.hellos().map(|h| h.host.clone()).collect();
+    let run_start = Instant::now();
     let readings = hub.read_counters(asked.interval, backend.name != "host");
+    let asked_at = run_start.elapsed();
     let mut launch = RemoteLaunch::new(hub, writer.dir().logs());
     let (nccl_lib, nccl_lib_per_config) = backend.nccl_paths();
     let orchestrator = Orchestrator {
@@ -72,7 +75,7 @@ pub fn soak(
         manifest,
         observer: out.observer,
         interrupted,
-        run_start: Instant::now(),
+        run_start,
     };
     soak::soak_groups(
         orchestrator,
@@ -82,7 +85,7 @@ pub fn soak(
         out.soak_observer,
         move |feed| {
             if let Some(readings) = readings {
-                counters::feed(readings, hosts, feed);
+                counters::feed(readings, hosts, asked_at, feed);
             }
         },
     )

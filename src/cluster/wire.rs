@@ -91,9 +91,10 @@ pub enum Up {
     Exited { seq: u32, how: String },
     /// The worker could not be started.
     SpawnFailed { seq: u32, message: String },
-    /// One reading of this node's counters (`Down::Counters`), and what could not
-    /// be read, each said once.
+    /// One reading of this node's counters (`Down::Counters`), taken `t_ms` after
+    /// the agent was asked, and what could not be read, each said once.
     Counters {
+        t_ms: u64,
         readings: Vec<Reading>,
         notes: Vec<String>,
     },

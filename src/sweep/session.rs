@@ -407,8 +407,9 @@ pub(crate) fn check_host_settings(settings: &SweepSettings, max_ranks: u32) -> R
     if let Some(available) = crate::machine::host::memory_available() {
         if need > available {
             bail!(
-                "-e/--maxbytes {} with {max_ranks} ranks needs {} of memory (an input and an output buffer per rank) but {} is available",
+                "{} messages {} with {max_ranks} ranks need {} of memory (an input and an output buffer per rank) but {} is available",
                 crate::units::Bytes(settings.max_bytes()),
+                crate::backend::select::SIZE_FLAGS,
                 crate::units::Bytes(need),
                 crate::units::Bytes(available)
             );

@@ -20,7 +20,7 @@ use super::process::LocalLaunch;
 use super::session::{self, EXIT_INTERRUPTED, MAX_HOST_RANKS};
 use super::SweepObserver;
 use crate::backend;
-use crate::config::SweepSettings;
+use crate::config::{IterationPolicy, SweepSettings};
 use crate::export::soak::{ChangesOnly, CounterRow, SoakRow, SoakWriter};
 use crate::export::RunWriter;
 use crate::machine::counters::{Reading, Sampler};
@@ -123,10 +123,11 @@ impl CounterFeed {
         self.stop.load(Ordering::SeqCst)
     }
 
-    /// Writes `node`'s readings, taken now, where they changed; false when
-    /// counters.csv cannot be written (said once: the feed should end).
-    pub fn write(&mut self, node: &str, readings: Vec<Reading>) -> bool {
-        let t_s = self.run_start.elapsed().as_secs_f64();
+    /// Writes `node`'s readings, taken `at` after the run's start, where they
+    /// changed; false when counters.csv cannot be written (said once: the feed
+    /// should end).
+    pub fn write(&mut self, node: &str, at: Duration, readings: Vec<Reading>) -> bool {
+        let t_s = at.as_secs_f64();
         let rows = readings
             .into_iter()
             .map(|r| CounterRow {
@@ -162,7 +163,7 @@ fn sample_counters(mut sampler: Sampler, mut feed: CounterFeed, interval: Durati
         for note in sampler.notes() {
             let _ = feed.notes.send(note);
         }
-        if !feed.write(&node, readings) {
+        if !feed.write(&node, t, readings) {
             return;
         }
         next += interval;
@@ -186,8 +187,16 @@ pub fn plan(
     soak: &SoakSettings,
 ) -> Result<(SweepSettings, Plan)> {
     let asked = size_for(backend, soak.bytes);
+    // What only a sweep does is off, so that the manifest says what ran.
     let settings = SweepSettings {
         sizes: vec![asked],
+        iterations: IterationPolicy::Fixed { iters: 1 },
+        rounds: Some(1),
+        remeasure: false,
+        probe: false,
+        try_every_size: true,
+        ceiling_bytes: 0,
+        reach_figures: false,
         ..settings.clone()
     };
     let plan = Plan::new(&settings);

@@ -35,7 +35,14 @@ impl Sampler {
         let mut notes = BTreeSet::new();
         let nvml = if gpus && root.is_real() {
             match nvml::Nvml::open(only.as_deref()) {
-                Ok(n) => Some(n),
+                Ok(n) => {
+                    for id in &n.unseen {
+                        notes.insert(format!(
+                            "GPU {id}: NVML cannot open it from this process (a device cgroup?): its counters are not read"
+                        ));
+                    }
+                    Some(n)
+                }
                 Err(e) => {
                     notes.insert(format!("no GPU counters: NVML: {e}"));
                     None

@@ -68,6 +68,9 @@ pub struct Nvml {
     links: Vec<u32>,
     events: Option<*mut c_void>,
     xids: Vec<(u64, u64)>,
+    /// The PCI bus ids asked for that NVML could not open (a device cgroup that
+    /// hides the GPU from this process): not read.
+    pub unseen: Vec<String>,
     calls: Calls,
     _lib: Library,
 }
@@ -135,17 +138,20 @@ impl Nvml {
                 }
             }
             let by_bus: Result<ByBusId, _> = get(&lib, b"nvmlDeviceGetHandleByPciBusId_v2\0");
+            let mut unseen = Vec::new();
             if let (Some(keep), Ok(by_bus)) = (keep, by_bus) {
-                let wanted: Vec<Device> = keep
-                    .iter()
-                    .filter_map(|id| {
-                        let id = std::ffi::CString::new(id.as_str()).ok()?;
-                        let mut d: Device = std::ptr::null_mut();
-                        (by_bus(id.as_ptr(), &mut d) == SUCCESS).then_some(d)
-                    })
-                    .collect();
+                let mut wanted: Vec<Device> = Vec::new();
+                for id in keep {
+                    let mut d: Device = std::ptr::null_mut();
+                    match std::ffi::CString::new(id.as_str()) {
+                        Ok(c) if by_bus(c.as_ptr(), &mut d) == SUCCESS => wanted.push(d),
+                        _ => unseen.push(id.clone()),
+                    }
+                }
                 // Where no bus id matches (ids written differently), all are read.
-                if !wanted.is_empty() {
+                if wanted.is_empty() {
+                    unseen.clear();
+                } else {
                     devices.retain(|(_, d)| wanted.contains(d));
                 }
             }
@@ -168,6 +174,7 @@ impl Nvml {
                 devices,
                 events,
                 xids: Vec::new(),
+                unseen,
                 calls,
                 _lib: lib,
             })
