@@ -13,7 +13,8 @@ use anyhow::Result;
 use crate::analysis::soak::{SoakFindings, SoakSeries};
 use crate::export::reader::RunData;
 use crate::model::SIMULATED_LABEL;
-use crate::units::{format_duration, Bytes};
+use crate::stats::soak::{median_and_spread, noise_spread, NOISE_SPREADS};
+use crate::units::{format_duration, plural, Bytes};
 
 /// A duration read back from a manifest (a hand-edited one may hold anything).
 fn seconds(s: f64) -> String {
@@ -70,11 +71,7 @@ pub fn markdown(
         let label = crate::ops::collective::labelled(&series.config, &series.collective);
         writeln!(s, "## {label}, {} ranks\n", series.nranks)?;
         if series.episodes.is_empty() {
-            writeln!(
-                s,
-                "No dip episode: every interval stayed within {:.0} % of the median.\n",
-                f.info.dip * 100.0
-            )?;
+            writeln!(s, "{}\n", no_dip_sentence(series, f.info.dip))?;
         }
         for i in 0..series.episodes.len() {
             writeln!(s, "- {}", episode_sentence(f, series, i))?;
@@ -164,4 +161,92 @@ pub fn markdown(
         writeln!(s)?;
     }
     Ok(s)
+}
+
+/// Why a soak has no episode: no interval fell `dip` below the median, or those
+/// that did stayed within the noise (five noise spreads), said with its size.
+fn no_dip_sentence(series: &SoakSeries, dip: f64) -> String {
+    let values: Vec<f64> = series.rows.iter().map(|r| r.busbw_gbps).collect();
+    let limit = dip * 100.0;
+    let within =
+        format!("No dip episode: every interval stayed within {limit:.0} % of the median.");
+    let (Some((median, _)), Some(noise)) = (median_and_spread(&values), noise_spread(&values))
+    else {
+        return within;
+    };
+    let low = values.iter().filter(|v| **v < median * (1.0 - dip)).count();
+    if low == 0 || median <= 0.0 {
+        return within;
+    }
+    format!(
+        "No dip episode: {} fell more than {limit:.0} % below the median, but none by five noise spreads ({:.0} %; busbw scatters by {:.1} % from one interval to the next here), so none stands out from the noise.",
+        plural(low, "interval", "intervals"),
+        NOISE_SPREADS * noise / median * 100.0,
+        noise / median * 100.0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::soak::SoakRow;
+
+    fn series(busbw: &[f64]) -> SoakSeries {
+        let rows = busbw
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| SoakRow {
+                config: "default".into(),
+                nranks: 2,
+                collective: "all_reduce".into(),
+                bytes: 1 << 20,
+                interval: i as u64,
+                start_s: i as f64,
+                end_s: i as f64 + 1.0,
+                iterations: 100,
+                mean_us: Some(100.0),
+                p50_us: Some(100.0),
+                p99_us: Some(100.0),
+                max_us: Some(100.0),
+                algbw_gbps: b,
+                busbw_gbps: b,
+            })
+            .collect();
+        SoakSeries {
+            config: "default".into(),
+            nranks: 2,
+            collective: "all_reduce".into(),
+            bytes: 1 << 20,
+            rows,
+            stability: None,
+            episodes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_soak_without_an_episode_says_whether_intervals_fell_within_the_noise() {
+        let steady: Vec<f64> = (0..20).map(|i| 10.0 + 0.1 * (i % 3) as f64).collect();
+        assert_eq!(
+            no_dip_sentence(&series(&steady), 0.10),
+            "No dip episode: every interval stayed within 10 % of the median."
+        );
+        // Scatter of about 10 % between neighbours: three intervals 15 % down are
+        // not five spreads down.
+        let noisy: Vec<f64> = (0..20)
+            .map(|i| match i {
+                7 | 12 | 16 => 8.5,
+                _ if i % 2 == 0 => 10.5,
+                _ => 9.5,
+            })
+            .collect();
+        let said = no_dip_sentence(&series(&noisy), 0.10);
+        assert!(
+            said.starts_with("No dip episode: 3 intervals fell more than 10 % below the median, but none by five noise spreads ("),
+            "{said}"
+        );
+        assert!(
+            said.ends_with("so none stands out from the noise."),
+            "{said}"
+        );
+    }
 }
