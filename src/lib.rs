@@ -6,7 +6,7 @@
 //! This page is the map of the code: the problem in a paragraph, the layers, what each
 //! module owns (with the type or function to search for), the rules a change must keep,
 //! and where to start reading for each command. It names things rather than lines, so
-//! that it stays true while code moves; `tests/architecture.rs` checks the layering.
+//! that it stays true while code moves; `tests/it/architecture.rs` checks the layering.
 //!
 //! ## Bird's-eye view
 //!
@@ -115,8 +115,9 @@
 //! directory.
 //!
 //! **`export`.** The run directory: `RunDir` (created, never overwritten), `RunWriter`
-//! (results.csv rows, the HdrHistogram log and the manifest, each written atomically
-//! after every case through `atomic::write`), `csv::COLUMNS`, `reader::RunData` to
+//! (results.csv rows and the HdrHistogram log appended in place after every case
+//! through `atomic::AppendFile`, the manifest replaced through `atomic::write`),
+//! `csv::COLUMNS`, `reader::RunData` to
 //! read it back, and a soak's soak.csv, counters.csv and soak.hlog (`soak::SoakWriter`).
 //!
 //! **`machine`.** This machine as read, never judged: `Root` (the file-system view
@@ -148,7 +149,7 @@
 //! ## Invariants
 //!
 //! - Imports point down the layers above, and the modules of one line do not import
-//!   each other (`tests/architecture.rs` reads the imports of every file: no cycle
+//!   each other (`tests/it/architecture.rs` reads the imports of every file: no cycle
 //!   between files, no import upwards).
 //! - clap types stay in `cli` and `cmd`: the rest is built from settings structs.
 //! - Only `main`, `cmd`, the sweep's and the soak's sessions, the cluster run and the

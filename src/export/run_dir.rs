@@ -5,12 +5,15 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 
-use super::{atomic, csv, hlog};
+use super::atomic::{self, AppendFile};
+use super::merge::merge_manifests;
+use super::{csv, hlog};
 use crate::model::{CaseResult, RunManifest};
 
 pub const MANIFEST: &str = "manifest.json";
@@ -113,33 +116,60 @@ impl RunDir {
     }
 }
 
-/// Owns the files of a run directory and updates them after every case.
+/// How often a sweep's manifest is rewritten while cases are recorded (it is written
+/// at the start and the end regardless): its counts are a summary, results.csv is the
+/// record, and rewriting it after every case costs a whole file and an fsync per case.
+const MANIFEST_EVERY: Duration = Duration::from_secs(1);
+
+/// Owns the files of a run directory and updates them after every case: rows and
+/// histograms are appended in place (one fsync per file and case), the manifest is
+/// replaced atomically.
 pub struct RunWriter {
     dir: RunDir,
-    csv_header: Vec<u8>,
-    hlog_header: Vec<u8>,
+    appends: Mutex<Appends>,
+    /// When the manifest was last written (`update_manifest`).
+    manifest_at: Mutex<Option<Instant>>,
     /// The manifest of the run being appended to: every manifest written merges it.
     previous: Option<serde_json::Value>,
+}
+
+/// The two files that grow a line at a time.
+struct Appends {
+    csv: AppendFile,
+    hlog: AppendFile,
+}
+
+impl Appends {
+    fn open(dir: &RunDir) -> Result<Appends> {
+        let open = |name: &str| {
+            let path = dir.file(name);
+            AppendFile::open(&path).with_context(|| format!("cannot open {}", path.display()))
+        };
+        Ok(Appends {
+            csv: open(RESULTS_CSV)?,
+            hlog: open(HISTOGRAMS)?,
+        })
+    }
 }
 
 impl RunWriter {
     /// Starts the files: a CSV with its header and an empty histogram log, so that a
     /// run interrupted before its first case still has well-formed files.
     pub fn new(dir: RunDir, run_start: SystemTime) -> Result<RunWriter> {
-        let writer = RunWriter {
-            csv_header: csv::header()?,
-            hlog_header: hlog::header(run_start)?,
+        atomic::write(&dir.file(RESULTS_CSV), &csv::header()?)?;
+        atomic::write(&dir.file(HISTOGRAMS), &hlog::header(run_start)?)?;
+        Ok(RunWriter {
+            appends: Mutex::new(Appends::open(&dir)?),
             dir,
+            manifest_at: Mutex::new(None),
             previous: None,
-        };
-        atomic::write(&writer.dir.file(RESULTS_CSV), &writer.csv_header)?;
-        atomic::write(&writer.dir.file(HISTOGRAMS), &writer.hlog_header)?;
-        Ok(writer)
+        })
     }
 
     /// Continues an existing run directory (`run --run-dir`): its files are kept and
-    /// appended to, and the manifest merges what it said. Returns the writer and the
-    /// run's start time (histogram intervals are offsets from it).
+    /// appended to (a line a crash left half-written is cut off), and the manifest
+    /// merges what it said. Returns the writer and the run's start time (histogram
+    /// intervals are offsets from it).
     pub fn append_to(path: &Path) -> Result<(RunWriter, SystemTime)> {
         let dir = RunDir {
             path: path.to_path_buf(),
@@ -159,9 +189,8 @@ impl RunWriter {
             }
         }
         let csv_header = csv::header()?;
-        let existing = fs::read(dir.file(RESULTS_CSV))
-            .with_context(|| format!("cannot read {}", dir.file(RESULTS_CSV).display()))?;
-        if !existing.is_empty() && !existing.starts_with(&csv_header) {
+        let existing = read_head(&dir.file(RESULTS_CSV), csv_header.len())?;
+        if !existing.is_empty() && existing != csv_header {
             anyhow::bail!(
                 "{} has other columns than this nccl-bench writes (made by another version): append to it with that version, or use a new run directory",
                 dir.file(RESULTS_CSV).display()
@@ -169,14 +198,39 @@ impl RunWriter {
         }
         fs::create_dir_all(dir.logs())
             .with_context(|| format!("cannot create {}", dir.logs().display()))?;
-        let start = hlog::start_time(&dir.file(HISTOGRAMS))?.unwrap_or_else(SystemTime::now);
+        let found_start = hlog::start_time(&dir.file(HISTOGRAMS))?;
+        let start = found_start.unwrap_or_else(SystemTime::now);
+        let mut appends = Appends::open(&dir)?;
+        // A file that a crash left without its header (or empty) gets it first.
+        if existing.is_empty() {
+            appends.csv.append(&csv_header)?;
+        }
+        if found_start.is_none() && read_head(&dir.file(HISTOGRAMS), 1)?.is_empty() {
+            appends.hlog.append(&hlog::header(start)?)?;
+        }
         let writer = RunWriter {
-            csv_header,
-            hlog_header: hlog::header(start)?,
+            appends: Mutex::new(appends),
             dir,
+            manifest_at: Mutex::new(None),
             previous: Some(previous),
         };
         Ok((writer, start))
+    }
+
+    fn appends(&self) -> MutexGuard<'_, Appends> {
+        self.appends.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Puts every row and histogram appended so far on disk.
+    fn sync(&self, appends: &mut Appends) -> Result<()> {
+        appends
+            .hlog
+            .sync()
+            .with_context(|| format!("cannot write {}", self.dir.file(HISTOGRAMS).display()))?;
+        appends
+            .csv
+            .sync()
+            .with_context(|| format!("cannot write {}", self.dir.file(RESULTS_CSV).display()))
     }
 
     /// The manifest of the run appended to, if any.
@@ -188,7 +242,10 @@ impl RunWriter {
         &self.dir
     }
 
+    /// Writes the manifest now (at the start and the end of a run, or when it says
+    /// something new), after the rows and histograms recorded so far.
     pub fn write_manifest(&self, manifest: &RunManifest) -> Result<()> {
+        self.sync(&mut self.appends())?;
         let merged;
         let value = match &self.previous {
             Some(previous) => {
@@ -200,7 +257,20 @@ impl RunWriter {
         let mut text = serde_json::to_vec_pretty(value)?;
         text.push(b'\n');
         atomic::write(&self.dir.file(MANIFEST), &text)
-            .with_context(|| format!("cannot write {}", self.dir.file(MANIFEST).display()))
+            .with_context(|| format!("cannot write {}", self.dir.file(MANIFEST).display()))?;
+        *self.manifest_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Writes the manifest if it was last written a second ago or more: what a
+    /// sweep calls after each case, so that its counts follow the run without a
+    /// rewrite per case. The run's last `write_manifest` brings it up to date.
+    pub fn update_manifest(&self, manifest: &RunManifest) -> Result<()> {
+        let last = *self.manifest_at.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|at| at.elapsed() < MANIFEST_EVERY) {
+            return Ok(());
+        }
+        self.write_manifest(manifest)
     }
 
     /// Appends a finished case: its CSV row and, when it has timings, its histogram.
@@ -234,7 +304,7 @@ impl RunWriter {
     }
 
     /// Appends a histogram under `tag`, for the interval `start` (from the run's
-    /// start) to `start + length`.
+    /// start) to `start + length`. It reaches the disk with the next row.
     pub fn record_tagged_histogram(
         &self,
         histogram: &Histogram<u64>,
@@ -243,7 +313,9 @@ impl RunWriter {
         length: Duration,
     ) -> Result<()> {
         let line = hlog::line(histogram, tag, start, length)?;
-        atomic::append(&self.dir.file(HISTOGRAMS), &self.hlog_header, &line)
+        self.appends()
+            .hlog
+            .append(&line)
             .with_context(|| format!("cannot write {}", self.dir.file(HISTOGRAMS).display()))
     }
 
@@ -254,6 +326,8 @@ impl RunWriter {
         if pairs.is_empty() {
             return Ok(());
         }
+        let mut appends = self.appends();
+        self.sync(&mut appends)?;
         let path = self.dir.file(RESULTS_CSV);
         let mut text =
             fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -264,18 +338,33 @@ impl RunWriter {
             })?;
             text.splice(at..at + old.len(), csv::encode_row(new)?);
         }
-        atomic::write(&path, &text).with_context(|| format!("cannot write {}", path.display()))
+        atomic::write(&path, &text).with_context(|| format!("cannot write {}", path.display()))?;
+        // The rename put a new file in place: append to that one from now on.
+        appends.csv =
+            AppendFile::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+        Ok(())
     }
 
-    /// Appends a row that has no histogram (an imported result).
+    /// Appends a row that has no histogram (an imported result), and puts it and
+    /// the histograms before it on disk.
     pub fn record_row(&self, cells: &csv::RowCells) -> Result<()> {
-        atomic::append(
-            &self.dir.file(RESULTS_CSV),
-            &self.csv_header,
-            &csv::encode_row(cells)?,
-        )
-        .with_context(|| format!("cannot write {}", self.dir.file(RESULTS_CSV).display()))
+        let mut appends = self.appends();
+        appends
+            .csv
+            .append(&csv::encode_row(cells)?)
+            .with_context(|| format!("cannot write {}", self.dir.file(RESULTS_CSV).display()))?;
+        self.sync(&mut appends)
     }
+}
+
+/// The first `n` bytes of `path` (fewer when it is shorter).
+fn read_head(path: &Path, n: usize) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(n);
+    fs::File::open(path)
+        .and_then(|f| f.take(n as u64).read_to_end(&mut head))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(head)
 }
 
 /// Where `row` (with its newline) starts a line of `text`.
@@ -290,129 +379,10 @@ fn find_line(text: &[u8], row: &[u8]) -> Option<usize> {
     None
 }
 
-/// The manifest of a run directory that a `run` appended to: the earlier launches'
-/// configs, rank counts, sizes, case counts and warnings, plus this launch's; the
-/// start time of the first launch; the rest from this launch. `launches` keeps what
-/// each launch alone said (command line, times, status, error, settings, cluster),
-/// and an earlier launch that did not complete keeps the run's status from reading
-/// `complete`.
-pub fn merge_manifests(
-    previous: &serde_json::Value,
-    current: serde_json::Value,
-) -> serde_json::Value {
-    use serde_json::Value;
-    let this_launch = launch_summary(&current);
-    let mut out = current;
-    let Some(obj) = out.as_object_mut() else {
-        return out;
-    };
-    let union = |key: &str, obj: &mut serde_json::Map<String, Value>| {
-        let mut values: Vec<Value> = previous[key].as_array().cloned().unwrap_or_default();
-        for v in obj
-            .get(key)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-        {
-            if !values.contains(&v) {
-                values.push(v);
-            }
-        }
-        values.sort_by(|a, b| {
-            a.as_f64()
-                .partial_cmp(&b.as_f64())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        obj.insert(key.to_string(), Value::Array(values));
-    };
-    union("gpu_counts", obj);
-    union("sizes", obj);
-    let mut configs: Vec<Value> = previous["configs"].as_array().cloned().unwrap_or_default();
-    for c in obj
-        .get("configs")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-    {
-        if !configs.iter().any(|p| p["name"] == c["name"]) {
-            configs.push(c);
-        }
-    }
-    obj.insert("configs".into(), Value::Array(configs));
-    let mut warnings: Vec<Value> = previous["warnings"].as_array().cloned().unwrap_or_default();
-    for w in obj
-        .get("warnings")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-    {
-        if !warnings.contains(&w) {
-            warnings.push(w);
-        }
-    }
-    obj.insert("warnings".into(), Value::Array(warnings));
-    if let (Some(prev), Some(Value::Object(cases))) =
-        (previous["cases"].as_object(), obj.get_mut("cases"))
-    {
-        for (k, v) in cases.iter_mut() {
-            let sum = v.as_u64().unwrap_or(0) + prev.get(k).and_then(Value::as_u64).unwrap_or(0);
-            *v = Value::from(sum);
-        }
-    }
-    if let Some(started) = previous.get("started_at") {
-        obj.insert("started_at".into(), started.clone());
-    }
-    let mut launches: Vec<Value> = match previous["launches"].as_array() {
-        Some(earlier) => earlier.clone(),
-        None => vec![launch_summary(previous)],
-    };
-    launches.push(this_launch);
-    let unfinished = launches[..launches.len() - 1]
-        .iter()
-        .map(|l| &l["status"])
-        .find(|s| s.as_str().is_some_and(|s| s != "complete"))
-        .cloned();
-    if let (Some(status), Some("complete")) =
-        (unfinished, obj.get("status").and_then(Value::as_str))
-    {
-        obj.insert("status".into(), status);
-    }
-    obj.insert("launches".into(), Value::Array(launches));
-    out
-}
-
-/// What one launch alone said: its command line, times, status, error, settings,
-/// cluster, and the names of its configs.
-fn launch_summary(m: &serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    let mut l = serde_json::Map::new();
-    for key in [
-        "command_line",
-        "started_at",
-        "finished_at",
-        "status",
-        "error",
-        "iterations",
-        "warmup_iters",
-        "graph_iters",
-        "timeout_s",
-        "cluster",
-    ] {
-        if let Some(v) = m.get(key).filter(|v| !v.is_null()) {
-            l.insert(key.into(), v.clone());
-        }
-    }
-    let names: Vec<Value> = m["configs"]
-        .as_array()
-        .map(|cs| cs.iter().map(|c| c["name"].clone()).collect())
-        .unwrap_or_default();
-    l.insert("configs".into(), Value::Array(names));
-    Value::Object(l)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn run_directories_are_never_reused() {
@@ -424,59 +394,92 @@ mod tests {
         assert!(a.logs().is_dir() && b.logs().is_dir());
     }
 
+    fn cells(config: &str, bytes: u64) -> csv::RowCells {
+        csv::RowCells {
+            config: config.into(),
+            backend: "host".into(),
+            nranks: 2,
+            bytes,
+            status: "ok".into(),
+            ..Default::default()
+        }
+    }
+
+    fn data_rows(dir: &RunDir) -> Vec<String> {
+        fs::read_to_string(dir.file(RESULTS_CSV))
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').take(4).collect::<Vec<_>>().join(","))
+            .collect()
+    }
+
+    /// Rows go into the same file in place; a rewrite of some rows (the quality
+    /// pass) is followed by appends to the new file, not the replaced one.
     #[test]
-    fn an_appended_manifest_keeps_what_earlier_launches_said() {
-        let previous = serde_json::json!({
-            "started_at": "2026-01-01T00:00:00Z",
-            "command_line": ["nccl-bench", "run", "--transports", "default"],
-            "configs": [{"name": "default"}],
-            "gpu_counts": [4], "sizes": [8, 1024],
-            "cases": {"total": 2, "done": 2, "ok": 1, "failed": 1},
-            "warnings": ["w1"],
-        });
-        let current = serde_json::json!({
-            "started_at": "2026-01-01T00:05:00Z",
-            "command_line": ["nccl-bench", "run", "--transports", "shm-off"],
-            "configs": [{"name": "shm-off"}, {"name": "default"}],
-            "gpu_counts": [2, 4], "sizes": [8, 4096],
-            "cases": {"total": 2, "done": 1, "ok": 1, "failed": 0},
-            "warnings": ["w1", "w2"],
-            "status": "complete",
-        });
-        let m = merge_manifests(&previous, current);
-        assert_eq!(m["started_at"], "2026-01-01T00:00:00Z");
-        assert_eq!(
-            m["configs"],
-            serde_json::json!([{"name": "default"}, {"name": "shm-off"}])
-        );
-        assert_eq!(m["gpu_counts"], serde_json::json!([2, 4]));
-        assert_eq!(m["sizes"], serde_json::json!([8, 1024, 4096]));
-        assert_eq!(
-            m["cases"],
-            serde_json::json!({"total": 4, "done": 3, "ok": 2, "failed": 1})
-        );
-        assert_eq!(m["warnings"], serde_json::json!(["w1", "w2"]));
-        assert_eq!(m["launches"][0]["command_line"][3], "default");
-        assert_eq!(m["launches"][0]["configs"], serde_json::json!(["default"]));
-        assert_eq!(
-            m["launches"][1]["configs"],
-            serde_json::json!(["shm-off", "default"])
-        );
-        // A third launch after an interrupted second: the earlier launches are kept
-        // as they were, and the run does not read as complete.
-        let mut second = m.clone();
-        second["launches"][1]["status"] = "interrupted".into();
-        let third = serde_json::json!({
-            "command_line": ["nccl-bench", "run", "--transports", "p2p-off"],
-            "configs": [{"name": "p2p-off"}], "status": "complete",
-            "cases": {"total": 1}, "gpu_counts": [4], "sizes": [8], "warnings": [],
-        });
-        let m3 = merge_manifests(&second, third);
-        assert_eq!(m3["launches"].as_array().unwrap().len(), 3);
-        assert_eq!(m3["status"], "interrupted");
-        assert_eq!(m3["cases"]["total"], 5);
-        assert_eq!(m["command_line"][3], "shm-off");
-        assert_eq!(m["status"], "complete");
+    fn rows_are_appended_in_place_and_after_a_replacement() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(out.path(), "s", "h", None).unwrap();
+        let writer = RunWriter::new(dir.clone(), SystemTime::now()).unwrap();
+        writer.record_row(&cells("a", 8)).unwrap();
+        writer.record_row(&cells("a", 16)).unwrap();
+        let mut better = cells("a", 8);
+        better.status = "failed".into();
+        writer
+            .replace_rows(&[(cells("a", 8), better.clone())])
+            .unwrap();
+        writer.record_row(&cells("b", 8)).unwrap();
+        assert_eq!(data_rows(&dir), ["a,host,2,8", "a,host,2,16", "b,host,2,8"]);
+        let text = fs::read_to_string(dir.file(RESULTS_CSV)).unwrap();
+        assert!(text.lines().nth(1).unwrap().contains(",failed,"), "{text}");
+        assert_eq!(text.matches(",failed,").count(), 1, "{text}");
+    }
+
+    /// A run continued after a crash in the middle of a row: the half row is cut
+    /// off, the next row starts on a line of its own, and the file reads back.
+    #[test]
+    fn a_continued_run_cuts_the_row_a_crash_cut_short() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(out.path(), "s", "h", None).unwrap();
+        let writer = RunWriter::new(dir.clone(), SystemTime::now()).unwrap();
+        writer.record_row(&cells("a", 8)).unwrap();
+        let mut torn = csv::encode_row(&cells("a", 16)).unwrap();
+        torn.truncate(torn.len() / 2);
+        fs::OpenOptions::new()
+            .append(true)
+            .open(dir.file(RESULTS_CSV))
+            .unwrap()
+            .write_all(&torn)
+            .unwrap();
+        fs::write(dir.file(MANIFEST), "{}").unwrap();
+        drop(writer);
+        let (writer, _) = RunWriter::append_to(&dir.path).unwrap();
+        writer.record_row(&cells("b", 8)).unwrap();
+        assert_eq!(data_rows(&dir), ["a,host,2,8", "b,host,2,8"]);
+    }
+
+    /// The manifest is written when asked to (`write_manifest`) and at most once a
+    /// second in between (`update_manifest`).
+    #[test]
+    fn manifest_updates_are_at_most_one_a_second() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(out.path(), "s", "h", None).unwrap();
+        let writer = RunWriter::new(dir.clone(), SystemTime::now()).unwrap();
+        let mut manifest = RunManifest::synthetic("host");
+        let read = || -> serde_json::Value {
+            serde_json::from_slice(&fs::read(dir.file(MANIFEST)).unwrap()).unwrap()
+        };
+        manifest.label = Some("first".into());
+        writer.write_manifest(&manifest).unwrap();
+        manifest.label = Some("second".into());
+        writer.update_manifest(&manifest).unwrap();
+        assert_eq!(read()["label"], "first", "within the second: not written");
+        *writer.manifest_at.lock().unwrap() = Some(Instant::now() - MANIFEST_EVERY);
+        writer.update_manifest(&manifest).unwrap();
+        assert_eq!(read()["label"], "second");
+        manifest.label = Some("last".into());
+        writer.write_manifest(&manifest).unwrap();
+        assert_eq!(read()["label"], "last");
     }
 
     #[test]

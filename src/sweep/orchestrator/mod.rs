@@ -417,7 +417,7 @@ impl Orchestrator<'_> {
         if let Some(q) = result.quality {
             self.manifest.cases.add_quality(q);
         }
-        self.writer.write_manifest(&self.manifest)?;
+        self.writer.update_manifest(&self.manifest)?;
         self.observer.case_finished(result);
         Ok(())
     }

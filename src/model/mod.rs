@@ -13,6 +13,8 @@ use crate::ops::{DataType, ReduceOp};
 use crate::stats::quality::Quality;
 use crate::stats::{Bandwidth, LatencySummary, StopReason};
 
+mod synthetic;
+
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The backend column of runs on the simulated-GPU test stand-in.
