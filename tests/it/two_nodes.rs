@@ -4,9 +4,9 @@
 //! and `NCCL_SOCKET_IFNAME`, as a two-node job starts: the ranks meet over the veth
 //! link, ranks of one node talk over SHM and the nodes over TCP, like NCCL.
 
-mod common;
+use crate::common;
 
-use common::{rows, text};
+use crate::common::{rows, text};
 
 /// After `common::TWO_NODES`: four ranks, two per node.
 const RANKS: &str = r#"
@@ -26,6 +26,7 @@ exit $rc
 
 #[test]
 fn two_nodes_meet_over_their_network_and_use_shm_only_within_a_node() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (o, out) = common::in_namespaces(
         &format!("{}{RANKS}", common::TWO_NODES),

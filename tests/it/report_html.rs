@@ -7,13 +7,11 @@
 //! first section is the verdict report.md gives; and with scripts off the page still
 //! shows every section, open.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::browser::Browser;
-use common::*;
+use crate::common::browser::Browser;
+use crate::common::*;
 use nccl_bench::test_inputs::{need, Need};
 use serde_json::Value;
 
@@ -148,6 +146,7 @@ fn verdict_of(report_md: &str) -> String {
 
 #[test]
 fn the_report_compare_and_history_pages_work_in_a_real_browser() {
+    let _machine = crate::common::shared();
     let Some(chromium) = need(Need::Chromium) else {
         return;
     };

@@ -4,16 +4,16 @@
 //! NCCL_BENCH_TEST_SKIP names `sim`. Nothing here is a measurement, and every run
 //! says so.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::sim::{
+use crate::common::sim::{
     on_sim, sim_dir, sim_sweep, sweep_in_small_dev_shm, without_nccl_env, ONE_EVENT_EACH,
 };
-use common::{bin, dir_entries, report, rows, run_dir, text, wait_no_processes};
+use crate::common::{bin, dir_entries, report, rows, run_dir, text, wait_no_processes};
 
 /// A two-rank sweep of 8 B..`max` on NVLink with one config, `name` with the
 /// variables `env` (TOML inline-table text); every case must be ok. Its run
@@ -52,6 +52,7 @@ fn config_sweep_all_ok(dir: &Path, out: &Path, name: &str, env: &str, max: &str)
 
 #[test]
 fn eight_nvlink_gpus_run_every_config_and_shm_is_not_on_the_data_path() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let o = sim_sweep(
@@ -102,6 +103,7 @@ fn eight_nvlink_gpus_run_every_config_and_shm_is_not_on_the_data_path() {
 
 #[test]
 fn without_p2p_shm_carries_the_traffic_and_disabling_it_costs() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let o = sim_sweep(
@@ -146,6 +148,7 @@ fn without_p2p_shm_carries_the_traffic_and_disabling_it_costs() {
 /// whole, give the same per-iteration time as eager launches on the modelled device.
 #[test]
 fn graph_launches_match_eager_times() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let medians = |graph: &str| {
         let out = tempfile::tempdir().unwrap();
@@ -190,6 +193,7 @@ fn graph_launches_match_eager_times() {
 /// iterations, two samples). Its p99 cell stays empty (fewer than 1,000 samples).
 #[test]
 fn a_graph_sweep_measures_until_it_has_the_minimum_number_of_launches() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let o = sim_sweep(
@@ -243,6 +247,7 @@ fn a_graph_sweep_measures_until_it_has_the_minimum_number_of_launches() {
 /// at once with NCCL's words, and the sweep goes on.
 #[test]
 fn an_async_nccl_error_fails_the_case_quickly_with_nccls_error() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let start = Instant::now();
@@ -313,6 +318,7 @@ fn an_async_nccl_error_fails_the_case_quickly_with_nccls_error() {
 /// left behind.
 #[test]
 fn a_hung_collective_is_aborted_by_the_rank_before_the_timeout() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let marker = out.path().to_str().unwrap().to_string();
@@ -376,6 +382,7 @@ fn a_hung_collective_is_aborted_by_the_rank_before_the_timeout() {
 /// case says what happened, and the other cases are measured.
 #[test]
 fn each_fault_is_named_and_the_sweep_goes_on() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let cases = [
         ("wrong@0+40", "wrong", "wrong"),
@@ -444,6 +451,7 @@ fn each_fault_is_named_and_the_sweep_goes_on() {
 /// backend waits out instead of failing.
 #[test]
 fn a_non_blocking_communicator_works() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let run = config_sweep_all_ok(
@@ -469,6 +477,7 @@ fn a_non_blocking_communicator_works() {
 /// peers and "direct shared memory", 2.18's P2P/IPC.
 #[test]
 fn older_nccl_log_formats_give_the_same_transports() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     for (version, p2p) in [
         ("2.7.8", "P2P/IPC"),
@@ -510,6 +519,7 @@ fn older_nccl_log_formats_give_the_same_transports() {
 /// posix_fallocate error, and the report says to fix /dev/shm, not to disable SHM.
 #[test]
 fn a_small_dev_shm_fails_shm_and_the_report_says_fix_dev_shm() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let o = sweep_in_small_dev_shm(
@@ -526,6 +536,9 @@ fn a_small_dev_shm_fails_shm_and_the_report_says_fix_dev_shm() {
             "4K",
             "--transports",
             "default,shm-off",
+            // What fails and what the report says, not timing: one round.
+            "--rounds",
+            "1",
         ],
     );
     assert_ne!(
@@ -566,6 +579,7 @@ fn a_small_dev_shm_fails_shm_and_the_report_says_fix_dev_shm() {
 /// A simulated run is never compared with a real one (here: the host backend's).
 #[test]
 fn compare_refuses_a_simulated_run_against_a_real_one() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let sim_out = out.path().join("sim");
@@ -623,6 +637,7 @@ fn compare_refuses_a_simulated_run_against_a_real_one() {
 /// every case ok on four ranks, the transport read from each rank's NCCL log.
 #[test]
 fn four_torchrun_style_ranks_run_on_the_simulated_gpus() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let port = common::free_port().to_string();
@@ -690,6 +705,7 @@ fn four_torchrun_style_ranks_run_on_the_simulated_gpus() {
 /// it can there (everything but nccl-tests).
 #[test]
 fn gpu_check_script_passes_on_the_simulated_gpus() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gpu-check.sh");
@@ -725,6 +741,7 @@ fn gpu_check_script_passes_on_the_simulated_gpus() {
 /// computes, and nccl-bench's check accepts exactly that.
 #[test]
 fn every_type_and_operator_checks_out() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let types = [
         "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
@@ -733,10 +750,13 @@ fn every_type_and_operator_checks_out() {
     for dtype in types {
         for op in ["sum", "prod", "max", "min", "avg"] {
             let out = tempfile::tempdir().unwrap();
+            // Exactness, not timing: an event after every all-reduce, no calibration
+            // of the event stride (which, at these sizes, asks for batches of
+            // hundreds of all-reduces).
             let o = sim_sweep(
                 &dir,
                 "nvlink",
-                &[],
+                &[ONE_EVENT_EACH],
                 out.path(),
                 &[
                     "--gpus",
@@ -757,6 +777,8 @@ fn every_type_and_operator_checks_out() {
                     dtype,
                     "-o",
                     op,
+                    // What NCCL chose is not the question here: no probe group.
+                    "--no-probe",
                 ],
             );
             assert_eq!(o.status.code(), Some(0), "{dtype} {op}: {}", text(&o));
@@ -785,6 +807,7 @@ fn every_type_and_operator_checks_out() {
 /// either; this test cannot provoke that interleaving on demand.)
 #[test]
 fn nccl_logging_to_stdout_does_not_break_the_workers_protocol() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let env = r#"NCCL_DEBUG_FILE = "/nonexistent/dir/nccl.%h.%p.log", NCCL_DEBUG_SUBSYS = "ALL""#;
@@ -801,6 +824,7 @@ fn nccl_logging_to_stdout_does_not_break_the_workers_protocol() {
 /// --precision (on a real machine the host test may end on the budget instead).
 #[test]
 fn adaptive_iterations_converge_to_the_precision() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let o = sim_sweep(
@@ -846,6 +870,7 @@ fn adaptive_iterations_converge_to_the_precision() {
 /// loader finds the stand-in (LD_LIBRARY_PATH is read at process start).
 #[test]
 fn the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     const CHILD: &str = "NCCL_BENCH_TEST_SIM_CHILD";
     if std::env::var_os(CHILD).is_some() {
@@ -889,7 +914,8 @@ fn the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus() {
     let o = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus",
+            // Its name in the one test binary: module, then function.
+            "sim_gpus::the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus",
             "--nocapture",
         ])
         .env(CHILD, "1")
@@ -910,6 +936,7 @@ fn the_positive_path_of_a_driver_machine_runs_on_the_simulated_gpus() {
 /// latency at 64 MiB.
 #[test]
 fn the_measured_ceilings_are_the_configured_link_speeds() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let within = |got: f64, want: f64| (got / want - 1.0).abs() <= 0.05;
     for (topo, pair_kind, pair_gbps) in [
@@ -982,6 +1009,7 @@ fn the_measured_ceilings_are_the_configured_link_speeds() {
 /// its links.
 #[test]
 fn an_all_reduce_slower_than_its_links_is_reported_low() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     for (slowdown, verdict) in [
         ("1", "at the link ceiling"),
@@ -1052,6 +1080,7 @@ fn an_all_reduce_slower_than_its_links_is_reported_low() {
 /// GPUs that exist are still measured, and the command exits 0 (errors are data).
 #[test]
 fn a_missing_gpu_is_an_error_in_the_ceilings_and_the_others_are_measured() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let o = on_sim(
         &dir,
@@ -1099,6 +1128,7 @@ fn a_missing_gpu_is_an_error_in_the_ceilings_and_the_others_are_measured() {
 /// GPU is touched: a GPU listed twice, zero bytes, a device that is not a number.
 #[test]
 fn ceilings_with_bad_arguments_exit_2() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     for (args, says) in [
         (&["--devices", "0,0"][..], "--devices lists GPU 0 twice"),
@@ -1127,6 +1157,7 @@ fn ceilings_with_bad_arguments_exit_2() {
 /// at what the link allows: the link, not NCCL, is the problem.
 #[test]
 fn pairs_find_the_one_slow_link() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path();
@@ -1152,6 +1183,8 @@ fn pairs_find_the_one_slow_link() {
             "64",
             "-n",
             "10",
+            // What NCCL chose is not the question here: no probe group.
+            "--no-probe",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -1198,6 +1231,7 @@ fn pairs_find_the_one_slow_link() {
 /// left, far below 500 us, and the case's note says so.
 #[test]
 fn events_that_would_set_the_pace_are_recorded_less_often() {
+    let _machine = crate::common::alone();
     let Some(dir) = sim_dir() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let slow_events = [

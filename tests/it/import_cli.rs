@@ -2,7 +2,7 @@
 //! reads; malformed input is exit 2 with its line number, and nothing existing is
 //! overwritten.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -35,6 +35,7 @@ fn import(file: &Path, out: &Path, extra: &[&str]) -> Output {
 
 #[test]
 fn an_nccl_tests_table_becomes_a_run_directory() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("imported");
     let o = import(&fixture("all_reduce_perf-2ranks.txt"), &out, &[]);
@@ -80,6 +81,7 @@ fn an_nccl_tests_table_becomes_a_run_directory() {
 
 #[test]
 fn malformed_input_is_exit_2_with_the_line_and_nothing_is_overwritten() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("x");
     let o = import(&fixture("all_reduce_perf-bad-row.txt"), &out, &[]);
@@ -107,6 +109,7 @@ fn malformed_input_is_exit_2_with_the_line_and_nothing_is_overwritten() {
 /// The real outputs in ../shared/fixtures/nccl-tests, read in place.
 #[test]
 fn every_shared_nccl_tests_fixture_imports() {
+    let _machine = crate::common::shared();
     let Some(dir) = need(Need::Fixtures("nccl-tests")) else {
         return;
     };
@@ -250,6 +253,7 @@ fn json_time(bytes: u64, i: usize, scale_large: f64, seed: u64) -> f64 {
 
 #[test]
 fn json_per_iteration_times_become_histograms_and_compare_bootstraps_them() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (iters, skip) = (200, 3);
     let doc = json_v3(&JSON_SIZES, iters, skip, |b, i| json_time(b, i, 1.0, 1));
@@ -345,6 +349,7 @@ fn json_per_iteration_times_become_histograms_and_compare_bootstraps_them() {
 /// own p95 and p99 stay, in their own columns, exactly as it printed them.
 #[test]
 fn an_import_of_twenty_iterations_keeps_nccl_tests_tails_and_gives_none_of_its_own() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let doc = json_v3(&JSON_SIZES, 20, 0, |b, i| json_time(b, i, 1.0, 3));
     let file = tmp.path().join("twenty.json");
@@ -405,6 +410,7 @@ fn started_at(run: &Path) -> String {
 /// without times is dated by its file, `-S` by its first row, `--started-at` wins.
 #[test]
 fn text_imports_are_dated_so_that_history_can_order_them() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("night.txt");
     std::fs::copy(fixture("all_reduce_perf-2ranks.txt"), &copy).unwrap();
@@ -482,6 +488,7 @@ fn cases(run: &Path) -> Vec<(String, String, String, String, String)> {
 /// the sizes and busbw nccl-tests printed (each binary's own bus factor).
 #[test]
 fn outputs_of_other_binaries_import_as_their_collective() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let expected = [
         (
@@ -550,6 +557,7 @@ fn outputs_of_other_binaries_import_as_their_collective() {
 /// tagged with the collective, as a sweep's are.
 #[test]
 fn json_of_alltoall_perf_tags_its_histograms_with_the_collective() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let doc = json_v3(&JSON_SIZES, 40, 0, |b, i| json_time(b, i, 1.0, 3))
         .replace("./build/all_reduce_perf", "./build/alltoall_perf")
@@ -575,6 +583,7 @@ fn json_of_alltoall_perf_tags_its_histograms_with_the_collective() {
 /// sweep of alltoall (same ranks, sizes, type and op), and no all_reduce case.
 #[test]
 fn an_imported_alltoall_compares_with_a_host_sweep_of_alltoall() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let imported = tmp.path().join("gb300");
     let o = import(
@@ -628,6 +637,7 @@ fn an_imported_alltoall_compares_with_a_host_sweep_of_alltoall() {
 /// with what to do, and writes nothing.
 #[test]
 fn outputs_that_cannot_be_labelled_are_exit_2() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let a2a =
         std::fs::read_to_string(fixture("nccl-tests-alltoall_perf-gb300-4ranks.txt")).unwrap();
@@ -667,6 +677,7 @@ fn outputs_that_cannot_be_labelled_are_exit_2() {
 /// document's env do not make its config "imported".
 #[test]
 fn text_and_json_of_one_real_run_read_the_same() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     for (collective, rows) in [("all_gather", 22), ("alltoall", 22), ("sendrecv", 24)] {
         let mut seen = Vec::new();
@@ -741,6 +752,7 @@ fn text_and_json_of_one_real_run_read_the_same() {
 /// it, and a `--coll` that says otherwise is exit 2, as is a name no binary has.
 #[test]
 fn coll_names_the_collective_an_output_does_not() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let old = fixture("nccl-tests-alltoall_perf-2021-empty-redop.txt");
     let out = tmp.path().join("old");

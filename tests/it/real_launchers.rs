@@ -6,14 +6,14 @@
 //! what one machine cannot show with the real ones (several nodes' hostlists,
 //! MPICH's variables).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, free_port, rows, rows_so_far, text, wait_no_processes};
+use crate::common::{bin, free_port, rows, rows_so_far, text, wait_no_processes};
 use nccl_bench::test_inputs::{need, Need};
 
 /// One round: the kill tests wait for a first case's row, which several rounds
@@ -65,6 +65,7 @@ fn tags(run: &Path) -> BTreeSet<String> {
 
 #[test]
 fn four_ranks_under_open_mpi_make_the_run_directory_a_sweep_makes() {
+    let _machine = crate::common::shared();
     let Some(exe) = need(Need::OpenMpi) else {
         return;
     };
@@ -130,6 +131,7 @@ fn four_ranks_under_open_mpi_make_the_run_directory_a_sweep_makes() {
 
 #[test]
 fn the_mpirun_script_sweeps_every_config_under_open_mpi() {
+    let _machine = crate::common::shared();
     let Some(exe) = need(Need::OpenMpi) else {
         return;
     };
@@ -177,6 +179,7 @@ fn the_mpirun_script_sweeps_every_config_under_open_mpi() {
 /// or worker process is left.
 #[test]
 fn a_killed_mpirun_ends_every_rank() {
+    let _machine = crate::common::shared();
     let Some(exe) = need(Need::OpenMpi) else {
         return;
     };

@@ -3,7 +3,7 @@
 //! both runs and the difference; the bootstrap over the histograms agrees; `-o`
 //! writes the tables and charts; bad arguments exit 2.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -112,6 +112,7 @@ fn history(args: &[&std::ffi::OsStr]) -> Output {
 
 #[test]
 fn the_one_step_is_found_with_both_runs_and_what_changed() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("results");
     thirty_nights(&results);
@@ -197,6 +198,7 @@ fn the_one_step_is_found_with_both_runs_and_what_changed() {
 
 #[test]
 fn bad_arguments_exit_2() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let o = history(&[tmp.path().join("missing").as_os_str()]);
     assert_eq!(o.status.code(), Some(2));

@@ -3,15 +3,26 @@
 //! with fewer CPUs than cores asked for, the pairs that share a CPU are the slow ones
 //! it names: a real measurement of this machine.
 
-mod common;
+use crate::common;
 
 #[test]
 fn every_pair_of_four_cores_is_measured_and_the_shared_ones_are_named() {
+    let _machine = crate::common::alone();
     let (_shm_dir, shm) = common::scratch_with_shm();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let o = common::sweep(&out, &shm)
-        .args(["--pairs", "--gpus", "4", "--transports", "default"])
+        // Six rounds, the fewest that give each case an interval: a pair whose two
+        // ranks share a CPU is far slower than that.
+        .args([
+            "--pairs",
+            "--gpus",
+            "4",
+            "--transports",
+            "default",
+            "--rounds",
+            "6",
+        ])
         .args([
             "-b",
             "64K",
@@ -79,6 +90,7 @@ fn every_pair_of_four_cores_is_measured_and_the_shared_ones_are_named() {
 
 #[test]
 fn pairs_need_two_devices() {
+    let _machine = crate::common::shared();
     let (_shm_dir, shm) = common::scratch_with_shm();
     let tmp = tempfile::tempdir().unwrap();
     let o = common::sweep(&tmp.path().join("out"), &shm)

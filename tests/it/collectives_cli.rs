@@ -3,12 +3,12 @@
 //! factors in results.csv; the report's verdict per collective; `compare` keyed by
 //! collective; and the mistakes refused with exit 2.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-use common::{bin, rows, run_dir, sweep, text};
+use crate::common::{bin, rows, run_dir, sweep, text};
 
 /// nccl-tests' bus factor per collective (its `GetBw`), written out here rather than
 /// taken from the code under test.
@@ -46,6 +46,7 @@ const ALL: [&str; 9] = [
 
 #[test]
 fn every_collective_is_ok_correct_and_measured_as_nccl_tests_does() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let o = sweep(out.path(), shm.path())
@@ -172,6 +173,7 @@ fn every_collective_is_ok_correct_and_measured_as_nccl_tests_does() {
 
 #[test]
 fn compare_keys_cases_by_collective_and_says_what_one_side_lacks() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let mut dirs = Vec::new();
@@ -215,6 +217,7 @@ fn compare_keys_cases_by_collective_and_says_what_one_side_lacks() {
 
 #[test]
 fn a_config_file_names_its_collectives_and_mistakes_are_exit_2() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let file = out.path().join("moe.toml");
@@ -284,6 +287,7 @@ fn a_config_file_names_its_collectives_and_mistakes_are_exit_2() {
 /// verdict per collective and overall.
 #[test]
 fn every_collective_runs_on_simulated_gpus_with_an_shm_verdict_each() {
+    let _machine = crate::common::shared();
     let Some(dir) = common::sim::sim_dir() else {
         return;
     };
@@ -380,6 +384,7 @@ fn every_collective_runs_on_simulated_gpus_with_an_shm_verdict_each() {
 /// CUDA graphs too, over P2P on NVSwitch.
 #[test]
 fn before_2_28_alltoall_gather_and_scatter_are_grouped_and_exact() {
+    let _machine = crate::common::shared();
     let Some(dir) = common::sim::sim_dir() else {
         return;
     };

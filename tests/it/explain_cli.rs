@@ -1,7 +1,7 @@
 //! `explain` from the command line: real logs (read in place), several files and
 //! standard input, and a file that is not an NCCL log (exit 2).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -14,6 +14,7 @@ fn logs() -> Option<std::path::PathBuf> {
 
 #[test]
 fn every_shared_log_is_explained() {
+    let _machine = crate::common::shared();
     let Some(dir) = logs() else { return };
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -46,6 +47,7 @@ fn every_shared_log_is_explained() {
 
 #[test]
 fn several_files_and_standard_input() {
+    let _machine = crate::common::shared();
     let Some(dir) = logs() else { return };
     let a = dir.join("nccl-log-8-multinode-socket-connect-abort.txt");
     let b = dir.join("nccl-log-3-p2p-cumem-2.21.5.txt");
@@ -78,6 +80,7 @@ fn several_files_and_standard_input() {
 
 #[test]
 fn a_file_that_is_not_an_nccl_log_is_exit_2() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let f = tmp.path().join("notes.txt");
     std::fs::write(&f, "epoch 1 loss 0.3\nepoch 2 loss 0.2\n").unwrap();

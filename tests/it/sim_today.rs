@@ -5,13 +5,13 @@
 //! grain), and the product reads each right. Without the stand-in these tests fail
 //! unless NCCL_BENCH_TEST_SKIP names `sim`. Nothing here is a measurement.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::sim::{sim_dir, sim_sweep};
-use common::{report, rows, run_dir, text};
+use crate::common::sim::{sim_dir, sim_sweep};
+use crate::common::{report, rows, run_dir, text};
 
 /// A sweep on `topo` that must succeed; its run directory and rows.
 fn sweep_ok(
@@ -51,6 +51,7 @@ fn nccl_logs(run: &Path) -> Vec<Vec<String>> {
 /// ring figure, and the report says what NVLS gained.
 #[test]
 fn nvswitch_sweeps_report_nvls_and_judge_it_against_the_nvls_figure() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let (run, rows) = sweep_ok(
@@ -102,6 +103,7 @@ fn nvswitch_sweeps_report_nvls_and_judge_it_against_the_nvls_figure() {
 /// bracketed device numbers are the physical ones, and the case gets a ceiling.
 #[test]
 fn two_pcie_switches_give_a_mixed_ring_with_a_ceiling() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let (run, rows) = sweep_ok(
@@ -152,6 +154,7 @@ fn connects_after_init(run: &Path) -> bool {
 /// NCCL_RUNTIME_CONNECT=0; the transports are read either way.
 #[test]
 fn connections_are_lazy_from_2_22_and_read_either_way() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let args = [
         "--gpus",
@@ -196,6 +199,7 @@ fn connections_are_lazy_from_2_22_and_read_either_way() {
 /// host's polling is not timed as the GPU's work. CUDA graphs work with it too.
 #[test]
 fn non_blocking_communicators_time_as_blocking_ones() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let p50 = |env: &[(&str, &str)], extra: &[&str]| {
         let out = tempfile::tempdir().unwrap();
@@ -232,6 +236,7 @@ fn non_blocking_communicators_time_as_blocking_ones() {
 /// for the grain alone.
 #[test]
 fn the_event_grain_neither_biases_nor_flags_small_sizes() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let (_, rows) = sweep_ok(
@@ -273,6 +278,7 @@ fn the_event_grain_neither_biases_nor_flags_small_sizes() {
 /// of the group at once with that reason; two ranks fit and run.
 #[test]
 fn a_connection_set_up_failure_fails_the_rest_of_its_group_at_once() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let o = common::sim::sweep_in_small_dev_shm(
@@ -330,10 +336,11 @@ fn a_connection_set_up_failure_fails_the_rest_of_its_group_at_once() {
 }
 
 /// Every all-reduce hangs. Each group spends two timeouts, then records its other
-/// sizes as skipped with the reason: 8 sizes x 2 configs at --timeout 10s finish
-/// within 2 x 10 s + 30 s per group. `--try-every-size` tries every size.
+/// sizes as skipped with the reason: 8 sizes x 2 configs at --timeout 3s finish
+/// within 2 x 3 s + 30 s per group. `--try-every-size` tries every size.
 #[test]
 fn a_hang_costs_at_most_two_timeouts_per_group() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let hang = [("NCCL_BENCH_SIM_FAULT", "hang")];
     let out = tempfile::tempdir().unwrap();
@@ -353,12 +360,12 @@ fn a_hang_costs_at_most_two_timeouts_per_group() {
             "--transports",
             "default,shm-off",
             "--timeout",
-            "10s",
+            "3s",
         ],
     );
     let took = start.elapsed();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(took.as_secs_f64() < 2.0 * (2.0 * 10.0 + 30.0), "{took:?}");
+    assert!(took.as_secs_f64() < 2.0 * (2.0 * 3.0 + 30.0), "{took:?}");
     let skipped = rows(&run_dir(out.path()));
     assert_eq!(skipped.len(), 16);
     for r in &skipped {
@@ -368,7 +375,7 @@ fn a_hang_costs_at_most_two_timeouts_per_group() {
                 assert_eq!(r["status"], "skipped", "{r:?}");
                 assert!(
                     r["error"].starts_with(
-                        "skipped: 8 B and 16 B, the two sizes before, timed out (--timeout 10s)"
+                        "skipped: 8 B and 16 B, the two sizes before, timed out (--timeout 3s)"
                     ),
                     "{r:?}"
                 );
@@ -391,7 +398,7 @@ fn a_hang_costs_at_most_two_timeouts_per_group() {
             "--transports",
             "default",
             "--timeout",
-            "4s",
+            "3s",
             "--try-every-size",
         ],
     );
@@ -417,7 +424,7 @@ fn a_hang_costs_at_most_two_timeouts_per_group() {
             "--transports",
             "default",
             "--timeout",
-            "4s",
+            "3s",
         ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -434,6 +441,7 @@ fn a_hang_costs_at_most_two_timeouts_per_group() {
 /// completes (`hang`, stopped at the rank's own deadline), each with `abort-hang`.
 #[test]
 fn a_blocking_abort_does_not_lose_the_reason() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let args = [
         "--gpus",
@@ -530,6 +538,7 @@ fn sim_run_rank(
 /// NCCL would say `Duplicate GPU detected`.
 #[test]
 fn run_gives_each_rank_its_own_gpu_and_refuses_a_shared_one() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let both = |visible: [Option<&str>; 2]| {
         let out = tempfile::tempdir().unwrap();
@@ -577,12 +586,13 @@ fn run_gives_each_rank_its_own_gpu_and_refuses_a_shared_one() {
 }
 
 /// Two "nodes" (network and host-name namespaces joined by a veth pair, as
-/// tests/two_nodes.rs builds them) of two simulated GPUs each, four `run` ranks with
+/// tests/it/two_nodes.rs builds them) of two simulated GPUs each, four `run` ranks with
 /// the NCCL backend: the ring crosses the nodes over NET and stays on P2P inside
 /// each, so the cell mixes both, each NET connection counted once although NCCL
 /// logs it on both sides.
 #[test]
 fn two_nodes_mix_net_and_p2p_in_one_ring() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     // After `common::TWO_NODES`: four ranks, two per node.
     const RANKS: &str = r#"

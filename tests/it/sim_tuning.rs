@@ -6,13 +6,13 @@
 //! per collective. Without the stand-in these tests fail unless
 //! NCCL_BENCH_TEST_SKIP names `sim`. Nothing here is a measurement.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use common::sim::{sim_dir, sim_sweep};
-use common::{rows, run_dir, text};
+use crate::common::sim::{sim_dir, sim_sweep};
+use crate::common::{rows, run_dir, text};
 
 type Row = HashMap<String, String>;
 
@@ -50,6 +50,7 @@ fn of<'a>(rows: &'a [Row], config: &str) -> Vec<&'a Row> {
 /// lines only in the probe's logs, never in the timed rounds'.
 #[test]
 fn the_probe_fills_the_choice_columns_and_unsupported_choices_are_no_failures() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let rows = sweep(&dir, out.path(), "2.28.9", "default,ll128,nvls", "256K");
@@ -122,6 +123,7 @@ fn the_probe_fills_the_choice_columns_and_unsupported_choices_are_no_failures() 
 /// NCCL logs no choice at all: the columns stay empty.
 #[test]
 fn older_nccl_falls_back_silently_and_the_note_says_so() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let rows = sweep(&dir, out.path(), "2.21.5", "default,nvls", "4K");
@@ -161,6 +163,7 @@ fn older_nccl_falls_back_silently_and_the_note_says_so() {
 /// timed loop shows what a log write per all-reduce would cost.
 #[test]
 fn the_probe_leaves_the_small_all_reduce_time_alone() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let config = tempfile::tempdir().unwrap();
     let file = config.path().join("logged.toml");
@@ -214,6 +217,7 @@ fn the_probe_leaves_the_small_all_reduce_time_alone() {
 /// than NCCL's prediction. `compare` of the two configs names the choice that differs.
 #[test]
 fn the_report_names_nccls_choices_a_better_forced_one_and_wrong_predictions() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let o = sim_sweep(
@@ -294,6 +298,7 @@ fn the_report_names_nccls_choices_a_better_forced_one_and_wrong_predictions() {
 /// collective fails, and the case is `unsupported` with NCCL's words.
 #[test]
 fn the_algorithms_config_on_eight_gpus_across_versions() {
+    let _machine = crate::common::shared();
     let Some(dir) = sim_dir() else { return };
     let out = tempfile::tempdir().unwrap();
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/algorithms.toml");

@@ -7,11 +7,11 @@
 //! One test function, so that nothing else in this binary loads the machine while
 //! it measures.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 
-use common::{rows, run_dir, sweep, text};
+use crate::common::{rows, run_dir, sweep, text};
 
 fn row<'a>(rows: &'a [HashMap<String, String>], bytes: &str) -> &'a HashMap<String, String> {
     rows.iter()
@@ -25,6 +25,7 @@ fn p50(r: &HashMap<String, String>) -> f64 {
 
 #[test]
 fn a_stalled_case_is_flagged_and_remeasured() {
+    let _machine = crate::common::alone();
     let shm = tempfile::tempdir().unwrap();
     let args = [
         "--gpus",

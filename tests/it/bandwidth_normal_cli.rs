@@ -4,11 +4,11 @@
 //! before anything is written and kept in the run, and an imported nccl-tests run
 //! is held against the published figure for its GPUs.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
-use common::{rows, run_dir, sweep, text};
+use crate::common::{rows, run_dir, sweep, text};
 use nccl_bench::test_inputs::{need, Need};
 
 fn manifest(run: &Path) -> serde_json::Value {
@@ -17,6 +17,7 @@ fn manifest(run: &Path) -> serde_json::Value {
 
 #[test]
 fn a_host_sweep_reads_every_case_against_its_measured_ceiling_and_fits_each_config() {
+    let _machine = crate::common::alone();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let o = sweep(&out, tmp.path())
@@ -111,6 +112,7 @@ check = "our runbook, section 3"
 
 #[test]
 fn a_bad_expected_file_is_exit_2_before_anything_is_written() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let bad = tmp.path().join("bad.toml");
     std::fs::write(&bad, MINE.replace("busbw_gbps = 180", "busbw_gbps = -3")).unwrap();
@@ -142,6 +144,7 @@ fn a_bad_expected_file_is_exit_2_before_anything_is_written() {
 
 #[test]
 fn an_expected_file_is_kept_in_the_run_and_its_rows_come_first() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let mine = tmp.path().join("mine.toml");
     std::fs::write(&mine, MINE).unwrap();

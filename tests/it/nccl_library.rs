@@ -4,7 +4,7 @@
 //! NCCL_BENCH_TEST_NCCL_LIB; without it these tests fail unless
 //! NCCL_BENCH_TEST_SKIP names `nccl` (see `nccl_bench::test_inputs`).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +21,7 @@ fn library() -> Option<PathBuf> {
 
 #[test]
 fn version_unique_id_and_error_strings_through_our_ffi() {
+    let _machine = crate::common::shared();
     let Some(path) = library() else { return };
     let nccl = Nccl::load(&path).unwrap();
     let version = nccl.version().unwrap();
@@ -64,6 +65,7 @@ fn version_unique_id_and_error_strings_through_our_ffi() {
 /// before (as nccl-tests builds them), sendrecv always grouped.
 #[test]
 fn every_collective_has_its_symbols_in_the_real_library() {
+    let _machine = crate::common::shared();
     use nccl_bench::backend::nccl::Runs;
     use nccl_bench::ops::collective::Collective;
     let Some(path) = library() else { return };
@@ -86,6 +88,7 @@ fn every_collective_has_its_symbols_in_the_real_library() {
 
 #[test]
 fn communicator_init_without_a_gpu_fails_with_nccls_own_words() {
+    let _machine = crate::common::shared();
     let Some(path) = library() else { return };
     if nccl_bench::machine::cuda::cuda_driver().is_ok() {
         // A machine with a driver: the positive path instead.
@@ -119,6 +122,7 @@ fn communicator_init_without_a_gpu_fails_with_nccls_own_words() {
 
 #[test]
 fn discovery_finds_the_explicit_library_and_reports_its_version() {
+    let _machine = crate::common::shared();
     let Some(path) = library() else { return };
     let found = libnccl::discover(Some(&path), &ThisMachine).unwrap();
     assert_eq!(found.path, path);
@@ -128,6 +132,7 @@ fn discovery_finds_the_explicit_library_and_reports_its_version() {
 
 #[test]
 fn sweep_with_the_nccl_backend_and_no_gpu_is_a_clear_exit_2() {
+    let _machine = crate::common::shared();
     let Some(path) = library() else { return };
     if nccl_bench::machine::cuda::cuda_driver().is_ok() {
         // A machine with a driver: the positive path instead.
@@ -163,6 +168,7 @@ fn sweep_with_the_nccl_backend_and_no_gpu_is_a_clear_exit_2() {
 
 #[test]
 fn an_nccl_worker_without_a_gpu_reports_over_the_protocol() {
+    let _machine = crate::common::shared();
     let Some(path) = library() else { return };
     if nccl_bench::machine::cuda::cuda_driver().is_ok() {
         // A machine with a driver: the positive path instead.
@@ -189,6 +195,7 @@ fn an_nccl_worker_without_a_gpu_reports_over_the_protocol() {
 
 #[test]
 fn the_init_preflight_is_one_line_with_a_hint() {
+    let _machine = crate::common::shared();
     let Some(path) = library() else { return };
     let exe = common::bin();
     let target = nccl_bench::sweep::preflight::Target {
@@ -273,6 +280,7 @@ impl libnccl::Machine for Tree {
 
 #[test]
 fn discovery_in_a_tree_skips_a_broken_library_and_finds_site_packages() {
+    let _machine = crate::common::shared();
     let Some(real) = library() else { return };
     let tree = Tree {
         root: tempfile::tempdir().unwrap(),

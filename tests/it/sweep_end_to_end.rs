@@ -2,13 +2,12 @@
 //! 1 KiB to 4 MiB, in the host backend's default 15 rounds, then the run directory read
 //! back.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use nccl_bench::export::hlog;
 
 #[test]
 fn host_sweep_writes_a_complete_run_directory() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let o = sweep(out.path(), shm.path())
@@ -160,6 +159,7 @@ fn host_sweep_writes_a_complete_run_directory() {
 
 #[test]
 fn adaptive_iterations_stop_on_precision_or_budget() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let o = sweep(out.path(), shm.path())
@@ -200,6 +200,7 @@ fn adaptive_iterations_stop_on_precision_or_budget() {
 /// reported, in order.
 #[test]
 fn tails_are_measured_when_asked_for() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let o = sweep(out.path(), shm.path())
@@ -225,6 +226,7 @@ fn tails_are_measured_when_asked_for() {
 /// six give one.
 #[test]
 fn an_interval_only_where_the_samples_support_one() {
+    let _machine = crate::common::shared();
     for (n, interval) in [("3", false), ("6", true)] {
         let out = tempfile::tempdir().unwrap();
         let shm = tempfile::tempdir().unwrap();
@@ -248,6 +250,7 @@ fn an_interval_only_where_the_samples_support_one() {
 
 #[test]
 fn every_datatype_and_op_is_checked_correct() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     for (dtype, op) in [
@@ -271,6 +274,9 @@ fn every_datatype_and_op_is_checked_correct() {
                 "32",
                 "-n",
                 "2",
+                // Correctness, not timing: one round.
+                "--rounds",
+                "1",
             ])
             .args(["-d", dtype, "-o", op, "--label", &format!("{dtype}-{op}")])
             .output()
@@ -292,6 +298,7 @@ fn every_datatype_and_op_is_checked_correct() {
 
 #[test]
 fn a_failed_doctor_check_is_said_and_the_sweep_still_runs_every_case() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let o = sweep(out.path(), shm.path())

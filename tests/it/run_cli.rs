@@ -4,14 +4,14 @@
 //! must give what `sweep` gives; missing or misconfigured ranks must make every
 //! process exit within the deadline with a precise message.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, free_port, rows, text, wait_no_processes};
+use crate::common::{bin, free_port, rows, text, wait_no_processes};
 
 /// A `run` process with a clean environment (no launcher variables of the machine
 /// running the tests) plus `env`, in one round (tests that stop a run wait for a
@@ -103,6 +103,7 @@ fn cell_keys(run: &Path) -> BTreeSet<(String, String, String)> {
 
 #[test]
 fn four_ranks_under_two_launchers_build_one_run_directory_like_sweep() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
     std::fs::create_dir_all(&shm).unwrap();
@@ -288,6 +289,7 @@ fn assert_all_exit_2_after(outputs: &[Output], elapsed: Duration, deadline: Dura
 
 #[test]
 fn a_rank_that_never_comes_is_named_and_every_rank_exits_within_the_deadline() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
     let port = free_port();
@@ -329,6 +331,7 @@ fn a_rank_that_never_comes_is_named_and_every_rank_exits_within_the_deadline() {
 
 #[test]
 fn a_rank_with_the_wrong_port_fails_both_sides_within_the_deadline() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
     let (good, wrong) = (free_port(), free_port());
@@ -361,6 +364,7 @@ fn a_rank_with_the_wrong_port_fails_both_sides_within_the_deadline() {
 
 #[test]
 fn ranks_started_with_different_world_sizes_stop_at_once() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
     let port = free_port();
@@ -387,6 +391,7 @@ fn ranks_started_with_different_world_sizes_stop_at_once() {
 
 #[test]
 fn a_crashing_remote_rank_fails_its_case_and_fresh_workers_take_the_rest() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
     std::fs::create_dir_all(&shm).unwrap();
@@ -423,6 +428,7 @@ fn a_crashing_remote_rank_fails_its_case_and_fresh_workers_take_the_rest() {
 
 #[test]
 fn a_rank_whose_process_dies_fails_the_rest_of_the_config_without_waiting() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
     std::fs::create_dir_all(&shm).unwrap();
@@ -481,6 +487,7 @@ fn a_rank_whose_process_dies_fails_the_rest_of_the_config_without_waiting() {
 
 #[test]
 fn ranks_meet_through_a_rendezvous_file_on_a_shared_file_system() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
     std::fs::create_dir_all(&shm).unwrap();
@@ -520,6 +527,7 @@ fn ranks_meet_through_a_rendezvous_file_on_a_shared_file_system() {
 
 #[test]
 fn appending_refuses_what_would_mix_or_overwrite_results() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let shm = tmp.path().join("shm");
     std::fs::create_dir(&shm).unwrap();
@@ -564,6 +572,7 @@ fn appending_refuses_what_would_mix_or_overwrite_results() {
 
 #[test]
 fn run_refuses_what_it_cannot_do_with_exit_2() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
     let not_a_run = notes(tmp.path());
@@ -639,6 +648,7 @@ fn assert_refused(
 /// of its own are checked before anything is written.
 #[test]
 fn a_soak_over_the_ranks_refuses_bad_input_with_exit_2() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
     let not_a_run = notes(tmp.path());
@@ -711,6 +721,7 @@ fn a_soak_over_the_ranks_refuses_bad_input_with_exit_2() {
 
 #[test]
 fn pairs_of_nodes_need_two_nodes() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().to_path_buf());
     let port = free_port();
@@ -735,6 +746,7 @@ fn pairs_of_nodes_need_two_nodes() {
 /// process group on every rank's node, its workers' logs named by the round.
 #[test]
 fn ranks_measure_in_rounds_like_a_sweep() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
     std::fs::create_dir_all(&shm).unwrap();
@@ -776,6 +788,7 @@ fn ranks_measure_in_rounds_like_a_sweep() {
 /// ranks, as `sweep` does: rooted ones at `--root`.
 #[test]
 fn ranks_measure_every_collective_asked_for() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("results"), tmp.path().join("shm"));
     std::fs::create_dir_all(&shm).unwrap();

@@ -2,10 +2,11 @@
 //! SHM verdict drawn from the data, in the order a person decides; a directory that
 //! is not a run is exit 2.
 
-mod common;
+use crate::common;
 
 #[test]
 fn a_host_sweep_writes_a_report_with_the_shm_verdict() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let o = common::sweep(out.path(), shm.path())
@@ -98,6 +99,7 @@ fn a_host_sweep_writes_a_report_with_the_shm_verdict() {
 
 #[test]
 fn report_on_something_that_is_not_a_run_is_exit_2() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let o = std::process::Command::new(common::bin())
         .arg("report")

@@ -2,7 +2,7 @@
 //! runs, a 10 % slowdown at large sizes, noise inside the band, a new failure, two
 //! configs of one run, and the errors that must exit 2.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;
@@ -143,6 +143,7 @@ fn compare(args: &[&std::ffi::OsStr]) -> Output {
 
 #[test]
 fn a_run_compared_with_itself_reports_no_change() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let run = write_run(tmp.path(), "a", &uniform("default", |_| Some(1.0)));
     let o = compare(&[run.as_os_str(), run.as_os_str()]);
@@ -155,6 +156,7 @@ fn a_run_compared_with_itself_reports_no_change() {
 
 #[test]
 fn a_ten_percent_slowdown_at_large_sizes_fails_the_gate() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let base = write_run(tmp.path(), "base", &uniform("default", |_| Some(1.0)));
     let cand = write_run(
@@ -193,6 +195,7 @@ fn a_ten_percent_slowdown_at_large_sizes_fails_the_gate() {
 /// re-measured one still counts.
 #[test]
 fn a_noisy_side_makes_a_pair_inconclusive() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let base = write_run(tmp.path(), "base", &uniform("default", |_| Some(1.0)));
     let cand = write_run_with(
@@ -253,6 +256,7 @@ fn a_noisy_side_makes_a_pair_inconclusive() {
 
 #[test]
 fn runs_launched_differently_are_said_to_be() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let base = write_run(tmp.path(), "base", &uniform("default", |_| Some(1.0)));
     let cand = write_graph_run(tmp.path(), "cand", &uniform("default", |_| Some(1.0)), 20);
@@ -269,6 +273,7 @@ fn runs_launched_differently_are_said_to_be() {
 
 #[test]
 fn noise_inside_the_band_is_unchanged() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let base = write_run(tmp.path(), "base", &uniform("default", |_| Some(1.0)));
     let cand = write_run(tmp.path(), "cand", &uniform("default", |_| Some(1.005)));
@@ -287,6 +292,7 @@ fn noise_inside_the_band_is_unchanged() {
 
 #[test]
 fn a_case_that_now_fails_is_a_regression() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let base = write_run(tmp.path(), "base", &uniform("default", |_| Some(1.0)));
     let cand = write_run(
@@ -311,6 +317,7 @@ fn a_case_that_now_fails_is_a_regression() {
 
 #[test]
 fn two_configs_of_one_run() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let mut specs = uniform("default", |_| Some(1.0));
     specs.extend(uniform("shm-off", |_| Some(1.5)));
@@ -331,6 +338,7 @@ fn two_configs_of_one_run() {
 
 #[test]
 fn errors_exit_2() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let run = write_run(tmp.path(), "a", &uniform("default", |_| Some(1.0)));
     let other = write_run(tmp.path(), "b", &uniform("other", |_| Some(1.0)));
@@ -383,6 +391,7 @@ fn nccl_bench(args: &[&std::ffi::OsStr]) -> Output {
 /// (exit 1), in a table and in JUnit XML that a JUnit reader parses.
 #[test]
 fn a_baseline_gates_a_run_case_by_case_and_junit_shows_each_case() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let runs: Vec<std::path::PathBuf> = ["n1", "n2", "n3"]
         .iter()

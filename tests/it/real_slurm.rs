@@ -6,13 +6,13 @@
 //! node is idle, and stops and reaps the daemons when it ends, however it ends.
 //! Host-backend ranks, 4 tasks on one node.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, free_port, rows, text, wait_no_processes};
+use crate::common::{bin, free_port, rows, text, wait_no_processes};
 use nccl_bench::test_inputs::{need, Need};
 
 /// A one-node Slurm cluster that lives as long as this value.
@@ -216,6 +216,7 @@ fn srun_in_salloc(slurm: &LocalSlurm, run: &Path, shm: &Path, config: &str) -> C
 
 #[test]
 fn srun_in_an_allocation_and_the_batch_script_run_under_slurm() {
+    let _machine = crate::common::shared();
     let Some(bin_dir) = need(Need::Slurm) else {
         return;
     };
@@ -383,6 +384,7 @@ fn srun_in_an_allocation_and_the_batch_script_run_under_slurm() {
 /// records the run as interrupted, and no rank or worker process is left.
 #[test]
 fn a_cancelled_job_ends_every_rank() {
+    let _machine = crate::common::shared();
     let Some(bin_dir) = need(Need::Slurm) else {
         return;
     };

@@ -596,7 +596,7 @@ fn layering_problems(
     for t in &tops {
         if layer_of(t).is_none() {
             problems.push(format!(
-                "module `{t}` has no place in LAYERS (tests/architecture.rs) nor in the architecture map of src/lib.rs"
+                "module `{t}` has no place in LAYERS (tests/it/architecture.rs) nor in the architecture map of src/lib.rs"
             ));
         }
     }
@@ -660,6 +660,7 @@ fn layering_problems(
 
 #[test]
 fn the_import_graph_has_no_cycle_and_points_down_the_layers() {
+    let _machine = crate::common::shared();
     let tree = read_tree(&src_dir());
     let (problems, graph) = layering_problems(&tree, LAYERS, ALLOWED);
     println!("module-level imports (file edges):");
@@ -676,6 +677,7 @@ fn the_import_graph_has_no_cycle_and_points_down_the_layers() {
 
 #[test]
 fn files_are_folders_not_path_splits_short_and_documented() {
+    let _machine = crate::common::shared();
     let tree = read_tree(&src_dir());
     let mut problems = Vec::new();
     for (i, s) in tree.sources.iter().enumerate() {
@@ -730,6 +732,7 @@ fn sample_crate(dir: &Path) -> PathBuf {
 
 #[test]
 fn the_checker_finds_cycles_and_upward_imports_through_reexports_and_macros() {
+    let _machine = crate::common::shared();
     let dir = tempfile::tempdir().expect("a temp dir");
     let tree = read_tree(&sample_crate(dir.path()));
     let layers: &[&[&str]] = &[&["high"], &["mid"], &["low"]];
@@ -782,6 +785,7 @@ fn the_checker_finds_cycles_and_upward_imports_through_reexports_and_macros() {
 
 #[test]
 fn the_architecture_map_names_every_module_and_layer() {
+    let _machine = crate::common::shared();
     let tree = read_tree(&src_dir());
     let lib = std::fs::read_to_string(src_dir().join("lib.rs")).expect("src/lib.rs");
     let map: String = lib

@@ -7,21 +7,13 @@
 //! little, a slowdown of 25 %), and an A/A pair that differs, which a decision at 95 %
 //! allows by chance, is measured once more before it fails the test ([`judge`]).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
 
-use common::*;
+use crate::common::*;
 use nccl_bench::test_inputs::{need, Need};
-
-/// One test of this file at a time: each measures, and a 2-core machine running two
-/// sweeps at once flags their cases noisy (not evidence either way).
-fn alone() -> MutexGuard<'static, ()> {
-    static ONE: Mutex<()> = Mutex::new(());
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Three configs: `default`, `same-as-default` (a variable nothing reads) and
 /// `slow` with `slow_env`.
@@ -195,7 +187,9 @@ fn same_configs_are_unchanged_and_a_slower_one_is_found_for_alltoall() {
 #[test]
 fn same_configs_are_unchanged_and_a_slower_one_is_found_on_jittery_simulated_gpus() {
     let Some(dir) = need(Need::Sim) else { return };
-    let _alone = alone();
+    // The stand-in's time is its devices' (virtual, each group's speed drawn from
+    // its communicator): how busy the machine is does not change what it measures.
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let config = aa_config(tmp.path(), r#"NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN = "1.25""#);
     judge(|attempt| {
@@ -288,7 +282,9 @@ fn history_json(out: &Path) -> serde_json::Value {
 #[test]
 fn ten_identical_runs_give_a_quiet_history_and_a_slowdown_is_a_step() {
     let Some(dir) = need(Need::Sim) else { return };
-    let _alone = alone();
+    // The stand-in's time is its devices' (virtual, each group's speed drawn from
+    // its communicator): how busy the machine is does not change what it measures.
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let (same, slower) = (tmp.path().join("same"), tmp.path().join("slower"));
     for i in 0..10 {
@@ -333,7 +329,9 @@ fn ten_identical_runs_give_a_quiet_history_and_a_slowdown_is_a_step() {
 #[test]
 fn the_shm_verdict_on_jittery_simulated_nvlink_finds_no_difference() {
     let Some(dir) = need(Need::Sim) else { return };
-    let _alone = alone();
+    // The stand-in's time is its devices' (virtual, each group's speed drawn from
+    // its communicator): how busy the machine is does not change what it measures.
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("runs");
     let o = jittery_sim_sweep(&dir, &out)

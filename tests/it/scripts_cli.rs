@@ -3,12 +3,12 @@
 //! with the variables the real launchers give (tests/fixtures/fake-launchers), and
 //! regression.sh gating on a comparison. The host backend does the measuring.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{bin, rows, text};
+use crate::common::{bin, rows, text};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -64,6 +64,7 @@ fn assert_exit(o: &Output, code: i32) {
 
 #[test]
 fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_it() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let shm = tmp.path().join("shm");
     std::fs::create_dir(&shm).unwrap();
@@ -240,6 +241,7 @@ fn the_launcher_scripts_sweep_every_config_into_one_run_and_regression_gates_on_
 /// backend is asked for.
 #[test]
 fn the_batch_script_stops_when_a_node_has_fewer_gpus_than_tasks() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let sbatch = std::fs::read_to_string(repo().join("scripts/slurm-sweep.sbatch")).unwrap();
     assert!(
@@ -286,6 +288,7 @@ fn the_batch_script_stops_when_a_node_has_fewer_gpus_than_tasks() {
 
 #[test]
 fn the_scripts_say_how_to_use_them() {
+    let _machine = crate::common::shared();
     for name in ["mpirun-sweep.sh", "regression.sh"] {
         let o = script(name).arg("--help").output().unwrap();
         assert_exit(&o, 2);

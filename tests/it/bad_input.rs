@@ -1,11 +1,9 @@
 //! Bad input gets a precise message and exit code 2, never a panic, and nothing is
 //! written: the output directory is not even created.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,6 +34,7 @@ fn rejected(args: &[&str], message: &str) {
 
 #[test]
 fn malformed_sizes() {
+    let _machine = crate::common::shared();
     rejected(&["-b", "1.5M"], "invalid size '1.5M'");
     rejected(&["-e", "lots"], "invalid size 'lots'");
     rejected(&["-b", "99999999999G"], "too large");
@@ -43,6 +42,7 @@ fn malformed_sizes() {
 
 #[test]
 fn minimum_above_maximum() {
+    let _machine = crate::common::shared();
     rejected(
         &["-b", "64M", "-e", "1M"],
         "minimum size 64 MiB is larger than maximum size 1 MiB",
@@ -56,6 +56,7 @@ fn minimum_above_maximum() {
 
 #[test]
 fn unknown_names() {
+    let _machine = crate::common::shared();
     rejected(
         &["--transports", "default,shm-of"],
         "unknown transport configuration 'shm-of'",
@@ -75,6 +76,7 @@ fn unknown_names() {
 
 #[test]
 fn broken_toml_names_the_line() {
+    let _machine = crate::common::shared();
     rejected(
         &["--config", &fixture("broken.toml")],
         "broken.toml: TOML parse error at line 6",
@@ -83,6 +85,7 @@ fn broken_toml_names_the_line() {
 
 #[test]
 fn unknown_toml_key_names_key_and_line() {
+    let _machine = crate::common::shared();
     let f = fixture("unknown-key.toml");
     rejected(&["--config", &f], "unknown field `enviroment`");
     rejected(&["--config", &f], "line 6");
@@ -90,6 +93,7 @@ fn unknown_toml_key_names_key_and_line() {
 
 #[test]
 fn missing_config_file() {
+    let _machine = crate::common::shared();
     rejected(
         &["--config", "/nonexistent/configs.toml"],
         "cannot read transport config /nonexistent/configs.toml",
@@ -98,6 +102,7 @@ fn missing_config_file() {
 
 #[test]
 fn out_dir_that_cannot_be_created() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("plain-file");
     std::fs::write(&file, "precious").unwrap();
@@ -116,6 +121,7 @@ fn out_dir_that_cannot_be_created() {
 
 #[test]
 fn shm_dir_must_exist() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let o = sweep(&out, &tmp.path().join("nope"))
@@ -129,6 +135,7 @@ fn shm_dir_must_exist() {
 
 #[test]
 fn nccl_backend_without_a_driver_is_a_one_line_error() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let o = std::process::Command::new(bin())
@@ -149,6 +156,7 @@ fn nccl_backend_without_a_driver_is_a_one_line_error() {
 
 #[test]
 fn an_unknown_nccl_variable_warns_and_still_runs() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let o = sweep(&out, tmp.path())
@@ -175,6 +183,7 @@ fn an_unknown_nccl_variable_warns_and_still_runs() {
 
 #[test]
 fn an_existing_run_directory_is_never_reused() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     for _ in 0..2 {
@@ -204,6 +213,7 @@ fn an_existing_run_directory_is_never_reused() {
 
 #[test]
 fn help_reads_like_a_real_tool() {
+    let _machine = crate::common::shared();
     let o = std::process::Command::new(bin())
         .args(["sweep", "--help"])
         .output()
@@ -236,6 +246,7 @@ fn help_reads_like_a_real_tool() {
 
 #[test]
 fn an_unusable_config_value_is_refused_before_the_run() {
+    let _machine = crate::common::shared();
     rejected(
         &["--config", &fixture("bad-buffsize.toml")],
         "config 'big-fifo'",
@@ -248,6 +259,7 @@ fn an_unusable_config_value_is_refused_before_the_run() {
 
 #[test]
 fn cuda_graphs_need_the_nccl_backend() {
+    let _machine = crate::common::shared();
     rejected(
         &["--graph", "20"],
         "--graph 20 captures CUDA graphs, which the host backend does not have",
@@ -260,11 +272,13 @@ fn cuda_graphs_need_the_nccl_backend() {
 
 #[test]
 fn buffers_larger_than_memory_are_refused_before_the_run() {
+    let _machine = crate::common::shared();
     rejected(&["-b", "1T", "-e", "1T"], "need 4 TiB of memory");
 }
 
 #[test]
 fn an_existing_run_dir_is_never_overwritten() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let existing = tmp.path().join("earlier-run");
     std::fs::create_dir(&existing).unwrap();
@@ -289,6 +303,7 @@ fn an_existing_run_dir_is_never_overwritten() {
 
 #[test]
 fn a_bad_event_stride_is_refused_before_anything_runs() {
+    let _machine = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let o = sweep(&out, tmp.path())

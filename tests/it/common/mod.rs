@@ -6,10 +6,27 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 pub mod browser;
 pub mod sim;
+
+/// The machine, shared by the tests of this one binary (they run in parallel).
+static MACHINE: RwLock<()> = RwLock::new(());
+
+/// For a test whose assertion rests on timing this machine (the host backend's
+/// transports against each other, a soak's dips, a stall found among rounds, a
+/// throttled link): no other test runs while it holds this.
+pub fn alone() -> RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// For every other test: any number of them run together, never beside a test that
+/// holds [`alone`].
+pub fn shared() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
 
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nccl-bench"))
@@ -302,50 +319,7 @@ pub fn assert_stopped_after_the_first_case(run: &Path, shm: &Path, stopped_by: &
 /// The manifest of a synthetic run of 2-rank float sums on `backend`, complete, with
 /// no GPU, NCCL or host facts: tests fill in what they need.
 pub fn synthetic_manifest(backend: &str) -> nccl_bench::model::RunManifest {
-    use nccl_bench::model::{BackendInfo, CaseCounts, HostInfo, RunManifest, RunStatus, ToolInfo};
-    use nccl_bench::ops::{DataType, ReduceOp};
-    RunManifest {
-        schema_version: 1,
-        tool: ToolInfo {
-            name: "nccl-bench".into(),
-            version: "test".into(),
-            git_rev: "test".into(),
-        },
-        command_line: vec![],
-        label: None,
-        status: RunStatus::Complete,
-        started_at: String::new(),
-        finished_at: None,
-        error: None,
-        backend: BackendInfo {
-            requested: backend.into(),
-            used: backend.into(),
-            note: "synthetic".into(),
-        },
-        nccl: None,
-        nccl_per_config: Default::default(),
-        gpu: None,
-        host: HostInfo::default(),
-        configs: vec![],
-        gpu_counts: vec![2],
-        sizes: vec![],
-        dtype: DataType::Float,
-        op: ReduceOp::Sum,
-        collectives: vec![nccl_bench::ops::collective::Collective::AllReduce],
-        root: 0,
-        sizes_not_run: Vec::new(),
-        iterations: nccl_bench::config::IterationPolicy::Fixed { iters: 2000 },
-        rounds: 1,
-        warmup_iters: 5,
-        graph_iters: 0,
-        timeout_s: 60.0,
-        cases: CaseCounts::default(),
-        warnings: vec![],
-        cluster: None,
-        doctor: Vec::new(),
-        ceilings: None,
-        soak: None,
-    }
+    nccl_bench::model::RunManifest::synthetic(backend)
 }
 
 /// The start of an `in_namespaces` script: two "nodes", node1 (this namespace,

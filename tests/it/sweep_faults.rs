@@ -2,14 +2,12 @@
 //! injection through NCCL_BENCH_FAULT): each failing case is recorded with its reason,
 //! the sweep goes on, no process survives and no segment is left in the shm dir.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 struct Faulty {
     output: Output,
@@ -73,6 +71,7 @@ fn statuses(rows: &[HashMap<String, String>]) -> Vec<&str> {
 
 #[test]
 fn a_hanging_rank_times_out_and_the_sweep_goes_on() {
+    let _machine = crate::common::shared();
     let f = sweep_with_fault(
         "hang:rank=1:bytes=4K",
         &["--timeout", "3s", "--max-time", "1s"],
@@ -96,6 +95,7 @@ fn a_hanging_rank_times_out_and_the_sweep_goes_on() {
 
 #[test]
 fn a_rank_exiting_mid_case_fails_that_case_only() {
+    let _machine = crate::common::shared();
     let f = sweep_with_fault("exit:rank=1:bytes=4K", &[]);
     assert_eq!(f.output.status.code(), Some(1), "{}", text(&f.output));
     assert_eq!(statuses(&f.rows), ["ok", "failed", "ok"]);
@@ -112,6 +112,7 @@ fn a_rank_exiting_mid_case_fails_that_case_only() {
 
 #[test]
 fn a_crashing_rank_is_reported_with_its_signal() {
+    let _machine = crate::common::shared();
     let f = sweep_with_fault("crash:rank=0:bytes=16K", &[]);
     assert_eq!(statuses(&f.rows), ["ok", "ok", "failed"]);
     let error = &f.rows[2]["error"];
@@ -123,6 +124,7 @@ fn a_crashing_rank_is_reported_with_its_signal() {
 
 #[test]
 fn a_failure_during_set_up_fails_every_size_of_the_group() {
+    let _machine = crate::common::shared();
     let f = sweep_with_fault("exit:rank=1", &[]);
     assert_eq!(statuses(&f.rows), ["failed", "failed", "failed"]);
     for row in &f.rows {
@@ -135,6 +137,7 @@ fn a_failure_during_set_up_fails_every_size_of_the_group() {
 
 #[test]
 fn a_corrupted_result_is_recorded_as_wrong() {
+    let _machine = crate::common::shared();
     let f = sweep_with_fault("corrupt:rank=0", &[]);
     assert_eq!(f.output.status.code(), Some(1));
     assert_eq!(statuses(&f.rows), ["wrong", "wrong", "wrong"]);
@@ -153,6 +156,7 @@ fn a_corrupted_result_is_recorded_as_wrong() {
 /// mount namespace (unshare), so the test needs no cleanup and works without root.
 #[test]
 fn a_full_shm_dir_fails_with_enospc_and_leaves_nothing() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let script = r#"mount -t tmpfs -o size=1M tmpfs "$1" || exit 99; shift; "$@"; rc=$?; echo "left:$(ls -A "$SHM")"; exit $rc"#;
@@ -252,6 +256,7 @@ fn wait_for_rows(run_parent: &Path, n: usize, limit: Duration) -> bool {
 
 #[test]
 fn sigint_stops_cleanly_and_keeps_finished_cases() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let mut child = sweep(out.path(), shm.path())
@@ -304,6 +309,7 @@ fn sigint_stops_cleanly_and_keeps_finished_cases() {
 
 #[test]
 fn workers_die_with_a_killed_orchestrator() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let marker = shm.path().to_string_lossy().into_owned();
@@ -357,6 +363,7 @@ fn workers_die_with_a_killed_orchestrator() {
 /// has killed the group.
 #[test]
 fn a_stuck_groups_segments_are_removed_by_the_orchestrator() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let mut child = sweep(out.path(), shm.path())
@@ -415,6 +422,7 @@ fn workers(marker: &str) -> Vec<u32> {
 /// once the orchestrator exits).
 #[test]
 fn a_failed_groups_workers_are_gone_before_the_next_group_starts() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let marker = shm.path().to_string_lossy().into_owned();
@@ -470,6 +478,7 @@ fn a_failed_groups_workers_are_gone_before_the_next_group_starts() {
 /// the later rounds leave it out; the other sizes get every round.
 #[test]
 fn a_case_failing_in_a_round_is_recorded_once_and_left_out_of_later_rounds() {
+    let _machine = crate::common::shared();
     let f = sweep_with_fault_in("exit:rank=1:bytes=4K", &["--rounds", "6"]);
     assert_eq!(f.output.status.code(), Some(1), "{}", text(&f.output));
     assert_eq!(f.rows.len(), 3, "{:?}", f.rows);
@@ -495,6 +504,7 @@ fn a_case_failing_in_a_round_is_recorded_once_and_left_out_of_later_rounds() {
 /// the rounds they had, and said to have fewer than asked.
 #[test]
 fn sigint_keeps_the_rounds_measured_so_far() {
+    let _machine = crate::common::shared();
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let mut child = sweep(out.path(), shm.path())
