@@ -8,6 +8,8 @@
 # Usage: scripts/test-times.sh [--top N] [TESTNAME-FILTER...]
 #   --top N   how many of the slowest tests to print (default 15)
 #   a filter is passed to every test binary, as `cargo test FILTER` would
+# A test's time includes waiting for tests/it/common's lock (alone or shared); each
+# binary's time is its wall time. Exit status: 0, 1 a test failed, 2 usage.
 #
 # The per-test timer is libtest's `--report-time`, an unstable option: the test binaries
 # (not the compiler) are run with RUSTC_BOOTSTRAP=1 to allow it, so nothing is rebuilt.
@@ -18,8 +20,12 @@ top=15
 filters=()
 while [[ $# -gt 0 ]]; do
     case $1 in
-        --top) top=${2:?--top takes a number}; shift 2 ;;
-        -h | --help) sed -n '2,13s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        --top)
+            top=${2:-}
+            [[ $top =~ ^[1-9][0-9]*$ ]] || { echo "error: --top takes a number of tests, not '$top'" >&2; exit 2; }
+            shift 2
+            ;;
+        -h | --help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) filters+=("$1"); shift ;;
     esac
 done
