@@ -27,6 +27,23 @@ impl NcclVersion {
             code,
         }
     }
+
+    /// `2.27.3`, `2.27.3+cuda12.9` or `2.27.3-1` as a log prints it; `None` otherwise.
+    pub fn parse(text: &str) -> Option<NcclVersion> {
+        let core = text.trim().split(['+', '-', ' ']).next()?;
+        let mut parts = core.split('.').map(|p| p.parse::<u32>().ok());
+        let (Some(Some(major)), Some(Some(minor)), Some(Some(patch))) =
+            (parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        Some(NcclVersion {
+            major,
+            minor,
+            patch,
+            code: (major * 10000 + minor * 100 + patch) as i32,
+        })
+    }
 }
 
 impl fmt::Display for NcclVersion {
@@ -45,5 +62,17 @@ mod tests {
         assert_eq!(NcclVersion::from_code(22105).to_string(), "2.21.5");
         assert_eq!(NcclVersion::from_code(2708).to_string(), "2.7.8");
         assert!(NcclVersion::from_code(21903) > NcclVersion::from_code(2708));
+    }
+
+    #[test]
+    fn versions_read_as_logs_print_them() {
+        let v = NcclVersion::parse("2.27.3+cuda12.9").unwrap();
+        assert_eq!((v.major, v.minor, v.patch, v.code), (2, 27, 3, 22703));
+        assert_eq!(
+            NcclVersion::parse("2.21.5-1").unwrap().to_string(),
+            "2.21.5"
+        );
+        assert_eq!(NcclVersion::parse("2.18"), None);
+        assert_eq!(NcclVersion::parse("v2.x.1"), None);
     }
 }

@@ -19,6 +19,7 @@ mod node_pairs;
 mod pairs_cli;
 mod quality_cli;
 mod real_launchers;
+mod real_logs;
 mod real_slurm;
 mod report_cli;
 mod report_html;

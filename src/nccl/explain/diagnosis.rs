@@ -12,11 +12,23 @@ use crate::nccl::log::{Failure, InterfaceLine, NcclLog};
 use crate::nccl::shm::{shm_estimate, shm_size_gib, DEFAULT_SHM_SEGMENT_BYTES};
 use crate::units::human_bytes;
 
-pub(super) fn shm_no_space_text(failures: &[&Failure], context: &Context) -> (String, String) {
+pub(super) fn shm_no_space_text(
+    failures: &[&Failure],
+    context: &Context,
+    log: &NcclLog,
+) -> (String, String) {
     let mut d = String::from(
         "/dev/shm too small for NCCL's SHM segments: creating a shared memory segment failed \
          with ENOSPC (No space left on device).",
     );
+    if log.shm_backing.label() == Some("cumem-host") {
+        d.push_str(
+            " This NCCL keeps SHM's own buffers in cuMem host memory (its `CUMEM ... \
+             shareable` lines), not in /dev/shm: the segment that failed belongs to another \
+             user of /dev/shm (the proxy's operation pool, NVLS), and the estimate below, \
+             made for SHM's segments, is an upper bound.",
+        );
+    }
     // `(size N)` names the segment; `failed to extend ... to N bytes` adds a 4 B refcount.
     let segment = failures
         .iter()
@@ -290,11 +302,18 @@ pub fn cuda_hint(text: &str) -> Option<&'static str> {
         .map(|(_, hint)| *hint)
 }
 
-pub(super) fn cuda_failure_text(failures: &[&Failure]) -> (String, String) {
+pub(super) fn cuda_failure_text(failures: &[&Failure], others: &[FindingKind]) -> (String, String) {
     let mut d = String::from(
         "A CUDA call inside NCCL failed (`Cuda failure`, ncclUnhandledCudaError); the quoted \
          CUDA error says which.",
     );
+    if others.contains(&FindingKind::NvlsBind) {
+        d.push_str(
+            " Here it is the NVLS multicast bind (finding nvls-bind): see that finding's fix.",
+        );
+        let fix = "As for nvls-bind.".to_string();
+        return (d, fix);
+    }
     let mut hints: Vec<&str> = Vec::new();
     for f in failures {
         if let Some(h) = cuda_hint(&f.text) {

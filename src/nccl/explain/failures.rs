@@ -9,6 +9,7 @@ use super::diagnosis::{
 };
 use super::evidence::{evidence, Line};
 use super::finding::{Finding, FindingKind, Severity};
+use super::memory::{nvls_bind_text, shm_cumem_mismatch_text};
 use crate::nccl::log::{Failure, FailureKind, NcclLog};
 
 /// The finding a failure line belongs to.
@@ -17,6 +18,8 @@ pub fn finding_kind_of(failure: &Failure) -> FindingKind {
     match failure.kind {
         FailureKind::ShmEnospc => FindingKind::ShmNoSpace,
         FailureKind::ShmAttachEnoent => FindingKind::ShmAttachMissing,
+        FailureKind::ShmCumemMismatch => FindingKind::ShmCumemMismatch,
+        FailureKind::NvlsBind => FindingKind::NvlsBind,
         FailureKind::CudaFailure => FindingKind::CudaFailure,
         FailureKind::SystemError => FindingKind::SystemError,
         FailureKind::RemoteError => FindingKind::RemoteError,
@@ -101,12 +104,14 @@ pub(super) fn failure_findings(log: &NcclLog, context: &Context) -> Vec<Finding>
             let others: Vec<FindingKind> = kinds.iter().copied().filter(|k| *k != g.kind).collect();
             let failures = g.failures.as_slice();
             let (diagnosis, fix) = match g.kind {
-                FindingKind::ShmNoSpace => shm_no_space_text(failures, context),
+                FindingKind::ShmNoSpace => shm_no_space_text(failures, context, log),
                 FindingKind::ShmAttachMissing => shm_attach_missing_text(),
+                FindingKind::ShmCumemMismatch => shm_cumem_mismatch_text(failures, log),
+                FindingKind::NvlsBind => nvls_bind_text(failures, log),
                 FindingKind::SocketConnect => socket_connect_text(failures, log),
                 FindingKind::SocketError => socket_error_text(failures),
                 FindingKind::IbError => ib_error_text(&g.lines),
-                FindingKind::CudaFailure => cuda_failure_text(failures),
+                FindingKind::CudaFailure => cuda_failure_text(failures, &others),
                 FindingKind::SystemError => system_error_text(&others),
                 FindingKind::RemoteError => remote_error_text(),
                 _ => other_error_text(),

@@ -41,6 +41,10 @@ pub enum FindingKind {
     ShmNoSpace,
     /// Attaching to a peer's /dev/shm segment failed with ENOENT.
     ShmAttachMissing,
+    /// A rank on /dev/shm attached a peer's cuMem host handle as a file name.
+    ShmCumemMismatch,
+    /// NVLink SHARP multicast memory could not be bound (Fabric Manager, NVSwitch).
+    NvlsBind,
     /// A TCP connect to a peer was refused, aborted or timed out.
     SocketConnect,
     /// A socket failed after connecting: closed by the peer, recv failed, wrong handshake.
@@ -65,6 +69,8 @@ impl FindingKind {
         match self {
             FindingKind::ShmNoSpace => "shm-no-space",
             FindingKind::ShmAttachMissing => "shm-attach-missing",
+            FindingKind::ShmCumemMismatch => "shm-cumem-mismatch",
+            FindingKind::NvlsBind => "nvls-bind",
             FindingKind::SocketConnect => "socket-connect",
             FindingKind::SocketError => "socket-error",
             FindingKind::SocketInterfaceAmbiguous => "socket-interface-ambiguous",
@@ -83,6 +89,10 @@ impl FindingKind {
         match self {
             FindingKind::ShmNoSpace => "/dev/shm too small for NCCL's SHM segments",
             FindingKind::ShmAttachMissing => "shared memory segment of a peer not found",
+            FindingKind::ShmCumemMismatch => {
+                "cuMem host memory on one rank, /dev/shm on another (not a /dev/shm problem)"
+            }
+            FindingKind::NvlsBind => "NVLS multicast memory could not be bound (Fabric Manager)",
             FindingKind::SocketConnect => "socket connection to a peer failed",
             FindingKind::SocketError => "socket error between ranks",
             FindingKind::SocketInterfaceAmbiguous => "socket interface chosen by NCCL itself",

@@ -13,6 +13,7 @@ mod diagnosis;
 mod evidence;
 mod failures;
 mod finding;
+mod memory;
 mod render;
 mod rules;
 mod summary;
@@ -21,7 +22,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::log::{NcclLog, NvlsUse};
+use super::log::{NcclLog, NvlsUse, ShmBacking};
 use context::Context;
 use failures::failure_findings;
 use summary::{interface_summaries, tuning_summaries};
@@ -61,6 +62,8 @@ pub struct Explanation {
     /// Share of connection lines per transport (`P2P/IPC:90%;NET/Socket:10%`); `""` if none.
     pub transports: String,
     pub nvls: NvlsUse,
+    /// Where SHM's buffers lived: cuMem host memory, /dev/shm files, or both.
+    pub shm_backing: ShmBacking,
     pub collnet: bool,
     /// NCCL's algorithm and protocol per collective (`TUNING` lines), in order.
     pub tuning: Vec<TuningSummary>,
@@ -105,6 +108,7 @@ pub fn explain(log: &NcclLog) -> Explanation {
         pairs: pair_summaries(log),
         transports: log.transports_cell(),
         nvls: log.nvls,
+        shm_backing: log.shm_backing.clone(),
         collnet: log.collnet,
         tuning: tuning_summaries(log),
         tuning_table: log.tuning_table.clone(),

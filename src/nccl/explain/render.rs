@@ -120,8 +120,10 @@ pub fn render_text(e: &Explanation) -> String {
         NvlsUse::NotAvailable => "not available",
         NvlsUse::Available => "available, not shown set up (from 2.22 at its first use)",
         NvlsUse::Used => "used",
+        NvlsUse::Failed => "set-up failed (the multicast memory could not be bound)",
     };
     let _ = writeln!(out, "  NVLS: {nvls}");
+    let _ = writeln!(out, "  SHM buffers: {}", e.shm_backing.describe());
     let collnet = if e.collnet { "used" } else { "not in the log" };
     let _ = writeln!(out, "  CollNet: {collnet}");
 

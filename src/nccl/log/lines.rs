@@ -1,9 +1,9 @@
 //! The line grammar of NCCL logs, for [`super`]: where the `host:pid:tid [dev] NCCL INFO`
 //! tag is, and what each message NCCL writes means (connection lines of every version,
-//! transport spellings, NVLS evidence, `Init` rank lines, failure signatures). Functions of
-//! one line, no state.
+//! transport spellings, NVLS and SHM-backing evidence, `Init` rank lines; failures are
+//! `classify`'s). Functions of one line, no state.
 
-use super::record::{Direction, FailureKind, NvlsUse, RankInfo, Transport, TransportKind};
+use super::record::{Direction, NvlsUse, RankInfo, Transport, TransportKind};
 
 /// The parts of a line NCCL prefixed with `host:pid:tid [dev] NCCL INFO`.
 pub(super) struct Tagged<'a> {
@@ -13,6 +13,9 @@ pub(super) struct Tagged<'a> {
     pub(super) tid: Option<u32>,
     /// The CUDA device in `[3]` after `host:pid:tid`; `None` without a host prefix.
     pub(super) dev: Option<u32>,
+    /// The source line NCCL names before the tag (`transport/nvls.cc:254`; WARN lines
+    /// of 2.x), without the function name 2.28 adds after it.
+    pub(super) source: Option<&'a str>,
     pub(super) message: &'a str,
 }
 
@@ -37,13 +40,30 @@ pub(super) fn split_tagged(line: &str) -> Option<Tagged<'_>> {
     let dev = dev_at
         .filter(|_| host.is_some())
         .and_then(|i| header[i].trim_matches(['[', ']']).parse().ok());
+    let source = header
+        .iter()
+        .skip(dev_at.map_or(0, |i| i + 1))
+        .copied()
+        .find(|t| is_source_token(t));
     Some(Tagged {
         level,
         host,
         pid,
         tid,
         dev,
+        source,
         message: line[end..].trim(),
+    })
+}
+
+/// `transport/nvls.cc:254`: a source file (`.cc`, `.cu`, `.h`) and a line number.
+fn is_source_token(token: &str) -> bool {
+    token.rsplit_once(':').is_some_and(|(file, line)| {
+        [".cc", ".cu", ".h", ".cpp"]
+            .iter()
+            .any(|e| file.ends_with(e))
+            && !line.is_empty()
+            && line.bytes().all(|b| b.is_ascii_digit())
     })
 }
 
@@ -305,10 +325,17 @@ fn plugin_name(rest: &str) -> &str {
 /// created (`NVLS Creating Multicast group`), the buffers are registered (`NVLS comm
 /// ... headRank`), a multi-node tree is connected (`Connected NVLS tree`). Init prints
 /// the plan whether or not NVLS is ever used: `NVLS Head`, `NVLS Trees` and
-/// `N nvls channels` with N > 0 say it is available, not that it carried anything.
+/// `N nvls channels` with N > 0 say it is available, not that it carried anything; `0
+/// nvls channels` that it is not. `NVLS comm` comes before the multicast bind, so a
+/// failed bind (`Failed` in the parser) outranks it.
 pub(super) fn nvls_evidence(message: &str) -> Option<NvlsUse> {
     if message.starts_with("NVLS multicast support is not available") {
         return Some(NvlsUse::NotAvailable);
+    }
+    // 2.27.3-2.28.9 with NCCL_NVLS_ENABLE unset: `Failed to bind NVLink SHARP (NVLS)
+    // Multicast memory of size N : CUDA error 401 '...'. Proceeding without NVLS support.`
+    if message.contains("Proceeding without NVLS support") {
+        return Some(NvlsUse::Failed);
     }
     let set_up = ["NVLS comm ", "NVLS Creating", "Connected NVLS tree"];
     if set_up.iter().any(|p| message.starts_with(p)) {
@@ -327,7 +354,49 @@ pub(super) fn nvls_evidence(message: &str) -> Option<NvlsUse> {
         let n = part.trim().strip_suffix("nvls channels")?.trim();
         n.parse::<u32>().ok()
     })?;
-    (count > 0).then_some(NvlsUse::Available)
+    // `0 nvls channels`: this communicator plans no NVLS (not supported, disabled, or
+    // too few GPUs to try it).
+    Some(if count > 0 {
+        NvlsUse::Available
+    } else {
+        NvlsUse::NotAvailable
+    })
+}
+
+/// What a line shows of where SHM's buffers live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ShmEvidence {
+    CumemHost,
+    DevShm,
+    /// The cuMem host probe failed: this process uses /dev/shm.
+    Fallback,
+}
+
+/// The `SHM` subsystem's lines of 2.23+ (`transport/shm.cc`): `CUMEM allocated shareable
+/// buffer ...`, `CUMEM imported shareable host buffer from [tp]ProxyRank ...`, `MMAP
+/// allocated|imported shareable host buffer /dev/shm/nccl-...`, and the fallback line of
+/// 2.26.3+: `cuMem host allocations do not appear to be working; falling back to a
+/// /dev/shm/ based implementation...`. Not `Allocated N bytes of shared memory in
+/// /dev/shm/...` or a /dev/shm failure: the proxy's ops pool and NVLS keep /dev/shm
+/// files whatever SHM uses.
+pub(super) fn shm_backing_evidence(message: &str) -> Option<ShmEvidence> {
+    let cumem = [
+        "CUMEM allocated shareable buffer",
+        "CUMEM imported shareable host buffer",
+    ];
+    let mmap = [
+        "MMAP allocated shareable host buffer",
+        "MMAP imported shareable host buffer",
+    ];
+    if cumem.iter().any(|p| message.starts_with(p)) {
+        Some(ShmEvidence::CumemHost)
+    } else if mmap.iter().any(|p| message.starts_with(p)) {
+        Some(ShmEvidence::DevShm)
+    } else if message.starts_with("cuMem host allocations do not appear to be working") {
+        Some(ShmEvidence::Fallback)
+    } else {
+        None
+    }
 }
 
 /// `... comm 0x5639 rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId 4c000 commId 0x... - Init COMPLETE`.
@@ -363,104 +432,6 @@ pub(super) fn parse_init_line(
         comm_id: value("commId").map(str::to_string),
         init_complete,
     })
-}
-
-/// The failure a `NCCL WARN` message reports, if it is one we know.
-pub(super) fn classify_warn(message: &str) -> Option<FailureKind> {
-    let m = message.to_ascii_lowercase();
-    if let Some(kind) = classify_shm(&m) {
-        return Some(kind);
-    }
-    // A connect that never succeeded: refused, failed, or its retries used up
-    // (`exceeded retries (N)`, 2.18; `exceeded error retry count after N attempts`, 2.22+).
-    let retries_spent = [
-        "exceeded retries",
-        "exceeded timeouts",
-        "exceeded error retry count",
-    ];
-    if m.contains("connection refused")
-        || connect_failed(&m)
-        || retries_spent.iter().any(|s| m.contains(s))
-    {
-        return Some(FailureKind::ConnectionRefused);
-    }
-    let socket = [
-        "socket",
-        "connection closed",
-        "connection reset",
-        "broken pipe",
-        "call to recv",
-    ];
-    if socket.iter().any(|s| m.contains(s)) || m.starts_with("net : ") {
-        return Some(FailureKind::SocketError);
-    }
-    classify_plain(message)
-}
-
-/// Failures an application prints from NCCL's error strings (PyTorch, nccl-tests): lines
-/// that are not NCCL's own. Narrow on purpose: `Connection refused` is not here because
-/// rendezvous clients print it while they retry.
-pub(super) fn classify_plain(message: &str) -> Option<FailureKind> {
-    let m = message.to_ascii_lowercase();
-    let cuda = [
-        "cuda failure",
-        "unhandled cuda error",
-        "ncclunhandledcudaerror",
-    ];
-    if let Some(kind) = classify_shm(&m) {
-        // PyTorch prints NCCL's last error untagged after `Last error:`.
-        Some(kind)
-    } else if cuda.iter().any(|s| m.contains(s)) {
-        Some(FailureKind::CudaFailure)
-    } else if m.contains("remote process exited") || m.contains("ncclremoteerror") {
-        Some(FailureKind::RemoteError)
-    } else if m.contains("unhandled system error") || m.contains("ncclsystemerror") {
-        Some(FailureKind::SystemError)
-    } else {
-        None
-    }
-}
-
-/// The /dev/shm failures (lowercased message): messages only NCCL writes, so they are
-/// recognised with or without the `NCCL WARN` tag.
-fn classify_shm(m: &str) -> Option<FailureKind> {
-    if m.contains("posix_fallocate failed") {
-        return Some(if m.contains("no space left") {
-            FailureKind::ShmEnospc
-        } else {
-            FailureKind::Other
-        });
-    }
-    if m.contains("failed to extend /dev/shm") || m.contains("creating shared memory segment") {
-        return Some(shm_errno(
-            m,
-            "no space left on device",
-            FailureKind::ShmEnospc,
-        ));
-    }
-    if m.contains("attaching to shared memory segment") {
-        return Some(shm_errno(
-            m,
-            "no such file or directory",
-            FailureKind::ShmAttachEnoent,
-        ));
-    }
-    None
-}
-
-/// `Connect to 10.0.0.2<45763> failed : ...` (lowercased).
-fn connect_failed(m: &str) -> bool {
-    m.find("connect to ")
-        .is_some_and(|i| m[i..].contains(" failed"))
-}
-
-/// Shm errors name errno since 2.19 (`..., error: No space left on device (28)`): the
-/// expected errno or none gives `kind`, another errno gives `Other`.
-fn shm_errno(m: &str, expected: &str, kind: FailureKind) -> FailureKind {
-    match m.rfind(", error: ") {
-        Some(i) if !m[i..].contains(expected) => FailureKind::Other,
-        _ => kind,
-    }
 }
 
 /// The pieces of a line naming the network interfaces NCCL uses, or saying IB has none.

@@ -9,14 +9,17 @@
 use std::io;
 use std::path::Path;
 
+mod calls;
+mod classify;
 mod failure_text;
 mod lines;
 mod parser;
 mod record;
 
+pub use calls::CollCall;
 pub use record::{
     ConnectRetry, Connection, Direction, Failure, FailureKind, InterfaceLine, NcclLog, NvlsUse,
-    ProcessInfo, RankInfo, Transport, TransportKind,
+    ProcessInfo, RankInfo, ShmBacking, Transport, TransportKind,
 };
 
 use parser::Parser;

@@ -4,15 +4,18 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::nccl::shm::DEFAULT_SHM_SEGMENT_BYTES;
+
+use super::classify::{classify_plain, classify_warn};
 use super::failure_text;
 use super::lines::{
-    classify_plain, classify_transport, classify_warn, is_error_return, nvls_evidence,
-    parse_connection, parse_env_setting, parse_init_line, parse_interfaces, split_tagged,
-    strip_launcher_prefixes, ConnectionParts, Level,
+    classify_transport, is_error_return, nvls_evidence, parse_connection, parse_env_setting,
+    parse_init_line, parse_interfaces, shm_backing_evidence, split_tagged, strip_launcher_prefixes,
+    ConnectionParts, Level, ShmEvidence,
 };
 use super::record::{
-    Connection, Direction, Failure, FailureKind, InterfaceLine, NcclLog, ProcessInfo, RankInfo,
-    TransportKind,
+    Connection, Direction, Failure, FailureKind, InterfaceLine, NcclLog, NvlsUse, ProcessInfo,
+    RankInfo, TransportKind,
 };
 
 /// (host, pid, channel, connection index, from, to, direction).
@@ -76,7 +79,7 @@ impl Parser {
             match tagged.level {
                 Level::Warn => {
                     self.log.warnings.push(trimmed.to_string());
-                    let kind = classify_warn(message);
+                    let kind = classify_warn(message, tagged.source);
                     if let Some(kind) = kind {
                         failures.push(Failure {
                             kind,
@@ -107,6 +110,9 @@ impl Parser {
             self.read_context(message, tagged.host, number);
         }
         failures.sort_by_key(|f| f.line);
+        for f in &failures {
+            self.note_failure(f);
+        }
         self.log.failures.extend(failures);
     }
 
@@ -123,6 +129,13 @@ impl Parser {
             push_distinct(&mut self.log.versions, version);
             return !version.is_empty();
         }
+        // PyTorch ends its NCCL errors with `..., NCCL version 2.29.3`.
+        if let Some((_, rest)) = message.split_once(", NCCL version ") {
+            let version = rest.split_whitespace().next().unwrap_or_default();
+            if crate::nccl::NcclVersion::parse(version).is_some() {
+                push_distinct(&mut self.log.versions, version);
+            }
+        }
         if let Some(rest) = message.strip_prefix("Using network ") {
             push_distinct(&mut self.log.networks, rest.trim());
             return true;
@@ -135,12 +148,27 @@ impl Parser {
             self.log.nvls = self.log.nvls.max(nvls);
             return true;
         }
+        if let Some(backing) = shm_backing_evidence(message) {
+            let b = &mut self.log.shm_backing;
+            match backing {
+                ShmEvidence::CumemHost => b.cumem_host += 1,
+                ShmEvidence::DevShm => b.dev_shm += 1,
+                ShmEvidence::Fallback => {
+                    b.fallback_line.get_or_insert(number);
+                }
+            }
+            return true;
+        }
         if let Some(retry) = failure_text::connect_retry(message, number) {
             self.log.connect_retries.push(retry);
             return true;
         }
         if let Some(choice) = crate::nccl::tuning::parse_choice(message) {
             self.log.choices.push(choice);
+            return true;
+        }
+        if let Some(call) = super::calls::parse_coll_line(message) {
+            self.log.calls.push(call);
             return true;
         }
         if crate::nccl::tuning::is_table_line(message) {
@@ -174,6 +202,36 @@ impl Parser {
             if !known {
                 self.log.env.push((name.to_string(), value.to_string()));
             }
+        }
+    }
+
+    /// What a failure says beyond itself: an attach of a cuMem handle shows both
+    /// backings, a /dev/shm segment of the SHM transport's default size (9,637,888 B, or
+    /// the sender's 4,096 B; +4 B in the extend line) /dev/shm, a failed multicast bind
+    /// NVLS not set up. Other /dev/shm segments (the proxy's ops pool, NVLS's) stay on
+    /// /dev/shm whatever SHM uses.
+    fn note_failure(&mut self, failure: &Failure) {
+        let b = &mut self.log.shm_backing;
+        let shm_sizes = [
+            DEFAULT_SHM_SEGMENT_BYTES,
+            DEFAULT_SHM_SEGMENT_BYTES + 4,
+            4096,
+            4100,
+        ];
+        match failure.kind {
+            FailureKind::ShmEnospc | FailureKind::ShmAttachEnoent
+                if failure
+                    .shm_segment_size()
+                    .is_some_and(|s| shm_sizes.contains(&s)) =>
+            {
+                b.dev_shm += 1
+            }
+            FailureKind::ShmCumemMismatch => {
+                b.dev_shm += 1;
+                b.cumem_host += 1;
+            }
+            FailureKind::NvlsBind => self.log.nvls = NvlsUse::Failed,
+            _ => {}
         }
     }
 

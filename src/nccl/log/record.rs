@@ -20,6 +20,9 @@ pub struct NcclLog {
     /// Channel connections, each counted once (see [`Connection`]).
     pub connections: Vec<Connection>,
     pub nvls: NvlsUse,
+    /// Where the SHM transport's buffers lived (cuMem host memory or /dev/shm files).
+    #[serde(default)]
+    pub shm_backing: ShmBacking,
     /// Whether CollNet connections were set up (`CollNet 00/0 : ...` or `Connected CollNet`).
     pub collnet: bool,
     pub ranks: Vec<RankInfo>,
@@ -44,6 +47,9 @@ pub struct NcclLog {
     /// Tuning decisions (`NCCL_DEBUG_SUBSYS=TUNING`, rank 0), in order.
     #[serde(default)]
     pub choices: Vec<crate::nccl::tuning::Choice>,
+    /// Collective calls (`NCCL_DEBUG_SUBSYS=COLL`, every rank), in order.
+    #[serde(default)]
+    pub calls: Vec<super::CollCall>,
     /// The model's latency/bandwidth table rank 0 prints at initialization, as printed.
     #[serde(default)]
     pub tuning_table: Vec<String>,
@@ -125,6 +131,56 @@ pub enum NvlsUse {
     /// Creating Multicast group`, `Connected NVLS tree` (see `lines::nvls_evidence`).
     /// The tuner may still pick another algorithm for some sizes.
     Used,
+    /// NVLS set-up failed on some rank: binding or adding a device to the multicast
+    /// object failed (`Failed to bind NVLink SHARP (NVLS) Multicast memory ...`, or a
+    /// CUDA failure in `transport/nvls.cc`). Stronger than `Used`: a rank that logged
+    /// `NVLS comm` before its bind failed did not carry anything over NVLS. NCCL then
+    /// fails the communicator, or (2.27 and later, where it can) goes on without NVLS.
+    Failed,
+}
+
+/// Where the SHM transport's buffers lived, as far as the log shows. From NCCL 2.24,
+/// with cuMem on and a CUDA 12.6 or newer driver, they are cuMem host allocations, not
+/// /dev/shm files; from 2.26.3 each process probes cuMem host memory and falls back to
+/// /dev/shm on its own when the probe fails (`cuMem host allocations do not appear to
+/// be working; falling back to a /dev/shm/ based implementation`), as with
+/// `NCCL_CUMEM_HOST_ENABLE=0`. Counts of the lines that show each.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShmBacking {
+    /// Lines showing cuMem host buffers (`CUMEM imported shareable host buffer ...`).
+    pub cumem_host: usize,
+    /// Lines showing /dev/shm files (`MMAP imported shareable host buffer /dev/shm/...`,
+    /// a failure to create, extend or attach a /dev/shm segment).
+    pub dev_shm: usize,
+    /// The line of the first fallback from cuMem host memory to /dev/shm.
+    pub fallback_line: Option<usize>,
+}
+
+impl ShmBacking {
+    /// `cumem-host`, `dev-shm`, `mixed` (both: ranks differ), or `None` when the log
+    /// does not say. A fallback counts as /dev/shm.
+    pub fn label(&self) -> Option<&'static str> {
+        let dev_shm = self.dev_shm > 0 || self.fallback_line.is_some();
+        match (self.cumem_host > 0, dev_shm) {
+            (true, true) => Some("mixed"),
+            (true, false) => Some("cumem-host"),
+            (false, true) => Some("dev-shm"),
+            (false, false) => None,
+        }
+    }
+
+    /// In words, for a report or `explain`.
+    pub fn describe(&self) -> &'static str {
+        match self.label() {
+            Some("mixed") => "cuMem host memory on some ranks, /dev/shm files on others",
+            Some("cumem-host") => "cuMem host memory (not /dev/shm)",
+            Some(_) if self.fallback_line.is_some() => {
+                "/dev/shm files (the cuMem host probe failed and NCCL fell back)"
+            }
+            Some(_) => "/dev/shm files",
+            None => "not in the log",
+        }
+    }
 }
 
 /// One rank of a communicator, from `comm 0x... rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId
@@ -190,6 +246,15 @@ pub enum FailureKind {
     ShmEnospc,
     /// `Error while attaching to shared memory segment ... No such file or directory`.
     ShmAttachEnoent,
+    /// The attach of a segment whose name is not one NCCL makes (`/dev/shm/nccl-` with
+    /// an empty or unprintable tail) and whose size is 0: a rank on /dev/shm read a peer's
+    /// cuMem host handle as a file name (the peer used cuMem host memory, this rank
+    /// fell back to /dev/shm; NVIDIA/nccl PR 2388).
+    ShmCumemMismatch,
+    /// Binding or adding a device to NVLink SHARP multicast memory failed: `Failed to bind
+    /// NVLink SHARP (NVLS) Multicast memory of size N : CUDA error 401 ...`, or a `Cuda
+    /// failure` logged from `transport/nvls.cc`.
+    NvlsBind,
     /// `Cuda failure ...` or `unhandled cuda error`.
     CudaFailure,
     /// `Connection refused`, or any failed `Connect to ... failed` (whatever the errno).
@@ -207,13 +272,17 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// A failure of connection set-up: creating or attaching a shared-memory segment,
-    /// or connecting a socket to a peer. NCCL sets connections up once per
+    /// binding NVLS multicast memory, or connecting a socket to a peer. NCCL sets connections up once per
     /// communicator (in its first collective from 2.22, at init before), so every
     /// later collective of a fresh communicator meets it again.
     pub fn in_connection_setup(self) -> bool {
         matches!(
             self,
-            FailureKind::ShmEnospc | FailureKind::ShmAttachEnoent | FailureKind::ConnectionRefused
+            FailureKind::ShmEnospc
+                | FailureKind::ShmAttachEnoent
+                | FailureKind::ShmCumemMismatch
+                | FailureKind::NvlsBind
+                | FailureKind::ConnectionRefused
         )
     }
 
@@ -221,6 +290,8 @@ impl FailureKind {
         match self {
             FailureKind::ShmEnospc => "shm-enospc",
             FailureKind::ShmAttachEnoent => "shm-attach-enoent",
+            FailureKind::ShmCumemMismatch => "shm-cumem-mismatch",
+            FailureKind::NvlsBind => "nvls-bind",
             FailureKind::CudaFailure => "cuda-failure",
             FailureKind::ConnectionRefused => "connection-refused",
             FailureKind::SocketError => "socket-error",

@@ -10,7 +10,15 @@
 //! - 2.24 on: `%s: %ld Bytes -> Algo %s proto %s channel{Lo..Hi}={%d..%d}` (names,
 //!   no time), logged when the collective is scheduled;
 //! - 2.27 on, symmetric kernels: `%s [Symmetric]: %ld Bytes -> Kernel %s nchannels %d
-//!   nthreads %d` (2.28 appends ` nWorks %d`).
+//!   nthreads %d` (2.28 appends ` nWorks %d`);
+//! - 2.29 on, copy-engine collectives: `%s [Copy Engine]: %ld Bytes -> cudaMemcpy` (with
+//!   `; CE synchronization with NVLS` where NVLS is up); 2.30.7 adds `%s [Hierarchical
+//!   CE]: %ld Bytes -> RMA proxy + CE`. 2.28 runs copy-engine collectives (symmetric
+//!   windows and `NCCL_CTA_POLICY=2`) without any line.
+//!
+//! The bytes are the total (count x type size x ranks for all-gather and
+//! reduce-scatter) up to 2.23, and the task's count x type size from 2.24: per rank for
+//! all-gather, reduce-scatter, all-to-all, gather and scatter ([`logged_bytes`]).
 //!
 //! At initialization rank 0 also prints the model's table (`src/graph/tuning.cc`): a
 //! block of `  Algorithm   |`, `  Protocol    |`, ` Max NThreads |` lines and one
@@ -40,6 +48,8 @@ pub enum Algorithm {
     NvlsTree,
     Pat,
     Symmetric,
+    /// A copy-engine collective (2.28+): `cudaMemcpy`s, no kernel, no protocol.
+    CopyEngine,
 }
 
 pub const ALGORITHMS: [Algorithm; 7] = [
@@ -64,6 +74,7 @@ impl Algorithm {
             Algorithm::NvlsTree => "NVLSTree",
             Algorithm::Pat => "PAT",
             Algorithm::Symmetric => "Symmetric",
+            Algorithm::CopyEngine => "CE",
         }
     }
 
@@ -149,6 +160,21 @@ pub fn parse_choice(message: &str) -> Option<Choice> {
         None => (None, head.trim()),
     };
     let bytes: u64 = bytes.parse().ok()?;
+    let copy_engine = func.and_then(|f| {
+        f.strip_suffix("[Copy Engine]")
+            .or_else(|| f.strip_suffix("[Hierarchical CE]"))
+    });
+    if let Some(func) = copy_engine {
+        return Some(Choice {
+            func: Some(func.trim().to_string()),
+            bytes,
+            algo: Algorithm::CopyEngine,
+            proto: None,
+            channels: None,
+            predicted_us: None,
+            kernel: None,
+        });
+    }
     if let Some(func) = func.and_then(|f| f.strip_suffix("[Symmetric]")) {
         // `Kernel %s nchannels %d nthreads %d[ nWorks %d]`
         let words: Vec<&str> = rest.split_whitespace().collect();
@@ -277,7 +303,7 @@ pub fn decision(
     if let Some(list) = forced_algo {
         if allowed_names(list, &ALGORITHMS.map(Algorithm::name))
             .is_some_and(|allowed| !allowed.contains(&last.algo.name()))
-            && last.algo != Algorithm::Symmetric
+            && !matches!(last.algo, Algorithm::Symmetric | Algorithm::CopyEngine)
         {
             notes.push(format!(
                 "fell back to {}: NCCL_ALGO={list} is not available here",
@@ -363,6 +389,25 @@ fn shares(items: impl Iterator<Item = String>) -> String {
 /// fails (`no algorithm/protocol available`), before it falls back to Ring silently.
 pub fn refuses_impossible_choice(version: NcclVersion) -> bool {
     (version.major, version.minor) >= (2, 24)
+}
+
+/// The bytes NCCL's tuning line names for a case of `case_bytes` (nccl-tests' size: the
+/// whole buffer, all-gather's output, reduce-scatter's input) on `nranks` ranks: the
+/// total up to 2.23; from 2.24 the task's count x type size, which for all-gather,
+/// reduce-scatter, all-to-all, gather and scatter is one rank's share.
+pub fn logged_bytes(version: NcclVersion, func: &str, case_bytes: u64, nranks: u32) -> u64 {
+    let per_rank = [
+        "AllGather",
+        "ReduceScatter",
+        "AlltoAll",
+        "Gather",
+        "Scatter",
+    ];
+    if (version.major, version.minor) >= (2, 24) && per_rank.contains(&func) && nranks > 0 {
+        case_bytes / u64::from(nranks)
+    } else {
+        case_bytes
+    }
 }
 
 /// Whether NCCL logs a line per collective at all (from 2.20).

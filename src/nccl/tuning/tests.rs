@@ -251,3 +251,40 @@ fn refusals_in_nccls_words() {
     assert!(logs_choices(v(22005)) && !logs_choices(v(21903)));
     assert!(has_simulate(v(22203)) && !has_simulate(v(22105)));
 }
+
+#[test]
+fn copy_engine_lines_are_a_choice_without_protocol() {
+    // 2.29.2+ (enqueue.cc): "%s [Copy Engine]: %ld Bytes -> cudaMemcpy%s".
+    let c = parse_choice(
+        "AllGather [Copy Engine]: 16777216 Bytes -> cudaMemcpy; CE synchronization with NVLS",
+    )
+    .unwrap();
+    assert_eq!(
+        (c.func.as_deref(), c.bytes, c.algo, c.proto),
+        (Some("AllGather"), 16777216, Algorithm::CopyEngine, None)
+    );
+    assert_eq!(c.algo.name(), "CE");
+    // 2.30.7's hierarchical form.
+    let c = parse_choice("AllGather [Hierarchical CE]: 4096 Bytes -> RMA proxy + CE").unwrap();
+    assert_eq!(c.algo, Algorithm::CopyEngine);
+    // A forced NCCL_ALGO does not make a copy-engine collective a fall-back.
+    let d = decision(&[c], "AllGather", 4096, Some("ring"), None).unwrap();
+    assert_eq!(
+        (d.algo.as_str(), d.proto.as_str(), d.note.as_str()),
+        ("CE", "", "")
+    );
+}
+
+#[test]
+fn all_gather_bytes_are_per_rank_from_2_24() {
+    let v = |s: &str| crate::nccl::NcclVersion::parse(s).unwrap();
+    // nccl-tests' size is all-gather's whole output: 8 ranks x 1 MiB.
+    assert_eq!(logged_bytes(v("2.23.4"), "AllGather", 8 << 20, 8), 8 << 20);
+    assert_eq!(logged_bytes(v("2.24.3"), "AllGather", 8 << 20, 8), 1 << 20);
+    assert_eq!(
+        logged_bytes(v("2.28.9"), "ReduceScatter", 8 << 20, 8),
+        1 << 20
+    );
+    assert_eq!(logged_bytes(v("2.28.9"), "AllReduce", 8 << 20, 8), 8 << 20);
+    assert_eq!(logged_bytes(v("2.28.9"), "Broadcast", 8 << 20, 8), 8 << 20);
+}

@@ -22,7 +22,7 @@ use super::super::plan::Group;
 use super::super::protocol::{Command, Event};
 use super::{Orchestrator, SizeProbe, Take};
 use crate::model::TuningCells;
-use crate::nccl::tuning;
+use crate::nccl::{tuning, NcclVersion};
 
 impl Orchestrator<'_> {
     /// Probes `sizes` of `group` in one untimed process group (NCCL backend only;
@@ -83,10 +83,12 @@ impl Orchestrator<'_> {
         let _ = processes.drain();
         remove_segments(&self.settings.shm_dir, &prefix);
 
-        let choices = self
-            .nccl_log(&log_stem)
-            .map(|log| log.choices)
-            .unwrap_or_default();
+        let log = self.nccl_log(&log_stem);
+        let version = log
+            .as_ref()
+            .and_then(|l| l.versions.first())
+            .and_then(|v| NcclVersion::parse(v));
+        let choices = log.map(|log| log.choices).unwrap_or_default();
         let env = &group.config.env;
         let forced_algo = env.get("NCCL_ALGO").map(String::as_str);
         let forced_proto = env.get("NCCL_PROTO").map(String::as_str);
@@ -94,7 +96,8 @@ impl Orchestrator<'_> {
             .into_iter()
             .map(|(bytes, predicted, refused)| {
                 let func = group.collective.nccl_name();
-                let decision = tuning::decision(&choices, func, bytes, forced_algo, forced_proto);
+                let logged = version.map_or(bytes, |v| tuning::logged_bytes(v, func, bytes, n));
+                let decision = tuning::decision(&choices, func, logged, forced_algo, forced_proto);
                 let tuning = match decision {
                     Some(d) => TuningCells {
                         algo: d.algo,
@@ -102,6 +105,13 @@ impl Orchestrator<'_> {
                         channels: d.channels,
                         predicted_us: predicted.or(d.predicted_us),
                         note: d.note,
+                    },
+                    // NCCL chose for other sizes but logged nothing for this one: a
+                    // copy-engine collective of 2.28 prints no line.
+                    None if !choices.is_empty() && refused.is_none() => TuningCells {
+                        predicted_us: predicted,
+                        note: format!("NCCL logged no choice for {func} of {logged} B"),
+                        ..Default::default()
                     },
                     None => TuningCells {
                         predicted_us: predicted,

@@ -53,7 +53,7 @@ fn fixture_2_shm_direct_2_25_rtx5090() {
             ],
             hosts: &[("GENOA-06", &[4766], &[0, 1], &[0, 1])],
             pairs: &[(0, 1, &[("SHM", 2)]), (1, 0, &[("SHM", 2)])],
-            nvls: NvlsUse::Unknown,
+            nvls: NvlsUse::NotAvailable,
         },
     ) else {
         return;
@@ -457,7 +457,7 @@ fn fixture_8b_multinode_net_socket_rank_prefix() {
                 (2, 0, &[("SHM", 2)]),
                 (2, 1, &[("NET/Socket", 2)]),
             ],
-            nvls: NvlsUse::Unknown,
+            nvls: NvlsUse::NotAvailable,
         },
     );
 }
@@ -488,7 +488,7 @@ fn fixture_8d_p2p_ipc_read_net_socket_finalize_accept() {
                 (12, 13, &[("P2P/IPC", 2)]),
                 (15, 14, &[("P2P/IPC", 2)]),
             ],
-            nvls: NvlsUse::Unknown,
+            nvls: NvlsUse::NotAvailable,
         },
     ) else {
         return;

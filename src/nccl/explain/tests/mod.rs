@@ -150,6 +150,7 @@ Transports (per rank pair)
   0 -> 1  P2P/CUMEM x2
   (xN: channel connections; all lines: P2P/CUMEM:100%)
   NVLS: not available
+  SHM buffers: not in the log
   CollNet: not in the log
 
 Findings

@@ -71,7 +71,7 @@ fn shm_no_space_without_sizes_or_channels_says_what_is_missing() {
 #[test]
 fn attach_enoent_points_at_ipc_namespaces_not_at_disabling_shm() {
     let e = explain(&parse(
-        "h:1:2 [0] misc/shmutils.cc:1 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-ab (size 0), error: No such file or directory (2)\n",
+        "h:1:2 [0] misc/shmutils.cc:1 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-glnlGK (size 9637888), error: No such file or directory (2)\n",
     ));
     assert_eq!(
         kinds(&e),
@@ -425,7 +425,7 @@ fn findings_are_ordered_by_severity_then_appearance() {
         "a:1:2 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n\
          a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n\
          a:1:2 [0] x.cc:1 NCCL WARN Cuda failure 'out of memory'\n\
-         a:1:2 [0] x.cc:1 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-a (size 0)\n",
+         a:1:2 [0] x.cc:1 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-aB3dE5 (size 9637888)\n",
     ));
     assert_eq!(
         kinds(&e),

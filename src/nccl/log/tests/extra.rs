@@ -126,7 +126,7 @@ fn shm_failures_are_recognised_untagged_as_pytorch_prints_the_last_error() {
     let log = parse(
         "Last error:\n\
          Error while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)\n\
-         Error while attaching to shared memory segment /dev/shm/nccl-ab (size 0), error: No such file or directory (2)\n",
+         Error while attaching to shared memory segment /dev/shm/nccl-glnlGK (size 9637888), error: No such file or directory (2)\n",
     );
     assert_eq!(
         kinds(&log),
@@ -166,4 +166,62 @@ fn a_percent_in_the_log_path_is_escaped_for_nccl() {
         debug_file(Path::new("/tmp/x/nccl")),
         "/tmp/x/nccl.%h.%p.log"
     );
+}
+
+#[test]
+fn nvls_counts_as_used_only_when_its_bind_did_not_fail() {
+    let info = |m: &str| format!("h:1:2 [0] NCCL INFO {m}\n");
+    let comm = info("NVLS comm 0x55 headRank 0 nHeads 8 nvlsRanks 8 buffSize 1048576 nvlsPerRankSize 33554432 nvlsTotalSize 268435456");
+    // 2.27.3-2.28.9 with NCCL_NVLS_ENABLE unset (transport/nvls.cc): NCCL goes on
+    // without NVLS; no failure.
+    let proceeding = info("Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'. Proceeding without NVLS support.");
+    let log = parse(&(comm.clone() + &proceeding));
+    assert_eq!((log.nvls, log.failures.len()), (NvlsUse::Failed, 0));
+    assert_eq!(log.transports_cell(), "");
+    // 2.29+: the WARN, and the job fails; `NVLS comm` came first and proves nothing.
+    let warn = "h:1:2 [0] transport/nvls.cc:284 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'.\n";
+    let log = parse(&(comm.clone() + warn));
+    assert_eq!(log.nvls, NvlsUse::Failed);
+    assert_eq!(kinds(&log), [(FailureKind::NvlsBind, 2)]);
+    // Before 2.27 only the CUDA error, from transport/nvls.cc; a CUDA failure elsewhere
+    // is not NVLS's.
+    let old = "h:1:2 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot be performed in the present state'\n";
+    assert_eq!(kinds(&parse(old)), [(FailureKind::NvlsBind, 1)]);
+    let elsewhere = "h:1:2 [0] misc/alloc.cc:9 NCCL WARN Cuda failure 2 'out of memory'\n";
+    assert_eq!(kinds(&parse(elsewhere)), [(FailureKind::CudaFailure, 1)]);
+    assert_eq!(parse(elsewhere).nvls, NvlsUse::Unknown);
+    // 2.30.7 names the function after the source line.
+    let named = "h:1:2 [5] transport/nvls.cc:379 (nvlsAllocateMem) NCCL WARN Cuda failure 802 'system not yet initialized'\n";
+    assert_eq!(kinds(&parse(named)), [(FailureKind::NvlsBind, 1)]);
+    // Set up and bound: used.
+    assert_eq!(parse(&comm).nvls, NvlsUse::Used);
+}
+
+#[test]
+fn shm_backing_is_read_from_the_shm_lines_not_from_other_dev_shm_users() {
+    let info = |m: &str| format!("h:1:2 [0] NCCL INFO {m}\n");
+    let cumem = info("CUMEM allocated shareable buffer 0x7f0000000000 size 9637888");
+    let imported = info("CUMEM imported shareable host buffer from proxyRank 2 size 4096 ptr 0x7f6e33400000, granularity 2097152");
+    let mmap = info(
+        "MMAP imported shareable host buffer /dev/shm/nccl-I9oUed size 13832192 ptr 0x7f802659c000",
+    );
+    let fallback = info("cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based implementation. This could be due to the container runtime disabling NUMA support. To disable this warning, set NCCL_CUMEM_HOST_ENABLE=0");
+    // The proxy's ops pool is a /dev/shm file whatever SHM uses.
+    let pool = info("Allocated 33554436 bytes of shared memory in /dev/shm/nccl-AbCdEf");
+    let b = parse(&(cumem.clone() + &imported + &pool)).shm_backing;
+    assert_eq!((b.label(), b.dev_shm), (Some("cumem-host"), 0));
+    assert_eq!(parse(&mmap).shm_backing.label(), Some("dev-shm"));
+    let b = parse(&(fallback.clone() + &mmap)).shm_backing;
+    assert_eq!((b.label(), b.fallback_line), (Some("dev-shm"), Some(1)));
+    assert_eq!(
+        parse(&(cumem + &fallback)).shm_backing.label(),
+        Some("mixed")
+    );
+    assert_eq!(parse(&pool).shm_backing.label(), None);
+    // A full /dev/shm at SHM's own segment size is SHM on /dev/shm; another size may
+    // be the proxy's pool.
+    let full = "h:1:2 [0] misc/shmutils.cc:88 NCCL WARN Error: failed to extend /dev/shm/nccl-WU88OE to 9637892 bytes, error: No space left on device (28)\n";
+    assert_eq!(parse(full).shm_backing.label(), Some("dev-shm"));
+    let other = "h:1:2 [0] misc/shmutils.cc:88 NCCL WARN Error: failed to extend /dev/shm/nccl-WU88OE to 33554436 bytes, error: No space left on device (28)\n";
+    assert_eq!(parse(other).shm_backing.label(), None);
 }

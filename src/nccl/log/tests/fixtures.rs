@@ -70,7 +70,7 @@ fn fixture_2_shm_direct_2_25_rtx5090() {
                 (FailureKind::CudaFailure, 74),
             ],
             warnings: 5,
-            nvls: NvlsUse::Unknown,
+            nvls: NvlsUse::NotAvailable,
             nccl_lines: 56,
         },
     ) else {
@@ -453,7 +453,7 @@ fn fixture_8b_multinode_net_socket_rank_prefix() {
             networks: NONE,
             failures: &[],
             warnings: 0,
-            nvls: NvlsUse::Unknown,
+            nvls: NvlsUse::NotAvailable,
             nccl_lines: 16,
         },
     ) else {
@@ -486,7 +486,7 @@ fn fixture_8d_p2p_ipc_read_net_socket_finalize_accept() {
             networks: NONE,
             failures: &[(FailureKind::SocketError, 17)],
             warnings: 1,
-            nvls: NvlsUse::Unknown,
+            nvls: NvlsUse::NotAvailable,
             nccl_lines: 17,
         },
     ) else {

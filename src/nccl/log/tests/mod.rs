@@ -209,7 +209,7 @@ fn nvls_keeps_the_strongest_evidence() {
     assert_eq!(parse(&(not.clone() + &avail)).nvls, NvlsUse::Available);
     assert_eq!(
         parse(&info("2 coll channels, 0 nvls channels, 2 p2p channels")).nvls,
-        NvlsUse::Unknown
+        NvlsUse::NotAvailable
     );
     // Init's plan says NVLS is available, not that anything used it.
     for planned in [
@@ -266,7 +266,11 @@ fn failure_signatures_map_to_their_kinds() {
         ("Call to posix_fallocate failed : No space left on device", FailureKind::ShmEnospc),
         ("Error while creating shared memory segment nccl-shm-recv-b3d5 (size 9637888)", FailureKind::ShmEnospc),
         ("Error: failed to extend /dev/shm/nccl-WU88OE to 9637892 bytes, error: No space left on device (28)", FailureKind::ShmEnospc),
-        ("Error while attaching to shared memory segment /dev/shm/nccl-ab (size 0), error: No such file or directory (2)", FailureKind::ShmAttachEnoent),
+        ("Error while attaching to shared memory segment /dev/shm/nccl-glnlGK (size 14156128), error: No such file or directory (2)", FailureKind::ShmAttachEnoent),
+        // A peer's cuMem handle read as a name (NVIDIA/nccl PR 2388): size 0, a name
+        // NCCL's mkstemp never makes.
+        ("Error while attaching to shared memory segment /dev/shm/nccl-\u{40c} (size 0), error: No such file or directory (2)", FailureKind::ShmCumemMismatch),
+        ("Error while attaching to shared memory segment /dev/shm/nccl- (size 0), error: No such file or directory (2)", FailureKind::ShmCumemMismatch),
         ("Error while creating shared memory segment /dev/shm/nccl-ab (size 9637892), error: Permission denied (13)", FailureKind::Other),
         ("Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'", FailureKind::CudaFailure),
         ("Connect to 10.0.0.2<45763> failed : Connection refused", FailureKind::ConnectionRefused),
@@ -298,7 +302,9 @@ fn failure_signatures_map_to_their_kinds() {
             (FailureKind::CudaFailure, 3)
         ]
     );
-    assert!(app.versions.is_empty() && app.warnings.is_empty() && app.nccl_lines == 0);
+    // The version PyTorch names is the library's; its lines are not NCCL's own.
+    assert_eq!(app.versions, ["2.21.5"]);
+    assert!(app.warnings.is_empty() && app.nccl_lines == 0);
 }
 
 #[test]

@@ -1,0 +1,108 @@
+//! The diagnosis and fix of two set-up failures of today's NCCL (2.24 and later) that
+//! older advice misreads: an SHM attach that mixes cuMem host memory with /dev/shm
+//! files, and NVLink SHARP multicast memory that cannot be bound.
+
+use std::fmt::Write as _;
+
+use crate::nccl::log::{Failure, NcclLog};
+
+/// A rank attached a "segment" whose name is a peer's cuMem handle (see
+/// `FailureKind::ShmCumemMismatch`).
+pub(super) fn shm_cumem_mismatch_text(failures: &[&Failure], log: &NcclLog) -> (String, String) {
+    let name = failures
+        .iter()
+        .find_map(|f| segment_name(&f.text))
+        .map(|n| format!(" `{n}`"))
+        .unwrap_or_default();
+    let mut d = format!(
+        "A rank tried to open the /dev/shm segment{name} of size 0, a name NCCL never makes: \
+         its peer on the same node keeps SHM buffers in cuMem host memory (NCCL 2.24+ with \
+         cuMem and a CUDA 12.6+ driver) and sent a cuMem handle, while this rank uses /dev/shm \
+         files and read the handle as a file name. From NCCL 2.26.3 every process probes cuMem \
+         host memory on its own and falls back to /dev/shm when the probe fails, so ranks of \
+         one node can disagree: NUMA nodes with and without memory, a container that hides \
+         NUMA, a driver bug in the probe (fixed from r595), or NCCL_CUMEM_HOST_ENABLE / \
+         NCCL_CUMEM_ENABLE set differently per rank."
+    );
+    if let Some(line) = log.shm_backing.fallback_line {
+        let _ = write!(
+            d,
+            " Line {line} shows a process that fell back to /dev/shm (`cuMem host allocations \
+             do not appear to be working`)."
+        );
+    }
+    d.push_str(
+        " It is not a stale segment, separate IPC namespaces or a small /dev/shm, and SHM \
+         itself is not at fault.",
+    );
+    let fix = "Set NCCL_CUMEM_HOST_ENABLE=0 on every rank (all of them then use /dev/shm files: \
+               give /dev/shm room, `--shm-size` or `--ipc=host` in a container), or update the \
+               driver (r595 or newer); keep NCCL_CUMEM_ENABLE and NCCL_CUMEM_HOST_ENABLE the same \
+               on every rank. NCCL_SHM_DISABLE=1 also avoids it, but sends the node's traffic \
+               that SHM carried over the network path instead; it is not needed."
+        .to_string();
+    (d, fix)
+}
+
+/// `/dev/shm/nccl-<name> (size 0)` -> `/dev/shm/nccl-<name>`, unprintable bytes escaped.
+fn segment_name(text: &str) -> Option<String> {
+    let at = text.find("/dev/shm/nccl-")?;
+    let (name, _) = text[at..].split_once(" (size ")?;
+    Some(name.escape_debug().to_string())
+}
+
+/// Binding (or adding a GPU to) NVLS multicast memory failed.
+pub(super) fn nvls_bind_text(failures: &[&Failure], log: &NcclLog) -> (String, String) {
+    let texts: Vec<&str> = failures.iter().map(|f| f.text.as_str()).collect();
+    let size = texts
+        .iter()
+        .find_map(|t| number_after(t, "memory of size "))
+        .map(|n| format!(" of {n} B"))
+        .unwrap_or_default();
+    let code = texts
+        .iter()
+        .find_map(|t| number_after(t, "CUDA error ").or_else(|| number_after(t, "Cuda failure ")));
+    let error = match code {
+        Some(401) => " (CUDA error 401, `the operation cannot be performed in the present \
+                      state`: the fabric is not ready for multicast)"
+            .to_string(),
+        Some(802) => " (CUDA error 802, `system not yet initialized`: the Fabric Manager had \
+                      not formed the multicast team in time)"
+            .to_string(),
+        Some(c) => format!(" (CUDA error {c})"),
+        None => String::new(),
+    };
+    let mut d = format!(
+        "NCCL could not bind NVLink SHARP (NVLS) multicast memory{size}{error}. NVSwitch \
+         multicast is set up by the Fabric Manager: this is almost always the system, not the \
+         job or NCCL (the Fabric Manager stopped, degraded or not started, an NVSwitch error, a \
+         GPU that lost its fabric registration), and it often starts on a node that worked \
+         the day before. Single-GPU checks (dcgmi diag, all_reduce_perf on one GPU) do not \
+         exercise NVLS and pass."
+    );
+    if log
+        .warnings
+        .iter()
+        .any(|w| w.contains("Proceeding without NVLS"))
+    {
+        d.push_str(
+            " This NCCL went on without NVLS: its collectives ran on rings and trees over \
+             NVLink, slower than NVLS for large all-reduces.",
+        );
+    }
+    let fix = "Check the fabric on that node: `systemctl status nvidia-fabricmanager` and its log \
+               (/var/log/fabricmanager.log), `nvidia-smi -q | grep -A2 Fabric` (every GPU \
+               `State: Completed`, `Status: Success`); restart the Fabric Manager or reboot the \
+               node (drain it first). Until then NCCL_NVLS_ENABLE=0 avoids NVLS: the all-reduce \
+               then runs on rings and trees over NVLink, measure what that costs with \
+               `nccl-bench sweep --transports default,nvls-off` on a healthy node."
+        .to_string();
+    (d, fix)
+}
+
+/// The number after `key` in `text`.
+fn number_after(text: &str, key: &str) -> Option<u64> {
+    let rest = &text[text.find(key)? + key.len()..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    rest[..digits].parse().ok()
+}
