@@ -410,6 +410,20 @@ pub fn logged_bytes(version: NcclVersion, func: &str, case_bytes: u64, nranks: u
     }
 }
 
+/// Whether NCCL's tuner chooses for `func` (its name in the log): the collectives with
+/// algorithms and protocols, not point-to-point work (send/recv, and all-to-all,
+/// gather and scatter, which NCCL runs as such or on copy engines).
+pub fn is_tuned(func: &str) -> bool {
+    [
+        "AllReduce",
+        "AllGather",
+        "ReduceScatter",
+        "Broadcast",
+        "Reduce",
+    ]
+    .contains(&func)
+}
+
 /// Whether NCCL logs a line per collective at all (from 2.20).
 pub fn logs_choices(version: NcclVersion) -> bool {
     (version.major, version.minor) >= (2, 20)

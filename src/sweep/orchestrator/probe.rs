@@ -106,13 +106,16 @@ impl Orchestrator<'_> {
                         predicted_us: predicted.or(d.predicted_us),
                         note: d.note,
                     },
-                    // NCCL chose for other sizes but logged nothing for this one: a
-                    // copy-engine collective of 2.28 prints no line.
-                    None if !choices.is_empty() && refused.is_none() => TuningCells {
-                        predicted_us: predicted,
-                        note: format!("NCCL logged no choice for {func} of {logged} B"),
-                        ..Default::default()
-                    },
+                    // NCCL chose for other sizes of a collective it tunes but logged
+                    // nothing for this one: a copy-engine collective of 2.28 prints
+                    // no line. (Point-to-point work never has one.)
+                    None if tuning::is_tuned(func) && !choices.is_empty() && refused.is_none() => {
+                        TuningCells {
+                            predicted_us: predicted,
+                            note: format!("NCCL logged no choice for {func} of {logged} B"),
+                            ..Default::default()
+                        }
+                    }
                     None => TuningCells {
                         predicted_us: predicted,
                         ..Default::default()

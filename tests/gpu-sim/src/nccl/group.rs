@@ -288,7 +288,7 @@ pub fn tune(call: &Call, log_line: bool) -> Result<(Algo, Proto, Option<tuner::C
         ));
     };
     if log_line && c.rank == 0 {
-        if let Some(line) = lines::choice(v, func, bytes, &choice) {
+        if let Some(line) = lines::choice(v, func, bytes, u64::from(c.nranks), &choice) {
             log::info(log::TUNING, c.device, &line);
         }
     }

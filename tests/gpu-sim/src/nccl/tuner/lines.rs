@@ -15,12 +15,18 @@
 use super::{algos, Algo, Choice, Enabled, Func, Machine, FUNCS, PROTOS};
 use crate::nccl::Version;
 
-/// The TUNING line of a collective of function `f` and `bytes` that `c` chose;
-/// `None` where release `v` logs none.
-pub fn choice(v: Version, f: Func, bytes: u64, c: &Choice) -> Option<String> {
+/// The TUNING line of a collective of function `f` and `bytes` (the total, as the
+/// tuner weighs it) on `nranks` ranks that `c` chose; `None` where release `v` logs
+/// none. Up to 2.23 the line names the total; from 2.24 the task's count x type size,
+/// one rank's share for all-gather and reduce-scatter (`enqueue.cc`).
+pub fn choice(v: Version, f: Func, bytes: u64, nranks: u64, c: &Choice) -> Option<String> {
     let (a, p) = (c.algo.code(), c.proto.code());
     let time = f64::from(c.time_us);
     if v >= (2, 24, 0) {
+        let bytes = match f {
+            Func::AllGather | Func::ReduceScatter => bytes / nranks.max(1),
+            _ => bytes,
+        };
         Some(format!(
             "{}: {bytes} Bytes -> Algo {} proto {} channel{{Lo..Hi}}={{0..{}}}",
             f.name(),

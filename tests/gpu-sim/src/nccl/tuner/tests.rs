@@ -263,7 +263,7 @@ fn tuning_lines_follow_the_release() {
     let m = default(Topology::NvLink, 2);
     let c = choose(&m, V, MIB, FLOAT, SUM).unwrap();
     assert_eq!((c.algo, c.proto, c.channels), (Ring, Ll128, 16));
-    let line = |v| lines::choice(v, Func::AllReduce, MIB, &c);
+    let line = |v| lines::choice(v, Func::AllReduce, MIB, 8, &c);
     assert_eq!(line((2, 19, 4)), None);
     assert_eq!(
         line((2, 21, 5)).unwrap(),
@@ -279,10 +279,22 @@ fn tuning_lines_follow_the_release() {
     );
     let small = choose(&m, V, 4096, FLOAT, SUM).unwrap();
     assert_eq!(
-        lines::choice(V, Func::AllReduce, 4096, &small).unwrap(),
+        lines::choice(V, Func::AllReduce, 4096, 8, &small).unwrap(),
         "AllReduce: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}"
     );
     assert!(lines::logs_simulated((2, 23, 4)) && !lines::logs_simulated(V));
+    // All-gather: the total up to 2.23, one rank's share from 2.24 (8 ranks here).
+    let ag = |v| lines::choice(v, Func::AllGather, 8 * MIB, 8, &c).unwrap();
+    assert!(
+        ag((2, 23, 4)).starts_with("AllGather: 8388608 Bytes -> "),
+        "{}",
+        ag((2, 23, 4))
+    );
+    assert!(
+        ag((2, 24, 3)).starts_with("AllGather: 1048576 Bytes -> "),
+        "{}",
+        ag((2, 24, 3))
+    );
 }
 
 #[test]
