@@ -25,6 +25,7 @@ mod report_cli;
 mod report_html;
 mod run_cli;
 mod scripts_cli;
+mod sim_fabric;
 mod sim_gpus;
 mod sim_today;
 mod sim_tuning;

@@ -107,7 +107,7 @@ pub(super) fn failure_findings(log: &NcclLog, context: &Context) -> Vec<Finding>
                 FindingKind::ShmNoSpace => shm_no_space_text(failures, context, log),
                 FindingKind::ShmAttachMissing => shm_attach_missing_text(),
                 FindingKind::ShmCumemMismatch => shm_cumem_mismatch_text(failures, log),
-                FindingKind::NvlsBind => nvls_bind_text(failures, log),
+                FindingKind::NvlsBind => nvls_bind_text(failures),
                 FindingKind::SocketConnect => socket_connect_text(failures, log),
                 FindingKind::SocketError => socket_error_text(failures),
                 FindingKind::IbError => ib_error_text(&g.lines),

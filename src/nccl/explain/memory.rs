@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::nccl::log::{Failure, NcclLog};
+use super::finding::{Finding, FindingKind, Severity};
+use crate::nccl::log::{cuda_error_code, Failure, FailureKind, NcclLog};
 
 /// A rank attached a "segment" whose name is a peer's cuMem handle (see
 /// `FailureKind::ShmCumemMismatch`).
@@ -52,16 +53,37 @@ fn segment_name(text: &str) -> Option<String> {
 }
 
 /// Binding (or adding a GPU to) NVLS multicast memory failed.
-pub(super) fn nvls_bind_text(failures: &[&Failure], log: &NcclLog) -> (String, String) {
+pub(super) fn nvls_bind_text(failures: &[&Failure]) -> (String, String) {
     let texts: Vec<&str> = failures.iter().map(|f| f.text.as_str()).collect();
+    bind_text(&texts, false)
+}
+
+/// 2.27-2.28 with `NCCL_NVLS_ENABLE` unset: the bind failed and NCCL went on without
+/// NVLS (an INFO line, no failure). A warning: the job runs, slower.
+pub(super) fn nvls_fallback_rule(log: &NcclLog) -> Option<Finding> {
+    let message = log.nvls_failure.as_deref()?;
+    let failed = log.failures.iter().any(|f| f.kind == FailureKind::NvlsBind);
+    if failed || !message.contains("Proceeding without NVLS") {
+        return None;
+    }
+    let (diagnosis, fix) = bind_text(&[message], true);
+    Some(Finding {
+        kind: FindingKind::NvlsBind,
+        severity: Severity::Warning,
+        occurrences: 1,
+        evidence: vec![message.to_string()],
+        diagnosis,
+        fix,
+    })
+}
+
+fn bind_text(texts: &[&str], went_on: bool) -> (String, String) {
     let size = texts
         .iter()
         .find_map(|t| number_after(t, "memory of size "))
         .map(|n| format!(" of {n} B"))
         .unwrap_or_default();
-    let code = texts
-        .iter()
-        .find_map(|t| number_after(t, "CUDA error ").or_else(|| number_after(t, "Cuda failure ")));
+    let code = texts.iter().find_map(|t| cuda_error_code(t));
     let error = match code {
         Some(401) => " (CUDA error 401, `the operation cannot be performed in the present \
                       state`: the fabric is not ready for multicast)"
@@ -80,11 +102,7 @@ pub(super) fn nvls_bind_text(failures: &[&Failure], log: &NcclLog) -> (String, S
          the day before. Single-GPU checks (dcgmi diag, all_reduce_perf on one GPU) do not \
          exercise NVLS and pass."
     );
-    if log
-        .warnings
-        .iter()
-        .any(|w| w.contains("Proceeding without NVLS"))
-    {
+    if went_on {
         d.push_str(
             " This NCCL went on without NVLS: its collectives ran on rings and trees over \
              NVLink, slower than NVLS for large all-reduces.",

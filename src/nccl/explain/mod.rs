@@ -93,6 +93,7 @@ pub fn explain(log: &NcclLog) -> Explanation {
     if !has_ib_error {
         findings.extend(ib_unavailable_rule(log, context.multi_node));
     }
+    findings.extend(memory::nvls_fallback_rule(log));
     findings.extend(shm_not_on_data_path_rule(log));
     findings.extend(connect_retries_rule(log));
     // Stable: the order of appearance survives within a severity.

@@ -83,3 +83,19 @@ pub(super) fn shm_segment_size(message: &str) -> Option<u64> {
     let (n, rest) = leading_number(&rest[to + " to ".len()..])?;
     (n > 0 && rest.starts_with(" bytes")).then_some(n)
 }
+
+/// The CUDA error code a message names: `CUDA error 401 '...'` (2.27+'s NVLS bind),
+/// `Cuda failure 401 '...'` (2.19+); `None` for 2.18's `Cuda failure 'text'`.
+pub fn cuda_error_code(message: &str) -> Option<u32> {
+    let at = message
+        .find("CUDA error ")
+        .map(|i| i + "CUDA error ".len())
+        .or_else(|| {
+            message
+                .find("Cuda failure ")
+                .map(|i| i + "Cuda failure ".len())
+        })?;
+    let rest = &message[at..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    rest[..digits].parse().ok()
+}

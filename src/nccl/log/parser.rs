@@ -146,6 +146,9 @@ impl Parser {
         }
         if let Some(nvls) = nvls_evidence(message) {
             self.log.nvls = self.log.nvls.max(nvls);
+            if nvls == NvlsUse::Failed && self.log.nvls_failure.is_none() {
+                self.log.nvls_failure = Some(message.to_string());
+            }
             return true;
         }
         if let Some(backing) = shm_backing_evidence(message) {
@@ -230,7 +233,12 @@ impl Parser {
                 b.dev_shm += 1;
                 b.cumem_host += 1;
             }
-            FailureKind::NvlsBind => self.log.nvls = NvlsUse::Failed,
+            FailureKind::NvlsBind => {
+                self.log.nvls = NvlsUse::Failed;
+                self.log
+                    .nvls_failure
+                    .get_or_insert_with(|| failure.text.clone());
+            }
             _ => {}
         }
     }

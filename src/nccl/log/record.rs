@@ -20,6 +20,10 @@ pub struct NcclLog {
     /// Channel connections, each counted once (see [`Connection`]).
     pub connections: Vec<Connection>,
     pub nvls: NvlsUse,
+    /// The message of the first failed NVLS multicast bind (`Failed` above): a WARN that
+    /// failed the communicator, or 2.27-2.28's INFO that went on without NVLS.
+    #[serde(default)]
+    pub nvls_failure: Option<String>,
     /// Where the SHM transport's buffers lived (cuMem host memory or /dev/shm files).
     #[serde(default)]
     pub shm_backing: ShmBacking,
@@ -365,6 +369,26 @@ impl NcclLog {
             .map(|((label, _), pct)| format!("{label}:{pct}%"))
             .collect::<Vec<_>>()
             .join(";")
+    }
+
+    /// What a case's note says when NVLS's multicast bind failed: the case ran without
+    /// NVLS (where NCCL went on, 2.27-2.28) and is judged as a ring; the cause is the
+    /// fabric. `None` when no bind failed.
+    pub fn nvls_note(&self) -> Option<String> {
+        let message = self.nvls_failure.as_deref()?;
+        let code = super::failure_text::cuda_error_code(message)
+            .map(|c| format!(", CUDA error {c}"))
+            .unwrap_or_default();
+        let went_on = if message.contains("Proceeding without NVLS") {
+            ": NCCL went on without NVLS, so the case ran on rings and trees and is judged \
+             as one"
+        } else {
+            ""
+        };
+        Some(format!(
+            "NVLS failed to bind its multicast memory{code} (Fabric Manager or NVSwitch \
+             state; `nccl-bench explain` on the log says more){went_on}"
+        ))
     }
 
     /// The first failure in connection set-up (`FailureKind::in_connection_setup`).

@@ -203,17 +203,23 @@ impl Orchestrator<'_> {
             let timing_note = timing_note(every, wanted, self.settings.graph);
             // NCCL connects lazily (at the first collective since 2.22): its log has
             // the connections once the case has run.
-            let logged = self.nccl_log_findings(log_stem).transports;
-            let transports = if logged.is_empty() {
+            let findings = self.nccl_log_findings(log_stem);
+            let transports = if findings.transports.is_empty() {
                 transports.clone()
             } else {
-                logged
+                findings.transports
             };
             let ceiling_gbps = self.ceiling(group, &transports);
-            let tuning = takes
+            let mut tuning = takes
                 .tuning(bytes)
                 .or_else(|| own.clone())
                 .unwrap_or_default();
+            if let Some(note) = findings.nvls_note {
+                tuning.note = match tuning.note.as_str() {
+                    "" => note,
+                    other => format!("{other}; {note}"),
+                };
+            }
             let bandwidth = Bandwidth::of(key.collective, bytes, n, summary.mean_us);
             let result = CaseResult {
                 key,

@@ -105,6 +105,7 @@ impl Orchestrator<'_> {
                 transports: log.transports_cell(),
                 error: log.error_cell(),
                 setup_failed: log.setup_failure().is_some(),
+                nvls_note: log.nvls_note(),
             },
             None => LogFindings::default(),
         }
@@ -214,4 +215,6 @@ pub(super) struct LogFindings {
     pub(super) error: Option<String>,
     /// NCCL failed to set a connection up (`FailureKind::in_connection_setup`).
     pub(super) setup_failed: bool,
+    /// NVLS's multicast bind failed: what the case's note says of it.
+    pub(super) nvls_note: Option<String>,
 }

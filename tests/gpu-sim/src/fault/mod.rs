@@ -17,6 +17,10 @@
 //! - `connect-hang`: connecting the ring never finishes (in the first collective
 //!   that needs it from 2.22, in `ncclCommInitRank` before), until the
 //!   communicator is aborted, as a connection to an unreachable peer can;
+//! - `nvls-bind`: binding NVLS multicast memory fails with CUDA error 401 (`the
+//!   operation cannot be performed in the present state`), as on an NVSwitch machine
+//!   whose Fabric Manager is down or degraded; each release reacts as its
+//!   `transport/nvls.cc` does (see `nccl::setup`);
 //! - `abort-hang`: `ncclCommAbort` never returns (NVIDIA/nccl#1777 reports aborts
 //!   that block on a hung kernel or proxy thread);
 //! - `mispredict`: a link NCCL believes healthy is slow. Every all-reduce that uses
@@ -81,6 +85,7 @@ pub enum Fault {
     ConnectHang,
     AbortHang,
     Mispredict,
+    NvlsBind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -119,6 +124,7 @@ pub fn parse(text: &str) -> Option<Spec> {
         "connect-hang" => Fault::ConnectHang,
         "abort-hang" => Fault::AbortHang,
         "mispredict" => Fault::Mispredict,
+        "nvls-bind" => Fault::NvlsBind,
         _ => return None,
     };
     let factor = match (fault, factor) {

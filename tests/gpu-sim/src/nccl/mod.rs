@@ -53,6 +53,7 @@ pub mod calls;
 pub mod comm;
 pub mod group;
 pub mod lines;
+pub mod nvls;
 pub mod peers;
 pub mod setup;
 pub mod shared;

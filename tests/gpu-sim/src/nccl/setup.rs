@@ -18,6 +18,7 @@ use std::sync::MutexGuard;
 
 use super::comm::{stop_failure, Comm, Failure, Stop};
 use super::lines::{self, NvlsSizes};
+use super::nvls;
 use super::shared::{file_bytes, host_hash, Shared};
 use super::tuner::{self, Algo, Enabled, Machine};
 use super::{
@@ -238,7 +239,7 @@ impl Comm {
             .enumerate()
             .map(|(r, &t)| (t, self.nvml_of(r), self.nvml_of((r + 1) % n)))
             .collect();
-        let nvls_channels = self.nvls_support();
+        let nvls_channels = self.nvls_support()?;
         let cumem = cumem_enabled();
         // NCCL's search gives a ring as many channels as its links carry: many
         // over NVLink, two over PCIe, SHM or the network.
@@ -356,13 +357,15 @@ impl Comm {
 
     /// NVLS channels (0 without NVLS), logging NCCL's line about multicast where
     /// NCCL does: from 2.17, with `NCCL_NVLS_ENABLE` not 0 and enough GPUs on the
-    /// host (3 up to 2.28.3, 2 after), on one host.
-    fn nvls_support(&self) -> u32 {
+    /// host (3 up to 2.28.3, 2 after), on one host. From 2.27.3 NCCL binds NVLS memory
+    /// here, at init: a failed bind (fault `nvls-bind`) turns NVLS off (2.27-2.28,
+    /// not forced) or fails init ([`nvls`]).
+    fn nvls_support(&self) -> Result<u32, Failure> {
         let v = version();
         let gpus = self.local_ranks();
         let least = if v >= (2, 28, 7) { 2 } else { 3 };
         if v < (2, 17, 0) || param("NVLS_ENABLE", 2) == 0 || gpus < least || gpus < self.nranks {
-            return 0;
+            return Ok(0);
         }
         let available = self.topo.multicast();
         let channels = if available { 16 } else { 0 };
@@ -371,7 +374,16 @@ impl Comm {
             self.device,
             &lines::nvls_support(v, available, self.device, channels),
         );
-        channels
+        if available && v >= (2, 27, 3) && fault::active(Fault::NvlsBind, self.rank) {
+            let forced = param("NVLS_ENABLE", 2) == 1;
+            let failed = nvls::bind_failed(v, nvls::FIRST_BIND_BYTES, forced);
+            if nvls::goes_on_without(v) && !forced {
+                log::info(log::INIT | log::NVLS, self.device, &failed);
+                return Ok(0);
+            }
+            return Err((UNHANDLED_CUDA_ERROR, failed, nvls::origin(v)));
+        }
+        Ok(channels)
     }
 
     /// Whether a collective with `algo` still has to connect.
@@ -467,6 +479,12 @@ impl Comm {
                 sizes,
             ),
         );
+        if fault::active(Fault::NvlsBind, self.rank) {
+            self.leave();
+            let forced = param("NVLS_ENABLE", 2) == 1;
+            let failed = nvls::bind_failed(v, nvls::FIRST_BIND_BYTES, forced);
+            return Err((UNHANDLED_CUDA_ERROR, failed, nvls::origin(v)));
+        }
         let memory = match driver::alloc_on(self.device, sizes.total as usize) {
             Ok(p) => p,
             Err(e) => {

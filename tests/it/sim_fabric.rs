@@ -1,0 +1,109 @@
+//! NVLink SHARP that fails to bind its multicast memory (the stand-in's fault
+//! `nvls-bind`, played as each release's `transport/nvls.cc` plays it): 2.27-2.28 go
+//! on without NVLS, so the case is a ring, judged against the ring's figure, and its
+//! note says why; 2.29 fails the communicator, and the failure names NVLS. Either way
+//! `explain` on the run's NCCL logs names the Fabric Manager and NCCL_NVLS_ENABLE=0.
+//! Without the stand-in these tests fail unless NCCL_BENCH_TEST_SKIP names `sim`.
+
+use std::path::{Path, PathBuf};
+
+use nccl_bench::nccl::explain::{explain, FindingKind, Severity};
+use nccl_bench::nccl::log::{parse_files, NvlsUse};
+
+use crate::common::sim::{sim_dir, sim_sweep};
+use crate::common::{report, rows, run_dir, text};
+
+/// The NCCL logs of a run directory, parsed as one.
+fn nccl_log_of(run: &Path) -> nccl_bench::nccl::log::NcclLog {
+    let files: Vec<PathBuf> = std::fs::read_dir(run.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains(".nccl."))
+        .collect();
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    parse_files(&paths).unwrap()
+}
+
+fn sweep(dir: &Path, version: &str, out: &Path) -> (std::process::Output, PathBuf) {
+    let o = sim_sweep(
+        dir,
+        "nvswitch",
+        &[
+            ("NCCL_BENCH_SIM_VERSION", version),
+            ("NCCL_BENCH_SIM_FAULT", "nvls-bind"),
+        ],
+        out,
+        &[
+            "--gpus",
+            "8",
+            "-b",
+            "16M",
+            "-e",
+            "16M",
+            "-n",
+            "20",
+            "--transports",
+            "default",
+            "--no-probe",
+        ],
+    );
+    let run = run_dir(out);
+    (o, run)
+}
+
+#[test]
+fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_failure_where_it_does_not(
+) {
+    let _machine = crate::common::shared();
+    let Some(dir) = sim_dir() else { return };
+
+    // 2.28.9: NCCL goes on without NVLS.
+    let out = tempfile::tempdir().unwrap();
+    let (o, run) = sweep(&dir, "2.28.9", out.path());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let cases = rows(&run);
+    let r = cases.iter().find(|r| r["nranks"] == "8").unwrap();
+    assert_eq!(r["status"], "ok", "{r:?}");
+    assert!(r["transports"].starts_with("P2P/"), "{r:?}");
+    // A ring's ceiling and figure, not NVLS's.
+    assert_ne!(r["ceiling_pct"], "", "{r:?}");
+    assert!(
+        r["tuning_note"].starts_with("NVLS failed to bind its multicast memory, CUDA error 401")
+            && r["tuning_note"].ends_with("is judged as one"),
+        "{r:?}"
+    );
+    let report = report(&run);
+    assert!(report.contains("8 x H100 SXM, ring"), "{report}");
+    assert!(!report.contains("8 x H100 SXM, NVLS"), "{report}");
+    let log = nccl_log_of(&run);
+    assert_eq!(log.nvls, NvlsUse::Failed);
+    let e = explain(&log);
+    let f = e
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::NvlsBind)
+        .unwrap_or_else(|| panic!("{:?}", e.findings));
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.fix.contains("NCCL_NVLS_ENABLE=0") && f.diagnosis.contains("went on without NVLS"));
+
+    // 2.29.3: the communicator fails, and the case says it was NVLS.
+    let out = tempfile::tempdir().unwrap();
+    let (o, run) = sweep(&dir, "2.29.3", out.path());
+    assert_ne!(o.status.code(), Some(2), "{}", text(&o));
+    let cases = rows(&run);
+    let r = cases.iter().find(|r| r["nranks"] == "8").unwrap();
+    assert_ne!(r["status"], "ok", "{r:?}");
+    assert!(
+        r["error"].contains("nvls-bind: Failed to bind NVLink SHARP"),
+        "{r:?}"
+    );
+    let e = explain(&nccl_log_of(&run));
+    let f = e
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::NvlsBind)
+        .unwrap_or_else(|| panic!("{:?}", e.findings));
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.diagnosis.contains("CUDA error 401") && f.fix.contains("nvidia-fabricmanager"));
+}
