@@ -46,6 +46,7 @@ fn case(i: usize, recorder: &LatencyRecorder) -> CaseResult {
         ceiling_gbps: None,
         round_p50_us: vec![summary.p50_us; ROUNDS as usize],
         tuning: Default::default(),
+        shm_backing: String::new(),
     }
 }
 

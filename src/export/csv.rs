@@ -10,7 +10,7 @@ use crate::model::CaseResult;
 use crate::ops::collective::Collective;
 
 /// Column names, in order. README.md documents each.
-pub const COLUMNS: [&str; 42] = [
+pub const COLUMNS: [&str; 43] = [
     "config",
     "backend",
     "nranks",
@@ -53,6 +53,7 @@ pub const COLUMNS: [&str; 42] = [
     "nccl_predicted_us",
     "tuning_note",
     "collective",
+    "shm_backing",
 ];
 
 fn num(v: Option<f64>, decimals: usize) -> String {
@@ -109,6 +110,8 @@ pub struct RowCells {
     pub tuning_note: String,
     /// nccl-tests' name of the collective (`all_reduce` where empty).
     pub collective: String,
+    /// Where NCCL's SHM buffers lived (`model::CaseResult::shm_backing`).
+    pub shm_backing: String,
 }
 
 impl From<&CaseResult> for RowCells {
@@ -169,6 +172,7 @@ impl From<&CaseResult> for RowCells {
             nccl_predicted_us: r.tuning.predicted_us,
             tuning_note: r.tuning.note.clone(),
             collective: r.key.collective.to_string(),
+            shm_backing: r.shm_backing.clone(),
         }
     }
 }
@@ -245,6 +249,7 @@ pub fn row(c: &RowCells) -> Vec<String> {
         } else {
             c.collective.clone()
         },
+        c.shm_backing.clone(),
     ]
 }
 

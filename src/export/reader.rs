@@ -80,6 +80,9 @@ pub struct CaseRow {
     /// measured all_reduce only.
     #[serde(default = "all_reduce")]
     pub collective: String,
+    /// Where NCCL's SHM buffers lived (absent in older runs).
+    #[serde(default)]
+    pub shm_backing: String,
 }
 
 fn all_reduce() -> String {

@@ -117,6 +117,9 @@ pub struct CaseResult {
     pub round_p50_us: Vec<f64>,
     /// The algorithm and protocol the case ran with (NCCL's, from an untimed probe).
     pub tuning: TuningCells,
+    /// Where NCCL's SHM transport kept its buffers (`cumem-host`, `dev-shm`, `mixed`),
+    /// from its log; empty where the log does not say (no SHM, the host backend).
+    pub shm_backing: String,
 }
 
 /// What a case ran with: NCCL's algorithm, protocol and channels (from its `TUNING`

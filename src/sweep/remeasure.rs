@@ -225,6 +225,7 @@ mod tests {
                 ceiling_gbps: None,
                 round_p50_us: vec![p50],
                 tuning: Default::default(),
+                shm_backing: String::new(),
             },
             shape: CaseShape {
                 samples: 1000,

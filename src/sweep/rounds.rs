@@ -389,6 +389,7 @@ mod tests {
                 ceiling_gbps: None,
                 round_p50_us: vec![summary.p50_us],
                 tuning: Default::default(),
+                shm_backing: String::new(),
             },
             recorder,
             drift,

@@ -91,6 +91,7 @@ fn write_run_with(
                     ceiling_gbps: None,
                     round_p50_us: vec![s.p50_us],
                     tuning: Default::default(),
+                    shm_backing: String::new(),
                 }
             }
             None => CaseResult {
@@ -114,6 +115,7 @@ fn write_run_with(
                 ceiling_gbps: None,
                 round_p50_us: Vec::new(),
                 tuning: Default::default(),
+                shm_backing: String::new(),
             },
         };
         writer

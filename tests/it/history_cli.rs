@@ -79,6 +79,7 @@ fn night(parent: &Path, night: usize, nccl: &str, slow: f64) -> PathBuf {
             ceiling_gbps: None,
             round_p50_us: vec![s.p50_us],
             tuning: Default::default(),
+            shm_backing: String::new(),
         };
         writer
             .record(

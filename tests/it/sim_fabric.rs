@@ -107,3 +107,105 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
     assert_eq!(f.severity, Severity::Error);
     assert!(f.diagnosis.contains("CUDA error 401") && f.fix.contains("nvidia-fabricmanager"));
 }
+
+/// A sweep of 2 GPUs without peer access (SHM carries the ring) at NCCL 2.28.9 with a
+/// CUDA `driver`, and the stand-in's `fault` if any; its output and run directory.
+fn shm_sweep(dir: &Path, driver: &str, fault: &str, out: &Path) -> (std::process::Output, PathBuf) {
+    let mut env = vec![("NCCL_BENCH_SIM_DRIVER", driver)];
+    if !fault.is_empty() {
+        env.push(("NCCL_BENCH_SIM_FAULT", fault));
+    }
+    let o = sim_sweep(
+        dir,
+        "pcie-nop2p",
+        &env,
+        out,
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "1M",
+            "-e",
+            "1M",
+            "-n",
+            "20",
+            "--transports",
+            "default",
+            "--no-probe",
+        ],
+    );
+    (o, run_dir(out))
+}
+
+/// SHM's buffers as NCCL 2.24+ places them: cuMem host memory with a CUDA 12.6+
+/// driver, /dev/shm files with an older one or where the process's probe of cuMem
+/// host memory fails; each case says which. Where the probe fails on one rank only,
+/// that rank reads its peer's cuMem handle as a /dev/shm name: the case fails with
+/// the size-0 attach, and `explain` names the cause and NCCL_CUMEM_HOST_ENABLE=0.
+#[test]
+fn each_case_says_where_shm_kept_its_buffers_and_a_rank_that_fell_back_alone_is_named() {
+    let _machine = crate::common::shared();
+    let Some(dir) = sim_dir() else { return };
+    let backing = |driver: &str, fault: &str| {
+        let out = tempfile::tempdir().unwrap();
+        let (o, run) = shm_sweep(&dir, driver, fault, out.path());
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let cases = rows(&run);
+        let r = cases.iter().find(|r| r["nranks"] == "2").unwrap().clone();
+        assert_eq!(
+            (r["status"].as_str(), r["transports"].as_str()),
+            ("ok", "SHM:100%"),
+            "{r:?}"
+        );
+        (r["shm_backing"].clone(), nccl_log_of(&run))
+    };
+    let (b, _) = backing("12080", "");
+    assert_eq!(b, "cumem-host");
+    let (b, _) = backing("12040", "");
+    assert_eq!(b, "dev-shm");
+    let (b, log) = backing("12080", "cumem-host-probe");
+    assert_eq!(b, "dev-shm");
+    assert!(
+        log.shm_backing.fallback_line.is_some(),
+        "{:?}",
+        log.shm_backing
+    );
+
+    // Rank 1 alone falls back.
+    let out = tempfile::tempdir().unwrap();
+    let (o, run) = shm_sweep(&dir, "12080", "cumem-host-probe@1", out.path());
+    assert_ne!(o.status.code(), Some(2), "{}", text(&o));
+    let cases = rows(&run);
+    let r = cases.iter().find(|r| r["nranks"] == "2").unwrap();
+    assert_ne!(r["status"], "ok", "{r:?}");
+    assert!(
+        r["error"].contains(
+            "shm-cumem-mismatch: Error while attaching to shared memory segment /dev/shm/nccl-"
+        ),
+        "{r:?}"
+    );
+    let log = nccl_log_of(&run);
+    assert_eq!(
+        log.shm_backing.label(),
+        Some("mixed"),
+        "{:?}",
+        log.shm_backing
+    );
+    let e = explain(&log);
+    let f = e
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::ShmCumemMismatch)
+        .unwrap_or_else(|| panic!("{:?}", e.findings));
+    assert!(
+        f.fix
+            .starts_with("Set NCCL_CUMEM_HOST_ENABLE=0 on every rank"),
+        "{}",
+        f.fix
+    );
+    assert!(
+        f.diagnosis.contains("fell back to /dev/shm"),
+        "{}",
+        f.diagnosis
+    );
+}

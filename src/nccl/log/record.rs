@@ -396,13 +396,14 @@ impl NcclLog {
         self.failures.iter().find(|f| f.kind.in_connection_setup())
     }
 
-    /// The first failure of a known kind (else the first `Other`), as one line for a CSV
-    /// `error` column: `shm-enospc: Call to posix_fallocate failed : No space left on device`.
+    /// The first failure of connection set-up (the cause; the other ranks' socket errors
+    /// follow from it), else of a known kind, else the first `Other`, as one line for a
+    /// CSV `error` column: `shm-enospc: Call to posix_fallocate failed : No space left on
+    /// device`.
     pub fn error_cell(&self) -> Option<String> {
         let failure = self
-            .failures
-            .iter()
-            .find(|f| f.kind != FailureKind::Other)
+            .setup_failure()
+            .or_else(|| self.failures.iter().find(|f| f.kind != FailureKind::Other))
             .or_else(|| self.failures.first())?;
         let text: String = failure
             .text

@@ -204,6 +204,7 @@ impl Orchestrator<'_> {
             // NCCL connects lazily (at the first collective since 2.22): its log has
             // the connections once the case has run.
             let findings = self.nccl_log_findings(log_stem);
+            let shm_backing = findings.shm_backing.clone();
             let transports = if findings.transports.is_empty() {
                 transports.clone()
             } else {
@@ -246,6 +247,7 @@ impl Orchestrator<'_> {
                 ceiling_gbps,
                 round_p50_us: vec![summary.p50_us],
                 tuning,
+                shm_backing,
             };
             let round = RoundTake {
                 result,

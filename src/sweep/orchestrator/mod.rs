@@ -495,6 +495,7 @@ impl Orchestrator<'_> {
             ceiling_gbps: None,
             round_p50_us: Vec::new(),
             tuning: takes.tuning(bytes).unwrap_or_default(),
+            shm_backing: String::new(),
         };
         let offset = self.run_start.elapsed();
         self.record(&result, None, offset)

@@ -133,7 +133,7 @@ fn with_tuning(mut spec: WorkerSpec) -> WorkerSpec {
     let subsys = spec
         .env
         .entry("NCCL_DEBUG_SUBSYS".to_string())
-        .or_insert_with(|| "INIT,ENV".to_string());
+        .or_insert_with(|| "INIT,ENV,SHM".to_string());
     let has = subsys
         .split(',')
         .any(|s| s.trim().eq_ignore_ascii_case("TUNING") || s.trim().eq_ignore_ascii_case("ALL"));

@@ -90,6 +90,7 @@ impl Orchestrator<'_> {
         }
         remove_segments(&self.settings.shm_dir, &prefix);
         let logged = self.nccl_log_findings(&log_stem);
+        let logged_backing = logged.shm_backing.clone();
         if !logged.transports.is_empty() {
             transports = logged.transports;
         }
@@ -144,6 +145,7 @@ impl Orchestrator<'_> {
             ceiling_gbps: None,
             round_p50_us: summary.map(|s| vec![s.p50_us]).unwrap_or_default(),
             tuning: Default::default(),
+            shm_backing: logged_backing,
         };
         self.writer
             .record(&result, Some(total.histogram()), offset)?;

@@ -76,7 +76,8 @@ impl Orchestrator<'_> {
             // NCCL's own log per process, read back for the transports it used.
             let prefix = self.writer.dir().logs().join(format!("{log_stem}.nccl"));
             env.insert("NCCL_DEBUG".into(), "INFO".into());
-            env.insert("NCCL_DEBUG_SUBSYS".into(), "INIT,ENV".into());
+            // SHM: where its buffers live (cuMem host memory or /dev/shm files, 2.23.4+).
+            env.insert("NCCL_DEBUG_SUBSYS".into(), "INIT,ENV,SHM".into());
             env.insert("NCCL_DEBUG_FILE".into(), nccl_log::debug_file(&prefix));
         }
         // The config's variables replace inherited ones of the same name (and ours:
@@ -106,6 +107,7 @@ impl Orchestrator<'_> {
                 error: log.error_cell(),
                 setup_failed: log.setup_failure().is_some(),
                 nvls_note: log.nvls_note(),
+                shm_backing: log.shm_backing.label().unwrap_or_default().to_string(),
             },
             None => LogFindings::default(),
         }
@@ -217,4 +219,6 @@ pub(super) struct LogFindings {
     pub(super) setup_failed: bool,
     /// NVLS's multicast bind failed: what the case's note says of it.
     pub(super) nvls_note: Option<String>,
+    /// Where SHM kept its buffers (`ShmBacking::label`), empty if the log does not say.
+    pub(super) shm_backing: String,
 }

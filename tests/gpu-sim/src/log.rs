@@ -13,6 +13,7 @@ use crate::env;
 pub const INIT: u64 = 1;
 pub const COLL: u64 = 2;
 pub const P2P: u64 = 4;
+pub const SHM: u64 = 8;
 pub const NET: u64 = 16;
 pub const TUNING: u64 = 64;
 pub const ENV: u64 = 128;
@@ -22,7 +23,7 @@ const SUBSYS: [(&str, u64); 9] = [
     ("INIT", INIT),
     ("COLL", COLL),
     ("P2P", 4),
-    ("SHM", 8),
+    ("SHM", SHM),
     ("NET", NET),
     ("GRAPH", 32),
     ("TUNING", TUNING),

@@ -21,6 +21,9 @@
 //!   operation cannot be performed in the present state`), as on an NVSwitch machine
 //!   whose Fabric Manager is down or degraded; each release reacts as its
 //!   `transport/nvls.cc` does (see `nccl::setup`);
+//! - `cumem-host-probe`: the process's probe of cuMem host memory fails (2.26.3+),
+//!   as in a container that hides NUMA: it falls back to /dev/shm for SHM (see
+//!   `nccl::shm`); on one rank of several, its SHM connections to peers on cuMem fail;
 //! - `abort-hang`: `ncclCommAbort` never returns (NVIDIA/nccl#1777 reports aborts
 //!   that block on a hung kernel or proxy thread);
 //! - `mispredict`: a link NCCL believes healthy is slow. Every all-reduce that uses
@@ -86,6 +89,7 @@ pub enum Fault {
     AbortHang,
     Mispredict,
     NvlsBind,
+    CumemHostProbe,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -125,6 +129,7 @@ pub fn parse(text: &str) -> Option<Spec> {
         "abort-hang" => Fault::AbortHang,
         "mispredict" => Fault::Mispredict,
         "nvls-bind" => Fault::NvlsBind,
+        "cumem-host-probe" => Fault::CumemHostProbe,
         _ => return None,
     };
     let factor = match (fault, factor) {

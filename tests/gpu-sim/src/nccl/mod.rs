@@ -57,6 +57,7 @@ pub mod nvls;
 pub mod peers;
 pub mod setup;
 pub mod shared;
+pub mod shm;
 pub mod tuner;
 pub mod work;
 

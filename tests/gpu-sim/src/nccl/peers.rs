@@ -59,7 +59,7 @@ impl Comm {
             }
             let t = self.pair_transport(r);
             if t == Transport::Shm {
-                match self.create_shm_segments(1) {
+                match self.create_shm_segments(1, r) {
                     Ok(segments) => connected.segments.extend(segments),
                     Err(e) => {
                         self.leave();

@@ -20,6 +20,7 @@ use super::comm::{stop_failure, Comm, Failure, Stop};
 use super::lines::{self, NvlsSizes};
 use super::nvls;
 use super::shared::{file_bytes, host_hash, Shared};
+use super::shm;
 use super::tuner::{self, Algo, Enabled, Machine};
 use super::{
     version, INTERNAL_ERROR, INVALID_ARGUMENT, INVALID_USAGE, REMOTE_ERROR, SYSTEM_ERROR,
@@ -99,6 +100,10 @@ impl Comm {
         }
         self.bootstrap(id)?;
         self.log_init("Init START");
+        if let Some(line) = shm::fallback_line(version(), cumem_enabled(), self.rank) {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| log::info(log::INIT, self.device, line));
+        }
         let failed = self.check_peers().and_then(|()| self.make_plan());
         if let Err(e) = failed {
             self.leave();
@@ -440,7 +445,7 @@ impl Comm {
             if send == Transport::Shm {
                 connected
                     .segments
-                    .extend(self.create_shm_segments(plan.channels)?);
+                    .extend(self.create_shm_segments(plan.channels, next)?);
             }
             for channel in 0..plan.channels {
                 if recv == Transport::Net {
@@ -502,12 +507,33 @@ impl Comm {
         Ok(())
     }
 
-    /// The receive side of an SHM connection: one segment per channel in /dev/shm,
-    /// sized as NCCL sizes them and extended with `posix_fallocate` (so a small
-    /// /dev/shm fails as it does with NCCL), unlinked once made.
-    pub(super) fn create_shm_segments(&self, channels: u32) -> Result<Vec<File>, Failure> {
+    /// The buffers of this rank's SHM connection to `peer` on `channels` channels:
+    /// in cuMem host memory where the release and this process put them there
+    /// ([`shm::backing`]), else one segment per channel in /dev/shm, sized as NCCL
+    /// sizes them and extended with `posix_fallocate` (so a small /dev/shm fails as it
+    /// does with NCCL), unlinked once made. A rank on /dev/shm whose peer is on cuMem
+    /// fails as NCCL's importer does.
+    pub(super) fn create_shm_segments(
+        &self,
+        channels: u32,
+        peer: usize,
+    ) -> Result<Vec<File>, Failure> {
         let v = version();
-        let size: u64 = if v < (2, 12, 0) { 9_637_888 } else { 5_967_872 };
+        let cumem = cumem_enabled();
+        let mine = shm::backing(v, cumem, self.rank);
+        if mine == shm::Backing::DevShm
+            && shm::backing(v, cumem, peer as u32) == shm::Backing::CumemHost
+        {
+            return Err(shm::mismatch_failure(v, self.hash ^ peer as u64));
+        }
+        if mine == shm::Backing::CumemHost {
+            for channel in 0..u64::from(channels) {
+                let ptr = 0x7f00_0000_0000 + ((self.hash ^ channel) & 0xff_ffff) * 0x1000;
+                log::info(log::SHM, self.device, &shm::cumem_allocated(ptr));
+            }
+            return Ok(Vec::new());
+        }
+        let size = shm::SEGMENT_BYTES;
         let mut made = Vec::new();
         for channel in 0..u64::from(channels) {
             let name = format!(
@@ -526,6 +552,10 @@ impl Comm {
             };
             let _ = std::fs::remove_file(&name);
             if let (0, Ok(f)) = (failed, file) {
+                if v >= (2, 23, 4) {
+                    let ptr = 0x7f00_0000_0000 + (channel & 0xff) * 0x100_0000;
+                    log::info(log::SHM, self.device, &shm::mmap_allocated(&name, ptr));
+                }
                 made.push(f);
                 continue;
             }
