@@ -110,7 +110,13 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
 
 /// A sweep of 2 GPUs without peer access (SHM carries the ring) at NCCL 2.28.9 with a
 /// CUDA `driver`, and the stand-in's `fault` if any; its output and run directory.
-fn shm_sweep(dir: &Path, driver: &str, fault: &str, out: &Path) -> (std::process::Output, PathBuf) {
+fn shm_sweep(
+    dir: &Path,
+    driver: &str,
+    fault: &str,
+    configs: &str,
+    out: &Path,
+) -> (std::process::Output, PathBuf) {
     let mut env = vec![("NCCL_BENCH_SIM_DRIVER", driver)];
     if !fault.is_empty() {
         env.push(("NCCL_BENCH_SIM_FAULT", fault));
@@ -130,7 +136,7 @@ fn shm_sweep(dir: &Path, driver: &str, fault: &str, out: &Path) -> (std::process
             "-n",
             "20",
             "--transports",
-            "default",
+            configs,
             "--no-probe",
         ],
     );
@@ -148,7 +154,7 @@ fn each_case_says_where_shm_kept_its_buffers_and_a_rank_that_fell_back_alone_is_
     let Some(dir) = sim_dir() else { return };
     let backing = |driver: &str, fault: &str| {
         let out = tempfile::tempdir().unwrap();
-        let (o, run) = shm_sweep(&dir, driver, fault, out.path());
+        let (o, run) = shm_sweep(&dir, driver, fault, "default", out.path());
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         let cases = rows(&run);
         let r = cases.iter().find(|r| r["nranks"] == "2").unwrap().clone();
@@ -171,18 +177,33 @@ fn each_case_says_where_shm_kept_its_buffers_and_a_rank_that_fell_back_alone_is_
         log.shm_backing
     );
 
-    // Rank 1 alone falls back.
+    // Rank 1 alone falls back; the SHM verdict says what to set, not /dev/shm.
     let out = tempfile::tempdir().unwrap();
-    let (o, run) = shm_sweep(&dir, "12080", "cumem-host-probe@1", out.path());
+    let (o, run) = shm_sweep(
+        &dir,
+        "12080",
+        "cumem-host-probe@1",
+        "default,shm-off",
+        out.path(),
+    );
     assert_ne!(o.status.code(), Some(2), "{}", text(&o));
     let cases = rows(&run);
-    let r = cases.iter().find(|r| r["nranks"] == "2").unwrap();
+    let r = cases
+        .iter()
+        .find(|r| r["nranks"] == "2" && r["config"] == "default")
+        .unwrap();
     assert_ne!(r["status"], "ok", "{r:?}");
     assert!(
         r["error"].contains(
             "shm-cumem-mismatch: Error while attaching to shared memory segment /dev/shm/nccl-"
         ),
         "{r:?}"
+    );
+    let report = report(&run);
+    assert!(
+        report.contains("**Set NCCL_CUMEM_HOST_ENABLE=0 on every rank; do not disable SHM.**")
+            && !report.contains("Fix /dev/shm"),
+        "{report}"
     );
     let log = nccl_log_of(&run);
     assert_eq!(

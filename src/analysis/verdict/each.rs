@@ -32,6 +32,7 @@ pub fn answer(v: &Verdict) -> String {
     match v {
         Verdict::CannotTell { .. } => "cannot tell".into(),
         Verdict::ShmFails { .. } => "fix /dev/shm: SHM failed".into(),
+        Verdict::CumemMismatch { .. } => "set NCCL_CUMEM_HOST_ENABLE=0: SHM failed".into(),
         Verdict::NotOnDataPath { carried_by, .. } => {
             format!("SHM not on the data path ({})", carried_by.join(", "))
         }
@@ -47,7 +48,9 @@ pub fn answer(v: &Verdict) -> String {
 pub fn evidence(v: &Verdict) -> String {
     let d = match v {
         Verdict::CannotTell { why } => return why.clone(),
-        Verdict::ShmFails { error, .. } => return format!("`{error}`"),
+        Verdict::ShmFails { error, .. } | Verdict::CumemMismatch { error } => {
+            return format!("`{error}`")
+        }
         Verdict::NotOnDataPath { difference, .. }
         | Verdict::KeepShm { difference, .. }
         | Verdict::NoMeasurableCost { difference, .. }
@@ -90,6 +93,7 @@ pub fn overall(each: &[(Collective, Verdict)]) -> String {
             .collect()
     };
     let fails = names(&|v| matches!(v, Verdict::ShmFails { .. }));
+    let mismatched = names(&|v| matches!(v, Verdict::CumemMismatch { .. }));
     let free = names(&|v| {
         matches!(
             v,
@@ -117,6 +121,14 @@ pub fn overall(each: &[(Collective, Verdict)]) -> String {
         }
         s.push('.');
     };
+    if !mismatched.is_empty() {
+        let mut s = format!(
+            "**Set NCCL_CUMEM_HOST_ENABLE=0 on every rank; do not disable SHM.** SHM failed for {}: one rank's buffers in cuMem host memory, another's in /dev/shm (its section below says more)",
+            join(&mismatched)
+        );
+        and_the_rest(&mut s);
+        return s;
+    }
     if !fails.is_empty() {
         let mut s = format!(
             "**Fix /dev/shm, do not disable SHM.** SHM failed for {}: its section below says what /dev/shm needs",

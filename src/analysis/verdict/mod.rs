@@ -13,6 +13,7 @@ use super::compare::{compare, CompareOptions, CompareReport, Outcome, PairRow, S
 use crate::config::transport::env_truthy;
 use crate::export::reader::{CaseRow, RunData};
 use crate::nccl::cell::TransportsCell;
+use crate::nccl::log::FailureKind;
 use crate::nccl::shm::{assumed_channels, node_need, shm_size_gib, DEFAULT_SHM_SEGMENT_BYTES};
 
 /// The answer, with the evidence that supports it.
@@ -31,6 +32,11 @@ pub enum Verdict {
         /// largest ok size.
         disabled_busbw: Option<(u64, f64)>,
     },
+    /// SHM failed in the baseline because one rank kept its buffers in cuMem host
+    /// memory and another in /dev/shm (NCCL 2.26.3+, a probe that differs between ranks):
+    /// `NCCL_CUMEM_HOST_ENABLE=0` on every rank, neither /dev/shm's size nor disabling
+    /// SHM.
+    CumemMismatch { error: String },
     /// The baseline never used SHM: disabling it does not change the data path.
     NotOnDataPath {
         carried_by: Vec<String>,
@@ -220,6 +226,11 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
         .iter()
         .find(|r| !r.is_ok() && is_shm_error(&r.error))
     {
+        if crate::nccl::log::failure_kind(&failed.error) == Some(FailureKind::ShmCumemMismatch) {
+            return Verdict::CumemMismatch {
+                error: failed.error.clone(),
+            };
+        }
         let disabled_busbw = rows_of(run, &off)
             .into_iter()
             .filter(|r| r.is_ok() && r.nranks == failed.nranks)
@@ -394,6 +405,12 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
                 shm_total_bytes.map(|b| crate::units::Bytes(b).to_string()).unwrap_or_else(|| "of unknown size".into())
             )
         }
+        Verdict::CumemMismatch { error } => format!(
+            "**Set NCCL_CUMEM_HOST_ENABLE=0 on every rank; do not disable SHM.** The `{baseline}` config failed attaching a peer's SHM buffers: `{error}`. \
+             A segment of size 0 with a name NCCL never makes is a peer's cuMem handle read as a /dev/shm file name: one rank keeps SHM in cuMem host memory, \
+             another fell back to /dev/shm (from NCCL 2.26.3 each process probes cuMem host memory on its own). /dev/shm's size is not the cause; \
+             a driver of r595 or newer fixes the probe. `nccl-bench explain` on the run's NCCL logs shows which rank fell back."
+        ),
         Verdict::NotOnDataPath { carried_by, difference } => format!(
             "**Disabling SHM does not change the data path here.** `{baseline}` never used SHM: its traffic went over {}. \
              Measured: {}.",

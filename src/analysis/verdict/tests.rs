@@ -160,6 +160,41 @@ fn an_enospc_failure_in_the_baseline_says_fix_dev_shm() {
     );
 }
 
+/// A size-0 attach of a name NCCL never makes (one rank's SHM in cuMem host memory,
+/// another's in /dev/shm) is not a full /dev/shm: the verdict says
+/// NCCL_CUMEM_HOST_ENABLE=0, neither --shm-size nor disabling SHM; an ordinary attach
+/// ENOENT of the same words but a real name and size stays /dev/shm's.
+#[test]
+fn a_cumem_mismatch_in_the_baseline_says_cumem_host_enable_0_not_dev_shm() {
+    let with = |error: &'static str| {
+        let failed = Case {
+            config: "default",
+            bytes: 1024,
+            status: "failed",
+            transports: "SHM:100%",
+            error,
+            scale: 1.0,
+            samples: 0,
+            quality: "",
+        };
+        let r = run(
+            &SHM_DECISION,
+            vec![failed, ok("shm-off", 1024, "NET/Socket", 1.0)],
+        );
+        decide(&r, "default", OPTIONS)
+    };
+    let v = with("rank 1: ncclAllReduce failed: ncclSystemError (2): unhandled system error; last error: Error while attaching to shared memory segment /dev/shm/nccl-\u{40c} (size 0), error: No such file or directory (2)");
+    assert!(matches!(v, Verdict::CumemMismatch { .. }), "{v:?}");
+    let words = explain(&v, "default");
+    assert!(
+        words.starts_with("**Set NCCL_CUMEM_HOST_ENABLE=0 on every rank; do not disable SHM.**")
+            && !words.contains("--shm-size"),
+        "{words}"
+    );
+    let v = with("rank 1: ncclAllReduce failed: ncclSystemError (2): unhandled system error; last error: Error while attaching to shared memory segment /dev/shm/nccl-glnlGK (size 9637888), error: No such file or directory (2)");
+    assert!(matches!(v, Verdict::ShmFails { .. }), "{v:?}");
+}
+
 /// With NCCL the verdict sizes /dev/shm as the doctor does: the same figure for the
 /// same ranks and variables (the doctor's line read "need 73.5 MiB" where the verdict
 /// said "at least 11.38 MiB").

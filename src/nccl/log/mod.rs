@@ -32,6 +32,12 @@ pub fn debug_file(prefix: &Path) -> String {
     format!("{}.%h.%p.log", prefix.to_string_lossy().replace('%', "%%"))
 }
 
+/// The failure an error text names (a CSV `error` cell, an application's message), as
+/// the parser would classify the same words untagged; `None` if it knows none.
+pub fn failure_kind(text: &str) -> Option<FailureKind> {
+    classify::classify_plain(text)
+}
+
 /// Parses one log. Never fails: unknown lines are ignored.
 pub fn parse(text: &str) -> NcclLog {
     let mut parser = Parser::default();
