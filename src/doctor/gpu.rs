@@ -108,6 +108,15 @@ impl GpuSurvey {
         self.presence.has_gpus()
     }
 
+    /// The CUDA version the driver supports (`(12, 4)`), where the driver answered.
+    pub fn cuda_driver(&self) -> Option<(u32, u32)> {
+        let Driver::Answered(f) = &self.driver else {
+            return None;
+        };
+        let (major, minor) = f.cuda_version.split_once('.')?;
+        Some((major.parse().ok()?, minor.parse().ok()?))
+    }
+
     pub fn p2p_summary(&self) -> Option<P2pSummary> {
         match &self.driver {
             Driver::Answered(f) if !f.gpus.is_empty() => Some(P2pSummary::from_matrix(&f.p2p)),
@@ -254,6 +263,13 @@ fn name_counts(f: &GpuFacts) -> String {
         .map(|(n, c)| format!("{c} x {n}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The version of the libnccl `sweep` would load, where one is found.
+pub fn library_version(root: &Root, explicit: Option<&Path>) -> Option<NcclVersion> {
+    let fake = FakeLibraries(root);
+    let machine: &dyn Machine = if root.is_real() { &ThisMachine } else { &fake };
+    libnccl::discover(explicit, machine).ok().map(|f| f.version)
 }
 
 /// The libnccl `sweep` would load.

@@ -174,15 +174,29 @@ pub fn run_checks(root: &Root, options: &Options) -> Report {
         ib_ports: ib.active_names(),
         p2p: gpus.p2p_summary(),
     };
+    // Where SHM keeps its buffers with this library, driver and settings.
+    let cumem_host = gpu::library_version(root, options.nccl_lib.as_deref())
+        .zip(gpus.cuda_driver())
+        .and_then(|(version, driver)| {
+            crate::nccl::shm::cumem_host_reason(
+                version,
+                driver,
+                settings.effective("NCCL_CUMEM_ENABLE"),
+                settings.effective("NCCL_CUMEM_HOST_ENABLE"),
+            )
+        });
     let checks = vec![
-        shm::check(
-            root,
-            &options.shm_dir,
-            options.local_ranks,
-            shm::Sizing::Nccl,
-            &settings,
-            &leftovers,
-            facts.p2p.as_ref(),
+        shm::where_shm_lives(
+            shm::check(
+                root,
+                &options.shm_dir,
+                options.local_ranks,
+                shm::Sizing::Nccl,
+                &settings,
+                &leftovers,
+                facts.p2p.as_ref(),
+            ),
+            cumem_host,
         ),
         leftovers.check(&options.shm_dir),
         container::check(root, &options.shm_dir),

@@ -257,6 +257,27 @@ pub fn check(
     check
 }
 
+/// The check where NCCL keeps SHM's buffers in cuMem host memory (`why`, from
+/// [`cumem_host_reason`](crate::nccl::shm::cumem_host_reason)): a /dev/shm too small
+/// for SHM's segments only warns, since it matters only where a process falls back to
+/// /dev/shm or `NCCL_CUMEM_HOST_ENABLE=0` is set.
+pub fn where_shm_lives(mut check: Check, why: Option<String>) -> Check {
+    let Some(why) = why else { return check };
+    if check.status == Status::Fail {
+        check.status = Status::Warn;
+        check.details.insert(
+            0,
+            format!(
+                "{why}: this size matters only where a process falls back to /dev/shm or \
+                 NCCL_CUMEM_HOST_ENABLE=0 is set (NCCL's proxy still uses some /dev/shm)"
+            ),
+        );
+    } else {
+        check.details.push(why);
+    }
+    check
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::fake::FakeMachine;
@@ -466,5 +487,40 @@ mod tests {
             "{}",
             c.value
         );
+    }
+    #[test]
+    fn a_small_dev_shm_only_warns_where_shm_lives_in_cumem_host_memory() {
+        let fail = || {
+            Check::new(
+                ID,
+                TITLE,
+                Status::Fail,
+                "64.0 MiB free of 64.0 MiB; need 147.1 MiB",
+            )
+        };
+        assert_eq!(where_shm_lives(fail(), None), fail());
+        let why = crate::nccl::shm::cumem_host_reason(
+            crate::nccl::NcclVersion::parse("2.28.9").unwrap(),
+            (12, 8),
+            None,
+            None,
+        );
+        let c = where_shm_lives(fail(), why);
+        assert_eq!(c.status, Status::Warn);
+        assert!(
+            c.details[0].starts_with(
+                "NCCL 2.28.9 with a CUDA 12.8 driver keeps SHM's buffers in cuMem host memory"
+            ) && c.details[0].contains("matters only where a process falls back"),
+            "{:?}",
+            c.details
+        );
+        // With a CUDA 12.4 driver SHM is on /dev/shm: still a failure.
+        let why = crate::nccl::shm::cumem_host_reason(
+            crate::nccl::NcclVersion::parse("2.28.9").unwrap(),
+            (12, 4),
+            None,
+            None,
+        );
+        assert_eq!(where_shm_lives(fail(), why).status, Status::Fail);
     }
 }

@@ -3,6 +3,8 @@
 //! `--shm-size` that leaves room for it. The doctor's /dev/shm check, the SHM
 //! verdict and `explain`'s ENOSPC diagnosis all size with these.
 
+use super::NcclVersion;
+
 /// Bytes in a GiB: `--shm-size` advice.
 const GIB: u64 = 1 << 30;
 
@@ -82,9 +84,81 @@ pub fn shm_size_gib(estimate_bytes: Option<u64>) -> u64 {
     estimate_bytes.map_or(1, |b| b.saturating_mul(2).div_ceil(GIB).max(1))
 }
 
+/// Why release `version` with a CUDA `driver` (`(12, 6)`) keeps SHM's buffers in cuMem
+/// host memory rather than /dev/shm files, given `NCCL_CUMEM_ENABLE` and
+/// `NCCL_CUMEM_HOST_ENABLE` as set (`None`: unset); `None` where it uses /dev/shm
+/// (`transport/shm.cc`, `misc/cudawrap.cc`): 2.23.4 only when asked, from 2.24 by
+/// default with cuMem on and a 12.6+ driver, and a set value decides from a 12.2
+/// driver. From 2.26.3 a process whose probe of cuMem host memory fails falls back to
+/// /dev/shm on its own, which the reason says.
+pub fn cumem_host_reason(
+    version: NcclVersion,
+    driver: (u32, u32),
+    cumem_enable: Option<&str>,
+    cumem_host_enable: Option<&str>,
+) -> Option<String> {
+    let number = |v: Option<&str>| v.and_then(|s| s.trim().parse::<i64>().ok());
+    let v = (version.major, version.minor, version.patch);
+    let cumem = match number(cumem_enable) {
+        Some(0) => false,
+        Some(n) if n > 0 => true,
+        _ => v >= (2, 19, 0),
+    };
+    if !cumem || v < (2, 23, 4) {
+        return None;
+    }
+    let host = number(cumem_host_enable);
+    let on = if v < (2, 24, 0) {
+        host == Some(1)
+    } else if driver < (12, 2) {
+        false
+    } else {
+        match host {
+            Some(n) if n != -1 => n != 0,
+            _ => driver >= (12, 6),
+        }
+    };
+    if !on {
+        return None;
+    }
+    let probe = if v >= (2, 26, 3) {
+        "; a process whose probe of cuMem host memory fails (a container that hides NUMA \
+         or lacks SYS_NICE) falls back to /dev/shm and logs `cuMem host allocations do not \
+         appear to be working`"
+    } else {
+        ""
+    };
+    Some(format!(
+        "NCCL {version} with a CUDA {}.{} driver keeps SHM's buffers in cuMem host memory, \
+         not /dev/shm{probe}",
+        driver.0, driver.1
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shm_lives_in_cumem_host_memory_from_2_24_with_a_12_6_driver() {
+        let v = |s: &str| NcclVersion::parse(s).unwrap();
+        let on = |ver: &str, d: (u32, u32), c: Option<&str>, h: Option<&str>| {
+            cumem_host_reason(v(ver), d, c, h).is_some()
+        };
+        assert!(on("2.28.9", (12, 8), None, None));
+        assert!(!on("2.28.9", (12, 4), None, None));
+        assert!(on("2.28.9", (12, 4), None, Some("1")));
+        assert!(!on("2.28.9", (12, 8), None, Some("0")));
+        assert!(!on("2.28.9", (12, 8), Some("0"), None));
+        assert!(!on("2.28.9", (12, 1), None, Some("1")));
+        assert!(!on("2.23.4", (12, 8), None, None));
+        assert!(on("2.23.4", (12, 8), None, Some("1")));
+        assert!(!on("2.21.5", (12, 8), None, Some("1")));
+        let why = cumem_host_reason(v("2.27.7"), (12, 8), None, None).unwrap();
+        assert!(why.contains("falls back to /dev/shm"), "{why}");
+        let why = cumem_host_reason(v("2.24.3"), (12, 8), None, None).unwrap();
+        assert!(!why.contains("falls back"), "{why}");
+    }
 
     #[test]
     fn shm_estimate_and_shm_size_are_plain_arithmetic() {
