@@ -7,14 +7,14 @@
 
 use std::path::{Path, PathBuf};
 
-use nccl_bench::nccl::explain::{explain, FindingKind, Severity};
-use nccl_bench::nccl::log::{parse_files, NvlsUse};
+use nccl_bench::nccl::explain::{explain, Finding, FindingKind, Severity};
+use nccl_bench::nccl::log::{parse_files, NcclLog, NvlsUse};
 
 use crate::common::sim::{sim_dir, sim_sweep};
 use crate::common::{report, rows, run_dir, text};
 
 /// The NCCL logs of a run directory, parsed as one.
-fn nccl_log_of(run: &Path) -> nccl_bench::nccl::log::NcclLog {
+fn nccl_log_of(run: &Path) -> NcclLog {
     let files: Vec<PathBuf> = std::fs::read_dir(run.join("logs"))
         .unwrap()
         .flatten()
@@ -23,6 +23,15 @@ fn nccl_log_of(run: &Path) -> nccl_bench::nccl::log::NcclLog {
         .collect();
     let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     parse_files(&paths).unwrap()
+}
+
+/// `explain`'s finding of `kind` on `log`, which must have one.
+fn finding(log: &NcclLog, kind: FindingKind) -> Finding {
+    let e = explain(log);
+    e.findings
+        .into_iter()
+        .find(|f| f.kind == kind)
+        .unwrap_or_else(|| panic!("no {kind:?} in {log:?}"))
 }
 
 fn sweep(dir: &Path, version: &str, out: &Path) -> (std::process::Output, PathBuf) {
@@ -78,12 +87,7 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
     assert!(!report.contains("8 x H100 SXM, NVLS"), "{report}");
     let log = nccl_log_of(&run);
     assert_eq!(log.nvls, NvlsUse::Failed);
-    let e = explain(&log);
-    let f = e
-        .findings
-        .iter()
-        .find(|f| f.kind == FindingKind::NvlsBind)
-        .unwrap_or_else(|| panic!("{:?}", e.findings));
+    let f = finding(&log, FindingKind::NvlsBind);
     assert_eq!(f.severity, Severity::Warning);
     assert!(f.fix.contains("NCCL_NVLS_ENABLE=0") && f.diagnosis.contains("went on without NVLS"));
 
@@ -98,12 +102,7 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
         r["error"].contains("nvls-bind: Failed to bind NVLink SHARP"),
         "{r:?}"
     );
-    let e = explain(&nccl_log_of(&run));
-    let f = e
-        .findings
-        .iter()
-        .find(|f| f.kind == FindingKind::NvlsBind)
-        .unwrap_or_else(|| panic!("{:?}", e.findings));
+    let f = finding(&nccl_log_of(&run), FindingKind::NvlsBind);
     assert_eq!(f.severity, Severity::Error);
     assert!(f.diagnosis.contains("CUDA error 401") && f.fix.contains("nvidia-fabricmanager"));
 }
@@ -212,12 +211,7 @@ fn each_case_says_where_shm_kept_its_buffers_and_a_rank_that_fell_back_alone_is_
         "{:?}",
         log.shm_backing
     );
-    let e = explain(&log);
-    let f = e
-        .findings
-        .iter()
-        .find(|f| f.kind == FindingKind::ShmCumemMismatch)
-        .unwrap_or_else(|| panic!("{:?}", e.findings));
+    let f = finding(&log, FindingKind::ShmCumemMismatch);
     assert!(
         f.fix
             .starts_with("Set NCCL_CUMEM_HOST_ENABLE=0 on every rank"),
