@@ -18,25 +18,6 @@ use crate::ops::collective::Collective;
 use crate::stats::quality::Quality;
 use crate::units::{format_us, Bytes};
 
-/// What the run's intervals rest on: its rounds (process groups per config and rank
-/// count), or one group's iterations; nothing for rows without per-round medians
-/// (imports).
-fn rounds_line(run: &RunData) -> Option<String> {
-    let rounds = run
-        .cases
-        .iter()
-        .map(|c| c.round_medians().len())
-        .max()
-        .unwrap_or(0);
-    Some(match rounds {
-        0 => return None,
-        1 => "- Rounds: 1 process group per config and rank count: intervals cover the variation between its iterations only, often smaller than between groups of processes (`--rounds 6` or more measures that)".to_string(),
-        n => format!(
-            "- Rounds: {n} process groups per config and rank count, interleaved across the configs: medians' intervals and comparisons are over them, so they include the variation between groups of processes"
-        ),
-    })
-}
-
 /// Builds the Markdown of a run's report.
 /// `plots` are the files drawn for the run (their SVGs are embedded), or why none were.
 pub fn markdown(
@@ -69,7 +50,7 @@ pub fn markdown(
     // The machine and the run's facts come last: a person decides from the verdict
     // and the tables first.
     let mut facts = String::new();
-    machine_section(&mut facts, run)?;
+    super::machine::machine_section(&mut facts, run)?;
 
     let collectives = run.collectives();
     verdict_section(&mut s, run, baseline, options)?;
@@ -216,84 +197,6 @@ fn retitle(chapter: &str, collective: Collective) -> String {
         .collect()
 }
 
-/// The machine and backend, the NCCL and GPUs, and the run's facts (start, status,
-/// rounds).
-fn machine_section(s: &mut String, run: &RunData) -> Result<()> {
-    let m = &run.manifest;
-    writeln!(s, "## Machine and run\n")?;
-    writeln!(
-        s,
-        "- Host: {} ({}, {} CPUs)",
-        or_unknown(&m.host.hostname),
-        or_unknown(&m.host.cpu_model),
-        m.host.cpus
-    )?;
-    writeln!(
-        s,
-        "- Backend: {} ({})",
-        or_unknown(&m.backend.used),
-        m.backend.note
-    )?;
-    if let Some(c) = &m.cluster {
-        writeln!(
-            s,
-            "- Ranks: {} under {} on {} host(s): {} (rendezvous {})",
-            c.world_size,
-            c.launcher,
-            c.hosts.len(),
-            c.hosts.join(", "),
-            c.rendezvous
-        )?;
-        let paired = m.configs.iter().any(|c| c.ranks.is_some());
-        if c.hosts.len() > 1 && !paired {
-            writeln!(
-                s,
-                "- Per node: every rank of a collective waits for the slowest, so one time is shared by all nodes and this run cannot say which node is slow; `nccl-bench run --pairs` measures every pair of nodes and names a slow node or link"
-            )?;
-        }
-    }
-    if let Some(n) = &m.nccl {
-        writeln!(s, "- NCCL: {}", n.version)?;
-    }
-    if let Some(gpu) = &m.gpu {
-        let names: Vec<String> = gpu["gpus"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|g| {
-                        format!(
-                            "{} ({})",
-                            g["name"].as_str().unwrap_or("?"),
-                            g["bus_id"].as_str().unwrap_or("?")
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        writeln!(
-            s,
-            "- GPUs: {}; driver {}, CUDA {}",
-            names.join(", "),
-            gpu["driver_version"].as_str().unwrap_or("?"),
-            gpu["cuda_version"].as_str().unwrap_or("?")
-        )?;
-    }
-    if let Some(total) = m.host.shm_total_bytes {
-        writeln!(s, "- /dev/shm: {}", Bytes(total))?;
-    }
-    writeln!(
-        s,
-        "- Run: started {}, status {}",
-        or_unknown(&m.started_at),
-        or_unknown(&m.status)
-    )?;
-    if let Some(line) = rounds_line(run) {
-        writeln!(s, "{line}")?;
-    }
-    writeln!(s)?;
-    Ok(())
-}
-
 /// The cases that did not pass, with their reasons, and the cases the quality rules
 /// set apart: what not to read as evidence before reading the tables.
 fn cases_apart(s: &mut String, run: &RunData) -> Result<()> {
@@ -437,14 +340,6 @@ fn marked(cell: String, row: Option<&CaseRow>) -> String {
     match row {
         Some(r) if r.is_ok() && !r.is_trusted() => format!("{cell} ({})", r.quality),
         _ => cell,
-    }
-}
-
-fn or_unknown(s: &str) -> &str {
-    if s.is_empty() {
-        "unknown"
-    } else {
-        s
     }
 }
 

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod history;
 pub mod html;
 pub mod junit;
+mod machine;
 pub mod markdown;
 pub mod soak;
 

@@ -162,13 +162,18 @@ fn each_case_says_where_shm_kept_its_buffers_and_a_rank_that_fell_back_alone_is_
             ("ok", "SHM:100%"),
             "{r:?}"
         );
-        (r["shm_backing"].clone(), nccl_log_of(&run))
+        (r["shm_backing"].clone(), nccl_log_of(&run), report(&run))
     };
-    let (b, _) = backing("12080", "");
+    let (b, _, report_md) = backing("12080", "");
     assert_eq!(b, "cumem-host");
-    let (b, _) = backing("12040", "");
+    assert!(
+        report_md
+            .contains("- SHM's buffers (NCCL's log): cuMem host memory (not /dev/shm) in 1 case\n"),
+        "{report_md}"
+    );
+    let (b, _, _) = backing("12040", "");
     assert_eq!(b, "dev-shm");
-    let (b, log) = backing("12080", "cumem-host-probe");
+    let (b, log, _) = backing("12080", "cumem-host-probe");
     assert_eq!(b, "dev-shm");
     assert!(
         log.shm_backing.fallback_line.is_some(),
