@@ -11,7 +11,7 @@ export NCCL_BENCH_TEST_SIM_DIR
 export NCCL_BENCH_TEST_NCCL_LIB
 # Three tests at a time on two cores: most of them wait on their child processes
 # (the timing-sensitive ones run alone, tests/it/common's lock). Measured on the 2-core
-# machine: the integration tests in 430 s against 488 s with two.
+# machine, one commit, one build: the integration tests in 484 s against 543 s with two.
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}"
 # The stand-in's own tests: its driver semantics against a real driver's answers.
 cargo test --quiet -p gpu-sim

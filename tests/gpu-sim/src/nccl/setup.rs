@@ -564,7 +564,11 @@ impl Comm {
         Ok(made)
     }
 
-    /// NCCL's WARN lines and error for a segment that could not be made.
+    /// NCCL's WARN lines and error for a segment that could not be made, in each
+    /// release's words (`misc/shmutils.cc`): before 2.12 `posix_fallocate` in
+    /// `include/shm.h`; from 2.12 `failed to extend ... to N bytes` and `Error while
+    /// creating shared memory segment ... (size N)`, with `, error: <strerror> (<errno>)`
+    /// from 2.22.3; the source lines of 2.12-2.21, 2.22-2.28 and 2.29.
     fn shm_failure(&self, name: &str, size: u64, errno: c_int) -> Failure {
         let v = version();
         let why = strip_os(&std::io::Error::from_raw_os_error(errno));
@@ -580,20 +584,30 @@ impl Comm {
                 "include/shm.h:48",
             );
         }
+        let (tail, extend_at, create_at) = if v >= (2, 29, 0) {
+            (
+                format!(", error: {why} ({errno})"),
+                "misc/shmutils.cc:88",
+                "misc/shmutils.cc:132",
+            )
+        } else if v >= (2, 22, 3) {
+            (
+                format!(", error: {why} ({errno})"),
+                "misc/shmutils.cc:87",
+                "misc/shmutils.cc:128",
+            )
+        } else {
+            (String::new(), "misc/shmutils.cc:71", "misc/shmutils.cc:112")
+        };
         log::warn(
             self.device,
-            "misc/shmutils.cc:71",
-            &format!("Error: failed to extend {name} to {} bytes", size + 4),
+            extend_at,
+            &format!("Error: failed to extend {name} to {} bytes{tail}", size + 4),
         );
-        let tail = if v >= (2, 23, 0) {
-            format!(", error: {why} ({errno})")
-        } else {
-            String::new()
-        };
         (
             SYSTEM_ERROR,
             format!("Error while creating shared memory segment {name} (size {size}){tail}"),
-            "misc/shmutils.cc:112",
+            create_at,
         )
     }
 
