@@ -119,15 +119,7 @@ fn shm_backing_line(run: &RunData) -> Option<String> {
     if counts.is_empty() {
         return None;
     }
-    let words = |b: &str| {
-        match b {
-            "cumem-host" => "cuMem host memory (not /dev/shm)",
-            "dev-shm" => "/dev/shm files",
-            "mixed" => "cuMem host memory on some ranks, /dev/shm on others",
-            other => other,
-        }
-        .to_string()
-    };
+    let words = crate::nccl::log::ShmBacking::label_words;
     let parts: Vec<String> = counts
         .iter()
         .map(|(b, n)| {

@@ -176,13 +176,22 @@ impl ShmBacking {
     /// In words, for a report or `explain`.
     pub fn describe(&self) -> &'static str {
         match self.label() {
-            Some("mixed") => "cuMem host memory on some ranks, /dev/shm files on others",
-            Some("cumem-host") => "cuMem host memory (not /dev/shm)",
-            Some(_) if self.fallback_line.is_some() => {
+            Some("dev-shm") if self.fallback_line.is_some() => {
                 "/dev/shm files (the cuMem host probe failed and NCCL fell back)"
             }
-            Some(_) => "/dev/shm files",
+            Some(label) => ShmBacking::label_words(label),
             None => "not in the log",
+        }
+    }
+
+    /// A [`label`](ShmBacking::label) (results.csv's `shm_backing`) in words; an
+    /// unknown one as it is.
+    pub fn label_words(label: &str) -> &str {
+        match label {
+            "mixed" => "cuMem host memory on some ranks, /dev/shm files on others",
+            "cumem-host" => "cuMem host memory (not /dev/shm)",
+            "dev-shm" => "/dev/shm files",
+            other => other,
         }
     }
 }
