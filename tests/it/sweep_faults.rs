@@ -426,20 +426,27 @@ fn a_failed_groups_workers_are_gone_before_the_next_group_starts() {
     let out = tempfile::tempdir().unwrap();
     let shm = tempfile::tempdir().unwrap();
     let marker = shm.path().to_string_lossy().into_owned();
-    // 1 KiB hangs on rank 1 (timeout); fresh workers then run 16 MiB for a while.
+    // 1 KiB hangs on rank 1 (timeout); fresh workers then run 2 KiB for a second:
+    // each timed all-reduce pauses 50 ms first, so how long they live does not
+    // hang on how fast this machine moves bytes (1 s of the case's 3).
     let mut child = sweep(out.path(), shm.path())
         .args([
             "--gpus",
             "2",
             "--transports",
             "default",
+            "--rounds",
+            "1",
             "-b",
             "1K",
             "-e",
-            "16M",
+            "2K",
         ])
-        .args(["-f", "16384", "-n", "40", "--timeout", "3"])
-        .env("NCCL_BENCH_FAULT", "hang:rank=1:bytes=1K")
+        .args(["-f", "2", "-n", "20", "--timeout", "3"])
+        .env(
+            "NCCL_BENCH_FAULT",
+            "hang:rank=1:bytes=1K,stall:bytes=2K:us=50000",
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -28,6 +28,48 @@ pub fn shared() -> RwLockReadGuard<'static, ()> {
     MACHINE.read().unwrap_or_else(|e| e.into_inner())
 }
 
+/// This machine right now, for the log of a timing test that could not assert or
+/// failed: its load averages, and over half a second the share of its cores that
+/// were busy and that its hypervisor took (steal), from /proc.
+pub fn machine_note() -> String {
+    fn cpu() -> Option<Vec<u64>> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let line = stat.lines().next()?.strip_prefix("cpu ")?.to_string();
+        Some(
+            line.split_whitespace()
+                .filter_map(|f| f.parse().ok())
+                .collect(),
+        )
+    }
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let before = cpu();
+    std::thread::sleep(Duration::from_millis(500));
+    let share = match (before, cpu()) {
+        (Some(a), Some(b)) if a.len() >= 8 && b.len() >= 8 => {
+            let d: Vec<u64> = a
+                .iter()
+                .zip(&b)
+                .map(|(a, b)| b.saturating_sub(*a))
+                .collect();
+            let total: u64 = d.iter().take(8).sum::<u64>().max(1);
+            let idle = d[3] + d[4];
+            format!(
+                "busy {:.0} %, steal {:.0} % of the cores over half a second",
+                100.0 * (total - idle) as f64 / total as f64,
+                100.0 * d[7] as f64 / total as f64
+            )
+        }
+        _ => "no /proc/stat".to_string(),
+    };
+    format!(
+        "machine: load {}, {share}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
+}
+
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nccl-bench"))
 }
