@@ -8,8 +8,10 @@
 # Usage: scripts/test-times.sh [--top N] [TESTNAME-FILTER...]
 #   --top N   how many of the slowest tests to print (default 15)
 #   a filter is passed to every test binary, as `cargo test FILTER` would
-# A test's time includes waiting for tests/it/common's lock (alone or shared); each
-# binary's time is its wall time. Exit status: 0, 1 a test failed, 2 usage.
+# A test's time is its own: libtest's time less its wait for tests/it/common's lock
+# (alone or shared; the waits go to target/test-times.waits.tsv, and the table says
+# which tests ran alone). Each binary's time is its wall time. Exit status: 0, 1 a
+# test failed, 2 usage.
 #
 # The per-test timer is libtest's `--report-time`, an unstable option: the test binaries
 # (not the compiler) are run with RUSTC_BOOTSTRAP=1 to allow it, so nothing is rebuilt.
@@ -55,6 +57,9 @@ for line in open(sys.argv[1]):
 
 tsv=target/test-times.tsv
 : >"$tsv"
+waits=target/test-times.waits.tsv
+: >"$waits"
+export NCCL_BENCH_TEST_LOCK_LOG="$PWD/$waits"
 binaries=()
 failed=0
 for line in "${exes[@]}"; do
@@ -68,12 +73,16 @@ for line in "${exes[@]}"; do
     fi
     t1=$(date +%s.%N)
     binaries+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')	$name")
-    # libtest's line: `test NAME ... ok <1.234s>`.
-    awk -v bin="$name" '$1 == "test" && $(NF - 2) == "..." && $NF ~ /^<[0-9.]+s>$/ {
-            t = $NF; gsub(/[<s>]/, "", t)
+    # libtest's line: `test NAME ... ok <1.234s>`, less the test's wait for the lock.
+    awk -v bin="$name" -F'\t' 'FILENAME == ARGV[1] { wait[$1] = $2; how[$1] = $3; next }
+        {
+            n = split($0, f, " ")
+            if (f[1] != "test" || f[n - 2] != "..." || f[n] !~ /^<[0-9.]+s>$/) next
+            t = f[n]; gsub(/[<s>]/, "", t)
             name = $0; sub(/^test /, "", name); sub(/ \.\.\. .*$/, "", name)
-            printf "%s\t%s\t%s\n", t, bin, name
-        }' "$log" >>"$tsv"
+            own = t - wait[name]
+            printf "%.3f\t%s\t%s%s\n", own, bin, name, how[name] == "alone" ? " (alone)" : ""
+        }' "$waits" "$log" >>"$tsv"
 done
 
 echo "build (cargo test --no-run): ${build_s} s"

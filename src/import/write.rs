@@ -242,6 +242,7 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
         doctor: Vec::new(),
         ceilings: None,
         soak: None,
+        shm_backing: Default::default(),
     };
     writer.write_manifest(&manifest)?;
     let said = format!(

@@ -316,6 +316,28 @@ pub struct RunManifest {
     /// What a `soak` run was asked for (absent for a sweep).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak: Option<SoakInfo>,
+    /// Where NCCL's SHM transport kept its buffers, per config: the backings its
+    /// cases' logs named (`cumem-host`, `dev-shm`, `mixed`; results.csv's
+    /// `shm_backing`). Absent where no log said (no SHM, the host backend).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub shm_backing: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+impl RunManifest {
+    /// Counts a finished case: its status, its quality, and where its SHM buffers
+    /// lived.
+    pub fn record_case(&mut self, result: &CaseResult) {
+        self.cases.add(result.status);
+        if let Some(q) = result.quality {
+            self.cases.add_quality(q);
+        }
+        if !result.shm_backing.is_empty() {
+            self.shm_backing
+                .entry(result.key.config.clone())
+                .or_default()
+                .insert(result.shm_backing.clone());
+        }
+    }
 }
 
 /// A soak's settings, as its report and plot read them back.

@@ -51,6 +51,7 @@ impl RunManifest {
             doctor: Vec::new(),
             ceilings: None,
             soak: None,
+            shm_backing: Default::default(),
         }
     }
 }

@@ -362,6 +362,7 @@ pub(crate) fn manifest(
         doctor: Vec::new(),
         ceilings: None,
         soak: None,
+        shm_backing: Default::default(),
     }
 }
 

@@ -366,7 +366,7 @@ pub fn soak_groups(
             .started(&group.config.name, group.nranks, bytes, soak.duration);
         match orchestrator.soak(group, bytes, soak_plan, &mut sink) {
             Ok(result) => {
-                orchestrator.manifest.cases.add(result.status);
+                orchestrator.manifest.record_case(&result);
                 all_ok &= result.status == CaseStatus::Ok;
                 let status = match result.status {
                     CaseStatus::Ok => "ok".to_string(),

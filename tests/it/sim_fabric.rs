@@ -162,6 +162,14 @@ fn each_case_says_where_shm_kept_its_buffers_and_a_rank_that_fell_back_alone_is_
             ("ok", "SHM:100%"),
             "{r:?}"
         );
+        // The manifest records it per config.
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(
+            manifest["shm_backing"]["default"],
+            serde_json::json!([r["shm_backing"]]),
+            "{manifest}"
+        );
         (r["shm_backing"].clone(), nccl_log_of(&run), report(&run))
     };
     let (b, _, report_md) = backing("12080", "");

@@ -413,10 +413,7 @@ impl Orchestrator<'_> {
     ) -> Result<()> {
         self.writer
             .record(result, recorder.map(LatencyRecorder::histogram), offset)?;
-        self.manifest.cases.add(result.status);
-        if let Some(q) = result.quality {
-            self.manifest.cases.add_quality(q);
-        }
+        self.manifest.record_case(result);
         self.writer.update_manifest(&self.manifest)?;
         self.observer.case_finished(result);
         Ok(())

@@ -19,13 +19,38 @@ static MACHINE: RwLock<()> = RwLock::new(());
 /// transports against each other, a soak's dips, a stall found among rounds, a
 /// throttled link): no other test runs while it holds this.
 pub fn alone() -> RwLockWriteGuard<'static, ()> {
-    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+    let start = Instant::now();
+    let guard = MACHINE.write().unwrap_or_else(|e| e.into_inner());
+    waited(start, "alone");
+    guard
 }
 
 /// For every other test: any number of them run together, never beside a test that
 /// holds [`alone`].
 pub fn shared() -> RwLockReadGuard<'static, ()> {
-    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+    let start = Instant::now();
+    let guard = MACHINE.read().unwrap_or_else(|e| e.into_inner());
+    waited(start, "shared");
+    guard
+}
+
+/// Where `NCCL_BENCH_TEST_LOCK_LOG` names a file (scripts/test-times.sh sets it):
+/// appends `test<TAB>seconds waited for the lock<TAB>alone|shared`, so that a test's
+/// own time is its time less the wait.
+fn waited(start: Instant, how: &str) {
+    let Some(path) = std::env::var_os("NCCL_BENCH_TEST_LOCK_LOG") else {
+        return;
+    };
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let line = format!("{test}\t{:.3}\t{how}\n", start.elapsed().as_secs_f64());
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
 }
 
 /// This machine right now, for the log of a timing test that could not assert or
