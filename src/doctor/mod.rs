@@ -14,6 +14,7 @@
 //! | `gpu`           | GPUs              | NVIDIA GPUs, driver, P2P matrix, NVLink                      |
 //! | `nccl.lib`      | libnccl           | which libnccl `sweep` would load, and its version            |
 //! | `counters`      | Error counters    | GPU throttle reasons, NVLink/ECC/XID, IB port and NIC errors  |
+//! | `fabric`        | NVLink fabric     | each GPU's registration with an NVSwitch fabric (NVML)        |
 //!
 //! # JSON output (`--json`), schema 1
 //!
@@ -48,6 +49,7 @@
 mod advice;
 mod container;
 mod counters;
+mod fabric;
 mod gpu;
 mod infiniband;
 mod nccl_env;
@@ -207,6 +209,7 @@ pub fn run_checks(root: &Root, options: &Options) -> Report {
         gpu::library_check(root, options.nccl_lib.as_deref(), gpus.has_gpus()),
         // NVML is asked even where no GPU showed: it answers for itself.
         counters::check(root, true),
+        fabric::check(root),
     ];
     Report::new(root.hostname(), checks)
 }
@@ -286,7 +289,8 @@ mod tests {
                 "net.ib",
                 "gpu",
                 "nccl.lib",
-                "counters"
+                "counters",
+                "fabric"
             ]
         );
         assert!(!m.path("/dev/shm/nccl-Orphan").exists());

@@ -2,7 +2,8 @@
 //! driver) through libloading: `nvmlDeviceGetNvLinkState` for each link index until
 //! NVML says the index is invalid or the GPU has no NVLink. The P2P matrix cannot
 //! tell NVLink from PCIe peer access; NVML can. Only called where the driver loaded.
-//! NVSwitch systems also show their switches under /proc/driver/nvidia-nvswitch.
+//! NVSwitch systems also show their switches under /proc/driver/nvidia-nvswitch, and
+//! NVML says whether each GPU registered with their fabric ([`fabric`]).
 
 use std::ffi::c_void;
 use std::path::Path;
@@ -22,6 +23,78 @@ type NvmlDevice = *mut c_void;
 
 /// Active NVLinks of each GPU, in NVML's (PCI bus) order.
 pub fn active_links() -> Result<Vec<u32>, String> {
+    over_gpus(|lib, dev| {
+        // SAFETY: nvml.h's signature.
+        let state: Symbol<unsafe extern "C" fn(NvmlDevice, u32, *mut i32) -> i32> =
+            unsafe { sym(lib, b"nvmlDeviceGetNvLinkState\0") }?;
+        let mut active = 0;
+        for link in 0..MAX_LINKS {
+            let mut enabled = 0i32;
+            // SAFETY: `dev` is NVML's handle; `enabled` outlives the call.
+            match unsafe { state(dev, link, &mut enabled) } {
+                NVML_SUCCESS if enabled == NVML_FEATURE_ENABLED => active += 1,
+                NVML_SUCCESS => {}
+                NVML_ERROR_NOT_SUPPORTED | NVML_ERROR_INVALID_ARGUMENT => break,
+                _ => {}
+            }
+        }
+        Ok(active)
+    })
+}
+
+/// `nvmlGpuFabricInfo_t` (nvml.h, r525 on).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct RawFabricInfo {
+    cluster_uuid: [u8; 16],
+    status: i32,
+    clique_id: u32,
+    state: u8,
+}
+
+/// How far a GPU got registering with the NVLink fabric of an NVSwitch machine
+/// (`nvmlDeviceGetGpuFabricInfo`); `None` where NVML does not support the call for
+/// it (no such fabric, or a driver before it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fabric {
+    /// `NVML_GPU_FABRIC_STATE_*`: 1 not started, 2 in progress, 3 completed.
+    pub state: u8,
+    /// The registration's NVML status, meaningful once completed (0: success).
+    pub status: i32,
+    pub clique: u32,
+}
+
+pub const FABRIC_NOT_STARTED: u8 = 1;
+pub const FABRIC_IN_PROGRESS: u8 = 2;
+pub const FABRIC_COMPLETED: u8 = 3;
+
+/// Each GPU's fabric registration, in NVML's order.
+pub fn fabric() -> Result<Vec<Option<Fabric>>, String> {
+    over_gpus(|lib, dev| {
+        // SAFETY: nvml.h's signature.
+        let info: Symbol<unsafe extern "C" fn(NvmlDevice, *mut RawFabricInfo) -> i32> =
+            unsafe { sym(lib, b"nvmlDeviceGetGpuFabricInfo\0") }?;
+        let mut raw = RawFabricInfo::default();
+        // SAFETY: `dev` is NVML's handle; `raw` outlives the call.
+        match unsafe { info(dev, &mut raw) } {
+            NVML_SUCCESS if raw.state > 0 => Ok(Some(Fabric {
+                state: raw.state,
+                status: raw.status,
+                clique: raw.clique_id,
+            })),
+            NVML_SUCCESS | NVML_ERROR_NOT_SUPPORTED => Ok(None),
+            rc => Err(format!(
+                "nvmlDeviceGetGpuFabricInfo failed (NVML error {rc})"
+            )),
+        }
+    })
+}
+
+/// `per_gpu` of each GPU NVML lists, in its order, between `nvmlInit` and
+/// `nvmlShutdown`.
+fn over_gpus<T>(
+    per_gpu: impl Fn(&Library, NvmlDevice) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
     // SAFETY: loading NVML runs its initializers, which have no preconditions.
     let lib = unsafe { Library::new("libnvidia-ml.so.1") }
         .map_err(|e| format!("libnvidia-ml.so.1: {e}"))?;
@@ -33,8 +106,6 @@ pub fn active_links() -> Result<Vec<u32>, String> {
             sym(&lib, b"nvmlDeviceGetCount_v2\0")?;
         let handle: Symbol<unsafe extern "C" fn(u32, *mut NvmlDevice) -> i32> =
             sym(&lib, b"nvmlDeviceGetHandleByIndex_v2\0")?;
-        let state: Symbol<unsafe extern "C" fn(NvmlDevice, u32, *mut i32) -> i32> =
-            sym(&lib, b"nvmlDeviceGetNvLinkState\0")?;
         let rc = init();
         if rc != NVML_SUCCESS {
             return Err(format!("nvmlInit failed (NVML error {rc})"));
@@ -45,7 +116,7 @@ pub fn active_links() -> Result<Vec<u32>, String> {
             if rc != NVML_SUCCESS {
                 return Err(format!("nvmlDeviceGetCount failed (NVML error {rc})"));
             }
-            let mut links = Vec::with_capacity(n as usize);
+            let mut out = Vec::with_capacity(n as usize);
             for index in 0..n {
                 let mut dev: NvmlDevice = std::ptr::null_mut();
                 let rc = handle(index, &mut dev);
@@ -54,19 +125,9 @@ pub fn active_links() -> Result<Vec<u32>, String> {
                         "nvmlDeviceGetHandleByIndex({index}) failed (NVML error {rc})"
                     ));
                 }
-                let mut active = 0;
-                for link in 0..MAX_LINKS {
-                    let mut enabled = 0i32;
-                    match state(dev, link, &mut enabled) {
-                        NVML_SUCCESS if enabled == NVML_FEATURE_ENABLED => active += 1,
-                        NVML_SUCCESS => {}
-                        NVML_ERROR_NOT_SUPPORTED | NVML_ERROR_INVALID_ARGUMENT => break,
-                        _ => {}
-                    }
-                }
-                links.push(active);
+                out.push(per_gpu(&lib, dev)?);
             }
-            Ok(links)
+            Ok(out)
         })();
         shutdown();
         result

@@ -3,6 +3,8 @@
 //! on without NVLS, so the case is a ring, judged against the ring's figure, and its
 //! note says why; 2.29 fails the communicator, and the failure names NVLS. Either way
 //! `explain` on the run's NCCL logs names the Fabric Manager and NCCL_NVLS_ENABLE=0.
+//! `doctor` reads each GPU's registration with the NVLink fabric from NVML and fails
+//! on a GPU that has not finished (the fault `fabric-incomplete`).
 //! Without the stand-in these tests fail unless NCCL_BENCH_TEST_SKIP names `sim`.
 
 use std::path::{Path, PathBuf};
@@ -10,7 +12,7 @@ use std::path::{Path, PathBuf};
 use nccl_bench::nccl::explain::{explain, Finding, FindingKind, Severity};
 use nccl_bench::nccl::log::{parse_files, NcclLog, NvlsUse};
 
-use crate::common::sim::{sim_dir, sim_sweep};
+use crate::common::sim::{on_sim, sim_dir, sim_sweep};
 use crate::common::{report, rows, run_dir, text};
 
 /// The NCCL logs of a run directory, parsed as one.
@@ -235,5 +237,61 @@ fn each_case_says_where_shm_kept_its_buffers_and_a_rank_that_fell_back_alone_is_
         f.diagnosis.contains("fell back to /dev/shm"),
         "{}",
         f.diagnosis
+    );
+}
+
+/// doctor's `fabric` check on the stand-in's machine `topo` with `faults`: its JSON,
+/// and doctor's exit code.
+fn fabric_check(dir: &Path, topo: &str, faults: &str) -> (serde_json::Value, Option<i32>) {
+    let env = [("NCCL_BENCH_SIM_FAULT", faults)];
+    let o = on_sim(dir, topo, &env, &["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "fabric")
+        .cloned()
+        .unwrap_or_else(|| panic!("no fabric check: {report}"));
+    (check, o.status.code())
+}
+
+/// Every GPU of the NVSwitch machine registered: ok. GPU 3 still in progress, as
+/// while Fabric Manager is down: the check fails, names the GPU and says what to do,
+/// and doctor exits 1. A PCIe machine has no fabric: no finding.
+#[test]
+fn doctor_fails_a_gpu_that_has_not_registered_with_the_nvlink_fabric() {
+    let _machine = crate::common::shared();
+    let Some(dir) = sim_dir() else { return };
+    let (ok, _) = fabric_check(&dir, "nvswitch", "");
+    assert_eq!(ok["status"], "ok", "{ok}");
+    assert_eq!(
+        ok["value"], "every GPU registered (8 of 8, 1 clique)",
+        "{ok}"
+    );
+    let (bad, code) = fabric_check(&dir, "nvswitch", "fabric-incomplete@3");
+    assert_eq!(bad["status"], "fail", "{bad}");
+    assert_eq!(code, Some(1));
+    let value = bad["value"].as_str().unwrap();
+    assert!(
+        value.starts_with("1 of 8 GPUs not registered with the NVLink fabric: GPU 3 (in progress)"),
+        "{value}"
+    );
+    let fix = bad["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("nvidia-fabricmanager") && fix.contains("NCCL_NVLS_ENABLE=0"),
+        "{fix}"
+    );
+    let (pcie, _) = fabric_check(&dir, "pcie", "");
+    assert_eq!(pcie["status"], "ok", "{pcie}");
+    assert!(
+        pcie["value"]
+            .as_str()
+            .unwrap()
+            .starts_with("no NVLink fabric to register with"),
+        "{pcie}"
     );
 }

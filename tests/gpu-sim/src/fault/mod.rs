@@ -24,6 +24,10 @@
 //! - `cumem-host-probe`: the process's probe of cuMem host memory fails (2.26.3+),
 //!   as in a container that hides NUMA: it falls back to /dev/shm for SHM (see
 //!   `nccl::shm`); on one rank of several, its SHM connections to peers on cuMem fail;
+//! - `fabric-incomplete`: NVML says the GPU (`@<gpu>`, a machine index; every GPU
+//!   without) has not finished registering with the NVLink fabric, as while Fabric
+//!   Manager is not running on an NVSwitch machine ([`crate::nvml::links`]); the
+//!   CUDA half is unchanged;
 //! - `abort-hang`: `ncclCommAbort` never returns (NVIDIA/nccl#1777 reports aborts
 //!   that block on a hung kernel or proxy thread);
 //! - `mispredict`: a link NCCL believes healthy is slow. Every all-reduce that uses
@@ -90,6 +94,7 @@ pub enum Fault {
     Mispredict,
     NvlsBind,
     CumemHostProbe,
+    FabricIncomplete,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -130,6 +135,7 @@ pub fn parse(text: &str) -> Option<Spec> {
         "mispredict" => Fault::Mispredict,
         "nvls-bind" => Fault::NvlsBind,
         "cumem-host-probe" => Fault::CumemHostProbe,
+        "fabric-incomplete" => Fault::FabricIncomplete,
         _ => return None,
     };
     let factor = match (fault, factor) {

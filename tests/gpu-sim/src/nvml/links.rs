@@ -4,12 +4,30 @@
 //! `NVML_ERROR_INVALID_ARGUMENT`, which is where a caller that loops over link
 //! indices stops. Error counters are zero but for the `nvlink-errors` fault's
 //! replays and recoveries ([`timed::replays`]): GPU a's link to GPU b is its link
-//! `b % 18`.
+//! `b % 18`. On an NVSwitch (`nvswitch`) every GPU has registered with the NVLink
+//! fabric (`nvmlDeviceGetGpuFabricInfo`: completed, success, clique 0) but for those of
+//! the `fabric-incomplete` fault, whose registration is still in progress, as while
+//! Fabric Manager is not running; elsewhere the call is not supported.
 
 use std::ffi::{c_int, c_uint, c_ulonglong};
 
-use super::{answer, machine, NvmlDevice, NvmlReturn, INVALID_ARGUMENT, NOT_SUPPORTED};
-use crate::fault::{clock, timed};
+use super::{answer, machine, NvmlDevice, NvmlReturn, INVALID_ARGUMENT, NOT_SUPPORTED, SUCCESS};
+use crate::fault::{self, clock, timed, Fault};
+
+/// `nvmlGpuFabricInfo_t` (nvml.h): the fabric's cluster, the registration's status
+/// (valid once completed), the GPU's clique and the registration's state.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FabricInfo {
+    pub cluster_uuid: [u8; 16],
+    pub status: NvmlReturn,
+    pub clique_id: c_uint,
+    pub state: u8,
+}
+
+/// `NVML_GPU_FABRIC_STATE_IN_PROGRESS` and `_COMPLETED`.
+pub const FABRIC_IN_PROGRESS: u8 = 2;
+pub const FABRIC_COMPLETED: u8 = 3;
 
 /// `NVML_NVLINK_ERROR_DL_REPLAY`.
 pub const DL_REPLAY: c_int = 0;
@@ -66,5 +84,33 @@ pub unsafe extern "C" fn nvmlDeviceGetNvLinkErrorCounter(
     answer(device, value, |gpu| {
         let link = check_link(link)?;
         clock::with_now(|faults, t| counter_at(faults, gpu, link, counter, t))
+    })
+}
+
+/// # Safety
+/// `info` is null or valid for a write of [`FabricInfo`].
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfo(
+    device: NvmlDevice,
+    info: *mut FabricInfo,
+) -> NvmlReturn {
+    if info.is_null() {
+        return INVALID_ARGUMENT;
+    }
+    answer(device, info, |gpu| {
+        if !machine().1.multicast() {
+            return Err(NOT_SUPPORTED);
+        }
+        let registered = !fault::active(Fault::FabricIncomplete, gpu as u32);
+        Ok(FabricInfo {
+            cluster_uuid: [0x5a; 16],
+            status: SUCCESS,
+            clique_id: 0,
+            state: if registered {
+                FABRIC_COMPLETED
+            } else {
+                FABRIC_IN_PROGRESS
+            },
+        })
     })
 }

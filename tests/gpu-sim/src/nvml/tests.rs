@@ -264,3 +264,26 @@ fn an_xid_reaches_each_set_that_registered_its_gpu_once() {
         assert_eq!(nvmlShutdown(), SUCCESS);
     }
 }
+
+#[test]
+fn fabric_info_is_for_nvswitch_machines_only() {
+    // The default machine's GPUs are joined by NVLink bridges, not an NVSwitch fabric
+    // (the `nvswitch` topology's answers are checked end to end by doctor's test).
+    assert!(!machine().1.multicast());
+    let dev = device(1);
+    // SAFETY: out-parameters are locals or null.
+    unsafe {
+        let mut info = FabricInfo {
+            cluster_uuid: [0; 16],
+            status: UNKNOWN,
+            clique_id: 7,
+            state: 0,
+        };
+        assert_eq!(nvmlDeviceGetGpuFabricInfo(dev, &mut info), NOT_SUPPORTED);
+        assert_eq!(
+            nvmlDeviceGetGpuFabricInfo(dev, std::ptr::null_mut()),
+            INVALID_ARGUMENT
+        );
+        assert_eq!(nvmlShutdown(), SUCCESS);
+    }
+}
