@@ -258,8 +258,20 @@ fn the_report_compare_and_history_pages_work_in_a_real_browser() {
     );
     let verdicts = verdicts.as_array().unwrap();
     assert!(!verdicts.is_empty());
-    assert!(
-        verdicts.iter().all(|v| v[0] == "pass" && v[1] == "good"),
+    // Checked against itself, every case passes, but a case the run flagged (noisy,
+    // outlier: a busy machine) holds no expectation and stays undecided.
+    let flagged = crate::common::rows(&run)
+        .iter()
+        .filter(|r| r["quality"] == "noisy" || r["quality"] == "outlier")
+        .count();
+    let passed = verdicts
+        .iter()
+        .filter(|v| v[0] == "pass" && v[1] == "good")
+        .count();
+    let undecided = verdicts.iter().filter(|v| v[0] == "inconclusive").count();
+    assert_eq!(
+        (passed, undecided),
+        (verdicts.len() - flagged, flagged),
         "{verdicts:?}"
     );
     sorts_by_click(&mut b, "document.querySelector('table.sortable')", 3);

@@ -28,6 +28,34 @@ pub struct Baseline {
     pub platform: Platform,
     pub runs: Vec<SourceRun>,
     pub cases: Vec<BaselineCase>,
+    /// Cases the runs measured but never with trusted ok timings (flagged noisy or
+    /// outlier, or not ok, in every run): no expectation, but not new either.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrusted: Vec<UntrustedCase>,
+}
+
+/// A case of the baseline's runs without a trusted timing in any of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UntrustedCase {
+    pub config: String,
+    pub collective: String,
+    pub nranks: u32,
+    pub bytes: u64,
+    pub dtype: String,
+    pub op: String,
+    /// What the runs made of it (`noisy`, `outlier`, `timeout`, ...), each once.
+    pub why: Vec<String>,
+}
+
+impl UntrustedCase {
+    fn matches(&self, c: &CaseRow) -> bool {
+        self.config == c.config
+            && self.collective == c.coll().name()
+            && self.nranks == c.nranks
+            && self.bytes == c.bytes
+            && self.dtype == c.dtype
+            && self.op == c.op
+    }
 }
 
 /// What a baseline holds for.
@@ -155,6 +183,40 @@ pub fn build(runs: &[RunData], created_at: String) -> Result<Baseline, String> {
             ));
         }
     }
+    let mut untrusted: Vec<UntrustedCase> = Vec::new();
+    for r in runs {
+        for c in &r.cases {
+            let key = (
+                c.config.clone(),
+                c.coll(),
+                c.nranks,
+                c.bytes,
+                c.dtype.clone(),
+                c.op.clone(),
+            );
+            if keys.contains(&key) {
+                continue;
+            }
+            let why = if c.is_ok() {
+                c.quality.clone()
+            } else {
+                c.status.clone()
+            };
+            match untrusted.iter_mut().find(|u| u.matches(c)) {
+                Some(u) if !u.why.contains(&why) => u.why.push(why),
+                Some(_) => {}
+                None => untrusted.push(UntrustedCase {
+                    config: key.0,
+                    collective: key.1.to_string(),
+                    nranks: key.2,
+                    bytes: key.3,
+                    dtype: key.4,
+                    op: key.5,
+                    why: vec![why],
+                }),
+            }
+        }
+    }
     let cases = keys
         .into_iter()
         .filter_map(|(config, collective, nranks, bytes, dtype, op)| {
@@ -207,6 +269,7 @@ pub fn build(runs: &[RunData], created_at: String) -> Result<Baseline, String> {
             })
             .collect(),
         cases,
+        untrusted,
     })
 }
 
@@ -366,7 +429,34 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
         })
         .collect();
     for c in &run.cases {
-        if !base.cases.iter().any(|b| b.matches(c)) {
+        if base.cases.iter().any(|b| b.matches(c)) {
+            continue;
+        }
+        if let Some(u) = base.untrusted.iter().find(|u| u.matches(c)) {
+            // Measured, but the baseline holds no expectation of it: a case that
+            // fails here still fails, any other is undecided.
+            let (outcome, why) = if c.is_ok() {
+                (Outcome::Inconclusive, String::new())
+            } else {
+                (Outcome::NotOk, format!("{}: {}; ", c.status, c.error))
+            };
+            cases.push(CaseCheck {
+                config: c.config.clone(),
+                collective: c.coll().to_string(),
+                nranks: c.nranks,
+                bytes: c.bytes,
+                dtype: c.dtype.clone(),
+                op: c.op.clone(),
+                outcome,
+                baseline_us: None,
+                run_us: median(c).map(|m| m.0),
+                change: None,
+                message: format!(
+                    "{why}no trusted timing in the baseline's runs ({})",
+                    u.why.join(", ")
+                ),
+            });
+        } else {
             cases.push(CaseCheck {
                 config: c.config.clone(),
                 collective: c.coll().to_string(),
@@ -390,120 +480,4 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::export::reader::ManifestHead;
-
-    fn row(config: &str, bytes: u64, p50: f64) -> CaseRow {
-        CaseRow {
-            config: config.into(),
-            backend: "host".into(),
-            nranks: 2,
-            bytes,
-            dtype: "float".into(),
-            op: "sum".into(),
-            iters: 100,
-            status: "ok".into(),
-            time_us: Some(p50),
-            p50_us: Some(p50),
-            median_ci_low_us: Some(p50 * 0.99),
-            median_ci_high_us: Some(p50 * 1.01),
-            quality: "ok".into(),
-            ..CaseRow::default()
-        }
-    }
-
-    fn run(name: &str, scale: f64) -> RunData {
-        let mut manifest = ManifestHead::default();
-        manifest.backend.used = "host".into();
-        manifest.host.hostname = "node1".into();
-        RunData {
-            dir: name.into(),
-            manifest,
-            cases: [8u64, 65536, 1 << 26]
-                .iter()
-                .map(|&b| row("default", b, (5.0 + b as f64 / 1e4) * scale))
-                .collect(),
-            distributions: Default::default(),
-        }
-    }
-
-    #[test]
-    fn a_baseline_keeps_the_median_and_the_spread_of_its_runs() {
-        let b = build(
-            &[run("a", 1.0), run("b", 1.02), run("c", 0.99)],
-            "now".into(),
-        )
-        .unwrap();
-        assert_eq!(b.cases.len(), 3);
-        let c = &b.cases[0];
-        assert_eq!((c.bytes, c.runs), (8, 3));
-        let t = 5.0 + 8.0 / 1e4;
-        assert!((c.median_us - t).abs() < 1e-12, "{c:?}");
-        assert!((c.low_us - t * 0.99 * 0.99).abs() < 1e-12, "{c:?}");
-        assert!((c.high_us - t * 1.02 * 1.01).abs() < 1e-12, "{c:?}");
-        assert_eq!(b.platform.hosts, ["node1"]);
-    }
-
-    #[test]
-    fn the_same_run_passes_a_slower_one_fails_and_a_missing_case_fails() {
-        let base = build(&[run("a", 1.0), run("b", 1.01)], "now".into()).unwrap();
-        let same = check(&base, &run("c", 1.0), 0.05).unwrap();
-        assert_eq!(same.failures(), 0, "{same:?}");
-        assert!(same.cases.iter().all(|c| c.outcome == Outcome::Pass));
-
-        // 10 % slower than run "a" at the largest size (9.5 % over the baseline's
-        // median of 1.0 and 1.01).
-        let mut slower = run("d", 1.0);
-        let last = slower.cases.last_mut().unwrap();
-        for v in [
-            &mut last.p50_us,
-            &mut last.median_ci_low_us,
-            &mut last.median_ci_high_us,
-        ] {
-            *v = v.map(|x| x * 1.1);
-        }
-        slower.cases.remove(1);
-        let r = check(&base, &slower, 0.05).unwrap();
-        let outcomes: Vec<Outcome> = r.cases.iter().map(|c| c.outcome).collect();
-        assert_eq!(outcomes, [Outcome::Pass, Outcome::Missing, Outcome::Slower]);
-        assert_eq!(r.failures(), 2);
-        assert!(
-            r.cases[2]
-                .message
-                .starts_with("slower (+9.5 %) beyond the threshold +5.0 %"),
-            "{:?}",
-            r.cases[2]
-        );
-    }
-
-    #[test]
-    fn flagged_failed_and_new_cases_are_said_and_other_platforms_refused() {
-        let base = build(&[run("a", 1.0)], "now".into()).unwrap();
-        let mut r = run("b", 2.0);
-        r.cases[0].quality = "noisy".into();
-        r.cases[1].status = "timeout".into();
-        r.cases.push(row("shm-off", 8, 9.0));
-        let c = check(&base, &r, 0.05).unwrap();
-        let outcomes: Vec<Outcome> = c.cases.iter().map(|c| c.outcome).collect();
-        assert_eq!(
-            outcomes,
-            [
-                Outcome::Inconclusive,
-                Outcome::NotOk,
-                Outcome::Slower,
-                Outcome::New
-            ]
-        );
-        let mut gpu = run("g", 1.0);
-        gpu.manifest.backend.used = "nccl".into();
-        gpu.manifest.gpu = Some(serde_json::json!({"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}));
-        let e = check(&base, &gpu, 0.05).unwrap_err();
-        assert_eq!(
-            e,
-            "g is a nccl run on NVIDIA H100 80GB HBM3; the baseline holds for host"
-        );
-        let e = build(&[run("a", 1.0), gpu], "now".into()).unwrap_err();
-        assert!(e.ends_with("a baseline holds for one platform"), "{e}");
-    }
-}
+mod tests;
