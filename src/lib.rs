@@ -40,7 +40,8 @@
 //! backend/ doctor/ analysis/ import/
 //!                                where collectives run | checks of the machine |
 //!                                judging runs | reading nccl-tests outputs
-//! export/ machine/               the run directory's files | this machine as read
+//! export/ machine/ workload/     the run directory's files | this machine as read |
+//!                                a job's collectives (NCCL's COLL lines, a CSV)
 //! model.rs                       the records a run produces and reads back
 //! config/                        checked settings: sizes, transport configs, figures
 //! nccl/                          what we know about NCCL: logs, failures, SHM sizing, ...
@@ -125,6 +126,11 @@
 //! GPU facts (`cuda::read`), where libnccl is (`libnccl::discover`), and the counters
 //! a soak samples and `doctor` shows (`counters::Sampler`: NVML, sysfs, /proc).
 //!
+//! **`workload`.** A job's collectives, `Workload` (collective, ranks, nccl-tests size,
+//! calls), read from NCCL's COLL lines (`nccl::log::coll_call`, each call counted once
+//! over the ranks that log it) or a CSV of calls per step; `workload::render` for the
+//! `workload` command.
+//!
 //! **`model`, `config`.** `model` holds the records: `CaseKey`, `CaseResult`,
 //! `RunManifest`, the doctor's `Check`. `config` holds the checked settings:
 //! `SweepSettings`, `TransportConfig` (presets and TOML files), `sizes`, `expected`.
@@ -206,3 +212,4 @@ pub mod sweep;
 #[doc(hidden)]
 pub mod test_inputs;
 pub mod units;
+pub mod workload;

@@ -23,6 +23,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Report(args) => cmd::report::run(&args),
         Command::Explain(args) => cmd::explain::run(&args),
         Command::Doctor(args) => cmd::doctor::run(&args),
+        Command::Workload(args) => cmd::workload::run(&args),
         Command::Worker(args) => Ok(cmd::worker::run(&args)),
         Command::Ceilings(args) => cmd::ceilings::run(&args),
     }

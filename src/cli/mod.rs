@@ -69,6 +69,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Read NCCL_DEBUG=INFO/WARN logs: versions, ranks, transports per rank pair, and a diagnosis of every known failure
     Explain(ExplainArgs),
+    /// Read a job's collectives (NCCL's COLL debug lines, or a CSV collective,bytes,count[,nranks]) and say what it sends
+    Workload(WorkloadArgs),
     /// Check this machine for NCCL: /dev/shm size and leftover segments, container, NCCL_* variables, network interfaces, InfiniBand, GPUs, libnccl
     Doctor(DoctorArgs),
     /// One rank of a case (spawned by `sweep`; not for direct use)
@@ -386,6 +388,25 @@ pub struct ExplainArgs {
     /// Log files (- for standard input)
     #[arg(value_name = "LOGFILE", required = true)]
     pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "NCCL's log: run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL (every rank's \
+lines may be in one file or several); a call logged by every rank counts once.\n\
+CSV: a header collective,bytes,count[,nranks] and one line per (collective, size): the calls per step.\n\n\
+Examples:\n  \
+nccl-bench workload nccl.*.log\n  \
+nccl-bench workload step.csv --json"
+)]
+pub struct WorkloadArgs {
+    /// The job's NCCL logs (COLL lines), or one CSV
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -18,3 +18,4 @@ pub mod settings;
 pub mod soak;
 pub mod sweep;
 pub mod worker;
+pub mod workload;

@@ -34,7 +34,7 @@ const LAYERS: &[&[&str]] = &[
     &["report"],
     &["plot"],
     &["backend", "doctor", "analysis", "import"],
-    &["export", "machine"],
+    &["export", "machine", "workload"],
     &["model"],
     &["config"],
     &["nccl"],

@@ -34,3 +34,4 @@ mod soak_cli;
 mod sweep_end_to_end;
 mod sweep_faults;
 mod two_nodes;
+mod workload_cli;

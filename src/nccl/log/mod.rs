@@ -38,6 +38,18 @@ pub fn failure_kind(text: &str) -> Option<FailureKind> {
     classify::classify_plain(text)
 }
 
+/// One line's `COLL` call, with the process that logged it (`host:pid` where the line
+/// has NCCL's prefix, else `None`); `None` for any other line.
+pub fn coll_call(line: &str) -> Option<(Option<String>, CollCall)> {
+    let tagged = lines::split_tagged(line)?;
+    let call = calls::parse_coll_line(tagged.message)?;
+    let process = tagged
+        .host
+        .zip(tagged.pid)
+        .map(|(host, pid)| format!("{host}:{pid}"));
+    Some((process, call))
+}
+
 /// Parses one log. Never fails: unknown lines are ignored.
 pub fn parse(text: &str) -> NcclLog {
     let mut parser = Parser::default();

@@ -1,0 +1,41 @@
+//! `nccl-bench workload`: reads a job's collectives (NCCL's COLL lines, in one file or
+//! one per rank, or a CSV of calls per step) and prints what the job sends. A file
+//! that does not read is exit 2, naming the line and field.
+
+use anyhow::{bail, Result};
+
+use crate::cli::WorkloadArgs;
+use crate::workload::{render, Format, Workload};
+
+pub fn run(args: &WorkloadArgs) -> Result<u8> {
+    let mut text = String::new();
+    let mut names = Vec::new();
+    for path in &args.files {
+        let bytes = std::fs::read(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let part = String::from_utf8_lossy(&bytes);
+        text.push_str(&part);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        names.push(path.display().to_string());
+    }
+    let name = names.join(", ");
+    let workload = match args.files.as_slice() {
+        [one] => Workload::read(one),
+        _ => Workload::parse(&text, &name),
+    }
+    .map_err(anyhow::Error::msg)?;
+    if workload.format == Format::Csv && args.files.len() > 1 {
+        bail!("{name}: one CSV at a time (several files are one job's NCCL logs)");
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&render::json(&workload))?
+        );
+    } else {
+        print!("{}", render::text(&workload));
+    }
+    Ok(0)
+}

@@ -1,0 +1,125 @@
+//! Workloads from a real COLL log (torchtitan, TP=2) and from CSVs; every bad file
+//! names its line and field.
+
+use super::*;
+
+fn real(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/real")
+        .join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn summary(w: &Workload) -> Vec<(Collective, Option<u32>, u64, u64)> {
+    w.entries
+        .iter()
+        .map(|e| (e.collective, e.nranks, e.bytes, e.calls))
+        .collect()
+}
+
+#[test]
+fn a_real_coll_log_counts_each_call_once_at_nccl_tests_sizes() {
+    // pytorch/torchtitan#1369: two ranks of one TP group log their reduce-scatters
+    // and all-gathers of 2,097,152 floats per rank (16 MiB at nccl-tests' size), and
+    // rank 0 two one-float all-reduces. Each rank's lines are a part of the log: the
+    // busier rank's count stands.
+    let w = Workload::parse(
+        &real("tune-04-tp2-coll-reducescatter-allgather-counts.log"),
+        "tune-04",
+    )
+    .unwrap();
+    assert_eq!(w.format, Format::NcclColl);
+    assert_eq!(
+        summary(&w),
+        [
+            (Collective::AllGather, Some(2), 16 << 20, 2),
+            (Collective::ReduceScatter, Some(2), 16 << 20, 2),
+            (Collective::AllReduce, Some(2), 4, 2),
+        ]
+    );
+    assert_eq!(w.total_bytes(), 2 * 2 * (16 << 20) + 8);
+    // A broadcast of 24 int8 on 1,024 ranks (NVIDIA/nccl#1304).
+    let w = Workload::parse(
+        &real("tune-03-broadcast-coll-and-trace-fallback-ring-ll.log"),
+        "tune-03",
+    )
+    .unwrap();
+    assert_eq!(summary(&w), [(Collective::Broadcast, Some(1024), 24, 1)]);
+}
+
+#[test]
+fn one_call_logged_by_every_rank_counts_once_and_sends_are_sendrecv() {
+    let line = |host_pid: &str, func: &str, op: u32, count: u64, comm: &str| {
+        format!(
+            "{host_pid}:1 [0] NCCL INFO {func}: opCount {op:x} sendbuff 0x1 recvbuff 0x2 count {count} datatype 9 op 0 root 0 comm {comm} [nranks=4] stream 0x3\n"
+        )
+    };
+    let mut text = String::new();
+    for rank in 0..4 {
+        let who = format!("n1:{rank}");
+        let comm = format!("0x{rank}00");
+        text += &line(&who, "AllReduce", 0, 1 << 20, &comm);
+        text += &line(&who, "AllReduce", 1, 1 << 20, &comm);
+        text += &line(&who, "Send", 2, 4096, &comm);
+        text += &line(&who, "Recv", 3, 4096, &comm);
+    }
+    let w = Workload::parse(&text, "four ranks").unwrap();
+    assert_eq!(
+        summary(&w),
+        [
+            (Collective::AllReduce, Some(4), 2 << 20, 2),
+            (Collective::SendRecv, Some(4), 8192, 1),
+        ]
+    );
+}
+
+#[test]
+fn a_csv_gives_calls_per_step_and_merges_repeats() {
+    let w = Workload::parse(
+        "# DDP buckets of one step\ncollective,bytes,count,nranks\nall_reduce,25M,40,8\nAllGather,4194304,10,8\nall_reduce,25M,2,8\nbroadcast,8,1,\n",
+        "job.csv",
+    )
+    .unwrap();
+    assert_eq!(w.format, Format::Csv);
+    assert_eq!(
+        summary(&w),
+        [
+            (Collective::AllReduce, Some(8), 25 << 20, 42),
+            (Collective::AllGather, Some(8), 4 << 20, 10),
+            (Collective::Broadcast, None, 8, 1),
+        ]
+    );
+    assert_eq!(w.total_calls(), 53);
+}
+
+#[test]
+fn bad_files_name_the_line_and_field() {
+    let err = |text: &str| Workload::parse(text, "job.csv").unwrap_err();
+    assert!(
+        err("hello\nworld\n").starts_with("job.csv holds no NCCL COLL line"),
+        "{}",
+        err("hello\n")
+    );
+    for (text, says) in [
+        ("collective,bytes\n", "job.csv:1: the header must name collective, bytes and count"),
+        ("collective,bytes,count,step\n", "job.csv:1: unknown column `step`"),
+        ("collective,bytes,count\n", "job.csv: a header and no call"),
+        ("collective,bytes,count\nall_reduce,1M\n", "job.csv:2: 2 fields where the header has 3"),
+        ("collective,bytes,count\nallgatherv,1M,2\n", "job.csv:2: field `collective`: unknown collective"),
+        ("collective,bytes,count\nall_reduce,big,2\n", "job.csv:2: field `bytes`:"),
+        ("collective,bytes,count\nall_reduce,0,2\n", "job.csv:2: field `bytes`: a call moves at least one byte"),
+        ("collective,bytes,count\nall_reduce,1M,-3\n", "job.csv:2: field `count`: `-3` is not a number of calls"),
+        ("collective,bytes,count,nranks\nall_reduce,1M,3,0\n", "job.csv:2: field `nranks`: `0` is not a number of ranks"),
+        (
+            "h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count 8 datatype 42 op 0 root 0 comm 0x5 [nranks=2] stream 0x3\n",
+            "job.csv:1: datatype 42 is not one NCCL 2.30 has",
+        ),
+        (
+            "\nh:1:1 [0] NCCL INFO AllGatherV: opCount 0 sendbuff 0x1 recvbuff 0x2 count 8 datatype 7 op 0 root 0 comm 0x5 [nranks=2] stream 0x3\n",
+            "job.csv:2: `AllGatherV` is not a collective nccl-bench measures",
+        ),
+    ] {
+        let e = err(text);
+        assert!(e.starts_with(says), "{text:?}: {e}");
+    }
+}
