@@ -133,6 +133,15 @@ pub struct MeasureArgs {
     #[arg(short = 'i', long = "stepbytes", value_name = "SIZE", value_parser = Bytes::parse)]
     pub stepbytes: Option<Bytes>,
 
+    /// Measure exactly a job's (collective, size) pairs, read as `nccl-bench workload`
+    /// reads them (NCCL's COLL lines or a CSV); instead of -b/-e/-f/-i and --coll
+    #[arg(
+        long = "sizes-from",
+        value_name = "FILE",
+        conflicts_with_all = ["minbytes", "maxbytes", "stepfactor", "stepbytes", "coll"]
+    )]
+    pub sizes_from: Option<PathBuf>,
+
     /// Timed iterations per size. Without it, iterate until the 95% confidence
     /// interval of the median is within --precision, or --max-time is spent
     #[arg(short = 'n', long = "iters", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]

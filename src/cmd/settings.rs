@@ -47,6 +47,56 @@ pub fn sweep_settings(args: &SweepArgs) -> Result<SweepSettings> {
     Ok(settings)
 }
 
+/// `--sizes-from FILE`: the job's collectives and each one's sizes, with a warning
+/// where the job's communicators have other rank counts than the sweep, or where
+/// nccl-tests' rounding changes a size on a rank count of the sweep.
+fn sizes_from(
+    path: &std::path::Path,
+    element: u64,
+    gpu_counts: &[u32],
+    warnings: &mut Vec<String>,
+) -> Result<crate::model::SizesFrom> {
+    let job = crate::workload::Workload::read(path).map_err(|e| anyhow!("--sizes-from: {e}"))?;
+    let mut sizes: std::collections::BTreeMap<Collective, Vec<u64>> = Default::default();
+    for e in &job.entries {
+        let list = sizes.entry(e.collective).or_default();
+        if !list.contains(&e.bytes) {
+            list.push(e.bytes);
+        }
+        if let Some(n) = e.nranks.filter(|n| !gpu_counts.contains(n)) {
+            let line = format!(
+                "--sizes-from: the job's {} runs on {n} ranks; this sweep measures {}",
+                e.collective.name(),
+                gpu_counts
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            if !warnings.contains(&line) {
+                warnings.push(line);
+            }
+        }
+        for &n in gpu_counts {
+            let runs = e.collective.counts(e.bytes, element, n).size_bytes(element);
+            if runs != e.bytes {
+                warnings.push(format!(
+                    "--sizes-from: the job's {} of {} B runs as {runs} B on {n} ranks (nccl-tests rounds each rank's part down to whole 16-byte groups)",
+                    e.collective.name(),
+                    e.bytes
+                ));
+            }
+        }
+    }
+    for list in sizes.values_mut() {
+        list.sort_unstable();
+    }
+    Ok(crate::model::SizesFrom {
+        file: path.display().to_string(),
+        sizes,
+    })
+}
+
 /// Settings for the given rank counts (`run` takes its one count from the launcher).
 pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<SweepSettings> {
     let step = match (args.stepbytes, args.stepfactor) {
@@ -65,10 +115,32 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
         warnings,
         collectives,
     } = config::select_configs(&args.config, &args.transports)?;
-    let collectives = match (&args.coll, collectives) {
-        (Some(text), _) => Collective::parse_list(text).map_err(|e| anyhow!("--coll: {e}"))?,
-        (None, Some(from_files)) => from_files,
-        (None, None) => vec![Collective::AllReduce],
+    let mut warnings = warnings;
+    let sizes_from = match &args.sizes_from {
+        Some(path) => Some(sizes_from(
+            path,
+            args.datatype.size() as u64,
+            &gpu_counts,
+            &mut warnings,
+        )?),
+        None => None,
+    };
+    let collectives = match (&args.coll, collectives, &sizes_from) {
+        (_, _, Some(job)) => job.sizes.keys().copied().collect(),
+        (Some(text), _, None) => {
+            Collective::parse_list(text).map_err(|e| anyhow!("--coll: {e}"))?
+        }
+        (None, Some(from_files), None) => from_files,
+        (None, None, None) => vec![Collective::AllReduce],
+    };
+    let sizes = match &sizes_from {
+        Some(job) => {
+            let mut all: Vec<u64> = job.sizes.values().flatten().copied().collect();
+            all.sort_unstable();
+            all.dedup();
+            all
+        }
+        None => sizes,
     };
     config::check_root(&collectives, args.root, &gpu_counts)?;
     if let Some(label) = &args.label {
@@ -128,8 +200,9 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
         plain_output: args.plain,
         verbose: args.verbose,
         ceiling_bytes: args.ceiling_bytes.0,
-        reach_figures: args.maxbytes.is_none(),
+        reach_figures: args.maxbytes.is_none() && sizes_from.is_none(),
         step,
+        sizes_from,
         expected: match &args.expected {
             Some(path) => {
                 config::expected::load(path)?;

@@ -143,6 +143,7 @@ pub fn soak_settings(args: &SoakArgs) -> Result<(SweepSettings, SoakSettings)> {
         ceiling_bytes: 0,
         reach_figures: false,
         step: Step::Factor(2),
+        sizes_from: None,
         expected: None,
     };
     let soak = SoakSettings {

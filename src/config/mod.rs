@@ -108,6 +108,9 @@ pub struct SweepSettings {
     pub reach_figures: bool,
     /// How the sizes follow each other (`-f`, `-i`).
     pub step: sizes::Step,
+    /// `--sizes-from FILE`: each collective's own sizes, a job's, instead of `sizes`
+    /// for every collective.
+    pub sizes_from: Option<crate::model::SizesFrom>,
 }
 
 /// Every config once per pair of the devices `0..devices`, named

@@ -243,6 +243,7 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
         ceilings: None,
         soak: None,
         shm_backing: Default::default(),
+        sizes_from: None,
     };
     writer.write_manifest(&manifest)?;
     let said = format!(

@@ -52,6 +52,7 @@ impl RunManifest {
             ceilings: None,
             soak: None,
             shm_backing: Default::default(),
+            sizes_from: None,
         }
     }
 }

@@ -106,13 +106,12 @@ impl Plan {
             for &collective in &settings.collectives {
                 for (config, nranks) in same_count {
                     let (config, nranks) = (config.clone(), *nranks);
-                    groups.push(Group::new(
-                        config,
-                        nranks,
-                        collective,
-                        &settings.sizes,
-                        element,
-                    ));
+                    let sizes = settings
+                        .sizes_from
+                        .as_ref()
+                        .and_then(|f| f.sizes.get(&collective))
+                        .unwrap_or(&settings.sizes);
+                    groups.push(Group::new(config, nranks, collective, sizes, element));
                 }
             }
         }

@@ -363,6 +363,7 @@ pub(crate) fn manifest(
         ceilings: None,
         soak: None,
         shm_backing: Default::default(),
+        sizes_from: settings.sizes_from.clone(),
     }
 }
 

@@ -102,3 +102,81 @@ fn a_csv_is_calls_per_step_and_a_bad_one_is_exit_2_naming_its_line() {
     let o = workload(&[&good, &good], false);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// `sweep --sizes-from` measures exactly the job's (collective, size) pairs, says
+/// where nccl-tests' rounding or the rank counts differ from the job, and records the
+/// job in the manifest; with -b/--coll, or a file that does not read, it is exit 2
+/// and writes nothing.
+#[test]
+fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
+    let _machine = crate::common::shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, shm) = (tmp.path().join("runs"), tmp.path().join("shm"));
+    std::fs::create_dir_all(&shm).unwrap();
+    let job = tmp.path().join("job.csv");
+    std::fs::write(
+        &job,
+        "collective,bytes,count,nranks\nall_reduce,64K,40,2\nall_gather,1000,10,8\nall_reduce,1M,3,2\n",
+    )
+    .unwrap();
+    let o = crate::common::sweep(&out, &shm)
+        .args([
+            "--gpus",
+            "2",
+            "--transports",
+            "default",
+            "--rounds",
+            "1",
+            "-n",
+            "5",
+        ])
+        .arg("--sizes-from")
+        .arg(&job)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = crate::common::run_dir(&out);
+    let cases: Vec<(String, String)> = crate::common::rows(&run)
+        .iter()
+        .map(|r| (r["collective"].clone(), r["bytes"].clone()))
+        .collect();
+    assert_eq!(
+        cases,
+        [
+            ("all_reduce".to_string(), "65536".to_string()),
+            ("all_reduce".to_string(), "1048576".to_string()),
+            ("all_gather".to_string(), "992".to_string()),
+        ]
+    );
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("the job's all_gather of 1000 B runs as 992 B on 2 ranks"),
+        "{said}"
+    );
+    assert!(
+        said.contains("the job's all_gather runs on 8 ranks"),
+        "{said}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["sizes_from"]["sizes"],
+        serde_json::json!({"all_gather": [1000], "all_reduce": [65536, 1048576]})
+    );
+
+    let bad = tmp.path().join("bad.csv");
+    std::fs::write(&bad, "collective,bytes,count\nall_reduce,1M,lots\n").unwrap();
+    let nothing = tmp.path().join("nothing");
+    for extra in [&["-b", "1K"][..], &["--coll", "all_gather"], &[]] {
+        let file = if extra.is_empty() { &bad } else { &job };
+        let o = crate::common::sweep(&nothing, &shm)
+            .args(["--gpus", "2", "--transports", "default"])
+            .arg("--sizes-from")
+            .arg(file)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o));
+        assert!(!nothing.exists(), "{extra:?}: wrote {}", nothing.display());
+    }
+}
