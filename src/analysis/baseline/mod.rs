@@ -49,13 +49,16 @@ pub struct UntrustedCase {
 
 impl UntrustedCase {
     fn matches(&self, c: &CaseRow) -> bool {
-        self.config == c.config
-            && self.collective == c.coll().name()
-            && self.nranks == c.nranks
-            && self.bytes == c.bytes
-            && self.dtype == c.dtype
-            && self.op == c.op
+        let key = (self.config.as_str(), self.collective.as_str(), self.nranks);
+        same_case(key, self.bytes, (&self.dtype, &self.op), c)
     }
+}
+
+/// Whether run row `c` is the case (config, collective, ranks), bytes, (dtype, op).
+fn same_case(key: (&str, &str, u32), bytes: u64, types: (&str, &str), c: &CaseRow) -> bool {
+    key == (c.config.as_str(), c.coll().name(), c.nranks)
+        && bytes == c.bytes
+        && types == (c.dtype.as_str(), c.op.as_str())
 }
 
 /// What a baseline holds for.
@@ -104,12 +107,8 @@ fn all_reduce() -> String {
 
 impl BaselineCase {
     fn matches(&self, c: &CaseRow) -> bool {
-        self.config == c.config
-            && self.collective == c.coll().name()
-            && self.nranks == c.nranks
-            && self.bytes == c.bytes
-            && self.dtype == c.dtype
-            && self.op == c.op
+        let key = (self.config.as_str(), self.collective.as_str(), self.nranks);
+        same_case(key, self.bytes, (&self.dtype, &self.op), c)
     }
 }
 
