@@ -55,7 +55,7 @@ fn sizes_from(
     element: u64,
     gpu_counts: &[u32],
     warnings: &mut Vec<String>,
-) -> Result<crate::model::SizesFrom> {
+) -> Result<config::SizesFrom> {
     let job = crate::workload::Workload::read(path).map_err(|e| anyhow!("--sizes-from: {e}"))?;
     let mut sizes: std::collections::BTreeMap<Collective, Vec<u64>> = Default::default();
     for e in &job.entries {
@@ -91,7 +91,7 @@ fn sizes_from(
     for list in sizes.values_mut() {
         list.sort_unstable();
     }
-    Ok(crate::model::SizesFrom {
+    Ok(config::SizesFrom {
         file: path.display().to_string(),
         sizes,
     })

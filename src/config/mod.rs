@@ -55,6 +55,15 @@ pub const DEFAULT_ROUNDS_HOST: u32 = 15;
 /// 95 % interval over them and a 10 % change found with 3 % between groups.
 pub const DEFAULT_ROUNDS_NCCL: u32 = 9;
 
+/// The sizes a sweep took from a job's collectives (`sweep --sizes-from`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SizesFrom {
+    /// The workload file(s) as given.
+    pub file: String,
+    /// Each collective's sizes (nccl-tests' size), ascending.
+    pub sizes: std::collections::BTreeMap<crate::ops::collective::Collective, Vec<u64>>,
+}
+
 /// A checked sweep request.
 #[derive(Debug, Clone)]
 pub struct SweepSettings {
@@ -110,7 +119,7 @@ pub struct SweepSettings {
     pub step: sizes::Step,
     /// `--sizes-from FILE`: each collective's own sizes, a job's, instead of `sizes`
     /// for every collective.
-    pub sizes_from: Option<crate::model::SizesFrom>,
+    pub sizes_from: Option<SizesFrom>,
 }
 
 /// Every config once per pair of the devices `0..devices`, named

@@ -323,16 +323,7 @@ pub struct RunManifest {
     pub shm_backing: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
     /// `--sizes-from`: the job's file and the sizes of each collective it sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sizes_from: Option<SizesFrom>,
-}
-
-/// The sizes a sweep took from a job's collectives (`sweep --sizes-from`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SizesFrom {
-    /// The workload file(s) as given.
-    pub file: String,
-    /// Each collective's sizes (nccl-tests' size), ascending.
-    pub sizes: std::collections::BTreeMap<crate::ops::collective::Collective, Vec<u64>>,
+    pub sizes_from: Option<crate::config::SizesFrom>,
 }
 
 impl RunManifest {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime};
 
-const TITLES: [&str; 9] = [
+const TITLES: [&str; 10] = [
     "/dev/shm",
     "Leftover segments",
     "Container",
@@ -19,9 +19,10 @@ const TITLES: [&str; 9] = [
     "GPUs",
     "libnccl",
     "Error counters",
+    "NVLink fabric",
 ];
 
-const IDS: [&str; 9] = [
+const IDS: [&str; 10] = [
     "shm.size",
     "shm.leftovers",
     "container",
@@ -31,6 +32,7 @@ const IDS: [&str; 9] = [
     "gpu",
     "nccl.lib",
     "counters",
+    "fabric",
 ];
 
 /// A fake machine for `doctor --root`. Ordinary paths (`/dev/shm/...`, `/proc/<pid>/maps`,

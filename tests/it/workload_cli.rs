@@ -180,3 +180,66 @@ fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
         assert!(!nothing.exists(), "{extra:?}: wrote {}", nothing.display());
     }
 }
+
+/// The same on simulated GPUs with NCCL's own COLL lines as the job: the real
+/// torchtitan log's all-gather and reduce-scatter of 16 MiB and all-reduce of 4 B
+/// on 2 ranks, measured as exactly those three cases per config.
+#[test]
+fn simulated_gpus_measure_exactly_a_real_logs_collectives() {
+    let _machine = crate::common::shared();
+    let Some(dir) = crate::common::sim::sim_dir() else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let log = real("tune-04-tp2-coll-reducescatter-allgather-counts.log");
+    let o = crate::common::sim::sim_sweep(
+        &dir,
+        "nvlink",
+        &[],
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "--transports",
+            "default,shm-off",
+            "-n",
+            "5",
+            "--no-probe",
+            "--sizes-from",
+            log.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = crate::common::run_dir(out.path());
+    let mut cases: Vec<(String, String, String, String)> = crate::common::rows(&run)
+        .iter()
+        .map(|r| {
+            (
+                r["config"].clone(),
+                r["collective"].clone(),
+                r["bytes"].clone(),
+                r["status"].clone(),
+            )
+        })
+        .collect();
+    cases.sort();
+    let want: Vec<(String, String, String, String)> = ["default", "shm-off"]
+        .iter()
+        .flat_map(|config| {
+            [
+                ("all_gather", "16777216"),
+                ("all_reduce", "4"),
+                ("reduce_scatter", "16777216"),
+            ]
+            .map(|(c, b)| {
+                (
+                    config.to_string(),
+                    c.to_string(),
+                    b.to_string(),
+                    "ok".to_string(),
+                )
+            })
+        })
+        .collect();
+    assert_eq!(cases, want);
+}
