@@ -13,19 +13,14 @@ pub fn run(args: &WorkloadArgs) -> Result<u8> {
     for path in &args.files {
         let bytes = std::fs::read(path)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-        let part = String::from_utf8_lossy(&bytes);
-        text.push_str(&part);
+        text.push_str(&String::from_utf8_lossy(&bytes));
         if !text.ends_with('\n') {
             text.push('\n');
         }
         names.push(path.display().to_string());
     }
     let name = names.join(", ");
-    let workload = match args.files.as_slice() {
-        [one] => Workload::read(one),
-        _ => Workload::parse(&text, &name),
-    }
-    .map_err(anyhow::Error::msg)?;
+    let workload = Workload::parse(&text, &name).map_err(anyhow::Error::msg)?;
     if workload.format == Format::Csv && args.files.len() > 1 {
         bail!("{name}: one CSV at a time (several files are one job's NCCL logs)");
     }

@@ -431,45 +431,35 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
         if base.cases.iter().any(|b| b.matches(c)) {
             continue;
         }
-        if let Some(u) = base.untrusted.iter().find(|u| u.matches(c)) {
-            // Measured, but the baseline holds no expectation of it: a case that
-            // fails here still fails, any other is undecided.
-            let (outcome, why) = if c.is_ok() {
-                (Outcome::Inconclusive, String::new())
-            } else {
-                (Outcome::NotOk, format!("{}: {}; ", c.status, c.error))
-            };
-            cases.push(CaseCheck {
-                config: c.config.clone(),
-                collective: c.coll().to_string(),
-                nranks: c.nranks,
-                bytes: c.bytes,
-                dtype: c.dtype.clone(),
-                op: c.op.clone(),
-                outcome,
-                baseline_us: None,
-                run_us: median(c).map(|m| m.0),
-                change: None,
-                message: format!(
-                    "{why}no trusted timing in the baseline's runs ({})",
+        // A case the baseline's runs measured without a trusted timing holds no
+        // expectation: one that fails here still fails, any other is undecided.
+        let (outcome, message) = match base.untrusted.iter().find(|u| u.matches(c)) {
+            Some(u) => {
+                let why = format!(
+                    "no trusted timing in the baseline's runs ({})",
                     u.why.join(", ")
-                ),
-            });
-        } else {
-            cases.push(CaseCheck {
-                config: c.config.clone(),
-                collective: c.coll().to_string(),
-                nranks: c.nranks,
-                bytes: c.bytes,
-                dtype: c.dtype.clone(),
-                op: c.op.clone(),
-                outcome: Outcome::New,
-                baseline_us: None,
-                run_us: median(c).map(|m| m.0),
-                change: None,
-                message: "not in the baseline".into(),
-            });
-        }
+                );
+                if c.is_ok() {
+                    (Outcome::Inconclusive, why)
+                } else {
+                    (Outcome::NotOk, format!("{}: {}; {why}", c.status, c.error))
+                }
+            }
+            None => (Outcome::New, "not in the baseline".to_string()),
+        };
+        cases.push(CaseCheck {
+            config: c.config.clone(),
+            collective: c.coll().to_string(),
+            nranks: c.nranks,
+            bytes: c.bytes,
+            dtype: c.dtype.clone(),
+            op: c.op.clone(),
+            outcome,
+            baseline_us: None,
+            run_us: median(c).map(|m| m.0),
+            change: None,
+            message,
+        });
     }
     Ok(CheckReport {
         run: run.dir.display().to_string(),
