@@ -487,6 +487,7 @@ pub(crate) fn alloc_on(device: usize, bytes: usize) -> Result<CUdeviceptr, i32> 
         used.fetch_sub(bytes as u64, Ordering::AcqRel);
         return Err(code::OUT_OF_MEMORY);
     }
+    note_device_write();
     d.allocs.lock().unwrap().insert(
         p as u64,
         Alloc {
@@ -498,8 +499,25 @@ pub(crate) fn alloc_on(device: usize, bytes: usize) -> Result<CUdeviceptr, i32> 
     Ok(p as u64)
 }
 
+/// Writes to device memory this process made other than by a collective: copies
+/// into it, memsets, allocations and frees (a new allocation can reuse an old one's
+/// addresses). A collective repeated with nothing written since computes what its
+/// receive buffers already hold (`nccl::work`).
+static DEVICE_WRITES: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a write to device memory (see [`device_writes`]).
+pub(crate) fn note_device_write() {
+    DEVICE_WRITES.fetch_add(1, Ordering::AcqRel);
+}
+
+/// How many writes to device memory, other than a collective's, this process made.
+pub(crate) fn device_writes() -> u64 {
+    DEVICE_WRITES.load(Ordering::Acquire)
+}
+
 /// Frees an allocation made by `alloc` (its start address).
 pub(crate) fn free(ptr: CUdeviceptr) -> Result<(), i32> {
+    note_device_write();
     let d = driver();
     let a = d
         .allocs

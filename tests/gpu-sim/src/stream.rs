@@ -194,6 +194,9 @@ impl Stream {
                     self.ctx.set_sticky(code::ILLEGAL_ADDRESS);
                     return start;
                 }
+                if device.0 {
+                    driver::note_device_write();
+                }
                 if len > 0 {
                     // SAFETY: device sides lie within live allocations (checked
                     // above); host sides are the caller's, valid until it syncs.
@@ -214,6 +217,7 @@ impl Stream {
                     self.ctx.set_sticky(code::ILLEGAL_ADDRESS);
                     return start;
                 }
+                driver::note_device_write();
                 // SAFETY: checked to lie within a live allocation.
                 unsafe { std::ptr::write_bytes(dst as *mut u8, value, len) };
                 start + 1_000 + len as u64 / 2_500

@@ -55,6 +55,7 @@ pub mod group;
 pub mod lines;
 pub mod nvls;
 pub mod peers;
+pub mod repeat;
 pub mod setup;
 pub mod shared;
 pub mod shm;

@@ -27,7 +27,10 @@ pub struct Slot {
     /// Non-zero once the rank failed a connection or aborted: its sockets are
     /// closed, so a peer waiting on it in a connection fails too.
     pub left: AtomicU32,
-    _pad: u32,
+    /// Non-zero when the rank's current operation repeats its last one with no
+    /// write to its device memory since: if every rank's does, the receive buffers
+    /// already hold the result.
+    pub repeat: AtomicU32,
 }
 
 /// The most sends one rank makes in one operation (a grouped alltoall sends to

@@ -12,12 +12,17 @@
 //! send bytes, copied or reduced over all ranks. Then, window by window of
 //! [`CHUNK`] bytes, every rank stages its send bytes, and each fills the stretches
 //! that window holds.
+//!
+//! Where every rank repeats the last operation it computed with nothing written
+//! since ([`super::repeat`]), the receive buffers hold the result already: the
+//! windows are skipped, the modelled time is the same.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::comm::Comm;
+use super::repeat::{self, Computed};
 use super::shared::{Slot, CHUNK, MAX_SENDS};
 use super::tuner::{model, Algo, Func, Proto};
 use super::{IN_PROGRESS, REMOTE_ERROR, SUCCESS};
@@ -119,7 +124,7 @@ impl CollFunc {
 }
 
 /// One `ncclSend` or `ncclRecv` of a group.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PeerCall {
     pub send: bool,
     pub buf: u64,
@@ -128,7 +133,7 @@ pub struct PeerCall {
 }
 
 /// What an operation does.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
     Coll {
         func: CollFunc,
@@ -246,6 +251,8 @@ impl Work for Operation {
         if let (Some(Fault::Wrong), Some(out)) = (fault::collective(c.rank, seq), first_out) {
             // SAFETY: the first byte the operation wrote in a receive buffer.
             unsafe { *(out as *mut u8) ^= 0x5a };
+            // The next operation computes the buffer anew, as a GPU would.
+            repeat::forget();
         }
         let gpus: Vec<usize> = (0..c.nranks as usize).map(|r| c.nvml_of(r)).collect();
         let timed = fault::timed_factor(&gpus, latest.max(wall));
@@ -284,6 +291,26 @@ impl Operation {
                 sends.iter().map(|c| (c.buf, c.bytes)).collect()
             }
         }
+    }
+
+    /// What this operation is, for [`repeat::is_last`]; `None` where repeating it
+    /// changes the result: a receive buffer overlaps a send buffer (in place).
+    fn computed(&self) -> Option<Computed> {
+        let buffers = self.buffers();
+        let (sends, recvs) = buffers.split_at(self.sends());
+        let overlap = |a: &(u64, usize), b: &(u64, usize)| {
+            a.1 > 0 && b.1 > 0 && a.0 < b.0 + b.1 as u64 && b.0 < a.0 + a.1 as u64
+        };
+        if sends.iter().any(|s| recvs.iter().any(|r| overlap(s, r))) {
+            return None;
+        }
+        Some(Computed {
+            comm: Arc::as_ptr(&self.comm) as usize,
+            kind: self.kind.clone(),
+            dtype: self.dtype,
+            op: self.op,
+            writes: driver::device_writes(),
+        })
     }
 
     fn sends(&self) -> usize {
@@ -495,6 +522,7 @@ impl Operation {
         let mine = shared.slot(c.rank as usize);
         mine.arrival.store(start, Ordering::Release);
         mine.wall.store(crate::realtime_ns(), Ordering::Release);
+        mine.repeat.store(u32::from(repeat::is_last(&self.computed())), Ordering::Release);
         self.publish();
         if let Err(stop) = c.barrier() {
             c.stopped(stop);
@@ -512,7 +540,15 @@ impl Operation {
             .unwrap_or(0);
         let width = self.width();
         let step = CHUNK / width * width;
-        let windows = most.div_ceil(step).max(1);
+        let repeated = (0..n).all(|r| h.slots[r].repeat.load(Ordering::Acquire) != 0);
+        // Repeated: no window, but the last barrier still (no rank may publish its
+        // next operation before every rank has read this one's slots).
+        let windows = if repeated {
+            0
+        } else {
+            repeat::forget();
+            most.div_ceil(step).max(1)
+        };
         for window in 0..windows {
             let lo = window * step;
             let hi = lo + step;
@@ -561,6 +597,14 @@ impl Operation {
                 c.stopped(stop);
                 return None;
             }
+        }
+        if repeated {
+            if let Err(stop) = c.barrier() {
+                c.stopped(stop);
+                return None;
+            }
+        } else {
+            repeat::remember(self.computed());
         }
         Some((latest, wall, first_out))
     }
