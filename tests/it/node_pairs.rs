@@ -32,7 +32,7 @@ nsenter -t "$node3" -n tc qdisc add dev v3 root tbf rate 300mbit burst 64kb late
 export WORLD_SIZE=3 MASTER_ADDR=10.78.0.1 MASTER_PORT=29556 NCCL_SOCKET_IFNAME=v
 # Six rounds, the fewest that give each case an interval: node3's pairs are several
 # times slower, far outside it.
-set -- run --pairs --backend host --plain -b 256K -e 1M -f 4 -n 30 --rounds 6 --transports default \
+set -- run --pairs --backend host --plain -b 128K -e 512K -f 4 -n 20 --rounds 6 --transports default \
     --rendezvous-timeout 20s --shm-dir "$shm" --out "$out" --label node-pairs
 RANK=2 LOCAL_RANK=0 nsenter -t "$node3" -n -u "$bench" "$@" >"$logs/r2" 2>&1 & p2=$!
 RANK=1 LOCAL_RANK=0 nsenter -t "$node2" -n -u "$bench" "$@" >"$logs/r1" 2>&1 & p1=$!

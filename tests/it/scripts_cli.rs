@@ -40,6 +40,9 @@ fn host_flags(shm: &Path) -> Vec<String> {
         "4K",
         "-n",
         "3",
+        // What the scripts launch and gate on, not rounds: one each.
+        "--rounds",
+        "1",
         "--shm-dir",
     ]
     .iter()

@@ -16,8 +16,10 @@ use crate::common::sim::{
 use crate::common::{bin, dir_entries, report, rows, run_dir, text, wait_no_processes};
 
 /// A two-rank sweep of 8 B..`max` on NVLink with one config, `name` with the
-/// variables `env` (TOML inline-table text); every case must be ok. Its run
-/// directory (inside `out`).
+/// variables `env` (TOML inline-table text), 20 iterations a case (whether each case
+/// works is the question, not its time: a non-blocking communicator's host-paced
+/// launches made the adaptive count run to tens of thousands); every case must be
+/// ok. Its run directory (inside `out`).
 fn config_sweep_all_ok(dir: &Path, out: &Path, name: &str, env: &str, max: &str) -> PathBuf {
     let config = out.join(format!("{name}.toml"));
     std::fs::write(
@@ -38,6 +40,8 @@ fn config_sweep_all_ok(dir: &Path, out: &Path, name: &str, env: &str, max: &str)
             "8",
             "-e",
             max,
+            "-n",
+            "20",
             "--config",
             config.to_str().unwrap(),
         ],
@@ -777,8 +781,11 @@ fn every_type_and_operator_checks_out() {
                     dtype,
                     "-o",
                     op,
-                    // What NCCL chose is not the question here: no probe group.
+                    // What NCCL chose is not the question here: no probe group,
+                    // and no link ceilings.
                     "--no-probe",
+                    "--ceiling-bytes",
+                    "0",
                 ],
             );
             assert_eq!(o.status.code(), Some(0), "{dtype} {op}: {}", text(&o));

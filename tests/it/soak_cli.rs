@@ -518,8 +518,10 @@ fn a_cluster_soak_names_the_node_whose_counters_moved() {
     );
     assert_eq!(manifest["soak"]["bytes"], 16 << 20);
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
-    // A dip of 50-75 %, visible through a scatter of up to 15 % (above).
-    if too_noisy_for_a_dip(&report, 15.0) {
+    // A dip of 50-75 % is five noise spreads down through a scatter of up to 10 %
+    // (5 x 10 = 50; at 13.6 % a 68 % dip was exactly five spreads, not more, and
+    // rightly no dip).
+    if too_noisy_for_a_dip(&report, 10.0) {
         return;
     }
     let dips = dips(&report);

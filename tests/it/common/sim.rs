@@ -62,11 +62,13 @@ pub fn sim_sweep(
         out.to_str().unwrap(),
         "--shm-dir",
         out.to_str().unwrap(),
-        // Small copies keep the link-ceiling measurement quick (the stand-in's
-        // copies move real bytes; its rates come from the cost model either way).
-        "--ceiling-bytes",
-        "4M",
     ];
+    // Small copies keep the link-ceiling measurement quick (the stand-in's copies
+    // move real bytes; its rates come from the cost model either way), unless a
+    // test asks for other ones.
+    if !args.contains(&"--ceiling-bytes") {
+        base.extend(["--ceiling-bytes", "4M"]);
+    }
     // One round unless a test asks for more: each simulated process group costs a
     // communicator set-up, and rounds have tests of their own.
     if !args.contains(&"--rounds") {
@@ -105,6 +107,9 @@ pub fn sweep_in_small_dev_shm(
     .arg(&lib)
     .arg("--out")
     .arg(out)
+    // As sim_sweep: small copies for the link ceilings (256 MiB ones take 20 s on
+    // 8 simulated GPUs without peer access).
+    .args(["--ceiling-bytes", "4M"])
     .args(args)
     .env("LD_LIBRARY_PATH", dir)
     .env("NCCL_BENCH_SIM_TOPO", topo);
