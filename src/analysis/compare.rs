@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use super::family::{self, Family, Member};
 use crate::export::reader::{CaseRow, RunData};
 use crate::model::SIMULATED_LABEL;
 use crate::stats::compare::{
@@ -112,6 +113,9 @@ pub struct CompareReport {
     /// Collectives one side measured and the other did not (said, not compared).
     pub collectives_only_in_base: Vec<String>,
     pub collectives_only_in_candidate: Vec<String>,
+    /// The pairs compared over rounds with both sides trusted, decided together at
+    /// a stated family-wise rate (`analysis::family`).
+    pub family: Family,
 }
 
 impl PairRow {
@@ -245,6 +249,8 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
     let (mut over_rounds, mut most_rounds, mut single_round) = (0, 0, 0);
     let same_run = base.run.dir == cand.run.dir;
     let mut graph_differs: Vec<(u64, u64, usize)> = Vec::new();
+    // The family's members: round medians of each side, paired or not.
+    let mut members: Vec<(Vec<f64>, Vec<f64>, bool)> = Vec::new();
     for ((b, c, _), (comparison, outcome)) in matched.into_iter().zip(compared) {
         if comparison.is_some() && b.graph_iters != c.graph_iters {
             let pair = (b.graph_iters, c.graph_iters);
@@ -278,6 +284,12 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
                 crate::stats::rounds::noise_floor(&b.round_medians(), &c.round_medians())
                     .is_some_and(|floor| cmp.change.abs() < floor)
             });
+        let distrust = distrust(b, c, same_run && b.config != c.config);
+        if let (Some(Method::Rounds { paired, .. }), true) =
+            (comparison.as_ref().map(|c| c.method), distrust.is_empty())
+        {
+            members.push((b.round_medians(), c.round_medians(), paired));
+        }
         rows.push(PairRow {
             config: match (base.config, cand.config) {
                 (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
@@ -297,7 +309,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             cand_busbw_gbps: c.busbw_gbps,
             comparison,
             outcome,
-            distrust: distrust(b, c, same_run && b.config != c.config),
+            distrust,
             within_noise,
             choice_change: choice_change(b, c),
         });
@@ -324,6 +336,16 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             .cloned()
             .collect()
     };
+    let members: Vec<Member> = members
+        .iter()
+        .map(|(base, cand, paired)| Member {
+            base,
+            cand,
+            paired: *paired,
+        })
+        .collect();
+    // The equivalence margin is the noise band: "unchanged" for the whole family.
+    let family = family::decide(&members, opts.threshold, opts.threshold);
     let only_in_base = base_cases.len() - rows.len();
     let only_in_candidate = cand_cases.len() - rows.len();
     Ok(CompareReport {
@@ -342,6 +364,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         only_in_candidate,
         collectives_only_in_base: only(&base_colls, &cand_colls),
         collectives_only_in_candidate: only(&cand_colls, &base_colls),
+        family,
     })
 }
 

@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod ceiling;
 pub mod compare;
 pub mod expected;
+pub mod family;
 pub mod history;
 pub mod model_table;
 pub mod nvls;

@@ -145,6 +145,10 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
             ));
         }
     }
+    let family = report.family.sentence("the candidate");
+    if !family.is_empty() {
+        lines.push(family);
+    }
     if report.within_noise > 0 {
         lines.push(format!(
             "note: {} pair(s) changed beyond the threshold by less than two process groups of one run differ from each other (marked `~`): between two runs that may be run-to-run variation rather than a change; several runs of each (`baseline`, `check`, `history`) tell them apart",

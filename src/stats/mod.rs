@@ -7,10 +7,11 @@ pub mod bandwidth;
 pub mod compare;
 pub mod distribution;
 pub mod latency;
+pub mod normal;
 pub mod quality;
 pub mod rounds;
 pub mod soak;
-mod splitmix;
+pub(crate) mod splitmix;
 
 pub use adaptive::{BatchDecision, StopReason, StopRule};
 

@@ -113,12 +113,19 @@ pub struct Shift {
 /// as the shift of their logarithms (see the module comment). `None` when a value is
 /// not positive and finite, or when the counts are too small for a 95 % interval.
 pub fn shift(base: &[f64], cand: &[f64]) -> Option<Shift> {
+    shift_at(base, cand, ALPHA)
+}
+
+/// [`shift`] with an interval of at least `1 - alpha` (a member of a family of
+/// intervals that must hold together: `alpha` is the family's rate over its size).
+/// `None` where the counts are too small for that level.
+pub fn shift_at(base: &[f64], cand: &[f64], alpha: f64) -> Option<Shift> {
     let valid = |v: &[f64]| v.iter().all(|x| x.is_finite() && *x > 0.0);
     if base.is_empty() || cand.is_empty() || !valid(base) || !valid(cand) {
         return None;
     }
     let (n, m) = (base.len(), cand.len());
-    let (c, confidence) = mann_whitney_critical(n, m)?;
+    let (c, confidence) = mann_whitney_critical(n, m, alpha)?;
     let d: Vec<f64> = cand
         .iter()
         .flat_map(|y| base.iter().map(move |x| y.ln() - x.ln()))
@@ -156,12 +163,19 @@ fn hodges_lehmann(mut d: Vec<f64>, c: usize, confidence: f64) -> Shift {
 /// both sides have the same number of positive, finite values, and at least 6 (with
 /// 5, no interval reaches 95 %).
 pub fn paired_shift(base: &[f64], cand: &[f64]) -> Option<Shift> {
+    paired_shift_at(base, cand, ALPHA)
+}
+
+/// [`paired_shift`] with an interval of at least `1 - alpha`; `None` where `n`
+/// rounds cannot reach that level (the most extreme signs have probability
+/// 2^(1-n): 0.05 / 25 needs 10 rounds, 0.05 / 75 needs 12).
+pub fn paired_shift_at(base: &[f64], cand: &[f64], alpha: f64) -> Option<Shift> {
     let valid = |v: &[f64]| v.iter().all(|x| x.is_finite() && *x > 0.0);
     if base.len() != cand.len() || !valid(base) || !valid(cand) {
         return None;
     }
     let n = base.len();
-    let (c, confidence) = signed_rank_critical(n)?;
+    let (c, confidence) = signed_rank_critical(n, alpha)?;
     let d: Vec<f64> = base
         .iter()
         .zip(cand)
@@ -179,10 +193,10 @@ pub fn paired_shift(base: &[f64], cand: &[f64]) -> Option<Shift> {
 /// Rounds up to which the signed-rank distribution is exact.
 pub const EXACT_SIGNED_RANKS: usize = 60;
 
-/// The largest `c` with P(T <= c) <= 2.5 % for the Wilcoxon signed-rank statistic of
-/// `n` pairs, and the two-sided coverage 1 - 2 P(T <= c); `None` when even T = 0 is
+/// The largest `c` with P(T <= c) <= alpha / 2 for the Wilcoxon signed-rank statistic
+/// of `n` pairs, and the two-sided coverage 1 - 2 P(T <= c); `None` when even T = 0 is
 /// more likely than that.
-fn signed_rank_critical(n: usize) -> Option<(usize, f64)> {
+fn signed_rank_critical(n: usize, alpha: f64) -> Option<(usize, f64)> {
     if n == 0 {
         return None;
     }
@@ -202,7 +216,7 @@ fn signed_rank_critical(n: usize) -> Option<(usize, f64)> {
         let mut cumulative = 0.0;
         let mut critical = None;
         for (t, q) in p.iter().enumerate() {
-            if cumulative + q > ALPHA / 2.0 {
+            if cumulative + q > alpha / 2.0 {
                 break;
             }
             cumulative += q;
@@ -213,8 +227,8 @@ fn signed_rank_critical(n: usize) -> Option<(usize, f64)> {
     let nf = n as f64;
     let mean = nf * (nf + 1.0) / 4.0;
     let sd = (nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0).sqrt();
-    let c = (mean - 1.959_964 * sd - 0.5).floor();
-    (c >= 0.0).then_some((c as usize, 1.0 - ALPHA))
+    let c = (mean - super::normal::quantile(1.0 - alpha / 2.0) * sd - 0.5).floor();
+    (c >= 0.0).then_some((c as usize, 1.0 - alpha))
 }
 
 /// How far two single rounds of one case differ, 95 % of the time: 1.96 x sqrt(2) x
@@ -238,16 +252,16 @@ pub fn noise_floor(base: &[f64], cand: &[f64]) -> Option<f64> {
     Some((1.959_964 * std::f64::consts::SQRT_2 * pooled).exp() - 1.0)
 }
 
-/// The largest `c` with P(U <= c) <= 2.5 % for the Mann-Whitney U of `n` and `m`
+/// The largest `c` with P(U <= c) <= alpha / 2 for the Mann-Whitney U of `n` and `m`
 /// observations, and the resulting two-sided coverage 1 - 2 P(U <= c). `None` when
-/// even U = 0 is more likely than that (too few observations for a 95 % interval).
-fn mann_whitney_critical(n: usize, m: usize) -> Option<(usize, f64)> {
+/// even U = 0 is more likely than that (too few observations for the level).
+fn mann_whitney_critical(n: usize, m: usize, alpha: f64) -> Option<(usize, f64)> {
     if n * m <= EXACT_PAIRS {
         let probabilities = mann_whitney_distribution(n, m);
         let mut cumulative = 0.0;
         let mut critical = None;
         for (u, p) in probabilities.iter().enumerate() {
-            if cumulative + p > ALPHA / 2.0 {
+            if cumulative + p > alpha / 2.0 {
                 break;
             }
             cumulative += p;
@@ -256,12 +270,12 @@ fn mann_whitney_critical(n: usize, m: usize) -> Option<(usize, f64)> {
         return critical;
     }
     // Normal approximation with continuity correction: U <= c when
-    // (c + 0.5 - nm/2) / sd <= -1.96.
+    // (c + 0.5 - nm/2) / sd <= -z (1.96 at 95 %).
     let (nf, mf) = (n as f64, m as f64);
     let mean = nf * mf / 2.0;
     let sd = (nf * mf * (nf + mf + 1.0) / 12.0).sqrt();
-    let c = (mean - 1.959_964 * sd - 0.5).floor();
-    (c >= 0.0).then_some((c as usize, 1.0 - ALPHA))
+    let c = (mean - super::normal::quantile(1.0 - alpha / 2.0) * sd - 0.5).floor();
+    (c >= 0.0).then_some((c as usize, 1.0 - alpha))
 }
 
 /// P(U = u) for u = 0..=n*m under the null hypothesis (every ordering of the n + m
@@ -299,19 +313,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_family_level_needs_more_rounds_and_widens_the_interval() {
+        // 0.05 / 25: the all-one-sign outcome (2^(1-n)) must be rarer than 0.002.
+        assert_eq!(signed_rank_critical(9, 0.002), None);
+        let (c, conf) = signed_rank_critical(10, 0.002).unwrap();
+        assert_eq!(c, 0);
+        assert!(conf >= 0.998, "{conf}");
+        // At 15 rounds the family interval is the wider one: a smaller critical value.
+        assert!(
+            signed_rank_critical(15, 0.002).unwrap().0 < signed_rank_critical(15, ALPHA).unwrap().0
+        );
+        let d: Vec<f64> = (0..15).map(|i| 100.0 + i as f64).collect();
+        let c: Vec<f64> = d
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x * (1.1 + 0.01 * (i % 3) as f64))
+            .collect();
+        let at95 = paired_shift(&d, &c).unwrap();
+        let family = paired_shift_at(&d, &c, 0.002).unwrap();
+        assert!(
+            family.ci.0 <= at95.ci.0 && family.ci.1 >= at95.ci.1,
+            "{at95:?} {family:?}"
+        );
+        assert!(mann_whitney_critical(5, 5, 0.002).is_none());
+        assert!(mann_whitney_critical(8, 8, 0.002).is_some());
+    }
+
+    #[test]
     fn the_signed_rank_interval_needs_six_rounds_and_matches_the_tables() {
-        assert_eq!(signed_rank_critical(5), None);
+        assert_eq!(signed_rank_critical(5, ALPHA), None);
         // n = 6: T = 0 has probability 1/64 = 1.6 %, so the extremes cover 96.9 %.
-        let (c, conf) = signed_rank_critical(6).unwrap();
+        let (c, conf) = signed_rank_critical(6, ALPHA).unwrap();
         assert_eq!(c, 0);
         assert!((conf - (1.0 - 2.0 / 64.0)).abs() < 1e-12);
         // Published two-sided 5 % critical values: n = 10: 8, n = 15: 25, n = 20: 52.
-        assert_eq!(signed_rank_critical(10).unwrap().0, 8);
-        assert_eq!(signed_rank_critical(15).unwrap().0, 25);
-        assert_eq!(signed_rank_critical(20).unwrap().0, 52);
+        assert_eq!(signed_rank_critical(10, ALPHA).unwrap().0, 8);
+        assert_eq!(signed_rank_critical(15, ALPHA).unwrap().0, 25);
+        assert_eq!(signed_rank_critical(20, ALPHA).unwrap().0, 52);
         // The normal approximation just past the exact range is close to exact.
-        let exact = signed_rank_critical(EXACT_SIGNED_RANKS).unwrap().0 as f64;
-        let approx = signed_rank_critical(EXACT_SIGNED_RANKS + 1).unwrap().0 as f64;
+        let exact = signed_rank_critical(EXACT_SIGNED_RANKS, ALPHA).unwrap().0 as f64;
+        let approx = signed_rank_critical(EXACT_SIGNED_RANKS + 1, ALPHA)
+            .unwrap()
+            .0 as f64;
         assert!(approx > exact && approx < exact * 1.1, "{exact} {approx}");
     }
 
@@ -405,20 +448,20 @@ mod tests {
             (10, 10, 23),
             (5, 9, 7),
         ] {
-            let (got, confidence) = mann_whitney_critical(n, m).unwrap();
+            let (got, confidence) = mann_whitney_critical(n, m, ALPHA).unwrap();
             assert_eq!(got, c, "{n} x {m}");
             assert!(confidence >= 0.95, "{n} x {m}: {confidence}");
         }
-        assert_eq!(mann_whitney_critical(3, 3), None);
-        assert_eq!(mann_whitney_critical(3, 4), None);
-        assert!(mann_whitney_critical(3, 5).is_some());
+        assert_eq!(mann_whitney_critical(3, 3, ALPHA), None);
+        assert_eq!(mann_whitney_critical(3, 4, ALPHA), None);
+        assert!(mann_whitney_critical(3, 5, ALPHA).is_some());
         // The approximation takes over smoothly: 30 x 30 is the last exact one, and
         // the approximation there agrees within one.
-        let (exact, _) = mann_whitney_critical(30, 30).unwrap();
+        let (exact, _) = mann_whitney_critical(30, 30, ALPHA).unwrap();
         let (nf, mean) = (30.0f64, 450.0);
         let approx = (mean - 1.959_964 * (nf * nf * (2.0 * nf + 1.0) / 12.0).sqrt() - 0.5).floor();
         assert!((exact as f64 - approx).abs() <= 1.0, "{exact} {approx}");
-        assert_eq!(mann_whitney_critical(31, 31).unwrap().0, 340);
+        assert_eq!(mann_whitney_critical(31, 31, ALPHA).unwrap().0, 340);
     }
 
     #[test]

@@ -201,6 +201,7 @@ mod tests {
             at_largest: None,
             new_failures: 0,
             distrusted: 0,
+            family: None,
         }
     }
 

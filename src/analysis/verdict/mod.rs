@@ -81,6 +81,8 @@ pub struct Difference {
     /// Pairs set aside because a side is flagged `noisy` or `outlier` (not counted
     /// as inconclusive: more iterations would not settle them).
     pub distrusted: usize,
+    /// The cases compared over rounds, decided together at a stated rate.
+    pub family: Option<crate::analysis::family::Family>,
 }
 
 /// The config that disables SHM and nothing else if there is one, else any that
@@ -325,6 +327,7 @@ fn summarize(report: &CompareReport) -> Difference {
             .iter()
             .filter(|r| !r.distrust.is_empty())
             .count(),
+        family: Some(report.family.clone()),
     }
 }
 
@@ -378,6 +381,13 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
                 pct(ci.0),
                 pct(ci.1)
             ));
+        }
+        if let Some(f) = &d.family {
+            let sentence = f.sentence("disabling SHM");
+            if !sentence.is_empty() {
+                s.push_str(". ");
+                s.push_str(sentence.trim_end_matches('.'));
+            }
         }
         s
     };

@@ -1,0 +1,355 @@
+//! One family per decision. A comparison of two configs (or two runs) rests on many
+//! cases at once: sizes x rank counts x collectives. Each case's own interval is at
+//! 95 %, so over 25 cases about one in twenty-five A/A pairs would show something
+//! somewhere by chance. The family makes the answer for all its cases together
+//! hold at a stated rate: every member's interval at 1 - 0.05 / K (Bonferroni over
+//! the K members), so that all K intervals cover their true changes together with
+//! at least 95 %, whatever the dependence between cases. Then, of the whole family:
+//!
+//! - **different**: some member's interval lies wholly beyond the threshold;
+//! - **equivalent**: every member's interval lies within +-margin, so the change is
+//!   at most the margin at every size measured;
+//! - **not settled**: neither; with an estimate of the rounds that would settle it
+//!   (intervals narrow as 1/sqrt(rounds), and the paired signed-rank interval needs
+//!   2^(1-n) <= alpha / K to exist at all).
+//!
+//! Members are the pairs compared over rounds with both sides trusted: a case of one
+//! round (a bootstrap over its iterations), one compared on means, and one set aside
+//! as noisy are not evidence for the family, and are counted apart. The intervals are
+//! the same rank intervals as each case's (`stats::rounds`), at the family's level.
+
+use serde::Serialize;
+
+use crate::stats::rounds::{paired_shift_at, shift_at};
+
+/// The family-wise error rate: the chance that any member's interval misses.
+pub const FAMILY_ALPHA: f64 = 0.05;
+
+/// One member: a pair compared over its rounds, its round medians each side.
+pub struct Member<'a> {
+    pub base: &'a [f64],
+    pub cand: &'a [f64],
+    pub paired: bool,
+}
+
+/// A member's estimate and family interval: (change, low, high), fractions.
+type Estimate = (f64, f64, f64);
+
+/// What the family says together.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Family {
+    /// Members (K): pairs compared over rounds, both sides trusted.
+    pub cases: usize,
+    pub alpha: f64,
+    /// Each member's interval level, 1 - alpha / K.
+    pub per_case: f64,
+    /// Members whose rounds reach that level (the rest have no family interval).
+    pub bounded: usize,
+    /// The largest slowdown and the largest speedup any member's family interval
+    /// allows (its upper and lower ends, fractions), over the bounded members.
+    pub most_slower: Option<f64>,
+    pub most_faster: Option<f64>,
+    pub threshold: f64,
+    pub margin: f64,
+    pub answer: Answer,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Answer {
+    /// Members whose family interval lies wholly above (slower) or below (faster)
+    /// the threshold band.
+    Different { slower: usize, faster: usize },
+    /// Every member's family interval within +-margin.
+    Equivalent,
+    /// Neither; `rounds`: about how many rounds a side would settle every member
+    /// (None where no estimate can be made: no member has a finite interval).
+    NotSettled { rounds: Option<usize> },
+    /// No member at all.
+    Empty,
+}
+
+/// The family of `members` at rate [`FAMILY_ALPHA`], decided against the noise
+/// band +-`threshold` and the equivalence `margin`.
+pub fn decide(members: &[Member], threshold: f64, margin: f64) -> Family {
+    let k = members.len();
+    let alpha = FAMILY_ALPHA / k.max(1) as f64;
+    let intervals: Vec<(usize, Option<Estimate>)> = members
+        .iter()
+        .map(|m| {
+            let rounds = m.base.len().min(m.cand.len());
+            let ci = if m.base == m.cand {
+                Some((0.0, 0.0, 0.0))
+            } else if m.paired {
+                paired_shift_at(m.base, m.cand, alpha).map(|s| (s.change, s.ci.0, s.ci.1))
+            } else {
+                shift_at(m.base, m.cand, alpha).map(|s| (s.change, s.ci.0, s.ci.1))
+            };
+            (rounds, ci)
+        })
+        .collect();
+    let bounded: Vec<(usize, Estimate)> = intervals
+        .iter()
+        .filter_map(|&(n, ci)| ci.map(|c| (n, c)))
+        .collect();
+    let slower = bounded.iter().filter(|(_, c)| c.1 > threshold).count();
+    let faster = bounded.iter().filter(|(_, c)| c.2 < -threshold).count();
+    let answer = if k == 0 {
+        Answer::Empty
+    } else if slower + faster > 0 {
+        Answer::Different { slower, faster }
+    } else if bounded.len() == k && bounded.iter().all(|(_, c)| c.1 >= -margin && c.2 <= margin) {
+        Answer::Equivalent
+    } else {
+        Answer::NotSettled {
+            rounds: rounds_to_settle(&intervals, alpha, threshold, margin),
+        }
+    };
+    Family {
+        cases: k,
+        alpha: FAMILY_ALPHA,
+        per_case: 1.0 - alpha,
+        bounded: bounded.len(),
+        most_slower: bounded.iter().map(|(_, c)| c.2).reduce(f64::max),
+        most_faster: bounded.iter().map(|(_, c)| c.1).reduce(f64::min),
+        threshold,
+        margin,
+        answer,
+    }
+}
+
+/// Rounds a side that would settle every unsettled member: at least the fewest whose
+/// signed-rank interval reaches 1 - `alpha` (2^(1-n) <= alpha), and for a member with
+/// an interval, its rounds times (its half-width / the room it has)^2, the room
+/// being the distance from its estimate to the margin (to show equivalence) or to
+/// the threshold (to show a difference), whichever is larger; [`MOST_ROUNDS`] + 1
+/// stands for "more than that". `None` where no unsettled member has a finite
+/// interval to scale from.
+fn rounds_to_settle(
+    intervals: &[(usize, Option<Estimate>)],
+    alpha: f64,
+    threshold: f64,
+    margin: f64,
+) -> Option<usize> {
+    let fewest = fewest_rounds(alpha);
+    let mut most: Option<usize> = None;
+    for &(n, ci) in intervals {
+        let needed = match ci {
+            None => Some(fewest.max(n + 1)),
+            Some((change, lo, hi)) => {
+                let settled = lo > threshold || hi < -threshold || (lo >= -margin && hi <= margin);
+                if settled {
+                    continue;
+                }
+                let half = (hi - lo) / 2.0;
+                let room = (margin - change.abs()).max(change.abs() - threshold);
+                (half.is_finite() && room > 0.0)
+                    .then(|| ((n as f64) * (half / room).powi(2)).ceil() as usize)
+                    .map(|r| r.max(fewest).max(n + 1))
+            }
+        };
+        match needed {
+            Some(r) => most = Some(most.map_or(r, |m| m.max(r)).min(MOST_ROUNDS + 1)),
+            None => return None,
+        }
+    }
+    most
+}
+
+impl Family {
+    /// The family's answer in one sentence (Markdown), `what` naming the change
+    /// ("disabling SHM"); empty for a family without members.
+    pub fn sentence(&self, what: &str) -> String {
+        let pct = |x: f64| format!("{:+.1}%", x * 100.0);
+        let band = format!("+-{:.1}%", self.margin * 100.0);
+        let range = match (self.most_faster, self.most_slower) {
+            (Some(lo), Some(hi)) => format!("between {} and {}", pct(lo), pct(hi)),
+            _ => String::new(),
+        };
+        let family = format!(
+            "{} cases decided together, each interval at {:.2}% so that all hold at once with at least {:.0}%",
+            self.cases,
+            self.per_case * 100.0,
+            (1.0 - self.alpha) * 100.0
+        );
+        match &self.answer {
+            Answer::Empty => String::new(),
+            Answer::Different { slower, faster } => {
+                let mut parts = Vec::new();
+                if *slower > 0 {
+                    parts.push(format!("slower beyond {band} at {slower}"));
+                }
+                if *faster > 0 {
+                    parts.push(format!("faster beyond {band} at {faster}"));
+                }
+                format!(
+                    "Over the family ({family}): {what} is {} of them.",
+                    parts.join(" and ")
+                )
+            }
+            Answer::Equivalent => format!(
+                "Over the family ({family}): {what} changes the time by at most {band} at every case measured (every interval {range})."
+            ),
+            Answer::NotSettled { rounds } => {
+                let short = self.cases - self.bounded;
+                let mut s = format!("Over the family ({family}): not settled");
+                if !range.is_empty() {
+                    s.push_str(&format!(
+                        "; the changes lie {range}, so {what} costs at most {} where measured",
+                        pct(self.most_slower.unwrap_or(0.0).max(0.0))
+                    ));
+                }
+                if short > 0 {
+                    s.push_str(&format!(
+                        "; {short} case(s) have too few rounds for an interval at that level"
+                    ));
+                }
+                match rounds {
+                    Some(r) if *r > MOST_ROUNDS => s.push_str(&format!(
+                        "; more than {MOST_ROUNDS} rounds would be needed: a change this close to {band}, or this noisy, is not settled by measuring longer (a wider --threshold is)"
+                    )),
+                    Some(r) => s.push_str(&format!(
+                        "; about {r} rounds (--rounds {r}) would settle it within {band}"
+                    )),
+                    None => {}
+                }
+                s.push('.');
+                s
+            }
+        }
+    }
+}
+
+/// Estimates of the rounds needed stop here (the estimate says "more than this").
+pub const MOST_ROUNDS: usize = 100;
+
+/// The fewest rounds whose paired signed-rank interval exists at 1 - `alpha`: the
+/// all-one-sign outcome, probability 2^(1-n), must be rarer than `alpha`.
+pub fn fewest_rounds(alpha: f64) -> usize {
+    let mut n = 1;
+    while 2f64.powi(1 - n as i32) > alpha && n < 64 {
+        n += 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::splitmix::SplitMix64;
+
+    /// `n` round medians around `center` with relative noise `spread` (uniform).
+    fn rounds(rng: &mut SplitMix64, n: usize, center: f64, spread: f64) -> Vec<f64> {
+        (0..n)
+            .map(|_| center * (1.0 + spread * (2.0 * rng.uniform() - 1.0)))
+            .collect()
+    }
+
+    #[test]
+    fn the_fewest_rounds_follow_the_family_size() {
+        assert_eq!(fewest_rounds(0.05), 6);
+        assert_eq!(fewest_rounds(0.05 / 25.0), 10);
+        assert_eq!(fewest_rounds(0.05 / 75.0), 12);
+    }
+
+    #[test]
+    fn identical_configs_are_equivalent_and_a_slower_one_is_different() {
+        let mut rng = SplitMix64::new(7, 0);
+        let base: Vec<Vec<f64>> = (0..10)
+            .map(|_| rounds(&mut rng, 15, 100.0, 0.002))
+            .collect();
+        let same: Vec<Vec<f64>> = base
+            .iter()
+            .map(|b| {
+                b.iter()
+                    .map(|x| x * (1.0 + 0.001 * (2.0 * rng.uniform() - 1.0)))
+                    .collect()
+            })
+            .collect();
+        let members = |cand: &[Vec<f64>]| -> Vec<(Vec<f64>, Vec<f64>)> {
+            base.iter().cloned().zip(cand.iter().cloned()).collect()
+        };
+        let as_members = |pairs: &[(Vec<f64>, Vec<f64>)]| -> Family {
+            let m: Vec<Member> = pairs
+                .iter()
+                .map(|(b, c)| Member {
+                    base: b,
+                    cand: c,
+                    paired: true,
+                })
+                .collect();
+            decide(&m, 0.02, 0.02)
+        };
+        let aa = as_members(&members(&same));
+        assert_eq!(aa.answer, Answer::Equivalent, "{aa:?}");
+        assert_eq!((aa.cases, aa.bounded), (10, 10));
+        assert!((aa.per_case - 0.995).abs() < 1e-12);
+        assert!(aa.most_slower.unwrap() <= 0.02 && aa.most_faster.unwrap() >= -0.02);
+
+        let slow: Vec<Vec<f64>> = base
+            .iter()
+            .map(|b| b.iter().map(|x| x * 1.10).collect())
+            .collect();
+        let ab = as_members(&members(&slow));
+        assert_eq!(
+            ab.answer,
+            Answer::Different {
+                slower: 10,
+                faster: 0
+            },
+            "{ab:?}"
+        );
+    }
+
+    #[test]
+    fn too_few_rounds_for_the_family_say_how_many_would_do() {
+        let mut rng = SplitMix64::new(11, 0);
+        // Nine rounds (NCCL's default) cannot reach 1 - 0.05/25 paired: no interval.
+        let pairs: Vec<(Vec<f64>, Vec<f64>)> = (0..25)
+            .map(|_| {
+                (
+                    rounds(&mut rng, 9, 10.0, 0.01),
+                    rounds(&mut rng, 9, 10.0, 0.01),
+                )
+            })
+            .collect();
+        let m: Vec<Member> = pairs
+            .iter()
+            .map(|(b, c)| Member {
+                base: b,
+                cand: c,
+                paired: true,
+            })
+            .collect();
+        let f = decide(&m, 0.02, 0.02);
+        assert_eq!(f.bounded, 0);
+        assert_eq!(f.answer, Answer::NotSettled { rounds: Some(10) }, "{f:?}");
+        // A wide interval near zero: more rounds, in proportion to its width squared.
+        let wide: Vec<(Vec<f64>, Vec<f64>)> = (0..2)
+            .map(|_| {
+                (
+                    rounds(&mut rng, 15, 10.0, 0.06),
+                    rounds(&mut rng, 15, 10.0, 0.06),
+                )
+            })
+            .collect();
+        let m: Vec<Member> = wide
+            .iter()
+            .map(|(b, c)| Member {
+                base: b,
+                cand: c,
+                paired: true,
+            })
+            .collect();
+        let f = decide(&m, 0.02, 0.02);
+        match f.answer {
+            Answer::NotSettled { rounds: Some(r) } => assert!(r > 15, "{f:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_member_is_no_answer() {
+        assert_eq!(decide(&[], 0.02, 0.02).answer, Answer::Empty);
+    }
+}
