@@ -522,7 +522,10 @@ impl Operation {
         let mine = shared.slot(c.rank as usize);
         mine.arrival.store(start, Ordering::Release);
         mine.wall.store(crate::realtime_ns(), Ordering::Release);
-        mine.repeat.store(u32::from(repeat::is_last(&self.computed())), Ordering::Release);
+        mine.repeat.store(
+            u32::from(repeat::is_last(&self.computed())),
+            Ordering::Release,
+        );
         self.publish();
         if let Err(stop) = c.barrier() {
             c.stopped(stop);
