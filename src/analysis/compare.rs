@@ -81,7 +81,7 @@ pub struct PairRow {
     pub distrust: String,
     /// Between two runs: the change, though beyond the threshold, is smaller than
     /// two single rounds of one run differ (`stats::rounds::noise_floor`), so it may
-    /// be variation between runs rather than a change.
+    /// be variation between runs rather than a change: it does not fail a gate.
     pub within_noise: bool,
     /// NCCL's algorithm and protocol differ between the sides (`Tree/LL` against
     /// `Ring/LL128`): (base's, candidate's). Empty where a side did not record one.
@@ -126,8 +126,13 @@ impl PairRow {
 }
 
 impl CompareReport {
+    /// The pairs that fail a gate: regressed or newly failing, but for a change
+    /// between two runs smaller than their noise floor (`within_noise`, marked `~`),
+    /// which two runs cannot tell from run-to-run variation.
     pub fn regressions(&self) -> impl Iterator<Item = &PairRow> {
-        self.rows.iter().filter(|r| r.outcome.is_regression())
+        self.rows
+            .iter()
+            .filter(|r| r.outcome.is_regression() && !r.within_noise)
     }
 
     /// The regressed pair with the largest slowdown (new failures first).
