@@ -10,6 +10,7 @@ pub mod compare;
 pub mod expected;
 pub mod family;
 pub mod history;
+pub mod job;
 pub mod model_table;
 pub mod nvls;
 pub mod pairs;

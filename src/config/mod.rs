@@ -62,6 +62,22 @@ pub struct SizesFrom {
     pub file: String,
     /// Each collective's sizes (nccl-tests' size), ascending.
     pub sizes: std::collections::BTreeMap<crate::ops::collective::Collective, Vec<u64>>,
+    /// The job's calls, to weigh the sweep's answers by (the report's "Your job").
+    #[serde(default)]
+    pub calls: Vec<JobCall>,
+    /// What the calls count: `per step` (a CSV) or `in the log` (NCCL's COLL lines).
+    #[serde(default)]
+    pub per: String,
+}
+
+/// One (collective, ranks, size) of a job and its calls (`workload::Entry`, kept in
+/// the manifest).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JobCall {
+    pub collective: crate::ops::collective::Collective,
+    pub nranks: Option<u32>,
+    pub bytes: u64,
+    pub calls: u64,
 }
 
 /// A checked sweep request.

@@ -172,6 +172,9 @@ pub struct ManifestHead {
     /// Process groups per (config, rank count) (1 in older runs and imports).
     #[serde(default = "one_round")]
     pub rounds: u32,
+    /// The job whose sizes the sweep measured (`--sizes-from`).
+    #[serde(default)]
+    pub sizes_from: Option<crate::config::SizesFrom>,
 }
 
 fn one_round() -> u32 {

@@ -54,6 +54,7 @@ pub fn markdown(
 
     let collectives = run.collectives();
     verdict_section(&mut s, run, baseline, options)?;
+    super::job::section(&mut s, run, baseline, options.threshold)?;
     // Published figures are all-reduce's.
     run.for_collective(Collective::AllReduce, |one| {
         crate::analysis::expected::markdown(&mut s, one, expected)

@@ -10,6 +10,7 @@ pub mod check;
 pub mod compare;
 pub mod history;
 pub mod html;
+pub mod job;
 pub mod junit;
 mod machine;
 pub mod markdown;

@@ -243,3 +243,79 @@ fn simulated_gpus_measure_exactly_a_real_logs_collectives() {
         .collect();
     assert_eq!(cases, want);
 }
+
+/// The report's "Your job" on simulated GPUs (virtual time, so the answers are
+/// exact): a config identical to the baseline changes the job's time by less than
+/// the threshold, one whose all-reduces are 25 % slower costs it, in time per step,
+/// with its interval over the rounds; the job's sizes are listed by their share.
+#[test]
+fn the_report_weighs_each_config_by_the_jobs_calls() {
+    let _machine = crate::common::shared();
+    let Some(dir) = crate::common::sim::sim_dir() else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let job = out.path().join("job.csv");
+    std::fs::write(
+        &job,
+        "collective,bytes,count\nall_reduce,1M,100\nall_gather,1M,100\n",
+    )
+    .unwrap();
+    let configs = out.path().join("aa.toml");
+    std::fs::write(
+        &configs,
+        "[[config]]\nname = \"default\"\n\n[[config]]\nname = \"same\"\nenv = { NCCL_BENCH_AA = \"1\" }\n\n[[config]]\nname = \"slow\"\nenv = { NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN = \"1.25\" }\n",
+    )
+    .unwrap();
+    let o = crate::common::sim::sim_sweep(
+        &dir,
+        "nvlink",
+        &[],
+        &out.path().join("runs"),
+        &[
+            "--gpus",
+            "2",
+            "--rounds",
+            "6",
+            "-n",
+            "20",
+            "--no-probe",
+            "--config",
+            configs.to_str().unwrap(),
+            "--sizes-from",
+            job.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = crate::common::run_dir(&out.path().join("runs"));
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let section = report
+        .split("## Your job")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no section: {report}"));
+    let section = section.split("\n## ").next().unwrap();
+    assert!(
+        section.contains("2 (collective, size) with their calls per step"),
+        "{section}"
+    );
+    assert!(
+        section.contains("`same` changes this job's time by less than +-2.0%"),
+        "{section}"
+    );
+    assert!(
+        section.contains("**`slow` would cost this job +"),
+        "{section}"
+    );
+    assert!(section.contains("| slow | "), "{section}");
+    // The table is the config that changes the job most, its rows by share.
+    assert!(section.contains("with `default` and `slow`"), "{section}");
+    let rows: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("| all_"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{section}");
+    assert!(
+        rows[0].starts_with("| all_reduce | 1 MiB | 100 |"),
+        "{section}"
+    );
+}

@@ -1,0 +1,292 @@
+//! "What does this cost my job?": a sweep's cases weighed by the calls of a job
+//! (`sweep --sizes-from`, kept in the manifest as `config::SizesFrom`). For each rank
+//! count measured and a pair of configs, the job's communication time is the sum over
+//! its (collective, size) of calls x the case's median time, per step where the job
+//! file counts per step (a CSV) or over the calls a log recorded.
+//!
+//! The interval comes from the rounds, not from adding the cases' intervals: every
+//! round of a sweep runs each config once, so a round has a job time per config (its
+//! cases' round medians, weighed by the calls), and the change between the two
+//! configs is the paired shift of those per-round job times (`stats::rounds`), the same
+//! interval the per-case answers use. A case a config did not measure (failed, or a
+//! size the sweep did not run) leaves its calls out, and the answer says how many.
+//!
+//! Sizes match as the sweep ran them: nccl-tests rounds each rank's part down to
+//! whole 16-byte groups, so a job's size is found at the case of its collective and
+//! rank count at or below it within 16 bytes per rank.
+
+use serde::Serialize;
+
+use crate::config::SizesFrom;
+use crate::export::reader::{CaseRow, RunData};
+use crate::stats::rounds::paired_shift;
+
+/// One of the job's (collective, size) under both configs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EntryCost {
+    pub collective: String,
+    pub bytes: u64,
+    pub calls: u64,
+    /// calls x the case's median time, us; `None` where the config has no ok case.
+    pub base_us: Option<f64>,
+    pub cand_us: Option<f64>,
+}
+
+/// The job's communication time under two configs at one rank count.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobCost {
+    pub nranks: u32,
+    pub base: String,
+    pub cand: String,
+    /// What the calls count (`per step`, `in the log`).
+    pub per: String,
+    /// Largest share of the base config's time first.
+    pub entries: Vec<EntryCost>,
+    /// Over the entries both configs measured, us.
+    pub base_us: f64,
+    pub cand_us: f64,
+    /// Entries left out (a config has no ok case of their size).
+    pub unmeasured: usize,
+    /// `cand / base - 1` of the job's time, with its 95 % interval over the rounds
+    /// (paired), and the rounds; `None` with fewer than 6 rounds alike on every case.
+    pub interval: Option<(f64, (f64, f64), usize)>,
+}
+
+impl JobCost {
+    /// The relative change of the job's time (from the totals).
+    pub fn change(&self) -> f64 {
+        self.cand_us / self.base_us - 1.0
+    }
+}
+
+/// The ok case of `config` that ran the job's `bytes` of `collective` on `nranks`.
+fn case_of<'a>(
+    run: &'a RunData,
+    config: &str,
+    collective: &str,
+    nranks: u32,
+    bytes: u64,
+) -> Option<&'a CaseRow> {
+    let slack = 16 * u64::from(nranks);
+    run.cases
+        .iter()
+        .filter(|c| c.config == config && c.nranks == nranks && c.is_ok())
+        .filter(|c| c.coll().name() == collective)
+        .filter(|c| c.bytes <= bytes && bytes - c.bytes < slack.max(1))
+        .max_by_key(|c| c.bytes)
+}
+
+/// The job's cost under `cand` against `base`, one per rank count both measured
+/// (the job's calls on that many ranks, or of any count where the file does not say).
+pub fn costs(run: &RunData, job: &SizesFrom, base: &str, cand: &str) -> Vec<JobCost> {
+    let mut counts: Vec<u32> = run
+        .cases
+        .iter()
+        .filter(|c| c.config == base)
+        .map(|c| c.nranks)
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+        .into_iter()
+        .filter_map(|n| cost_at(run, job, base, cand, n))
+        .collect()
+}
+
+fn cost_at(run: &RunData, job: &SizesFrom, base: &str, cand: &str, n: u32) -> Option<JobCost> {
+    let mut entries = Vec::new();
+    // Per matched entry: its calls and both cases, for the per-round job times.
+    let mut matched: Vec<(u64, &CaseRow, &CaseRow)> = Vec::new();
+    for call in job.calls.iter().filter(|c| c.nranks.is_none_or(|k| k == n)) {
+        let name = call.collective.name();
+        let b = case_of(run, base, name, n, call.bytes);
+        let c = case_of(run, cand, name, n, call.bytes);
+        let time = |r: Option<&CaseRow>| {
+            r.and_then(|r| r.p50_us.or(r.time_us))
+                .map(|t| t * call.calls as f64)
+        };
+        entries.push(EntryCost {
+            collective: name.to_string(),
+            bytes: call.bytes,
+            calls: call.calls,
+            base_us: time(b),
+            cand_us: time(c),
+        });
+        if let (Some(b), Some(c)) = (b, c) {
+            matched.push((call.calls, b, c));
+        }
+    }
+    if matched.is_empty() {
+        return None;
+    }
+    let both = |e: &EntryCost| e.base_us.zip(e.cand_us);
+    let base_us: f64 = entries.iter().filter_map(both).map(|t| t.0).sum();
+    let cand_us: f64 = entries.iter().filter_map(both).map(|t| t.1).sum();
+    let unmeasured = entries.iter().filter(|e| both(e).is_none()).count();
+    entries.sort_by(|a, b| {
+        b.base_us
+            .unwrap_or(0.0)
+            .total_cmp(&a.base_us.unwrap_or(0.0))
+    });
+    Some(JobCost {
+        nranks: n,
+        base: base.to_string(),
+        cand: cand.to_string(),
+        per: job.per.clone(),
+        entries,
+        base_us,
+        cand_us,
+        unmeasured,
+        interval: per_round_interval(&matched),
+    })
+}
+
+/// The paired interval of the job's per-round time: every case's rounds alike in
+/// number (the sweep's), each round's job time the calls-weighed sum of its round
+/// medians.
+fn per_round_interval(matched: &[(u64, &CaseRow, &CaseRow)]) -> Option<(f64, (f64, f64), usize)> {
+    let base = job_rounds(matched.iter().map(|m| (m.0, m.1)))?;
+    let cand = job_rounds(matched.iter().map(|m| (m.0, m.2)))?;
+    let shift = paired_shift(&base, &cand)?;
+    Some((shift.change, shift.ci, base.len()))
+}
+
+/// Each round's job time: the calls-weighed sum of the cases' round medians; `None`
+/// unless every case has the same number of rounds.
+fn job_rounds<'a>(cases: impl Iterator<Item = (u64, &'a CaseRow)>) -> Option<Vec<f64>> {
+    let per_case: Vec<(u64, Vec<f64>)> =
+        cases.map(|(calls, c)| (calls, c.round_medians())).collect();
+    let k = per_case.first()?.1.len();
+    if per_case.iter().any(|(_, r)| r.len() != k) {
+        return None;
+    }
+    Some(
+        (0..k)
+            .map(|i| per_case.iter().map(|(calls, r)| *calls as f64 * r[i]).sum())
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::config::JobCall;
+    use crate::ops::collective::Collective;
+
+    fn case(config: &str, bytes: u64, round_us: &[f64]) -> CaseRow {
+        let text: Vec<String> = round_us.iter().map(|r| r.to_string()).collect();
+        let mut sorted = round_us.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        CaseRow {
+            config: config.into(),
+            collective: "all_reduce".into(),
+            backend: "host".into(),
+            nranks: 2,
+            bytes,
+            dtype: "float".into(),
+            op: "sum".into(),
+            status: "ok".into(),
+            quality: "ok".into(),
+            p50_us: Some(sorted[sorted.len() / 2]),
+            round_p50_us: text.join(";"),
+            ..Default::default()
+        }
+    }
+
+    fn job(calls: &[(u64, u64)]) -> SizesFrom {
+        SizesFrom {
+            file: "job.csv".into(),
+            sizes: Default::default(),
+            calls: calls
+                .iter()
+                .map(|&(bytes, calls)| JobCall {
+                    collective: Collective::AllReduce,
+                    nranks: None,
+                    bytes,
+                    calls,
+                })
+                .collect(),
+            per: "per step".into(),
+        }
+    }
+
+    fn run(cases: Vec<CaseRow>) -> RunData {
+        RunData {
+            dir: PathBuf::from("r"),
+            manifest: Default::default(),
+            cases,
+            distributions: Default::default(),
+        }
+    }
+
+    const ROUNDS: [f64; 6] = [10.0, 10.4, 9.8, 10.2, 10.1, 9.9];
+
+    fn scaled(by: f64) -> Vec<f64> {
+        ROUNDS.iter().map(|r| r * by).collect()
+    }
+
+    /// One size with 100 calls per step against one with 1: the job's change is
+    /// the dominant size's (+50 %), not the average of the sizes' (+25 %).
+    #[test]
+    fn the_size_a_job_calls_most_decides_its_cost() {
+        let r = run(vec![
+            case("default", 1 << 20, &scaled(1.0)),
+            case("shm-off", 1 << 20, &scaled(1.5)),
+            case("default", 64 << 20, &scaled(10.0)),
+            case("shm-off", 64 << 20, &scaled(10.0)),
+        ]);
+        let costs = costs(
+            &r,
+            &job(&[(1 << 20, 100), (64 << 20, 1)]),
+            "default",
+            "shm-off",
+        );
+        assert_eq!(costs.len(), 1);
+        let c = &costs[0];
+        assert_eq!(c.entries[0].bytes, 1 << 20, "the largest share first");
+        // 100 x 10.1 + 101 against 100 x 15.15 + 101 (medians of the rounds).
+        assert!((c.base_us - 1111.0).abs() < 1e-6, "{c:?}");
+        assert!((c.change() - 505.0 / 1111.0).abs() < 1e-9, "{c:?}");
+        let (change, ci, rounds) = c.interval.unwrap();
+        assert_eq!(rounds, 6);
+        assert!(
+            ci.0 > 0.40 && ci.1 < 0.5 && (ci.0..=ci.1).contains(&change),
+            "{ci:?}"
+        );
+        // The same configs: no change, an interval around 0.
+        let same = run(vec![
+            case("default", 1 << 20, &scaled(1.0)),
+            case("same", 1 << 20, &scaled(1.0)),
+        ]);
+        let c = &costs_of(&same, "same");
+        assert_eq!(c.change(), 0.0);
+        assert_eq!(c.interval.unwrap().1, (0.0, 0.0));
+    }
+
+    fn costs_of(r: &RunData, cand: &str) -> JobCost {
+        costs(r, &job(&[(1 << 20, 10)]), "default", cand).remove(0)
+    }
+
+    /// A size nccl-tests rounded down (within 16 bytes a rank) is the job's; one the
+    /// candidate did not measure is left out and counted.
+    #[test]
+    fn rounded_sizes_match_and_unmeasured_ones_are_counted() {
+        let r = run(vec![
+            case("default", 1000, &scaled(1.0)),
+            case("shm-off", 1000, &scaled(2.0)),
+            case("default", 4096, &scaled(1.0)),
+        ]);
+        let c = &costs(
+            &r,
+            &job(&[(1010, 3), (4096, 5), (1 << 30, 1)]),
+            "default",
+            "shm-off",
+        )[0];
+        assert_eq!(c.unmeasured, 2, "{c:?}");
+        let e = c.entries.iter().find(|e| e.bytes == 1010).unwrap();
+        assert!(e.base_us.is_some() && e.cand_us.is_some(), "{e:?}");
+        assert!((c.change() - 1.0).abs() < 1e-9);
+    }
+}

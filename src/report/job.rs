@@ -1,0 +1,196 @@
+//! The report's "Your job": for a sweep made with `--sizes-from`, what each config
+//! costs the job whose collectives it measured (`analysis::job`): its communication
+//! time under the baseline, the change under every other config with its interval
+//! over the rounds, and which of the job's collectives and sizes take the time.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use crate::analysis::job::{costs, JobCost};
+use crate::export::reader::RunData;
+use crate::units::{format_us, Bytes};
+
+/// Appends the section; nothing for a run without a job's calls in its manifest.
+/// `threshold`: the noise band the answers use (a change within it is none).
+pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) -> Result<()> {
+    let Some(job) = run
+        .manifest
+        .sizes_from
+        .as_ref()
+        .filter(|j| !j.calls.is_empty())
+    else {
+        return Ok(());
+    };
+    let others: Vec<&str> = run
+        .manifest
+        .configs
+        .iter()
+        .map(|c| c.name.as_str())
+        .filter(|c| *c != baseline)
+        .collect();
+    let all: Vec<JobCost> = others
+        .iter()
+        .flat_map(|c| costs(run, job, baseline, c))
+        .collect();
+    writeln!(s, "## Your job\n")?;
+    writeln!(
+        s,
+        "The job of `{}`: {} (collective, size) with their calls {}. Its communication time is the calls x each case's median time; the change under another config has its 95 % interval over the rounds (each round's job time from its cases' rounds, paired round by round).\n",
+        job.file,
+        job.calls.len(),
+        job.per
+    )?;
+    if all.is_empty() {
+        writeln!(
+            s,
+            "No config other than `{baseline}` measured the job's sizes: nothing to weigh.\n"
+        )?;
+        return Ok(());
+    }
+    let mut counts: Vec<u32> = all.iter().map(|c| c.nranks).collect();
+    counts.dedup();
+    for n in counts {
+        let here: Vec<&JobCost> = all.iter().filter(|c| c.nranks == n).collect();
+        writeln!(
+            s,
+            "### {}\n",
+            crate::units::plural(n as usize, "rank", "ranks")
+        )?;
+        let base_us = here[0].base_us;
+        writeln!(
+            s,
+            "With `{baseline}` the job spends {} {} in these collectives.\n",
+            format_us(base_us),
+            job.per
+        )?;
+        writeln!(
+            s,
+            "| config | job's time | change | 95 % interval | rounds |"
+        )?;
+        writeln!(s, "|---|---|---|---|---|")?;
+        for c in &here {
+            let (change, interval, rounds) = match c.interval {
+                Some((change, ci, r)) => (
+                    change,
+                    format!("{} to {}", pct(ci.0), pct(ci.1)),
+                    r.to_string(),
+                ),
+                None => (c.change(), "-".to_string(), "-".to_string()),
+            };
+            writeln!(
+                s,
+                "| {} | {} | {} ({}) | {interval} | {rounds} |",
+                c.cand,
+                format_us(c.cand_us),
+                pct(change),
+                signed_us(c.cand_us - c.base_us),
+            )?;
+        }
+        writeln!(s)?;
+        for c in &here {
+            if let Some(line) = headline(c, &job.per, threshold) {
+                writeln!(s, "{line}\n")?;
+            }
+        }
+        // The table for the config that disables SHM where there is one, else the
+        // one that changes the job most.
+        let shm_off = crate::analysis::verdict::shm_off_config(run);
+        let first = here
+            .iter()
+            .find(|c| Some(&c.cand) == shm_off.as_ref())
+            .or_else(|| {
+                here.iter()
+                    .max_by(|a, b| a.change().abs().total_cmp(&b.change().abs()))
+            })
+            .copied()
+            .unwrap_or(here[0]);
+        writeln!(
+            s,
+            "Where the time goes, with `{baseline}` and `{}`:\n",
+            first.cand
+        )?;
+        writeln!(
+            s,
+            "| collective | size | calls | `{baseline}` | `{}` | share |",
+            first.cand
+        )?;
+        writeln!(s, "|---|---|---|---|---|---|")?;
+        for e in &first.entries {
+            let share = e
+                .base_us
+                .filter(|_| first.base_us > 0.0)
+                .map(|t| format!("{:.0} %", 100.0 * t / first.base_us))
+                .unwrap_or_else(|| "-".into());
+            let time = |t: Option<f64>| t.map(format_us).unwrap_or_else(|| "not measured".into());
+            writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {share} |",
+                e.collective,
+                Bytes(e.bytes),
+                e.calls,
+                time(e.base_us),
+                time(e.cand_us)
+            )?;
+        }
+        writeln!(s)?;
+        if first.unmeasured > 0 {
+            writeln!(
+                s,
+                "{} of the job's sizes have no ok case in both configs at {n} ranks and are left out of the totals.\n",
+                first.unmeasured
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1}%", x * 100.0)
+}
+
+fn signed_us(us: f64) -> String {
+    if us < 0.0 {
+        format!("-{}", format_us(-us))
+    } else {
+        format!("+{}", format_us(us))
+    }
+}
+
+/// The answer for one config in a sentence, from its interval against the noise
+/// band +-`threshold` (as every answer of compare and the verdict): what it costs
+/// (or saves) the job, with the interval in time; that it changes the job's time by
+/// less than the band; or that the interval does not settle it.
+fn headline(c: &JobCost, per: &str, threshold: f64) -> Option<String> {
+    let (_, (lo, hi), rounds) = c.interval?;
+    let abs = |x: f64| signed_us(c.base_us * x);
+    let band = format!("+-{:.1}%", threshold * 100.0);
+    let interval = format!(
+        "{} to {} over {rounds} rounds, {} to {} {per}",
+        pct(lo),
+        pct(hi),
+        abs(lo),
+        abs(hi)
+    );
+    let words = if lo > threshold {
+        "would cost"
+    } else if hi < -threshold {
+        "would save"
+    } else if lo >= -threshold && hi <= threshold {
+        return Some(format!(
+            "`{}` changes this job's time by less than {band} (95 % interval {interval}).",
+            c.cand
+        ));
+    } else {
+        return Some(format!(
+            "`{}`: not settled for this job: its 95 % interval, {interval}, reaches past {band} and does not lie beyond it.",
+            c.cand
+        ));
+    };
+    Some(format!(
+        "**`{}` {words} this job {} {per}** ({} of its communication time; 95 % interval {interval}).",
+        c.cand,
+        signed_us(c.cand_us - c.base_us),
+        pct(c.change())
+    ))
+}
