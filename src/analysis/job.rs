@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::config::SizesFrom;
 use crate::export::reader::{CaseRow, RunData};
-use crate::stats::rounds::paired_shift;
+use crate::stats::rounds::{paired_shift, shift};
 
 /// One of the job's (collective, size) under both configs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -76,31 +76,47 @@ fn case_of<'a>(
         .max_by_key(|c| c.bytes)
 }
 
-/// The job's cost under `cand` against `base`, one per rank count both measured
-/// (the job's calls on that many ranks, or of any count where the file does not say).
+/// The job's cost under `cand` against `base`, two configs of one run, one per rank
+/// count both measured (the job's calls on that many ranks, or of any count where the
+/// file does not say).
 pub fn costs(run: &RunData, job: &SizesFrom, base: &str, cand: &str) -> Vec<JobCost> {
-    let mut counts: Vec<u32> = run
+    costs_between(Side { run, config: base }, Side { run, config: cand }, job)
+}
+
+/// One side of a job's comparison: a config of a run.
+#[derive(Clone, Copy)]
+pub struct Side<'a> {
+    pub run: &'a RunData,
+    pub config: &'a str,
+}
+
+/// [`costs`] between two sides, configs of one run (their rounds paired) or of two
+/// runs (their rounds independent: the interval is the unpaired shift, and it holds
+/// the variation between process groups of each run, not between runs).
+pub fn costs_between(base: Side, cand: Side, job: &SizesFrom) -> Vec<JobCost> {
+    let mut counts: Vec<u32> = base
+        .run
         .cases
         .iter()
-        .filter(|c| c.config == base)
+        .filter(|c| c.config == base.config)
         .map(|c| c.nranks)
         .collect();
     counts.sort_unstable();
     counts.dedup();
     counts
         .into_iter()
-        .filter_map(|n| cost_at(run, job, base, cand, n))
+        .filter_map(|n| cost_at(base, cand, job, n))
         .collect()
 }
 
-fn cost_at(run: &RunData, job: &SizesFrom, base: &str, cand: &str, n: u32) -> Option<JobCost> {
+fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32) -> Option<JobCost> {
     let mut entries = Vec::new();
     // Per matched entry: its calls and both cases, for the per-round job times.
     let mut matched: Vec<(u64, &CaseRow, &CaseRow)> = Vec::new();
     for call in job.calls.iter().filter(|c| c.nranks.is_none_or(|k| k == n)) {
         let name = call.collective.name();
-        let b = case_of(run, base, name, n, call.bytes);
-        let c = case_of(run, cand, name, n, call.bytes);
+        let b = case_of(base.run, base.config, name, n, call.bytes);
+        let c = case_of(cand.run, cand.config, name, n, call.bytes);
         let time = |r: Option<&CaseRow>| {
             r.and_then(|r| r.p50_us.or(r.time_us))
                 .map(|t| t * call.calls as f64)
@@ -128,27 +144,37 @@ fn cost_at(run: &RunData, job: &SizesFrom, base: &str, cand: &str, n: u32) -> Op
             .unwrap_or(0.0)
             .total_cmp(&a.base_us.unwrap_or(0.0))
     });
+    let paired = base.run.dir == cand.run.dir;
     Some(JobCost {
         nranks: n,
-        base: base.to_string(),
-        cand: cand.to_string(),
+        base: base.config.to_string(),
+        cand: cand.config.to_string(),
         per: job.per.clone(),
         entries,
         base_us,
         cand_us,
         unmeasured,
-        interval: per_round_interval(&matched),
+        interval: per_round_interval(&matched, paired),
     })
 }
 
-/// The paired interval of the job's per-round time: every case's rounds alike in
-/// number (the sweep's), each round's job time the calls-weighed sum of its round
-/// medians.
-fn per_round_interval(matched: &[(u64, &CaseRow, &CaseRow)]) -> Option<(f64, (f64, f64), usize)> {
+/// The interval of the job's per-round time: every case's rounds alike in number
+/// within a side (the sweep's), each round's job time the calls-weighed sum of its
+/// round medians; paired round by round within one run, unpaired between two.
+fn per_round_interval(
+    matched: &[(u64, &CaseRow, &CaseRow)],
+    paired: bool,
+) -> Option<(f64, (f64, f64), usize)> {
     let base = job_rounds(matched.iter().map(|m| (m.0, m.1)))?;
     let cand = job_rounds(matched.iter().map(|m| (m.0, m.2)))?;
-    let shift = paired_shift(&base, &cand)?;
-    Some((shift.change, shift.ci, base.len()))
+    let found = if base == cand {
+        return Some((0.0, (0.0, 0.0), base.len()));
+    } else if paired {
+        paired_shift(&base, &cand)?
+    } else {
+        shift(&base, &cand)?
+    };
+    Some((found.change, found.ci, base.len().min(cand.len())))
 }
 
 /// Each round's job time: the calls-weighed sum of the cases' round medians; `None`

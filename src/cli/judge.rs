@@ -164,4 +164,9 @@ pub struct CompareArgs {
     /// Bootstrap resamples per case
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=100_000))]
     pub resamples: u64,
+
+    /// A job's collectives (NCCL's COLL log lines, or a CSV collective,bytes,count):
+    /// also say what the change costs that job, per step
+    #[arg(long, value_name = "FILE")]
+    pub workload: Option<PathBuf>,
 }

@@ -8,6 +8,19 @@ use crate::cli::{CompareArgs, CompareFormat};
 use crate::export::reader::RunData;
 use crate::report::compare::{render, Format};
 
+/// The configs both runs measured, each against itself.
+fn shared_configs(base: &RunData, cand: &RunData) -> Vec<(String, String)> {
+    let mut names: Vec<String> = base.cases.iter().map(|c| c.config.clone()).collect();
+    names.dedup();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|n| cand.cases.iter().any(|c| &c.config == n))
+        .map(|n| (n.clone(), n))
+        .collect()
+}
+
 pub fn run(args: &CompareArgs) -> Result<u8> {
     let base = RunData::load(&args.base)?;
     let candidate = match &args.candidate {
@@ -41,6 +54,14 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
         threshold: args.threshold,
         resamples: args.resamples as usize,
     };
+    // A bad workload is exit 2 before anything is printed.
+    let job = match &args.workload {
+        Some(path) => Some(
+            crate::workload::Workload::read(path)
+                .map_err(|e| anyhow::anyhow!("--workload: {e}"))?,
+        ),
+        None => None,
+    };
     let report = compare(&base_side, &cand_side, options)?;
     let format = match args.format {
         CompareFormat::Table => Format::Table,
@@ -50,6 +71,43 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
         CompareFormat::Json => Format::Json,
     };
     print!("{}", render(&report, format)?);
+    if let Some(job) = &job {
+        let job = crate::config::SizesFrom {
+            file: args
+                .workload
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            sizes: Default::default(),
+            calls: job.calls(),
+            per: job.per().to_string(),
+        };
+        let configs: Vec<(String, String)> = match (a, b) {
+            (Some(a), Some(b)) => vec![(a.to_string(), b.to_string())],
+            _ => shared_configs(&base, cand_run),
+        };
+        let costs: Vec<_> = configs
+            .iter()
+            .flat_map(|(ca, cb)| {
+                crate::analysis::job::costs_between(
+                    crate::analysis::job::Side {
+                        run: &base,
+                        config: ca,
+                    },
+                    crate::analysis::job::Side {
+                        run: cand_run,
+                        config: cb,
+                    },
+                    &job,
+                )
+            })
+            .collect();
+        print!(
+            "{}",
+            crate::report::job::compare_lines(&costs, &job, args.threshold).join("\n")
+        );
+        println!();
+    }
     Ok(if report.regressions().next().is_some() {
         1
     } else {

@@ -91,25 +91,11 @@ fn sizes_from(
     for list in sizes.values_mut() {
         list.sort_unstable();
     }
-    let calls = job
-        .entries
-        .iter()
-        .map(|e| config::JobCall {
-            collective: e.collective,
-            nranks: e.nranks,
-            bytes: e.bytes,
-            calls: e.calls,
-        })
-        .collect();
-    let per = match job.format {
-        crate::workload::Format::Csv => "per step",
-        crate::workload::Format::NcclColl => "in the log",
-    };
     Ok(config::SizesFrom {
         file: path.display().to_string(),
         sizes,
-        calls,
-        per: per.to_string(),
+        calls: job.calls(),
+        per: job.per().to_string(),
     })
 }
 

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use crate::analysis::job::{costs, JobCost};
+use crate::config::SizesFrom;
 use crate::export::reader::RunData;
 use crate::units::{format_us, Bytes};
 
@@ -89,7 +90,7 @@ pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) ->
         }
         writeln!(s)?;
         for c in &here {
-            if let Some(line) = headline(c, &job.per, threshold) {
+            if let Some(line) = headline(c, &format!("`{}`", c.cand), &job.per, threshold) {
                 writeln!(s, "{line}\n")?;
             }
         }
@@ -145,6 +146,52 @@ pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) ->
     Ok(())
 }
 
+/// What a comparison costs a job, for `compare --workload`: a line per config pair
+/// and rank count with the job's times, the change and its answer against the
+/// threshold.
+pub fn compare_lines(costs: &[JobCost], job: &SizesFrom, threshold: f64) -> Vec<String> {
+    let mut lines = vec![format!(
+        "your job ({}: {} (collective, size) with their calls {}):",
+        job.file,
+        job.calls.len(),
+        job.per
+    )];
+    if costs.is_empty() {
+        lines.push("  no case of both sides matches the job's sizes: nothing to weigh".into());
+    } else if costs.iter().any(|c| c.base == c.cand) {
+        lines.push("  (two runs: each interval holds the variation between process groups within each run, not between runs; a baseline of several runs tells those apart)".into());
+    }
+    for c in costs {
+        let pair = if c.base == c.cand {
+            c.base.clone()
+        } else {
+            format!("{} -> {}", c.base, c.cand)
+        };
+        lines.push(format!(
+            "  {pair}, {}: {} -> {} {}",
+            crate::units::plural(c.nranks as usize, "rank", "ranks"),
+            format_us(c.base_us),
+            format_us(c.cand_us),
+            job.per
+        ));
+        let subject = if c.base == c.cand {
+            "the candidate".to_string()
+        } else {
+            format!("`{}`", c.cand)
+        };
+        if let Some(line) = headline(c, &subject, &job.per, threshold) {
+            lines.push(format!("    {}", line.replace("**", "")));
+        }
+        if c.unmeasured > 0 {
+            lines.push(format!(
+                "    {} of the job's sizes have no ok case on both sides and are left out",
+                c.unmeasured
+            ));
+        }
+    }
+    lines
+}
+
 fn pct(x: f64) -> String {
     format!("{:+.1}%", x * 100.0)
 }
@@ -161,7 +208,7 @@ fn signed_us(us: f64) -> String {
 /// band +-`threshold` (as every answer of compare and the verdict): what it costs
 /// (or saves) the job, with the interval in time; that it changes the job's time by
 /// less than the band; or that the interval does not settle it.
-fn headline(c: &JobCost, per: &str, threshold: f64) -> Option<String> {
+fn headline(c: &JobCost, subject: &str, per: &str, threshold: f64) -> Option<String> {
     let (_, (lo, hi), rounds) = c.interval?;
     let abs = |x: f64| signed_us(c.base_us * x);
     let band = format!("+-{:.1}%", threshold * 100.0);
@@ -178,18 +225,15 @@ fn headline(c: &JobCost, per: &str, threshold: f64) -> Option<String> {
         "would save"
     } else if lo >= -threshold && hi <= threshold {
         return Some(format!(
-            "`{}` changes this job's time by less than {band} (95 % interval {interval}).",
-            c.cand
+            "{subject} changes this job's time by less than {band} (95 % interval {interval})."
         ));
     } else {
         return Some(format!(
-            "`{}`: not settled for this job: its 95 % interval, {interval}, reaches past {band} and does not lie beyond it.",
-            c.cand
+            "{subject}: not settled for this job: its 95 % interval, {interval}, reaches past {band} and does not lie beyond it."
         ));
     };
     Some(format!(
-        "**`{}` {words} this job {} {per}** ({} of its communication time; 95 % interval {interval}).",
-        c.cand,
+        "**{subject} {words} this job {} {per}** ({} of its communication time; 95 % interval {interval}).",
         signed_us(c.cand_us - c.base_us),
         pct(c.change())
     ))

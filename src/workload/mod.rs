@@ -108,6 +108,27 @@ impl Workload {
         })
     }
 
+    /// The calls as a sweep's manifest keeps them.
+    pub fn calls(&self) -> Vec<crate::config::JobCall> {
+        self.entries
+            .iter()
+            .map(|e| crate::config::JobCall {
+                collective: e.collective,
+                nranks: e.nranks,
+                bytes: e.bytes,
+                calls: e.calls,
+            })
+            .collect()
+    }
+
+    /// What the calls count: `per step` (a CSV) or `in the log` (COLL lines).
+    pub fn per(&self) -> &'static str {
+        match self.format {
+            Format::Csv => "per step",
+            Format::NcclColl => "in the log",
+        }
+    }
+
     /// Every call's bytes.
     pub fn total_bytes(&self) -> u64 {
         self.entries.iter().map(Entry::total_bytes).sum()

@@ -318,4 +318,34 @@ fn the_report_weighs_each_config_by_the_jobs_calls() {
         rows[0].starts_with("| all_reduce | 1 MiB | 100 |"),
         "{section}"
     );
+
+    // compare --workload says the same of a pair of configs; a workload that does
+    // not read is exit 2 with nothing on stdout.
+    let compare = |workload: &Path| {
+        Command::new(bin())
+            .arg("compare")
+            .arg(&run)
+            .args(["--config-a", "default", "--config-b", "slow", "--workload"])
+            .arg(workload)
+            .output()
+            .unwrap()
+    };
+    let o = compare(&job);
+    assert_eq!(o.status.code(), Some(1), "slow regressed: {}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("default -> slow, 2 ranks: ")
+            && stdout.contains("`slow` would cost this job +"),
+        "{stdout}"
+    );
+    let bad = out.path().join("bad.csv");
+    std::fs::write(&bad, "collective,bytes,count\nall_reduce,1M,many\n").unwrap();
+    let o = compare(&bad);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--workload: "),
+        "{}",
+        text(&o)
+    );
 }
