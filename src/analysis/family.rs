@@ -245,6 +245,31 @@ mod tests {
             .collect()
     }
 
+    /// The family of `pairs` (base, candidate rounds), paired, at +-2 %.
+    fn family_of(pairs: &[(Vec<f64>, Vec<f64>)]) -> Family {
+        let m: Vec<Member> = pairs
+            .iter()
+            .map(|(b, c)| Member {
+                base: b,
+                cand: c,
+                paired: true,
+            })
+            .collect();
+        decide(&m, 0.02, 0.02)
+    }
+
+    /// `k` pairs of `n` rounds each, both sides around 10 with noise `spread`.
+    fn noisy_pairs(
+        rng: &mut SplitMix64,
+        k: usize,
+        n: usize,
+        spread: f64,
+    ) -> Vec<(Vec<f64>, Vec<f64>)> {
+        (0..k)
+            .map(|_| (rounds(rng, n, 10.0, spread), rounds(rng, n, 10.0, spread)))
+            .collect()
+    }
+
     #[test]
     fn the_fewest_rounds_follow_the_family_size() {
         assert_eq!(fewest_rounds(0.05), 6);
@@ -269,18 +294,7 @@ mod tests {
         let members = |cand: &[Vec<f64>]| -> Vec<(Vec<f64>, Vec<f64>)> {
             base.iter().cloned().zip(cand.iter().cloned()).collect()
         };
-        let as_members = |pairs: &[(Vec<f64>, Vec<f64>)]| -> Family {
-            let m: Vec<Member> = pairs
-                .iter()
-                .map(|(b, c)| Member {
-                    base: b,
-                    cand: c,
-                    paired: true,
-                })
-                .collect();
-            decide(&m, 0.02, 0.02)
-        };
-        let aa = as_members(&members(&same));
+        let aa = family_of(&members(&same));
         assert_eq!(aa.answer, Answer::Equivalent, "{aa:?}");
         assert_eq!((aa.cases, aa.bounded), (10, 10));
         assert!((aa.per_case - 0.995).abs() < 1e-12);
@@ -290,7 +304,7 @@ mod tests {
             .iter()
             .map(|b| b.iter().map(|x| x * 1.10).collect())
             .collect();
-        let ab = as_members(&members(&slow));
+        let ab = family_of(&members(&slow));
         assert_eq!(
             ab.answer,
             Answer::Different {
@@ -305,43 +319,11 @@ mod tests {
     fn too_few_rounds_for_the_family_say_how_many_would_do() {
         let mut rng = SplitMix64::new(11, 0);
         // Nine rounds (NCCL's default) cannot reach 1 - 0.05/25 paired: no interval.
-        let pairs: Vec<(Vec<f64>, Vec<f64>)> = (0..25)
-            .map(|_| {
-                (
-                    rounds(&mut rng, 9, 10.0, 0.01),
-                    rounds(&mut rng, 9, 10.0, 0.01),
-                )
-            })
-            .collect();
-        let m: Vec<Member> = pairs
-            .iter()
-            .map(|(b, c)| Member {
-                base: b,
-                cand: c,
-                paired: true,
-            })
-            .collect();
-        let f = decide(&m, 0.02, 0.02);
+        let f = family_of(&noisy_pairs(&mut rng, 25, 9, 0.01));
         assert_eq!(f.bounded, 0);
         assert_eq!(f.answer, Answer::NotSettled { rounds: Some(10) }, "{f:?}");
         // A wide interval near zero: more rounds, in proportion to its width squared.
-        let wide: Vec<(Vec<f64>, Vec<f64>)> = (0..2)
-            .map(|_| {
-                (
-                    rounds(&mut rng, 15, 10.0, 0.06),
-                    rounds(&mut rng, 15, 10.0, 0.06),
-                )
-            })
-            .collect();
-        let m: Vec<Member> = wide
-            .iter()
-            .map(|(b, c)| Member {
-                base: b,
-                cand: c,
-                paired: true,
-            })
-            .collect();
-        let f = decide(&m, 0.02, 0.02);
+        let f = family_of(&noisy_pairs(&mut rng, 2, 15, 0.06));
         match f.answer {
             Answer::NotSettled { rounds: Some(r) } => assert!(r > 15, "{f:?}"),
             other => panic!("{other:?}"),

@@ -202,23 +202,7 @@ mod tests {
     use crate::ops::collective::Collective;
 
     fn case(config: &str, bytes: u64, round_us: &[f64]) -> CaseRow {
-        let text: Vec<String> = round_us.iter().map(|r| r.to_string()).collect();
-        let mut sorted = round_us.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        CaseRow {
-            config: config.into(),
-            collective: "all_reduce".into(),
-            backend: "host".into(),
-            nranks: 2,
-            bytes,
-            dtype: "float".into(),
-            op: "sum".into(),
-            status: "ok".into(),
-            quality: "ok".into(),
-            p50_us: Some(sorted[sorted.len() / 2]),
-            round_p50_us: text.join(";"),
-            ..Default::default()
-        }
+        CaseRow::with_rounds(config, bytes, round_us)
     }
 
     fn job(calls: &[(u64, u64)]) -> SizesFrom {

@@ -89,6 +89,31 @@ fn all_reduce() -> String {
     Collective::AllReduce.to_string()
 }
 
+#[cfg(test)]
+impl CaseRow {
+    /// For tests: a trusted, ok all-reduce of `config` on 2 ranks at `bytes` whose
+    /// rounds had these medians (us); its own median is the upper middle one.
+    pub fn with_rounds(config: &str, bytes: u64, rounds: &[f64]) -> CaseRow {
+        let text: Vec<String> = rounds.iter().map(|r| r.to_string()).collect();
+        let mut sorted = rounds.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        CaseRow {
+            config: config.into(),
+            collective: "all_reduce".into(),
+            backend: "host".into(),
+            nranks: 2,
+            bytes,
+            dtype: "float".into(),
+            op: "sum".into(),
+            status: "ok".into(),
+            quality: "ok".into(),
+            p50_us: sorted.get(sorted.len() / 2).copied(),
+            round_p50_us: text.join(";"),
+            ..Default::default()
+        }
+    }
+}
+
 impl CaseRow {
     /// Each round's median, us: one per process group that measured the case. Empty
     /// for older runs and imports (and for a cell that does not parse).

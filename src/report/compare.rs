@@ -325,23 +325,10 @@ mod tests {
     use crate::export::reader::{CaseRow, RunData};
 
     fn run(dir: &str, rounds: &[f64]) -> RunData {
-        let text: Vec<String> = rounds.iter().map(|r| r.to_string()).collect();
         RunData {
             dir: PathBuf::from(dir),
             manifest: Default::default(),
-            cases: vec![CaseRow {
-                config: "default".into(),
-                backend: "host".into(),
-                nranks: 2,
-                bytes: 1 << 20,
-                dtype: "float".into(),
-                op: "sum".into(),
-                status: "ok".into(),
-                quality: "ok".into(),
-                p50_us: Some(rounds[0]),
-                round_p50_us: text.join(";"),
-                ..Default::default()
-            }],
+            cases: vec![CaseRow::with_rounds("default", 1 << 20, rounds)],
             distributions: Default::default(),
         }
     }
