@@ -154,6 +154,7 @@ fn options() -> CompareOptions {
     CompareOptions {
         threshold: DEFAULT_THRESHOLD,
         resamples: DEFAULT_RESAMPLES,
+        margin: DEFAULT_THRESHOLD,
     }
 }
 

@@ -157,6 +157,9 @@ impl CompareReport {
 pub struct CompareOptions {
     pub threshold: f64,
     pub resamples: usize,
+    /// The family's equivalence margin: every member's interval within +-margin is
+    /// "equivalent" (`analysis::family`); the threshold by default.
+    pub margin: f64,
 }
 
 /// Which cases of a run take part, under which name.
@@ -349,8 +352,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             paired: *paired,
         })
         .collect();
-    // The equivalence margin is the noise band: "unchanged" for the whole family.
-    let family = family::decide(&members, opts.threshold, opts.threshold);
+    let family = family::decide(&members, opts.threshold, opts.margin);
     let only_in_base = base_cases.len() - rows.len();
     let only_in_candidate = cand_cases.len() - rows.len();
     Ok(CompareReport {
@@ -573,6 +575,7 @@ mod tests {
         let opts = CompareOptions {
             threshold: 0.02,
             resamples: 100,
+            margin: 0.02,
         };
         let report = compare(&side(&ours, "ours"), &side(&imported, "nccl-tests"), opts).unwrap();
         assert!(report.means_only);

@@ -175,6 +175,7 @@ mod tests {
     const OPTIONS: CompareOptions = CompareOptions {
         threshold: 0.02,
         resamples: 300,
+        margin: 0.02,
     };
 
     /// A case over 9 rounds whose medians are `us` x (1 + small spread).

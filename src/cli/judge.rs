@@ -165,6 +165,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=100_000))]
     pub resamples: u64,
 
+    /// Equivalence margin of the family answer: all cases' intervals within +-this
+    /// is "equivalent" (default: the threshold)
+    #[arg(long, value_name = "PERCENT", value_parser = units::parse_percent)]
+    pub margin: Option<f64>,
+
     /// A job's collectives (NCCL's COLL log lines, or a CSV collective,bytes,count):
     /// also say what the change costs that job, per step
     #[arg(long, value_name = "FILE")]

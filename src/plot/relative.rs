@@ -60,6 +60,7 @@ fn relatives(run: &RunData, baseline: &str, threshold: f64, nranks: u32) -> Vec<
     let opts = CompareOptions {
         threshold,
         resamples: DEFAULT_RESAMPLES,
+        margin: threshold,
     };
     let mut out = Vec::new();
     for (config_index, config) in common::configs(run).into_iter().enumerate() {

@@ -350,6 +350,7 @@ mod tests {
         let opts = CompareOptions {
             threshold: 0.02,
             resamples: 100,
+            margin: 0.02,
         };
         for (factor, gates) in [(1.15, false), (1.6, true)] {
             let times: Vec<f64> = [100.0, 110.0, 100.0, 110.0, 100.0, 110.0]

@@ -80,6 +80,7 @@ pub fn write_with(
     let options = CompareOptions {
         threshold,
         resamples: DEFAULT_RESAMPLES,
+        margin: threshold,
     };
     // Plots are part of the report; one that cannot be drawn is said in the report
     // rather than losing the tables and the verdict.

@@ -486,3 +486,44 @@ fn a_baseline_gates_a_run_case_by_case_and_junit_shows_each_case() {
     assert!(String::from_utf8_lossy(&o.stderr)
         .contains("not a baseline written by `nccl-bench baseline`"));
 }
+
+/// The family answer on the committed host example (15 rounds, 42 cases per config
+/// pair): SHM off is slower beyond the threshold at the cases decided together; an
+/// identical config (p2p-off moves nothing on the host) is not settled at +-2 %,
+/// and equivalent within a margin its intervals fit in.
+#[test]
+fn the_family_answer_is_different_not_settled_or_equivalent_with_its_rate() {
+    let run =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results/examples/host-backend-2cpu");
+    let last = |config: &str, margin: Option<&str>| {
+        let mut c = std::process::Command::new(common::bin());
+        c.arg("compare")
+            .arg(&run)
+            .args(["--config-a", "default", "--config-b", config]);
+        if let Some(m) = margin {
+            c.args(["--margin", m]);
+        }
+        let o = c.output().unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find(|l| l.starts_with("Over the family ("))
+            .unwrap_or_else(|| panic!("no family line: {}", common::text(&o)))
+            .to_string()
+    };
+    let off = last("shm-off", None);
+    assert!(
+        off.contains("each interval at 99.86% so that all hold at once with at least 95%")
+            && off.contains("the candidate is slower beyond +-2.0% at 37 of them"),
+        "{off}"
+    );
+    let same = last("p2p-off", None);
+    assert!(
+        same.contains("not settled; the changes lie between"),
+        "{same}"
+    );
+    let wide = last("p2p-off", Some("90%"));
+    assert!(
+        wide.contains("changes the time by at most +-90.0% at every case measured"),
+        "{wide}"
+    );
+}

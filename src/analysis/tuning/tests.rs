@@ -63,6 +63,7 @@ fn options() -> CompareOptions {
     CompareOptions {
         threshold: 0.02,
         resamples: 1000,
+        margin: 0.02,
     }
 }
 

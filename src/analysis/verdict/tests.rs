@@ -12,6 +12,7 @@ use crate::stats::distribution::Distribution;
 const OPTIONS: CompareOptions = CompareOptions {
     threshold: 0.02,
     resamples: 300,
+    margin: 0.02,
 };
 
 struct Case {
