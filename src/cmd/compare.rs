@@ -10,12 +10,11 @@ use crate::report::compare::{render, Format};
 
 /// The configs both runs measured, each against itself.
 fn shared_configs(base: &RunData, cand: &RunData) -> Vec<(String, String)> {
-    let mut names: Vec<String> = base.cases.iter().map(|c| c.config.clone()).collect();
-    names.dedup();
-    names.sort();
-    names.dedup();
+    let names: std::collections::BTreeSet<&str> =
+        base.cases.iter().map(|c| c.config.as_str()).collect();
     names
         .into_iter()
+        .map(str::to_string)
         .filter(|n| cand.cases.iter().any(|c| &c.config == n))
         .map(|n| (n.clone(), n))
         .collect()

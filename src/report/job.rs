@@ -49,6 +49,7 @@ pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) ->
         )?;
         return Ok(());
     }
+    let shm_off = crate::analysis::verdict::shm_off_config(run);
     let mut counts: Vec<u32> = all.iter().map(|c| c.nranks).collect();
     counts.dedup();
     for n in counts {
@@ -96,7 +97,6 @@ pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) ->
         }
         // The table for the config that disables SHM where there is one, else the
         // one that changes the job most.
-        let shm_off = crate::analysis::verdict::shm_off_config(run);
         let first = here
             .iter()
             .find(|c| Some(&c.cand) == shm_off.as_ref())

@@ -522,10 +522,11 @@ impl Operation {
         let mine = shared.slot(c.rank as usize);
         mine.arrival.store(start, Ordering::Release);
         mine.wall.store(crate::realtime_ns(), Ordering::Release);
-        mine.repeat.store(
-            u32::from(repeat::is_last(&self.computed())),
-            Ordering::Release,
-        );
+        // What this operation is, with the device writes counted before it starts: a
+        // write during the exchange makes the next one compute in full.
+        let computed = self.computed();
+        mine.repeat
+            .store(u32::from(repeat::is_last(&computed)), Ordering::Release);
         self.publish();
         if let Err(stop) = c.barrier() {
             c.stopped(stop);
@@ -607,7 +608,7 @@ impl Operation {
                 return None;
             }
         } else {
-            repeat::remember(self.computed());
+            repeat::remember(computed);
         }
         Some((latest, wall, first_out))
     }
