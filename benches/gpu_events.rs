@@ -56,6 +56,7 @@ fn run() -> anyhow::Result<()> {
                 graph: 0,
                 event_stride: stride,
                 init_timeout: std::time::Duration::from_secs(60),
+                register: Default::default(),
             },
         );
         let id = b.unique_id()?;

@@ -13,6 +13,7 @@ use crate::machine::libnccl::{self, Machine, ThisMachine};
 use crate::machine::GpuPresence;
 pub use crate::model::NcclChoice;
 use crate::model::SIMULATED_LABEL;
+use crate::nccl::register::Registration;
 use crate::ops::collective::Collective;
 use crate::units::Bytes;
 
@@ -82,16 +83,30 @@ impl ResolvedBackend {
 
 /// Applies `--backend` to this machine.
 /// Whether every libnccl the run loads has the calls each collective needs (NCCL's
-/// own, or `ncclSend`/`ncclRecv` in a group where nccl-tests builds it from them): a
-/// sweep that asks for one a library lacks is refused before anything runs. The host
-/// backend runs every collective.
-pub fn check_collectives(backend: &ResolvedBackend, collectives: &[Collective]) -> Result<()> {
+/// own, or `ncclSend`/`ncclRecv` in a group where nccl-tests builds it from them),
+/// and each config's the calls its buffer registration needs: a sweep that asks for
+/// one a library lacks is refused before anything runs. The host backend runs every
+/// collective and registers nothing.
+pub fn check_calls(
+    backend: &ResolvedBackend,
+    collectives: &[Collective],
+    configs: &[TransportConfig],
+) -> Result<()> {
+    let registers = |c: &&TransportConfig| c.register.is_some_and(|r| r != Registration::None);
     if backend.name != "nccl" {
+        if let Some(c) = configs.iter().find(registers) {
+            bail!(
+                "config '{}' registers its buffers with NCCL (register = {}), which the {} backend does not have: use --backend nccl, or leave --register out",
+                c.name,
+                c.register.unwrap_or_default(),
+                backend.name
+            );
+        }
         return Ok(());
     }
     let (run, own) = backend.nccl_paths();
-    for path in run.into_iter().chain(own.into_iter().map(|(_, p)| p)) {
-        let nccl = crate::backend::nccl::Nccl::load(&path)?;
+    for path in run.iter().chain(own.iter().map(|(_, p)| p)) {
+        let nccl = crate::backend::nccl::Nccl::load(path)?;
         let version = nccl
             .version()
             .map(|v| v.to_string())
@@ -107,6 +122,16 @@ pub fn check_collectives(backend: &ResolvedBackend, collectives: &[Collective]) 
                 missing.join(","),
                 path.display()
             );
+        }
+    }
+    for c in configs.iter().filter(registers) {
+        let Some(choice) = backend.nccl_for(&c.name) else {
+            continue;
+        };
+        let nccl = crate::backend::nccl::Nccl::load(&choice.path)?;
+        let register = c.register.unwrap_or_default();
+        if let Some(why) = register.missing_call(nccl.version().ok(), &nccl.lacks(register)) {
+            bail!("config '{}': {why}", c.name);
         }
     }
     Ok(())

@@ -240,6 +240,12 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=4096))]
     pub graph: u64,
 
+    /// Register the buffers with NCCL (nccl-tests' -R): none, local (ncclCommRegister,
+    /// NCCL 2.19+) or symmetric (ncclCommWindowRegister windows, 2.27+); configs with
+    /// their own `register` keep it [default: none]
+    #[arg(long, value_name = "MODE", value_parser = parse_registration)]
+    pub register: Option<crate::nccl::register::Registration>,
+
     /// Do not re-measure cases flagged noisy or out of line (they keep their flag)
     #[arg(long = "no-remeasure")]
     pub no_remeasure: bool,
@@ -461,6 +467,9 @@ pub struct WorkerArgs {
     /// All-reduces per CUDA graph launch (0: none).
     #[arg(long, default_value_t = 0)]
     pub graph: u64,
+    /// How the buffers are registered with NCCL (none, local, symmetric).
+    #[arg(long, default_value = "none", value_parser = parse_registration)]
+    pub register: crate::nccl::register::Registration,
     /// All-reduces per timing event (NCCL backend; 0: decided per size)
     #[arg(long = "events-every", default_value_t = 0)]
     pub events_every: u64,
@@ -509,4 +518,8 @@ pub struct DoctorArgs {
     /// Read the machine from this directory tree instead of / (tests)
     #[arg(long, value_name = "DIR", hide = true)]
     pub root: Option<PathBuf>,
+}
+
+fn parse_registration(text: &str) -> Result<crate::nccl::register::Registration, String> {
+    crate::nccl::register::Registration::parse(text)
 }

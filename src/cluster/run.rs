@@ -158,7 +158,7 @@ fn prepare(
     let mut gpu = None;
     let mut backend = resolved
         .and_then(|b| {
-            backend::select::check_collectives(&b, &settings.collectives)?;
+            backend::select::check_calls(&b, &settings.collectives, &settings.configs)?;
             if let Some(facts) = &b.gpus {
                 gpu = Some(bus_id_of(
                     facts,

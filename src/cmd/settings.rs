@@ -118,6 +118,13 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
         collectives,
     } = config::select_configs(&args.config, &args.transports)?;
     let mut warnings = warnings;
+    // --register is every config's unless it names its own.
+    let mut configs = configs;
+    if let Some(register) = args.register {
+        for c in &mut configs {
+            c.register.get_or_insert(register);
+        }
+    }
     let sizes_from = match &args.sizes_from {
         Some(path) => Some(sizes_from(
             path,

@@ -21,6 +21,7 @@ pub fn run(args: &WorkerArgs) -> u8 {
         nccl_lib: args.nccl_lib.clone(),
         device: args.device,
         graph: args.graph,
+        register: args.register,
         events_every: args.events_every,
         init_timeout_s: args.init_timeout_s,
         case_timeout_s: args.case_timeout_s,

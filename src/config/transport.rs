@@ -11,6 +11,7 @@ use serde::Deserialize;
 use thiserror::Error;
 use toml::Spanned;
 
+use crate::nccl::register::Registration;
 use crate::nccl::vars;
 use crate::ops::collective::Collective;
 
@@ -35,6 +36,10 @@ pub struct TransportConfig {
     /// `run --pairs`). Otherwise every rank of the job.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<Vec<u32>>,
+    /// How its ranks register their buffers with NCCL (`register = "symmetric"`);
+    /// unset: as `--register` says for the whole sweep (none by default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub register: Option<Registration>,
 }
 
 impl TransportConfig {
@@ -101,6 +106,8 @@ struct RawConfig {
     env: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
     #[serde(default)]
     nccl_lib: Option<String>,
+    #[serde(default)]
+    register: Option<Spanned<String>>,
 }
 
 /// The presets compiled into the binary, usable by name with `--transports`.
@@ -242,6 +249,13 @@ pub fn parse(text: &str, origin: &str) -> Result<ParsedConfigs, ConfigError> {
                 _ => p,
             }
         });
+        let register = match rc.register {
+            Some(r) => Some(
+                Registration::parse(r.get_ref())
+                    .map_err(|why| invalid(r.span().start, format!("config '{name}': {why}")))?,
+            ),
+            None => None,
+        };
         parsed.configs.push(TransportConfig {
             name,
             description: rc.description,
@@ -250,6 +264,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ParsedConfigs, ConfigError> {
             source: origin.to_string(),
             devices: None,
             ranks: None,
+            register,
         });
     }
     Ok(parsed)
@@ -371,6 +386,31 @@ mod tests {
         assert_eq!(
             parsed.configs[1].nccl_lib.as_deref(),
             Some(Path::new("/opt/nccl/libnccl.so.2"))
+        );
+    }
+
+    #[test]
+    fn a_config_may_register_its_buffers_and_a_bad_mode_names_its_line() {
+        let text = "[[config]]\nname = \"plain\"\n[[config]]\nname = \"sym\"\nregister = \"symmetric\"\n[[config]]\nname = \"r1\"\nregister = \"1\"\n";
+        let parsed = parse(text, "r.toml").unwrap();
+        let modes: Vec<_> = parsed.configs.iter().map(|c| c.register).collect();
+        assert_eq!(
+            modes,
+            [
+                None,
+                Some(Registration::Symmetric),
+                Some(Registration::Local)
+            ]
+        );
+        let err = parse(
+            "[[config]]\nname = \"w\"\n\nregister = \"window\"\n",
+            "r.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("r.toml:4: config 'w': unknown buffer registration 'window'"),
+            "{err}"
         );
     }
 

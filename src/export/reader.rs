@@ -217,6 +217,9 @@ pub struct ConfigHead {
     /// The job's ranks of a pair of nodes of `run --pairs`.
     #[serde(default)]
     pub ranks: Option<Vec<u32>>,
+    /// How its buffers were registered with NCCL (absent: none).
+    #[serde(default)]
+    pub register: Option<crate::nccl::register::Registration>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -217,6 +217,7 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
                 source: args.file.display().to_string(),
                 devices: None,
                 ranks: None,
+                register: None,
             })
             .collect(),
         gpu_counts: vec![nranks],

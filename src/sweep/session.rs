@@ -53,7 +53,7 @@ pub fn run(
         &settings.configs,
         settings.device_count(),
     )?;
-    backend::select::check_collectives(&backend, &settings.collectives)?;
+    backend::select::check_calls(&backend, &settings.collectives, &settings.configs)?;
     let mut reached = settings.clone();
     let mut size_note = None;
     if let Some(facts) = &backend.gpus {

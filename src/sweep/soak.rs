@@ -229,7 +229,7 @@ pub fn run(
         &settings.configs,
         settings.device_count(),
     )?;
-    backend::select::check_collectives(&backend, &settings.collectives)?;
+    backend::select::check_calls(&backend, &settings.collectives, &settings.configs)?;
     let (settings, plan) = plan(settings, backend.name, soak)?;
     let settings = &settings;
     let bytes_max = plan.groups.iter().map(|g| g.sizes[0]).max().unwrap_or(0);

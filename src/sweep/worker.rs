@@ -55,6 +55,8 @@ pub struct WorkerSettings {
     pub device: Option<usize>,
     /// All-reduces per CUDA graph launch (0: none).
     pub graph: u64,
+    /// How the buffers are registered with NCCL (NCCL backend).
+    pub register: crate::nccl::register::Registration,
     /// All-reduces per timing event (NCCL backend; 0: decided per size).
     pub events_every: u64,
     /// How long the communicator set-up may take.
@@ -179,6 +181,7 @@ fn backend_for(args: &WorkerSettings, faults: &Faults) -> Result<Box<dyn Backend
                 event_stride: args.events_every as usize,
                 // Within the orchestrator's own limit, so that the rank says why.
                 init_timeout: case_budget(Duration::from_secs_f64(args.init_timeout_s)),
+                register: args.register,
             };
             Ok(Box::new(NcclBackend::new(nccl, options)))
         }

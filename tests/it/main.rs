@@ -27,6 +27,7 @@ mod run_cli;
 mod scripts_cli;
 mod sim_fabric;
 mod sim_gpus;
+mod sim_register;
 mod sim_speaks_real;
 mod sim_today;
 mod sim_tuning;

@@ -130,6 +130,12 @@ pub fn judge<'a>(
     let used: Vec<&str> = cell.labels().collect();
     let nvls = cell.nvls;
     let unrecorded = cell.is_empty();
+    if case.algo == "Symmetric" {
+        return Err(format!(
+            "NCCL ran its symmetric kernel{} on registered windows: the published figures are for unregistered buffers (compare with a config that does not register)",
+            if case.proto.is_empty() { String::new() } else { format!(" {}", case.proto) }
+        ));
+    }
     let found = if unrecorded {
         // The run did not record transports (an nccl-tests import without NCCL's
         // log): judged against the platform's only figure, or not at all.

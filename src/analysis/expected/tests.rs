@@ -246,6 +246,26 @@ fn without_transports_only_a_platforms_single_figure_is_used() {
 }
 
 #[test]
+fn a_symmetric_kernel_is_not_judged_against_figures_of_unregistered_buffers() {
+    let rows = shipped();
+    let h100 = gpus("NVIDIA H100 80GB HBM3", 8);
+    let mut sym = case(8, 8 * GB, "");
+    sym.algo = "Symmetric".into();
+    sym.proto = "AllReduce_RSxLDMC_AGxSTMC".into();
+    let e = judge(&h100, &rows, &sym, 400.0).unwrap_err();
+    assert!(
+        e.starts_with(
+            "NCCL ran its symmetric kernel AllReduce_RSxLDMC_AGxSTMC on registered windows"
+        ) && e.contains("compare with a config that does not register"),
+        "{e}"
+    );
+    // The same case of a ring is judged.
+    sym.algo = "Ring".into();
+    sym.transports = "P2P/CUMEM:100%".into();
+    assert!(judge(&h100, &rows, &sym, 400.0).is_ok());
+}
+
+#[test]
 fn a_users_row_overrides_the_shipped_one() {
     let mine = parse(
         "[[platform]]\nname = \"8 x H100 SXM, ring\"\ngpu = [\"H100 HBM3\"]\ngpus = 8\ntransports = [\"P2P\"]\nbusbw_gbps = 300\nkind = \"measured\"\nsource = \"our cluster, 2026-11\"\nurl = \"https://wiki.example/nccl\"\ncheck = \"our runbook\"\n",

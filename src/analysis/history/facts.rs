@@ -3,6 +3,7 @@
 
 use super::series::Difference;
 use crate::export::reader::RunData;
+use crate::nccl::register::Registration;
 
 /// What a run's manifest says about where and with what it ran, as (what, value)
 /// pairs; `config`'s own NCCL and variables included.
@@ -38,6 +39,13 @@ pub fn facts(run: &RunData, config: &str) -> Vec<(String, String)> {
     if let Some(c) = m.configs.iter().find(|c| c.name == config) {
         let env: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         add(&format!("{config}'s variables"), env.join(" "));
+        // Buffer registration changes what NCCL runs as much as a variable does.
+        if let Some(r) = c.register.filter(|&r| r != Registration::None) {
+            add(
+                &format!("{config}'s buffer registration"),
+                r.name().to_string(),
+            );
+        }
     }
     let tool = match (m.tool.version.as_str(), m.tool.git_rev.as_str()) {
         ("", _) => String::new(),

@@ -14,6 +14,7 @@ use anyhow::Result;
 
 use super::compare::{compare_pair, seed, CompareOptions, Outcome};
 use crate::export::reader::{CaseRow, RunData};
+use crate::nccl::register::Registration;
 use crate::units::{format_us, Bytes};
 
 mod mispredict;
@@ -277,11 +278,8 @@ fn tuning_finding(
             .iter()
             .min_by(|a, b| a.2.total_cmp(&b.2))
             .expect("one size at least");
-        let env = run
-            .manifest
-            .configs
-            .iter()
-            .find(|c| &c.name == config)
+        let manifest_config = run.manifest.configs.iter().find(|c| &c.name == config);
+        let env = manifest_config
             .map(|c| {
                 c.env
                     .iter()
@@ -289,24 +287,48 @@ fn tuning_finding(
                     .collect::<Vec<_>>()
                     .join(" ")
             })
-            .filter(|e| !e.is_empty())
-            .unwrap_or_else(|| "its variables".into());
-        writeln!(
-            s,
-            "**Tuning finding:** `{config}` ({env}) beats NCCL's own choice at {} (best {:+.1} % [{:+.1}, {:+.1}] at {}): set it for those sizes (for example per communicator, or with a tuner plugin), and check again after an NCCL upgrade.\n",
-            sizes
-                .iter()
-                .map(|f| Bytes(f.0).to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
+            .filter(|e| !e.is_empty());
+        let register = manifest_config
+            .and_then(|c| c.register)
+            .filter(|&r| r != Registration::None);
+        let sizes_text = sizes
+            .iter()
+            .map(|f| Bytes(f.0).to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let best_text = format!(
+            "best {:+.1} % [{:+.1}, {:+.1}] at {}",
             best.2 * 100.0,
             best.3 .0 * 100.0,
             best.3 .1 * 100.0,
             Bytes(best.0)
-        )?;
+        );
+        match register {
+            // Registration is the job's to do: no variable or tuner sets it.
+            Some(r) => writeln!(
+                s,
+                "**Registration finding:** `{config}` (buffers registered: {}{}) is faster than NCCL's own choice on plain buffers at {sizes_text} ({best_text}): allocate the job's communication buffers with ncclMemAlloc and register them the same way (nccl-tests -R {}), and check again after an NCCL upgrade.\n",
+                registration_calls(r),
+                env.map(|e| format!("; {e}")).unwrap_or_default(),
+                r.nccl_tests_flag()
+            )?,
+            None => writeln!(
+                s,
+                "**Tuning finding:** `{config}` ({}) beats NCCL's own choice at {sizes_text} ({best_text}): set it for those sizes (for example per communicator, or with a tuner plugin), and check again after an NCCL upgrade.\n",
+                env.unwrap_or_else(|| "its variables".into())
+            )?,
+        }
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests;
+
+/// The call a registration makes, as the finding names it.
+fn registration_calls(r: Registration) -> &'static str {
+    match r {
+        Registration::Symmetric => "symmetric windows, ncclCommWindowRegister",
+        _ => "ncclCommRegister",
+    }
+}

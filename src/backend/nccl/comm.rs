@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::ffi::{NcclResult, RawComm, RawStream};
 use super::library::{Nccl, NcclError, Runs, UniqueId, IN_PROGRESS};
+use crate::nccl::register::Registration;
 use crate::ops::collective::{Collective, Counts};
 use crate::ops::{DataType, ReduceOp};
 
@@ -109,6 +110,9 @@ pub struct NcclComm {
     nccl: Arc<Nccl>,
     raw: RawComm,
     failed: bool,
+    /// Buffers registered with this communicator ([`NcclComm::register`]): handles
+    /// (or windows) to release before it goes.
+    registered: Vec<(Registration, *mut c_void)>,
     /// When waits for NCCL give up (set per case by the worker); `None`: never.
     deadline: Option<Instant>,
 }
@@ -138,6 +142,7 @@ impl NcclComm {
             nccl,
             raw,
             failed: false,
+            registered: Vec::new(),
             deadline: Some(deadline),
         };
         let r = if rc == IN_PROGRESS && !raw.is_null() {
@@ -157,6 +162,51 @@ impl NcclComm {
     }
 
     /// Sets when waits for NCCL give up.
+    /// Registers `bytes` of `buffer` with this communicator, as nccl-tests' `-R`
+    /// does: `ncclCommRegister` (local), or `ncclCommWindowRegister` with
+    /// `NCCL_WIN_COLL_SYMMETRIC`, a collective call every rank makes in the same
+    /// order. Nothing for `Registration::None`. Released when the communicator goes.
+    ///
+    /// # Safety
+    /// `buffer` holds `bytes` on this communicator's device (from `ncclMemAlloc` for
+    /// a window) and outlives the communicator.
+    pub unsafe fn register(
+        &mut self,
+        how: Registration,
+        buffer: *mut c_void,
+        bytes: usize,
+    ) -> Result<(), NcclError> {
+        let s = self.nccl.symbols();
+        let missing = |symbol| NcclError::MissingSymbol {
+            path: self.nccl.path.clone(),
+            symbol,
+        };
+        let mut handle = std::ptr::null_mut();
+        let (call, rc) = match how {
+            Registration::None => return Ok(()),
+            Registration::Local => {
+                let f = s.comm_register.ok_or_else(|| missing("ncclCommRegister"))?;
+                ("ncclCommRegister", f(self.raw, buffer, bytes, &mut handle))
+            }
+            Registration::Symmetric => {
+                let f = s
+                    .comm_window_register
+                    .ok_or_else(|| missing("ncclCommWindowRegister"))?;
+                let flags = crate::nccl::register::WIN_COLL_SYMMETRIC;
+                let rc = f(self.raw, buffer, bytes, &mut handle, flags);
+                ("ncclCommWindowRegister", rc)
+            }
+        };
+        let r = self.nccl.check(call, rc, self.raw);
+        self.track(r)?;
+        // NCCL returns success and no window where it registers nothing (cuMem off,
+        // NCCL_LOCAL_REGISTER=0): nothing to release then.
+        if !handle.is_null() {
+            self.registered.push((how, handle));
+        }
+        Ok(())
+    }
+
     pub fn set_deadline(&mut self, deadline: Instant) {
         self.deadline = Some(deadline);
     }
@@ -403,6 +453,19 @@ impl Drop for NcclComm {
             return;
         }
         if !self.failed {
+            // Registrations go before the communicator does (nccl-tests' order); an
+            // aborted communicator releases them itself.
+            let s = self.nccl.symbols();
+            for (how, handle) in std::mem::take(&mut self.registered) {
+                let release = match how {
+                    Registration::Symmetric => s.comm_window_deregister,
+                    _ => s.comm_deregister,
+                };
+                if let Some(release) = release {
+                    // SAFETY: a handle this live communicator returned, released once.
+                    unsafe { release(self.raw, handle) };
+                }
+            }
             if let Some(finalize) = self.nccl.symbols().comm_finalize {
                 // SAFETY: the communicator is live.
                 let rc = unsafe { finalize(self.raw) };

@@ -1,7 +1,9 @@
 //! Layer 1: the raw C ABI of libnccl, resolved with libloading. Required symbols
 //! fail loading with the name of the missing one; symbols newer releases added
-//! (`ncclGetLastError` 2.13+, `ncclCommFinalize` 2.14+, `ncclGroupSimulateEnd`
-//! 2.22+, `ncclAlltoAll`, `ncclGather` and `ncclScatter` 2.28+) are optional, and so
+//! (`ncclGetLastError` 2.13+, `ncclCommFinalize` 2.14+, `ncclMemAlloc`,
+//! `ncclCommRegister` and their frees 2.19+, `ncclGroupSimulateEnd` 2.22+,
+//! `ncclCommWindowRegister` 2.27+, `ncclAlltoAll`, `ncclGather` and `ncclScatter`
+//! 2.28+) are optional, and so
 //! are the collectives beside all-reduce: a library without one cannot run that
 //! collective (`Nccl::runs`), and a sweep asking for it is refused.
 
@@ -82,6 +84,18 @@ type GetErrorString = unsafe extern "C" fn(NcclResult) -> *const c_char;
 type GetLastError = unsafe extern "C" fn(RawComm) -> *const c_char;
 type Group = unsafe extern "C" fn() -> NcclResult;
 type GroupSimulateEnd = unsafe extern "C" fn(*mut SimInfo) -> NcclResult;
+/// `ncclMemAlloc(void** ptr, size_t size)`.
+type MemAlloc = unsafe extern "C" fn(*mut *mut c_void, usize) -> NcclResult;
+/// `ncclMemFree(void* ptr)`.
+type MemFree = unsafe extern "C" fn(*mut c_void) -> NcclResult;
+/// `ncclCommRegister(comm, buff, size, void** handle)`.
+type CommRegister =
+    unsafe extern "C" fn(RawComm, *mut c_void, usize, *mut *mut c_void) -> NcclResult;
+/// `ncclCommDeregister(comm, handle)` and `ncclCommWindowDeregister(comm, win)`.
+type CommDeregister = unsafe extern "C" fn(RawComm, *mut c_void) -> NcclResult;
+/// `ncclCommWindowRegister(comm, buff, size, ncclWindow_t* win, int winFlags)`.
+type CommWindowRegister =
+    unsafe extern "C" fn(RawComm, *mut c_void, usize, *mut *mut c_void, c_int) -> NcclResult;
 
 /// `ncclSimInfo_t` (nccl.h, 2.22+), set up as `NCCL_SIM_INFO_INITIALIZER` does.
 #[repr(C)]
@@ -129,6 +143,12 @@ pub struct Symbols {
     pub all_to_all: Option<Exchange>,
     pub gather: Option<Rooted>,
     pub scatter: Option<Rooted>,
+    pub mem_alloc: Option<MemAlloc>,
+    pub mem_free: Option<MemFree>,
+    pub comm_register: Option<CommRegister>,
+    pub comm_deregister: Option<CommDeregister>,
+    pub comm_window_register: Option<CommWindowRegister>,
+    pub comm_window_deregister: Option<CommDeregister>,
 }
 
 /// The loaded library and its symbols. The library is never unloaded: NCCL starts
@@ -196,6 +216,12 @@ impl Loaded {
                 all_to_all: optional!("ncclAlltoAll"),
                 gather: optional!("ncclGather"),
                 scatter: optional!("ncclScatter"),
+                mem_alloc: optional!("ncclMemAlloc"),
+                mem_free: optional!("ncclMemFree"),
+                comm_register: optional!("ncclCommRegister"),
+                comm_deregister: optional!("ncclCommDeregister"),
+                comm_window_register: optional!("ncclCommWindowRegister"),
+                comm_window_deregister: optional!("ncclCommWindowDeregister"),
             };
             Ok(Loaded {
                 symbols,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+use crate::nccl::register::Registration;
 use crate::nccl::NcclVersion;
 use crate::ops::collective::Collective;
 
@@ -234,6 +235,57 @@ impl Nccl {
         let rc =
             unsafe { (self.sym().comm_init_rank)(&mut comm, nranks as i32, id.0, rank as i32) };
         (rc, comm)
+    }
+
+    /// The calls `register` needs that this library does not export, in the order a
+    /// rank makes them (`Registration::calls`).
+    pub fn lacks(&self, register: Registration) -> Vec<&'static str> {
+        let s = self.sym();
+        let has = |name: &str| match name {
+            "ncclMemAlloc" => s.mem_alloc.is_some(),
+            "ncclMemFree" => s.mem_free.is_some(),
+            "ncclCommRegister" => s.comm_register.is_some(),
+            "ncclCommDeregister" => s.comm_deregister.is_some(),
+            "ncclCommWindowRegister" => s.comm_window_register.is_some(),
+            "ncclCommWindowDeregister" => s.comm_window_deregister.is_some(),
+            _ => false,
+        };
+        // A library of an older release that has them (a stand-in) is used as that
+        // release would be.
+        let version = self.version().ok().map(|v| (v.major, v.minor));
+        register
+            .calls()
+            .iter()
+            .filter(|(name, since)| !has(name) || version.is_some_and(|v| v < *since))
+            .map(|(name, _)| *name)
+            .collect()
+    }
+
+    /// `ncclMemAlloc`: device memory NCCL can map into its peers (cuMem with the
+    /// handle types NCCL needs), the kind registration wants.
+    pub fn mem_alloc(&self, bytes: usize) -> Result<*mut std::ffi::c_void, NcclError> {
+        let f = self.sym().mem_alloc.ok_or(NcclError::MissingSymbol {
+            path: self.path.clone(),
+            symbol: "ncclMemAlloc",
+        })?;
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: writes one pointer.
+        let rc = unsafe { f(&mut ptr, bytes) };
+        self.check("ncclMemAlloc", rc, std::ptr::null_mut())?;
+        Ok(ptr)
+    }
+
+    /// `ncclMemFree` of what [`Nccl::mem_alloc`] returned.
+    ///
+    /// # Safety
+    /// `ptr` came from `mem_alloc` of this library and is freed once, with nothing
+    /// (no communicator registration, no stream) still using it.
+    pub unsafe fn mem_free(&self, ptr: *mut std::ffi::c_void) -> Result<(), NcclError> {
+        let Some(f) = self.sym().mem_free else {
+            return Ok(());
+        };
+        let rc = f(ptr);
+        self.check("ncclMemFree", rc, std::ptr::null_mut())
     }
 
     pub(crate) fn symbols(&self) -> &ffi::Symbols {

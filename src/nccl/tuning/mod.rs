@@ -289,10 +289,12 @@ pub fn decision(
         return None;
     }
     let algo = shares(mine.iter().map(|c| c.algo.name().to_string()));
-    let proto = shares(
-        mine.iter()
-            .map(|c| c.proto.map(Protocol::name).unwrap_or_default().to_string()),
-    );
+    // A symmetric kernel has no protocol: its name says how it moves the bytes.
+    let proto = shares(mine.iter().map(|c| match (c.proto, &c.kernel) {
+        (Some(p), _) => p.name().to_string(),
+        (None, Some(kernel)) => kernel.clone(),
+        (None, None) => String::new(),
+    }));
     let channels = shares(
         mine.iter()
             .map(|c| c.channels.map(|n| n.to_string()).unwrap_or_default()),

@@ -46,6 +46,9 @@ impl Orchestrator<'_> {
         if s.graph > 0 {
             push("--graph", s.graph.to_string());
         }
+        if let Some(register) = group.config.register {
+            push("--register", register.name().to_string());
+        }
         let own = self
             .nccl_lib_per_config
             .iter()

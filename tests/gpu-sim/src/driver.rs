@@ -449,7 +449,7 @@ pub extern "C" fn cuCtxGetCurrent(ctx: *mut CUcontext) -> CUresult {
 }
 
 /// Allocates `bytes` of simulated device memory on the current context's device.
-fn alloc(bytes: usize) -> Result<CUdeviceptr, i32> {
+pub(crate) fn alloc(bytes: usize) -> Result<CUdeviceptr, i32> {
     let ctx = current()?;
     stream::refuse_in_capture()?;
     if bytes == 0 {

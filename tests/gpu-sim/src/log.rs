@@ -18,8 +18,9 @@ pub const NET: u64 = 16;
 pub const TUNING: u64 = 64;
 pub const ENV: u64 = 128;
 pub const NVLS: u64 = 2048;
+pub const REG: u64 = 8192;
 
-const SUBSYS: [(&str, u64); 9] = [
+const SUBSYS: [(&str, u64); 10] = [
     ("INIT", INIT),
     ("COLL", COLL),
     ("P2P", 4),
@@ -29,6 +30,7 @@ const SUBSYS: [(&str, u64); 9] = [
     ("TUNING", TUNING),
     ("ENV", ENV),
     ("NVLS", NVLS),
+    ("REG", REG),
 ];
 
 struct Log {

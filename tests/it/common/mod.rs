@@ -246,6 +246,7 @@ pub fn one_rank_all_reduce_checks_out(lib: &Path) {
             graph: 0,
             event_stride: 1,
             init_timeout: Duration::from_secs(60),
+            register: Default::default(),
         },
     );
     let id = backend.unique_id().unwrap();

@@ -53,19 +53,21 @@ use cudarc::driver::sys::{
     self as cusys, CUdeviceptr, CUevent_flags, CUgraphInstantiate_flags, CUresult,
     CUstreamCaptureMode,
 };
-use cudarc::driver::{
-    result as cu, CudaContext, CudaEvent, CudaGraph, CudaSlice, CudaStream, DevicePtr, DriverError,
-};
+use cudarc::driver::{result as cu, CudaContext, CudaEvent, CudaGraph, CudaStream, DriverError};
 
 use super::comm::{backoff, Launch, NcclComm};
 use super::library::{Nccl, Runs, UniqueId};
 use crate::backend::buffer::AlignedBuf;
 use crate::backend::{Backend, Communicator, DeadlineExceeded, Job};
+use crate::nccl::register::Registration;
 use crate::ops::collective::Collective;
 use crate::ops::pattern::{doubling_copies, CheckReport, Pattern};
 use crate::ops::{DataType, ReduceOp};
 
+mod buffer;
 mod pace;
+
+use buffer::Buffer;
 
 use crate::stats::adaptive::launch_steps;
 pub use pace::{Pace, EVENT_GRAIN_NS};
@@ -89,6 +91,8 @@ pub struct GpuOptions {
     pub event_stride: usize,
     /// How long communicator set-up may take.
     pub init_timeout: Duration,
+    /// How the send and receive buffers are registered with NCCL (`--register`).
+    pub register: Registration,
 }
 
 pub struct NcclBackend {
@@ -133,18 +137,37 @@ impl Backend for NcclBackend {
                 o.max_bytes, o.device
             )
         };
-        let send = stream
-            .alloc_zeros::<u8>(o.max_bytes.max(1))
-            .with_context(|| oom("send"))?;
-        let recv = stream
-            .alloc_zeros::<u8>(o.max_bytes.max(1))
-            .with_context(|| oom("receive"))?;
+        let bytes = o.max_bytes.max(1);
+        let (send, recv) = if o.register == Registration::None {
+            let alloc = |what| stream.alloc_zeros::<u8>(bytes).with_context(|| oom(what));
+            (
+                Buffer::Cuda(alloc("send")?),
+                Buffer::Cuda(alloc("receive")?),
+            )
+        } else {
+            // Registered buffers are NCCL's own (cuMem memory it can map), as
+            // nccl-tests allocates them.
+            let alloc = |what| Buffer::nccl(&self.nccl, bytes).with_context(|| oom(what));
+            (alloc("send")?, alloc("receive")?)
+        };
         // The buffers never move or shrink, so their addresses are taken once (with
         // event tracking off the guards these calls return do nothing).
-        let send_ptr = send.device_ptr(&stream).0;
-        let recv_ptr = recv.device_ptr(&stream).0;
+        let send_ptr = send.ptr(&stream);
+        let recv_ptr = recv.ptr(&stream);
         let deadline = Instant::now() + o.init_timeout;
-        let comm = NcclComm::init(self.nccl.clone(), nranks, &id, rank, deadline)?;
+        let mut comm = NcclComm::init(self.nccl.clone(), nranks, &id, rank, deadline)?;
+        for (buffer, what) in [(send_ptr, "send"), (recv_ptr, "receive")] {
+            // SAFETY: the buffer holds `bytes` on this device (ncclMemAlloc's where
+            // registered) and outlives the communicator (field order of GpuComm).
+            unsafe { comm.register(o.register, buffer as *mut c_void, bytes) }.with_context(
+                || {
+                    format!(
+                        "cannot register the {what} buffer with NCCL ({})",
+                        o.register
+                    )
+                },
+            )?;
+        }
         Ok(Box::new(GpuComm {
             graphs: HashMap::new(),
             comm,
@@ -152,8 +175,7 @@ impl Backend for NcclBackend {
             host: AlignedBuf::new(o.max_bytes)?,
             send_ptr,
             recv_ptr,
-            send,
-            recv,
+            _buffers: (send, recv),
             stream,
             ctx,
             job: Job {
@@ -183,8 +205,9 @@ pub struct GpuComm {
     host: AlignedBuf,
     send_ptr: CUdeviceptr,
     recv_ptr: CUdeviceptr,
-    send: CudaSlice<u8>,
-    recv: CudaSlice<u8>,
+    /// The send and receive buffers behind the two addresses, owned until the
+    /// communicator that may have registered them is gone.
+    _buffers: (Buffer, Buffer),
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
     job: Job,
@@ -399,11 +422,11 @@ impl Communicator for GpuComm {
         self.bind()?;
         let period = pattern.input_period();
         let first = period.len().min(bytes);
-        let mut dst = self.send.slice_mut(0..first);
-        self.stream
-            .memcpy_htod(&period[..first], &mut dst)
-            .context("copy to the GPU failed")?;
         let stream = self.stream.cu_stream();
+        // SAFETY: the first `first` <= `bytes` bytes of the send buffer exist
+        // (checked above); the pattern outlives the copy (synchronized below).
+        unsafe { cu::memcpy_htod_async(self.send_ptr, &period[..first], stream) }
+            .context("copy to the GPU failed")?;
         for (offset, len) in doubling_copies(period.len(), bytes) {
             // SAFETY: source 0..len and destination offset..offset+len lie within the
             // first `bytes` of the send buffer (checked above) and do not overlap
@@ -428,10 +451,15 @@ impl Communicator for GpuComm {
 
     fn check_output(&mut self, pattern: &Pattern, bytes: usize) -> Result<CheckReport> {
         self.check_len(bytes)?;
-        let src = self.recv.slice(0..bytes);
-        self.stream
-            .memcpy_dtoh(&src, &mut self.host.bytes_mut()[..bytes])
-            .context("copy from the GPU failed")?;
+        self.bind()?;
+        let stream = self.stream.cu_stream();
+        // SAFETY: the first `bytes` of the receive buffer and of the host buffer
+        // exist (checked above); the host buffer is not touched until the stream is
+        // synchronized below.
+        unsafe {
+            cu::memcpy_dtoh_async(&mut self.host.bytes_mut()[..bytes], self.recv_ptr, stream)
+        }
+        .context("copy from the GPU failed")?;
         self.sync()?;
         let who = (self.rank, self.nranks);
         Ok(self.job.check(pattern, who, bytes, self.host.bytes()))

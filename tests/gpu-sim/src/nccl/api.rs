@@ -17,7 +17,8 @@ use crate::fault::{self, Fault};
 use crate::log;
 use crate::rendezvous::{self, ID_BYTES};
 
-fn out<T>(p: *mut T, v: T) -> NcclResult {
+/// Writes an out-parameter; a NULL one is `ncclInvalidArgument`.
+pub(super) fn out<T>(p: *mut T, v: T) -> NcclResult {
     if p.is_null() {
         return INVALID_ARGUMENT;
     }

@@ -35,6 +35,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::comm::{Comm, Failure};
+use super::symmetric;
 use super::tuner::{self, lines, Algo, Func, Proto};
 use super::work::{CollFunc, Kind, Operation, PeerCall};
 use super::UNHANDLED_CUDA_ERROR;
@@ -242,7 +243,13 @@ pub fn simulate_end(v: Version, info: *mut SimInfo) -> NcclResult {
         return INVALID_ARGUMENT;
     }
     let mut total: Option<f32> = None;
+    let lone = calls.len() == 1;
     for call in &calls {
+        // A symmetric kernel's task leaves the list before NCCL estimates the rest
+        // (2.27: returns before; 2.28+: `ncclMakeSymmetricTaskList`): no estimate.
+        if symmetric_kernel(call, lone, false).is_some() {
+            continue;
+        }
         match tune(call, lines::logs_simulated(v)) {
             Ok((_, _, Some(choice))) => total = Some(total.unwrap_or(0.0) + choice.time_us),
             Ok(_) => {}
@@ -333,27 +340,69 @@ pub fn launch(calls: Vec<Call>) -> NcclResult {
     result
 }
 
-/// A call with its algorithm and protocol.
-type Tuned = (Call, Algo, Proto);
+/// The symmetric kernel a call runs instead of an algorithm, if any.
+type Sym = Option<symmetric::Pick>;
+
+/// A call with its algorithm and protocol, or the symmetric kernel it runs.
+type Tuned = (Call, Algo, Proto, Sym);
 
 fn tune_all(calls: Vec<Call>) -> Result<Vec<Tuned>, Failure> {
+    let lone = calls.len() == 1;
     calls
         .into_iter()
-        .map(|call| tune(&call, true).map(|(a, p, _)| (call, a, p)))
+        .map(|call| match symmetric_kernel(&call, lone, true) {
+            Some(pick) => Ok((call, Algo::Ring, Proto::Simple, Some(pick))),
+            None => tune(&call, true).map(|(a, p, _)| (call, a, p, None)),
+        })
         .collect()
+}
+
+/// The symmetric kernel `call` runs, if any ([`symmetric`]): a collective with both
+/// buffers in symmetric windows, alone in its launch in 2.27 (2.28+ takes each), on
+/// a communicator with symmetric support; rank 0 logs its TUNING line where
+/// `log_line` says.
+fn symmetric_kernel(call: &Call, lone: bool, log_line: bool) -> Option<symmetric::Pick> {
+    let v = version();
+    let c = &call.comm;
+    let What::Coll {
+        func,
+        send,
+        recv,
+        count,
+        ..
+    } = call.what
+    else {
+        return None;
+    };
+    let f = func.tuned()?;
+    if !c.plan().symmetric || !(lone || v >= (2, 28, 0)) || count == 0 {
+        return None;
+    }
+    let width = crate::reduce::size(call.dtype)? as u64;
+    let bytes = count as u64 * width;
+    let windows = symmetric::in_window(c, send, bytes) && symmetric::in_window(c, recv, bytes);
+    if !windows || !symmetric::implemented(f, call.dtype, call.op) {
+        return None;
+    }
+    let nvls = c.plan().machine.nvls;
+    let pick = symmetric::pick(f, call.dtype, call.op, count as u64, width, c.nranks, nvls)?;
+    if log_line && c.rank == 0 {
+        log::info(log::TUNING, c.device, &symmetric::line(v, f, bytes, &pick));
+    }
+    Some(pick)
 }
 
 /// Connects what each call's algorithm still needs and puts it on its stream.
 fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
     // The group's sends and receives run as one operation, where the first of them
     // stood (NCCL launches a group's point-to-point work together).
-    let Some(comm) = tuned.first().map(|(call, _, _)| call.comm.clone()) else {
+    let Some(comm) = tuned.first().map(|(call, ..)| call.comm.clone()) else {
         return Ok(());
     };
     let mut peer_calls = Vec::new();
     let mut first_peer: Option<(usize, i32, usize)> = None;
-    let mut ops: Vec<(usize, Kind, i32, i32, Algo, Proto)> = Vec::new();
-    for (call, algo, proto) in tuned {
+    let mut ops: Vec<(usize, Kind, i32, i32, Algo, Proto, Sym)> = Vec::new();
+    for (call, algo, proto, sym) in tuned {
         match call.what {
             What::Peer(p) => {
                 first_peer.get_or_insert((ops.len(), call.dtype, call.stream));
@@ -366,9 +415,10 @@ fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
                 count,
                 root,
             } => {
+                // A symmetric kernel reaches its peers through the windows' mappings.
                 match call.peers() {
                     Some(peers) => c.connect_peers(&peers)?,
-                    None if c.needs_connect(algo) => c.prepare(algo)?,
+                    None if sym.is_none() && c.needs_connect(algo) => c.prepare(algo)?,
                     None => {}
                 }
                 let kind = Kind::Coll {
@@ -378,7 +428,7 @@ fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
                     count,
                     root,
                 };
-                ops.push((call.stream, kind, call.dtype, call.op, algo, proto));
+                ops.push((call.stream, kind, call.dtype, call.op, algo, proto, sym));
             }
         }
     }
@@ -386,9 +436,12 @@ fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
         let peers: Vec<u32> = peer_calls.iter().map(|p| p.peer).collect();
         c.connect_peers(&peers)?;
         let kind = Kind::P2p(peer_calls);
-        ops.insert(at, (stream, kind, dtype, 0, Algo::Ring, Proto::Simple));
+        ops.insert(
+            at,
+            (stream, kind, dtype, 0, Algo::Ring, Proto::Simple, None),
+        );
     }
-    for (stream, kind, dtype, op, algo, proto) in ops {
+    for (stream, kind, dtype, op, algo, proto, symmetric) in ops {
         let work = Operation {
             comm: comm.clone(),
             kind,
@@ -396,6 +449,7 @@ fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
             op,
             algo,
             proto,
+            symmetric,
         };
         stream::submit(stream as stream::CUstream, Op::Work(Arc::new(work))).map_err(|e| {
             (
@@ -427,9 +481,9 @@ fn launch_on(c: &Arc<Comm>, calls: Vec<Call>) -> NcclResult {
             return code;
         }
     };
-    let connect = tuned.iter().any(|(call, a, _)| match call.peers() {
+    let connect = tuned.iter().any(|(call, a, _, sym)| match call.peers() {
         Some(peers) => c.needs_peers(&peers),
-        None => c.needs_connect(*a),
+        None => sym.is_none() && c.needs_connect(*a),
     });
     if !c.blocking && connect {
         return in_background(c, move |c| enqueue(c, tuned));

@@ -59,6 +59,7 @@ pub mod repeat;
 pub mod setup;
 pub mod shared;
 pub mod shm;
+pub mod symmetric;
 pub mod tuner;
 pub mod work;
 

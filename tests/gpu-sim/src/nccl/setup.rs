@@ -48,6 +48,9 @@ pub struct Plan {
     pub lazy: bool,
     /// P2P buffers through cuMem (`P2P/CUMEM`), else legacy IPC handles.
     pub cumem: bool,
+    /// `comm->symmetricSupport` (2.27+): one node, every pair of GPUs direct P2P,
+    /// cuMem on, `NCCL_WIN_ENABLE` not 0 ([`super::symmetric`]).
+    pub symmetric: bool,
 }
 
 /// What is connected so far, and the resources it holds while the communicator
@@ -274,6 +277,14 @@ impl Comm {
                 &lines::channel_counts(v, channels, nvls_channels, p2p, per_peer),
             );
         }
+        let all_p2p = (0..n).all(|a| {
+            (a + 1..n).all(|b| {
+                self.same_host_pair(a, b)
+                    && topo::transport(self.topo, allowed, self.nvml_of(a), self.nvml_of(b), true)
+                        == Transport::P2p
+            })
+        });
+        let symmetric = v >= (2, 27, 0) && n > 1 && all_p2p && cumem && param("WIN_ENABLE", 1) != 0;
         let _ = self.plan.set(Plan {
             ring,
             machine,
@@ -281,6 +292,7 @@ impl Comm {
             channels,
             lazy: v >= (2, 22, 0) && cumem && param("RUNTIME_CONNECT", 1) != 0,
             cumem,
+            symmetric,
         });
         Ok(())
     }

@@ -161,6 +161,8 @@ pub struct Operation {
     pub op: i32,
     pub algo: Algo,
     pub proto: Proto,
+    /// The symmetric kernel it runs instead ([`super::symmetric`]).
+    pub symmetric: Option<super::symmetric::Pick>,
 }
 
 /// `NCCL_BENCH_SIM_GROUP_JITTER=s`: each communicator (one process group of a sweep)
@@ -328,6 +330,9 @@ impl Operation {
         let c = &self.comm;
         let n = c.nranks as usize;
         let machine = &c.plan().machine;
+        if let Some(pick) = self.symmetric {
+            return pick.time_us * 1e3 * topo::slowdown();
+        }
         if let Kind::Coll { func, count, .. } = &self.kind {
             if let Some(f) = func.tuned() {
                 let bytes = func.tuned_bytes(*count, self.width(), n);
