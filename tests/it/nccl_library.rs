@@ -84,6 +84,13 @@ fn every_collective_has_its_symbols_in_the_real_library() {
         };
         assert_eq!(nccl.runs(c), want, "{c} in NCCL {version}");
     }
+    // Every registration's calls resolve too (the wheel is 2.27 or newer), so the
+    // names in `Registration::calls` are NCCL's.
+    use nccl_bench::nccl::register::Registration;
+    assert!((version.major, version.minor) >= (2, 27), "{version}");
+    for r in Registration::ALL {
+        assert_eq!(nccl.lacks(r), Vec::<&str>::new(), "{r} in NCCL {version}");
+    }
 }
 
 #[test]
