@@ -125,6 +125,30 @@ impl Registration {
     }
 }
 
+/// The note of a case whose buffers were in symmetric windows but that NCCL (2.27+)
+/// ran with `algo`, not a symmetric kernel, for function `func` (NCCL's name): NCCL
+/// says nothing when it cannot use the windows (from 2.29 it even returns no window),
+/// so the case says it. `None` where a symmetric kernel ran, or none could have.
+pub fn unused_windows_note(
+    register: Registration,
+    version: Option<NcclVersion>,
+    func: &str,
+    algo: &str,
+) -> Option<String> {
+    let kernels = matches!(func, "AllReduce" | "AllGather" | "ReduceScatter");
+    let since = version.is_some_and(|v| (v.major, v.minor) >= (2, 27));
+    (register == Registration::Symmetric
+        && since
+        && kernels
+        && !algo.is_empty()
+        && algo != "Symmetric")
+        .then(|| {
+            format!(
+                "buffers in symmetric windows, yet NCCL ran {algo}, not a symmetric kernel: it needs one node whose GPUs all reach each other over P2P, cuMem on, and a type and operator its kernels implement (sums of floating types but double for {func})"
+            )
+        })
+}
+
 impl fmt::Display for Registration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -164,6 +188,34 @@ mod tests {
             "{e}"
         );
         assert!(Registration::parse("3").is_err());
+    }
+
+    #[test]
+    fn windows_nccl_did_not_use_are_said_only_where_a_kernel_could_have_run() {
+        let v = NcclVersion::parse("2.28.9");
+        let note = unused_windows_note(Registration::Symmetric, v, "AllReduce", "Ring").unwrap();
+        assert!(
+            note.starts_with("buffers in symmetric windows, yet NCCL ran Ring"),
+            "{note}"
+        );
+        for (r, v, func, algo) in [
+            (Registration::Symmetric, v, "AllReduce", "Symmetric"),
+            (Registration::Symmetric, v, "Broadcast", "Ring"),
+            (Registration::Symmetric, v, "AllReduce", ""),
+            (Registration::Local, v, "AllReduce", "Ring"),
+            (
+                Registration::Symmetric,
+                NcclVersion::parse("2.26.6"),
+                "AllReduce",
+                "Ring",
+            ),
+        ] {
+            assert_eq!(
+                unused_windows_note(r, v, func, algo),
+                None,
+                "{r} {func} {algo}"
+            );
+        }
     }
 
     #[test]

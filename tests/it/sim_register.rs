@@ -87,6 +87,13 @@ fn symmetric_windows_run_nccls_symmetric_kernels_and_the_report_weighs_them() {
             );
         }
     }
+    // The case says NCCL did not use the windows it was given (NCCL does not).
+    let off = at("symmetric-p2p-off", "1024");
+    assert!(
+        off["tuning_note"].starts_with("buffers in symmetric windows, yet NCCL ran "),
+        "{off:?}"
+    );
+    assert_eq!(at("local", "1024")["tuning_note"], "");
     let time = |r: &HashMap<String, String>| r["time_us"].parse::<f64>().unwrap();
     assert_eq!(at("local", "1024")["algo"], at("default", "1024")["algo"]);
     // The symmetric kernel's latency beats the ring's LL at 1 KiB.

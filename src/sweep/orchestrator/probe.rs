@@ -22,7 +22,7 @@ use super::super::plan::Group;
 use super::super::protocol::{Command, Event};
 use super::{Orchestrator, SizeProbe, Take};
 use crate::model::TuningCells;
-use crate::nccl::{tuning, NcclVersion};
+use crate::nccl::{register, tuning, NcclVersion};
 
 impl Orchestrator<'_> {
     /// Probes `sizes` of `group` in one untimed process group (NCCL backend only;
@@ -121,6 +121,16 @@ impl Orchestrator<'_> {
                         ..Default::default()
                     },
                 };
+                let mut tuning = tuning;
+                let register = group.config.register.unwrap_or_default();
+                if let Some(note) =
+                    register::unused_windows_note(register, version, func, &tuning.algo)
+                {
+                    tuning.note = match tuning.note.as_str() {
+                        "" => note,
+                        other => format!("{other}; {note}"),
+                    };
+                }
                 (bytes, SizeProbe { tuning, refused })
             })
             .collect())

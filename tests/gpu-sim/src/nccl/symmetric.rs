@@ -10,7 +10,8 @@
 //!   model's, so its time is unchanged;
 //! - `ncclCommWindowRegister`/`ncclCommWindowDeregister` (2.27+): a window. NCCL
 //!   registers nothing, returning success and no window, with cuMem off or
-//!   `NCCL_LOCAL_REGISTER=0`; a buffer whose allocation is not page-aligned
+//!   `NCCL_LOCAL_REGISTER=0` (from 2.29 also without symmetric support, whatever
+//!   the flags: `dev_runtime.cc`, NVIDIA/nccl#1963); a buffer whose allocation is not page-aligned
 //!   cuMem memory (not `ncclMemAlloc`'s here) gets a WARN and no window either;
 //! - a lone collective (2.27: the only task of its launch; 2.28+: each) whose send and
 //!   receive buffers are both in symmetric windows, on a communicator with
@@ -460,7 +461,10 @@ pub extern "C" fn ncclCommWindowRegister(
     let Some(c) = comm_of(comm) else {
         return INVALID_ARGUMENT;
     };
-    if param("LOCAL_REGISTER", 1) == 0 || !c.plan().cumem {
+    // From 2.29 (`dev_runtime.cc`) nothing is registered without symmetric support
+    // either, whatever the flags (NVIDIA/nccl#1963).
+    let unsupported = version() >= (2, 29, 0) && !c.plan().symmetric;
+    if param("LOCAL_REGISTER", 1) == 0 || !c.plan().cumem || unsupported {
         return SUCCESS;
     }
     let start = buff as u64;
