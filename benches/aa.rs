@@ -155,6 +155,7 @@ fn options() -> CompareOptions {
         threshold: DEFAULT_THRESHOLD,
         resamples: DEFAULT_RESAMPLES,
         margin: DEFAULT_THRESHOLD,
+        family_alpha: nccl_bench::analysis::family::FAMILY_ALPHA,
     }
 }
 

@@ -160,6 +160,9 @@ pub struct CompareOptions {
     /// The family's equivalence margin: every member's interval within +-margin is
     /// "equivalent" (`analysis::family`); the threshold by default.
     pub margin: f64,
+    /// The family's error rate: the chance that any member's interval misses
+    /// (`family::FAMILY_ALPHA` by default; `compare --alpha`).
+    pub family_alpha: f64,
 }
 
 /// Which cases of a run take part, under which name.
@@ -352,7 +355,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             paired: *paired,
         })
         .collect();
-    let family = family::decide(&members, opts.threshold, opts.margin);
+    let family = family::decide(&members, opts.threshold, opts.margin, opts.family_alpha);
     let only_in_base = base_cases.len() - rows.len();
     let only_in_candidate = cand_cases.len() - rows.len();
     Ok(CompareReport {
@@ -576,6 +579,7 @@ mod tests {
             threshold: 0.02,
             resamples: 100,
             margin: 0.02,
+            family_alpha: crate::analysis::family::FAMILY_ALPHA,
         };
         let report = compare(&side(&ours, "ours"), &side(&imported, "nccl-tests"), opts).unwrap();
         assert!(report.means_only);

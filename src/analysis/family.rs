@@ -69,11 +69,11 @@ pub enum Answer {
     Empty,
 }
 
-/// The family of `members` at rate [`FAMILY_ALPHA`], decided against the noise
-/// band +-`threshold` and the equivalence `margin`.
-pub fn decide(members: &[Member], threshold: f64, margin: f64) -> Family {
+/// The family of `members` at rate `family_alpha` ([`FAMILY_ALPHA`] unless asked),
+/// decided against the noise band +-`threshold` and the equivalence `margin`.
+pub fn decide(members: &[Member], threshold: f64, margin: f64, family_alpha: f64) -> Family {
     let k = members.len();
-    let alpha = FAMILY_ALPHA / k.max(1) as f64;
+    let alpha = family_alpha / k.max(1) as f64;
     let intervals: Vec<(usize, Option<Estimate>)> = members
         .iter()
         .map(|m| {
@@ -107,7 +107,7 @@ pub fn decide(members: &[Member], threshold: f64, margin: f64) -> Family {
     };
     Family {
         cases: k,
-        alpha: FAMILY_ALPHA,
+        alpha: family_alpha,
         per_case: 1.0 - alpha,
         bounded: bounded.len(),
         most_slower: bounded.iter().map(|(_, c)| c.2).reduce(f64::max),
@@ -166,11 +166,17 @@ impl Family {
             (Some(lo), Some(hi)) => format!("between {} and {}", pct(lo), pct(hi)),
             _ => String::new(),
         };
+        // 95, 99.9: as many decimals as the rate has (up to three).
+        let level = format!("{:.3}", (1.0 - self.alpha) * 100.0);
+        let level = level.trim_end_matches('0').trim_end_matches('.');
+        // Two decimals, more where two would round to 100.
+        let each = (2..8)
+            .map(|d| format!("{:.d$}", self.per_case * 100.0))
+            .find(|t| !t.starts_with("100"))
+            .unwrap_or_else(|| format!("{:.8}", self.per_case * 100.0));
         let family = format!(
-            "{} cases decided together, each interval at {:.2}% so that all hold at once with at least {:.0}%",
+            "{} cases decided together, each interval at {each}% so that all hold at once with at least {level}%",
             self.cases,
-            self.per_case * 100.0,
-            (1.0 - self.alpha) * 100.0
         );
         match &self.answer {
             Answer::Empty => String::new(),
@@ -255,7 +261,7 @@ mod tests {
                 paired: true,
             })
             .collect();
-        decide(&m, 0.02, 0.02)
+        decide(&m, 0.02, 0.02, FAMILY_ALPHA)
     }
 
     /// `k` pairs of `n` rounds each, both sides around 10 with noise `spread`.
@@ -268,6 +274,50 @@ mod tests {
         (0..k)
             .map(|_| (rounds(rng, n, 10.0, spread), rounds(rng, n, 10.0, spread)))
             .collect()
+    }
+
+    #[test]
+    fn a_smaller_family_rate_widens_every_interval_and_says_so() {
+        // 3 members of 15 rounds, the candidate 5 % slower with 3 % noise.
+        let mut rng = SplitMix64::new(11, 0);
+        let pairs: Vec<(Vec<f64>, Vec<f64>)> = (0..3)
+            .map(|_| {
+                let b = rounds(&mut rng, 15, 10.0, 0.03);
+                let c = b
+                    .iter()
+                    .map(|x| x * 1.05 * (1.0 + 0.03 * (2.0 * rng.uniform() - 1.0)))
+                    .collect();
+                (b, c)
+            })
+            .collect();
+        let m: Vec<Member> = pairs
+            .iter()
+            .map(|(b, c)| Member {
+                base: b,
+                cand: c,
+                paired: true,
+            })
+            .collect();
+        let loose = decide(&m, 0.02, 0.02, 0.05);
+        let strict = decide(&m, 0.02, 0.02, 0.001);
+        assert_eq!(strict.alpha, 0.001);
+        assert!((strict.per_case - (1.0 - 0.001 / 3.0)).abs() < 1e-12);
+        assert!(
+            strict.most_slower > loose.most_slower,
+            "{strict:?} {loose:?}"
+        );
+        assert!(
+            strict.most_faster < loose.most_faster,
+            "{strict:?} {loose:?}"
+        );
+        assert!(
+            strict.sentence("it").contains("with at least 99.9%"),
+            "{}",
+            strict.sentence("it")
+        );
+        assert!(loose
+            .sentence("it")
+            .contains("each interval at 98.33% so that all hold at once with at least 95%"));
     }
 
     #[test]
@@ -364,6 +414,6 @@ mod tests {
 
     #[test]
     fn no_member_is_no_answer() {
-        assert_eq!(decide(&[], 0.02, 0.02).answer, Answer::Empty);
+        assert_eq!(decide(&[], 0.02, 0.02, FAMILY_ALPHA).answer, Answer::Empty);
     }
 }

@@ -176,6 +176,7 @@ mod tests {
         threshold: 0.02,
         resamples: 300,
         margin: 0.02,
+        family_alpha: crate::analysis::family::FAMILY_ALPHA,
     };
 
     /// A case over 9 rounds whose medians are `us` x (1 + small spread).

@@ -170,6 +170,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PERCENT", value_parser = units::parse_percent)]
     pub margin: Option<f64>,
 
+    /// Error rate of the family answer: the chance that any case's interval misses
+    /// the true change (each case's interval is then at 1 - alpha / cases)
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = units::parse_percent)]
+    pub alpha: f64,
+
     /// A job's collectives (NCCL's COLL log lines, or a CSV collective,bytes,count):
     /// also say what the change costs that job, per step
     #[arg(long, value_name = "FILE")]

@@ -53,6 +53,7 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
         threshold: args.threshold,
         resamples: args.resamples as usize,
         margin: args.margin.unwrap_or(args.threshold),
+        family_alpha: args.alpha,
     };
     // A bad workload is exit 2 before anything is printed.
     let job = match &args.workload {

@@ -61,6 +61,7 @@ fn relatives(run: &RunData, baseline: &str, threshold: f64, nranks: u32) -> Vec<
         threshold,
         resamples: DEFAULT_RESAMPLES,
         margin: threshold,
+        family_alpha: crate::analysis::family::FAMILY_ALPHA,
     };
     let mut out = Vec::new();
     for (config_index, config) in common::configs(run).into_iter().enumerate() {

@@ -351,6 +351,7 @@ mod tests {
             threshold: 0.02,
             resamples: 100,
             margin: 0.02,
+            family_alpha: crate::analysis::family::FAMILY_ALPHA,
         };
         for (factor, gates) in [(1.15, false), (1.6, true)] {
             let times: Vec<f64> = [100.0, 110.0, 100.0, 110.0, 100.0, 110.0]

@@ -81,6 +81,7 @@ pub fn write_with(
         threshold,
         resamples: DEFAULT_RESAMPLES,
         margin: threshold,
+        family_alpha: crate::analysis::family::FAMILY_ALPHA,
     };
     // Plots are part of the report; one that cannot be drawn is said in the report
     // rather than losing the tables and the verdict.

@@ -64,6 +64,7 @@ fn options() -> CompareOptions {
         threshold: 0.02,
         resamples: 1000,
         margin: 0.02,
+        family_alpha: crate::analysis::family::FAMILY_ALPHA,
     }
 }
 

@@ -13,6 +13,7 @@ const OPTIONS: CompareOptions = CompareOptions {
     threshold: 0.02,
     resamples: 300,
     margin: 0.02,
+    family_alpha: crate::analysis::family::FAMILY_ALPHA,
 };
 
 struct Case {
