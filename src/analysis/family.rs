@@ -20,7 +20,7 @@
 
 use serde::Serialize;
 
-use crate::stats::rounds::{paired_shift_at, shift_at};
+use crate::stats::rounds::{median_interval_at, paired_shift_at, shift_at};
 
 /// The family-wise error rate: the chance that any member's interval misses.
 pub const FAMILY_ALPHA: f64 = 0.05;
@@ -226,6 +226,72 @@ impl Family {
     }
 }
 
+/// One member of a check's family: a case's round medians in the run, against the
+/// band its baseline's runs span.
+pub struct BandMember<'a> {
+    pub rounds: &'a [f64],
+    pub base_median: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// The family of a `check`: each member's median interval over its rounds at
+/// 1 - `family_alpha` / K, against its baseline band widened by `threshold` (slower:
+/// wholly above it; faster: wholly below) and by `margin` (equivalent: every interval
+/// inside). Changes are relative to the baseline's median. No estimate of rounds:
+/// a baseline's band does not narrow with the run's rounds.
+pub fn decide_bands(
+    members: &[BandMember],
+    threshold: f64,
+    margin: f64,
+    family_alpha: f64,
+) -> Family {
+    let k = members.len();
+    let alpha = family_alpha / k.max(1) as f64;
+    let judged: Vec<(&BandMember, (f64, f64))> = members
+        .iter()
+        .filter_map(|m| median_interval_at(m.rounds, alpha).map(|ci| (m, ci)))
+        .collect();
+    let slower = judged
+        .iter()
+        .filter(|(m, ci)| ci.0 > m.high * (1.0 + threshold))
+        .count();
+    let faster = judged
+        .iter()
+        .filter(|(m, ci)| ci.1 < m.low * (1.0 - threshold))
+        .count();
+    let inside = |(m, ci): &(&BandMember, (f64, f64))| {
+        ci.0 >= m.low * (1.0 - margin) && ci.1 <= m.high * (1.0 + margin)
+    };
+    let answer = if k == 0 {
+        Answer::Empty
+    } else if slower + faster > 0 {
+        Answer::Different { slower, faster }
+    } else if judged.len() == k && judged.iter().all(inside) {
+        Answer::Equivalent
+    } else {
+        Answer::NotSettled { rounds: None }
+    };
+    let change = |m: &BandMember, x: f64| x / m.base_median - 1.0;
+    Family {
+        cases: k,
+        alpha: family_alpha,
+        per_case: 1.0 - alpha,
+        bounded: judged.len(),
+        most_slower: judged
+            .iter()
+            .map(|(m, ci)| change(m, ci.1))
+            .reduce(f64::max),
+        most_faster: judged
+            .iter()
+            .map(|(m, ci)| change(m, ci.0))
+            .reduce(f64::min),
+        threshold,
+        margin,
+        answer,
+    }
+}
+
 /// Estimates of the rounds needed stop here (the estimate says "more than this").
 pub const MOST_ROUNDS: usize = 100;
 
@@ -318,6 +384,64 @@ mod tests {
         assert!(loose
             .sentence("it")
             .contains("each interval at 98.33% so that all hold at once with at least 95%"));
+    }
+
+    #[test]
+    fn a_check_family_finds_a_slower_run_and_calls_the_same_one_equivalent() {
+        let mut rng = SplitMix64::new(5, 0);
+        let same: Vec<Vec<f64>> = (0..8).map(|_| rounds(&mut rng, 15, 100.0, 0.005)).collect();
+        let slow: Vec<Vec<f64>> = (0..8).map(|_| rounds(&mut rng, 15, 110.0, 0.005)).collect();
+        let band = |r: &[Vec<f64>]| -> Vec<(Vec<f64>, f64)> {
+            r.iter().map(|x| (x.clone(), 100.0)).collect()
+        };
+        let family = |r: &[(Vec<f64>, f64)], alpha| {
+            let m: Vec<BandMember> = r
+                .iter()
+                .map(|(x, med)| BandMember {
+                    rounds: x,
+                    base_median: *med,
+                    low: 99.0,
+                    high: 101.0,
+                })
+                .collect();
+            decide_bands(&m, 0.02, 0.02, alpha)
+        };
+        let f = family(&band(&same), FAMILY_ALPHA);
+        assert_eq!(
+            (f.cases, f.bounded, &f.answer),
+            (8, 8, &Answer::Equivalent),
+            "{f:?}"
+        );
+        let f = family(&band(&slow), FAMILY_ALPHA);
+        assert_eq!(
+            f.answer,
+            Answer::Different {
+                slower: 8,
+                faster: 0
+            },
+            "{f:?}"
+        );
+        assert!(
+            f.most_slower.unwrap() > 0.10 && f.most_faster.unwrap() > 0.05,
+            "{f:?}"
+        );
+        // Too few rounds for an interval at the family's level: not settled, said.
+        let short: Vec<(Vec<f64>, f64)> = band(&slow)
+            .into_iter()
+            .map(|(x, m)| (x[..6].to_vec(), m))
+            .collect();
+        let f = family(&short, 0.001);
+        assert_eq!(
+            (f.bounded, &f.answer),
+            (0, &Answer::NotSettled { rounds: None }),
+            "{f:?}"
+        );
+        assert!(
+            f.sentence("the run")
+                .contains("8 case(s) have too few rounds"),
+            "{}",
+            f.sentence("the run")
+        );
     }
 
     #[test]

@@ -69,5 +69,9 @@ pub fn table(report: &CheckReport, baseline: &str, markdown: bool) -> String {
         count(Outcome::New),
         report.threshold * 100.0
     );
+    let family = report.family.sentence("the run");
+    if !family.is_empty() {
+        let _ = writeln!(s, "{}{family}", if markdown { "\n" } else { "" });
+    }
     s
 }

@@ -71,18 +71,39 @@ pub fn median_interval(values: &[f64]) -> Option<(f64, f64)> {
     Some((sorted[k - 1], sorted[n - k]))
 }
 
+/// [`median_interval`] at level 1 - `alpha` (the tails `alpha / 2` each): `None` where
+/// the rounds are too few for any interval at that level.
+pub fn median_interval_at(values: &[f64], alpha: f64) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n == 0 || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let k = median_rank_at(n, alpha)?;
+    Some((sorted[k - 1], sorted[n - k]))
+}
+
 /// The 1-based rank `k` of [`median_interval`]: the largest with P(B <= k - 1) <= 2.5 %
 /// for B ~ Bin(n, 1/2); the `k`-th lowest and `k`-th highest of `n` samples cover the
 /// median with at least 95 %. `None` below [`MIN_ROUNDS`] samples, where no pair
 /// does.
 pub fn median_rank(n: usize) -> Option<usize> {
+    if n < MIN_ROUNDS {
+        return None;
+    }
+    median_rank_at(n, ALPHA)
+}
+
+/// [`median_rank`] at level 1 - `alpha`.
+fn median_rank_at(n: usize, alpha: f64) -> Option<usize> {
     // P(B = i) for n trials, accumulated in log space so that large n stays finite.
     let ln_half_n = n as f64 * 0.5f64.ln();
     let mut tail = 0.0;
     let mut k = 0;
     for i in 0..=n / 2 {
         tail += (ln_choose(n, i) + ln_half_n).exp();
-        if tail > ALPHA / 2.0 {
+        if tail > alpha / 2.0 {
             break;
         }
         k = i + 1;

@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use super::family::{self, BandMember, Family};
 use crate::export::reader::{CaseRow, RunData};
 use crate::ops::collective::Collective;
 use crate::stats;
@@ -346,6 +347,10 @@ pub struct CheckReport {
     pub run: String,
     pub threshold: f64,
     pub cases: Vec<CaseCheck>,
+    /// The cases checked over rounds with a trusted timing, decided together at a
+    /// stated rate (`analysis::family`): stated beside the per-case outcomes, which
+    /// set the exit code.
+    pub family: Family,
 }
 
 impl CheckReport {
@@ -461,10 +466,31 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
             message,
         });
     }
+    // The family: every baseline case the run measured over rounds, trusted.
+    let judged: Vec<(&BaselineCase, &CaseRow, Vec<f64>)> = base
+        .cases
+        .iter()
+        .filter_map(|b| {
+            let c = run.cases.iter().find(|c| b.matches(c))?;
+            let rounds = c.round_medians();
+            (c.is_ok() && c.is_trusted() && rounds.len() > 1).then_some((b, c, rounds))
+        })
+        .collect();
+    let members: Vec<BandMember> = judged
+        .iter()
+        .map(|(b, _, rounds)| BandMember {
+            rounds,
+            base_median: b.median_us,
+            low: b.low_us,
+            high: b.high_us,
+        })
+        .collect();
+    let family = family::decide_bands(&members, threshold, threshold, family::FAMILY_ALPHA);
     Ok(CheckReport {
         run: run.dir.display().to_string(),
         threshold,
         cases,
+        family,
     })
 }
 
