@@ -141,7 +141,8 @@ pub fn unused_windows_note(
         && since
         && kernels
         && !algo.is_empty()
-        && algo != "Symmetric")
+        && algo != "Symmetric"
+        && algo != "CE")
         .then(|| {
             format!(
                 "buffers in symmetric windows, yet NCCL ran {algo}, not a symmetric kernel: it needs one node whose GPUs all reach each other over P2P, cuMem on, and a type and operator its kernels implement (sums of floating types but double for {func})"
@@ -200,6 +201,7 @@ mod tests {
         );
         for (r, v, func, algo) in [
             (Registration::Symmetric, v, "AllReduce", "Symmetric"),
+            (Registration::Symmetric, v, "AllGather", "CE"),
             (Registration::Symmetric, v, "Broadcast", "Ring"),
             (Registration::Symmetric, v, "AllReduce", ""),
             (Registration::Local, v, "AllReduce", "Ring"),

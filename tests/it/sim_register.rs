@@ -134,6 +134,70 @@ fn symmetric_windows_run_nccls_symmetric_kernels_and_the_report_weighs_them() {
     );
 }
 
+/// The CTA policy ZERO (`NCCL_CTA_POLICY=2`, nccl-tests' `-x 2`) with symmetric windows
+/// and a CUDA 12.5+ driver: NCCL 2.28+ runs an all-gather on the copy engines. 2.29
+/// logs it (`AllGather [Copy Engine]: ...`, read as algo `CE`); 2.28 logs nothing,
+/// and the case says so rather than leaving an empty cell unexplained.
+#[test]
+fn the_cta_policy_zero_puts_all_gather_on_the_copy_engines() {
+    let _machine = crate::common::shared();
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let config = out.path().join("ce.toml");
+    std::fs::write(
+        &config,
+        "[[config]]\nname = \"default\"\n\n[[config]]\nname = \"ce\"\nregister = \"symmetric\"\nenv = { NCCL_CTA_POLICY = \"2\" }\n",
+    )
+    .unwrap();
+    for (version, algo, note) in [
+        ("2.29.3", "CE", ""),
+        (
+            "2.28.9",
+            "",
+            "NCCL logged no choice for AllGather of 262144 B",
+        ),
+    ] {
+        let runs = out.path().join(version);
+        let env = [
+            ("NCCL_BENCH_SIM_VERSION", version),
+            ("NCCL_BENCH_SIM_DRIVER", "12080"),
+        ];
+        let args = [
+            "--gpus",
+            "4",
+            "-b",
+            "1M",
+            "-e",
+            "1M",
+            "--coll",
+            "all_gather",
+        ];
+        let config_arg = ["--config", config.to_str().unwrap(), "--ceiling-bytes", "0"];
+        let o = sim_sweep(
+            &dir,
+            "nvswitch",
+            &env,
+            &runs,
+            &[&args[..], &config_arg[..]].concat(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let rows = rows(&run_dir(&runs));
+        let at = |config: &str| {
+            rows.iter()
+                .find(|r| r["config"] == config && r["nranks"] == "4")
+                .unwrap_or_else(|| panic!("{config}: {rows:?}"))
+        };
+        let ce = at("ce");
+        assert_eq!(
+            (ce["status"].as_str(), ce["algo"].as_str()),
+            ("ok", algo),
+            "{version}: {ce:?}"
+        );
+        assert!(ce["tuning_note"].starts_with(note), "{version}: {ce:?}");
+        assert_eq!(at("default")["algo"], "Ring", "{version}");
+    }
+}
+
 /// A sweep that must be refused before it runs: exit 2, and what it says.
 fn refused(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> String {
     let out = tempfile::tempdir().unwrap();

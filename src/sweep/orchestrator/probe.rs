@@ -92,6 +92,8 @@ impl Orchestrator<'_> {
         let env = &group.config.env;
         let forced_algo = env.get("NCCL_ALGO").map(String::as_str);
         let forced_proto = env.get("NCCL_PROTO").map(String::as_str);
+        let windows = group.config.register == Some(register::Registration::Symmetric);
+        let copy_engine_silent = version.is_some_and(|v| (v.major, v.minor) == (2, 28));
         Ok(answers
             .into_iter()
             .map(|(bytes, predicted, refused)| {
@@ -109,7 +111,12 @@ impl Orchestrator<'_> {
                     // NCCL chose for other sizes of a collective it tunes but logged
                     // nothing for this one: a copy-engine collective of 2.28 prints
                     // no line. (Point-to-point work never has one.)
-                    None if tuning::is_tuned(func) && !choices.is_empty() && refused.is_none() => {
+                    // (Buffers in windows: a copy-engine collective of 2.28 may be
+                    // the only collective of the probe, so no line at all.)
+                    None if tuning::is_tuned(func)
+                        && (!choices.is_empty() || windows && copy_engine_silent)
+                        && refused.is_none() =>
+                    {
                         TuningCells {
                             predicted_us: predicted,
                             note: format!("NCCL logged no choice for {func} of {logged} B"),

@@ -35,9 +35,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::comm::{Comm, Failure};
+use super::copy_engine;
 use super::symmetric;
 use super::tuner::{self, lines, Algo, Func, Proto};
-use super::work::{CollFunc, Kind, Operation, PeerCall};
+use super::work::{CollFunc, Kind, Operation, PeerCall, Route};
 use super::UNHANDLED_CUDA_ERROR;
 use super::{version, NcclResult, Version, INVALID_ARGUMENT, INVALID_USAGE, IN_PROGRESS, SUCCESS};
 use crate::driver;
@@ -245,9 +246,10 @@ pub fn simulate_end(v: Version, info: *mut SimInfo) -> NcclResult {
     let mut total: Option<f32> = None;
     let lone = calls.len() == 1;
     for call in &calls {
-        // A symmetric kernel's task leaves the list before NCCL estimates the rest
+        // A symmetric kernel's or copy engines' task leaves the list before NCCL
+        // estimates the rest
         // (2.27: returns before; 2.28+: `ncclMakeSymmetricTaskList`): no estimate.
-        if symmetric_kernel(call, lone, false).is_some() {
+        if copy_engine(call, false).is_some() || symmetric_kernel(call, lone, false).is_some() {
             continue;
         }
         match tune(call, lines::logs_simulated(v)) {
@@ -340,21 +342,53 @@ pub fn launch(calls: Vec<Call>) -> NcclResult {
     result
 }
 
-/// The symmetric kernel a call runs instead of an algorithm, if any.
-type Sym = Option<symmetric::Pick>;
+/// What a call runs instead of an algorithm, if anything.
+type Sym = Option<Route>;
 
-/// A call with its algorithm and protocol, or the symmetric kernel it runs.
+/// A call with its algorithm and protocol, or what it runs instead.
 type Tuned = (Call, Algo, Proto, Sym);
 
 fn tune_all(calls: Vec<Call>) -> Result<Vec<Tuned>, Failure> {
     let lone = calls.len() == 1;
     calls
         .into_iter()
-        .map(|call| match symmetric_kernel(&call, lone, true) {
-            Some(pick) => Ok((call, Algo::Ring, Proto::Simple, Some(pick))),
-            None => tune(&call, true).map(|(a, p, _)| (call, a, p, None)),
+        .map(|call| {
+            let route = copy_engine(&call, true)
+                .or_else(|| symmetric_kernel(&call, lone, true).map(Route::Symmetric));
+            match route {
+                Some(route) => Ok((call, Algo::Ring, Proto::Simple, Some(route))),
+                None => tune(&call, true).map(|(a, p, _)| (call, a, p, None)),
+            }
         })
         .collect()
+}
+
+/// The copy engines' route of `call`, if it takes it ([`copy_engine`]); rank 0
+/// logs its TUNING line where the release has one and `log_line` says.
+fn copy_engine(call: &Call, log_line: bool) -> Option<Route> {
+    let v = version();
+    let c = &call.comm;
+    let What::Coll {
+        func,
+        send,
+        recv,
+        count,
+        ..
+    } = call.what
+    else {
+        return None;
+    };
+    let f = func.tuned()?;
+    let bytes = count as u64 * crate::reduce::size(call.dtype)? as u64;
+    if c.nranks < 2 || bytes == 0 || !copy_engine::runs(c, v, f, send, recv, bytes) {
+        return None;
+    }
+    if log_line && c.rank == 0 {
+        if let Some(line) = copy_engine::line(v, f, bytes, c.plan().machine.nvls) {
+            log::info(log::TUNING, c.device, &line);
+        }
+    }
+    Some(Route::CopyEngine { bytes })
 }
 
 /// The symmetric kernel `call` runs, if any ([`symmetric`]): a collective with both
@@ -415,7 +449,8 @@ fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
                 count,
                 root,
             } => {
-                // A symmetric kernel reaches its peers through the windows' mappings.
+                // A symmetric kernel or the copy engines reach the peers through the
+                // windows' mappings.
                 match call.peers() {
                     Some(peers) => c.connect_peers(&peers)?,
                     None if sym.is_none() && c.needs_connect(algo) => c.prepare(algo)?,
@@ -441,7 +476,7 @@ fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
             (stream, kind, dtype, 0, Algo::Ring, Proto::Simple, None),
         );
     }
-    for (stream, kind, dtype, op, algo, proto, symmetric) in ops {
+    for (stream, kind, dtype, op, algo, proto, route) in ops {
         let work = Operation {
             comm: comm.clone(),
             kind,
@@ -449,7 +484,7 @@ fn enqueue(c: &Comm, tuned: Vec<Tuned>) -> Result<(), Failure> {
             op,
             algo,
             proto,
-            symmetric,
+            route,
         };
         stream::submit(stream as stream::CUstream, Op::Work(Arc::new(work))).map_err(|e| {
             (

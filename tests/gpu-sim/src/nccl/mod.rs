@@ -51,6 +51,7 @@ use std::sync::OnceLock;
 pub mod api;
 pub mod calls;
 pub mod comm;
+pub mod copy_engine;
 pub mod group;
 pub mod lines;
 pub mod nvls;

@@ -161,8 +161,17 @@ pub struct Operation {
     pub op: i32,
     pub algo: Algo,
     pub proto: Proto,
-    /// The symmetric kernel it runs instead ([`super::symmetric`]).
-    pub symmetric: Option<super::symmetric::Pick>,
+    /// What it runs instead of NCCL's algorithm, if anything.
+    pub route: Option<Route>,
+}
+
+/// A collective that does not run NCCL's tuned algorithms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Route {
+    /// A symmetric kernel ([`super::symmetric`]).
+    Symmetric(super::symmetric::Pick),
+    /// Copies on the copy engines ([`super::copy_engine`]), of this many bytes a peer.
+    CopyEngine { bytes: u64 },
 }
 
 /// `NCCL_BENCH_SIM_GROUP_JITTER=s`: each communicator (one process group of a sweep)
@@ -330,8 +339,10 @@ impl Operation {
         let c = &self.comm;
         let n = c.nranks as usize;
         let machine = &c.plan().machine;
-        if let Some(pick) = self.symmetric {
-            return pick.time_us * 1e3 * topo::slowdown();
+        match self.route {
+            Some(Route::Symmetric(pick)) => return pick.time_us * 1e3 * topo::slowdown(),
+            Some(Route::CopyEngine { bytes }) => return super::copy_engine::device_ns(c, bytes),
+            None => {}
         }
         if let Kind::Coll { func, count, .. } = &self.kind {
             if let Some(f) = func.tuned() {
