@@ -445,6 +445,30 @@ mod tests {
     }
 
     #[test]
+    fn an_interval_across_one_end_of_the_margin_is_not_equivalent() {
+        // One member 2.5 % slower (or faster) with little noise: its interval lies
+        // within the threshold on one side and past the margin on the other, so
+        // neither different nor equivalent, whichever end crosses.
+        let mut rng = SplitMix64::new(3, 0);
+        for factor in [1.025, 0.975] {
+            let base = rounds(&mut rng, 15, 10.0, 0.001);
+            let cand: Vec<f64> = base
+                .iter()
+                .enumerate()
+                .map(|(i, x)| x * factor * (1.0 + 0.015 * if i % 2 == 0 { 1.0 } else { -1.0 }))
+                .collect();
+            let f = family_of(&[(base, cand)]);
+            let (lo, hi) = (f.most_faster.unwrap(), f.most_slower.unwrap());
+            assert!(lo > -0.02 || hi < 0.02, "one end inside: {f:?}");
+            assert!(lo < -0.02 || hi > 0.02, "one end outside: {f:?}");
+            assert!(
+                matches!(f.answer, Answer::NotSettled { .. }),
+                "{factor}: {f:?}"
+            );
+        }
+    }
+
+    #[test]
     fn the_fewest_rounds_follow_the_family_size() {
         assert_eq!(fewest_rounds(0.05), 6);
         assert_eq!(fewest_rounds(0.05 / 25.0), 10);

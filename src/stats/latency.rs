@@ -289,6 +289,19 @@ mod tests {
     }
 
     #[test]
+    fn past_the_exact_ranks_the_median_interval_is_the_normal_ranks_at_95_percent() {
+        // 10,000 distinct values 1..=10000 us: the ranks n/2 -+ 1.96 sqrt(n)/2 are
+        // 4902 and 5098, so the interval is those values (3 significant digits).
+        let mut r = LatencyRecorder::new();
+        for i in 1..=10_000u64 {
+            r.record(i * 1000);
+        }
+        let (lo, hi) = r.median_ci_ns();
+        assert!((lo / 1000.0 - 4902.0).abs() <= 5.0, "{lo}");
+        assert!((hi / 1000.0 - 5098.0).abs() <= 5.0, "{hi}");
+    }
+
+    #[test]
     fn constant_samples_have_a_zero_width_interval() {
         let mut r = LatencyRecorder::new();
         for _ in 0..50 {
