@@ -245,6 +245,7 @@ pub fn write_run(parsed: &ImportedRun, args: &ImportRequest) -> Result<(PathBuf,
         soak: None,
         shm_backing: Default::default(),
         sizes_from: None,
+        nccl_env: Default::default(),
     };
     writer.write_manifest(&manifest)?;
     let said = format!(

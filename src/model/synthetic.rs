@@ -53,6 +53,7 @@ impl RunManifest {
             soak: None,
             shm_backing: Default::default(),
             sizes_from: None,
+            nccl_env: Default::default(),
         }
     }
 }

@@ -364,6 +364,7 @@ pub(crate) fn manifest(
         soak: None,
         shm_backing: Default::default(),
         sizes_from: settings.sizes_from.clone(),
+        nccl_env: Default::default(),
     }
 }
 

@@ -195,6 +195,18 @@ fn the_cta_policy_zero_puts_all_gather_on_the_copy_engines() {
         );
         assert!(ce["tuning_note"].starts_with(note), "{version}: {ce:?}");
         assert_eq!(at("default")["algo"], "Ring", "{version}");
+        // The manifest keeps what NCCL said it read, per config.
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run_dir(&runs).join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            manifest["nccl_env"]["ce"]["NCCL_CTA_POLICY"], "2",
+            "{manifest}"
+        );
+        assert!(
+            manifest["nccl_env"]["default"]["NCCL_CTA_POLICY"].is_null(),
+            "{manifest}"
+        );
     }
 }
 

@@ -205,6 +205,7 @@ impl Orchestrator<'_> {
             // the connections once the case has run.
             let findings = self.nccl_log_findings(log_stem);
             let shm_backing = findings.shm_backing.clone();
+            self.manifest.note_nccl_env(&key.config, &findings.env);
             let transports = if findings.transports.is_empty() {
                 transports.clone()
             } else {

@@ -111,6 +111,7 @@ impl Orchestrator<'_> {
                 setup_failed: log.setup_failure().is_some(),
                 nvls_note: log.nvls_note(),
                 shm_backing: log.shm_backing.label().unwrap_or_default().to_string(),
+                env: log.env,
             },
             None => LogFindings::default(),
         }
@@ -224,4 +225,6 @@ pub(super) struct LogFindings {
     pub(super) nvls_note: Option<String>,
     /// Where SHM kept its buffers (`ShmBacking::label`), empty if the log does not say.
     pub(super) shm_backing: String,
+    /// The variables NCCL said it read (`NCCL_X set by environment to V`).
+    pub(super) env: Vec<(String, String)>,
 }

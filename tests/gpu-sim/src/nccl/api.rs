@@ -76,7 +76,19 @@ fn log_banner(device: usize) {
             "NCCL_NVLS_ENABLE",
             "NCCL_CUMEM_ENABLE",
             "NCCL_CHECK_POINTERS",
+            "NCCL_LOCAL_REGISTER",
+            "NCCL_WIN_ENABLE",
+            "NCCL_CTA_POLICY",
         ] {
+            // Parameters of later releases are read (and logged) from those on.
+            let since = match name {
+                "NCCL_LOCAL_REGISTER" => (2, 19, 0),
+                "NCCL_WIN_ENABLE" | "NCCL_CTA_POLICY" => (2, 27, 0),
+                _ => (0, 0, 0),
+            };
+            if version() < since {
+                continue;
+            }
             if let Some(v) = crate::env(name) {
                 log::info(
                     log::ENV,
