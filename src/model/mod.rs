@@ -324,10 +324,8 @@ pub struct RunManifest {
     /// `--sizes-from`: the job's file and the sizes of each collective it sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sizes_from: Option<crate::config::SizesFrom>,
-    /// What NCCL said it read from the environment, per config (its log's `NCCL_X
-    /// set by environment to V` lines): the settings in effect as NCCL saw them, where
-    /// a misspelt or unread variable is absent. (NCCL 2.30's parameter API lists only
-    /// its debug parameters, so the log is the source.) Absent without NCCL logs.
+    /// What NCCL said it read, per config (`NCCL_X set by environment to V` lines;
+    /// NCCL's parameter API lists only its debug parameters). Absent without logs.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub nccl_env: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
 }
@@ -335,11 +333,8 @@ pub struct RunManifest {
 impl RunManifest {
     /// Adds what a group's NCCL log said it read from the environment to `config`'s.
     pub fn note_nccl_env(&mut self, config: &str, env: &[(String, String)]) {
-        if env.is_empty() {
-            return;
-        }
-        let known = self.nccl_env.entry(config.to_string()).or_default();
         for (k, v) in env {
+            let known = self.nccl_env.entry(config.to_string()).or_default();
             known.insert(k.clone(), v.trim_end_matches('.').to_string());
         }
     }
