@@ -291,12 +291,16 @@ pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
     code::SUCCESS
 }
 
+/// The CUDA version the simulated driver supports (`NCCL_BENCH_SIM_DRIVER`, 12040).
+pub(crate) fn driver_version() -> c_int {
+    crate::env("NCCL_BENCH_SIM_DRIVER")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12040)
+}
+
 #[no_mangle]
 pub extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
-    let v = crate::env("NCCL_BENCH_SIM_DRIVER")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12040);
-    out(version, v)
+    out(version, driver_version())
 }
 
 #[no_mangle]

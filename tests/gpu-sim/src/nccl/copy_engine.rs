@@ -45,9 +45,7 @@ pub fn cta_policy(v: Version) -> u32 {
 /// Whether an all-gather of `bytes` per rank from `send` into `recv` runs on the
 /// copy engines.
 pub fn runs(c: &Comm, v: Version, f: Func, send: u64, recv: u64, bytes: u64) -> bool {
-    let driver = crate::env("NCCL_BENCH_SIM_DRIVER")
-        .and_then(|d| d.parse::<u32>().ok())
-        .unwrap_or(12040);
+    let driver = crate::driver::driver_version();
     let policy = cta_policy(v);
     let zero = if v >= (2, 29, 0) {
         policy & ZERO != 0

@@ -368,18 +368,8 @@ fn tune_all(calls: Vec<Call>) -> Result<Vec<Tuned>, Failure> {
 fn copy_engine(call: &Call, log_line: bool) -> Option<Route> {
     let v = version();
     let c = &call.comm;
-    let What::Coll {
-        func,
-        send,
-        recv,
-        count,
-        ..
-    } = call.what
-    else {
-        return None;
-    };
-    let f = func.tuned()?;
-    let bytes = count as u64 * crate::reduce::size(call.dtype)? as u64;
+    let (f, send, recv, count, width) = tuned_buffers(call)?;
+    let bytes = count * width;
     if c.nranks < 2 || bytes == 0 || !copy_engine::runs(c, v, f, send, recv, bytes) {
         return None;
     }
@@ -391,13 +381,9 @@ fn copy_engine(call: &Call, log_line: bool) -> Option<Route> {
     Some(Route::CopyEngine { bytes })
 }
 
-/// The symmetric kernel `call` runs, if any ([`symmetric`]): a collective with both
-/// buffers in symmetric windows, alone in its launch in 2.27 (2.28+ takes each), on
-/// a communicator with symmetric support; rank 0 logs its TUNING line where
-/// `log_line` says.
-fn symmetric_kernel(call: &Call, lone: bool, log_line: bool) -> Option<symmetric::Pick> {
-    let v = version();
-    let c = &call.comm;
+/// A collective NCCL tunes: its function, send and receive buffers, count and
+/// element width.
+fn tuned_buffers(call: &Call) -> Option<(Func, u64, u64, u64, u64)> {
     let What::Coll {
         func,
         send,
@@ -408,18 +394,28 @@ fn symmetric_kernel(call: &Call, lone: bool, log_line: bool) -> Option<symmetric
     else {
         return None;
     };
-    let f = func.tuned()?;
+    let width = crate::reduce::size(call.dtype)? as u64;
+    Some((func.tuned()?, send, recv, count as u64, width))
+}
+
+/// The symmetric kernel `call` runs, if any ([`symmetric`]): a collective with both
+/// buffers in symmetric windows, alone in its launch in 2.27 (2.28+ takes each), on
+/// a communicator with symmetric support; rank 0 logs its TUNING line where
+/// `log_line` says.
+fn symmetric_kernel(call: &Call, lone: bool, log_line: bool) -> Option<symmetric::Pick> {
+    let v = version();
+    let c = &call.comm;
+    let (f, send, recv, count, width) = tuned_buffers(call)?;
     if !c.plan().symmetric || !(lone || v >= (2, 28, 0)) || count == 0 {
         return None;
     }
-    let width = crate::reduce::size(call.dtype)? as u64;
-    let bytes = count as u64 * width;
+    let bytes = count * width;
     let windows = symmetric::in_window(c, send, bytes) && symmetric::in_window(c, recv, bytes);
     if !windows || !symmetric::implemented(f, call.dtype, call.op) {
         return None;
     }
     let nvls = c.plan().machine.nvls;
-    let pick = symmetric::pick(f, call.dtype, call.op, count as u64, width, c.nranks, nvls)?;
+    let pick = symmetric::pick(f, call.dtype, call.op, count, width, c.nranks, nvls)?;
     if log_line && c.rank == 0 {
         log::info(log::TUNING, c.device, &symmetric::line(v, f, bytes, &pick));
     }

@@ -72,7 +72,7 @@ pub struct Connected {
 
 /// An NCCL integer parameter from the environment (`NCCL_<name>`), as NCCL reads
 /// it: a number, else the default.
-fn param(name: &str, default: i64) -> i64 {
+pub(super) fn param(name: &str, default: i64) -> i64 {
     env(&format!("NCCL_{name}"))
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)

@@ -27,6 +27,7 @@ use std::sync::Mutex;
 
 use super::api::out;
 use super::comm::{comm_of, Comm};
+use super::setup::param;
 use super::{version, NcclResult, Version, INVALID_ARGUMENT, INVALID_USAGE, SUCCESS};
 use crate::driver;
 use crate::log;
@@ -330,12 +331,6 @@ fn since(v: Version, first: Version, name: &str) -> Result<(), NcclResult> {
         &format!("{name} is not in NCCL {}.{}.{}", v.0, v.1, v.2),
     );
     Err(INVALID_USAGE)
-}
-
-fn param(name: &str, default: i64) -> i64 {
-    crate::env(&format!("NCCL_{name}"))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 #[no_mangle]
