@@ -311,11 +311,23 @@ pub fn ring_link(topo: Topology, edges: &[(Transport, usize, usize)]) -> Option<
 /// it: [`crate::nccl::tuner::model`]).
 pub const LAUNCH_NS: f64 = 4_000.0;
 
-/// NVLS's bus bandwidth on H100 NVSwitch (GB/s): NCCL's maintainers quote ~480.
-pub const NVLS_BUSBW: f64 = 480.0;
-/// NVLS's fixed cost besides the launch (ns): the multicast reduce and broadcast
-/// through the switch, which makes the ring faster below about 1 MiB on 8 GPUs.
-pub const NVLS_LATENCY_NS: f64 = 15_000.0;
+/// NVLS's bus bandwidth on H100 NVSwitch (GB/s) for an all-reduce of `nranks`:
+/// ~480 on 8 GPUs (NCCL's maintainers, NVIDIA/nccl-tests#212: "a peak busBw of
+/// ~480GB/s (algbw ~275GB/s)"), ~370 on 2 to 4, where the multicast saves little over
+/// the ring's 370; between 4 and 8 the stand-in draws a straight line (no published
+/// figure).
+pub fn nvls_busbw(nranks: u32) -> f64 {
+    const FEW: f64 = 370.0;
+    const EIGHT: f64 = 480.0;
+    let n = f64::from(nranks.clamp(4, 8));
+    FEW + (EIGHT - FEW) * (n - 4.0) / 4.0
+}
+
+/// NVLS's latency on one node (ns): NCCL's model has no base latency for NVLS and
+/// 25 us of NVLink latency (`hwLat[NVLINK][NVLS][SIMPLE]` in `src/graph/tuning.cc`,
+/// 2.17-2.30), which beats its LL128 (14 + 1.9 us a step) and Simple (8.4 + 3.4 us
+/// a step) rings on 8 GPUs: the tuner goes from LL straight to NVLS.
+pub const NVLS_LATENCY_NS: f64 = 25_000.0;
 
 /// Device time of an all-reduce on one rank: a launch and a local copy (NCCL runs
 /// no algorithm there). Without [`slowdown`].

@@ -250,10 +250,17 @@ impl Comm {
         let nvls_channels = self.nvls_support()?;
         let cumem = cumem_enabled();
         // NCCL's search gives a ring as many channels as its links carry: many
-        // over NVLink, two over PCIe, SHM or the network.
+        // over NVLink (24 on 8 H100s, as their logs say: `24 coll channels, ...,
+        // 16 nvls channels, 32 p2p channels, 32 p2p channels per peer`), two over
+        // PCIe, SHM or the network.
         let nvlink = matches!(self.topo, Topology::NvLink | Topology::NvSwitch)
             && ring.iter().all(|&t| t == Transport::P2p);
-        let channels = if nvlink { 16 } else { 2 };
+        let hopper = self.topo == Topology::NvSwitch;
+        let channels = match (nvlink, hopper) {
+            (true, true) => 24,
+            (true, false) => 16,
+            (false, _) => 2,
+        };
         let mut machine = Machine::new(self.nranks, topo::ring_link(self.topo, &edges));
         machine.nodes = self.nodes();
         machine.nvls = nvls_channels > 0;
@@ -266,11 +273,15 @@ impl Comm {
                 .iter()
                 .enumerate()
                 .all(|(r, &t)| t == Transport::P2p || !self.same_host_pair(r, (r + 1) % n));
-        machine.hopper = self.topo == Topology::NvSwitch;
+        machine.hopper = hopper;
         machine.mistuned = self.topo == Topology::NvLink;
         let machine = self.tune_model(machine)?;
         if v >= (2, 16, 0) {
-            let (p2p, per_peer) = if nvlink { (32, 4) } else { (2, 2) };
+            let (p2p, per_peer) = match (nvlink, hopper) {
+                (true, true) => (32, 32),
+                (true, false) => (32, 4),
+                (false, _) => (2, 2),
+            };
             log::info(
                 log::INIT,
                 self.device,

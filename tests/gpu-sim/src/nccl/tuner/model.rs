@@ -6,34 +6,37 @@
 //!
 //! Per protocol (all-reduce on a ring; NCCL's refinements in `ncclTopoTuneModel`
 //! quoted where they are the source), on the A100 (`nvlink`) and L40S (PCIe) | on
-//! the H100 (`nvswitch`):
-//! - Simple: `4 us + s L`, bus bandwidth `B` (the stand-in's ring of old);
-//! - LL128: `2.7 us + s 0.7 L` | `3.75 us + s 0.98 L`, `0.92 B` (NCCL: `busBw *
+//! the H100 (`nvswitch`), where the stand-in takes NCCL's own latencies
+//! (`baseLat` and `hwLat[NVLINK]` of `src/graph/tuning.cc`, 2.19-2.30, with
+//! `L` = 1 us a step over NVLink):
+//! - Simple: `4 us + s L` | `8.4 us + s 3.4 L`, bus bandwidth `B`;
+//! - LL128: `2.7 us + s 0.7 L` | `14 us + s 1.9 L`, `0.92 B` (NCCL: `busBw *
 //!   0.92`, "120.0/128.0");
-//! - LL: `2.4 us + s 0.7 L` | `3.25 us + s 0.95 L`, `B/2` capped at 87.7 GB/s (A100,
+//! - LL: `2.4 us + s 0.7 L` | `6.6 us + s 0.6 L`, `B/2` capped at 87.7 GB/s (A100,
 //!   L40S) or 141 (H100), 39 across nodes (NCCL: `std::min(llMaxBw, busBw * .5)`,
 //!   `llMaxBws`).
 //!
 //! LL and LL128 save on the fixed cost (their flags replace Simple's fences) and
 //! per step, and pay in bandwidth. On the A100 board the cheapest is LL up to
 //! 29-50 KiB (8 to 2 ranks), LL128 to 3.3-5.6 MiB, Simple above (but see
-//! [`correction`]); on 8 H100s LL up to ~130 KiB, LL128 to ~1 MiB where NVLS takes
-//! over; on PCIe (no LL128 by default) LL up to 35-100 KiB. The constants are the
-//! stand-in's, chosen for those shapes (NCCL's real ones are `baseLatencies` and
-//! `hwLatencies` in `src/graph/tuning.cc`); the H100's are close to Simple so that
-//! NVLS still takes over near 1 MiB as it did before the stand-in had protocols.
+//! [`correction`]); on PCIe (no LL128 by default) LL up to 35-100 KiB (the
+//! stand-in's constants, chosen for those shapes). On 8 H100s NCCL's latencies put
+//! NVLS (25 us) below LL128 (40.6 us) and Simple (56 us): LL up to ~1 MiB, NVLS
+//! above, never LL128; on 2 H100s (no NVLS before 2.28.7) LL up to ~1.7 MiB, then
+//! Simple.
 //!
 //! Other algorithms: Tree on one node is a chain with the ring's latency plus
-//! 0.2 us (NCCL's base latencies 6.8 vs 6.6) and bus bandwidth `0.92 B` (NCCL:
+//! 0.2 us (NCCL's base latencies 6.8 vs 6.6) | NCCL's tree latencies (6.8, 14 and
+//! 8.4 us, plus 0.6, 1.25 and 4 us a step), and bus bandwidth `0.92 B` (NCCL:
 //! `busBw*.92` for all-reduce; LL `1/3.8` of it, capped; LL128 `7/9` of it on one
-//! node), without NCCL's per-size tree correction; NVLS is `4 + 15 us` and 480 GB/s
-//! of bus bandwidth (Simple only); CollNet, NVLSTree and PAT have no cost here.
-//! Rows of other functions, printed in the table only: Broadcast and Reduce on the
-//! ring (`n-1` steps, bandwidth `B`), AllGather and ReduceScatter on the ring
-//! (`n-1` steps of `bytes/n`).
+//! node), without NCCL's per-size tree correction; NVLS is 25 us and the bus
+//! bandwidth of [`topo::nvls_busbw`] (Simple only); CollNet, NVLSTree and PAT have
+//! no cost here. Rows of other functions, printed in the table only: Broadcast and
+//! Reduce on the ring (`n-1` steps, bandwidth `B`), AllGather and ReduceScatter on
+//! the ring (`n-1` steps of `bytes/n`).
 
 use super::{Algo, Func, Machine, Proto};
-use crate::topo::{self, LAUNCH_NS, NVLS_BUSBW, NVLS_LATENCY_NS};
+use crate::topo::{self, LAUNCH_NS, NVLS_LATENCY_NS};
 
 /// A cost in NCCL's form.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,20 +59,33 @@ impl Cost {
     }
 }
 
-/// A protocol's fixed cost (ns), factor on the step latency, factor on the bus
-/// bandwidth (before LL's cap), on the H100 (`hopper`) or the A100 and L40S.
+/// A ring's fixed cost (ns), factor on the step latency, factor on the bus
+/// bandwidth (before LL's cap), per protocol on the H100 (`hopper`: NCCL's
+/// `baseLat` and `hwLat[NVLINK]`) or the A100 and L40S.
 fn protocol(p: Proto, hopper: bool) -> (f64, f64, f64) {
     match (p, hopper) {
-        (Proto::Simple, _) => (LAUNCH_NS, 1.0, 1.0),
-        (Proto::Ll128, true) => (3_750.0, 0.98, 0.92),
-        (Proto::Ll, true) => (3_250.0, 0.95, 0.5),
+        (Proto::Simple, true) => (8_400.0, 3.4, 1.0),
+        (Proto::Ll128, true) => (14_000.0, 1.9, 0.92),
+        (Proto::Ll, true) => (6_600.0, 0.6, 0.5),
+        (Proto::Simple, false) => (LAUNCH_NS, 1.0, 1.0),
         (Proto::Ll128, false) => (2_700.0, 0.7, 0.92),
         (Proto::Ll, false) => (2_400.0, 0.7, 0.5),
     }
 }
 
-/// Tree's extra fixed cost over the ring's, ns.
-const TREE_EXTRA_NS: f64 = 200.0;
+/// A tree's fixed cost (ns) and factor on the step latency: on the H100 NCCL's
+/// (`baseLat` and `hwLat[NVLINK]` of Tree), elsewhere the ring's plus 0.2 us.
+fn tree_protocol(p: Proto, hopper: bool) -> (f64, f64) {
+    match (p, hopper) {
+        (Proto::Simple, true) => (8_400.0, 4.0),
+        (Proto::Ll128, true) => (14_000.0, 1.25),
+        (Proto::Ll, true) => (6_800.0, 0.6),
+        (p, false) => {
+            let (fixed, step, _) = protocol(p, false);
+            (fixed + 200.0, step)
+        }
+    }
+}
 
 /// LL's bus bandwidth ceiling (NCCL's `llMaxBws`: by GPU on one node, by CPU across
 /// nodes; the stand-in's hosts are Intel).
@@ -104,6 +120,7 @@ pub fn cost(m: &Machine, f: Func, a: Algo, p: Proto) -> Option<Cost> {
         }
         (Func::AllReduce, Algo::Tree) => {
             let steps = 2.0 * (nf - 1.0);
+            let (fixed, step_factor) = tree_protocol(p, m.hopper);
             let bus = link_bw * 0.92;
             let bus = match p {
                 Proto::Ll => (bus / 3.8).min(ll_max(m)),
@@ -112,14 +129,14 @@ pub fn cost(m: &Machine, f: Func, a: Algo, p: Proto) -> Option<Cost> {
                 Proto::Simple => bus,
             };
             Some(Cost {
-                latency_ns: fixed + TREE_EXTRA_NS + steps * step_latency * step_factor,
+                latency_ns: fixed + steps * step_latency * step_factor,
                 bandwidth: bus * nf / steps,
             })
         }
         (Func::AllReduce, Algo::Nvls) if p == Proto::Simple && m.nvls && m.nodes == 1 => {
             Some(Cost {
-                latency_ns: LAUNCH_NS + NVLS_LATENCY_NS,
-                bandwidth: NVLS_BUSBW * nf / (2.0 * (nf - 1.0)),
+                latency_ns: NVLS_LATENCY_NS,
+                bandwidth: topo::nvls_busbw(n) * nf / (2.0 * (nf - 1.0)),
             })
         }
         (Func::Broadcast | Func::Reduce, Algo::Ring) => Some(Cost {

@@ -21,7 +21,11 @@ fn machine(topo: Topology, n: u32, v: Version, algo: Option<&str>, proto: Option
     let mut m = Machine::new(n, ring_link(topo, &edges));
     let nvlink = matches!(topo, Topology::NvLink | Topology::NvSwitch);
     m.nvlink = nvlink;
-    m.channels = if nvlink { 16 } else { 2 };
+    m.channels = match topo {
+        Topology::NvSwitch => 24,
+        _ if nvlink => 16,
+        _ => 2,
+    };
     m.hopper = topo == Topology::NvSwitch;
     m.nvls = topo == Topology::NvSwitch && n >= 3 && v >= (2, 17, 0);
     m.nvls_channels = if m.nvls { 16 } else { 0 };
@@ -134,12 +138,23 @@ fn the_default_follows_the_size_ll_then_ll128_then_simple() {
         assert_eq!(pick(&m, V, 2 * MIB), Some((Ring, Ll128)), "{n}");
         assert_eq!(pick(&m, V, 64 * MIB), Some((Ring, Simple)), "{n}");
     }
+    // 8 H100s: LL straight to NVLS (NCCL's 25 us beats LL128's 40.6 and Simple's
+    // 56); 2 H100s, without NVLS before 2.28.7: LL, then Simple.
     let m = default(Topology::NvSwitch, 8);
     assert_eq!(pick(&m, V, 8), Some((Ring, Ll)));
-    assert_eq!(pick(&m, V, 64 * KIB), Some((Ring, Ll)));
-    assert_eq!(pick(&m, V, 256 * KIB), Some((Ring, Ll128)));
-    assert_eq!(pick(&m, V, MIB), Some((Nvls, Simple)));
+    assert_eq!(pick(&m, V, 256 * KIB), Some((Ring, Ll)));
+    assert_eq!(pick(&m, V, MIB), Some((Ring, Ll)));
+    assert_eq!(pick(&m, V, 2 * MIB), Some((Nvls, Simple)));
     assert_eq!(pick(&m, V, 64 * MIB), Some((Nvls, Simple)));
+    let two = machine(Topology::NvSwitch, 2, (2, 27, 7), None, None);
+    assert_eq!(pick(&two, (2, 27, 7), MIB), Some((Ring, Ll)));
+    assert_eq!(pick(&two, (2, 27, 7), 2 * MIB), Some((Ring, Simple)));
+    let mut b = 8;
+    while b <= 4 << 30 {
+        assert_ne!(pick(&m, V, b).unwrap().1, Ll128, "{b}");
+        assert_ne!(pick(&two, (2, 27, 7), b).unwrap().1, Ll128, "{b}");
+        b *= 2;
+    }
     // PCIe: no LL128 unless NCCL_PROTO names it.
     for topo in [Topology::Pcie, Topology::Pcie2Switch, Topology::PcieNoP2p] {
         let m = machine(topo, 2, V, None, None);
@@ -167,8 +182,8 @@ fn the_default_follows_the_size_ll_then_ll128_then_simple() {
 fn nvls_takes_the_large_all_reduces_of_eight_gpus() {
     let m = default(Topology::NvSwitch, 8);
     assert_eq!(pick(&m, V, 8).unwrap().0, Ring);
-    assert_eq!(pick(&m, V, 256 * KIB).unwrap().0, Ring);
-    assert_eq!(pick(&m, V, MIB).unwrap().0, Nvls);
+    assert_eq!(pick(&m, V, MIB).unwrap().0, Ring);
+    assert_eq!(pick(&m, V, 2 * MIB).unwrap().0, Nvls);
     assert_eq!(pick(&m, V, 1 << 30).unwrap().0, Nvls);
     // Not where NVLS does not reduce (float max), nor without NVLS.
     assert_eq!(choose(&m, V, 1 << 30, FLOAT, 2).unwrap().algo, Ring);
@@ -190,15 +205,31 @@ fn nvls_takes_the_large_all_reduces_of_eight_gpus() {
         "{}",
         busbw(Nvls, Simple)
     );
+    // On 4 GPUs NVLS gives about the ring's 370, and its 25 us still beat the
+    // ring's Simple (8.4 + 6 x 3.4 us): NVLS from LL on.
+    let four = default(Topology::NvSwitch, 4);
+    let t = device_ns(&four, Nvls, Simple, 4 << 30);
+    let busbw4 = (4u64 << 30) as f64 / t * 2.0 * 3.0 / 4.0;
+    assert!((busbw4 - 370.0).abs() < 2.0, "{busbw4}");
+    assert_eq!(pick(&four, V, 4 << 30), Some((Nvls, Simple)));
+    // The H100's latencies are NCCL's: 8 ranks, 14 steps.
+    let lat = |a, p| device_ns(&m, a, p, 0) / 1000.0;
+    for (a, p, us) in [
+        (Ring, Ll, 6.6 + 14.0 * 0.6),
+        (Ring, Ll128, 14.0 + 14.0 * 1.9),
+        (Ring, Simple, 8.4 + 14.0 * 3.4),
+        (Tree, Ll, 6.8 + 14.0 * 0.6),
+        (Tree, Ll128, 14.0 + 14.0 * 1.25),
+        (Tree, Simple, 8.4 + 14.0 * 4.0),
+        (Nvls, Simple, 25.0),
+    ] {
+        assert!((lat(a, p) - us).abs() < 1e-9, "{a:?} {p:?}: {} us", lat(a, p));
+    }
 }
 
 #[test]
 fn large_rings_keep_the_old_model_and_the_prediction_is_the_models() {
-    for (topo, n) in [
-        (Topology::NvLink, 8),
-        (Topology::NvSwitch, 2),
-        (Topology::Pcie, 4),
-    ] {
+    for (topo, n) in [(Topology::NvLink, 8), (Topology::Pcie, 4)] {
         let m = default(topo, n);
         let (latency, bw) = m.ring.unwrap();
         let bytes = 64 * MIB;
