@@ -310,7 +310,11 @@ fn every_line_the_stand_in_prints_has_a_twin_in_a_real_log() {
             ("NCCL_BENCH_SIM_DRIVER", "12080"),
             ("NCCL_BENCH_SIM_FAULT", "cumem-host-probe@1"),
         ],
-        &[("NCCL_BENCH_SIM_VERSION", "2.21.5")],
+        // A PCIe node with an InfiniBand NIC: SHM off goes over NET/IB.
+        &[
+            ("NCCL_BENCH_SIM_VERSION", "2.21.5"),
+            ("NCCL_BENCH_SIM_NIC", "ib"),
+        ],
     ] {
         let topo = if env.iter().any(|(_, v)| v.starts_with("cumem")) || env[0].1 == "2.21.5" {
             "pcie-nop2p"

@@ -137,6 +137,62 @@ fn two_pcie_switches_give_a_mixed_ring_with_a_ceiling() {
     assert_eq!(two["transports"], "P2P/CUMEM:100%", "{two:?}");
 }
 
+/// A PCIe node without peer access and with an InfiniBand NIC (GPUDirect RDMA):
+/// SHM carries the ring, and with SHM off NCCL goes out through the NIC and back
+/// (NET/IB, about as fast), not over sockets as `socket-only` does (4x slower). The
+/// cells, the logs and the verdict say which network took SHM's place.
+#[test]
+fn without_shm_a_node_with_an_ib_nic_goes_over_net_ib_not_sockets() {
+    let _machine = crate::common::shared();
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let (run, rows) = sweep_ok(
+        &dir,
+        "pcie-nop2p",
+        &[("NCCL_BENCH_SIM_NIC", "ib"), ("NCCL_BENCH_SIM_GPUS", "2")],
+        out.path(),
+        &[
+            "--gpus",
+            "2",
+            "-b",
+            "16M",
+            "-e",
+            "16M",
+            "--rounds",
+            "6",
+            "--transports",
+            "default,shm-off,socket-only",
+        ],
+    );
+    let by = |config: &str| rows.iter().find(|r| r["config"] == config).unwrap();
+    let busbw = |config: &str| by(config)["busbw_gbps"].parse::<f64>().unwrap();
+    assert_eq!(by("default")["transports"], "SHM:100%");
+    assert_eq!(by("shm-off")["transports"], "NET/IB:100%");
+    assert_eq!(by("socket-only")["transports"], "NET/Socket:100%");
+    // Two ring steps share the one NIC (20 GB/s on PCIe): 10 GB/s each, against
+    // SHM's 11 and the sockets' 2.5.
+    assert!(
+        (9.0..11.0).contains(&busbw("shm-off")),
+        "{}",
+        busbw("shm-off")
+    );
+    assert!(busbw("shm-off") > 3.0 * busbw("socket-only"));
+    let lines: Vec<String> = nccl_logs(&run).concat();
+    for needle in [
+        "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:",
+        "Using network IB",
+        "[send] via NET/IB/0/GDRDMA",
+        "NCCL_IB_DISABLE set by environment to 1.",
+    ] {
+        assert!(lines.iter().any(|l| l.contains(needle)), "{needle}");
+    }
+    let report = report(&run);
+    assert!(
+        report.contains("(without it, the traffic went over NET/IB)"),
+        "{report}"
+    );
+}
+
 /// The first NCCL log line of `needle` comes after `Init COMPLETE` (lazy
 /// connection) or before it (connection at init), in rank 0's log.
 fn connects_after_init(run: &Path) -> bool {

@@ -202,6 +202,7 @@ mod tests {
             new_failures: 0,
             distrusted: 0,
             family: None,
+            instead: Vec::new(),
         }
     }
 

@@ -83,6 +83,9 @@ pub struct Difference {
     pub distrusted: usize,
     /// The cases compared over rounds, decided together at a stated rate.
     pub family: Option<crate::analysis::family::Family>,
+    /// What carried the traffic with SHM disabled, from that config's NCCL logs
+    /// (`NET/IB`, `NET/Socket`, ...); empty where they named none.
+    pub instead: Vec<String>,
 }
 
 /// The config that disables SHM and nothing else if there is one, else any that
@@ -265,7 +268,8 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
             }
         }
     };
-    let difference = summarize(&report);
+    let mut difference = summarize(&report);
+    difference.instead = transports_used(&rows_of(run, &off));
     let used = transports_used(&base_rows);
     if !used.is_empty() && !used.iter().any(|t| t == "SHM") {
         return Verdict::NotOnDataPath {
@@ -328,6 +332,7 @@ fn summarize(report: &CompareReport) -> Difference {
             .filter(|r| !r.distrust.is_empty())
             .count(),
         family: Some(report.family.clone()),
+        instead: Vec::new(),
     }
 }
 
@@ -437,11 +442,12 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
             } else {
                 "disabling SHM costs time (NCCL's logs named no transport, so which one carried the traffic is not known)"
             };
-            format!("**Keep SHM enabled.** {carried}: {}.{worst}", diff_words(difference))
+            format!("**Keep SHM enabled.** {carried}{}: {}.{worst}", instead(difference), diff_words(difference))
         }
         Verdict::NoMeasurableCost { difference, shm_seen } => format!(
-            "**{}, but disabling it costs nothing measurable here**: {}.",
+            "**{}, but disabling it costs nothing measurable here**{}: {}.",
             if *shm_seen { "SHM is used" } else { "SHM may be used (NCCL's logs named no transport)" },
+            instead(difference),
             diff_words(difference)
         ),
         Verdict::Inconclusive { difference, more_iterations, rounds } => format!(
@@ -455,6 +461,18 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
                 })
                 .unwrap_or_default()
         ),
+    }
+}
+
+/// What took SHM's place, in words: ` (without it, the traffic went over NET/IB)`.
+fn instead(d: &Difference) -> String {
+    if d.instead.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (without it, the traffic went over {})",
+            d.instead.join(", ")
+        )
     }
 }
 

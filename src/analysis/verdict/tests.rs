@@ -307,8 +307,10 @@ fn a_measured_cost_says_keep_shm() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(explain(&v, "default")
-        .starts_with("**Keep SHM enabled.** SHM carries traffic here and disabling it costs time"));
+    assert!(explain(&v, "default").starts_with(
+        "**Keep SHM enabled.** SHM carries traffic here and disabling it costs time \
+         (without it, the traffic went over NET/Socket): "
+    ));
 }
 
 /// Logs that named no transport (an NCCL too old or too quiet): the cost is still

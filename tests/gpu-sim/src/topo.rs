@@ -209,6 +209,47 @@ pub enum Transport {
     Net,
 }
 
+/// The network NCCL's NET transport uses: sockets, or InfiniBand verbs on a NIC
+/// with GPUDirect RDMA (`NCCL_BENCH_SIM_NIC=ib`: each GPU with a 400 Gb/s NIC
+/// beside it, as on HGX and DGX nodes). With the NIC, NCCL picks IB unless
+/// `NCCL_NET=Socket` or `NCCL_IB_DISABLE=1`; between two GPUs of one node that SHM
+/// or P2P would not join (`NCCL_SHM_DISABLE=1`), NET/IB goes out through one NIC
+/// and back in through the other, not over sockets (NVIDIA/nccl#406: "using NICs
+/// instead of SHM you would always stay within the PCI switch").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    Socket,
+    Ib,
+}
+
+impl Network {
+    /// Whether the machine has the InfiniBand NIC.
+    pub fn nic() -> bool {
+        env("NCCL_BENCH_SIM_NIC").is_some_and(|v| v.eq_ignore_ascii_case("ib"))
+    }
+
+    /// The network NCCL uses here, or the name of one `NCCL_NET` asks for that
+    /// does not exist.
+    pub fn from_env() -> Result<Network, String> {
+        let ib = Network::nic() && env("NCCL_IB_DISABLE").is_none_or(|v| v == "0");
+        match env("NCCL_NET") {
+            Some(n) if n.eq_ignore_ascii_case("Socket") => Ok(Network::Socket),
+            Some(n) if n.eq_ignore_ascii_case("IB") && ib => Ok(Network::Ib),
+            Some(n) => Err(n),
+            None if ib => Ok(Network::Ib),
+            None => Ok(Network::Socket),
+        }
+    }
+
+    /// NCCL's name for it (`Using network IB`, `via NET/IB/0/GDRDMA`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::Socket => "Socket",
+            Network::Ib => "IB",
+        }
+    }
+}
+
 /// What the environment allows, read once per communicator as NCCL does.
 #[derive(Debug, Clone, Copy)]
 pub struct Allowed {
@@ -261,7 +302,14 @@ pub fn link(topo: Topology, t: Transport) -> (f64, f64) {
         (Transport::P2p, Topology::NvSwitch) => (1_000.0, 370.0),
         (Transport::P2p, _) => (1_500.0, 22.0),
         (Transport::Shm, _) => (2_500.0, 11.0),
-        (Transport::Net, _) => (12_000.0, 2.5),
+        (Transport::Net, _) => match Network::from_env() {
+            // 400 Gb/s less the protocols' share; PCIe Gen4 x16 on the PCIe boards.
+            Ok(Network::Ib) if matches!(topo, Topology::NvLink | Topology::NvSwitch) => {
+                (5_000.0, 45.0)
+            }
+            Ok(Network::Ib) => (5_000.0, 20.0),
+            _ => (12_000.0, 2.5),
+        },
     }
 }
 

@@ -71,6 +71,7 @@ fn log_banner(device: usize) {
             "NCCL_P2P_DISABLE",
             "NCCL_P2P_LEVEL",
             "NCCL_NET",
+            "NCCL_IB_DISABLE",
             "NCCL_COMM_BLOCKING",
             "NCCL_RUNTIME_CONNECT",
             "NCCL_NVLS_ENABLE",

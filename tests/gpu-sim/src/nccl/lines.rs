@@ -3,7 +3,7 @@
 //! communicator's start and end, the channel counts and the NVLS lines.
 
 use super::Version;
-use crate::topo::Transport;
+use crate::topo::{Network, Transport};
 
 /// A rank and its GPU as a connection line names them: `3[3]` (the GPU's machine
 /// index, NCCL's `nvmlDev`, from 2.18.3), `3[4c000]` (its bus id before).
@@ -70,9 +70,13 @@ pub fn connection(
         }
         Transport::Shm => format!("Channel {channel:02} : {from} -> {to} via SHM/direct/direct"),
         Transport::Net => format!(
-            "Channel {} : {from} -> {to} [{}] via NET/Socket/0",
+            "Channel {} : {from} -> {to} [{}] via NET/{}",
             indexed((2, 12, 0)),
-            if sender_side { "send" } else { "receive" }
+            if sender_side { "send" } else { "receive" },
+            match Network::from_env() {
+                Ok(Network::Ib) => "IB/0/GDRDMA",
+                _ => "Socket/0",
+            }
         ),
     }
 }

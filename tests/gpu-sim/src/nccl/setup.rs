@@ -30,7 +30,7 @@ use crate::driver::{self, CUdeviceptr};
 use crate::fault::{self, Fault};
 use crate::log;
 use crate::rendezvous::{self, JoinError, ID_BYTES};
-use crate::topo::{self, Allowed, Topology, Transport};
+use crate::topo::{self, Allowed, Network, Topology, Transport};
 use crate::{env, realtime_ns};
 
 /// What init decided, the same on every rank.
@@ -211,15 +211,57 @@ impl Comm {
                 ));
             }
         }
-        if let Some(net) = env("NCCL_NET").filter(|n| !n.eq_ignore_ascii_case("Socket")) {
-            return Err((
-                INVALID_USAGE,
-                format!("Error : network {net} not found."),
-                "net.cc:734",
-            ));
+        let network = match Network::from_env() {
+            Ok(n) => n,
+            Err(net) => {
+                return Err((
+                    INVALID_USAGE,
+                    format!("Error : network {net} not found."),
+                    "net.cc:734",
+                ))
+            }
+        };
+        if network == Network::Ib {
+            // Without relaxed ordering, as NCCL 2.4 to 2.30 print it.
+            log::info(
+                log::INIT | log::NET,
+                self.device,
+                "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>",
+            );
         }
-        log::info(log::INIT | log::NET, self.device, "Using network Socket");
+        log::info(
+            log::INIT | log::NET,
+            self.device,
+            &format!("Using network {}", network.name()),
+        );
         Ok(())
+    }
+
+    /// The ring's slowest step where its NET steps go through one InfiniBand NIC a
+    /// host (`NCCL_BENCH_SIM_NIC=ib`): every step a host sends over NET shares that
+    /// NIC's bandwidth, so on one node with SHM and P2P off each of `n` steps gets
+    /// 1/n of it. Sockets and the other transports as `link` is.
+    fn shared_nic(&self, link: Option<(f64, f64)>, ring: &[Transport]) -> Option<(f64, f64)> {
+        let (latency, bandwidth) = link?;
+        if Network::from_env() != Ok(Network::Ib) {
+            return Some((latency, bandwidth));
+        }
+        let host = |r: usize| self.shared().slot(r).host.load(Ordering::Acquire);
+        let mut sends: Vec<(u64, u32)> = Vec::new();
+        for (r, _) in ring
+            .iter()
+            .enumerate()
+            .filter(|(_, &t)| t == Transport::Net)
+        {
+            let h = host(r);
+            match sends.iter_mut().find(|(x, _)| *x == h) {
+                Some((_, n)) => *n += 1,
+                None => sends.push((h, 1)),
+            }
+        }
+        let flows = sends.iter().map(|&(_, n)| n).max().unwrap_or(1);
+        let (_, nic) = topo::link(self.topo, Transport::Net);
+        Some((latency, bandwidth.min(nic / f64::from(flows))))
     }
 
     /// Decides transports, channels and NVLS, and logs what NCCL logs of it.
@@ -261,7 +303,10 @@ impl Comm {
             (true, false) => 16,
             (false, _) => 2,
         };
-        let mut machine = Machine::new(self.nranks, topo::ring_link(self.topo, &edges));
+        let mut machine = Machine::new(
+            self.nranks,
+            self.shared_nic(topo::ring_link(self.topo, &edges), &ring),
+        );
         machine.nodes = self.nodes();
         machine.nvls = nvls_channels > 0;
         machine.nvls_channels = nvls_channels;

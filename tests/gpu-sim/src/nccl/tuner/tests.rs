@@ -223,7 +223,11 @@ fn nvls_takes_the_large_all_reduces_of_eight_gpus() {
         (Tree, Simple, 8.4 + 14.0 * 4.0),
         (Nvls, Simple, 25.0),
     ] {
-        assert!((lat(a, p) - us).abs() < 1e-9, "{a:?} {p:?}: {} us", lat(a, p));
+        assert!(
+            (lat(a, p) - us).abs() < 1e-9,
+            "{a:?} {p:?}: {} us",
+            lat(a, p)
+        );
     }
 }
 
