@@ -12,6 +12,27 @@ const GIB: u64 = 1 << 30;
 /// plus the LL, LL128 and Simple buffers.
 pub const DEFAULT_SHM_SEGMENT_BYTES: u64 = 9_637_888;
 
+/// What a process of NCCL killed by SIGBUS most likely met, for its failure's reason:
+/// NCCL 2.12 to 2.18 extend each SHM segment with `ftruncate` (a sparse file a full
+/// /dev/shm does not refuse) and then zero it, and the first page /dev/shm cannot back
+/// raises SIGBUS; earlier and later releases allocate the file first and fail with
+/// `No space left on device` instead (`misc/shmutils.cc`).
+pub const SIGBUS_HINT: &str = "a SIGBUS in an NCCL process is most likely /dev/shm too small for \
+     NCCL's SHM segments: NCCL 2.12 to 2.18 extend each segment with ftruncate and die on the \
+     first page /dev/shm cannot back (other releases fail with 'No space left on device'); \
+     enlarge /dev/shm (docker run --shm-size or --ipc=host, a Kubernetes emptyDir of medium Memory)";
+
+/// Whether a failure's reason is NCCL's SHM transport running out of /dev/shm, in any
+/// release's words (ENOSPC from `posix_fallocate` or `fallocate`, or the SIGBUS of
+/// 2.12-2.18 with [`SIGBUS_HINT`]).
+pub fn is_dev_shm_exhaustion(reason: &str) -> bool {
+    let e = reason.to_ascii_lowercase();
+    e.contains("shared memory segment")
+        || e.contains("posix_fallocate")
+        || (e.contains("/dev/shm") && e.contains("no space"))
+        || (e.contains("(sigbus)") && e.contains("/dev/shm too small"))
+}
+
 /// The estimate of the /dev/shm a node needs for NCCL's SHM transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShmEstimate {

@@ -59,6 +59,10 @@ impl Failure {
             }
             Failure::Died { rank, how, phase } => {
                 let mut s = format!("rank {rank} {how} during {phase}");
+                if how.contains("(SIGBUS)") {
+                    s.push_str(": ");
+                    s.push_str(crate::nccl::shm::SIGBUS_HINT);
+                }
                 tails.append_evidence(&mut s, &[*rank]);
                 s
             }
@@ -210,6 +214,22 @@ mod tests {
             f.describe(Duration::from_secs(5), &tails),
             "rank 1 exited with status 3 during 4 KiB; last output: fault injection: exiting with status 3"
         );
+        // A SIGBUS names /dev/shm as its likely cause; other signals do not.
+        let died = |how: &str| Failure::Died {
+            rank: 4,
+            how: how.into(),
+            phase: "communicator set-up".into(),
+        };
+        let bus = died("was killed by signal 7 (SIGBUS)").describe(Duration::ZERO, &Tails::new(8));
+        assert!(
+            bus.starts_with("rank 4 was killed by signal 7 (SIGBUS) during communicator set-up: a SIGBUS in an NCCL process is most likely /dev/shm too small"),
+            "{bus}"
+        );
+        assert!(crate::nccl::shm::is_dev_shm_exhaustion(&bus));
+        let segv =
+            died("was killed by signal 11 (SIGSEGV)").describe(Duration::ZERO, &Tails::new(8));
+        assert!(!segv.contains("/dev/shm"), "{segv}");
+        assert!(!crate::nccl::shm::is_dev_shm_exhaustion(&segv));
         tails.push(
             0,
             "host:1:1 [0] NCCL WARN Call to posix_fallocate failed : No space left on device"

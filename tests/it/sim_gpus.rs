@@ -580,6 +580,57 @@ fn a_small_dev_shm_fails_shm_and_the_report_says_fix_dev_shm() {
     );
 }
 
+/// NCCL 2.12 to 2.18 extend SHM segments with ftruncate and die of SIGBUS on the
+/// first page a full /dev/shm cannot back (the stand-in does the same, for real): the
+/// case's reason names /dev/shm as the likely cause, and the verdict says to fix
+/// /dev/shm, not to disable SHM, as it does for the ENOSPC of other releases.
+#[test]
+fn a_sigbus_in_init_of_nccl_2_16_is_read_as_dev_shm_too_small() {
+    let _machine = crate::common::shared();
+    let Some(dir) = sim_dir() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let o = sweep_in_small_dev_shm(
+        &dir,
+        "pcie-nop2p",
+        &[("NCCL_BENCH_SIM_VERSION", "2.16.5")],
+        out.path(),
+        &[
+            "--gpus",
+            "8",
+            "-b",
+            "4K",
+            "-e",
+            "4K",
+            "--transports",
+            "default,shm-off",
+            "--rounds",
+            "1",
+        ],
+    );
+    assert_ne!(
+        o.status.code(),
+        Some(99),
+        "cannot mount a tmpfs: {}",
+        text(&o)
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let run = run_dir(out.path());
+    let eight = rows(&run)
+        .into_iter()
+        .find(|r| r["config"] == "default" && r["nranks"] == "8")
+        .unwrap();
+    assert_eq!(eight["status"], "failed", "{eight:?}");
+    assert!(
+        eight["error"].contains("(SIGBUS) during communicator set-up: a SIGBUS in an NCCL process is most likely /dev/shm too small"),
+        "{eight:?}"
+    );
+    let report = report(&run);
+    assert!(
+        report.contains("**Fix /dev/shm, do not disable SHM.**"),
+        "{report}"
+    );
+}
+
 /// A simulated run is never compared with a real one (here: the host backend's).
 #[test]
 fn compare_refuses_a_simulated_run_against_a_real_one() {

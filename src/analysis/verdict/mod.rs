@@ -184,10 +184,7 @@ fn segment_size(error: &str) -> Option<u64> {
 }
 
 fn is_shm_error(error: &str) -> bool {
-    let e = error.to_ascii_lowercase();
-    e.contains("shared memory segment")
-        || e.contains("posix_fallocate")
-        || (e.contains("/dev/shm") && e.contains("no space"))
+    crate::nccl::shm::is_dev_shm_exhaustion(error)
 }
 
 /// The run without its one-rank cases: one GPU has no peer, so no transport carries

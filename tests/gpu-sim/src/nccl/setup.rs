@@ -614,6 +614,7 @@ impl Comm {
                 .create_new(true)
                 .open(&name);
             let failed = match &file {
+                Ok(f) if ((2, 12, 0)..(2, 19, 0)).contains(&v) => extend_and_touch(f, size + 4),
                 // SAFETY: a valid descriptor; extends the file to `size` + 4 bytes.
                 Ok(f) => unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, (size + 4) as i64) },
                 Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
@@ -693,6 +694,40 @@ impl Comm {
         );
         log::info(log::INIT, self.device, &line);
     }
+}
+
+/// How NCCL 2.12-2.18 make a segment (`misc/shmutils.cc`): `ftruncate` to `bytes`,
+/// which a full /dev/shm does not refuse (the file is sparse), then `mmap` and
+/// `memset` to zero, whose first page /dev/shm cannot back kills the process with
+/// SIGBUS, as it kills NCCL's. 0, or the errno of a call that failed.
+fn extend_and_touch(f: &File, bytes: u64) -> c_int {
+    let fd = f.as_raw_fd();
+    // SAFETY: a valid descriptor, a fresh shared mapping of the file's `bytes`,
+    // written within its length and unmapped before return.
+    unsafe {
+        if libc::ftruncate(fd, bytes as libc::off_t) != 0 {
+            return std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO);
+        }
+        let len = bytes as usize;
+        let ptr = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        );
+        if ptr == libc::MAP_FAILED {
+            return std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO);
+        }
+        std::ptr::write_bytes(ptr.cast::<u8>(), 0, len);
+        libc::munmap(ptr, len);
+    }
+    0
 }
 
 /// A connection wait that stopped: a peer gone is NCCL's remote error; this
