@@ -208,6 +208,44 @@ fn the_cta_policy_zero_puts_all_gather_on_the_copy_engines() {
             "{manifest}"
         );
     }
+    // NCCL runs alltoall, gather and scatter on the copy engines the same way; 2.29
+    // logs each (`AlltoAll [Copy Engine]: ...`, one peer's share), read as `CE`.
+    let runs = out.path().join("others");
+    let env = [
+        ("NCCL_BENCH_SIM_VERSION", "2.29.3"),
+        ("NCCL_BENCH_SIM_DRIVER", "12080"),
+    ];
+    let args = [
+        "--gpus",
+        "4",
+        "-b",
+        "1M",
+        "-e",
+        "1M",
+        "--coll",
+        "alltoall,gather,scatter",
+        "--config",
+        config.to_str().unwrap(),
+        "--ceiling-bytes",
+        "0",
+    ];
+    let o = sim_sweep(&dir, "nvswitch", &env, &runs, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rows = rows(&run_dir(&runs));
+    for coll in ["alltoall", "gather", "scatter"] {
+        let at = |config: &str| {
+            rows.iter()
+                .find(|r| r["config"] == config && r["nranks"] == "4" && r["collective"] == coll)
+                .unwrap_or_else(|| panic!("{coll} {config}: {rows:?}"))
+        };
+        let ce = at("ce");
+        assert_eq!(
+            (ce["status"].as_str(), ce["algo"].as_str()),
+            ("ok", "CE"),
+            "{coll}: {ce:?}"
+        );
+        assert_eq!(at("default")["algo"], "", "{coll}");
+    }
 }
 
 /// A sweep that must be refused before it runs: exit 2, and what it says.

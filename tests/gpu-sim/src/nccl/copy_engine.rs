@@ -1,20 +1,19 @@
 //! Copy-engine collectives (2.28+), as `src/enqueue.cc` and `src/ce_coll.cc` have
 //! them: with the CTA policy ZERO (`NCCL_CTA_POLICY`, 2: no SM for communication),
 //! a CUDA 12.5+ driver, one node with symmetric support, and the receive buffer in
-//! a symmetric window (2.28: both buffers), an all-gather runs as `cudaMemcpy`s on
-//! the copy engines instead of a kernel. 2.28 logs no TUNING line for it; 2.29+
-//! logs `AllGather [Copy Engine]: N Bytes -> cudaMemcpy` (with `; CE synchronization
-//! with NVLS` where NVLS is there). NCCL has no cost model for it: here each rank
-//! copies its part to every peer over the link between them, one peer after another,
-//! after a synchronization of the ranks (a launch).
-//!
-//! (NCCL also runs alltoall, gather and scatter this way; the stand-in builds those
-//! from point-to-point calls and leaves them as they are.)
+//! a symmetric window (2.28: both buffers), an all-gather, alltoall, gather or
+//! scatter (`ncclCeImplemented`) runs as `cudaMemcpy`s on the copy engines instead
+//! of a kernel. 2.28 logs no TUNING line for it; 2.29+ logs `AllGather [Copy
+//! Engine]: N Bytes -> cudaMemcpy` (N: the count x type size the call names, one
+//! peer's share; with `; CE synchronization with NVLS` where NVLS is there). NCCL
+//! has no cost model for it: here each rank copies its part to every peer over the
+//! link between them, one peer after another, after a synchronization of the ranks
+//! (a launch); a gather's or scatter's root sets that pace for all of them.
 
 use super::comm::Comm;
 use super::symmetric;
+use super::work::CollFunc;
 use super::Version;
-use crate::nccl::tuner::Func;
 use crate::topo;
 
 /// `NCCL_CTA_POLICY_ZERO`.
@@ -42,9 +41,22 @@ pub fn cta_policy(v: Version) -> u32 {
         .fold(0, |a, b| a | b)
 }
 
-/// Whether an all-gather of `bytes` per rank from `send` into `recv` runs on the
-/// copy engines.
-pub fn runs(c: &Comm, v: Version, f: Func, send: u64, recv: u64, bytes: u64) -> bool {
+/// Whether `f` of `bytes` per peer (the call's count x type size) from `send` into
+/// `recv` runs on the copy engines (`root`: whether this rank is a gather's or
+/// scatter's root).
+pub fn runs(
+    c: &Comm,
+    v: Version,
+    f: CollFunc,
+    send: u64,
+    recv: u64,
+    bytes: u64,
+    root: bool,
+) -> bool {
+    let implemented = matches!(
+        f,
+        CollFunc::AllGather | CollFunc::AlltoAll | CollFunc::Gather | CollFunc::Scatter
+    );
     let driver = crate::driver::driver_version();
     let policy = cta_policy(v);
     let zero = if v >= (2, 29, 0) {
@@ -52,22 +64,22 @@ pub fn runs(c: &Comm, v: Version, f: Func, send: u64, recv: u64, bytes: u64) -> 
     } else {
         policy == ZERO
     };
-    let n = u64::from(c.nranks);
+    let n = c.nranks as usize;
+    let width = bytes as usize;
+    let (send_len, recv_len) = (
+        f.send_bytes(1, width, n, root) as u64,
+        f.recv_bytes(1, width, n, root) as u64,
+    );
     let windows = if v >= (2, 29, 0) {
-        symmetric::in_window(c, recv, bytes * n)
+        symmetric::in_window(c, recv, recv_len)
     } else {
-        symmetric::in_window(c, send, bytes) && symmetric::in_window(c, recv, bytes * n)
+        symmetric::in_window(c, send, send_len) && symmetric::in_window(c, recv, recv_len)
     };
-    v >= (2, 28, 0)
-        && f == Func::AllGather
-        && zero
-        && driver >= 12050
-        && c.plan().symmetric
-        && windows
+    v >= (2, 28, 0) && implemented && zero && driver >= 12050 && c.plan().symmetric && windows
 }
 
 /// Its TUNING line (rank 0), from 2.29.
-pub fn line(v: Version, f: Func, bytes: u64, nvls: bool) -> Option<String> {
+pub fn line(v: Version, f: CollFunc, bytes: u64, nvls: bool) -> Option<String> {
     (v >= (2, 29, 0)).then(|| {
         let sync = if nvls {
             "; CE synchronization with NVLS"
@@ -100,9 +112,9 @@ mod tests {
 
     #[test]
     fn lines_by_release() {
-        assert_eq!(line((2, 28, 9), Func::AllGather, 1024, false), None);
+        assert_eq!(line((2, 28, 9), CollFunc::AllGather, 1024, false), None);
         assert_eq!(
-            line((2, 29, 3), Func::AllGather, 1024, true).unwrap(),
+            line((2, 29, 3), CollFunc::AllGather, 1024, true).unwrap(),
             "AllGather [Copy Engine]: 1024 Bytes -> cudaMemcpy; CE synchronization with NVLS"
         );
     }

@@ -368,13 +368,23 @@ fn tune_all(calls: Vec<Call>) -> Result<Vec<Tuned>, Failure> {
 fn copy_engine(call: &Call, log_line: bool) -> Option<Route> {
     let v = version();
     let c = &call.comm;
-    let (f, send, recv, count, width) = tuned_buffers(call)?;
-    let bytes = count * width;
-    if c.nranks < 2 || bytes == 0 || !copy_engine::runs(c, v, f, send, recv, bytes) {
+    let What::Coll {
+        func,
+        send,
+        recv,
+        count,
+        root,
+    } = call.what
+    else {
+        return None;
+    };
+    let bytes = count as u64 * crate::reduce::size(call.dtype)? as u64;
+    let is_root = root == c.rank;
+    if c.nranks < 2 || bytes == 0 || !copy_engine::runs(c, v, func, send, recv, bytes, is_root) {
         return None;
     }
     if log_line && c.rank == 0 {
-        if let Some(line) = copy_engine::line(v, f, bytes, c.plan().machine.nvls) {
+        if let Some(line) = copy_engine::line(v, func, bytes, c.plan().machine.nvls) {
             log::info(log::TUNING, c.device, &line);
         }
     }
