@@ -228,7 +228,7 @@ fn every_real_log_reads_as_its_expect_lines_say() {
 /// hold: the cause named, the fix that works, and no advice that does not.
 #[test]
 fn explain_names_cumem_mismatches_and_nvls_bind_failures_with_their_fixes() {
-    let mut seen = (0, 0);
+    let mut seen = (0, 0, 0);
     for f in fixtures() {
         let failure = |k: &str| f.expect.iter().any(|(key, v)| key == "failure" && v == k);
         let e = explain(&log::parse(&f.text));
@@ -258,6 +258,18 @@ fn explain_names_cumem_mismatches_and_nvls_bind_failures_with_their_fixes() {
             assert!(x.fix.contains("NCCL_NVLS_ENABLE=0"), "{}", f.name);
             assert!(x.fix.contains("nvidia-fabricmanager"), "{}", f.name);
         }
+        if failure("window-space") {
+            seen.2 += 1;
+            let x = finding(FindingKind::WindowSpace)
+                .unwrap_or_else(|| panic!("{}: {:?}", f.name, e.findings));
+            assert!(
+                x.diagnosis.contains("symmetric address space"),
+                "{}",
+                f.name
+            );
+            assert!(x.fix.contains("ncclCommWindowDeregister"), "{}", f.name);
+            assert!(!x.fix.contains("NCCL_SHM_DISABLE"), "{}", f.name);
+        }
     }
-    assert!(seen.0 >= 3 && seen.1 >= 5, "{seen:?}");
+    assert!(seen.0 >= 3 && seen.1 >= 5 && seen.2 >= 1, "{seen:?}");
 }

@@ -9,7 +9,7 @@ use super::diagnosis::{
 };
 use super::evidence::{evidence, Line};
 use super::finding::{Finding, FindingKind, Severity};
-use super::memory::{nvls_bind_text, shm_cumem_mismatch_text};
+use super::memory::{nvls_bind_text, shm_cumem_mismatch_text, window_space_text};
 use crate::nccl::log::{Failure, FailureKind, NcclLog};
 
 /// The finding a failure line belongs to.
@@ -20,6 +20,7 @@ pub fn finding_kind_of(failure: &Failure) -> FindingKind {
         FailureKind::ShmAttachEnoent => FindingKind::ShmAttachMissing,
         FailureKind::ShmCumemMismatch => FindingKind::ShmCumemMismatch,
         FailureKind::NvlsBind => FindingKind::NvlsBind,
+        FailureKind::WindowSpace => FindingKind::WindowSpace,
         FailureKind::CudaFailure => FindingKind::CudaFailure,
         FailureKind::SystemError => FindingKind::SystemError,
         FailureKind::RemoteError => FindingKind::RemoteError,
@@ -108,6 +109,7 @@ pub(super) fn failure_findings(log: &NcclLog, context: &Context) -> Vec<Finding>
                 FindingKind::ShmAttachMissing => shm_attach_missing_text(),
                 FindingKind::ShmCumemMismatch => shm_cumem_mismatch_text(failures, log),
                 FindingKind::NvlsBind => nvls_bind_text(failures),
+                FindingKind::WindowSpace => window_space_text(failures),
                 FindingKind::SocketConnect => socket_connect_text(failures, log),
                 FindingKind::SocketError => socket_error_text(failures),
                 FindingKind::IbError => ib_error_text(&g.lines),

@@ -45,6 +45,8 @@ pub enum FindingKind {
     ShmCumemMismatch,
     /// NVLink SHARP multicast memory could not be bound (Fabric Manager, NVSwitch).
     NvlsBind,
+    /// Symmetric windows registered beyond NCCL's symmetric address space.
+    WindowSpace,
     /// A TCP connect to a peer was refused, aborted or timed out.
     SocketConnect,
     /// A socket failed after connecting: closed by the peer, recv failed, wrong handshake.
@@ -71,6 +73,7 @@ impl FindingKind {
             FindingKind::ShmAttachMissing => "shm-attach-missing",
             FindingKind::ShmCumemMismatch => "shm-cumem-mismatch",
             FindingKind::NvlsBind => "nvls-bind",
+            FindingKind::WindowSpace => "window-space",
             FindingKind::SocketConnect => "socket-connect",
             FindingKind::SocketError => "socket-error",
             FindingKind::SocketInterfaceAmbiguous => "socket-interface-ambiguous",
@@ -93,6 +96,7 @@ impl FindingKind {
                 "cuMem host memory on one rank, /dev/shm on another (not a /dev/shm problem)"
             }
             FindingKind::NvlsBind => "NVLS multicast memory could not be bound (Fabric Manager)",
+            FindingKind::WindowSpace => "symmetric windows exceed NCCL's symmetric address space",
             FindingKind::SocketConnect => "socket connection to a peer failed",
             FindingKind::SocketError => "socket error between ranks",
             FindingKind::SocketInterfaceAmbiguous => "socket interface chosen by NCCL itself",

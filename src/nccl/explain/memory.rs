@@ -1,6 +1,7 @@
-//! The diagnosis and fix of two set-up failures of today's NCCL (2.24 and later) that
+//! The diagnosis and fix of three memory failures of today's NCCL (2.24 and later) that
 //! older advice misreads: an SHM attach that mixes cuMem host memory with /dev/shm
-//! files, and NVLink SHARP multicast memory that cannot be bound.
+//! files, NVLink SHARP multicast memory that cannot be bound, and symmetric windows
+//! that no longer fit NCCL's symmetric address space.
 
 use std::fmt::Write as _;
 
@@ -114,6 +115,48 @@ fn bind_text(texts: &[&str], went_on: bool) -> (String, String) {
                node (drain it first). Until then NCCL_NVLS_ENABLE=0 avoids NVLS: the all-reduce \
                then runs on rings and trees over NVLink, measure what that costs with \
                `nccl-bench sweep --transports default,nvls-off` on a healthy node."
+        .to_string();
+    (d, fix)
+}
+
+/// Registering a symmetric window found no room in NCCL's symmetric address space.
+/// NCCL reserves, per communicator, as much virtual address space as the largest GPU's
+/// memory rounded up to 4 GiB (`Symmetric VA size=...GB` at init; `NCCL_WIN_STRIDE`
+/// sets it, `src/dev_runtime.cc`), and every window takes its size from it until
+/// deregistered.
+pub(super) fn window_space_text(failures: &[&Failure]) -> (String, String) {
+    let hex = |key: &str| {
+        failures.iter().find_map(|f| {
+            let rest = &f.text[f.text.find(key)? + key.len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+            u64::from_str_radix(&digits, 16).ok()
+        })
+    };
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30));
+    let sizes = match (hex("size=0x"), hex("limit=0x")) {
+        (Some(size), Some(limit)) => format!(
+            " (a window of {} asked for, in a space of {})",
+            gib(size),
+            gib(limit)
+        ),
+        _ => String::new(),
+    };
+    let d = format!(
+        "Registering a symmetric window (ncclCommWindowRegister, or a framework's symmetric \
+         memory on top of it) found no room left in NCCL's symmetric address space{sizes}. \
+         NCCL reserves per communicator as much virtual address space as the largest GPU's \
+         memory, rounded up to 4 GiB (`Symmetric VA size=...GB` at init), and every window \
+         keeps its share until it is deregistered: the windows registered and not released \
+         add up to more than the GPU's memory. NCCL 2.30.7 counts every registration of the \
+         same memory again (NVIDIA/nccl#2331), so an application that registers one buffer \
+         repeatedly runs out even though it uses little memory. It is not a lack of GPU \
+         memory, and not a fault of the machine."
+    );
+    let fix = "Register each allocation once and reuse its window; call \
+               ncclCommWindowDeregister for windows no longer used (before freeing their \
+               memory); with more windows than one GPU's memory on purpose, NCCL_WIN_STRIDE \
+               (bytes) sets the space. Without symmetric windows (`--register local` or \
+               `none` here, nccl-tests' -R 1 or 0) NCCL runs its ordinary kernels."
         .to_string();
     (d, fix)
 }

@@ -11,6 +11,10 @@ pub(super) fn classify_warn(message: &str, source: Option<&str>) -> Option<Failu
     if let Some(kind) = classify_shm(&m).or_else(|| classify_nvls(&m)) {
         return Some(kind);
     }
+    // `ncclSpaceAlloc` has one caller: the symmetric memory of registered windows.
+    if m.contains("no suitable space found to accommodate") {
+        return Some(FailureKind::WindowSpace);
+    }
     // Before 2.27 a failed multicast bind or add-device is only `Cuda failure 401 '...'`
     // (or 1, 802) from transport/nvls.cc.
     if source.is_some_and(|s| s.starts_with("transport/nvls.cc")) && m.contains("cuda failure") {

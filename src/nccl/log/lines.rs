@@ -138,9 +138,12 @@ pub(super) fn strip_launcher_prefixes(line: &str) -> &str {
     rest
 }
 
-/// `init.cc:1358 -> 2`: NCCL's trail when a call returns an error.
+/// `init.cc:1358 -> 2`: NCCL's trail when a call returns an error; from 2.30 with the
+/// function between (`nccl/src/dev_runtime.cc:602 (symMemoryObtain) -> 3`).
 pub(super) fn is_error_return(message: &str) -> bool {
-    let mut words = message.split_whitespace();
+    let mut words = message
+        .split_whitespace()
+        .filter(|w| !(w.starts_with('(') && w.ends_with(')') && w.len() > 2));
     let (Some(place), Some(arrow), Some(code)) = (words.next(), words.next(), words.next()) else {
         return false;
     };

@@ -268,6 +268,10 @@ pub enum FailureKind {
     /// NVLink SHARP (NVLS) Multicast memory of size N : CUDA error 401 ...`, or a `Cuda
     /// failure` logged from `transport/nvls.cc`.
     NvlsBind,
+    /// Registering a symmetric window found no room left in NCCL's symmetric address
+    /// space (2.27+: `Allocation failed. No suitable space found to accommodate
+    /// size=0x... within limit=0x...`, from `ncclSpaceAlloc`).
+    WindowSpace,
     /// `Cuda failure ...` or `unhandled cuda error`.
     CudaFailure,
     /// `Connection refused`, or any failed `Connect to ... failed` (whatever the errno).
@@ -305,6 +309,7 @@ impl FailureKind {
             FailureKind::ShmAttachEnoent => "shm-attach-enoent",
             FailureKind::ShmCumemMismatch => "shm-cumem-mismatch",
             FailureKind::NvlsBind => "nvls-bind",
+            FailureKind::WindowSpace => "window-space",
             FailureKind::CudaFailure => "cuda-failure",
             FailureKind::ConnectionRefused => "connection-refused",
             FailureKind::SocketError => "socket-error",

@@ -225,3 +225,23 @@ fn shm_backing_is_read_from_the_shm_lines_not_from_other_dev_shm_users() {
     let other = "h:1:2 [0] misc/shmutils.cc:88 NCCL WARN Error: failed to extend /dev/shm/nccl-WU88OE to 33554436 bytes, error: No space left on device (28)\n";
     assert_eq!(parse(other).shm_backing.label(), None);
 }
+
+/// 2.30 names the function in its WARN prefix and in the error-return trail
+/// (`nccl/src/dev_runtime.cc:602 (symMemoryObtain) -> 3`): an unknown WARN whose thread
+/// returns an error that way is a failure, and a full symmetric space is its own kind.
+#[test]
+fn the_2_30_trail_with_function_names_is_read() {
+    let log = parse(
+        "h:1:2 [0] nccl/src/foo.cc:12 (fooBar) NCCL WARN Something unheard of\n\
+         h:1:2 [0] NCCL INFO nccl/src/init.cc:88 (ncclCommInitRank) -> 3\n\
+         h:1:3 [0] nccl/src/allocator.cc:229 (ncclSpaceAlloc) NCCL WARN Allocation failed. No suitable space found to accommodate size=0x2171600000 within limit=0x2d00000000\n",
+    );
+    let kinds: Vec<FailureKind> = log.failures.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [FailureKind::Other, FailureKind::WindowSpace]);
+    // A parenthesised word alone is no trail.
+    let alone = parse(
+        "h:1:2 [0] nccl/src/foo.cc:12 (fooBar) NCCL WARN Something unheard of\n\
+         h:1:2 [0] NCCL INFO (ncclCommInitRank) -> 3\n",
+    );
+    assert!(alone.failures.is_empty());
+}
