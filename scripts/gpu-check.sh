@@ -7,7 +7,7 @@
 # all_reduce_perf is given) nccl-tests with the same sizes on N GPUs imported and
 # compared case by case, our time next to its time: all_reduce_perf against the
 # first sweep, and each other *_perf binary found beside it against the sweep of
-# every collective. README's "Checking nccl-bench on a GPU machine" says what to
+# every collective. docs/guide/gpu-check.md says what to
 # send back.
 #
 # Usage:

@@ -92,6 +92,11 @@ pub enum CliBackend {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+        nccl-bench sweep --gpus 8                      SHM decision sweep on 2, 4 and 8 GPUs\n  \
+        nccl-bench sweep --gpus 8 --coll all_gather -b 8 -e 1G -f 2 --transports default,shm-off\n  \
+        nccl-bench sweep --gpus 8 --pairs --transports default    every GPU pair, to find a slow link\n  \
+        nccl-bench sweep --config configs/transports.toml -n 50 --label nightly")]
 pub struct SweepArgs {
     /// GPUs (ranks) per case: N sweeps 2, 4, 8, ... up to N; a list like 2,4,8 is used as given
     #[arg(short = 'g', long = "gpus", value_name = "N|LIST", default_value = "2")]
@@ -373,6 +378,8 @@ pub struct ImportArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Example (a run directory's report, written again):\n  \
+        nccl-bench report results/20261128-031019-gpu01")]
 pub struct ReportArgs {
     /// The run directory (sweep writes its report itself)
     #[arg(value_name = "RUN_DIR")]
@@ -491,7 +498,7 @@ pub struct WorkerArgs {
     after_help = "Exit status: 0 no check failed, 1 a check failed, 2 error.\n\n\
 Examples:\n  \
 nccl-bench doctor                     all checks, /dev/shm sized for 8 local ranks\n  \
-nccl-bench doctor --gpus 4 --json     JSON for scripts (schema in README)\n  \
+nccl-bench doctor --gpus 4 --json     JSON for scripts (schema in docs/guide/doctor.md)\n  \
 nccl-bench doctor --clean             also remove /dev/shm/nccl-* segments no process uses"
 )]
 pub struct DoctorArgs {

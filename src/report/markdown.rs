@@ -258,7 +258,7 @@ fn cases_apart(s: &mut String, run: &RunData) -> Result<()> {
         )?;
         writeln!(
             s,
-            "Flagged by the quality rules (README, \"Trusting the numbers\") and not cleared: still flagged when measured again in fresh processes, or not measured again (`--no-remeasure`, an interruption, a failed re-measurement; the note says which). Their numbers are shown, marked, and not counted as evidence by the verdict or by `compare`.\n"
+            "Flagged by the quality rules (docs/guide/run-directory.md, \"Trusting the numbers\") and not cleared: still flagged when measured again in fresh processes, or not measured again (`--no-remeasure`, an interruption, a failed re-measurement; the note says which). Their numbers are shown, marked, and not counted as evidence by the verdict or by `compare`.\n"
         )?;
         writeln!(
             s,

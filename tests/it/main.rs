@@ -10,6 +10,7 @@ mod bandwidth_normal_cli;
 mod collectives_cli;
 mod compare_cli;
 mod comparisons_cli;
+mod docs;
 mod doctor_cli;
 mod explain_cli;
 mod history_cli;
