@@ -184,6 +184,19 @@ pub fn xml_escape(text: &str) -> String {
 }
 
 /// `1 thing`, `2 things`.
+/// A duration in words at the grain a person plans by: `40 s`, `12 min`, `2 h 5 min`.
+pub fn duration_words(secs: f64) -> String {
+    let secs = secs.max(0.0).round() as u64;
+    match secs {
+        0..=89 => format!("{secs} s"),
+        90..=5399 => format!("{} min", (secs + 30) / 60),
+        _ => {
+            let minutes = (secs + 30) / 60;
+            format!("{} h {} min", minutes / 60, minutes % 60)
+        }
+    }
+}
+
 pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -179,6 +179,29 @@ pub fn discover(explicit: Option<&Path>, machine: &dyn Machine) -> Result<Found,
     Err(NotFound { tried: s.tried })
 }
 
+/// The site-packages of the Python environment an executable at `exe` belongs to:
+/// `<env>/lib/python3*/site-packages` for `exe` in `<env>/bin`, when they exist.
+fn sites_beside(exe: &Path) -> Vec<PathBuf> {
+    let Some(env) = exe
+        .parent()
+        .filter(|b| b.ends_with("bin"))
+        .and_then(Path::parent)
+    else {
+        return Vec::new();
+    };
+    let mut sites: Vec<PathBuf> = std::fs::read_dir(env.join("lib"))
+        .map(|it| {
+            it.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+                .map(|e| e.path().join("site-packages"))
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    sites.sort();
+    sites
+}
+
 /// The real machine.
 pub struct ThisMachine;
 
@@ -214,25 +237,29 @@ impl Machine for ThisMachine {
             .unwrap_or_default()
     }
 
+    /// The site-packages beside this executable first (`pip install nccl-bench` put it
+    /// in `<env>/bin`, and `nvidia-nccl-cu12` in `<env>/lib/python3.X/site-packages`,
+    /// whether or not the environment is activated), then python3's.
     fn site_packages(&self) -> Vec<PathBuf> {
+        let mut seen: Vec<PathBuf> = std::env::current_exe()
+            .map(|exe| sites_beside(&exe))
+            .unwrap_or_default();
         let script = "import site,sys\nfor p in site.getsitepackages()+[site.getusersitepackages()]+sys.path: print(p)";
-        Command::new("python3")
+        let output = Command::new("python3")
             .args(["-c", script])
             .output()
             .ok()
-            .filter(|o| o.status.success())
-            .map(|o| {
-                let mut seen: Vec<PathBuf> = Vec::new();
-                for line in String::from_utf8_lossy(&o.stdout).lines() {
-                    let p = PathBuf::from(line.trim());
-                    let is_site = p.ends_with("site-packages") || p.ends_with("dist-packages");
-                    if is_site && !seen.contains(&p) {
-                        seen.push(p);
-                    }
+            .filter(|o| o.status.success());
+        if let Some(o) = output {
+            for line in String::from_utf8_lossy(&o.stdout).lines() {
+                let p = PathBuf::from(line.trim());
+                let is_site = p.ends_with("site-packages") || p.ends_with("dist-packages");
+                if is_site && !seen.contains(&p) {
+                    seen.push(p);
                 }
-                seen
-            })
-            .unwrap_or_default()
+            }
+        }
+        seen
     }
 
     fn load(&self, what: &Path) -> Result<(NcclVersion, PathBuf), String> {
@@ -287,6 +314,17 @@ fn loaded_path() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_executable_in_a_python_environment_finds_its_site_packages() {
+        let env = tempfile::tempdir().unwrap();
+        let site = env.path().join("lib/python3.11/site-packages");
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::create_dir_all(env.path().join("bin")).unwrap();
+        assert_eq!(sites_beside(&env.path().join("bin/nccl-bench")), [site]);
+        assert!(sites_beside(&env.path().join("nccl-bench")).is_empty());
+        assert!(sites_beside(&env.path().join("lib/nccl-bench")).is_empty());
+    }
     use std::collections::{HashMap, HashSet};
 
     /// A fake machine: files that exist, files that load (with a version), and what

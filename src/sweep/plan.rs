@@ -126,6 +126,61 @@ impl Plan {
         self.groups.chunk_by(|a, b| a.nranks == b.nranks)
     }
 
+    /// The plan in a sentence, for the first screen: the configs, rank counts, sizes
+    /// and collectives, the cases and process groups they make, and the most the
+    /// measuring takes (`max_time` a size and round, where iterations are adaptive).
+    pub fn describe(&self, rounds: u32, max_time: Option<std::time::Duration>) -> String {
+        let mut configs: Vec<&str> = Vec::new();
+        let mut counts: Vec<String> = Vec::new();
+        let mut collectives: Vec<&str> = Vec::new();
+        for g in &self.groups {
+            if !configs.contains(&g.config.name.as_str()) {
+                configs.push(&g.config.name);
+            }
+            if !counts.contains(&g.nranks.to_string()) {
+                counts.push(g.nranks.to_string());
+            }
+            if !collectives.contains(&g.collective.name()) {
+                collectives.push(g.collective.name());
+            }
+        }
+        let mut sizes: Vec<u64> = self.groups.iter().flat_map(|g| g.sizes.clone()).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let span = match sizes.as_slice() {
+            [] => String::new(),
+            [one] => format!(" ({})", Bytes(*one)),
+            [lo, .., hi] => format!(" ({} to {})", Bytes(*lo), Bytes(*hi)),
+        };
+        let cases = self.total_cases();
+        let rounds = rounds.max(1);
+        let groups = self.groups.len() as u64 * u64::from(rounds);
+        let bound = max_time
+            .map(|t| {
+                let secs = t.as_secs_f64() * (cases * u64::from(rounds)) as f64;
+                format!(
+                    "; measuring takes at most about {} (each size stops at --max-time a round), \
+                     most sizes far less",
+                    crate::units::duration_words(secs)
+                )
+            })
+            .unwrap_or_default();
+        use crate::units::plural;
+        format!(
+            "plan: {} ({}) x {} ({}) x {}{span} of {} = {}, each measured in {} of fresh worker \
+             processes ({}){bound}",
+            plural(configs.len(), "config", "configs"),
+            configs.join(", "),
+            plural(counts.len(), "rank count", "rank counts"),
+            counts.join(", "),
+            plural(sizes.len(), "size", "sizes"),
+            collectives.join(", "),
+            plural(cases as usize, "case", "cases"),
+            plural(rounds as usize, "round", "rounds"),
+            plural(groups as usize, "process group", "process groups"),
+        )
+    }
+
     pub fn total_cases(&self) -> u64 {
         self.groups.iter().map(|g| g.sizes.len() as u64).sum()
     }
@@ -152,6 +207,34 @@ mod tests {
             name: name.into(),
             ..TransportConfig::default()
         }
+    }
+
+    #[test]
+    fn the_plan_in_a_sentence_names_what_runs_and_bounds_the_time() {
+        let groups: Vec<Group> = [2, 4]
+            .iter()
+            .flat_map(|&n| {
+                ["default", "shm-off"].map(|c| {
+                    Group::new(config(c), n, Collective::AllReduce, &[8, 1024, 1 << 20], 4)
+                })
+            })
+            .collect();
+        let plan = Plan {
+            groups,
+            sizes: vec![8, 1024, 1 << 20],
+        };
+        assert_eq!(
+            plan.describe(15, Some(std::time::Duration::from_secs(1))),
+            "plan: 2 configs (default, shm-off) x 2 rank counts (2, 4) x 3 sizes (8 B to 1 MiB) \
+             of all_reduce = 12 cases, each measured in 15 rounds of fresh worker processes \
+             (60 process groups); measuring takes at most about 3 min (each size stops at \
+             --max-time a round), most sizes far less"
+        );
+        assert!(plan.describe(1, None).ends_with(
+            "= 12 cases, each measured in 1 round of fresh worker processes (4 process groups)"
+        ));
+        assert_eq!(crate::units::duration_words(40.0), "40 s");
+        assert_eq!(crate::units::duration_words(7_530.0), "2 h 6 min");
     }
 
     #[test]

@@ -105,6 +105,15 @@ pub fn run(
         }
     }
     println!("{}", banner(&backend));
+    let plan = Plan::new(settings);
+    let max_time = match settings.iterations {
+        crate::config::IterationPolicy::Adaptive { max_time, .. } => Some(max_time),
+        crate::config::IterationPolicy::Fixed { .. } => None,
+    };
+    println!(
+        "{}",
+        plan.describe(settings.rounds_for(backend.name == "host"), max_time)
+    );
     if let Some(c) = &manifest.ceilings {
         println!("{}", ceilings_line(c));
     }
@@ -126,7 +135,7 @@ pub fn run(
         interrupted,
         run_start: Instant::now(),
     };
-    let outcome = orchestrator.run(&Plan::new(settings))?;
+    let outcome = orchestrator.run(&plan)?;
     write_report(&writer.dir().path);
     Ok(exit_code(&outcome))
 }
@@ -276,9 +285,16 @@ pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
 /// The report is a reading of what is on disk: a failure to write it is said, and
 /// does not change what was measured or the exit code.
 pub fn write_report(run_dir: &std::path::Path) {
-    match crate::report::write(run_dir, "default", crate::stats::compare::DEFAULT_THRESHOLD) {
+    let threshold = crate::stats::compare::DEFAULT_THRESHOLD;
+    match crate::report::write(run_dir, "default", threshold) {
         Ok(path) => println!("report: {}", path.display()),
         Err(e) => eprintln!("warning: no report: {e:#}"),
+    }
+    if let Some(answer) = crate::export::reader::RunData::load(run_dir)
+        .ok()
+        .and_then(|run| crate::analysis::verdict::each::one_line(&run, "default", threshold))
+    {
+        println!("answer: {answer}");
     }
 }
 

@@ -22,6 +22,19 @@ fn host_sweep_writes_a_complete_run_directory() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("HOST BACKEND (CPU), NOT NCCL"), "{stdout}");
     assert!(stdout.contains("28 of 28 cases (28 ok"), "{stdout}");
+    // The first screen says what will run; the last lines, where the report is and
+    // its answer.
+    assert!(
+        stdout.contains(
+            "plan: 2 configs (default, shm-off) x 2 rank counts (2, 4) x 7 sizes (1 KiB to 4 MiB) \
+             of all_reduce = 28 cases, each measured in 15 rounds of fresh worker processes (60 \
+             process groups)\n"
+        ),
+        "{stdout}"
+    );
+    let last: Vec<&str> = stdout.lines().rev().take(2).collect();
+    assert!(last[1].starts_with("report: "), "{stdout}");
+    assert!(last[0].starts_with("answer: "), "{stdout}");
 
     let run = run_dir(out.path());
     let rows = rows(&run);

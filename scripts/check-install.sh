@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Checks the two ways README gives to install nccl-bench, from this checkout, each into a
+# place of its own: `cargo install --path .`, and a wheel built with maturin installed with
+# pip into a fresh virtual environment. Each installed binary must print its version and
+# run a small host-backend sweep to the end. Needs cargo and python3 with venv; fetches
+# maturin from PyPI. Both builds share one target directory (one release build).
+#   scripts/check-install.sh            both
+#   scripts/check-install.sh --cargo    only cargo install
+#   scripts/check-install.sh --wheel    only the wheel
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+what=${1:-all}
+case "$what" in
+  all | --cargo | --wheel) ;;
+  *) echo "usage: $0 [--cargo | --wheel]" >&2; exit 2 ;;
+esac
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export CARGO_TARGET_DIR="$PWD/target/install-check"
+
+# A small host sweep with the installed binary: two configs, 2 ranks, a few sizes.
+try() {
+  local bin=$1 out=$2
+  "$bin" --version
+  "$bin" sweep --backend host --gpus 2 -b 8 -e 64K -f 32 -n 5 --rounds 1 \
+    --transports default,shm-off --plain --out "$out" > "$out.log"
+  grep -q "sweep finished: 6 of 6 cases (6 ok)" "$out.log" || { cat "$out.log"; exit 1; }
+  echo "  $(tail -n 1 "$out.log")"
+}
+
+if [ "$what" != --wheel ]; then
+  echo "== cargo install --path ."
+  cargo install --quiet --locked --path . --root "$work/cargo"
+  try "$work/cargo/bin/nccl-bench" "$work/runs-cargo"
+fi
+
+if [ "$what" != --cargo ]; then
+  echo "== a wheel (maturin), pip-installed into a fresh virtual environment"
+  python3 -m venv "$work/build"
+  "$work/build/bin/pip" install --quiet --disable-pip-version-check 'maturin>=1.5,<2'
+  "$work/build/bin/maturin" build --quiet --release --locked --out "$work/wheels"
+  python3 -m venv "$work/env"
+  "$work/env/bin/pip" install --quiet --disable-pip-version-check "$work"/wheels/nccl_bench-*.whl
+  # Not activated: the binary is where pip puts scripts.
+  try "$work/env/bin/nccl-bench" "$work/runs-wheel"
+fi
+echo "install check passed"
