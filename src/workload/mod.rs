@@ -9,6 +9,8 @@
 //!   size), the calls of the communicator (process and `comm`) that made the most.
 //!   A `Send` is one call of `sendrecv`; its matching `Recv` on the peer is not
 //!   counted again.
+//! - **The NCCL Inspector plugin's JSON** (2.28+): one object per completed call of
+//!   each communicator and rank ([`inspector`]), counted once per call.
 //! - **A plain CSV** with the header `collective,bytes,count` and optionally
 //!   `nranks`: the collective (`all_reduce`, or NCCL's `AllReduce`), the size as
 //!   nccl-tests and nccl-bench give it (`25M` or bytes), and the calls per step.
@@ -31,6 +33,8 @@ use crate::units::Bytes;
 pub enum Format {
     /// NCCL's `COLL` debug lines: the calls of the whole log.
     NcclColl,
+    /// The NCCL Inspector plugin's JSON: the calls it recorded ([`inspector`]).
+    Inspector,
     /// A CSV of calls per step.
     Csv,
 }
@@ -39,6 +43,9 @@ impl Format {
     pub fn words(self) -> &'static str {
         match self {
             Format::NcclColl => "NCCL's COLL lines (calls in the log)",
+            Format::Inspector => {
+                "the NCCL Inspector's JSON (calls it recorded; none under its minimum size, 8 KiB by default)"
+            }
             Format::Csv => "a CSV (calls per step)",
         }
     }
@@ -91,6 +98,8 @@ impl Workload {
             first.is_some_and(|l| l.split(',').next().map(str::trim) == Some("collective"));
         let (format, entries) = if is_csv {
             (Format::Csv, from_csv(text, name)?)
+        } else if inspector::looks_like(text) {
+            (Format::Inspector, inspector::entries(text, name)?)
         } else {
             (Format::NcclColl, from_coll_lines(text, name)?)
         };
@@ -126,6 +135,7 @@ impl Workload {
         match self.format {
             Format::Csv => "per step",
             Format::NcclColl => "in the log",
+            Format::Inspector => "in the trace",
         }
     }
 
@@ -285,6 +295,7 @@ fn from_csv(text: &str, name: &str) -> Result<Vec<Entry>, String> {
         .collect())
 }
 
+pub mod inspector;
 pub mod render;
 #[cfg(test)]
 mod tests;

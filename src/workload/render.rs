@@ -67,6 +67,7 @@ pub fn json(w: &Workload) -> serde_json::Value {
         "source": w.source,
         "format": match w.format {
             Format::NcclColl => "nccl-coll",
+            Format::Inspector => "nccl-inspector",
             Format::Csv => "csv",
         },
         "calls": w.total_calls(),

@@ -123,3 +123,83 @@ fn bad_files_name_the_line_and_field() {
         assert!(e.starts_with(says), "{text:?}: {e}");
     }
 }
+
+/// NCCL's own example of the Inspector plugin's output (its README, 2.30.7): an
+/// all-reduce of 16 GiB and a reduce-scatter of 2 GiB per rank on 8 ranks, whose own
+/// algbw (418 GB/s in 41,057 us) says the size is one rank's share.
+#[test]
+fn the_inspectors_json_counts_each_call_once_at_nccl_tests_sizes() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/nccl-inspector-readme-2.30.7.json");
+    let w = Workload::parse(&std::fs::read_to_string(path).unwrap(), "readme").unwrap();
+    assert_eq!(w.format, Format::Inspector);
+    assert_eq!(
+        summary(&w),
+        [
+            (Collective::AllReduce, Some(8), 16 << 30, 1),
+            (Collective::ReduceScatter, Some(8), 16 << 30, 1),
+        ]
+    );
+    assert_eq!(w.per(), "in the trace");
+    // Two ranks of one communicator record the same calls: counted once; a call
+    // written twice by the dump thread once; a send once, its receive not at all.
+    let object = |rank: i64, coll: &str, sn: u64, bytes: u64| {
+        let (kind, size, seq) = if coll == "Send" || coll == "Recv" {
+            ("p2p", "p2p_msg_size_bytes", "p2p_sn")
+        } else {
+            ("coll", "coll_msg_size_bytes", "coll_sn")
+        };
+        format!(
+            r#"{{"header":{{"id":"0xabc","rank":{rank},"n_ranks":2,"nnodes":1}},"{kind}_perf":{{"{kind}":"{coll}","{seq}":{sn},"{size}":{bytes},"{kind}_exec_time_us":10}}}}"#
+        )
+    };
+    let mut text = String::new();
+    for rank in 0..2 {
+        for sn in 0..3 {
+            text.push_str(&object(rank, "AllGather", sn, 1 << 20));
+            text.push('\n');
+        }
+    }
+    text.push_str(&object(0, "AllGather", 2, 1 << 20));
+    text.push_str(&object(0, "Send", 0, 4096));
+    text.push_str(&object(1, "Recv", 0, 4096));
+    let w = Workload::parse(&text, "two ranks").unwrap();
+    assert_eq!(
+        summary(&w),
+        [
+            (Collective::AllGather, Some(2), 2 << 20, 3),
+            (Collective::SendRecv, Some(2), 4096, 1),
+        ]
+    );
+}
+
+#[test]
+fn an_inspector_file_that_does_not_read_names_the_object_and_field() {
+    let err = |text: &str| Workload::parse(text, "f.json").unwrap_err();
+    let head = r#""header":{"id":"0x1","rank":0,"n_ranks":4}"#;
+    assert_eq!(
+        err(&format!(
+            r#"{{{head},"coll_perf":{{"coll":"AllReduce","coll_sn":1}}}}"#
+        )),
+        "f.json: object 1: `coll_perf.coll_msg_size_bytes` is not a byte count"
+    );
+    assert_eq!(
+        err(&format!(r#"{{{head},"metadata":{{}}}}"#)),
+        "f.json: object 1: neither `coll_perf` nor `p2p_perf`"
+    );
+    assert_eq!(
+        err(r#"{"header":{"id":"0x1","rank":0,"n_ranks":0},"coll_perf":{}}"#),
+        "f.json: object 1: `header.n_ranks` is not a number of ranks"
+    );
+    assert_eq!(
+        err(&format!(
+            r#"{{{head},"coll_perf":{{"coll":"AllToAllV","coll_sn":1,"coll_msg_size_bytes":8}}}}"#
+        )),
+        "f.json: object 1: `AllToAllV` is not a collective nccl-bench measures"
+    );
+    let cut = err(&format!("{{{head},\n\"coll_perf\":{{\"coll\":"));
+    assert!(
+        cut.starts_with("f.json:2:") && cut.contains("not the Inspector's JSON"),
+        "{cut}"
+    );
+}

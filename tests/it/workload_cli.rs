@@ -103,6 +103,36 @@ fn a_csv_is_calls_per_step_and_a_bad_one_is_exit_2_naming_its_line() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
+/// The NCCL Inspector plugin's JSON, as NCCL's README for it shows its output
+/// (https://github.com/NVIDIA/nccl/blob/v2.30.7-1/plugins/profiler/inspector/README.md,
+/// kept in tests/fixtures): two files of one job read as one, and a cut file is exit 2
+/// naming where, with nothing on stdout.
+#[test]
+fn the_inspectors_json_reads_and_a_cut_one_is_exit_2() {
+    let _machine = crate::common::shared();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/nccl-inspector-readme-2.30.7.json");
+    let o = workload(&[&example], true);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let entries = doc["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{doc}");
+    for e in entries {
+        assert_eq!(e["bytes"], 16u64 << 30, "{e}");
+        assert_eq!(e["calls"], 1, "{e}");
+        assert_eq!(e["nranks"], 8, "{e}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cut = tmp.path().join("rank1.json");
+    let whole = std::fs::read_to_string(&example).unwrap();
+    std::fs::write(&cut, &whole[..whole.len() / 3]).unwrap();
+    let o = workload(&[&example, &cut], false);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not the Inspector's JSON"), "{err}");
+}
+
 /// `sweep --sizes-from` measures exactly the job's (collective, size) pairs, says
 /// where nccl-tests' rounding or the rank counts differ from the job, and records the
 /// job in the manifest; with -b/--coll, or a file that does not read, it is exit 2
