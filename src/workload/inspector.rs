@@ -14,8 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::Entry;
 use crate::ops::collective::Collective;
+
+/// One (collective, ranks, nccl-tests size) and its calls.
+pub type Calls = (Collective, u32, u64, u64);
 
 /// Whether `text` looks like the plugin's output: JSON objects, the first with a
 /// `header`.
@@ -24,7 +26,7 @@ pub fn looks_like(text: &str) -> bool {
 }
 
 /// The calls of the objects in `text` (several processes' files, concatenated).
-pub fn entries(text: &str, name: &str) -> Result<Vec<Entry>, String> {
+pub fn calls(text: &str, name: &str) -> Result<Vec<Calls>, String> {
     type Key = (Collective, u32, u64);
     let mut per_rank: BTreeMap<(String, i64), BTreeMap<Key, u64>> = BTreeMap::new();
     let mut seen: BTreeSet<(String, i64, &'static str, u64)> = BTreeSet::new();
@@ -121,11 +123,6 @@ pub fn entries(text: &str, name: &str) -> Result<Vec<Entry>, String> {
     }
     Ok(most
         .into_iter()
-        .map(|((collective, nranks, bytes), calls)| Entry {
-            collective,
-            nranks: Some(nranks),
-            bytes,
-            calls,
-        })
+        .map(|((collective, nranks, bytes), calls)| (collective, nranks, bytes, calls))
         .collect())
 }

@@ -99,7 +99,17 @@ impl Workload {
         let (format, entries) = if is_csv {
             (Format::Csv, from_csv(text, name)?)
         } else if inspector::looks_like(text) {
-            (Format::Inspector, inspector::entries(text, name)?)
+            let calls = inspector::calls(text, name)?;
+            let entries = calls
+                .into_iter()
+                .map(|(collective, nranks, bytes, calls)| Entry {
+                    collective,
+                    nranks: Some(nranks),
+                    bytes,
+                    calls,
+                })
+                .collect();
+            (Format::Inspector, entries)
         } else {
             (Format::NcclColl, from_coll_lines(text, name)?)
         };
