@@ -41,7 +41,7 @@
 //!                                where collectives run | checks of the machine |
 //!                                judging runs | reading nccl-tests outputs
 //! export/ machine/ workload/     the run directory's files | this machine as read |
-//!                                a job's collectives (NCCL's COLL lines, Inspector JSON, a CSV)
+//!                                a job's collectives (NCCL COLL lines, Inspector, Kineto, CSV)
 //! model.rs                       the records a run produces and reads back
 //! config/                        checked settings: sizes, transport configs, figures
 //! nccl/                          what we know about NCCL: logs, failures, SHM sizing, ...
@@ -128,8 +128,8 @@
 //!
 //! **`workload`.** A job's collectives, `Workload` (collective, ranks, nccl-tests size,
 //! calls), read from NCCL's COLL lines (`nccl::log::coll_call`, each call counted once
-//! over the ranks that log it), the NCCL Inspector plugin's JSON (`workload::inspector`)
-//! or a CSV of calls per step; `workload::render` for the `workload` command.
+//! over the ranks that log it), the NCCL Inspector plugin's JSON (`workload::inspector`),
+//! a PyTorch profiler trace (`workload::kineto`) or a CSV of calls per step; `workload::render` for the `workload` command.
 //!
 //! **`model`, `config`.** `model` holds the records: `CaseKey`, `CaseResult`,
 //! `RunManifest`, the doctor's `Check`. `config` holds the checked settings:

@@ -69,7 +69,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Read NCCL_DEBUG=INFO/WARN logs: versions, ranks, transports per rank pair, and a diagnosis of every known failure
     Explain(ExplainArgs),
-    /// Read a job's collectives (NCCL's COLL debug lines, the NCCL Inspector's JSON, or a CSV collective,bytes,count[,nranks]) and say what it sends
+    /// Read a job's collectives (NCCL's COLL debug lines, the NCCL Inspector's JSON, a PyTorch profiler trace, or a CSV collective,bytes,count[,nranks]) and say what it sends
     Workload(WorkloadArgs),
     /// Check this machine for NCCL: /dev/shm size and leftover segments, container, NCCL_* variables, network interfaces, InfiniBand, GPUs, libnccl
     Doctor(DoctorArgs),
@@ -418,6 +418,7 @@ pub struct ExplainArgs {
 lines may be in one file or several); a call logged by every rank counts once.\n\
 NCCL Inspector (NCCL 2.28+, NCCL_PROFILER_PLUGIN=.../libnccl-profiler-inspector.so NCCL_INSPECTOR_ENABLE=1): \
 its JSON files, one per process; a call recorded by every rank counts once (it skips calls under 8 KiB by default).\n\
+PyTorch profiler (Kineto) traces, one per rank, PyTorch 2.1+: the collectives' NCCL metadata (Collective name, In/Out msg nelems, Group size, dtype).\n\
 CSV: a header collective,bytes,count[,nranks] and one line per (collective, size): the calls per step.\n\n\
 Examples:\n  \
 nccl-bench workload nccl.*.log\n  \

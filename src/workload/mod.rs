@@ -11,6 +11,8 @@
 //!   counted again.
 //! - **The NCCL Inspector plugin's JSON** (2.28+): one object per completed call of
 //!   each communicator and rank ([`inspector`]), counted once per call.
+//! - **A PyTorch profiler (Kineto) trace** with PyTorch's NCCL metadata on its
+//!   collectives ([`kineto`]), counted once per call.
 //! - **A plain CSV** with the header `collective,bytes,count` and optionally
 //!   `nranks`: the collective (`all_reduce`, or NCCL's `AllReduce`), the size as
 //!   nccl-tests and nccl-bench give it (`25M` or bytes), and the calls per step.
@@ -35,6 +37,8 @@ pub enum Format {
     NcclColl,
     /// The NCCL Inspector plugin's JSON: the calls it recorded ([`inspector`]).
     Inspector,
+    /// A PyTorch profiler (Kineto) trace: the collectives it recorded ([`kineto`]).
+    Kineto,
     /// A CSV of calls per step.
     Csv,
 }
@@ -46,6 +50,7 @@ impl Format {
             Format::Inspector => {
                 "the NCCL Inspector's JSON (calls it recorded; none under its minimum size, 8 KiB by default)"
             }
+            Format::Kineto => "a PyTorch profiler (Kineto) trace (calls in the trace)",
             Format::Csv => "a CSV (calls per step)",
         }
     }
@@ -98,8 +103,12 @@ impl Workload {
             first.is_some_and(|l| l.split(',').next().map(str::trim) == Some("collective"));
         let (format, entries) = if is_csv {
             (Format::Csv, from_csv(text, name)?)
-        } else if inspector::looks_like(text) {
-            let calls = inspector::calls(text, name)?;
+        } else if kineto::looks_like(text) || inspector::looks_like(text) {
+            let (format, calls) = if kineto::looks_like(text) {
+                (Format::Kineto, kineto::calls(text, name)?)
+            } else {
+                (Format::Inspector, inspector::calls(text, name)?)
+            };
             let entries = calls
                 .into_iter()
                 .map(|(collective, nranks, bytes, calls)| Entry {
@@ -109,7 +118,7 @@ impl Workload {
                     calls,
                 })
                 .collect();
-            (Format::Inspector, entries)
+            (format, entries)
         } else {
             (Format::NcclColl, from_coll_lines(text, name)?)
         };
@@ -145,7 +154,7 @@ impl Workload {
         match self.format {
             Format::Csv => "per step",
             Format::NcclColl => "in the log",
-            Format::Inspector => "in the trace",
+            Format::Inspector | Format::Kineto => "in the trace",
         }
     }
 
@@ -306,6 +315,7 @@ fn from_csv(text: &str, name: &str) -> Result<Vec<Entry>, String> {
 }
 
 pub mod inspector;
+pub mod kineto;
 pub mod render;
 #[cfg(test)]
 mod tests;

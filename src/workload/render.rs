@@ -68,6 +68,7 @@ pub fn json(w: &Workload) -> serde_json::Value {
         "format": match w.format {
             Format::NcclColl => "nccl-coll",
             Format::Inspector => "nccl-inspector",
+            Format::Kineto => "kineto",
             Format::Csv => "csv",
         },
         "calls": w.total_calls(),

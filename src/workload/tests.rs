@@ -203,3 +203,115 @@ fn an_inspector_file_that_does_not_read_names_the_object_and_field() {
         "{cut}"
     );
 }
+
+/// A Kineto trace per rank, with the metadata PyTorch records for each collective (as
+/// PyTorch's own test of it spells the fields: `test/distributed/
+/// test_cuda_graph_annotations.py`, "In msg nelems", "Group size", "dtype": "Float",
+/// ...), on the CPU op and on its kernel: each call once, at nccl-tests' size.
+#[test]
+fn a_kineto_trace_counts_each_collective_once_at_nccl_tests_sizes() {
+    let event = |cat: &str, name: &str, coll: &str, inn: u64, out: u64, dtype: &str| {
+        format!(
+            r#"{{"ph":"X","cat":"{cat}","name":"{name}","ts":1,"dur":2,"args":{{"Collective name":"{coll}","In msg nelems":{inn},"Out msg nelems":{out},"Group size":8,"dtype":"{dtype}","Process Group Name":"0","Process Group Ranks":"[0, 1, 2, 3, 4, 5, 6, 7]"}}}}"#
+        )
+    };
+    let trace = |rank: u32| {
+        let mut events = Vec::new();
+        for _ in 0..3 {
+            events.push(event(
+                "cpu_op",
+                "record_param_comms",
+                "allreduce",
+                6_553_600,
+                6_553_600,
+                "Float",
+            ));
+            events.push(event(
+                "kernel",
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                "allreduce",
+                6_553_600,
+                6_553_600,
+                "Float",
+            ));
+        }
+        for _ in 0..2 {
+            events.push(event(
+                "cpu_op",
+                "record_param_comms",
+                "_allgather_base",
+                1 << 20,
+                8 << 20,
+                "BFloat16",
+            ));
+            events.push(event(
+                "kernel",
+                "ncclDevKernel_AllGather_RING_LL",
+                "_allgather_base",
+                1 << 20,
+                8 << 20,
+                "BFloat16",
+            ));
+        }
+        events.push(event(
+            "kernel",
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            "barrier",
+            1,
+            1,
+            "Float",
+        ));
+        format!(
+            r#"{{"distributedInfo":{{"backend":"nccl","rank":{rank},"world_size":8}},"traceEvents":[{}]}}"#,
+            events.join(",")
+        )
+    };
+    let w = Workload::parse(&(trace(0) + "\n" + &trace(1)), "traces").unwrap();
+    assert_eq!(w.format, Format::Kineto);
+    assert_eq!(
+        summary(&w),
+        [
+            (Collective::AllReduce, Some(8), 25 << 20, 3),
+            (Collective::AllGather, Some(8), 16 << 20, 2),
+        ]
+    );
+    // CPU ops alone (no CUDA activity traced) give the same.
+    let cpu_only = trace(0)
+        .split("},{")
+        .filter(|e| !e.contains("\"kernel\""))
+        .collect::<Vec<_>>()
+        .join("},{");
+    let w = Workload::parse(&(cpu_only + "}]}"), "cpu").unwrap();
+    assert_eq!(
+        summary(&w)[0],
+        (Collective::AllReduce, Some(8), 25 << 20, 3)
+    );
+}
+
+#[test]
+fn a_kineto_trace_without_collectives_or_with_a_bad_field_is_an_error() {
+    let err = |text: &str| Workload::parse(text, "t.json").unwrap_err();
+    assert!(
+        err(r#"{"traceEvents":[{"ph":"X","cat":"kernel","name":"gemm","args":{}}]}"#)
+            .contains("no collective with PyTorch's NCCL metadata"),
+    );
+    let one = |args: &str| format!(r#"{{"traceEvents":[{{"cat":"kernel","args":{{{args}}}}}]}}"#);
+    assert_eq!(
+        err(&one(
+            r#""Collective name":"allreduce","In msg nelems":4,"Out msg nelems":4,"Group size":2,"dtype":"Quaternion""#
+        )),
+        "t.json: trace 1, event 0: dtype `Quaternion` is not one PyTorch names"
+    );
+    assert_eq!(
+        err(&one(
+            r#""Collective name":"allreduce","Out msg nelems":4,"Group size":2,"dtype":"Float""#
+        )),
+        "t.json: trace 1, event 0: `In msg nelems` is not a number of elements"
+    );
+    assert_eq!(
+        err(&one(
+            r#""Collective name":"all_scan","In msg nelems":4,"Out msg nelems":4,"Group size":2,"dtype":"Float""#
+        )),
+        "t.json: trace 1, event 0: `all_scan` is not a collective nccl-bench measures"
+    );
+}
