@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Checks the two ways README gives to install nccl-bench, from this checkout, each into a
-# place of its own: `cargo install --path .`, and a wheel built with maturin installed with
-# pip into a fresh virtual environment. Each installed binary must print its version and
-# run a small host-backend sweep to the end. Needs cargo and python3 with venv; fetches
-# maturin from PyPI. Both builds share one target directory (one release build).
-#   scripts/check-install.sh            both
-#   scripts/check-install.sh --cargo    only cargo install
+# Checks the ways README gives to install nccl-bench, from this checkout, each into a
+# place of its own: `cargo install --path .`, `cargo install --git` (this repository's
+# committed HEAD, as from its remote), and a wheel built with maturin installed with pip
+# into a fresh virtual environment. Each installed binary must print its version and run
+# a small host-backend sweep to the end. Needs cargo, git and python3 with venv; fetches
+# maturin from PyPI. The builds share one target directory.
+#   scripts/check-install.sh            all three
+#   scripts/check-install.sh --cargo    only the two cargo installs
 #   scripts/check-install.sh --wheel    only the wheel
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,10 @@ if [ "$what" != --wheel ]; then
   echo "== cargo install --path ."
   cargo install --quiet --locked --path . --root "$work/cargo"
   try "$work/cargo/bin/nccl-bench" "$work/runs-cargo"
+  echo "== cargo install --git (this repository's HEAD)"
+  cargo install --quiet --locked --git "file://$PWD" --rev "$(git rev-parse HEAD)" \
+    --root "$work/git" nccl-bench
+  try "$work/git/bin/nccl-bench" "$work/runs-git"
 fi
 
 if [ "$what" != --cargo ]; then
