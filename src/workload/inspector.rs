@@ -14,10 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::count::{busiest, Calls, Key};
 use crate::ops::collective::Collective;
-
-/// One (collective, ranks, nccl-tests size) and its calls.
-pub type Calls = (Collective, u32, u64, u64);
 
 /// Whether `text` looks like the plugin's output: JSON objects, the first with a
 /// `header`.
@@ -27,7 +25,6 @@ pub fn looks_like(text: &str) -> bool {
 
 /// The calls of the objects in `text` (several processes' files, concatenated).
 pub fn calls(text: &str, name: &str) -> Result<Vec<Calls>, String> {
-    type Key = (Collective, u32, u64);
     let mut per_rank: BTreeMap<(String, i64), BTreeMap<Key, u64>> = BTreeMap::new();
     let mut seen: BTreeSet<(String, i64, &'static str, u64)> = BTreeSet::new();
     let mut objects = 0usize;
@@ -114,15 +111,5 @@ pub fn calls(text: &str, name: &str) -> Result<Vec<Calls>, String> {
     if objects == 0 {
         return Err(format!("{name}: no Inspector object"));
     }
-    let mut most: BTreeMap<Key, u64> = BTreeMap::new();
-    for calls in per_rank.values() {
-        for (key, n) in calls {
-            let m = most.entry(*key).or_default();
-            *m = (*m).max(*n);
-        }
-    }
-    Ok(most
-        .into_iter()
-        .map(|((collective, nranks, bytes), calls)| (collective, nranks, bytes, calls))
-        .collect())
+    Ok(busiest(&per_rank))
 }

@@ -15,10 +15,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::count::{busiest, Calls, Key};
 use crate::ops::collective::Collective;
-
-/// One (collective, ranks, nccl-tests size) and its calls.
-pub type Calls = (Collective, u32, u64, u64);
 
 /// Whether `text` looks like a Chrome trace.
 pub fn looks_like(text: &str) -> bool {
@@ -70,7 +68,6 @@ fn element_size(name: &str) -> Option<u64> {
 
 /// The calls of the traces in `text` (several ranks' files, concatenated).
 pub fn calls(text: &str, name: &str) -> Result<Vec<Calls>, String> {
-    type Key = (Collective, u32, u64);
     let mut per_rank: BTreeMap<(String, i64), BTreeMap<Key, u64>> = BTreeMap::new();
     let mut traces = 0usize;
     let mut collectives = 0usize;
@@ -145,15 +142,5 @@ pub fn calls(text: &str, name: &str) -> Result<Vec<Calls>, String> {
              CUDA activities on"
         ));
     }
-    let mut most: BTreeMap<Key, u64> = BTreeMap::new();
-    for calls in per_rank.values() {
-        for (key, n) in calls {
-            let m = most.entry(*key).or_default();
-            *m = (*m).max(*n);
-        }
-    }
-    Ok(most
-        .into_iter()
-        .map(|((collective, nranks, bytes), calls)| (collective, nranks, bytes, calls))
-        .collect())
+    Ok(busiest(&per_rank))
 }

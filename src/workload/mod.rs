@@ -109,16 +109,7 @@ impl Workload {
             } else {
                 (Format::Inspector, inspector::calls(text, name)?)
             };
-            let entries = calls
-                .into_iter()
-                .map(|(collective, nranks, bytes, calls)| Entry {
-                    collective,
-                    nranks: Some(nranks),
-                    bytes,
-                    calls,
-                })
-                .collect();
-            (format, entries)
+            (format, entries_of(calls))
         } else {
             (Format::NcclColl, from_coll_lines(text, name)?)
         };
@@ -192,7 +183,7 @@ fn size_of_call(call: &CollCall) -> Result<(Collective, u64), String> {
 
 fn from_coll_lines(text: &str, name: &str) -> Result<Vec<Entry>, String> {
     // (process, comm) -> (collective, ranks, size) -> calls.
-    type Key = (Collective, u32, u64);
+    use count::Key;
     let mut per_comm: BTreeMap<(String, String), BTreeMap<Key, u64>> = BTreeMap::new();
     let mut seen = 0usize;
     for (i, line) in text.lines().enumerate() {
@@ -219,22 +210,20 @@ fn from_coll_lines(text: &str, name: &str) -> Result<Vec<Entry>, String> {
              collective,bytes,count[,nranks]"
         ));
     }
-    let mut most: BTreeMap<Key, u64> = BTreeMap::new();
-    for calls in per_comm.values() {
-        for (key, n) in calls {
-            let m = most.entry(*key).or_default();
-            *m = (*m).max(*n);
-        }
-    }
-    Ok(most
+    Ok(entries_of(count::busiest(&per_comm)))
+}
+
+/// Entries of calls whose ranks are known.
+fn entries_of(calls: Vec<count::Calls>) -> Vec<Entry> {
+    calls
         .into_iter()
-        .map(|((collective, nranks, bytes), calls)| Entry {
+        .map(|(collective, nranks, bytes, calls)| Entry {
             collective,
             nranks: Some(nranks),
             bytes,
             calls,
         })
-        .collect())
+        .collect()
 }
 
 fn from_csv(text: &str, name: &str) -> Result<Vec<Entry>, String> {
@@ -314,6 +303,7 @@ fn from_csv(text: &str, name: &str) -> Result<Vec<Entry>, String> {
         .collect())
 }
 
+mod count;
 pub mod inspector;
 pub mod kineto;
 pub mod render;
