@@ -50,5 +50,19 @@ if [ "$what" != --cargo ]; then
   "$work/env/bin/pip" install --quiet --disable-pip-version-check "$work"/wheels/nccl_bench-*.whl
   # Not activated: the binary is where pip puts scripts.
   try "$work/env/bin/nccl-bench" "$work/runs-wheel"
+  # NCCL where `pip install nvidia-nccl-cu12` puts it in that environment (the real
+  # library scripts/fetch-nccl.sh unpacked from that wheel, when it is here): the
+  # binary finds it on its own, the environment still not activated.
+  nccl=$(find "$HOME/.cache/nccl-bench" -path '*nvidia/nccl/lib/libnccl.so.2' 2>/dev/null | head -n 1)
+  if [ -n "$nccl" ]; then
+    site=$(echo "$work"/env/lib/python3*/site-packages)
+    cp -r "${nccl%/nccl/lib/libnccl.so.2}" "$site/"
+    env -u NCCL_BENCH_NCCL_LIB "$work/env/bin/nccl-bench" doctor > "$work/doctor.txt" || true
+    grep -q "OK    libnccl .* at $site/nvidia/nccl/lib/libnccl.so.2" "$work/doctor.txt" ||
+      { cat "$work/doctor.txt"; exit 1; }
+    echo "  $(grep "libnccl" "$work/doctor.txt" | head -n 1)"
+  else
+    echo "  (no libnccl in ~/.cache/nccl-bench from scripts/fetch-nccl.sh: finding NCCL beside the wheel not checked)"
+  fi
 fi
 echo "install check passed"
