@@ -103,13 +103,10 @@ impl Workload {
             first.is_some_and(|l| l.split(',').next().map(str::trim) == Some("collective"));
         let (format, entries) = if is_csv {
             (Format::Csv, from_csv(text, name)?)
-        } else if kineto::looks_like(text) || inspector::looks_like(text) {
-            let (format, calls) = if kineto::looks_like(text) {
-                (Format::Kineto, kineto::calls(text, name)?)
-            } else {
-                (Format::Inspector, inspector::calls(text, name)?)
-            };
-            (format, entries_of(calls))
+        } else if kineto::looks_like(text) {
+            (Format::Kineto, entries_of(kineto::calls(text, name)?))
+        } else if inspector::looks_like(text) {
+            (Format::Inspector, entries_of(inspector::calls(text, name)?))
         } else {
             (Format::NcclColl, from_coll_lines(text, name)?)
         };
