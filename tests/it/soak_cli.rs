@@ -242,17 +242,30 @@ fn a_cpu_hog_on_one_core_is_a_dip_at_its_time_explained_by_other_processes() {
         dips[0].contains("CPU cores busy with other processes rose"),
         "{report}"
     );
-    // soak.csv itself: the intervals of the hog are the low ones.
+    // soak.csv itself: the intervals wholly inside the hog's time are low, and low
+    // intervals are the hog's. One low interval elsewhere is allowed: on a shared
+    // machine another process can take a second from a rank (CI saw one at 19 s
+    // beside the hog's six), and the dip rule above, which is the product's, still
+    // found the one dip.
     let median = median_busbw(&rows);
-    let low: Vec<f64> = rows
+    let low = |r: &&(f64, f64, f64)| r.2 < 0.8 * median;
+    let inside: Vec<_> = rows
         .iter()
-        .filter(|r| r.2 < 0.8 * median)
-        .map(|r| r.0)
+        .filter(|r| (10.5..15.0).contains(&r.0))
         .collect();
-    assert!(low.len() >= 4, "{rows:?}");
     assert!(
-        low.iter().all(|t| (9.0..17.0).contains(t)),
-        "low intervals at {low:?} s"
+        inside.len() >= 4 && inside.iter().all(low),
+        "the hog's intervals: {inside:?}"
+    );
+    let elsewhere: Vec<f64> = rows
+        .iter()
+        .filter(low)
+        .map(|r| r.0)
+        .filter(|t| !(9.0..17.0).contains(t))
+        .collect();
+    assert!(
+        elsewhere.len() <= 1,
+        "low intervals outside the hog at {elsewhere:?} s"
     );
     assert!(run.join("plots/soak-default-n2-all_reduce.png").is_file());
     let svg = std::fs::read_to_string(run.join("plots/soak-default-n2-all_reduce.svg")).unwrap();
