@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use crate::analysis::compare::{CompareReport, PairRow};
+use crate::stats::compare::Method;
 use crate::units::{format_us, Bytes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +28,7 @@ const HEADERS: [&str; 10] = [
     "base",
     "candidate",
     "change",
-    "95% CI",
+    "interval",
     "base busbw",
     "cand busbw",
     "outcome",
@@ -44,7 +45,10 @@ fn cells(r: &PairRow) -> [String; 10] {
     };
     let bw = |b: Option<f64>| b.map(|b| format!("{b:.2} GB/s")).unwrap_or_default();
     let (change, ci) = match &r.comparison {
-        Some(c) => (pct(c.change), format!("[{}, {}]", pct(c.ci.0), pct(c.ci.1))),
+        Some(c) => {
+            let (lo, hi) = r.family_ci.unwrap_or(c.ci);
+            (pct(c.change), format!("[{}, {}]", pct(lo), pct(hi)))
+        }
         None => (String::new(), String::new()),
     };
     [
@@ -59,12 +63,24 @@ fn cells(r: &PairRow) -> [String; 10] {
         bw(r.cand_busbw_gbps),
         if r.within_noise {
             format!("{} ~", r.outcome.as_str())
-        } else if r.distrust.is_empty() {
-            r.outcome.as_str().to_string()
-        } else {
+        } else if !r.distrust.is_empty() {
             format!("{} ({})", r.outcome.as_str(), r.distrust)
+        } else {
+            match why_not_decided(r) {
+                Some(why) => format!("{} ({why})", r.outcome.as_str()),
+                None => r.outcome.as_str().to_string(),
+            }
         },
     ]
+}
+
+/// Why an ok pair with a comparison decides nothing: it is no member of the family.
+fn why_not_decided(r: &PairRow) -> Option<&'static str> {
+    match r.comparison.as_ref()?.method {
+        Method::Bootstrap { .. } => Some("one round"),
+        Method::MeansOnly => Some("means only"),
+        _ => None,
+    }
 }
 
 /// The summary lines under a table.
@@ -101,12 +117,15 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
             w.nranks,
             Bytes(w.bytes),
             match &w.comparison {
-                Some(c) => format!(
-                    "{} (95% CI {} to {})",
-                    pct(c.change),
-                    pct(c.ci.0),
-                    pct(c.ci.1)
-                ),
+                Some(c) => {
+                    let (lo, hi) = w.family_ci.unwrap_or(c.ci);
+                    format!(
+                        "{} (interval {} to {}, one of the family's)",
+                        pct(c.change),
+                        pct(lo),
+                        pct(hi)
+                    )
+                }
                 None => format!("now {}", w.cand_status),
             }
         )),
@@ -157,12 +176,12 @@ pub fn summary(report: &CompareReport) -> Vec<String> {
     }
     if report.single_round > 0 {
         lines.push(format!(
-            "note: {} pair(s) have a single round (process group) on a side: their intervals cover the variation between that group's iterations only, which is often smaller than between groups; a sweep with --rounds 6 or more measures it",
+            "note: {} pair(s) have a single round (process group) on a side: their intervals cover the variation between that group's iterations only, which is often smaller than between groups, so they decide nothing (inconclusive, one round) and never fail the gate; a sweep with --rounds 6 or more measures it",
             report.single_round
         ));
     }
     if report.means_only {
-        lines.push("note: some cases were compared on mean times only (no per-iteration data, e.g. an imported run): their times shown are means and their interval is a point".to_string());
+        lines.push("note: some cases were compared on mean times only (no per-iteration data, e.g. an imported run): their times shown are means, their interval is a point, and they decide nothing (inconclusive, means only)".to_string());
     }
     for &(base, cand, count) in &report.graph_differs {
         let how = |n: u64| match n {
@@ -220,6 +239,8 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                 "base_choice",
                 "cand_choice",
                 "collective",
+                "family_ci_low",
+                "family_ci_high",
             ])?;
             for r in &report.rows {
                 let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_default();
@@ -245,6 +266,12 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                     choice.map(|c| c.0.clone()).unwrap_or_default(),
                     choice.map(|c| c.1.clone()).unwrap_or_default(),
                     r.collective.clone(),
+                    r.family_ci
+                        .map(|c| format!("{:.5}", c.0))
+                        .unwrap_or_default(),
+                    r.family_ci
+                        .map(|c| format!("{:.5}", c.1))
+                        .unwrap_or_default(),
                 ])?;
             }
             String::from_utf8(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?

@@ -19,7 +19,9 @@ use nccl_bench::stats::{Bandwidth, LatencyRecorder};
 type Spec<'a> = (&'a str, u64, Option<f64>);
 
 /// Writes a run of 2-rank cases whose iteration times are a fixed noisy distribution
-/// around 10 us + 1 us per 10 KiB, multiplied by the case's scale.
+/// around 10 us + 1 us per 10 KiB, multiplied by the case's scale, each measured in
+/// [`ROUNDS`] rounds whose medians differ by up to 1 % (comparisons decide on
+/// rounds).
 fn write_run(parent: &Path, name: &str, specs: &[Spec]) -> std::path::PathBuf {
     write_graph_run(parent, name, specs, 0)
 }
@@ -70,6 +72,18 @@ fn write_run_with(
                     rec.record((base_ns * noise * scale) as u64);
                 }
                 let s = rec.summary();
+                let mix = |z: u64| {
+                    let z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    let z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                    (z ^ (z >> 31)) >> 11
+                };
+                let rounds: Vec<f64> = (0..ROUNDS)
+                    .map(|r| {
+                        let u = mix(seed ^ (r + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)) as f64
+                            / (1u64 << 53) as f64;
+                        s.p50_us * (1.0 + 0.01 * (u - 0.5))
+                    })
+                    .collect();
                 CaseResult {
                     key,
                     backend: "host".into(),
@@ -89,7 +103,7 @@ fn write_run_with(
                     timing_note: String::new(),
                     second_take: false,
                     ceiling_gbps: None,
-                    round_p50_us: vec![s.p50_us],
+                    round_p50_us: rounds,
                     tuning: Default::default(),
                     shm_backing: String::new(),
                 }
@@ -130,6 +144,10 @@ fn write_run_with(
 }
 
 const SIZES: [u64; 4] = [1024, 65536, 1 << 20, 16 << 20];
+
+/// Rounds per case: enough for the paired interval of a family of 4 (2^(1-8) is
+/// under 0.05 / 4).
+const ROUNDS: u64 = 8;
 
 fn uniform(config: &str, scale: impl Fn(u64) -> Option<f64>) -> Vec<(&str, u64, Option<f64>)> {
     SIZES.iter().map(|&b| (config, b, scale(b))).collect()
@@ -335,7 +353,18 @@ fn two_configs_of_one_run() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("4 matched cases (4 regressed)"), "{out}");
     assert!(out.contains("default -> shm-off"), "{out}");
-    assert!(out.contains("+50.0%"), "{out}");
+    // Each change is the 50 % the runs were written with, give or take their rounds'
+    // 1 % of noise.
+    let changes: Vec<f64> = out
+        .lines()
+        .filter(|l| l.starts_with("default -> shm-off"))
+        .map(|l| l.split_whitespace().find(|t| t.ends_with('%')).unwrap())
+        .map(|c| c.trim_end_matches('%').parse::<f64>().unwrap())
+        .collect();
+    assert!(
+        changes.len() == 4 && changes.iter().all(|c| (49.0..51.0).contains(c)),
+        "{changes:?} {out}"
+    );
 }
 
 #[test]

@@ -16,10 +16,10 @@ use nccl_bench::test_inputs::{need, Need};
 use serde_json::Value;
 
 /// A host sweep of three configs on 2 ranks, small sizes, 6 rounds, into `out`.
-fn small_sweep(out: &Path, shm: &Path, configs: &str) -> PathBuf {
+fn small_sweep(out: &Path, shm: &Path, configs: &str, rounds: &str) -> PathBuf {
     let o = sweep(out, shm)
         .args(["--gpus", "2", "--transports", configs])
-        .args(["-b", "8", "-e", "64K", "-f", "8", "--rounds", "6"])
+        .args(["-b", "8", "-e", "64K", "-f", "8", "--rounds", rounds])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -60,13 +60,18 @@ fn a_tip_under_the_mouse(b: &mut Browser, words: &str) {
     );
     let (x, y) = (at[0].as_f64().unwrap(), at[1].as_f64().unwrap());
     assert!(at[2].as_str().unwrap().contains(words), "{at}");
-    b.call(
-        "Input.dispatchMouseEvent",
-        serde_json::json!({"type": "mouseMoved", "x": x, "y": y}),
-    );
-    // The browser updates what is hovered on its next frame: wait for it.
+    // The mouse comes from beside the point, then onto it: a first move into a page
+    // that has just loaded can leave nothing hovered (seen 1 run in 4 here).
+    for (x, y) in [(x - 3.0, y - 3.0), (x, y)] {
+        b.call(
+            "Input.dispatchMouseEvent",
+            serde_json::json!({"type": "mouseMoved", "x": x, "y": y}),
+        );
+    }
+    // The browser updates what is hovered on a later frame: wait for it (up to about
+    // 5 s of frames on a loaded machine).
     let hovered = b.eval(&format!(
-        "new Promise(done => {{ const e = document.elementFromPoint({x}, {y}); let tries = 0; const look = () => {{ if (e.matches(':hover') || ++tries > 60) {{ done([e.tagName, e.parentNode.getAttribute('class'), e.matches(':hover')]); }} else {{ requestAnimationFrame(look); }} }}; look(); }})"
+        "new Promise(done => {{ const e = document.elementFromPoint({x}, {y}); let tries = 0; const look = () => {{ if (e.matches(':hover') || ++tries > 300) {{ done([e.tagName, e.parentNode.getAttribute('class'), e.matches(':hover')]); }} else {{ requestAnimationFrame(look); }} }}; look(); }})"
     ));
     assert_eq!(hovered, serde_json::json!(["circle", "tips", true]), "{at}");
 }
@@ -153,7 +158,10 @@ fn the_report_compare_and_history_pages_work_in_a_real_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, shm) = (tmp.path().join("runs"), tmp.path().join("shm"));
     std::fs::create_dir_all(&shm).unwrap();
-    let run = small_sweep(&out, &shm, "default,shm-off,p2p-off");
+    // Ten rounds: `check` decides its 15 cases together, each median's interval at
+    // 1 - 0.05 / 15, which needs 2^(1-n) under that (with fewer, every case is
+    // undecided).
+    let run = small_sweep(&out, &shm, "default,shm-off,p2p-off", "10");
     let page = run.join("report.html");
     assert!(page.is_file(), "the sweep writes report.html");
     let report_md = std::fs::read_to_string(run.join("report.md")).unwrap();
@@ -258,26 +266,23 @@ fn the_report_compare_and_history_pages_work_in_a_real_browser() {
     );
     let verdicts = verdicts.as_array().unwrap();
     assert!(!verdicts.is_empty());
-    // Checked against itself, every case passes, but a case the run flagged (noisy,
-    // outlier: a busy machine) holds no expectation and stays undecided.
-    let flagged = crate::common::rows(&run)
-        .iter()
-        .filter(|r| r["quality"] == "noisy" || r["quality"] == "outlier")
-        .count();
+    // Checked against itself, no case fails: each passes (its interval within the
+    // band at the family's level) or is undecided (an interval at that level
+    // reaching past the band's 2 %, or a case the run flagged noisy or outlier),
+    // each in its colour.
     let passed = verdicts
         .iter()
         .filter(|v| v[0] == "pass" && v[1] == "good")
         .count();
-    let undecided = verdicts.iter().filter(|v| v[0] == "inconclusive").count();
-    assert_eq!(
-        (passed, undecided),
-        (verdicts.len() - flagged, flagged),
-        "{verdicts:?}"
-    );
+    let undecided = verdicts
+        .iter()
+        .filter(|v| v[0] == "inconclusive" && v[1] == "warn")
+        .count();
+    assert_eq!(passed + undecided, verdicts.len(), "{verdicts:?}");
     sorts_by_click(&mut b, "document.querySelector('table.sortable')", 3);
 
     // history -o of this run and a second one: history.html with its charts.
-    small_sweep(&out, &shm, "default");
+    small_sweep(&out, &shm, "default", "6");
     let dir = tmp.path().join("history");
     let o = Command::new(bin())
         .arg("history")

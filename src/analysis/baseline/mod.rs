@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::family::{self, BandMember, Family};
+use super::family::{self, BandMember, CallSide, Family};
 use crate::export::reader::{CaseRow, RunData};
 use crate::ops::collective::Collective;
 use crate::stats;
@@ -139,6 +139,19 @@ fn median(c: &CaseRow) -> Option<(f64, f64, f64)> {
         m,
         c.median_ci_low_us.unwrap_or(m),
         c.median_ci_high_us.unwrap_or(m),
+    ))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1} %", x * 100.0)
+}
+
+/// A checked case's median and interval beside its baseline's, in words.
+fn span(c: &CaseRow, b: &BaselineCase) -> Option<String> {
+    let (m, lo, hi) = median(c)?;
+    Some(format!(
+        "median {m:.3} us [{lo:.3}, {hi:.3}] against the baseline's {:.3} us [{:.3}, {:.3}] ({} runs)",
+        b.median_us, b.low_us, b.high_us, b.runs
     ))
 }
 
@@ -348,8 +361,7 @@ pub struct CheckReport {
     pub threshold: f64,
     pub cases: Vec<CaseCheck>,
     /// The cases checked over rounds with a trusted timing, decided together at a
-    /// stated rate (`analysis::family`): stated beside the per-case outcomes, which
-    /// set the exit code.
+    /// stated rate (`analysis::family`): their outcomes are the family's.
     pub family: Family,
 }
 
@@ -407,15 +419,19 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
             };
             out.run_us = Some(m);
             out.change = Some(m / b.median_us - 1.0);
-            let pct = |x: f64| format!("{:+.1} %", x * 100.0);
-            let span = format!(
-                "median {:.3} us [{lo:.3}, {hi:.3}] against the baseline's {:.3} us [{:.3}, {:.3}] ({} runs)",
-                m, b.median_us, b.low_us, b.high_us, b.runs
-            );
+            let span = span(c, b).unwrap_or_default();
             let (outcome, why) = if !c.is_trusted() {
                 (
                     Outcome::Inconclusive,
                     format!("{} timings ({})", c.quality, c.quality_note),
+                )
+            } else if c.round_medians().len() < 2 {
+                (
+                    Outcome::Inconclusive,
+                    format!(
+                        "one round ({}): an interval over one process group's iterations decides nothing; sweep with --rounds 6 or more",
+                        pct(m / b.median_us - 1.0)
+                    ),
                 )
             } else if lo > b.high_us * (1.0 + threshold) {
                 (
@@ -466,19 +482,21 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
             message,
         });
     }
-    // The family: every baseline case the run measured over rounds, trusted.
-    let judged: Vec<(&BaselineCase, &CaseRow, Vec<f64>)> = base
+    // The family: every baseline case the run measured over rounds, trusted (the
+    // first cases, in the baseline's order); each one's outcome is the family's.
+    let judged: Vec<(usize, &BaselineCase, &CaseRow, Vec<f64>)> = base
         .cases
         .iter()
-        .filter_map(|b| {
+        .enumerate()
+        .filter_map(|(i, b)| {
             let c = run.cases.iter().find(|c| b.matches(c))?;
             let rounds = c.round_medians();
-            (c.is_ok() && c.is_trusted() && rounds.len() > 1).then_some((b, c, rounds))
+            (c.is_ok() && c.is_trusted() && rounds.len() > 1).then_some((i, b, c, rounds))
         })
         .collect();
     let members: Vec<BandMember> = judged
         .iter()
-        .map(|(b, _, rounds)| BandMember {
+        .map(|(_, b, _, rounds)| BandMember {
             rounds,
             base_median: b.median_us,
             low: b.low_us,
@@ -486,6 +504,40 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
         })
         .collect();
     let family = family::decide_bands(&members, threshold, threshold, family::FAMILY_ALPHA);
+    for ((i, b, c, _), call) in judged.iter().zip(&family.calls) {
+        let case = &mut cases[*i];
+        let change = case.change.unwrap_or(0.0);
+        let (outcome, why) = match call.side {
+            CallSide::Slower => (
+                Outcome::Slower,
+                format!(
+                    "slower ({}) beyond the threshold {}",
+                    pct(change),
+                    pct(threshold)
+                ),
+            ),
+            CallSide::Faster => (Outcome::Faster, format!("faster ({})", pct(change))),
+            CallSide::Within => (Outcome::Pass, format!("within ({})", pct(change))),
+            CallSide::NotSettled => (
+                Outcome::Inconclusive,
+                format!(
+                    "not settled ({}): its interval reaches past the threshold and within it",
+                    pct(change)
+                ),
+            ),
+        };
+        let at = match call.ci {
+            Some((lo, hi)) => format!(
+                "; over the family its change lies in {} to {}",
+                pct(lo),
+                pct(hi)
+            ),
+            None => "; its rounds are too few for an interval at the family's level".into(),
+        };
+        let span = span(c, b).unwrap_or_default();
+        case.outcome = outcome;
+        case.message = format!("{why}: {span}{at}");
+    }
     Ok(CheckReport {
         run: run.dir.display().to_string(),
         threshold,

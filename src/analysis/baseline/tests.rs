@@ -17,9 +17,30 @@ fn row(config: &str, bytes: u64, p50: f64) -> CaseRow {
         p50_us: Some(p50),
         median_ci_low_us: Some(p50 * 0.99),
         median_ci_high_us: Some(p50 * 1.01),
+        round_p50_us: rounds_around(p50),
         quality: "ok".into(),
         ..CaseRow::default()
     }
+}
+
+/// 15 round medians within +-1 % of `p50`: a check decides on rounds.
+fn rounds_around(p50: f64) -> String {
+    (0..15)
+        .map(|k| (p50 * (1.0 + 0.01 * (k as f64 - 7.0) / 7.0)).to_string())
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// The case `factor` times slower: its median, interval and rounds.
+fn slow_down(c: &mut CaseRow, factor: f64) {
+    for v in [
+        &mut c.p50_us,
+        &mut c.median_ci_low_us,
+        &mut c.median_ci_high_us,
+    ] {
+        *v = v.map(|x| x * factor);
+    }
+    c.round_p50_us = rounds_around(c.p50_us.unwrap());
 }
 
 fn run(name: &str, scale: f64) -> RunData {
@@ -64,14 +85,7 @@ fn the_same_run_passes_a_slower_one_fails_and_a_missing_case_fails() {
     // 10 % slower than run "a" at the largest size (9.5 % over the baseline's
     // median of 1.0 and 1.01).
     let mut slower = run("d", 1.0);
-    let last = slower.cases.last_mut().unwrap();
-    for v in [
-        &mut last.p50_us,
-        &mut last.median_ci_low_us,
-        &mut last.median_ci_high_us,
-    ] {
-        *v = v.map(|x| x * 1.1);
-    }
+    slow_down(slower.cases.last_mut().unwrap(), 1.1);
     slower.cases.remove(1);
     let r = check(&base, &slower, 0.05).unwrap();
     let outcomes: Vec<Outcome> = r.cases.iter().map(|c| c.outcome).collect();
@@ -84,6 +98,25 @@ fn the_same_run_passes_a_slower_one_fails_and_a_missing_case_fails() {
         "{:?}",
         r.cases[2]
     );
+}
+
+/// A run of one round (process group) is checked case by case but decides nothing:
+/// its interval sees one group's iterations. Twice as slow, it is inconclusive and
+/// says why, and the check does not fail on it.
+#[test]
+fn a_case_of_one_round_decides_nothing() {
+    let base = build(&[run("a", 1.0), run("b", 1.01)], "now".into()).unwrap();
+    let mut once = run("c", 2.0);
+    for c in &mut once.cases {
+        c.round_p50_us = c.p50_us.unwrap().to_string();
+    }
+    let r = check(&base, &once, 0.05).unwrap();
+    assert_eq!(r.failures(), 0, "{r:?}");
+    assert!(r
+        .cases
+        .iter()
+        .all(|c| c.outcome == Outcome::Inconclusive && c.message.starts_with("one round (+")));
+    assert_eq!(r.family.cases, 0);
 }
 
 /// A case flagged noisy in every baseline run is no expectation, but it is not

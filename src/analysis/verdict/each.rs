@@ -10,13 +10,21 @@ use crate::export::reader::RunData;
 use crate::ops::collective::Collective;
 use crate::units::{plural, Bytes};
 
-/// Each collective of the run with its own verdict, in the run's order.
+/// Each collective of the run with its own verdict, in the run's order. The answer
+/// over all of them rests on every collective's family at once, so each family gets
+/// its share of the rate (Bonferroni over the collectives): all hold together with
+/// the rate asked.
 pub fn decide_each(
     run: &RunData,
     baseline: &str,
     options: CompareOptions,
 ) -> Vec<(Collective, Verdict)> {
-    run.collectives()
+    let collectives = run.collectives();
+    let options = CompareOptions {
+        family_alpha: options.family_alpha / collectives.len().max(1) as f64,
+        ..options
+    };
+    collectives
         .into_iter()
         .map(|c| {
             (
@@ -325,7 +333,6 @@ mod tests {
                 Collective::Scatter,
                 Verdict::Inconclusive {
                     difference: difference(None),
-                    more_iterations: Some(4),
                     rounds: 1,
                 },
             ),

@@ -53,13 +53,12 @@ pub enum Verdict {
         difference: Difference,
         shm_seen: bool,
     },
-    /// SHM was used; the data cannot tell yet.
+    /// SHM was used; the data cannot tell yet. The family (in `difference`) says how
+    /// many rounds would settle it.
     Inconclusive {
         difference: Difference,
-        /// How many times more of what the intervals rest on (iterations, or rounds
-        /// when `rounds` > 1) would narrow the widest to the threshold.
-        more_iterations: Option<u64>,
-        /// The rounds the comparison was over (0 or 1: over iterations).
+        /// The most rounds a case had (0 or 1: no case was measured over rounds, and
+        /// a case of one round decides nothing).
         rounds: usize,
     },
 }
@@ -72,9 +71,11 @@ pub struct Difference {
     pub improved: usize,
     pub unchanged: usize,
     pub inconclusive: usize,
-    /// The largest slowdown among regressed cases: (bytes, nranks, change, CI).
+    /// The largest slowdown among regressed cases: (bytes, nranks, change, its
+    /// interval as a member of the family).
     pub worst: Option<(u64, u32, f64, (f64, f64))>,
-    /// Change at the largest size matched (busbw matters there), first rank count.
+    /// Change at the largest size matched (busbw matters there), first rank count, and
+    /// its interval (the family's where the pair is a member).
     pub at_largest: Option<(u64, f64, (f64, f64))>,
     /// Cases that failed with SHM disabled but not with it.
     pub new_failures: usize,
@@ -286,10 +287,8 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
             shm_seen,
         }
     } else {
-        let more = more_iterations(&report, options.threshold);
         Verdict::Inconclusive {
             difference,
-            more_iterations: more,
             rounds: report.most_rounds,
         }
     }
@@ -299,7 +298,7 @@ fn summarize(report: &CompareReport) -> Difference {
     let worst = report.worst().and_then(|w| {
         w.comparison
             .as_ref()
-            .map(|c| (w.bytes, w.nranks, c.change, c.ci))
+            .map(|c| (w.bytes, w.nranks, c.change, w.family_ci.unwrap_or(c.ci)))
     });
     let trusted = |r: &&PairRow| r.distrust.is_empty();
     let at_largest = report
@@ -308,7 +307,11 @@ fn summarize(report: &CompareReport) -> Difference {
         .filter(trusted)
         .filter(|r| r.comparison.is_some())
         .max_by_key(|r| (r.bytes, std::cmp::Reverse(r.nranks)))
-        .and_then(|r| r.comparison.as_ref().map(|c| (r.bytes, c.change, c.ci)));
+        .and_then(|r| {
+            r.comparison
+                .as_ref()
+                .map(|c| (r.bytes, c.change, r.family_ci.unwrap_or(c.ci)))
+        });
     Difference {
         cases: report.rows.len(),
         regressed: report.count(Outcome::Regressed),
@@ -331,21 +334,6 @@ fn summarize(report: &CompareReport) -> Difference {
         family: Some(report.family.clone()),
         instead: Vec::new(),
     }
-}
-
-/// How many times more iterations (or rounds, for intervals over rounds) would
-/// shrink the widest inconclusive interval to the threshold (intervals narrow as
-/// 1/sqrt(n)).
-fn more_iterations(report: &CompareReport, threshold: f64) -> Option<u64> {
-    report
-        .rows
-        .iter()
-        .filter(|r| r.outcome == Outcome::Inconclusive && r.distrust.is_empty())
-        .filter_map(|r| r.comparison.as_ref())
-        .map(|c| (c.ci.1 - c.ci.0) / 2.0)
-        .filter(|w| w.is_finite() && *w > 0.0)
-        .map(|half| ((half / threshold).powi(2)).ceil() as u64)
-        .max()
 }
 
 /// How the matched cases came out: `12 <noun>: 3 slower, ...`, and the cases that
@@ -377,7 +365,7 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
         }
         if let Some((bytes, change, ci)) = d.at_largest {
             s.push_str(&format!(
-                "; at the largest size ({}) the median time changes by {} (95% CI {} to {})",
+                "; at the largest size ({}) the median time changes by {} (interval {} to {})",
                 crate::units::Bytes(bytes),
                 pct(change),
                 pct(ci.0),
@@ -432,7 +420,7 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
         Verdict::KeepShm { difference, shm_seen } => {
             let worst = difference
                 .worst
-                .map(|(b, n, c, ci)| format!(" The worst case is {} on {}: {} (95% CI {} to {}).", crate::units::Bytes(b), crate::units::plural(n as usize, "rank", "ranks"), pct(c), pct(ci.0), pct(ci.1)))
+                .map(|(b, n, c, ci)| format!(" The worst case is {} on {}: {} (interval {} to {}, held together with the family's).", crate::units::Bytes(b), crate::units::plural(n as usize, "rank", "ranks"), pct(c), pct(ci.0), pct(ci.1)))
                 .unwrap_or_default();
             let carried = if *shm_seen {
                 "SHM carries traffic here and disabling it costs time"
@@ -447,16 +435,14 @@ pub fn explain(v: &Verdict, baseline: &str) -> String {
             instead(difference),
             diff_words(difference)
         ),
-        Verdict::Inconclusive { difference, more_iterations, rounds } => format!(
+        Verdict::Inconclusive { difference, rounds } => format!(
             "**Not settled yet.** {}.{}",
             diff_words(difference),
-            more_iterations
-                .map(|k| if *rounds > 1 {
-                    format!(" The intervals are over the {rounds} rounds (process groups) of each config, so more iterations would not narrow them: about {} rounds (--rounds) would bring the widest to the threshold.", k.saturating_mul(*rounds as u64))
-                } else {
-                    format!(" About {k}x more iterations per size (-n, or a longer --max-time) would narrow the widest interval to the threshold.")
-                })
-                .unwrap_or_default()
+            if *rounds > 1 {
+                ""
+            } else {
+                " Each case here was measured in one round (process group): its interval sees the variation between that group's iterations only, not between groups, so it decides nothing; sweep with --rounds 6 or more."
+            }
         ),
     }
 }

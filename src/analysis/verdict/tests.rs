@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use hdrhistogram::Histogram;
 
 use super::*;
+use crate::analysis::family::Answer;
 use crate::export::reader::{ConfigHead, ManifestHead};
 use crate::stats::distribution::Distribution;
 
@@ -25,6 +26,10 @@ struct Case {
     /// Latency scale against the reference distribution, and the sample count.
     scale: f64,
     samples: u64,
+    /// Rounds (process groups) and how much a round's median varies (a fraction):
+    /// the verdict decides on rounds.
+    rounds: usize,
+    spread: f64,
     /// The `quality` column.
     quality: &'static str,
 }
@@ -38,6 +43,8 @@ fn ok(config: &'static str, bytes: u64, transports: &'static str, scale: f64) ->
         error: "",
         scale,
         samples: 2000,
+        rounds: 15,
+        spread: 0.01,
         quality: "ok",
     }
 }
@@ -82,7 +89,16 @@ fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunData {
                 quality: c.quality.into(),
                 quality_note: String::new(),
                 ceiling_pct: None,
-                round_p50_us: String::new(),
+                // Round r's median: the same pattern in every config (a round runs
+                // them back to back), a little of its own per case.
+                round_p50_us: (0..c.rounds)
+                    .map(|r| {
+                        let wobble = ((r * 7 + i * 3) % 5) as f64 / 4.0 - 0.5;
+                        let round = ((r * 13) % 7) as f64 / 6.0 - 0.5;
+                        (median * (1.0 + c.spread * (wobble + round))).to_string()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(";"),
                 median_ci_low_us: None,
                 median_ci_high_us: None,
                 ..Default::default()
@@ -132,6 +148,8 @@ fn an_enospc_failure_in_the_baseline_says_fix_dev_shm() {
         error: "rank 0: host backend: error while creating shared memory segment /dev/shm/x (size 4198400): posix_fallocate failed: No space left on device (os error 28)",
         scale: 1.0,
         samples: 0,
+        rounds: 0,
+        spread: 0.0,
         quality: "",
     };
     let mut r = run(
@@ -177,6 +195,8 @@ fn a_cumem_mismatch_in_the_baseline_says_cumem_host_enable_0_not_dev_shm() {
             error,
             scale: 1.0,
             samples: 0,
+            rounds: 0,
+            spread: 0.0,
             quality: "",
         };
         let r = run(
@@ -210,6 +230,8 @@ fn an_nccl_enospc_verdict_needs_what_the_doctor_says() {
         error: "rank 0: ncclCommInitRank failed: unhandled system error; last error: Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)",
         scale: 1.0,
         samples: 0,
+        rounds: 0,
+        spread: 0.0,
         quality: "",
     };
     let mut r = run(
@@ -396,21 +418,55 @@ fn shm_used_without_cost_is_said_plainly() {
 }
 
 #[test]
-fn too_few_iterations_is_inconclusive_with_how_many_more() {
+fn too_few_rounds_is_not_settled_with_how_many_more() {
     let few = |config, scale| Case {
-        samples: 12,
+        rounds: 6,
+        spread: 0.05,
         ..ok(config, 1024, "SHM", scale)
     };
     let r = run(
         &SHM_DECISION,
         vec![few("default", 1.0), few("shm-off", 1.03)],
     );
-    match decide(&r, "default", OPTIONS) {
+    let v = decide(&r, "default", OPTIONS);
+    match &v {
         Verdict::Inconclusive {
-            more_iterations, ..
-        } => assert!(more_iterations.unwrap() > 1),
+            difference, rounds, ..
+        } => {
+            assert_eq!(*rounds, 6);
+            let family = difference.family.as_ref().unwrap();
+            assert!(
+                matches!(family.answer, Answer::NotSettled { rounds: Some(r) } if r > 6),
+                "{family:?}"
+            );
+        }
         other => panic!("{other:?}"),
     }
+    assert!(explain(&v, "default").contains("would settle it"), "{v:?}");
+}
+
+/// A case of one round sees one process group's iterations: however far apart the
+/// configs, it decides nothing, and the verdict says to measure rounds.
+#[test]
+fn one_round_decides_nothing() {
+    let once = |config, scale| Case {
+        rounds: 1,
+        ..ok(config, 1024, "SHM", scale)
+    };
+    let r = run(
+        &SHM_DECISION,
+        vec![once("default", 1.0), once("shm-off", 2.0)],
+    );
+    let v = decide(&r, "default", OPTIONS);
+    assert!(
+        matches!(&v, Verdict::Inconclusive { rounds, difference } if *rounds <= 1 && difference.inconclusive == 1),
+        "{v:?}"
+    );
+    assert!(
+        explain(&v, "default").contains("sweep with --rounds 6 or more"),
+        "{}",
+        explain(&v, "default")
+    );
 }
 
 #[test]
@@ -484,13 +540,9 @@ fn flagged_cases_are_not_evidence() {
         ],
     );
     match decide(&r, "default", OPTIONS) {
-        Verdict::Inconclusive {
-            difference,
-            more_iterations,
-            ..
-        } => {
+        Verdict::Inconclusive { difference, .. } => {
             assert_eq!(difference.distrusted, 1);
-            assert_eq!(more_iterations, None);
+            assert_eq!(difference.family.as_ref().unwrap().cases, 0);
         }
         other => panic!("{other:?}"),
     }

@@ -5,15 +5,19 @@
 //! (`stats::compare::compare_rounds`): it then includes the variation between process
 //! groups. Cases of one round are compared with a bootstrap over their histograms,
 //! which sees the variation between iterations only; cases without per-iteration
-//! data (imports) on their means. A case that was ok and now fails is a regression
-//! too: a CI gate must not pass on it.
+//! data (imports) on their means. The pairs compared over rounds with both sides
+//! trusted form one family (`analysis::family`): each one's outcome is decided on its
+//! interval at the family's level, so that the answer for all of them together holds
+//! at a stated rate. A pair of one round or of means is shown, and decides nothing
+//! (inconclusive). A case that was ok and now fails is a regression too: a CI gate
+//! must not pass on it.
 
 use std::collections::HashMap;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::family::{self, Family, Member};
+use super::family::{self, CallSide, Family, Member};
 use crate::export::reader::{CaseRow, RunData};
 use crate::model::SIMULATED_LABEL;
 use crate::stats::compare::{
@@ -83,6 +87,10 @@ pub struct PairRow {
     /// two single rounds of one run differ (`stats::rounds::noise_floor`), so it may
     /// be variation between runs rather than a change: it does not fail a gate.
     pub within_noise: bool,
+    /// The pair's interval as a member of the family (each at 1 - alpha / K, so that
+    /// all hold at once), which its outcome rests on; None for a pair that is no
+    /// member (a side of one round, means only, a side not trusted).
+    pub family_ci: Option<(f64, f64)>,
     /// NCCL's algorithm and protocol differ between the sides (`Tree/LL` against
     /// `Ring/LL128`): (base's, candidate's). Empty where a side did not record one.
     pub choice_change: Option<(String, String)>,
@@ -260,8 +268,8 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
     let (mut over_rounds, mut most_rounds, mut single_round) = (0, 0, 0);
     let same_run = base.run.dir == cand.run.dir;
     let mut graph_differs: Vec<(u64, u64, usize)> = Vec::new();
-    // The family's members: round medians of each side, paired or not.
-    let mut members: Vec<(Vec<f64>, Vec<f64>, bool)> = Vec::new();
+    // The family's members: round medians of each side, paired or not, and their row.
+    let mut members: Vec<(Vec<f64>, Vec<f64>, bool, usize)> = Vec::new();
     for ((b, c, _), (comparison, outcome)) in matched.into_iter().zip(compared) {
         if comparison.is_some() && b.graph_iters != c.graph_iters {
             let pair = (b.graph_iters, c.graph_iters);
@@ -289,18 +297,21 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             Some(Method::Bootstrap { .. }) => single_round += 1,
             _ => {}
         }
-        let within_noise = !same_run
-            && matches!(outcome, Outcome::Regressed | Outcome::Improved)
-            && comparison.as_ref().is_some_and(|cmp| {
-                crate::stats::rounds::noise_floor(&b.round_medians(), &c.round_medians())
-                    .is_some_and(|floor| cmp.change.abs() < floor)
-            });
         let distrust = distrust(b, c, same_run && b.config != c.config);
         if let (Some(Method::Rounds { paired, .. }), true) =
             (comparison.as_ref().map(|c| c.method), distrust.is_empty())
         {
-            members.push((b.round_medians(), c.round_medians(), paired));
+            members.push((b.round_medians(), c.round_medians(), paired, rows.len()));
         }
+        // A pair that is no member of the family decides nothing: one round (its
+        // interval sees one process group's iterations) or means alone.
+        let outcome = match (outcome, comparison.as_ref().map(|c| c.method)) {
+            (
+                Outcome::Regressed | Outcome::Improved | Outcome::Unchanged,
+                Some(Method::Bootstrap { .. } | Method::MeansOnly),
+            ) => Outcome::Inconclusive,
+            (o, _) => o,
+        };
         rows.push(PairRow {
             config: match (base.config, cand.config) {
                 (Some(a), Some(b)) if a != b => format!("{a} -> {b}"),
@@ -321,7 +332,8 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             comparison,
             outcome,
             distrust,
-            within_noise,
+            within_noise: false,
+            family_ci: None,
             choice_change: choice_change(b, c),
         });
     }
@@ -347,15 +359,36 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
             .cloned()
             .collect()
     };
-    let members: Vec<Member> = members
-        .iter()
-        .map(|(base, cand, paired)| Member {
-            base,
-            cand,
-            paired: *paired,
-        })
-        .collect();
-    let family = family::decide(&members, opts.threshold, opts.margin, opts.family_alpha);
+    let family = family::decide(
+        &members
+            .iter()
+            .map(|(base, cand, paired, _)| Member {
+                base,
+                cand,
+                paired: *paired,
+            })
+            .collect::<Vec<_>>(),
+        opts.threshold,
+        opts.margin,
+        opts.family_alpha,
+    );
+    // Each member's outcome is the family's.
+    for ((base_rounds, cand_rounds, _, at), call) in members.iter().zip(&family.calls) {
+        let row = &mut rows[*at];
+        row.family_ci = call.ci;
+        row.outcome = match call.side {
+            CallSide::Slower => Outcome::Regressed,
+            CallSide::Faster => Outcome::Improved,
+            CallSide::Within => Outcome::Unchanged,
+            CallSide::NotSettled => Outcome::Inconclusive,
+        };
+        row.within_noise = !same_run
+            && matches!(row.outcome, Outcome::Regressed | Outcome::Improved)
+            && row.comparison.as_ref().is_some_and(|cmp| {
+                crate::stats::rounds::noise_floor(base_rounds, cand_rounds)
+                    .is_some_and(|floor| cmp.change.abs() < floor)
+            });
+    }
     let only_in_base = base_cases.len() - rows.len();
     let only_in_candidate = cand_cases.len() - rows.len();
     Ok(CompareReport {
@@ -479,118 +512,4 @@ pub fn seed(key: &impl std::fmt::Debug) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use hdrhistogram::Histogram;
-
-    use super::*;
-    use crate::stats::distribution::Distribution;
-
-    fn row(time_us: f64, p50_us: Option<f64>, hist_tag: Option<&str>) -> CaseRow {
-        CaseRow {
-            config: "default".into(),
-            backend: "nccl".into(),
-            nranks: 1,
-            bytes: 65536,
-            dtype: "float".into(),
-            op: "sum".into(),
-            iters: 1000,
-            status: "ok".into(),
-            time_us: Some(time_us),
-            algbw_gbps: None,
-            busbw_gbps: None,
-            p50_us,
-            p99_us: None,
-            max_us: None,
-            wrong: Some(0),
-            transports: String::new(),
-            error: String::new(),
-            hist_tag: hist_tag.map(str::to_string),
-            graph_iters: 0,
-            quality: "ok".into(),
-            quality_note: String::new(),
-            ceiling_pct: None,
-            round_p50_us: String::new(),
-            median_ci_low_us: None,
-            median_ci_high_us: None,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn a_changed_choice_is_nccls_only() {
-        let choice = |backend: &str, algo: &str, proto: &str| CaseRow {
-            backend: backend.into(),
-            algo: algo.into(),
-            proto: proto.into(),
-            ..row(10.0, None, None)
-        };
-        assert_eq!(
-            choice_change(
-                &choice("nccl", "Ring", "LL128"),
-                &choice("nccl", "Tree", "LL")
-            ),
-            Some(("Ring/LL128".into(), "Tree/LL".into()))
-        );
-        assert_eq!(
-            choice_change(&choice("nccl", "Ring", "LL"), &choice("nccl", "Ring", "LL")),
-            None
-        );
-        // The host backend's store mode changes from round to round by itself.
-        let stores = "ordinary stores:67%;streaming stores:33%";
-        assert_eq!(
-            choice_change(
-                &choice("host", "ring", "ordinary stores"),
-                &choice("host", "ring", stores)
-            ),
-            None
-        );
-    }
-
-    /// Our run (median 7.89 us, mean 12.5 us: a few slow iterations) against an
-    /// imported nccl-tests run (its mean, 7.97 us): the pair is compared on means,
-    /// and the times shown must be the means the change was computed from (a real
-    /// H100 run showed 7.89 -> 7.97 beside a change computed from 12.5).
-    #[test]
-    fn a_pair_compared_on_means_shows_the_means() {
-        let mut h = Histogram::<u64>::new(3).unwrap();
-        h.record_n(7_890, 1000).unwrap();
-        let ours = RunData {
-            dir: PathBuf::from("ours"),
-            manifest: Default::default(),
-            cases: vec![row(12.5, Some(7.89), Some("t"))],
-            distributions: [("t".to_string(), Distribution::from_histogram(&h))]
-                .into_iter()
-                .collect(),
-        };
-        let imported = RunData {
-            dir: PathBuf::from("imported"),
-            manifest: Default::default(),
-            cases: vec![row(7.97, None, None)],
-            distributions: Default::default(),
-        };
-        let side = |run, label: &str| Side {
-            run,
-            config: None,
-            label: label.into(),
-        };
-        let opts = CompareOptions {
-            threshold: 0.02,
-            resamples: 100,
-            margin: 0.02,
-            family_alpha: crate::analysis::family::FAMILY_ALPHA,
-        };
-        let report = compare(&side(&ours, "ours"), &side(&imported, "nccl-tests"), opts).unwrap();
-        assert!(report.means_only);
-        let r = &report.rows[0];
-        assert_eq!((r.base_time_us, r.cand_time_us), (Some(12.5), Some(7.97)));
-        let change = r.comparison.as_ref().unwrap().change;
-        assert!((change - (7.97 / 12.5 - 1.0)).abs() < 1e-9, "{change}");
-
-        // Two runs with histograms: medians, as before.
-        let report = compare(&side(&ours, "a"), &side(&ours, "b"), opts).unwrap();
-        assert!(!report.means_only);
-        assert_eq!(report.rows[0].base_time_us, Some(7.89));
-    }
-}
+mod tests;

@@ -1,0 +1,385 @@
+//! One family per decision. A comparison of two configs (or two runs) rests on many
+//! cases at once: sizes x rank counts x collectives. Each case's own interval is at
+//! 95 %, so over 25 cases about one in twenty-five A/A pairs would show something
+//! somewhere by chance. The family makes the answer for all its cases together
+//! hold at a stated rate: every member's interval at 1 - 0.05 / K (Bonferroni over
+//! the K members), so that all K intervals cover their true changes together with
+//! at least 95 %, whatever the dependence between cases. Then, of the whole family:
+//!
+//! - **different**: some member's interval lies wholly beyond the threshold;
+//! - **equivalent**: every member's interval lies within +-margin, so the change is
+//!   at most the margin at every size measured;
+//! - **not settled**: neither; with an estimate of the rounds that would settle it
+//!   (intervals narrow as 1/sqrt(rounds), and the paired signed-rank interval needs
+//!   2^(1-n) <= alpha / K to exist at all).
+//!
+//! Two configs of one sweep are paired round by round (the signed-rank interval).
+//! Its most extreme outcome has probability 2^(1-n), so n rounds reach a family of
+//! at most about 2^(1-n) / 0.05 members (9 rounds: 12); a paired member whose rounds
+//! cannot reach the family's level is judged unpaired (the rank-sum interval, whose
+//! extreme is 2 / C(2n, n): 9 rounds reach 1,200 members). Unpaired intervals on
+//! paired rounds are wider, never narrower than they should be: what a round did to
+//! both sides makes the rank-sum statistic vary less than it assumes.
+//!
+//! Each member's outcome is the family's: [`Family::calls`] gives it per member, and
+//! the gates (`compare`'s exit, the SHM verdict, `check`) rest on it, not on each
+//! case's own 95 % interval.
+//!
+//! Members are the pairs compared over rounds with both sides trusted: a case of one
+//! round (a bootstrap over its iterations), one compared on means, and one set aside
+//! as noisy are not evidence for the family, and are counted apart. The intervals are
+//! the same rank intervals as each case's (`stats::rounds`), at the family's level.
+
+use serde::Serialize;
+
+use crate::stats::rounds::{median_interval_at, paired_shift_at, shift_at};
+
+/// The family-wise error rate: the chance that any member's interval misses.
+pub const FAMILY_ALPHA: f64 = 0.05;
+
+/// One member: a pair compared over its rounds, its round medians each side.
+pub struct Member<'a> {
+    pub base: &'a [f64],
+    pub cand: &'a [f64],
+    pub paired: bool,
+}
+
+/// A member's estimate and family interval: (change, low, high), fractions.
+type Estimate = (f64, f64, f64);
+
+/// What the family says together.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Family {
+    /// Members (K): pairs compared over rounds, both sides trusted.
+    pub cases: usize,
+    pub alpha: f64,
+    /// Each member's interval level, 1 - alpha / K.
+    pub per_case: f64,
+    /// Members whose rounds reach that level (the rest have no family interval).
+    pub bounded: usize,
+    /// The largest slowdown and the largest speedup any member's family interval
+    /// allows (its upper and lower ends, fractions), over the bounded members.
+    pub most_slower: Option<f64>,
+    pub most_faster: Option<f64>,
+    pub threshold: f64,
+    pub margin: f64,
+    pub answer: Answer,
+    /// Each member's outcome and family interval, in the order given.
+    #[serde(skip)]
+    pub calls: Vec<Call>,
+}
+
+/// One member's outcome over the family: its interval at 1 - alpha / K against the
+/// threshold band and the margin.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Call {
+    pub side: CallSide,
+    /// (low, high) as fractions; None where the rounds reach no interval at that level.
+    pub ci: Option<(f64, f64)>,
+    /// Judged unpaired because its paired rounds could not reach the level.
+    pub unpaired: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallSide {
+    /// Wholly above the threshold band.
+    Slower,
+    /// Wholly below it.
+    Faster,
+    /// Within +-margin.
+    Within,
+    /// None of these.
+    NotSettled,
+}
+
+impl Call {
+    fn of(ci: Option<(f64, f64)>, unpaired: bool, threshold: f64, margin: f64) -> Call {
+        let side = match ci {
+            Some((lo, _)) if lo > threshold => CallSide::Slower,
+            Some((_, hi)) if hi < -threshold => CallSide::Faster,
+            Some((lo, hi)) if lo >= -margin && hi <= margin => CallSide::Within,
+            _ => CallSide::NotSettled,
+        };
+        Call { side, ci, unpaired }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Answer {
+    /// Members whose family interval lies wholly above (slower) or below (faster)
+    /// the threshold band.
+    Different { slower: usize, faster: usize },
+    /// Every member's family interval within +-margin.
+    Equivalent,
+    /// Neither; `rounds`: about how many rounds a side would settle every member
+    /// (None where no estimate can be made: no member has a finite interval).
+    NotSettled { rounds: Option<usize> },
+    /// No member at all.
+    Empty,
+}
+
+/// The family of `members` at rate `family_alpha` ([`FAMILY_ALPHA`] unless asked),
+/// decided against the noise band +-`threshold` and the equivalence `margin`.
+pub fn decide(members: &[Member], threshold: f64, margin: f64, family_alpha: f64) -> Family {
+    let k = members.len();
+    let alpha = family_alpha / k.max(1) as f64;
+    let mut unpaired = vec![false; k];
+    let intervals: Vec<(usize, Option<Estimate>)> = members
+        .iter()
+        .zip(unpaired.iter_mut())
+        .map(|(m, unpaired)| {
+            let rounds = m.base.len().min(m.cand.len());
+            let estimate = |s: crate::stats::rounds::Shift| (s.change, s.ci.0, s.ci.1);
+            let ci = if m.base == m.cand {
+                Some((0.0, 0.0, 0.0))
+            } else if m.paired {
+                paired_shift_at(m.base, m.cand, alpha)
+                    .map(estimate)
+                    .or_else(|| {
+                        let s = shift_at(m.base, m.cand, alpha).map(estimate);
+                        *unpaired = s.is_some();
+                        s
+                    })
+            } else {
+                shift_at(m.base, m.cand, alpha).map(estimate)
+            };
+            (rounds, ci)
+        })
+        .collect();
+    let calls: Vec<Call> = intervals
+        .iter()
+        .zip(&unpaired)
+        .map(|(&(_, ci), &u)| Call::of(ci.map(|c| (c.1, c.2)), u, threshold, margin))
+        .collect();
+    let rounds = rounds_to_settle(&intervals, alpha, threshold, margin);
+    conclude(calls, family_alpha, threshold, margin, rounds)
+}
+
+/// The family's answer from its members' calls; `rounds`: the estimate of rounds
+/// that would settle it, said when it is not settled.
+fn conclude(
+    calls: Vec<Call>,
+    family_alpha: f64,
+    threshold: f64,
+    margin: f64,
+    rounds: Option<usize>,
+) -> Family {
+    let k = calls.len();
+    let count = |side: CallSide| calls.iter().filter(|c| c.side == side).count();
+    let (slower, faster) = (count(CallSide::Slower), count(CallSide::Faster));
+    let answer = if k == 0 {
+        Answer::Empty
+    } else if slower + faster > 0 {
+        Answer::Different { slower, faster }
+    } else if count(CallSide::Within) == k {
+        Answer::Equivalent
+    } else {
+        Answer::NotSettled { rounds }
+    };
+    let bounds: Vec<(f64, f64)> = calls.iter().filter_map(|c| c.ci).collect();
+    Family {
+        cases: k,
+        alpha: family_alpha,
+        per_case: 1.0 - family_alpha / k.max(1) as f64,
+        bounded: bounds.len(),
+        most_slower: bounds.iter().map(|ci| ci.1).reduce(f64::max),
+        most_faster: bounds.iter().map(|ci| ci.0).reduce(f64::min),
+        threshold,
+        margin,
+        answer,
+        calls,
+    }
+}
+
+/// Rounds a side that would settle every unsettled member: at least the fewest whose
+/// signed-rank interval reaches 1 - `alpha` (2^(1-n) <= alpha), and for a member with
+/// an interval, its rounds times (its half-width / the room it has)^2, the room
+/// being the distance from its estimate to the margin (to show equivalence) or to
+/// the threshold (to show a difference), whichever is larger; [`MOST_ROUNDS`] + 1
+/// stands for "more than that". `None` where no unsettled member has a finite
+/// interval to scale from.
+fn rounds_to_settle(
+    intervals: &[(usize, Option<Estimate>)],
+    alpha: f64,
+    threshold: f64,
+    margin: f64,
+) -> Option<usize> {
+    // A paired member that cannot reach the level is judged unpaired (`decide`).
+    let fewest = fewest_rounds(alpha).min(fewest_unpaired(alpha));
+    let mut most: Option<usize> = None;
+    for &(n, ci) in intervals {
+        let needed = match ci {
+            None => Some(fewest.max(n + 1)),
+            Some((change, lo, hi)) => {
+                let settled = lo > threshold || hi < -threshold || (lo >= -margin && hi <= margin);
+                if settled {
+                    continue;
+                }
+                let half = (hi - lo) / 2.0;
+                let room = (margin - change.abs()).max(change.abs() - threshold);
+                (half.is_finite() && room > 0.0)
+                    .then(|| ((n as f64) * (half / room).powi(2)).ceil() as usize)
+                    .map(|r| r.max(fewest).max(n + 1))
+            }
+        };
+        match needed {
+            Some(r) => most = Some(most.map_or(r, |m| m.max(r)).min(MOST_ROUNDS + 1)),
+            None => return None,
+        }
+    }
+    most
+}
+
+impl Family {
+    /// The family's answer in one sentence (Markdown), `what` naming the change
+    /// ("disabling SHM"); empty for a family without members.
+    pub fn sentence(&self, what: &str) -> String {
+        let pct = |x: f64| format!("{:+.1}%", x * 100.0);
+        let band = format!("+-{:.1}%", self.margin * 100.0);
+        let range = match (self.most_faster, self.most_slower) {
+            (Some(lo), Some(hi)) => format!("between {} and {}", pct(lo), pct(hi)),
+            _ => String::new(),
+        };
+        // 95, 99.9: as many decimals as the rate has (up to three).
+        let level = format!("{:.3}", (1.0 - self.alpha) * 100.0);
+        let level = level.trim_end_matches('0').trim_end_matches('.');
+        // Two decimals, more where two would round to 100.
+        let each = (2..8)
+            .map(|d| format!("{:.d$}", self.per_case * 100.0))
+            .find(|t| !t.starts_with("100"))
+            .unwrap_or_else(|| format!("{:.8}", self.per_case * 100.0));
+        let family = format!(
+            "{} cases decided together, each interval at {each}% so that all hold at once with at least {level}%",
+            self.cases,
+        );
+        match &self.answer {
+            Answer::Empty => String::new(),
+            Answer::Different { slower, faster } => {
+                let mut parts = Vec::new();
+                if *slower > 0 {
+                    parts.push(format!("slower beyond {band} at {slower}"));
+                }
+                if *faster > 0 {
+                    parts.push(format!("faster beyond {band} at {faster}"));
+                }
+                format!(
+                    "Over the family ({family}): {what} is {} of them.",
+                    parts.join(" and ")
+                )
+            }
+            Answer::Equivalent => format!(
+                "Over the family ({family}): {what} changes the time by at most {band} at every case measured (every interval {range})."
+            ),
+            Answer::NotSettled { rounds } => {
+                let short = self.cases - self.bounded;
+                let mut s = format!("Over the family ({family}): not settled");
+                if !range.is_empty() {
+                    s.push_str(&format!(
+                        "; the changes lie {range}, so {what} costs at most {} where measured",
+                        pct(self.most_slower.unwrap_or(0.0).max(0.0))
+                    ));
+                }
+                if short > 0 {
+                    s.push_str(&format!(
+                        "; {short} case(s) have too few rounds for an interval at that level"
+                    ));
+                }
+                match rounds {
+                    Some(r) if *r > MOST_ROUNDS => s.push_str(&format!(
+                        "; more than {MOST_ROUNDS} rounds would be needed: a change this close to {band}, or this noisy, is not settled by measuring longer (a wider --threshold is)"
+                    )),
+                    Some(r) => s.push_str(&format!(
+                        "; about {r} rounds (--rounds {r}) would settle it within {band}"
+                    )),
+                    None => {}
+                }
+                s.push('.');
+                s
+            }
+        }
+    }
+}
+
+/// One member of a check's family: a case's round medians in the run, against the
+/// band its baseline's runs span.
+pub struct BandMember<'a> {
+    pub rounds: &'a [f64],
+    pub base_median: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// The family of a `check`: each member's median interval over its rounds at
+/// 1 - `family_alpha` / K, against its baseline band widened by `threshold` (slower:
+/// wholly above it; faster: wholly below) and by `margin` (equivalent: every interval
+/// inside). Changes are relative to the baseline's median. Where a member's rounds
+/// reach no interval at that level, the rounds that would (the median's interval
+/// from order statistics needs 2^(1-n) <= alpha / K).
+pub fn decide_bands(
+    members: &[BandMember],
+    threshold: f64,
+    margin: f64,
+    family_alpha: f64,
+) -> Family {
+    let k = members.len();
+    let alpha = family_alpha / k.max(1) as f64;
+    let change = |m: &BandMember, x: f64| x / m.base_median - 1.0;
+    let calls: Vec<Call> = members
+        .iter()
+        .map(|m| {
+            let ci = median_interval_at(m.rounds, alpha);
+            let side = match ci {
+                Some((lo, _)) if lo > m.high * (1.0 + threshold) => CallSide::Slower,
+                Some((_, hi)) if hi < m.low * (1.0 - threshold) => CallSide::Faster,
+                Some((lo, hi)) if lo >= m.low * (1.0 - margin) && hi <= m.high * (1.0 + margin) => {
+                    CallSide::Within
+                }
+                _ => CallSide::NotSettled,
+            };
+            Call {
+                side,
+                ci: ci.map(|(lo, hi)| (change(m, lo), change(m, hi))),
+                unpaired: false,
+            }
+        })
+        .collect();
+    // A member without an interval needs the rounds that give one; one with an
+    // interval across the band's edge, an estimate this does not make.
+    let rounds = calls
+        .iter()
+        .any(|c| c.ci.is_none())
+        .then(|| fewest_rounds(alpha));
+    conclude(calls, family_alpha, threshold, margin, rounds)
+}
+
+/// Estimates of the rounds needed stop here (the estimate says "more than this").
+pub const MOST_ROUNDS: usize = 100;
+
+/// The fewest rounds a side whose rank-sum interval exists at 1 - `alpha`: the most
+/// extreme of the C(2n, n) orderings, on either side, must be rarer than `alpha`.
+pub fn fewest_unpaired(alpha: f64) -> usize {
+    let mut n = 1usize;
+    // C(2n, n) grows as 4^n / sqrt(pi n): a few dozen rounds reach any rate.
+    while n < 64 && 2.0 / binomial(2 * n, n) > alpha {
+        n += 1;
+    }
+    n
+}
+
+fn binomial(n: usize, k: usize) -> f64 {
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// The fewest rounds whose paired signed-rank interval exists at 1 - `alpha`: the
+/// all-one-sign outcome, probability 2^(1-n), must be rarer than `alpha`.
+pub fn fewest_rounds(alpha: f64) -> usize {
+    let mut n = 1;
+    while 2f64.powi(1 - n as i32) > alpha && n < 64 {
+        n += 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests;
