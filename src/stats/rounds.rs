@@ -25,7 +25,7 @@
 //! Assumptions: rounds are independent and, within a case, alike (exchangeable), which
 //! interleaving the configs' rounds in time helps make true; a machine that drifts
 //! during a sweep moves every config's later rounds alike. The configs of a round run
-//! in an order drawn afresh each round but the last ([`round_order`]): in a fixed order each config
+//! in an order drawn afresh each round, the last too ([`round_order`]): in a fixed order each config
 //! would always follow the same other one, and what a group leaves behind for the
 //! next (clocks, memory still being freed, caches) would bias their comparison by
 //! several percent. Pure: no I/O.

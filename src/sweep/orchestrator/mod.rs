@@ -190,6 +190,9 @@ impl Orchestrator<'_> {
     fn run_groups(&mut self, plan: &Plan) -> Result<bool> {
         let mut sequence = 0u32;
         for block in plan.blocks() {
+            // The block's rows land in the order its last round completes them:
+            // results.csv gets them back in the plan's order once it is done.
+            let mark = self.writer.rows_mark()?;
             let mut firsts: Vec<Takes> = block.iter().map(|_| Takes::new(Take::First)).collect();
             // NCCL's decisions per size, from one untimed probe group per config.
             for (group, takes) in block.iter().zip(firsts.iter_mut()) {
@@ -213,15 +216,10 @@ impl Orchestrator<'_> {
             // The round orders' seed: the start time, so each sweep draws its own.
             let seed = crate::analysis::compare::seed(&self.manifest.started_at);
             'rounds: for round in 1..=self.rounds() {
-                // One round: every config once, in an order of its own; the last
-                // round, where cases complete, keeps the plan's order, and so does
-                // results.csv.
-                let order = if round < self.rounds() {
-                    crate::stats::rounds::round_order(block.len(), seed, round)
-                } else {
-                    (0..block.len()).collect()
-                };
-                for i in order {
+                // One round: every config once, in an order of its own, the last
+                // round too (a fixed order there would put each config after the
+                // same other one in one round of every pair).
+                for i in crate::stats::rounds::round_order(block.len(), seed, round) {
                     let (group, takes) = (&block[i], &mut firsts[i]);
                     takes.round = round;
                     if self.run_round(group, &group.sizes, &mut sequence, takes)? {
@@ -253,6 +251,18 @@ impl Orchestrator<'_> {
                     interrupted = true;
                 }
             }
+            let plan_order = |config: &str, collective: &str, bytes: u64| {
+                let g = block
+                    .iter()
+                    .position(|g| g.config.name == config && g.collective.name() == collective)
+                    .unwrap_or(block.len());
+                let size = block
+                    .get(g)
+                    .and_then(|g| g.sizes.iter().position(|&b| b == bytes))
+                    .unwrap_or(usize::MAX);
+                (g, size)
+            };
+            self.writer.order_rows_from(mark, plan_order)?;
             if interrupted {
                 return Ok(true);
             }

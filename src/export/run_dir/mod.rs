@@ -345,6 +345,77 @@ impl RunWriter {
         Ok(())
     }
 
+    /// Where results.csv ends now, with every row appended so far on disk: a mark
+    /// for [`RunWriter::order_rows_from`].
+    pub fn rows_mark(&self) -> Result<u64> {
+        let mut appends = self.appends();
+        self.sync(&mut appends)?;
+        let path = self.dir.file(RESULTS_CSV);
+        Ok(fs::metadata(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .len())
+    }
+
+    /// Puts the rows written after `mark` in the order of `key` (config, collective,
+    /// bytes), stably, in one atomic rewrite: the rounds of a sweep complete its
+    /// cases in an order drawn afresh, and results.csv lists them in the plan's.
+    pub fn order_rows_from<K: Ord>(
+        &self,
+        mark: u64,
+        key: impl Fn(&str, &str, u64) -> K,
+    ) -> Result<()> {
+        let mut appends = self.appends();
+        self.sync(&mut appends)?;
+        let path = self.dir.file(RESULTS_CSV);
+        let text = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let at = usize::try_from(mark).unwrap_or(usize::MAX).min(text.len());
+        let (head, tail) = text.split_at(at);
+        let header = csv::header()?;
+        let column = |name: &str| {
+            ::csv::ReaderBuilder::new()
+                .from_reader(header.as_slice())
+                .headers()
+                .ok()
+                .and_then(|h| h.iter().position(|c| c == name))
+        };
+        let (Some(config), Some(collective), Some(bytes)) =
+            (column("config"), column("collective"), column("bytes"))
+        else {
+            anyhow::bail!("results.csv's header lacks config, collective or bytes");
+        };
+        // Each row's bytes (a quoted field may hold a newline) and its key.
+        let mut reader = ::csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(tail);
+        let mut rows: Vec<(K, usize, usize)> = Vec::new();
+        let mut record = ::csv::StringRecord::new();
+        let mut start = 0usize;
+        while reader
+            .read_record(&mut record)
+            .with_context(|| format!("{}: a row does not read back", path.display()))?
+        {
+            let end = usize::try_from(reader.position().byte()).unwrap_or(tail.len());
+            let field = |i: usize| record.get(i).unwrap_or("");
+            let size = field(bytes).parse().unwrap_or(u64::MAX);
+            rows.push((key(field(config), field(collective), size), start, end));
+            start = end;
+        }
+        if rows.windows(2).all(|w| w[0].0 <= w[1].0) {
+            return Ok(());
+        }
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut sorted = head.to_vec();
+        for (_, from, to) in &rows {
+            sorted.extend_from_slice(&tail[*from..*to]);
+        }
+        sorted.extend_from_slice(&tail[start..]);
+        atomic::write(&path, &sorted)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        appends.csv =
+            AppendFile::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+        Ok(())
+    }
+
     /// Appends a row that has no histogram (an imported result), and puts it and
     /// the histograms before it on disk.
     pub fn record_row(&self, cells: &csv::RowCells) -> Result<()> {
@@ -380,127 +451,4 @@ fn find_line(text: &[u8], row: &[u8]) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    #[test]
-    fn run_directories_are_never_reused() {
-        let out = tempfile::tempdir().unwrap();
-        let a = RunDir::create(out.path(), "20260101-000000", "node 1", Some("x")).unwrap();
-        let b = RunDir::create(out.path(), "20260101-000000", "node 1", Some("x")).unwrap();
-        assert!(a.path.ends_with("20260101-000000-node_1-x"));
-        assert!(b.path.ends_with("20260101-000000-node_1-x-2"));
-        assert!(a.logs().is_dir() && b.logs().is_dir());
-    }
-
-    fn cells(config: &str, bytes: u64) -> csv::RowCells {
-        csv::RowCells {
-            config: config.into(),
-            backend: "host".into(),
-            nranks: 2,
-            bytes,
-            status: "ok".into(),
-            ..Default::default()
-        }
-    }
-
-    fn data_rows(dir: &RunDir) -> Vec<String> {
-        fs::read_to_string(dir.file(RESULTS_CSV))
-            .unwrap()
-            .lines()
-            .skip(1)
-            .map(|l| l.split(',').take(4).collect::<Vec<_>>().join(","))
-            .collect()
-    }
-
-    /// Rows go into the same file in place; a rewrite of some rows (the quality
-    /// pass) is followed by appends to the new file, not the replaced one.
-    #[test]
-    fn rows_are_appended_in_place_and_after_a_replacement() {
-        let out = tempfile::tempdir().unwrap();
-        let dir = RunDir::create(out.path(), "s", "h", None).unwrap();
-        let writer = RunWriter::new(dir.clone(), SystemTime::now()).unwrap();
-        writer.record_row(&cells("a", 8)).unwrap();
-        writer.record_row(&cells("a", 16)).unwrap();
-        let mut better = cells("a", 8);
-        better.status = "failed".into();
-        writer
-            .replace_rows(&[(cells("a", 8), better.clone())])
-            .unwrap();
-        writer.record_row(&cells("b", 8)).unwrap();
-        assert_eq!(data_rows(&dir), ["a,host,2,8", "a,host,2,16", "b,host,2,8"]);
-        let text = fs::read_to_string(dir.file(RESULTS_CSV)).unwrap();
-        assert!(text.lines().nth(1).unwrap().contains(",failed,"), "{text}");
-        assert_eq!(text.matches(",failed,").count(), 1, "{text}");
-    }
-
-    /// A run continued after a crash in the middle of a row: the half row is cut
-    /// off, the next row starts on a line of its own, and the file reads back.
-    #[test]
-    fn a_continued_run_cuts_the_row_a_crash_cut_short() {
-        let out = tempfile::tempdir().unwrap();
-        let dir = RunDir::create(out.path(), "s", "h", None).unwrap();
-        let writer = RunWriter::new(dir.clone(), SystemTime::now()).unwrap();
-        writer.record_row(&cells("a", 8)).unwrap();
-        let mut torn = csv::encode_row(&cells("a", 16)).unwrap();
-        torn.truncate(torn.len() / 2);
-        fs::OpenOptions::new()
-            .append(true)
-            .open(dir.file(RESULTS_CSV))
-            .unwrap()
-            .write_all(&torn)
-            .unwrap();
-        fs::write(dir.file(MANIFEST), "{}").unwrap();
-        drop(writer);
-        let (writer, _) = RunWriter::append_to(&dir.path).unwrap();
-        writer.record_row(&cells("b", 8)).unwrap();
-        assert_eq!(data_rows(&dir), ["a,host,2,8", "b,host,2,8"]);
-    }
-
-    /// The manifest is written when asked to (`write_manifest`) and at most once a
-    /// second in between (`update_manifest`).
-    #[test]
-    fn manifest_updates_are_at_most_one_a_second() {
-        let out = tempfile::tempdir().unwrap();
-        let dir = RunDir::create(out.path(), "s", "h", None).unwrap();
-        let writer = RunWriter::new(dir.clone(), SystemTime::now()).unwrap();
-        let mut manifest = RunManifest::synthetic("host");
-        let read = || -> serde_json::Value {
-            serde_json::from_slice(&fs::read(dir.file(MANIFEST)).unwrap()).unwrap()
-        };
-        manifest.label = Some("first".into());
-        writer.write_manifest(&manifest).unwrap();
-        manifest.label = Some("second".into());
-        writer.update_manifest(&manifest).unwrap();
-        assert_eq!(read()["label"], "first", "within the second: not written");
-        *writer.manifest_at.lock().unwrap() = Some(Instant::now() - MANIFEST_EVERY);
-        writer.update_manifest(&manifest).unwrap();
-        assert_eq!(read()["label"], "second");
-        manifest.label = Some("last".into());
-        writer.write_manifest(&manifest).unwrap();
-        assert_eq!(read()["label"], "last");
-    }
-
-    #[test]
-    fn appending_needs_a_run_directory() {
-        let out = tempfile::tempdir().unwrap();
-        let err = RunWriter::append_to(out.path()).err().unwrap();
-        assert!(
-            format!("{err:#}").contains("is not a run directory"),
-            "{err:#}"
-        );
-    }
-
-    #[test]
-    fn an_unwritable_parent_is_a_clear_error() {
-        let out = tempfile::tempdir().unwrap();
-        let file = out.path().join("not-a-dir");
-        fs::write(&file, "x").unwrap();
-        let err = RunDir::create(&file, "s", "h", None).unwrap_err();
-        assert!(
-            format!("{err:#}").contains("cannot create output directory"),
-            "{err:#}"
-        );
-    }
-}
+mod tests;
