@@ -9,6 +9,14 @@
 //!   of each pair must not exit 1, and `history` over them must find no step and no
 //!   one-off.
 //!
+//! - equivalence: a config 1 % slower (`slight`) must be declared equivalent within
+//!   the 2 % margin over its family (goal: in at least 80 % of sweeps);
+//! - the SHM verdict on an A/A pair (simulated GPUs on NVLink only, where SHM is not
+//!   on the data path, so `shm-off` moves the same bytes the same way): "Keep SHM"
+//!   is a false alarm (goal: at most 5 %).
+//!
+//! Every rate is printed with its exact (Clopper-Pearson) 95 % bounds.
+//!
 //! Each measurement is made for every `--rounds` setting asked for (default
 //! `1,default`: one process group per config, and the sweep's own default), side by
 //! side, so the
@@ -29,7 +37,9 @@ use std::process::Command;
 use std::time::Instant;
 
 use nccl_bench::analysis::compare::{compare, CompareOptions, CompareReport, Outcome, Side};
+use nccl_bench::analysis::family::Answer;
 use nccl_bench::analysis::history::{self, Options, DEFAULT_SIZES, DEFAULT_WINDOW};
+use nccl_bench::analysis::verdict::{self, Verdict};
 use nccl_bench::export::reader::RunData;
 use nccl_bench::stats::compare::{DEFAULT_RESAMPLES, DEFAULT_THRESHOLD};
 
@@ -49,11 +59,13 @@ struct Settings {
     /// `--rounds` values; `None` for the sweep's default.
     rounds: Vec<Option<u32>>,
     keep: Option<PathBuf>,
+    /// The config sweeps' largest size (`-e`): 128M, the default grid's end.
+    largest: String,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench-aa [--backend host|sim] [--sim-dir DIR] [--jitter S] [--repeats N] [--rounds 1,default] [--keep DIR]"
+        "usage: bench-aa [--backend host|sim] [--sim-dir DIR] [--jitter S] [--repeats N] [--rounds 1,default] [--largest 128M] [--keep DIR]"
     );
     std::process::exit(2)
 }
@@ -66,6 +78,7 @@ fn settings() -> Settings {
         repeats: 10,
         rounds: vec![Some(1), None],
         keep: None,
+        largest: "128M".into(),
     };
     while let Some(a) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage());
@@ -84,6 +97,7 @@ fn settings() -> Settings {
                     .collect()
             }
             "--keep" => s.keep = Some(PathBuf::from(value())),
+            "--largest" => s.largest = value(),
             _ => usage(),
         }
     }
@@ -189,6 +203,10 @@ struct Rates {
     aa_exits: usize,
     slow_cases: usize,
     slow_found: usize,
+    slight_sweeps: usize,
+    slight_equivalent: usize,
+    verdict_sweeps: usize,
+    verdict_keep: usize,
     pair_compares: usize,
     pair_exits: usize,
     pair_cases: usize,
@@ -208,18 +226,25 @@ fn measure(s: &Settings, rounds: Option<u32>, scratch: &Path) -> Rates {
     let mut rates = Rates::default();
     let out = scratch.join(format!("rounds-{}", name(rounds)));
     std::fs::create_dir_all(&out).unwrap();
-    let slow_env = match s.target {
-        Target::Host => r#"NCCL_BENCH_FAULT = "slow:pct=10""#,
-        Target::Sim { .. } => r#"NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN = "1.1""#,
+    let slower = |pct: u32| match s.target {
+        Target::Host => format!(r#"NCCL_BENCH_FAULT = "slow:pct={pct}""#),
+        Target::Sim { .. } => format!(
+            r#"NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN = "{}""#,
+            1.0 + f64::from(pct) / 100.0
+        ),
     };
     let config = out.join("aa.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[config]]\nname = \"default\"\n\n[[config]]\nname = \"same-as-default\"\nenv = {{ NCCL_BENCH_AA = \"1\" }}\n\n[[config]]\nname = \"slow\"\nenv = {{ {slow_env} }}\n"
-        ),
-    )
-    .unwrap();
+    let mut toml = format!(
+        "[[config]]\nname = \"default\"\n\n[[config]]\nname = \"same-as-default\"\nenv = {{ NCCL_BENCH_AA = \"1\" }}\n\n[[config]]\nname = \"slow\"\nenv = {{ {} }}\n\n[[config]]\nname = \"slight\"\nenv = {{ {} }}\n",
+        slower(10),
+        slower(1)
+    );
+    // On NVLink SHM carries nothing: disabling it is an A/A pair for the verdict.
+    let verdict_aa = matches!(s.target, Target::Sim { .. });
+    if verdict_aa {
+        toml.push_str("\n[[config]]\nname = \"shm-off\"\nenv = { NCCL_SHM_DISABLE = \"1\" }\n");
+    }
+    std::fs::write(&config, toml).unwrap();
     let configs_out = out.join("configs");
     for i in 0..s.repeats {
         let c = sweep(
@@ -232,7 +257,7 @@ fn measure(s: &Settings, rounds: Option<u32>, scratch: &Path) -> Rates {
                 "-b",
                 "8",
                 "-e",
-                "4M",
+                &s.largest,
                 "-f",
                 "4",
             ],
@@ -248,6 +273,14 @@ fn measure(s: &Settings, rounds: Option<u32>, scratch: &Path) -> Rates {
         for r in slow.rows.iter().filter(|r| r.bytes >= 64 << 10) {
             rates.slow_cases += 1;
             rates.slow_found += usize::from(r.outcome == Outcome::Regressed);
+        }
+        let slight = configs(&data, "default", "slight");
+        rates.slight_sweeps += 1;
+        rates.slight_equivalent += usize::from(slight.family.answer == Answer::Equivalent);
+        if verdict_aa {
+            rates.verdict_sweeps += 1;
+            let v = verdict::decide(&data, "default", options());
+            rates.verdict_keep += usize::from(matches!(v, Verdict::KeepShm { .. }));
         }
         eprint!(
             "\r  rounds {}: config sweep {}/{}",
@@ -298,12 +331,9 @@ fn measure(s: &Settings, rounds: Option<u32>, scratch: &Path) -> Rates {
     rates
 }
 
+/// `k/n (x %, lo-hi)`: the rate with its exact 95 % bounds.
 fn pct(k: usize, n: usize) -> String {
-    if n == 0 {
-        "-".to_string()
-    } else {
-        format!("{k}/{n} ({:.1} %)", 100.0 * k as f64 / n as f64)
-    }
+    nccl_bench::stats::proportion::rate_words(k as u64, n as u64)
 }
 
 fn main() {
@@ -332,7 +362,7 @@ fn main() {
         .iter()
         .map(|&r| (r, measure(&s, r, &scratch)))
         .collect();
-    let width = 22;
+    let width = 30;
     let header: String = all
         .iter()
         .map(|(r, _)| format!("{:>width$}", format!("--rounds {}", name(*r))))
@@ -359,6 +389,16 @@ fn main() {
         "a config 10 % slower: found at 64 KiB and above",
         &|r| pct(r.slow_found, r.slow_cases),
         ">= 95 %",
+    );
+    line(
+        "a config 1 % slower: equivalent within 2 % (family)",
+        &|r| pct(r.slight_equivalent, r.slight_sweeps),
+        ">= 80 %",
+    );
+    line(
+        "A/A SHM verdict (shm-off on NVLink): keep SHM",
+        &|r| pct(r.verdict_keep, r.verdict_sweeps),
+        "<= 5 %",
     );
     line(
         "consecutive identical runs: compares exiting 1",

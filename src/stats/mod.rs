@@ -8,6 +8,7 @@ pub mod compare;
 pub mod distribution;
 pub mod latency;
 pub mod normal;
+pub mod proportion;
 pub mod quality;
 pub mod rounds;
 pub mod soak;
