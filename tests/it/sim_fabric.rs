@@ -107,6 +107,31 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
     let f = finding(&nccl_log_of(&run), FindingKind::NvlsBind);
     assert_eq!(f.severity, Severity::Error);
     assert!(f.diagnosis.contains("CUDA error 401") && f.fix.contains("nvidia-fabricmanager"));
+
+    // 2.30.7 names the function after file:line, as the real log of
+    // tests/fixtures/real/nvls-11-* does (`transport/nvls.cc:379 (nvlsAllocateMem)`);
+    // read the same.
+    let out = tempfile::tempdir().unwrap();
+    let (o, run) = sweep(&dir, "2.30.7", out.path());
+    assert_ne!(o.status.code(), Some(2), "{}", text(&o));
+    let logs: String = std::fs::read_dir(run.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert!(
+        logs.contains(
+            "] transport/nvls.cc:379 (nvlsAllocateMem) NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401"
+        ),
+        "{logs}"
+    );
+    let r = rows(&run).into_iter().find(|r| r["nranks"] == "8").unwrap();
+    assert!(
+        r["status"] != "ok" && r["error"].contains("nvls-bind: Failed to bind NVLink SHARP"),
+        "{r:?}"
+    );
+    let f = finding(&nccl_log_of(&run), FindingKind::NvlsBind);
+    assert_eq!(f.severity, Severity::Error);
 }
 
 /// A sweep of 2 GPUs without peer access (SHM carries the ring) at NCCL 2.28.9 with a

@@ -44,7 +44,7 @@ pub extern "C" fn ncclGetUniqueId(id: *mut UniqueId) -> NcclResult {
     match rendezvous::unique_id(file_bytes) {
         Ok(internal) => out(id, UniqueId { internal }),
         Err(e) => {
-            log::warn(
+            super::warn(
                 0,
                 "bootstrap.cc:85",
                 &format!("Bootstrap : cannot listen: {e}"),
@@ -118,7 +118,7 @@ pub extern "C" fn ncclCommInitRank(
     let device = driver::current().map(|c| c.device).unwrap_or(0);
     log_banner(device);
     if nranks < 1 || rank < 0 || rank >= nranks {
-        log::warn(
+        super::warn(
             device,
             "init.cc:1740",
             &format!("Invalid rank requested : {rank}/{nranks}"),
@@ -126,7 +126,7 @@ pub extern "C" fn ncclCommInitRank(
         return INVALID_ARGUMENT;
     }
     if nranks as usize > MAX_RANKS {
-        log::warn(
+        super::warn(
             device,
             "init.cc:1740",
             &format!("the simulated NCCL takes at most {MAX_RANKS} ranks, not {nranks}"),
@@ -160,7 +160,7 @@ pub extern "C" fn ncclCommInitRank(
                 SUCCESS
             }
             Err((code, msg, origin)) => {
-                log::warn(c.device, origin, &msg);
+                super::warn(c.device, origin, &msg);
                 code
             }
         };

@@ -12,7 +12,6 @@ use super::group::{self, Call, What};
 use super::work::{CollFunc, PeerCall};
 use super::{version, NcclResult, INVALID_ARGUMENT, INVALID_USAGE, IN_PROGRESS, SUCCESS};
 use crate::driver;
-use crate::log;
 use crate::reduce;
 use crate::stream;
 
@@ -36,7 +35,7 @@ fn check_pointer(
         ),
         Ok(_) => return Ok(()),
     };
-    log::warn(c.device, "misc/argcheck.cc:21", &msg);
+    super::warn(c.device, "misc/argcheck.cc:21", &msg);
     Err(INVALID_ARGUMENT)
 }
 
@@ -192,7 +191,7 @@ pub extern "C" fn ncclRecv(
 /// code to return.
 fn usable(comm: *mut c_void, func: &str) -> Result<Arc<Comm>, NcclResult> {
     let Some(c) = comm_of(comm) else {
-        log::warn(0, "enqueue.cc:1946", &format!("{func} : invalid comm"));
+        super::warn(0, "enqueue.cc:1946", &format!("{func} : invalid comm"));
         return Err(INVALID_ARGUMENT);
     };
     match c.state.load(Ordering::Acquire) {
@@ -207,7 +206,7 @@ fn usable(comm: *mut c_void, func: &str) -> Result<Arc<Comm>, NcclResult> {
 /// The element width of `dtype`, or NCCL's warning and code.
 fn width_of(c: &Comm, func: &str, dtype: c_int) -> Result<usize, NcclResult> {
     reduce::size(dtype).ok_or_else(|| {
-        log::warn(
+        super::warn(
             c.device,
             "enqueue.cc:1946",
             &format!("{func} : invalid type {dtype}"),
@@ -242,7 +241,7 @@ fn collective(
     ) && version() < (2, 28, 0)
     {
         let (x, y, z) = version();
-        log::warn(
+        super::warn(
             driver::current().map(|c| c.device).unwrap_or(0),
             "collectives.cc:152",
             &format!("nccl{name} does not exist in NCCL {x}.{y}.{z} (it came in 2.28): the library has no such symbol"),
@@ -258,7 +257,7 @@ fn collective(
         Err(code) => return code,
     };
     if func.reduces() && !reduce::known_op(op) {
-        log::warn(
+        super::warn(
             c.device,
             "enqueue.cc:1946",
             &format!("{name} : invalid reduction operation {op}"),
@@ -267,7 +266,7 @@ fn collective(
     }
     let n = c.nranks as usize;
     if root < 0 || root as usize >= n {
-        log::warn(
+        super::warn(
             c.device,
             "enqueue.cc:1946",
             &format!("{name} : invalid root {root} (root should be in the 0..{n} range)"),
@@ -328,7 +327,7 @@ fn point_to_point(
         Err(code) => return code,
     };
     if peer < 0 || peer as u32 >= c.nranks {
-        log::warn(
+        super::warn(
             c.device,
             "enqueue.cc:1946",
             &format!(

@@ -12,7 +12,6 @@ use super::setup::{Connected, Plan};
 use super::shared::{futex_wait, futex_wake_all, process_gone, Shared};
 use super::{IN_PROGRESS, REMOTE_ERROR, SUCCESS};
 use crate::driver;
-use crate::log;
 use crate::topo::Topology;
 
 pub struct Comm {
@@ -152,7 +151,7 @@ impl Comm {
 
     /// Records an asynchronous error with NCCL's WARN line.
     pub fn fail_async(&self, code: c_int, origin: &str, msg: &str) {
-        log::warn(self.device, origin, msg);
+        super::warn(self.device, origin, msg);
         // The first error stays; it replaces success or an operation in progress.
         let _ = self
             .state

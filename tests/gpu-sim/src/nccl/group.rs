@@ -159,7 +159,7 @@ fn leave() -> Result<Option<Vec<Call>>, NcclResult> {
     GROUP.with(|g| {
         let mut g = g.borrow_mut();
         if g.depth == 0 {
-            log::warn(
+            super::warn(
                 current_device(),
                 "group.cc:657",
                 "ncclGroupEnd: not in a group call.",
@@ -200,7 +200,7 @@ pub extern "C" fn ncclGroupSimulateEnd(info: *mut SimInfo) -> NcclResult {
 pub fn simulate_end(v: Version, info: *mut SimInfo) -> NcclResult {
     if v < (2, 22, 0) {
         let (x, y, z) = v;
-        log::warn(
+        super::warn(
             current_device(),
             "group.cc:113",
             &format!("ncclGroupSimulateEnd does not exist in NCCL {x}.{y}.{z} (it came in 2.22): the library has no such symbol"),
@@ -240,7 +240,7 @@ pub fn simulate_end(v: Version, info: *mut SimInfo) -> NcclResult {
         } else {
             "ncclSimInfo_t argument not initialized via NCCL_SIM_INFO_INITIALIZER"
         };
-        log::warn(current_device(), "group.cc:678", msg);
+        super::warn(current_device(), "group.cc:678", msg);
         return INVALID_ARGUMENT;
     }
     let mut total: Option<f32> = None;
@@ -256,7 +256,7 @@ pub fn simulate_end(v: Version, info: *mut SimInfo) -> NcclResult {
             Ok((_, _, Some(choice))) => total = Some(total.unwrap_or(0.0) + choice.time_us),
             Ok(_) => {}
             Err((code, msg, origin)) => {
-                log::warn(call.comm.device, origin, &msg);
+                super::warn(call.comm.device, origin, &msg);
                 return code;
             }
         }
@@ -515,7 +515,7 @@ fn launch_on(c: &Arc<Comm>, calls: Vec<Call>) -> NcclResult {
         Ok(t) => t,
         Err((code, msg, origin)) => {
             if c.blocking {
-                log::warn(c.device, origin, &msg);
+                super::warn(c.device, origin, &msg);
             } else {
                 c.fail_async(code, origin, &msg);
             }

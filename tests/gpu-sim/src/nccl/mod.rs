@@ -52,6 +52,7 @@ pub mod api;
 pub mod calls;
 pub mod comm;
 pub mod copy_engine;
+pub mod functions;
 pub mod group;
 pub mod lines;
 pub mod nvls;
@@ -92,6 +93,12 @@ pub fn version() -> Version {
             parts.next().unwrap_or(9),
         )
     })
+}
+
+/// A WARN line from `origin` (`file.cc:line`) as the release played prints it: with
+/// the function after the line from 2.30.7 ([`functions`]).
+pub fn warn(dev: usize, origin: &str, msg: &str) {
+    crate::log::warn(dev, &functions::decorate(version(), origin), msg);
 }
 
 fn version_code() -> c_int {

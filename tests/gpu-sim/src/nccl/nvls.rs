@@ -60,8 +60,15 @@ pub fn origin(v: Version) -> &'static str {
         "transport/nvls.cc:254"
     } else if v < (2, 29, 0) {
         "transport/nvls.cc:285"
-    } else {
+    } else if v < (2, 29, 7) {
         "transport/nvls.cc:284"
+    } else if v < (2, 30, 0) {
+        "transport/nvls.cc:287"
+    } else if v < (2, 30, 7) {
+        "transport/nvls.cc:349"
+    } else {
+        // The WARN of 2.30.7 spans lines 376-379; NCCL logs the last.
+        "transport/nvls.cc:379"
     }
 }
 

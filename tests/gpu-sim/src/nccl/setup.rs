@@ -415,7 +415,7 @@ impl Comm {
                 log::info(log::ENV, self.device, &tuner::lines::matrix(v, &parsed));
             }
             if notes.ignored_algo_warning {
-                log::warn(
+                super::warn(
                     self.device,
                     "graph/tuning.cc:276",
                     "CollNet is not supported or fails to initialize, ignoring NCCL_ALGO=COLLNET",
@@ -637,12 +637,13 @@ impl Comm {
     /// release's words (`misc/shmutils.cc`): before 2.12 `posix_fallocate` in
     /// `include/shm.h`; from 2.12 `failed to extend ... to N bytes` and `Error while
     /// creating shared memory segment ... (size N)`, with `, error: <strerror> (<errno>)`
-    /// from 2.22.3; the source lines of 2.12-2.21, 2.22-2.28 and 2.29.
+    /// from 2.22.3; the source lines of 2.12-2.21, 2.22-2.28, 2.29.0-2.29.6 and 2.29.7,
+    /// and from 2.30 in `os/linux.cc` (`ncclOsShmOpen`; 2.30.3-2.30.6 and 2.30.7).
     fn shm_failure(&self, name: &str, size: u64, errno: c_int) -> Failure {
         let v = version();
         let why = strip_os(&std::io::Error::from_raw_os_error(errno));
         if v < (2, 12, 0) {
-            log::warn(
+            super::warn(
                 self.device,
                 "include/shm.h:28",
                 &format!("Call to posix_fallocate failed : {why}"),
@@ -653,22 +654,13 @@ impl Comm {
                 "include/shm.h:48",
             );
         }
-        let (tail, extend_at, create_at) = if v >= (2, 29, 0) {
-            (
-                format!(", error: {why} ({errno})"),
-                "misc/shmutils.cc:88",
-                "misc/shmutils.cc:132",
-            )
-        } else if v >= (2, 22, 3) {
-            (
-                format!(", error: {why} ({errno})"),
-                "misc/shmutils.cc:87",
-                "misc/shmutils.cc:128",
-            )
+        let (tail, extend_at, create_at) = if v >= (2, 22, 3) {
+            let (extend_at, create_at) = super::shm::shm_open_lines(v);
+            (format!(", error: {why} ({errno})"), extend_at, create_at)
         } else {
             (String::new(), "misc/shmutils.cc:71", "misc/shmutils.cc:112")
         };
-        log::warn(
+        super::warn(
             self.device,
             extend_at,
             &format!("Error: failed to extend {name} to {} bytes{tail}", size + 4),

@@ -88,16 +88,31 @@ pub fn mmap_allocated(name: &str, ptr: u64) -> String {
     format!("MMAP allocated shareable host buffer {name} size {SEGMENT_BYTES} ptr {ptr:#x}")
 }
 
+/// The source lines of the two WARNs of a segment NCCL could not make or attach
+/// (`failed to extend`, `Error while creating/attaching to shared memory segment`)
+/// from 2.22.3: `misc/shmutils.cc` up to 2.29, `os/linux.cc` from 2.30. A WARN
+/// written over two lines logs the second (`__LINE__` of the macro's last line: the
+/// real 2.27 logs say 129 where the statement starts at 128).
+pub fn shm_open_lines(v: Version) -> (&'static str, &'static str) {
+    if v >= (2, 30, 7) {
+        ("os/linux.cc:795", "os/linux.cc:843")
+    } else if v >= (2, 30, 0) {
+        ("os/linux.cc:670", "os/linux.cc:715")
+    } else if v >= (2, 29, 7) {
+        ("misc/shmutils.cc:88", "misc/shmutils.cc:133")
+    } else if v >= (2, 28, 0) {
+        ("misc/shmutils.cc:87", "misc/shmutils.cc:132")
+    } else {
+        ("misc/shmutils.cc:87", "misc/shmutils.cc:129")
+    }
+}
+
 /// What a rank on /dev/shm reports when it imports a peer's cuMem descriptor: the
 /// handle's bytes as the name, the zeroed tail as the size (`handle` picks the
 /// unprintable character); with the source line of release `v`.
 pub fn mismatch_failure(v: Version, handle: u64) -> (i32, String, &'static str) {
     let garbage = char::from_u32(0x400 + (handle % 0x60) as u32).unwrap_or('\u{40c}');
-    let origin = if v >= (2, 28, 0) {
-        "misc/shmutils.cc:132"
-    } else {
-        "misc/shmutils.cc:129"
-    };
+    let origin = shm_open_lines(v).1;
     (
         SYSTEM_ERROR,
         format!(

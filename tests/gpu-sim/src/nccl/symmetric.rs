@@ -325,7 +325,7 @@ fn since(v: Version, first: Version, name: &str) -> Result<(), NcclResult> {
     if v >= first {
         return Ok(());
     }
-    log::warn(
+    super::warn(
         0,
         "init.cc:1",
         &format!("{name} is not in NCCL {}.{}.{}", v.0, v.1, v.2),
@@ -347,7 +347,7 @@ pub extern "C" fn ncclMemAlloc(ptr: *mut *mut c_void, size: usize) -> NcclResult
             out(ptr, p as *mut c_void)
         }
         Err(_) => {
-            log::warn(0, "allocator.cc:64", "Cuda failure 2 'out of memory'");
+            super::warn(0, "allocator.cc:64", "Cuda failure 2 'out of memory'");
             super::UNHANDLED_CUDA_ERROR
         }
     }
@@ -469,7 +469,7 @@ pub extern "C" fn ncclCommWindowRegister(
         .next_back()
         .is_some_and(|(&a, &len)| start + size as u64 <= a + len);
     if !aligned {
-        log::warn(
+        super::warn(
             c.device,
             "register/register.cc:221",
             &format!(

@@ -29,7 +29,6 @@ use super::{IN_PROGRESS, REMOTE_ERROR, SUCCESS};
 use crate::driver::{self, CUdeviceptr};
 use crate::env;
 use crate::fault::{self, Fault};
-use crate::log;
 use crate::reduce;
 use crate::stream::Work;
 use crate::topo;
@@ -247,7 +246,7 @@ impl Work for Operation {
                 return start;
             }
             Some(Fault::Crash) => {
-                log::warn(
+                super::warn(
                     c.device,
                     "enqueue.cc:1500",
                     "simulated crash of this rank's process",
