@@ -13,7 +13,11 @@
 //!
 //! Sizes match as the sweep ran them: nccl-tests rounds each rank's part down to
 //! whole 16-byte groups, so a job's size is found at the case of its collective and
-//! rank count at or below it within 16 bytes per rank.
+//! rank count at or below it within 16 bytes per rank. A size the sweep did not
+//! measure, between two it did, is interpolated: the latency-bandwidth line
+//! (alpha + bytes / beta) through the two measured neighbours gives its time, round by
+//! round, and the answer says how many sizes were. Outside the measured sizes nothing
+//! is extrapolated: such a size is left out and counted.
 
 use serde::Serialize;
 
@@ -30,6 +34,9 @@ pub struct EntryCost {
     /// calls x the case's median time, us; `None` where the config has no ok case.
     pub base_us: Option<f64>,
     pub cand_us: Option<f64>,
+    /// The sweep did not measure this size: its times are interpolated between the
+    /// measured sizes around it.
+    pub interpolated: bool,
 }
 
 /// The job's communication time under two configs at one rank count.
@@ -45,8 +52,11 @@ pub struct JobCost {
     /// Over the entries both configs measured, us.
     pub base_us: f64,
     pub cand_us: f64,
-    /// Entries left out (a config has no ok case of their size).
+    /// Entries left out (a config has no ok case of their size, nor one on each side
+    /// of it to interpolate between).
     pub unmeasured: usize,
+    /// Entries whose times are interpolated between measured sizes.
+    pub interpolated: usize,
     /// `cand / base - 1` of the job's time, with its 95 % interval over the rounds
     /// (paired), and the rounds; `None` with fewer than 6 rounds alike on every case.
     pub interval: Option<(f64, (f64, f64), usize)>,
@@ -59,21 +69,58 @@ impl JobCost {
     }
 }
 
-/// The ok case of `config` that ran the job's `bytes` of `collective` on `nranks`.
-fn case_of<'a>(
-    run: &'a RunData,
-    config: &str,
-    collective: &str,
-    nranks: u32,
-    bytes: u64,
-) -> Option<&'a CaseRow> {
+/// The time of the job's `bytes` of `collective` on `nranks` under `config`: its median
+/// and round medians, us.
+#[derive(Debug, Clone, PartialEq)]
+struct Timed {
+    median: f64,
+    rounds: Vec<f64>,
+    interpolated: bool,
+}
+
+/// The ok case of `config` that ran the job's `bytes`, or the line through the ok
+/// cases on each side of it.
+fn timed(run: &RunData, config: &str, collective: &str, nranks: u32, bytes: u64) -> Option<Timed> {
     let slack = 16 * u64::from(nranks);
-    run.cases
+    let ok: Vec<&CaseRow> = run
+        .cases
         .iter()
         .filter(|c| c.config == config && c.nranks == nranks && c.is_ok())
         .filter(|c| c.coll().name() == collective)
+        .collect();
+    let median = |c: &CaseRow| c.p50_us.or(c.time_us);
+    if let Some(c) = ok
+        .iter()
         .filter(|c| c.bytes <= bytes && bytes - c.bytes < slack.max(1))
         .max_by_key(|c| c.bytes)
+    {
+        return Some(Timed {
+            median: median(c)?,
+            rounds: c.round_medians(),
+            interpolated: false,
+        });
+    }
+    let below = ok
+        .iter()
+        .filter(|c| c.bytes < bytes)
+        .max_by_key(|c| c.bytes)?;
+    let above = ok
+        .iter()
+        .filter(|c| c.bytes > bytes)
+        .min_by_key(|c| c.bytes)?;
+    // alpha + bytes / beta through the two: linear in bytes between them.
+    let w = (bytes - below.bytes) as f64 / (above.bytes - below.bytes) as f64;
+    let line = |lo: f64, hi: f64| lo + w * (hi - lo);
+    let (rb, ra) = (below.round_medians(), above.round_medians());
+    Some(Timed {
+        median: line(median(below)?, median(above)?),
+        rounds: if rb.len() == ra.len() {
+            rb.iter().zip(&ra).map(|(b, a)| line(*b, *a)).collect()
+        } else {
+            Vec::new()
+        },
+        interpolated: true,
+    })
 }
 
 /// The job's cost under `cand` against `base`, two configs of one run, one per rank
@@ -111,22 +158,22 @@ pub fn costs_between(base: Side, cand: Side, job: &SizesFrom) -> Vec<JobCost> {
 
 fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32) -> Option<JobCost> {
     let mut entries = Vec::new();
-    // Per matched entry: its calls and both cases, for the per-round job times.
-    let mut matched: Vec<(u64, &CaseRow, &CaseRow)> = Vec::new();
+    // Per matched entry: its calls and both sides' times, for the per-round job times.
+    let mut matched: Vec<(u64, Timed, Timed)> = Vec::new();
     for call in job.calls.iter().filter(|c| c.nranks.is_none_or(|k| k == n)) {
         let name = call.collective.name();
-        let b = case_of(base.run, base.config, name, n, call.bytes);
-        let c = case_of(cand.run, cand.config, name, n, call.bytes);
-        let time = |r: Option<&CaseRow>| {
-            r.and_then(|r| r.p50_us.or(r.time_us))
-                .map(|t| t * call.calls as f64)
-        };
+        let b = timed(base.run, base.config, name, n, call.bytes);
+        let c = timed(cand.run, cand.config, name, n, call.bytes);
+        let time = |t: &Option<Timed>| t.as_ref().map(|t| t.median * call.calls as f64);
         entries.push(EntryCost {
             collective: name.to_string(),
             bytes: call.bytes,
             calls: call.calls,
-            base_us: time(b),
-            cand_us: time(c),
+            base_us: time(&b),
+            cand_us: time(&c),
+            interpolated: [&b, &c]
+                .iter()
+                .any(|t| t.as_ref().is_some_and(|t| t.interpolated)),
         });
         if let (Some(b), Some(c)) = (b, c) {
             matched.push((call.calls, b, c));
@@ -139,6 +186,10 @@ fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32) -> Option<JobCost> {
     let base_us: f64 = entries.iter().filter_map(both).map(|t| t.0).sum();
     let cand_us: f64 = entries.iter().filter_map(both).map(|t| t.1).sum();
     let unmeasured = entries.iter().filter(|e| both(e).is_none()).count();
+    let interpolated = entries
+        .iter()
+        .filter(|e| e.interpolated && both(e).is_some())
+        .count();
     entries.sort_by(|a, b| {
         b.base_us
             .unwrap_or(0.0)
@@ -154,6 +205,7 @@ fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32) -> Option<JobCost> {
         base_us,
         cand_us,
         unmeasured,
+        interpolated,
         interval: per_round_interval(&matched, paired),
     })
 }
@@ -162,11 +214,11 @@ fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32) -> Option<JobCost> {
 /// within a side (the sweep's), each round's job time the calls-weighed sum of its
 /// round medians; paired round by round within one run, unpaired between two.
 fn per_round_interval(
-    matched: &[(u64, &CaseRow, &CaseRow)],
+    matched: &[(u64, Timed, Timed)],
     paired: bool,
 ) -> Option<(f64, (f64, f64), usize)> {
-    let base = job_rounds(matched.iter().map(|m| (m.0, m.1)))?;
-    let cand = job_rounds(matched.iter().map(|m| (m.0, m.2)))?;
+    let base = job_rounds(matched.iter().map(|m| (m.0, &m.1)))?;
+    let cand = job_rounds(matched.iter().map(|m| (m.0, &m.2)))?;
     let found = if base == cand {
         return Some((0.0, (0.0, 0.0), base.len()));
     } else if paired {
@@ -179,11 +231,10 @@ fn per_round_interval(
 
 /// Each round's job time: the calls-weighed sum of the cases' round medians; `None`
 /// unless every case has the same number of rounds.
-fn job_rounds<'a>(cases: impl Iterator<Item = (u64, &'a CaseRow)>) -> Option<Vec<f64>> {
-    let per_case: Vec<(u64, Vec<f64>)> =
-        cases.map(|(calls, c)| (calls, c.round_medians())).collect();
+fn job_rounds<'a>(cases: impl Iterator<Item = (u64, &'a Timed)>) -> Option<Vec<f64>> {
+    let per_case: Vec<(u64, &Vec<f64>)> = cases.map(|(calls, t)| (calls, &t.rounds)).collect();
     let k = per_case.first()?.1.len();
-    if per_case.iter().any(|(_, r)| r.len() != k) {
+    if k == 0 || per_case.iter().any(|(_, r)| r.len() != k) {
         return None;
     }
     Some(
@@ -279,6 +330,39 @@ mod tests {
         costs(r, &job(&[(1 << 20, 10)]), "default", cand).remove(0)
     }
 
+    /// A size between two measured ones takes the line through them, round by
+    /// round, and says so; one past the largest measured is not extrapolated.
+    #[test]
+    fn a_size_between_measured_ones_is_interpolated_and_said() {
+        let r = run(vec![
+            case("default", 1 << 20, &scaled(1.0)),
+            case("shm-off", 1 << 20, &scaled(2.0)),
+            case("default", 4 << 20, &scaled(4.0)),
+            case("shm-off", 4 << 20, &scaled(8.0)),
+        ]);
+        // 2 MiB: a third of the way from 1 MiB to 4 MiB.
+        let c = &costs(
+            &r,
+            &job(&[(2 << 20, 10), (8 << 20, 1)]),
+            "default",
+            "shm-off",
+        )[0];
+        assert_eq!((c.interpolated, c.unmeasured), (1, 1), "{c:?}");
+        let e = c.entries.iter().find(|e| e.bytes == 2 << 20).unwrap();
+        assert!(e.interpolated);
+        // 10 calls x (10.1 + (40.4 - 10.1) / 3) us: the line through the medians.
+        let want = 10.0 * (10.1 + (40.4 - 10.1) / 3.0);
+        assert!((e.base_us.unwrap() - want).abs() < 1e-9, "{e:?}");
+        assert!((c.change() - 1.0).abs() < 1e-9, "{c:?}");
+        // The rounds are interpolated alike: twice as slow in every round.
+        let (change, ci, rounds) = c.interval.unwrap();
+        assert_eq!(rounds, 6);
+        assert!(
+            (change - 1.0).abs() < 1e-9 && ci.0 > 0.99 && ci.1 < 1.01,
+            "{ci:?}"
+        );
+    }
+
     /// A size nccl-tests rounded down (within 16 bytes a rank) is the job's; one the
     /// candidate did not measure is left out and counted.
     #[test]
@@ -294,7 +378,7 @@ mod tests {
             "default",
             "shm-off",
         )[0];
-        assert_eq!(c.unmeasured, 2, "{c:?}");
+        assert_eq!((c.unmeasured, c.interpolated), (2, 0), "{c:?}");
         let e = c.entries.iter().find(|e| e.bytes == 1010).unwrap();
         assert!(e.base_us.is_some() && e.cand_us.is_some(), "{e:?}");
         assert!((c.change() - 1.0).abs() < 1e-9);

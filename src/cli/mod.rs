@@ -378,8 +378,11 @@ pub struct ImportArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example (a run directory's report, written again):\n  \
-        nccl-bench report results/20261128-031019-gpu01")]
+#[command(
+    after_help = "Examples (a run directory's report, written again; and weighed by a job's calls):\n  \
+        nccl-bench report results/20261128-031019-gpu01\n  \
+        nccl-bench report results/20261128-031019-gpu01 --workload nccl-coll.log"
+)]
 pub struct ReportArgs {
     /// The run directory (sweep writes its report itself)
     #[arg(value_name = "RUN_DIR")]
@@ -397,6 +400,12 @@ pub struct ReportArgs {
     /// expected.toml and the shipped table
     #[arg(long, value_name = "FILE.toml")]
     pub expected: Option<PathBuf>,
+
+    /// A job's collectives (an NCCL COLL log, Inspector JSON, PyTorch trace or CSV):
+    /// the report's "Your job" weighs the run's cases by its calls, sizes between
+    /// measured ones interpolated
+    #[arg(long, value_name = "FILE")]
+    pub workload: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -59,7 +59,8 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
     let job = match &args.workload {
         Some(path) => Some(
             crate::workload::Workload::read(path)
-                .map_err(|e| anyhow::anyhow!("--workload: {e}"))?,
+                .map_err(|e| anyhow::anyhow!("--workload: {e}"))?
+                .as_job(path),
         ),
         None => None,
     };
@@ -73,16 +74,6 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
     };
     print!("{}", render(&report, format)?);
     if let Some(job) = &job {
-        let job = crate::config::SizesFrom {
-            file: args
-                .workload
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            sizes: Default::default(),
-            calls: job.calls(),
-            per: job.per().to_string(),
-        };
         let configs: Vec<(String, String)> = match (a, b) {
             (Some(a), Some(b)) => vec![(a.to_string(), b.to_string())],
             _ => shared_configs(&base, cand_run),
@@ -99,13 +90,13 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
                         run: cand_run,
                         config: cb,
                     },
-                    &job,
+                    job,
                 )
             })
             .collect();
         print!(
             "{}",
-            crate::report::job::compare_lines(&costs, &job, args.threshold).join("\n")
+            crate::report::job::compare_lines(&costs, job, args.threshold).join("\n")
         );
         println!();
     }

@@ -12,7 +12,16 @@ pub fn run(args: &ReportArgs) -> Result<u8> {
         Some(path) => vec![crate::config::expected::load(path)?],
         None => Vec::new(),
     };
-    let path = report::write_with(&args.run, &args.baseline, args.threshold, user)?;
+    // A workload that does not read is exit 2 before anything is written.
+    let job = match &args.workload {
+        Some(path) => Some(
+            crate::workload::Workload::read(path)
+                .map_err(|e| anyhow::anyhow!("--workload: {e}"))?
+                .as_job(path),
+        ),
+        None => None,
+    };
+    let path = report::write_with(&args.run, &args.baseline, args.threshold, user, job)?;
     println!("report: {}", path.display());
     Ok(0)
 }

@@ -126,19 +126,27 @@ pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) ->
             let time = |t: Option<f64>| t.map(format_us).unwrap_or_else(|| "not measured".into());
             writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {share} |",
+                "| {} | {}{} | {} | {} | {} | {share} |",
                 e.collective,
                 Bytes(e.bytes),
+                if e.interpolated {
+                    " (interpolated)"
+                } else {
+                    ""
+                },
                 e.calls,
                 time(e.base_us),
                 time(e.cand_us)
             )?;
         }
         writeln!(s)?;
+        if first.interpolated > 0 {
+            writeln!(s, "{}.\n", interpolated_words(first.interpolated))?;
+        }
         if first.unmeasured > 0 {
             writeln!(
                 s,
-                "{} of the job's sizes have no ok case in both configs at {n} ranks and are left out of the totals.\n",
+                "{} of the job's sizes have no ok case in both configs at {n} ranks, nor measured sizes on both sides of them, and are left out of the totals.\n",
                 first.unmeasured
             )?;
         }
@@ -182,14 +190,29 @@ pub fn compare_lines(costs: &[JobCost], job: &SizesFrom, threshold: f64) -> Vec<
         if let Some(line) = headline(c, &subject, &job.per, threshold) {
             lines.push(format!("    {}", line.replace("**", "")));
         }
+        if c.interpolated > 0 {
+            lines.push(format!("    {}", interpolated_words(c.interpolated)));
+        }
         if c.unmeasured > 0 {
             lines.push(format!(
-                "    {} of the job's sizes have no ok case on both sides and are left out",
+                "    {} of the job's sizes have no ok case on both sides, nor measured sizes around them, and are left out",
                 c.unmeasured
             ));
         }
     }
     lines
+}
+
+/// What an interpolated size is, in words.
+fn interpolated_words(n: usize) -> String {
+    let (was, whose) = if n == 1 {
+        ("was", "its time is")
+    } else {
+        ("were", "each one's time is")
+    };
+    format!(
+        "{n} of the job's sizes {was} not measured: {whose} interpolated on the latency-bandwidth line (alpha + bytes / beta) through the measured sizes on either side, round by round"
+    )
 }
 
 fn pct(x: f64) -> String {

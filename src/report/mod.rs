@@ -57,18 +57,23 @@ fn write_soak(
 
 /// Writes the run's report; returns its path.
 pub fn write(run_dir: &Path, baseline: &str, threshold: f64) -> Result<PathBuf> {
-    write_with(run_dir, baseline, threshold, Vec::new())
+    write_with(run_dir, baseline, threshold, Vec::new(), None)
 }
 
 /// Writes the run's report, with published figures from `user` tables tried before
-/// the run's own expected.toml and the shipped table; returns its path.
+/// the run's own expected.toml and the shipped table, and the calls of `job` (`report
+/// --workload`) in place of those the sweep recorded; returns its path.
 pub fn write_with(
     run_dir: &Path,
     baseline: &str,
     threshold: f64,
     mut user: Vec<Vec<crate::config::expected::Platform>>,
+    job: Option<crate::config::SizesFrom>,
 ) -> Result<PathBuf> {
-    let run = RunData::load(run_dir)?;
+    let mut run = RunData::load(run_dir)?;
+    if job.is_some() {
+        run.manifest.sizes_from = job;
+    }
     if let Some(findings) = crate::analysis::soak::analyse(run_dir)? {
         return write_soak(run_dir, &run, &findings);
     }

@@ -137,6 +137,17 @@ impl Workload {
             .collect()
     }
 
+    /// The job as a report weighs it (`compare --workload`, `report --workload`): its
+    /// calls, read from `file`.
+    pub fn as_job(&self, file: &std::path::Path) -> crate::config::SizesFrom {
+        crate::config::SizesFrom {
+            file: file.display().to_string(),
+            sizes: Default::default(),
+            calls: self.calls(),
+            per: self.per().to_string(),
+        }
+    }
+
     /// What the calls count: `per step` (a CSV) or `in the log` (COLL lines).
     pub fn per(&self) -> &'static str {
         match self.format {

@@ -379,3 +379,101 @@ fn the_report_weighs_each_config_by_the_jobs_calls() {
         text(&o)
     );
 }
+
+/// `report RUN --workload FILE` on a sweep of the power-of-two grid (simulated GPUs,
+/// virtual time): a job size between two measured ones is interpolated and said, one
+/// past the largest is left out and said, and the job's cost of a 25 % slower config
+/// has its interval; a workload that does not read is exit 2 and the report written
+/// before stays as it was.
+#[test]
+fn report_with_a_workload_interpolates_sizes_between_measured_ones() {
+    let _machine = crate::common::shared();
+    let Some(dir) = crate::common::sim::sim_dir() else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let configs = out.path().join("slow.toml");
+    std::fs::write(
+        &configs,
+        "[[config]]\nname = \"default\"\n\n[[config]]\nname = \"slow\"\nenv = { NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN = \"1.25\" }\n",
+    )
+    .unwrap();
+    let o = crate::common::sim::sim_sweep(
+        &dir,
+        "nvlink",
+        &[],
+        &out.path().join("runs"),
+        &[
+            "--gpus",
+            "2",
+            "--rounds",
+            "6",
+            "-n",
+            "20",
+            "--no-probe",
+            "-b",
+            "1M",
+            "-e",
+            "4M",
+            "-f",
+            "4",
+            "--config",
+            configs.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = crate::common::run_dir(&out.path().join("runs"));
+    let job = out.path().join("ddp.csv");
+    // A DDP-like bucket of 2 MiB between the grid's 1 and 4 MiB, and 64 MiB past it.
+    std::fs::write(
+        &job,
+        "collective,bytes,count\nall_reduce,2M,50\nall_reduce,64M,1\n",
+    )
+    .unwrap();
+    let report = |workload: &Path| {
+        Command::new(bin())
+            .arg("report")
+            .arg(&run)
+            .arg("--workload")
+            .arg(workload)
+            .output()
+            .unwrap()
+    };
+    let o = report(&job);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let section = md
+        .split("## Your job")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no section: {md}"))
+        .split("\n## ")
+        .next()
+        .unwrap();
+    assert!(
+        section.contains("| all_reduce | 2 MiB (interpolated) | 50 |"),
+        "{section}"
+    );
+    assert!(
+        section.contains("1 of the job's sizes was not measured: its time is interpolated on the latency-bandwidth line"),
+        "{section}"
+    );
+    assert!(
+        section.contains("1 of the job's sizes have no ok case in both configs at 2 ranks, nor measured sizes on both sides of them"),
+        "{section}"
+    );
+    assert!(
+        section.contains("**`slow` would cost this job +"),
+        "{section}"
+    );
+    // A workload that does not read: exit 2, and the report stays.
+    let bad = out.path().join("bad.csv");
+    std::fs::write(&bad, "collective,bytes,count\nall_reduce,2M\n").unwrap();
+    let o = report(&bad);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--workload: "),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read_to_string(run.join("report.md")).unwrap(), md);
+}
