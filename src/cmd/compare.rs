@@ -56,14 +56,7 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
         family_alpha: args.alpha,
     };
     // A bad workload is exit 2 before anything is printed.
-    let job = match &args.workload {
-        Some(path) => Some(
-            crate::workload::Workload::read(path)
-                .map_err(|e| anyhow::anyhow!("--workload: {e}"))?
-                .as_job(path),
-        ),
-        None => None,
-    };
+    let job = super::workload::job_of(args.workload.as_deref())?;
     let report = compare(&base_side, &cand_side, options)?;
     let format = match args.format {
         CompareFormat::Table => Format::Table,

@@ -13,14 +13,7 @@ pub fn run(args: &ReportArgs) -> Result<u8> {
         None => Vec::new(),
     };
     // A workload that does not read is exit 2 before anything is written.
-    let job = match &args.workload {
-        Some(path) => Some(
-            crate::workload::Workload::read(path)
-                .map_err(|e| anyhow::anyhow!("--workload: {e}"))?
-                .as_job(path),
-        ),
-        None => None,
-    };
+    let job = super::workload::job_of(args.workload.as_deref())?;
     let path = report::write_with(&args.run, &args.baseline, args.threshold, user, job)?;
     println!("report: {}", path.display());
     Ok(0)

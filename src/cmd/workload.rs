@@ -34,3 +34,15 @@ pub fn run(args: &WorkloadArgs) -> Result<u8> {
     }
     Ok(0)
 }
+
+/// The job of `--workload FILE` (`compare`, `report`) as a report weighs it; an error
+/// naming the flag where the file does not read, so that nothing is printed or
+/// written before exit 2.
+pub fn job_of(path: Option<&std::path::Path>) -> Result<Option<crate::config::SizesFrom>> {
+    path.map(|p| {
+        Workload::read(p)
+            .map(|w| w.as_job(p))
+            .map_err(|e| anyhow::anyhow!("--workload: {e}"))
+    })
+    .transpose()
+}

@@ -4,7 +4,8 @@
 //! give a quiet history, and a slowdown from a run on must be a step. The rates
 //! behind these (many repeats) are measured by `scripts/bench-aa.sh`; each check here
 //! has margin enough not to depend on luck (sizes where groups of processes vary
-//! little, a slowdown of 25 %), and the A/A pair is decided over its family at a rate
+//! little, a slowdown of 25 %, 50 % on the host, whose rounds vary the most), and the
+//! A/A pair is decided over its family at a rate
 //! that makes a false alarm rarer than 1 in 1,000 runs ([`judge`]): nothing is
 //! measured again.
 
@@ -92,7 +93,7 @@ fn family(run: &Path, b: &str) -> serde_json::Value {
     json["family"].clone()
 }
 
-/// An A/A pair and a 25 % slower config, judged on one sweep. Identical configs are
+/// An A/A pair and a slower config, judged on one sweep. Identical configs are
 /// never different over their family (every case's interval at 1 - 0.1 % / cases),
 /// and the check is not empty (some case has an interval at that level); the slow
 /// config is found case by case at every size ([`judge_slow`]). Nothing is measured
@@ -107,8 +108,9 @@ fn judge(run: &Path) -> serde_json::Value {
     family(run, "slow")
 }
 
-/// Every size of the 25 % slower config is regressed (but a case the run sets
-/// aside, at most half of them).
+/// Every size of the slower config is regressed (but a case the run sets aside, at
+/// most half of them), and the gate fails (exit 1): some case is slower over the
+/// family.
 fn judge_slow(run: &Path) {
     // Every slow case is found (exit 1), never unchanged or faster, but for a side
     // the run itself says is not evidence (flagged noisy, or re-measured alone): a
@@ -139,7 +141,12 @@ fn judge_host(args: &[&str], check: impl Fn(&Path)) {
     let tmp = tempfile::tempdir().unwrap();
     let shm = tmp.path().join("shm");
     std::fs::create_dir_all(&shm).unwrap();
-    let config = aa_config(tmp.path(), r#"NCCL_BENCH_FAULT = "slow:pct=25""#);
+    // 50 % slower: the gate decides each case over the family (each interval at
+    // 1 - 0.05 / 3), and on a loaded 2-core VM the host's rounds of one case vary by
+    // +-20 %. At 25 % one CI run (2f1ef35) found each case +17 % to +23 % slower with
+    // every family interval reaching down to +0.0 % to +1.9 %: not settled, and no
+    // exit 1. At 50 % the same spread leaves the low ends near +25 %.
+    let config = aa_config(tmp.path(), r#"NCCL_BENCH_FAULT = "slow:pct=50""#);
     let out = tmp.path().join("runs");
     let o = sweep(&out, &shm)
         .arg("--config")
@@ -151,7 +158,7 @@ fn judge_host(args: &[&str], check: impl Fn(&Path)) {
     let run = run_dir(&out);
     check(&run);
     // The host's rounds also measure the machine (a shared VM has minutes at half
-    // speed, flagged noisy and set aside): at 0.1 % over the family a 25 % slowdown is
+    // speed, flagged noisy and set aside): at 0.1 % over the family a 50 % slowdown is
     // often not settled there; case by case it is found.
     judge(&run);
 }
@@ -170,7 +177,7 @@ fn same_configs_are_unchanged_and_a_slower_one_is_found_on_the_host_backend() {
 
 /// The same for alltoall, the collective whose every rank sends to every other (its
 /// host ring relays each part n-1 times): identical configs come out unchanged, a
-/// 25 % slower one is found at every size, as for all-reduce.
+/// 50 % slower one is found at every size, as for all-reduce.
 #[test]
 fn same_configs_are_unchanged_and_a_slower_one_is_found_for_alltoall() {
     let args = [
