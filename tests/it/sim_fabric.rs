@@ -114,11 +114,7 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
     let out = tempfile::tempdir().unwrap();
     let (o, run) = sweep(&dir, "2.30.7", out.path());
     assert_ne!(o.status.code(), Some(2), "{}", text(&o));
-    let logs: String = std::fs::read_dir(run.join("logs"))
-        .unwrap()
-        .flatten()
-        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-        .collect();
+    let logs = crate::common::logs_text(&run);
     assert!(
         logs.contains(
             "] transport/nvls.cc:379 (nvlsAllocateMem) NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401"

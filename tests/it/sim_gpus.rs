@@ -1344,11 +1344,7 @@ fn events_that_would_set_the_pace_are_recorded_less_often() {
         !forced["quality_note"].contains("a timestamp every"),
         "{forced:?}"
     );
-    let logs: String = std::fs::read_dir(run.join("logs"))
-        .unwrap()
-        .flatten()
-        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-        .collect();
+    let logs = crate::common::logs_text(&run);
     assert!(
         logs.contains("8 bytes: host ") && logs.contains("an event every "),
         "{logs}"

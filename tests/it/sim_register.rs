@@ -100,11 +100,7 @@ fn symmetric_windows_run_nccls_symmetric_kernels_and_the_report_weighs_them() {
     assert!(time(small) * 2.0 < time(at("default", "1024")), "{small:?}");
 
     // The log says so in 2.28's words (rank 0, TUNING, in the probe group's log).
-    let logs: String = std::fs::read_dir(run.join("logs"))
-        .unwrap()
-        .flatten()
-        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-        .collect();
+    let logs = crate::common::logs_text(&run);
     assert!(
         logs.contains("AllReduce [Symmetric]: 1024 Bytes -> Kernel AllReduce_AGxLLMC_R nchannels ")
             && logs.contains(" nthreads 512 nWorks 1"),

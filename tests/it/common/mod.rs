@@ -197,6 +197,15 @@ pub fn wait_no_processes(marker: &str, limit: Duration) -> Vec<u32> {
     }
 }
 
+/// Every file of a run directory's `logs/` (the workers' and NCCL's), as one text.
+pub fn logs_text(run: &Path) -> String {
+    std::fs::read_dir(run.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect()
+}
+
 pub fn dir_entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|it| {
