@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::config::SizesFrom;
 use crate::export::reader::{CaseRow, RunData};
-use crate::stats::rounds::{paired_shift, shift};
+use crate::stats::rounds::{paired_shift_at, shift_at};
 
 /// One of the job's (collective, size) under both configs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -206,25 +206,34 @@ fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32) -> Option<JobCost> {
         cand_us,
         unmeasured,
         interpolated,
-        interval: per_round_interval(&matched, paired),
+        interval: per_round_interval(&matched, paired, base.run.looks().max(cand.run.looks())),
     })
 }
 
 /// The interval of the job's per-round time: every case's rounds alike in number
 /// within a side (the sweep's), each round's job time the calls-weighed sum of its
-/// round medians; paired round by round within one run, unpaired between two.
+/// round medians; paired round by round within one run (over the rounds both sides
+/// ran), unpaired between two. At 95 % over the `looks` of a sweep that measured
+/// until settled (each look's interval at 1 - 0.05 / looks).
 fn per_round_interval(
     matched: &[(u64, Timed, Timed)],
     paired: bool,
+    looks: usize,
 ) -> Option<(f64, (f64, f64), usize)> {
-    let base = job_rounds(matched.iter().map(|m| (m.0, &m.1)))?;
-    let cand = job_rounds(matched.iter().map(|m| (m.0, &m.2)))?;
+    let mut base = job_rounds(matched.iter().map(|m| (m.0, &m.1)))?;
+    let mut cand = job_rounds(matched.iter().map(|m| (m.0, &m.2)))?;
+    let alpha = crate::stats::rounds::ALPHA / looks.max(1) as f64;
+    if paired {
+        let n = base.len().min(cand.len());
+        base.truncate(n);
+        cand.truncate(n);
+    }
     let found = if base == cand {
         return Some((0.0, (0.0, 0.0), base.len()));
     } else if paired {
-        paired_shift(&base, &cand)?
+        paired_shift_at(&base, &cand, alpha)?
     } else {
-        shift(&base, &cand)?
+        shift_at(&base, &cand, alpha)?
     };
     Some((found.change, found.ci, base.len().min(cand.len())))
 }

@@ -129,6 +129,9 @@ impl SweepObserver for LineProgress {
     fn warning(&mut self, message: &str) {
         eprintln!("warning: {message}");
     }
+    fn note(&mut self, message: &str) {
+        println!("{message}");
+    }
     fn sweep_finished(&mut self, counts: &CaseCounts, run_dir: &Path, interrupted: bool) {
         println!("{}", summary_line(counts, run_dir, interrupted));
     }
@@ -182,6 +185,12 @@ impl SweepObserver for BarProgress {
         match &self.bar {
             Some(bar) => bar.suspend(|| eprintln!("warning: {message}")),
             None => eprintln!("warning: {message}"),
+        }
+    }
+    fn note(&mut self, message: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| println!("{message}")),
+            None => println!("{message}"),
         }
     }
     fn sweep_finished(&mut self, counts: &CaseCounts, run_dir: &Path, interrupted: bool) {

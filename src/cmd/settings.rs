@@ -194,6 +194,7 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
         root: args.root,
         iterations,
         rounds: args.rounds,
+        max_rounds: args.max_rounds,
         warmup: args.warmup_iters,
         graph: args.graph,
         events_every: config::events_every(std::env::var(EVENTS_EVERY_ENV).ok())?,

@@ -126,6 +126,7 @@ pub fn soak_settings(args: &SoakArgs) -> Result<(SweepSettings, SoakSettings)> {
         root: args.root,
         iterations: IterationPolicy::Fixed { iters: 1 },
         rounds: Some(1),
+        max_rounds: None,
         warmup: args.warmup_iters,
         graph: args.graph,
         events_every: config::events_every(std::env::var(config::EVENTS_EVERY_ENV).ok())?,

@@ -43,14 +43,15 @@ pub enum IterationPolicy {
     },
 }
 
-/// Process groups per config and rank count on the host backend when `--rounds` is
-/// not given. A group of CPU processes starts in milliseconds, and groups vary more
+/// Process groups per config and rank count on the host backend, the most when
+/// neither `--rounds` nor `--max-rounds` is given. A group of CPU processes starts in milliseconds, and groups vary more
 /// between each other there (on a 2-core VM, one in ten in a slow mode): 15 find a
 /// 10 % change at 64 KiB and above every time in `scripts/bench-aa.sh`, where 9 miss
 /// one in eight.
 pub const DEFAULT_ROUNDS_HOST: u32 = 15;
 
-/// Process groups per config and rank count with NCCL when `--rounds` is not given:
+/// Process groups per config and rank count with NCCL, the most when neither
+/// `--rounds` nor `--max-rounds` is given:
 /// each pays a CUDA context and a communicator set-up, so fewer, still enough for a
 /// 95 % interval over them and a 10 % change found with 3 % between groups.
 pub const DEFAULT_ROUNDS_NCCL: u32 = 9;
@@ -97,9 +98,12 @@ pub struct SweepSettings {
     pub root: u32,
     pub iterations: IterationPolicy,
     /// Independent process groups per (config, rank count), interleaved across
-    /// configs (`--rounds`): 1, or at least `stats::rounds::MIN_ROUNDS`; `None` for
-    /// the backend's default ([`SweepSettings::rounds_for`]).
+    /// configs (`--rounds`): 1, or at least `stats::rounds::MIN_ROUNDS`; `None`
+    /// measures until settled ([`SweepSettings::until_settled`]).
     pub rounds: Option<u32>,
+    /// The most rounds a sweep measuring until settled takes (`--max-rounds`); `None`
+    /// for the backend's default.
+    pub max_rounds: Option<u32>,
     pub warmup: u64,
     /// All-reduces per CUDA graph launch (`--graph`); 0 launches them one by one.
     pub graph: u64,
@@ -235,14 +239,22 @@ impl SweepSettings {
         paired.max(ranks)
     }
 
-    /// The rounds of a sweep on the host backend or with NCCL: `--rounds`, else
+    /// The rounds of a sweep on the host backend or with NCCL, the most where it
+    /// measures until settled: `--rounds`, else `--max-rounds`, else
     /// [`DEFAULT_ROUNDS_HOST`] or [`DEFAULT_ROUNDS_NCCL`].
     pub fn rounds_for(&self, host_backend: bool) -> u32 {
-        self.rounds.unwrap_or(if host_backend {
+        self.rounds.or(self.max_rounds).unwrap_or(if host_backend {
             DEFAULT_ROUNDS_HOST
         } else {
             DEFAULT_ROUNDS_NCCL
         })
+    }
+
+    /// Without `--rounds`, a sweep measures until settled: after its first look
+    /// (`analysis::family::looks`), only the configs whose comparison with the
+    /// baseline config is not settled go on, up to [`SweepSettings::rounds_for`].
+    pub fn until_settled(&self) -> bool {
+        self.rounds.is_none()
     }
 
     pub fn max_bytes(&self) -> u64 {

@@ -197,6 +197,14 @@ pub struct ManifestHead {
     /// Process groups per (config, rank count) (1 in older runs and imports).
     #[serde(default = "one_round")]
     pub rounds: u32,
+    /// The rounds at which a sweep measuring until settled looked (empty: one look,
+    /// at `rounds`).
+    #[serde(default)]
+    pub looks: Vec<u32>,
+    /// How many rounds each group took, and why it stopped there (measured until
+    /// settled).
+    #[serde(default)]
+    pub group_rounds: Vec<crate::model::GroupRounds>,
     /// The job whose sizes the sweep measured (`--sizes-from`).
     #[serde(default)]
     pub sizes_from: Option<crate::config::SizesFrom>,
@@ -271,6 +279,12 @@ pub struct RunData {
 }
 
 impl RunData {
+    /// The looks at the rounds a family over this run is decided over (1 for a run of
+    /// fixed rounds): `analysis::family::looks`.
+    pub fn looks(&self) -> usize {
+        self.manifest.looks.len().max(1)
+    }
+
     pub fn load(dir: &Path) -> Result<RunData> {
         RunData::load_with(dir, true)
     }

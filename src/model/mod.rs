@@ -13,7 +13,10 @@ use crate::ops::{DataType, ReduceOp};
 use crate::stats::quality::Quality;
 use crate::stats::{Bandwidth, LatencySummary, StopReason};
 
+mod ceilings;
 mod synthetic;
+
+pub use ceilings::{Ceilings, LinkKind, LinkRate};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -295,8 +298,16 @@ pub struct RunManifest {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sizes_not_run: Vec<String>,
     pub iterations: IterationPolicy,
-    /// Process groups per (config, rank count), interleaved across configs.
+    /// Process groups per (config, rank count), interleaved across configs: the
+    /// most, where the sweep measured until settled.
     pub rounds: u32,
+    /// Measured until settled: the rounds at which it looked whether each pair of
+    /// configs is settled (`analysis::family::looks`); empty for fixed rounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub looks: Vec<u32>,
+    /// Measured until settled: the rounds each group took, and why it stopped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_rounds: Vec<GroupRounds>,
     pub warmup_iters: u64,
     /// All-reduces per CUDA graph launch (`--graph`); 0 when launched one by one.
     #[serde(default)]
@@ -355,6 +366,17 @@ impl RunManifest {
     }
 }
 
+/// How many rounds one group of a sweep that measured until settled took (a config
+/// on one rank count, one collective), and why it stopped there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupRounds {
+    pub config: String,
+    pub collective: Collective,
+    pub nranks: u32,
+    pub rounds: u32,
+    pub why: String,
+}
+
 /// A soak's settings, as its report and plot read them back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SoakInfo {
@@ -366,69 +388,6 @@ pub struct SoakInfo {
     /// Counters that could not be read, each said once.
     #[serde(default)]
     pub counter_notes: Vec<String>,
-}
-
-/// What the links of this machine carry, measured just before the sweep (as
-/// nvbandwidth does, for the links the sweep's rings use): the ceiling that busbw is
-/// read against.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Ceilings {
-    pub links: Vec<LinkRate>,
-    /// What could not be measured, and why (a ceiling missing is said, not guessed).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
-}
-
-/// The kind of link a rate was measured on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LinkKind {
-    /// One core copying host memory (host backend).
-    Memcpy,
-    /// TCP over the loopback interface, one connection, one direction.
-    TcpLoopback,
-    /// GPU to GPU with peer access (NVLink or PCIe P2P), both directions at once.
-    P2p,
-    /// GPU to GPU through pinned host memory (where peer access is missing), both
-    /// directions at once.
-    ViaHost,
-    /// Device-to-device copy within one GPU.
-    D2d,
-    /// Host (pinned) to device.
-    H2d,
-    /// Device to host (pinned).
-    D2h,
-}
-
-impl LinkKind {
-    /// The name `manifest.json` gives it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LinkKind::Memcpy => "memcpy",
-            LinkKind::TcpLoopback => "tcp-loopback",
-            LinkKind::P2p => "p2p",
-            LinkKind::ViaHost => "via-host",
-            LinkKind::D2d => "d2d",
-            LinkKind::H2d => "h2d",
-            LinkKind::D2h => "d2h",
-        }
-    }
-}
-
-/// One measured link.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LinkRate {
-    pub kind: LinkKind,
-    /// The GPUs at its ends (one for d2d/h2d/d2h, two for a pair, none on the host).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gpus: Vec<usize>,
-    /// GB/s (1e9 bytes per second) in each direction; for pairs, the slower of the
-    /// two directions while both ran at once.
-    pub gbps: f64,
-    /// Bytes per copy.
-    pub bytes: u64,
-    /// How it was measured, in a few words.
-    pub how: String,
 }
 
 /// Who took part in a `run`: the launcher, the rendezvous and every rank.

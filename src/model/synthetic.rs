@@ -42,6 +42,8 @@ impl RunManifest {
             sizes_not_run: Vec::new(),
             iterations: IterationPolicy::Fixed { iters: 2000 },
             rounds: 1,
+            looks: Vec::new(),
+            group_rounds: Vec::new(),
             warmup_iters: 5,
             graph_iters: 0,
             timeout_s: 60.0,

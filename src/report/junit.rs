@@ -106,7 +106,7 @@ mod tests {
                 case(Outcome::Inconclusive, "noisy timings"),
                 case(Outcome::Missing, "missing from the run"),
             ],
-            family: crate::analysis::family::decide_bands(&[], 0.05, 0.05, 0.05),
+            family: crate::analysis::family::decide_bands(&[], 0.05, 0.05, 0.05, 1),
         };
         let xml = render(&report, "base.json", "2026-11-24T21:00:00+00:00");
         assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"nccl-bench check\" tests=\"4\" failures=\"2\" errors=\"0\" skipped=\"1\">"), "{xml}");

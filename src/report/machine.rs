@@ -13,12 +13,25 @@ use crate::units::Bytes;
 /// count), or one group's iterations; nothing for rows without per-round medians
 /// (imports).
 fn rounds_line(run: &RunData) -> Option<String> {
-    let rounds = run
+    let counts: Vec<usize> = run
         .cases
         .iter()
         .map(|c| c.round_medians().len())
-        .max()
-        .unwrap_or(0);
+        .filter(|&n| n > 0)
+        .collect();
+    let rounds = counts.iter().copied().max().unwrap_or(0);
+    let fewest = counts.iter().copied().min().unwrap_or(0);
+    if !run.manifest.looks.is_empty() && rounds > 1 {
+        let span = if fewest == rounds {
+            rounds.to_string()
+        } else {
+            format!("{fewest} to {rounds}")
+        };
+        return Some(format!(
+            "- Rounds: measured until settled, {span} process groups per config and rank count (of at most {}; see Rounds until settled), interleaved across the configs: medians' intervals and comparisons are over them, so they include the variation between groups of processes",
+            run.manifest.rounds
+        ));
+    }
     Some(match rounds {
         0 => return None,
         1 => "- Rounds: 1 process group per config and rank count: intervals cover the variation between its iterations only, often smaller than between groups of processes (`--rounds 6` or more measures that)".to_string(),
@@ -26,6 +39,53 @@ fn rounds_line(run: &RunData) -> Option<String> {
             "- Rounds: {n} process groups per config and rank count, interleaved across the configs: medians' intervals and comparisons are over them, so they include the variation between groups of processes"
         ),
     })
+}
+
+/// A sweep that measured until settled: its looks, and how many rounds each group
+/// took and why it stopped there (the manifest's `group_rounds`).
+pub(super) fn rounds_section(s: &mut String, run: &RunData) -> Result<()> {
+    let m = &run.manifest;
+    if m.looks.is_empty() || m.group_rounds.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        s,
+        "## Rounds until settled
+"
+    )?;
+    let before_last = &m.looks[..m.looks.len() - 1];
+    writeln!(
+        s,
+        "The sweep measured until settled: after rounds {} it compared each config with the baseline over the rounds so far, each case's interval at the level the whole family is decided at ({} looks, so that every interval at every look holds at once with at least 95 %), and stopped the configs whose comparison was settled (a case beyond +-{:.1}%, or every case within it); the others went on, up to {} rounds.\n",
+        before_last
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        m.looks.len(),
+        crate::stats::compare::DEFAULT_THRESHOLD * 100.0,
+        m.rounds
+    )?;
+    writeln!(s, "| config | ranks | rounds | why it stopped |")?;
+    writeln!(s, "|---|---|---|---|")?;
+    for g in &m.group_rounds {
+        writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            crate::ops::collective::labelled(&g.config, g.collective.name()),
+            g.nranks,
+            g.rounds,
+            g.why
+        )?;
+    }
+    let taken: u32 = m.group_rounds.iter().map(|g| g.rounds).sum();
+    let most = m.rounds * m.group_rounds.len() as u32;
+    writeln!(
+        s,
+        "\n{taken} process groups of the most {most} ({:.0} %).\n",
+        100.0 * f64::from(taken) / f64::from(most.max(1))
+    )?;
+    Ok(())
 }
 
 /// The machine and backend, the NCCL and GPUs, and the run's facts (start, status,

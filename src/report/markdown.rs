@@ -126,6 +126,7 @@ pub fn markdown(
         s.push_str(&chapter);
     }
     ceilings_section(&mut s, run)?;
+    super::machine::rounds_section(&mut s, run)?;
     let rest: Vec<&String> = drawn
         .iter()
         .filter(|n| !shown.contains(&n.as_str()))

@@ -37,7 +37,7 @@ pub const MIN_ROUNDS: usize = 6;
 pub const EXACT_PAIRS: usize = 900;
 
 /// One minus the confidence of the intervals.
-const ALPHA: f64 = 0.05;
+pub const ALPHA: f64 = 0.05;
 
 /// The order in which the `n` groups of a round run: a permutation drawn afresh for
 /// each `round` from `seed` (one per sweep). Measured on the 2-core VM with the

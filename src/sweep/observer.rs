@@ -16,6 +16,9 @@ pub trait SweepObserver {
     /// A case is done, all its rounds combined (or failed).
     fn case_finished(&mut self, result: &CaseResult);
     fn warning(&mut self, message: &str);
+    /// Something the sweep decided that the person watching should know (a group
+    /// settled and stopped measuring).
+    fn note(&mut self, message: &str);
     fn sweep_finished(&mut self, counts: &CaseCounts, run_dir: &Path, interrupted: bool);
 }
 
@@ -28,5 +31,6 @@ impl SweepObserver for Silent {
     fn measured(&mut self, _: u64) {}
     fn case_finished(&mut self, _: &CaseResult) {}
     fn warning(&mut self, _: &str) {}
+    fn note(&mut self, _: &str) {}
     fn sweep_finished(&mut self, _: &CaseCounts, _: &Path, _: bool) {}
 }

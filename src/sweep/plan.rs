@@ -129,7 +129,12 @@ impl Plan {
     /// The plan in a sentence, for the first screen: the configs, rank counts, sizes
     /// and collectives, the cases and process groups they make, and the most the
     /// measuring takes (`max_time` a size and round, where iterations are adaptive).
-    pub fn describe(&self, rounds: u32, max_time: Option<std::time::Duration>) -> String {
+    pub fn describe(
+        &self,
+        rounds: u32,
+        looks: &[u32],
+        max_time: Option<std::time::Duration>,
+    ) -> String {
         let mut configs: Vec<&str> = Vec::new();
         let mut counts: Vec<String> = Vec::new();
         let mut collectives: Vec<&str> = Vec::new();
@@ -166,9 +171,25 @@ impl Plan {
             })
             .unwrap_or_default();
         use crate::units::plural;
+        let (each, settle) = match looks {
+            [first, .., _] => (
+                format!("{first} to {rounds} rounds"),
+                format!(
+                    "; rounds until settled: after rounds {}, each config settled against the \
+                     baseline stops (--rounds N fixes them)",
+                    looks[..looks.len() - 1]
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+            _ => (plural(rounds as usize, "round", "rounds"), String::new()),
+        };
+        let most = if settle.is_empty() { "" } else { "at most " };
         format!(
-            "plan: {} ({}) x {} ({}) x {}{span} of {} = {}, each measured in {} of fresh worker \
-             processes ({}){bound}",
+            "plan: {} ({}) x {} ({}) x {}{span} of {} = {}, each measured in {each} of fresh worker \
+             processes ({most}{}){bound}{settle}",
             plural(configs.len(), "config", "configs"),
             configs.join(", "),
             plural(counts.len(), "rank count", "rank counts"),
@@ -176,9 +197,34 @@ impl Plan {
             plural(sizes.len(), "size", "sizes"),
             collectives.join(", "),
             plural(cases as usize, "case", "cases"),
-            plural(rounds as usize, "round", "rounds"),
             plural(groups as usize, "process group", "process groups"),
         )
+    }
+
+    /// The rounds at which a sweep measuring until settled looks: none for fixed
+    /// rounds (`--rounds`). The family each look decides for is a config pair's
+    /// cases over every rank count and collective, as the report's verdict and
+    /// `compare --config-a/--config-b` decide them.
+    pub fn looks(&self, settings: &SweepSettings, host_backend: bool) -> Vec<u32> {
+        if !settings.until_settled() {
+            return Vec::new();
+        }
+        let family_alpha = crate::analysis::family::FAMILY_ALPHA;
+        let cases = self.pair_cases();
+        crate::analysis::family::looks(settings.rounds_for(host_backend), cases, family_alpha)
+    }
+
+    /// The cases of a pair of configs, over every rank count and collective (the
+    /// most cases any config has): the family a pair's comparison is decided in.
+    pub fn pair_cases(&self) -> usize {
+        let mut per_config: Vec<(&str, usize)> = Vec::new();
+        for g in &self.groups {
+            match per_config.iter_mut().find(|(c, _)| *c == g.config.name) {
+                Some((_, n)) => *n += g.sizes.len(),
+                None => per_config.push((&g.config.name, g.sizes.len())),
+            }
+        }
+        per_config.iter().map(|(_, n)| *n).max().unwrap_or(1)
     }
 
     pub fn total_cases(&self) -> u64 {
@@ -224,14 +270,19 @@ mod tests {
             sizes: vec![8, 1024, 1 << 20],
         };
         assert_eq!(
-            plan.describe(15, Some(std::time::Duration::from_secs(1))),
+            plan.describe(15, &[], Some(std::time::Duration::from_secs(1))),
             "plan: 2 configs (default, shm-off) x 2 rank counts (2, 4) x 3 sizes (8 B to 1 MiB) \
              of all_reduce = 12 cases, each measured in 15 rounds of fresh worker processes \
              (60 process groups); measuring takes at most about 3 min (each size stops at \
              --max-time a round), most sizes far less"
         );
-        assert!(plan.describe(1, None).ends_with(
+        assert!(plan.describe(1, &[], None).ends_with(
             "= 12 cases, each measured in 1 round of fresh worker processes (4 process groups)"
+        ));
+        assert!(plan.describe(15, &[8, 11, 15], None).ends_with(
+            "= 12 cases, each measured in 8 to 15 rounds of fresh worker processes (at most \
+             60 process groups); rounds until settled: after rounds 8, 11, each config settled \
+             against the baseline stops (--rounds N fixes them)"
         ));
         assert_eq!(crate::units::duration_words(40.0), "40 s");
         assert_eq!(crate::units::duration_words(7_530.0), "2 h 6 min");

@@ -336,6 +336,26 @@ impl Book {
         self.failed.contains(key)
     }
 
+    /// The round medians of a first take's case so far (None: not in flight).
+    pub(crate) fn medians(&self, key: &CaseKey) -> Option<Vec<f64>> {
+        let (_, _, rounds) = self.pending.iter().find(|(k, s, _)| k == key && !s)?;
+        rounds
+            .taken
+            .iter()
+            .map(|t| t.result.latency.map(|l| l.p50_us))
+            .collect()
+    }
+
+    /// Every first-take case in flight of which `of` holds, with its rounds so far
+    /// (its group stopped measuring), in the order they started.
+    pub(crate) fn take_where(&mut self, of: impl Fn(&CaseKey) -> bool) -> Vec<Rounds> {
+        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(k, s, _)| !s && of(k));
+        self.pending = kept;
+        taken.into_iter().map(|(_, _, r)| r).collect()
+    }
+
     /// Every case of the take with rounds but not all of them (the sweep was
     /// interrupted, or a re-measurement stopped), in the order they started.
     pub(crate) fn take_unfinished(&mut self, second: bool) -> Vec<Rounds> {

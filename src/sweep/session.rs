@@ -112,7 +112,11 @@ pub fn run(
     };
     println!(
         "{}",
-        plan.describe(settings.rounds_for(backend.name == "host"), max_time)
+        plan.describe(
+            settings.rounds_for(backend.name == "host"),
+            &manifest.looks,
+            max_time
+        )
     );
     if let Some(c) = &manifest.ceilings {
         println!("{}", ceilings_line(c));
@@ -369,6 +373,8 @@ pub(crate) fn manifest(
         sizes_not_run: Vec::new(),
         iterations: settings.iterations,
         rounds: settings.rounds_for(backend.name == "host"),
+        looks: Plan::new(settings).looks(settings, backend.name == "host"),
+        group_rounds: Vec::new(),
         warmup_iters: settings.warmup,
         graph_iters: settings.graph,
         timeout_s: settings.timeout.as_secs_f64(),

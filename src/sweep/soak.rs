@@ -192,6 +192,7 @@ pub fn plan(
         sizes: vec![asked],
         iterations: IterationPolicy::Fixed { iters: 1 },
         rounds: Some(1),
+        max_rounds: None,
         remeasure: false,
         probe: false,
         try_every_size: true,

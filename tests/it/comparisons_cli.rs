@@ -62,14 +62,12 @@ const FAMILY_RATE: &str = "0.1%";
 /// The family answer of `default` against `b` at [`FAMILY_RATE`] (compare's JSON);
 /// the intervals must be said to be over the rounds.
 fn family(run: &Path, b: &str) -> serde_json::Value {
-    let args = [
-        "--config-a",
-        "default",
-        "--config-b",
-        b,
-        "--alpha",
-        FAMILY_RATE,
-    ];
+    family_at(run, b, FAMILY_RATE)
+}
+
+/// [`family`] at the family rate `alpha`.
+fn family_at(run: &Path, b: &str, alpha: &str) -> serde_json::Value {
+    let args = ["--config-a", "default", "--config-b", b, "--alpha", alpha];
     let o = Command::new(bin())
         .arg("compare")
         .arg(run)
@@ -422,8 +420,97 @@ fn the_shm_verdict_on_the_host_backend_keeps_shm_with_intervals_over_rounds() {
         report.contains("(interval +") && report.contains("held together with the family's"),
         "{report}"
     );
+    // Disabling SHM costs so much that the first look settles it (5 sizes, up to 15
+    // rounds: looks after 6, 8 and 11).
     assert!(
-        report.contains("- Rounds: 15 process groups per config and rank count"),
+        report.contains(
+            "- Rounds: measured until settled, 6 process groups per config and rank count (of at most 15"
+        ),
         "{report}"
     );
+    assert!(
+        report.contains("| shm-off | 2 | 6 | settled after 6 rounds: slower than default"),
+        "{report}"
+    );
+}
+
+/// Without `--rounds` a sweep measures until settled: on jittery simulated GPUs, a
+/// config 50 % slower settles at the first look (6 rounds) and stops, while the A/A
+/// config and the baseline go on to `--max-rounds`; the manifest, results.csv and the
+/// report say how many rounds each took and why, and the comparison stands on the
+/// rounds both sides ran, over the family at its looks.
+#[test]
+fn a_sweep_measures_until_settled_and_says_why_each_config_stopped() {
+    let Some(dir) = need(Need::Sim) else { return };
+    let _machine = crate::common::shared();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = aa_config(tmp.path(), r#"NCCL_BENCH_SIM_ALLREDUCE_SLOWDOWN = "1.5""#);
+    let out = tmp.path().join("runs");
+    let o = jittery_sim_sweep(&dir, &out)
+        .arg("--config")
+        .arg(&config)
+        .args(["--gpus", "2", "-b", "64K", "-e", "4M", "-f", "8"])
+        .args(["--max-rounds", "9"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    // 3 sizes a pair, at most 9 rounds: looks after 6 rounds and at the ninth, each
+    // at 1 - 0.05 / (3 x 2).
+    assert!(
+        stdout.contains("each measured in 6 to 9 rounds") && stdout.contains("after rounds 6,"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "slow n=2: settled after 6 rounds: slower than default beyond +-2.0% at 3 of 3 cases"
+        ),
+        "{stdout}"
+    );
+    let run = run_dir(&out);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["looks"], serde_json::json!([6, 9]), "{manifest}");
+    let took = |config: &str| {
+        let groups = manifest["group_rounds"].as_array().unwrap();
+        let g = groups.iter().find(|g| g["config"] == config).unwrap();
+        (
+            g["rounds"].as_u64().unwrap(),
+            g["why"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(took("slow").0, 6);
+    // Identical configs 3 % apart a process group cannot be shown within +-2 % at
+    // 1 - 0.05 / 6 in 9 rounds: they go on to the most, and so does the baseline.
+    let (aa_rounds, aa_why) = took("same-as-default");
+    assert_eq!(
+        (aa_rounds, aa_why.as_str()),
+        (
+            9,
+            "not settled against default after 9 rounds, the most (--max-rounds)"
+        )
+    );
+    assert_eq!(took("default").0, 9);
+    for row in rows(&run) {
+        let expected = if row["config"] == "slow" { "6" } else { "9" };
+        assert_eq!(row["rounds"], expected, "{row:?}");
+    }
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("## Rounds until settled"), "{report}");
+    assert!(
+        report.contains("| slow | 2 | 6 | settled after 6 rounds"),
+        "{report}"
+    );
+    // The comparison pairs the slow config's 6 rounds with the baseline's first 6,
+    // decided over the family at both looks.
+    let slow = compare_configs(&run, "slow");
+    assert_eq!(slow.status.code(), Some(1), "{}", text(&slow));
+    assert!(
+        outcomes(&slow).iter().all(|o| o == "regressed"),
+        "{}",
+        text(&slow)
+    );
+    let family = family_at(&run, "slow", "5%");
+    assert_eq!(family["looks"], 2, "{family}");
+    assert_eq!(family["answer"]["slower"], 3, "{family}");
 }

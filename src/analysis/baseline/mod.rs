@@ -503,7 +503,13 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
             high: b.high_us,
         })
         .collect();
-    let family = family::decide_bands(&members, threshold, threshold, family::FAMILY_ALPHA);
+    let family = family::decide_bands(
+        &members,
+        threshold,
+        threshold,
+        family::FAMILY_ALPHA,
+        run.looks(),
+    );
     for ((i, b, c, _), call) in judged.iter().zip(&family.calls) {
         let case = &mut cases[*i];
         let change = case.change.unwrap_or(0.0);

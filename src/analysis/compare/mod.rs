@@ -301,7 +301,8 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         if let (Some(Method::Rounds { paired, .. }), true) =
             (comparison.as_ref().map(|c| c.method), distrust.is_empty())
         {
-            members.push((b.round_medians(), c.round_medians(), paired, rows.len()));
+            let (base_rounds, cand_rounds) = side_by_side(b, c, paired);
+            members.push((base_rounds, cand_rounds, paired, rows.len()));
         }
         // A pair that is no member of the family decides nothing: one round (its
         // interval sees one process group's iterations) or means alone.
@@ -371,6 +372,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         opts.threshold,
         opts.margin,
         opts.family_alpha,
+        base.run.looks().max(cand.run.looks()),
     );
     // Each member's outcome is the family's.
     for ((base_rounds, cand_rounds, _, at), call) in members.iter().zip(&family.calls) {
@@ -470,13 +472,8 @@ pub fn compare_pair(
             // Two configs of one sweep ran each round side by side: paired by round
             // (a side that kept its re-measurement is not evidence, `distrust`).
             let same_run = base_run.dir == cand_run.dir && b.config != c.config;
-            let cmp = compare_rounds(
-                &b.round_medians(),
-                &c.round_medians(),
-                opts.threshold,
-                same_run,
-            )
-            .or_else(
+            let (base_rounds, cand_rounds) = side_by_side(b, c, same_run);
+            let cmp = compare_rounds(&base_rounds, &cand_rounds, opts.threshold, same_run).or_else(
                 || match (base_run.distribution(b), cand_run.distribution(c)) {
                     (Some(hb), Some(hc)) => {
                         compare_distributions(hb, hc, opts.threshold, opts.resamples, seed)
@@ -501,6 +498,19 @@ pub fn compare_pair(
         (false, true) => (None, Outcome::Fixed),
         (false, false) => (None, Outcome::FailedBoth),
     }
+}
+
+/// The round medians of a pair: for two configs of one sweep, the rounds both ran
+/// (a sweep measuring until settled stops a config at a look while the baseline may
+/// go on: the pair's evidence is the rounds side by side up to that look).
+fn side_by_side(b: &CaseRow, c: &CaseRow, paired: bool) -> (Vec<f64>, Vec<f64>) {
+    let (mut base, mut cand) = (b.round_medians(), c.round_medians());
+    if paired {
+        let n = base.len().min(cand.len());
+        base.truncate(n);
+        cand.truncate(n);
+    }
+    (base, cand)
 }
 
 /// A seed per case, so that reruns give the same intervals.

@@ -53,7 +53,10 @@ pub struct Family {
     /// Members (K): pairs compared over rounds, both sides trusted.
     pub cases: usize,
     pub alpha: f64,
-    /// Each member's interval level, 1 - alpha / K.
+    /// The looks at the rounds the sweep planned (L: 1 for a fixed number of rounds;
+    /// [`looks`]): each member's interval holds at every look at once.
+    pub looks: usize,
+    /// Each member's interval level, 1 - alpha / (K L).
     pub per_case: f64,
     /// Members whose rounds reach that level (the rest have no family interval).
     pub bounded: usize,
@@ -120,11 +123,38 @@ pub enum Answer {
 }
 
 /// The family of `members` at rate `family_alpha` ([`FAMILY_ALPHA`] unless asked),
-/// decided against the noise band +-`threshold` and the equivalence `margin`.
-pub fn decide(members: &[Member], threshold: f64, margin: f64, family_alpha: f64) -> Family {
-    let k = members.len();
-    let alpha = family_alpha / k.max(1) as f64;
-    let mut unpaired = vec![false; k];
+/// decided against the noise band +-`threshold` and the equivalence `margin`, over
+/// the `looks` at the rounds the sweep planned (1 for a fixed number of rounds).
+pub fn decide(
+    members: &[Member],
+    threshold: f64,
+    margin: f64,
+    family_alpha: f64,
+    looks: usize,
+) -> Family {
+    let alpha = family_alpha / (members.len().max(1) * looks.max(1)) as f64;
+    let (calls, intervals) = call_each(members, threshold, margin, alpha);
+    let rounds = rounds_to_settle(&intervals, alpha, threshold, margin);
+    conclude(calls, family_alpha, looks, threshold, margin, rounds)
+}
+
+/// The family's answer with each member's interval at 1 - `alpha_each`: what a
+/// sweep measuring until settled asks at each look, with the level the whole
+/// family will be decided at (the planned members and looks, not only those so far).
+pub fn answer_at(members: &[Member], threshold: f64, margin: f64, alpha_each: f64) -> Answer {
+    let (calls, _) = call_each(members, threshold, margin, alpha_each);
+    conclude(calls, alpha_each, 1, threshold, margin, None).answer
+}
+
+/// Each member's call and estimate at 1 - `alpha`: paired where its rounds reach
+/// that level, else unpaired.
+fn call_each(
+    members: &[Member],
+    threshold: f64,
+    margin: f64,
+    alpha: f64,
+) -> (Vec<Call>, Vec<(usize, Option<Estimate>)>) {
+    let mut unpaired = vec![false; members.len()];
     let intervals: Vec<(usize, Option<Estimate>)> = members
         .iter()
         .zip(unpaired.iter_mut())
@@ -152,8 +182,7 @@ pub fn decide(members: &[Member], threshold: f64, margin: f64, family_alpha: f64
         .zip(&unpaired)
         .map(|(&(_, ci), &u)| Call::of(ci.map(|c| (c.1, c.2)), u, threshold, margin))
         .collect();
-    let rounds = rounds_to_settle(&intervals, alpha, threshold, margin);
-    conclude(calls, family_alpha, threshold, margin, rounds)
+    (calls, intervals)
 }
 
 /// The family's answer from its members' calls; `rounds`: the estimate of rounds
@@ -161,6 +190,7 @@ pub fn decide(members: &[Member], threshold: f64, margin: f64, family_alpha: f64
 fn conclude(
     calls: Vec<Call>,
     family_alpha: f64,
+    looks: usize,
     threshold: f64,
     margin: f64,
     rounds: Option<usize>,
@@ -181,7 +211,8 @@ fn conclude(
     Family {
         cases: k,
         alpha: family_alpha,
-        per_case: 1.0 - family_alpha / k.max(1) as f64,
+        looks: looks.max(1),
+        per_case: 1.0 - family_alpha / (k.max(1) * looks.max(1)) as f64,
         bounded: bounds.len(),
         most_slower: bounds.iter().map(|ci| ci.1).reduce(f64::max),
         most_faster: bounds.iter().map(|ci| ci.0).reduce(f64::min),
@@ -249,8 +280,16 @@ impl Family {
             .map(|d| format!("{:.d$}", self.per_case * 100.0))
             .find(|t| !t.starts_with("100"))
             .unwrap_or_else(|| format!("{:.8}", self.per_case * 100.0));
+        let looks = if self.looks > 1 {
+            format!(
+                " at any of {} looks while measuring until settled",
+                self.looks
+            )
+        } else {
+            String::new()
+        };
         let family = format!(
-            "{} cases decided together, each interval at {each}% so that all hold at once with at least {level}%",
+            "{} cases decided together, each interval at {each}% so that all hold at once{looks} with at least {level}%",
             self.cases,
         );
         match &self.answer {
@@ -311,7 +350,7 @@ pub struct BandMember<'a> {
 }
 
 /// The family of a `check`: each member's median interval over its rounds at
-/// 1 - `family_alpha` / K, against its baseline band widened by `threshold` (slower:
+/// 1 - `family_alpha` / (K `looks`), against its baseline band widened by `threshold` (slower:
 /// wholly above it; faster: wholly below) and by `margin` (equivalent: every interval
 /// inside). Changes are relative to the baseline's median. Where a member's rounds
 /// reach no interval at that level, the rounds that would (the median's interval
@@ -321,9 +360,9 @@ pub fn decide_bands(
     threshold: f64,
     margin: f64,
     family_alpha: f64,
+    looks: usize,
 ) -> Family {
-    let k = members.len();
-    let alpha = family_alpha / k.max(1) as f64;
+    let alpha = family_alpha / (members.len().max(1) * looks.max(1)) as f64;
     let change = |m: &BandMember, x: f64| x / m.base_median - 1.0;
     let calls: Vec<Call> = members
         .iter()
@@ -350,7 +389,43 @@ pub fn decide_bands(
         .iter()
         .any(|c| c.ci.is_none())
         .then(|| fewest_rounds(alpha));
-    conclude(calls, family_alpha, threshold, margin, rounds)
+    conclude(calls, family_alpha, looks, threshold, margin, rounds)
+}
+
+/// Rounds a sweep measuring until settled takes before its first look: the first
+/// six give every case a 95 % interval of its own.
+pub const FIRST_LOOK: u32 = 6;
+
+/// The rounds at which a sweep measuring until settled looks (its last is
+/// `max_rounds`), for a family of `cases` members at rate `family_alpha`. Each look
+/// decides at 1 - alpha / (K L), L the number of looks, so that every interval at
+/// every look holds at once (Bonferroni over the looks: the repeated confidence
+/// intervals of Jennison and Turnbull, valid whatever rule stops the rounds). The
+/// first look is at the fewest rounds whose unpaired interval reaches that level (at
+/// least [`FIRST_LOOK`]), the next ones about 30 % further apart each. A single look
+/// at `max_rounds` when the first would come no earlier.
+pub fn looks(max_rounds: u32, cases: usize, family_alpha: f64) -> Vec<u32> {
+    for planned in 1..=max_rounds.max(1) as usize {
+        let alpha = family_alpha / (cases.max(1) * planned) as f64;
+        let first = (fewest_unpaired(alpha) as u32).max(FIRST_LOOK);
+        if first + 1 >= max_rounds {
+            return vec![max_rounds];
+        }
+        let mut at = vec![first];
+        while let Some(&last) = at.last().filter(|&&l| l < max_rounds) {
+            let next = (last + 2).max((f64::from(last) * 1.3).ceil() as u32);
+            at.push(if next + 1 >= max_rounds {
+                max_rounds
+            } else {
+                next
+            });
+        }
+        // Fewer looks than planned only makes each one's level stricter than needed.
+        if at.len() <= planned {
+            return at;
+        }
+    }
+    vec![max_rounds]
 }
 
 /// Estimates of the rounds needed stop here (the estimate says "more than this").

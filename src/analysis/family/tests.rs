@@ -20,7 +20,7 @@ fn family_of(pairs: &[(Vec<f64>, Vec<f64>)]) -> Family {
             paired: true,
         })
         .collect();
-    decide(&m, 0.02, 0.02, FAMILY_ALPHA)
+    decide(&m, 0.02, 0.02, FAMILY_ALPHA, 1)
 }
 
 /// `k` pairs of `n` rounds each, both sides around 10 with noise `spread`.
@@ -52,8 +52,8 @@ fn a_smaller_family_rate_widens_every_interval_and_says_so() {
             paired: true,
         })
         .collect();
-    let loose = decide(&m, 0.02, 0.02, 0.05);
-    let strict = decide(&m, 0.02, 0.02, 0.001);
+    let loose = decide(&m, 0.02, 0.02, 0.05, 1);
+    let strict = decide(&m, 0.02, 0.02, 0.001, 1);
     assert_eq!(strict.alpha, 0.001);
     assert!((strict.per_case - (1.0 - 0.001 / 3.0)).abs() < 1e-12);
     assert!(
@@ -91,7 +91,7 @@ fn a_check_family_finds_a_slower_run_and_calls_the_same_one_equivalent() {
                 high: 101.0,
             })
             .collect();
-        decide_bands(&m, 0.02, 0.02, alpha)
+        decide_bands(&m, 0.02, 0.02, alpha, 1)
     };
     let f = family(&band(&same), FAMILY_ALPHA);
     assert_eq!(
@@ -295,5 +295,115 @@ fn paired_rounds_judged_unpaired_still_hold_together() {
 
 #[test]
 fn no_member_is_no_answer() {
-    assert_eq!(decide(&[], 0.02, 0.02, FAMILY_ALPHA).answer, Answer::Empty);
+    assert_eq!(
+        decide(&[], 0.02, 0.02, FAMILY_ALPHA, 1).answer,
+        Answer::Empty
+    );
+}
+
+#[test]
+fn looks_run_from_the_first_round_that_can_decide_to_the_most() {
+    // The host's 25 sizes on one rank count, up to 15 rounds.
+    assert_eq!(looks(15, 25, FAMILY_ALPHA), vec![8, 11, 15]);
+    assert_eq!(looks(15, 11, FAMILY_ALPHA), vec![7, 10, 13, 15]);
+    assert_eq!(looks(9, 25, FAMILY_ALPHA), vec![7, 9]);
+    // 25 sizes on three rank counts: no look before the ninth round can decide.
+    assert_eq!(looks(9, 75, FAMILY_ALPHA), vec![9]);
+    for most in 6..40u32 {
+        for k in [1, 5, 25, 75, 300, 2000] {
+            let at = looks(most, k, FAMILY_ALPHA);
+            assert_eq!(at.last(), Some(&most), "{most} {k}: {at:?}");
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}");
+            // A look before the last reaches the level every look is decided at.
+            if at.len() > 1 {
+                let level = FAMILY_ALPHA / (k * at.len()) as f64;
+                assert!(at[0] >= FIRST_LOOK, "{at:?}");
+                assert!(
+                    fewest_unpaired(level) <= at[0] as usize,
+                    "{most} {k}: {at:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Measuring until settled keeps the family's rate whatever stops the rounds: one
+/// member (no Bonferroni over cases to spare), identical configs, each pair looked
+/// at after 6, 8, 11 and 15 rounds against a zero threshold, so that any interval
+/// that misses the true change (none) raises an alarm. 2,000 such runs: with each
+/// look at 1 - 0.05 / 4 the alarms stay within 5 %; deciding every look at 95 %
+/// alone would raise more (the test sees what it guards against).
+#[test]
+fn looks_keep_the_family_rate_whatever_stops_the_rounds() {
+    let mut rng = SplitMix64::new(4242, 0);
+    let at = looks(15, 1, FAMILY_ALPHA);
+    assert_eq!(at, vec![6, 8, 11, 15]);
+    let runs = 2000;
+    let (mut alarms, mut naive) = (0, 0);
+    for _ in 0..runs {
+        let mut side = || -> Vec<f64> {
+            (0..15)
+                .map(|_| 100.0 * (0.05 * rng.normal()).exp())
+                .collect()
+        };
+        let (base, cand) = (side(), side());
+        let alarm = |alpha: f64| {
+            at.iter().any(|&n| {
+                let n = n as usize;
+                let m = [Member {
+                    base: &base[..n],
+                    cand: &cand[..n],
+                    paired: false,
+                }];
+                matches!(answer_at(&m, 0.0, 0.0, alpha), Answer::Different { .. })
+            })
+        };
+        alarms += usize::from(alarm(FAMILY_ALPHA / at.len() as f64));
+        naive += usize::from(alarm(FAMILY_ALPHA));
+    }
+    assert!(alarms * 100 <= runs * 5, "{alarms} alarms of {runs}");
+    assert!(
+        naive * 100 > runs * 6,
+        "{naive} alarms of {runs} at 95 % a look"
+    );
+}
+
+/// A large difference settles at the first look: 25 sizes 30 % slower with 5 %
+/// between rounds, paired, looked at after 8 rounds (of up to 15). Settling needs one
+/// case beyond the band; each case is found at least 95 % of the time.
+#[test]
+fn a_large_difference_settles_at_the_first_look() {
+    let mut rng = SplitMix64::new(99, 2);
+    let at = looks(15, 25, FAMILY_ALPHA);
+    let level = FAMILY_ALPHA / (25 * at.len()) as f64;
+    let n = at[0] as usize;
+    let (mut settled, mut found) = (0, 0);
+    for _ in 0..200 {
+        let pairs: Vec<(Vec<f64>, Vec<f64>)> = (0..25)
+            .map(|_| {
+                let b: Vec<f64> = (0..n)
+                    .map(|_| 100.0 * (0.05 * rng.normal()).exp())
+                    .collect();
+                let c: Vec<f64> = (0..n)
+                    .map(|_| 130.0 * (0.05 * rng.normal()).exp())
+                    .collect();
+                (b, c)
+            })
+            .collect();
+        let m: Vec<Member> = pairs
+            .iter()
+            .map(|(b, c)| Member {
+                base: b,
+                cand: c,
+                paired: true,
+            })
+            .collect();
+        if let Answer::Different { slower, faster } = answer_at(&m, 0.02, 0.02, level) {
+            settled += 1;
+            found += slower;
+            assert_eq!(faster, 0);
+        }
+    }
+    assert_eq!(settled, 200, "settled at round {n}");
+    assert!(found * 100 >= 200 * 25 * 95, "{found} of 5,000 cases found");
 }

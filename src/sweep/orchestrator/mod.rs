@@ -39,6 +39,7 @@ use crate::units::Bytes;
 mod drive;
 mod probe;
 mod quality;
+mod settle;
 pub mod soak;
 mod spawn;
 mod wait;
@@ -103,6 +104,9 @@ pub(super) struct Takes {
     pub(super) book: Book,
     /// The round being run (1-based).
     pub(super) round: u32,
+    /// The rounds a case takes before it is combined: the sweep's (the most, where
+    /// it measures until settled), or for a second take the first take's.
+    pub(super) rounds: u32,
     /// Each size's event stride and what its calibration asked for, decided in
     /// its first round and kept by the later ones: one stride per case.
     pub(super) strides: std::collections::HashMap<u64, (u64, u64)>,
@@ -111,12 +115,13 @@ pub(super) struct Takes {
 }
 
 impl Takes {
-    pub(super) fn new(take: Take) -> Takes {
+    pub(super) fn new(take: Take, rounds: u32) -> Takes {
         Takes {
             take,
             taken: Vec::new(),
             book: Book::default(),
             round: 1,
+            rounds,
             strides: std::collections::HashMap::new(),
             probes: std::collections::HashMap::new(),
         }
@@ -193,7 +198,11 @@ impl Orchestrator<'_> {
             // The block's rows land in the order its last round completes them:
             // results.csv gets them back in the plan's order once it is done.
             let mark = self.writer.rows_mark()?;
-            let mut firsts: Vec<Takes> = block.iter().map(|_| Takes::new(Take::First)).collect();
+            let rounds = self.rounds();
+            let mut firsts: Vec<Takes> = block
+                .iter()
+                .map(|_| Takes::new(Take::First, rounds))
+                .collect();
             // NCCL's decisions per size, from one untimed probe group per config.
             for (group, takes) in block.iter().zip(firsts.iter_mut()) {
                 if self.interrupted.load(Ordering::SeqCst) {
@@ -215,11 +224,16 @@ impl Orchestrator<'_> {
             let mut interrupted = false;
             // The round orders' seed: the start time, so each sweep draws its own.
             let seed = crate::analysis::compare::seed(&self.manifest.started_at);
-            'rounds: for round in 1..=self.rounds() {
+            // Measuring until settled: the groups that go on to the next round.
+            let mut going = vec![true; block.len()];
+            'rounds: for round in 1..=rounds {
                 // One round: every config once, in an order of its own, the last
                 // round too (a fixed order there would put each config after the
                 // same other one in one round of every pair).
                 for i in crate::stats::rounds::round_order(block.len(), seed, round) {
+                    if !going[i] {
+                        continue;
+                    }
                     let (group, takes) = (&block[i], &mut firsts[i]);
                     takes.round = round;
                     if self.run_round(group, &group.sizes, &mut sequence, takes)? {
@@ -227,6 +241,13 @@ impl Orchestrator<'_> {
                         break 'rounds;
                     }
                 }
+                if round < rounds && self.manifest.looks.contains(&round) {
+                    let family = plan.pair_cases();
+                    self.look(block, &mut firsts, &mut going, round, family)?;
+                }
+            }
+            if !interrupted {
+                self.record_last_rounds(block, &going, rounds)?;
             }
             for (group, mut takes) in block.iter().zip(firsts) {
                 if interrupted {
@@ -371,7 +392,7 @@ impl Orchestrator<'_> {
     /// round, when there are several), and its last round combines the case, which
     /// a first take then records.
     fn take_round(&mut self, round: RoundTake, takes: &mut Takes) -> Result<()> {
-        let rounds = self.rounds();
+        let rounds = takes.rounds;
         if rounds > 1 {
             let tag = crate::export::hlog::round_tag(&round.result.hist_tag(), takes.round);
             self.writer.record_tagged_histogram(
@@ -480,7 +501,7 @@ impl Orchestrator<'_> {
         let key = self.key(group, bytes);
         takes.book.fail(&key);
         self.observer
-            .measured(u64::from(self.rounds().saturating_sub(takes.round) + 1));
+            .measured(u64::from(takes.rounds.saturating_sub(takes.round) + 1));
         let result = CaseResult {
             key,
             backend: self.label.clone(),

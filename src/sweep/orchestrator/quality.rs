@@ -38,7 +38,15 @@ impl Orchestrator<'_> {
             .iter()
             .map(|&i| measurements[i].result.key.bytes)
             .collect();
-        let mut seconds = Takes::new(Take::Second);
+        // As many rounds as the first take, one after the other: the second
+        // measurement's interval stands on the same footing as the first's.
+        let rounds = measurements
+            .iter()
+            .map(|m| m.result.rounds() as u32)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let mut seconds = Takes::new(Take::Second, rounds);
         // A second take runs with what the probe found for the first.
         for m in &measurements {
             let probe = super::SizeProbe {
@@ -69,9 +77,7 @@ impl Orchestrator<'_> {
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
-            // As many rounds as the first take, one after the other: the second
-            // measurement's interval stands on the same footing as the first's.
-            for round in 1..=self.rounds() {
+            for round in 1..=rounds {
                 seconds.round = round;
                 *sequence += 1;
                 if let Some(f) = self.run_group(group, &sizes, 1, *sequence, &mut seconds)? {
