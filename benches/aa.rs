@@ -214,7 +214,27 @@ struct Rates {
     steps: usize,
     one_offs: usize,
     series: usize,
+    /// Measured until settled: the rounds each config's comparison with `default`
+    /// took, per config, over the config sweeps.
+    rounds_taken: Vec<(String, u32)>,
     seconds: f64,
+}
+
+impl Rates {
+    /// The median rounds `config` took to its decision, and the fewest and most.
+    fn rounds_of(&self, config: &str) -> String {
+        let mut r: Vec<u32> = self
+            .rounds_taken
+            .iter()
+            .filter(|(c, _)| c == config)
+            .map(|(_, r)| *r)
+            .collect();
+        r.sort_unstable();
+        match (r.first(), r.last()) {
+            (Some(lo), Some(hi)) => format!("{} ({lo} to {hi})", r[(r.len() - 1) / 2]),
+            _ => "-".into(),
+        }
+    }
 }
 
 fn name(rounds: Option<u32>) -> String {
@@ -264,6 +284,9 @@ fn measure(s: &Settings, rounds: Option<u32>, scratch: &Path) -> Rates {
         );
         let dir = run(c, &configs_out);
         let data = RunData::load(&dir).unwrap();
+        for g in &data.manifest.group_rounds {
+            rates.rounds_taken.push((g.config.clone(), g.rounds));
+        }
         let aa = configs(&data, "default", "same-as-default");
         rates.aa_cases += aa.rows.len();
         rates.aa_flagged += flagged(&aa);
@@ -415,6 +438,13 @@ fn main() {
         &|r| format!("{}, {} ({} series)", r.steps, r.one_offs, r.series),
         "0, 0",
     );
+    for config in ["slow", "same-as-default", "slight", "shm-off"] {
+        line(
+            &format!("rounds to a decision, median: {config}"),
+            &|r| r.rounds_of(config),
+            if config == "slow" { "<= 8" } else { "" },
+        );
+    }
     line("time", &|r| format!("{:.0} s", r.seconds), "");
     println!("\nrun directories: {}", scratch.display());
 }

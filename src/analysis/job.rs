@@ -57,8 +57,10 @@ pub struct JobCost {
     pub unmeasured: usize,
     /// Entries whose times are interpolated between measured sizes.
     pub interpolated: usize,
-    /// `cand / base - 1` of the job's time, with its 95 % interval over the rounds
+    /// `cand / base - 1` of the job's time, with its interval over the rounds
     /// (paired), and the rounds; `None` with fewer than 6 rounds alike on every case.
+    /// The intervals of all rank counts hold together with 95 % (each at
+    /// 1 - 0.05 / (rank counts x looks)).
     pub interval: Option<(f64, (f64, f64), usize)>,
 }
 
@@ -150,13 +152,18 @@ pub fn costs_between(base: Side, cand: Side, job: &SizesFrom) -> Vec<JobCost> {
         .collect();
     counts.sort_unstable();
     counts.dedup();
+    // Each rank count's interval at 1 - 0.05 / (counts x looks): the job's answers
+    // over all its rank counts, at every look of a sweep measured until settled,
+    // hold together with 95 %.
+    let looks = base.run.looks().max(cand.run.looks());
+    let divisor = counts.len().max(1) * looks;
     counts
         .into_iter()
-        .filter_map(|n| cost_at(base, cand, job, n))
+        .filter_map(|n| cost_at(base, cand, job, n, divisor))
         .collect()
 }
 
-fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32) -> Option<JobCost> {
+fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32, divisor: usize) -> Option<JobCost> {
     let mut entries = Vec::new();
     // Per matched entry: its calls and both sides' times, for the per-round job times.
     let mut matched: Vec<(u64, Timed, Timed)> = Vec::new();
@@ -206,23 +213,23 @@ fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32) -> Option<JobCost> {
         cand_us,
         unmeasured,
         interpolated,
-        interval: per_round_interval(&matched, paired, base.run.looks().max(cand.run.looks())),
+        interval: per_round_interval(&matched, paired, divisor),
     })
 }
 
 /// The interval of the job's per-round time: every case's rounds alike in number
 /// within a side (the sweep's), each round's job time the calls-weighed sum of its
 /// round medians; paired round by round within one run (over the rounds both sides
-/// ran), unpaired between two. At 95 % over the `looks` of a sweep that measured
-/// until settled (each look's interval at 1 - 0.05 / looks).
+/// ran), unpaired between two. At 1 - 0.05 / `divisor`: the rank counts and looks
+/// it is one of, so that all hold together with 95 %.
 fn per_round_interval(
     matched: &[(u64, Timed, Timed)],
     paired: bool,
-    looks: usize,
+    divisor: usize,
 ) -> Option<(f64, (f64, f64), usize)> {
     let mut base = job_rounds(matched.iter().map(|m| (m.0, &m.1)))?;
     let mut cand = job_rounds(matched.iter().map(|m| (m.0, &m.2)))?;
-    let alpha = crate::stats::rounds::ALPHA / looks.max(1) as f64;
+    let alpha = crate::stats::rounds::ALPHA / divisor.max(1) as f64;
     if paired {
         let n = base.len().min(cand.len());
         base.truncate(n);

@@ -154,6 +154,44 @@ pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) ->
     Ok(())
 }
 
+/// The SHM verdict on the job's time (`analysis::verdict::job`), as the lead of the
+/// report's verdict: the answer for the job in bold, then what disabling SHM costs
+/// it at each rank count with its interval. None without a job or a config that
+/// disables SHM.
+pub fn verdict_lead(run: &RunData, baseline: &str, threshold: f64) -> Option<String> {
+    use crate::analysis::verdict::job::{for_job, JobAnswer};
+    let v = for_job(run, baseline, threshold)?;
+    let job = run.manifest.sizes_from.as_ref()?;
+    let band = format!("+-{:.1}%", threshold * 100.0);
+    let lead = match v.answer {
+        JobAnswer::Costs => "**For your job: keep SHM enabled.** Disabling it costs the job's communication time beyond the noise band".to_string(),
+        JobAnswer::Within => format!("**For your job: disabling SHM changes its communication time by less than {band}.** The sizes this job sends do not need SHM; the answer per size below covers every size measured"),
+        JobAnswer::Saves => "**For your job: disabling SHM makes its communication faster.**".to_string(),
+        JobAnswer::NotSettled => format!("**For your job: not settled yet.** The interval of the job's time reaches past {band} and does not lie beyond it"),
+    };
+    let mut s = format!(
+        "{lead} (the job of `{}`, {} (collective, size) with their calls {}; its time is the calls x each case's median time, and its interval is over the rounds, paired round by round, every rank count's holding together with 95 %).\n",
+        job.file,
+        job.calls.len(),
+        job.per
+    );
+    let subject = format!("Disabling SHM (`{}`)", v.shm_off);
+    for c in &v.costs {
+        let on = crate::units::plural(c.nranks as usize, "rank", "ranks");
+        match headline(c, &subject, &job.per, threshold) {
+            Some(line) => s.push_str(&format!("\n- On {on}: {}", line.replace("**", ""))),
+            None => s.push_str(&format!(
+                "\n- On {on}: {} -> {} {} (no interval: fewer than 6 rounds alike on every case)",
+                format_us(c.base_us),
+                format_us(c.cand_us),
+                job.per
+            )),
+        }
+    }
+    s.push_str("\n\nPer size, over every size measured:\n");
+    Some(s)
+}
+
 /// What a comparison costs a job, for `compare --workload`: a line per config pair
 /// and rank count with the job's times, the change and its answer against the
 /// threshold.

@@ -154,6 +154,16 @@ fn verdict_section(
     options: CompareOptions,
 ) -> Result<()> {
     let each = decide_each(run, baseline, options);
+    // With a job's collectives, the job's time leads while SHM works at all.
+    let shm_works = !each.is_empty() && each.iter().all(|(_, v)| v.compares_times());
+    let lead = super::job::verdict_lead(run, baseline, options.threshold).filter(|_| shm_works);
+    let heading = |s: &mut String, title: &str| -> std::fmt::Result {
+        writeln!(s, "{title}\n")?;
+        match &lead {
+            Some(lead) => writeln!(s, "{lead}"),
+            None => Ok(()),
+        }
+    };
     match &each[..] {
         [] => {
             writeln!(s, "## Keep SHM enabled?\n")?;
@@ -164,15 +174,15 @@ fn verdict_section(
             )?;
         }
         [(Collective::AllReduce, v)] => {
-            writeln!(s, "## Keep SHM enabled?\n")?;
+            heading(s, "## Keep SHM enabled?")?;
             writeln!(s, "{}\n", explain(v, baseline))?;
         }
         [(c, v)] => {
-            writeln!(s, "## Keep SHM enabled? ({c})\n")?;
+            heading(s, &format!("## Keep SHM enabled? ({c})"))?;
             writeln!(s, "{}\n", explain(v, baseline))?;
         }
         several => {
-            writeln!(s, "## Keep SHM enabled?\n")?;
+            heading(s, "## Keep SHM enabled?")?;
             writeln!(s, "{}\n", overall(several))?;
             writeln!(s, "| collective | answer | evidence |\n|---|---|---|")?;
             for (c, v) in several {

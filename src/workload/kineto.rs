@@ -8,8 +8,9 @@
 //! them, else the CPU ops. A collective's nccl-tests size is its larger buffer, so the
 //! larger of the two element counts times the type's size. Every rank of a process
 //! group records the same calls: per (collective, ranks, size), the calls of the
-//! (process group, rank) with the most. `barrier` and `recv` (the other end of a
-//! `send`) add nothing.
+//! (process group, rank) with the most. `barrier`, `wait` (a DDP trace's wait on a
+//! work object: 0 elements, group size 1, on the CPU op only) and `recv` (the other
+//! end of a `send`) add nothing.
 
 use std::collections::BTreeMap;
 
@@ -24,33 +25,35 @@ pub fn looks_like(text: &str) -> bool {
 }
 
 /// The collective a PyTorch collective name is; `None` for the ones that move no data
-/// of their own (`barrier`, `recv`).
+/// of their own (`barrier`, `wait`, `recv`).
 fn collective_of(name: &str) -> Result<Option<Collective>, String> {
     let n = name.to_ascii_lowercase();
     let has = |s: &str| n.contains(s);
-    Ok(Some(if has("barrier") || n == "recv" || n == "irecv" {
-        return Ok(None);
-    } else if has("allreduce") || has("all_reduce") {
-        Collective::AllReduce
-    } else if has("reduce_scatter") || has("reducescatter") {
-        Collective::ReduceScatter
-    } else if has("allgather") || has("all_gather") {
-        Collective::AllGather
-    } else if has("all_to_all") || has("alltoall") {
-        Collective::AllToAll
-    } else if has("broadcast") {
-        Collective::Broadcast
-    } else if n == "reduce" {
-        Collective::Reduce
-    } else if n == "gather" {
-        Collective::Gather
-    } else if n == "scatter" {
-        Collective::Scatter
-    } else if n == "send" || n == "isend" {
-        Collective::SendRecv
-    } else {
-        return Err(format!("`{name}` is not a collective nccl-bench measures"));
-    }))
+    Ok(Some(
+        if has("barrier") || n == "wait" || n == "recv" || n == "irecv" {
+            return Ok(None);
+        } else if has("allreduce") || has("all_reduce") {
+            Collective::AllReduce
+        } else if has("reduce_scatter") || has("reducescatter") {
+            Collective::ReduceScatter
+        } else if has("allgather") || has("all_gather") {
+            Collective::AllGather
+        } else if has("all_to_all") || has("alltoall") {
+            Collective::AllToAll
+        } else if has("broadcast") {
+            Collective::Broadcast
+        } else if n == "reduce" {
+            Collective::Reduce
+        } else if n == "gather" {
+            Collective::Gather
+        } else if n == "scatter" {
+            Collective::Scatter
+        } else if n == "send" || n == "isend" {
+            Collective::SendRecv
+        } else {
+            return Err(format!("`{name}` is not a collective nccl-bench measures"));
+        },
+    ))
 }
 
 /// Bytes of one element of PyTorch's dtype `name` (`c10::toString`).

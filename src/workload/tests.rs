@@ -315,3 +315,51 @@ fn a_kineto_trace_without_collectives_or_with_a_bad_field_is_an_error() {
         "t.json: trace 1, event 0: `all_scan` is not a collective nccl-bench measures"
     );
 }
+
+fn kineto(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kineto")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Real traces (tests/fixtures/kineto, with their sources): DDP on an A100 (2 ranks,
+/// all-reduce buckets and broadcasts, on the CPU op and the kernel, and `wait` ops),
+/// vLLM on a B200 (one all-gather on 8 ranks), and a CPU-only trace whose `wait`
+/// ops carry the metadata too: each call once, at nccl-tests' size.
+#[test]
+fn real_kineto_traces_give_each_collective_once_at_nccl_tests_sizes() {
+    let w = Workload::parse(
+        &kineto("kineto-a100-ddp-allreduce-broadcast-hta.json"),
+        "a100",
+    )
+    .unwrap();
+    assert_eq!(w.format, Format::Kineto);
+    let mut got = summary(&w);
+    got.sort_by_key(|e| (e.0.name(), e.2));
+    let reduce = |bytes| (Collective::AllReduce, Some(2), bytes, 3);
+    let broadcast = |bytes| (Collective::Broadcast, Some(2), bytes, 3);
+    assert_eq!(
+        got,
+        [
+            reduce(8_196_000),
+            reduce(9_724_160),
+            reduce(26_255_360),
+            reduce(26_550_272),
+            reduce(31_502_336),
+            broadcast(424),
+            broadcast(212_480),
+        ]
+    );
+    let w = Workload::parse(&kineto("kineto-b200-vllm-allgather-tracelens.json"), "b200").unwrap();
+    // 201,088 BFloat16 elements out: 402,176 bytes, nccl-tests' all-gather size.
+    assert_eq!(summary(&w), [(Collective::AllGather, Some(8), 402_176, 1)]);
+    let w = Workload::parse(
+        &kineto("kineto-v100-cpuonly-allreduce-broadcast-hta.json"),
+        "v100",
+    )
+    .unwrap();
+    let got = summary(&w);
+    assert_eq!(got.len(), 7, "{got:?}");
+    assert!(got.iter().all(|e| e.1 == Some(1) && e.3 == 5), "{got:?}");
+}

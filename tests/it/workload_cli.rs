@@ -477,3 +477,71 @@ fn report_with_a_workload_interpolates_sizes_between_measured_ones() {
     );
     assert_eq!(std::fs::read_to_string(run.join("report.md")).unwrap(), md);
 }
+
+/// With a job's collectives the SHM verdict decides on the job's time: a real PyTorch
+/// trace (DDP on an A100, tests/fixtures/kineto) as `--sizes-from` on simulated PCIe
+/// GPUs without P2P, where SHM carries the traffic. The sweep measures the job's
+/// all-reduce buckets and broadcasts; the report's verdict leads with what disabling
+/// SHM costs this job, with its interval, and the per-size answer follows; the
+/// sweep's last line says the job's answer first.
+#[test]
+fn the_shm_verdict_decides_on_the_jobs_time() {
+    let _machine = crate::common::shared();
+    let Some(dir) = crate::common::sim::sim_dir() else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let job = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kineto/kineto-a100-ddp-allreduce-broadcast-hta.json");
+    let o = crate::common::sim::sim_sweep(
+        &dir,
+        "pcie-nop2p",
+        &[],
+        &out.path().join("runs"),
+        &[
+            "--gpus",
+            "2",
+            "--rounds",
+            "6",
+            "-n",
+            "5",
+            "--no-probe",
+            "--transports",
+            "default,shm-off",
+            "--sizes-from",
+            job.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let answer = stdout.lines().last().unwrap();
+    assert!(
+        answer.starts_with("answer: your job: keep SHM: disabling it costs +")
+            && answer.contains(" of its communication time on 2 ranks; per size: "),
+        "{stdout}"
+    );
+    let run = crate::common::run_dir(&out.path().join("runs"));
+    let rows = crate::common::rows(&run);
+    assert_eq!(
+        rows.len(),
+        2 * 7,
+        "5 all-reduce sizes and 2 broadcasts a config"
+    );
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let verdict = report
+        .split("## Keep SHM enabled?\n\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        verdict.starts_with("**For your job: keep SHM enabled.** Disabling it costs the job's communication time beyond the noise band (the job of `"),
+        "{verdict}"
+    );
+    assert!(
+        verdict.contains("- On 2 ranks: Disabling SHM (`shm-off`) would cost this job +"),
+        "{verdict}"
+    );
+    assert!(
+        verdict.contains("Per size, over every size measured:\n"),
+        "{verdict}"
+    );
+}

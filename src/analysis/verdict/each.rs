@@ -53,14 +53,22 @@ pub fn one_line(run: &RunData, baseline: &str, threshold: f64) -> Option<String>
     {
         return None;
     }
-    Some(match each.as_slice() {
+    let per_size = match each.as_slice() {
         [(_, v)] => answer(v),
         _ => each
             .iter()
             .map(|(c, v)| format!("{}: {}", c.name(), answer(v)))
             .collect::<Vec<_>>()
             .join("; "),
-    })
+    };
+    // With a job's collectives, the job's time decides (while SHM works at all).
+    let shm_works = each.iter().all(|(_, v)| v.compares_times());
+    Some(
+        match super::job::for_job(run, baseline, threshold).filter(|_| shm_works) {
+            Some(job) => format!("{}; per size: {per_size}", job.words()),
+            None => per_size,
+        },
+    )
 }
 
 /// The verdict's answer in a few words, for the table of collectives.

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 pub mod each;
+pub mod job;
 
 use super::compare::{compare, CompareOptions, CompareReport, Outcome, PairRow, Side};
 use crate::config::transport::env_truthy;
@@ -61,6 +62,19 @@ pub enum Verdict {
         /// a case of one round decides nothing).
         rounds: usize,
     },
+}
+
+impl Verdict {
+    /// SHM worked with the baseline and the answer rests on comparing times (keep
+    /// it, no measurable cost, not settled): a job's time can then decide it too.
+    pub fn compares_times(&self) -> bool {
+        matches!(
+            self,
+            Verdict::KeepShm { .. }
+                | Verdict::NoMeasurableCost { .. }
+                | Verdict::Inconclusive { .. }
+        )
+    }
 }
 
 /// What disabling SHM did, across the matched cases.
