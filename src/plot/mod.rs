@@ -6,6 +6,7 @@
 mod busbw;
 mod common;
 mod history;
+pub mod job;
 mod latency;
 mod pairs;
 mod predicted;

@@ -13,16 +13,25 @@ use crate::export::reader::RunData;
 use crate::units::{format_us, Bytes};
 
 /// Appends the section; nothing for a run without a job's calls in its manifest.
-/// `threshold`: the noise band the answers use (a change within it is none).
-pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) -> Result<()> {
+/// `threshold`: the noise band the answers use (a change within it is none);
+/// `drawn`: the charts under plots/, of which the section shows the job's
+/// (`plot::job`) and returns their names.
+pub fn section<'a>(
+    s: &mut String,
+    run: &RunData,
+    baseline: &str,
+    threshold: f64,
+    drawn: &'a [String],
+) -> Result<Vec<&'a str>> {
     let Some(job) = run
         .manifest
         .sizes_from
         .as_ref()
         .filter(|j| !j.calls.is_empty())
     else {
-        return Ok(());
+        return Ok(Vec::new());
     };
+    let mut shown = Vec::new();
     let others: Vec<&str> = run
         .manifest
         .configs
@@ -47,7 +56,7 @@ pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) ->
             s,
             "No config other than `{baseline}` measured the job's sizes: nothing to weigh.\n"
         )?;
-        return Ok(());
+        return Ok(shown);
     }
     let shm_off = crate::analysis::verdict::shm_off_config(run);
     let mut counts: Vec<u32> = all.iter().map(|c| c.nranks).collect();
@@ -59,6 +68,11 @@ pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) ->
             "### {}\n",
             crate::units::plural(n as usize, "rank", "ranks")
         )?;
+        let chart = format!("job-n{n}.svg");
+        if let Some(name) = drawn.iter().find(|d| **d == chart) {
+            writeln!(s, "![{name}](plots/{name})\n")?;
+            shown.push(name.as_str());
+        }
         let base_us = here[0].base_us;
         writeln!(
             s,
@@ -151,7 +165,7 @@ pub fn section(s: &mut String, run: &RunData, baseline: &str, threshold: f64) ->
             )?;
         }
     }
-    Ok(())
+    Ok(shown)
 }
 
 /// The SHM verdict on the job's time (`analysis::verdict::job`), as the lead of the

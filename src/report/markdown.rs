@@ -52,15 +52,6 @@ pub fn markdown(
     let mut facts = String::new();
     super::machine::machine_section(&mut facts, run)?;
 
-    let collectives = run.collectives();
-    verdict_section(&mut s, run, baseline, options)?;
-    super::job::section(&mut s, run, baseline, options.threshold)?;
-    // Published figures are all-reduce's.
-    run.for_collective(Collective::AllReduce, |one| {
-        crate::analysis::expected::markdown(&mut s, one, expected)
-    })?;
-    cases_apart(&mut s, run)?;
-
     // The charts, by their path under plots/ (a folder per collective when several).
     let drawn: Vec<String> = match plots {
         Ok(files) => files
@@ -78,7 +69,16 @@ pub fn markdown(
             .collect(),
         Err(_) => Vec::new(),
     };
-    let mut shown: Vec<&str> = Vec::new();
+    let collectives = run.collectives();
+    verdict_section(&mut s, run, baseline, options)?;
+    let job_charts = super::job::section(&mut s, run, baseline, options.threshold, &drawn)?;
+    // Published figures are all-reduce's.
+    run.for_collective(Collective::AllReduce, |one| {
+        crate::analysis::expected::markdown(&mut s, one, expected)
+    })?;
+    cases_apart(&mut s, run)?;
+
+    let mut shown: Vec<&str> = job_charts;
     for &collective in &collectives {
         let (mut chapter, folder) = if collectives.len() > 1 {
             (String::new(), format!("{}/", collective.name()))

@@ -104,6 +104,13 @@ pub fn write_with(
             }),
         _ => crate::plot::draw_all(&run, baseline, threshold, &plots_dir),
     }
+    .and_then(|mut all| {
+        // The job's chart spans its collectives: one folder up.
+        if let Some(job) = &run.manifest.sizes_from {
+            all.extend(crate::plot::job::draw(&run, job, &plots_dir).context("job chart")?);
+        }
+        anyhow::Ok(all)
+    })
     .map_err(|e| format!("{e:#}"));
     let models = crate::analysis::model_table::models(&run);
     let model_path = run_dir.join(MODEL_CSV);

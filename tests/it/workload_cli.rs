@@ -544,4 +544,20 @@ fn the_shm_verdict_decides_on_the_jobs_time() {
         verdict.contains("Per size, over every size measured:\n"),
         "{verdict}"
     );
+    // "Your job" shows the job's calls over each config's busbw, in one chart.
+    let section = report.split("## Your job").nth(1).unwrap();
+    assert!(
+        section.contains("![job-n2.svg](plots/job-n2.svg)"),
+        "{section}"
+    );
+    let svg = std::fs::read_to_string(run.join("plots/job-n2.svg")).unwrap();
+    for text in [
+        "all_reduce calls",
+        "broadcast calls",
+        "default all_reduce",
+        "shm-off broadcast",
+        "all_reduce 25.04 MiB: 3 calls in the trace",
+    ] {
+        assert!(svg.contains(text), "{text}");
+    }
 }
