@@ -117,6 +117,12 @@ pub struct CheckArgs {
     /// Write the output to this file instead of standard output
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// A job's collectives (NCCL's COLL log lines, Inspector JSON, a PyTorch trace or
+    /// a CSV collective,bytes,count): also check the job's communication time against
+    /// the baseline's (exit 1 when it is slower)
+    #[arg(long, value_name = "FILE")]
+    pub workload: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -331,6 +331,62 @@ fn ten_identical_runs_give_a_quiet_history_and_a_slowdown_is_a_step() {
         assert_eq!(steps[0]["after"], 7, "{s}");
         assert_eq!(s["one_offs"].as_array().unwrap().len(), 0, "{s}");
     }
+
+    // `check --workload`: a job of the swept sizes against a baseline of the ten
+    // identical runs. One of those runs lies within the baseline's spread (its job
+    // interval is inside the band of its cases' intervals); a run 25 % slower makes
+    // the job slower, and the gate fails.
+    let baseline = tmp.path().join("baseline.json");
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(&same)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    runs.sort();
+    let o = Command::new(bin())
+        .arg("baseline")
+        .args(&runs)
+        .arg("-o")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let job = tmp.path().join("job.csv");
+    std::fs::write(
+        &job,
+        "collective,bytes,count\nall_reduce,64K,40\nall_reduce,1M,10\n",
+    )
+    .unwrap();
+    let check = |run: &Path| {
+        Command::new(bin())
+            .arg("check")
+            .arg(run)
+            .arg("--baseline")
+            .arg(&baseline)
+            .arg("--workload")
+            .arg(&job)
+            .output()
+            .unwrap()
+    };
+    let o = check(&runs[3]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("default, 2 ranks: baseline ")
+            && stdout.contains(": within the baseline runs' spread and +-5.0%"),
+        "{stdout}"
+    );
+    let o = check(&latest_run(&slower));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains(": SLOWER than every baseline run beyond +-5.0%"),
+        "{stdout}"
+    );
+    // A workload that does not read: exit 2, nothing printed.
+    std::fs::write(&job, "collective,bytes,count\nall_reduce,1M,many\n").unwrap();
+    let o = check(&runs[3]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "{}", text(&o));
 }
 
 /// On NVLink, SHM carries nothing, and with each process group at its own speed the

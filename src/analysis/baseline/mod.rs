@@ -15,6 +15,8 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::family::{self, BandMember, CallSide, Family};
+
+pub mod job;
 use crate::export::reader::{CaseRow, RunData};
 use crate::ops::collective::Collective;
 use crate::stats;
