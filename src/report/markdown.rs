@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::analysis::compare::{compare_pair, distrust, seed, CompareOptions, Outcome};
+use crate::analysis::compare::{compare, CompareOptions, Outcome, Side};
 use crate::analysis::verdict::each::{answer, decide_each, evidence, overall};
 use crate::analysis::verdict::{decide, explain};
 use crate::export::reader::{CaseRow, RunData};
@@ -374,7 +374,7 @@ fn gpu_count_table(
     writeln!(s, "## {}\n", run.ranks(nranks))?;
     writeln!(
         s,
-        "| config | busbw at {} | of ceiling | latency at {} | latency at {} | vs {baseline} at {} | significant | transports | status |",
+        "| config | busbw at {} | of ceiling | latency at {} | latency at {} | vs {baseline} at {} | significant over the family | transports | status |",
         Bytes(largest),
         Bytes(small),
         Bytes(medium),
@@ -442,8 +442,10 @@ fn gpu_count_table(
     Ok(())
 }
 
-/// Change of the median time against the baseline at one size, and whether it is
-/// significant (its interval lies beyond the threshold).
+/// Change of the median time against the baseline at one size, with its interval
+/// as a member of the pair's family (every case of the two configs decided together
+/// at 95 %, `analysis::family`), and whether it is significant over that family
+/// (its family interval lies beyond the threshold).
 fn versus_baseline(
     run: &RunData,
     baseline: &str,
@@ -452,31 +454,42 @@ fn versus_baseline(
     bytes: u64,
     options: CompareOptions,
 ) -> (String, String) {
-    let find = |name: &str| {
-        run.cases
-            .iter()
-            .find(|r| r.config == name && r.nranks == nranks && r.bytes == bytes)
-    };
-    let (Some(b), Some(c)) = (find(baseline), find(config)) else {
+    fn side<'a>(run: &'a RunData, name: &'a str) -> Side<'a> {
+        Side {
+            run,
+            config: Some(name),
+            label: name.to_string(),
+        }
+    }
+    let Ok(pair) = compare(&side(run, baseline), &side(run, config), options) else {
         return ("-".into(), String::new());
     };
-    let flagged = distrust(b, c, true);
-    match compare_pair(run, b, run, c, options, seed(&(config, nranks, bytes))) {
-        (Some(c), outcome) => (
-            format!(
-                "{:+.1}% [{:+.1}, {:+.1}]",
-                c.change * 100.0,
-                c.ci.0 * 100.0,
-                c.ci.1 * 100.0
-            ),
-            match outcome {
-                _ if !flagged.is_empty() => format!("set aside ({flagged})"),
-                Outcome::Regressed => "yes (slower)".into(),
-                Outcome::Improved => "yes (faster)".into(),
-                Outcome::Unchanged => "no".into(),
-                _ => "not yet".into(),
-            },
-        ),
-        (None, outcome) => ("-".into(), outcome.as_str().into()),
+    let Some(row) = pair
+        .rows
+        .iter()
+        .find(|r| r.nranks == nranks && r.bytes == bytes)
+    else {
+        return ("-".into(), String::new());
+    };
+    match &row.comparison {
+        Some(c) => {
+            let (lo, hi) = row.family_ci.unwrap_or(c.ci);
+            (
+                format!(
+                    "{:+.1}% [{:+.1}, {:+.1}]",
+                    c.change * 100.0,
+                    lo * 100.0,
+                    hi * 100.0
+                ),
+                match row.outcome {
+                    _ if !row.distrust.is_empty() => format!("set aside ({})", row.distrust),
+                    Outcome::Regressed => "yes (slower)".into(),
+                    Outcome::Improved => "yes (faster)".into(),
+                    Outcome::Unchanged => "no".into(),
+                    _ => "not yet".into(),
+                },
+            )
+        }
+        None => ("-".into(), row.outcome.as_str().into()),
     }
 }
