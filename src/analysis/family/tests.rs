@@ -10,17 +10,21 @@ fn rounds(rng: &mut SplitMix64, n: usize, center: f64, spread: f64) -> Vec<f64> 
         .collect()
 }
 
-/// The family of `pairs` (base, candidate rounds), paired, at +-2 %.
-fn family_of(pairs: &[(Vec<f64>, Vec<f64>)]) -> Family {
-    let m: Vec<Member> = pairs
+/// The members of `pairs` (base, candidate rounds), paired.
+fn paired(pairs: &[(Vec<f64>, Vec<f64>)]) -> Vec<Member<'_>> {
+    pairs
         .iter()
         .map(|(b, c)| Member {
             base: b,
             cand: c,
             paired: true,
         })
-        .collect();
-    decide(&m, 0.02, 0.02, FAMILY_ALPHA, 1)
+        .collect()
+}
+
+/// The family of `pairs` (base, candidate rounds), paired, at +-2 %.
+fn family_of(pairs: &[(Vec<f64>, Vec<f64>)]) -> Family {
+    decide(&paired(pairs), 0.02, 0.02, FAMILY_ALPHA, 1)
 }
 
 /// `k` pairs of `n` rounds each, both sides around 10 with noise `spread`.
@@ -44,14 +48,7 @@ fn a_smaller_family_rate_widens_every_interval_and_says_so() {
             (b, c)
         })
         .collect();
-    let m: Vec<Member> = pairs
-        .iter()
-        .map(|(b, c)| Member {
-            base: b,
-            cand: c,
-            paired: true,
-        })
-        .collect();
+    let m = paired(&pairs);
     let loose = decide(&m, 0.02, 0.02, 0.05, 1);
     let strict = decide(&m, 0.02, 0.02, 0.001, 1);
     assert_eq!(strict.alpha, 0.001);
@@ -390,14 +387,7 @@ fn a_large_difference_settles_at_the_first_look() {
                 (b, c)
             })
             .collect();
-        let m: Vec<Member> = pairs
-            .iter()
-            .map(|(b, c)| Member {
-                base: b,
-                cand: c,
-                paired: true,
-            })
-            .collect();
+        let m = paired(&pairs);
         if let Answer::Different { slower, faster } = answer_at(&m, 0.02, 0.02, level) {
             settled += 1;
             found += slower;
