@@ -135,8 +135,9 @@ fn the_inspectors_json_reads_and_a_cut_one_is_exit_2() {
 
 /// `sweep --sizes-from` measures exactly the job's (collective, size) pairs, says
 /// where nccl-tests' rounding or the rank counts differ from the job, and records the
-/// job in the manifest; with -b/--coll, or a file that does not read, it is exit 2
-/// and writes nothing.
+/// job in the manifest; on the host backend, where SHM carries the traffic, the
+/// answer is the job's: disabling SHM costs it, with its interval over the rounds.
+/// With -b/--coll, or a file that does not read, it is exit 2 and writes nothing.
 #[test]
 fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
     let _machine = crate::common::shared();
@@ -154,9 +155,9 @@ fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
             "--gpus",
             "2",
             "--transports",
-            "default",
+            "default,shm-off",
             "--rounds",
-            "1",
+            "6",
             "-n",
             "5",
         ])
@@ -165,9 +166,26 @@ fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // TCP against shared memory: two to twenty times slower at these sizes, far
+    // beyond what a loaded machine moves six paired rounds.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("answer: your job: keep SHM: disabling it costs +"),
+        "{stdout}"
+    );
     let run = crate::common::run_dir(&out);
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("- On 2 ranks: Disabling SHM (`shm-off`) would cost this job +"),
+        "{report}"
+    );
     let cases: Vec<(String, String)> = crate::common::rows(&run)
         .iter()
+        .filter(|r| r["config"] == "default")
         .map(|r| (r["collective"].clone(), r["bytes"].clone()))
         .collect();
     assert_eq!(
