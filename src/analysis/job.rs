@@ -220,7 +220,7 @@ fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32, divisor: usize) -> O
 /// The interval of the job's per-round time: every case's rounds alike in number
 /// within a side (the sweep's), each round's job time the calls-weighed sum of its
 /// round medians; paired round by round within one run (over the rounds both sides
-/// ran), unpaired between two. At 1 - 0.05 / `divisor`: the rank counts and looks
+/// ran; unpaired where too few rounds reach the level paired), unpaired between two. At 1 - 0.05 / `divisor`: the rank counts and looks
 /// it is one of, so that all hold together with 95 %.
 fn per_round_interval(
     matched: &[(u64, Timed, Timed)],
@@ -235,10 +235,12 @@ fn per_round_interval(
         base.truncate(n);
         cand.truncate(n);
     }
+    // Paired where its rounds reach the level, else unpaired (as a family's member:
+    // wider, never narrower than it should be).
     let found = if base == cand {
         return Some((0.0, (0.0, 0.0), base.len()));
     } else if paired {
-        paired_shift_at(&base, &cand, alpha)?
+        paired_shift_at(&base, &cand, alpha).or_else(|| shift_at(&base, &cand, alpha))?
     } else {
         shift_at(&base, &cand, alpha)?
     };

@@ -516,10 +516,10 @@ fn a_baseline_gates_a_run_case_by_case_and_junit_shows_each_case() {
         .contains("not a baseline written by `nccl-bench baseline`"));
 }
 
-/// The family answer on the committed host example (15 rounds, 42 cases per config
-/// pair): SHM off is slower beyond the threshold at the cases decided together; an
-/// identical config (p2p-off moves nothing on the host) is not settled at +-2 %,
-/// and equivalent within a margin its intervals fit in.
+/// The family answer on the committed host example (measured until settled: 8 to 15
+/// rounds, 3 looks, 42 cases per config pair): SHM off is slower beyond the
+/// threshold at the cases decided together; an identical config (p2p-off moves
+/// nothing on the host) is not settled at +-2 %, with the bound its intervals allow.
 #[test]
 fn the_family_answer_is_different_not_settled_or_equivalent_with_its_rate() {
     let run =
@@ -541,8 +541,8 @@ fn the_family_answer_is_different_not_settled_or_equivalent_with_its_rate() {
     };
     let off = last("shm-off", None);
     assert!(
-        off.contains("each interval at 99.86% so that all hold at once with at least 95%")
-            && off.contains("the candidate is slower beyond +-2.0% at 37 of them"),
+        off.contains("each interval at 99.96% so that all hold at once at any of 3 looks while measuring until settled with at least 95%")
+            && off.contains("the candidate is slower beyond +-2.0% at 34 of them"),
         "{off}"
     );
     let same = last("p2p-off", None);
@@ -550,9 +550,12 @@ fn the_family_answer_is_different_not_settled_or_equivalent_with_its_rate() {
         same.contains("not settled; the changes lie between"),
         "{same}"
     );
-    let wide = last("p2p-off", Some("90%"));
+    // The bound the data support, and that measuring longer is not the way: on this
+    // 2-core VM some of the host's rounds ran in a slow mode, so its A/A intervals
+    // over 42 cases at 99.96 % are wide (equivalence is tested on constructed rounds,
+    // `analysis::family`).
     assert!(
-        wide.contains("changes the time by at most +-90.0% at every case measured"),
-        "{wide}"
+        same.contains("so the candidate costs at most +") && same.contains("more than 100 rounds"),
+        "{same}"
     );
 }
