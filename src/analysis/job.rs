@@ -250,7 +250,13 @@ fn per_round_interval(
 /// Each round's job time: the calls-weighed sum of the cases' round medians; `None`
 /// unless every case has the same number of rounds.
 fn job_rounds<'a>(cases: impl Iterator<Item = (u64, &'a Timed)>) -> Option<Vec<f64>> {
-    let per_case: Vec<(u64, &Vec<f64>)> = cases.map(|(calls, t)| (calls, &t.rounds)).collect();
+    weighted_rounds(cases.map(|(calls, t)| (calls, t.rounds.as_slice())))
+}
+
+/// The calls-weighed sum of `(calls, round medians)` round by round; `None` unless
+/// every case has the same number of rounds, at least one.
+pub fn weighted_rounds<'a>(cases: impl Iterator<Item = (u64, &'a [f64])>) -> Option<Vec<f64>> {
+    let per_case: Vec<(u64, &[f64])> = cases.collect();
     let k = per_case.first()?.1.len();
     if k == 0 || per_case.iter().any(|(_, r)| r.len() != k) {
         return None;

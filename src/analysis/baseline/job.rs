@@ -119,13 +119,8 @@ fn job_rounds(matched: &[(u64, &BaselineCase, &CaseRow)]) -> Vec<f64> {
         .iter()
         .map(|(n, _, c)| (*n, c.round_medians()))
         .collect();
-    let k = rounds.first().map_or(0, |r| r.1.len());
-    if k == 0 || rounds.iter().any(|r| r.1.len() != k) {
-        return Vec::new();
-    }
-    (0..k)
-        .map(|i| rounds.iter().map(|(n, r)| *n as f64 * r[i]).sum())
-        .collect()
+    crate::analysis::job::weighted_rounds(rounds.iter().map(|(n, r)| (*n, r.as_slice())))
+        .unwrap_or_default()
 }
 
 /// The checks in lines, after `check`'s table: `your job (...)`, then one per
