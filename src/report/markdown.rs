@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::analysis::compare::{compare, CompareOptions, Outcome, Side};
+use crate::analysis::compare::{compare, CompareOptions, CompareReport, Outcome, Side};
 use crate::analysis::verdict::each::{answer, decide_each, evidence, overall};
 use crate::analysis::verdict::{decide, explain};
 use crate::export::reader::{CaseRow, RunData};
@@ -93,8 +93,10 @@ pub fn markdown(
             run
         };
         let counts: BTreeSet<u32> = one.cases.iter().map(|c| c.nranks).collect();
+        // Each config against the baseline once, over every rank count: its family.
+        let pairs = pair_reports(one, baseline, options);
         for nranks in counts {
-            gpu_count_table(&mut chapter, one, nranks, baseline, options)?;
+            gpu_count_table(&mut chapter, one, nranks, baseline, &pairs)?;
             // This GPU count's charts under its table.
             let mine: Vec<String> = ["busbw", "latency", "relative"]
                 .iter()
@@ -365,7 +367,7 @@ fn gpu_count_table(
     run: &RunData,
     nranks: u32,
     baseline: &str,
-    options: CompareOptions,
+    pairs: &[(String, CompareReport)],
 ) -> Result<()> {
     let rows: Vec<&CaseRow> = run.cases.iter().filter(|c| c.nranks == nranks).collect();
     let largest = rows.iter().map(|r| r.bytes).max().unwrap_or(0);
@@ -413,7 +415,8 @@ fn gpu_count_table(
         let (change, significant) = if config == baseline {
             ("baseline".to_string(), String::new())
         } else {
-            versus_baseline(run, baseline, config, nranks, largest, options)
+            let pair = pairs.iter().find(|(c, _)| c == config).map(|(_, r)| r);
+            versus_baseline(pair, nranks, largest)
         };
         let transports: BTreeSet<&str> = mine
             .iter()
@@ -442,18 +445,13 @@ fn gpu_count_table(
     Ok(())
 }
 
-/// Change of the median time against the baseline at one size, with its interval
-/// as a member of the pair's family (every case of the two configs decided together
-/// at 95 %, `analysis::family`), and whether it is significant over that family
-/// (its family interval lies beyond the threshold).
-fn versus_baseline(
+/// Every config of `run` but the baseline, compared with it over all its cases (the
+/// pair's family, `analysis::family`), as `compare --config-a/--config-b` does.
+fn pair_reports(
     run: &RunData,
     baseline: &str,
-    config: &str,
-    nranks: u32,
-    bytes: u64,
     options: CompareOptions,
-) -> (String, String) {
+) -> Vec<(String, CompareReport)> {
     fn side<'a>(run: &'a RunData, name: &'a str) -> Side<'a> {
         Side {
             run,
@@ -461,7 +459,27 @@ fn versus_baseline(
             label: name.to_string(),
         }
     }
-    let Ok(pair) = compare(&side(run, baseline), &side(run, config), options) else {
+    let mut configs: Vec<&str> = Vec::new();
+    for c in &run.cases {
+        if c.config != baseline && !configs.contains(&c.config.as_str()) {
+            configs.push(&c.config);
+        }
+    }
+    configs
+        .into_iter()
+        .filter_map(|config| {
+            let pair = compare(&side(run, baseline), &side(run, config), options).ok()?;
+            Some((config.to_string(), pair))
+        })
+        .collect()
+}
+
+/// Change of the median time against the baseline at one size, with its interval
+/// as a member of the pair's family (every case of the two configs decided together
+/// at 95 %), and whether it is significant over that family (its family interval
+/// lies beyond the threshold); `pair`: the config's comparison with the baseline.
+fn versus_baseline(pair: Option<&CompareReport>, nranks: u32, bytes: u64) -> (String, String) {
+    let Some(pair) = pair else {
         return ("-".into(), String::new());
     };
     let Some(row) = pair
