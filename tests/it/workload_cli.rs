@@ -147,7 +147,7 @@ fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
     let job = tmp.path().join("job.csv");
     std::fs::write(
         &job,
-        "collective,bytes,count,nranks\nall_reduce,64K,40,2\nall_gather,1000,10,8\nall_reduce,1M,3,2\n",
+        "collective,bytes,count,nranks\nall_reduce,1K,40,2\nall_gather,1000,10,8\nall_reduce,4K,3,2\n",
     )
     .unwrap();
     let o = crate::common::sweep(&out, &shm)
@@ -166,8 +166,10 @@ fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    // TCP against shared memory: two to twenty times slower at these sizes, far
-    // beyond what a loaded machine moves six paired rounds.
+    // TCP against shared memory: six to ten times slower at 1 and 4 KiB (about
+    // 20 us against 2 to 3 us), far beyond what a loaded machine moves six paired
+    // rounds. At 64 KiB and 1 MiB it is only 1.2 to 1.5 times, and one CI run
+    // (73bf1ce) left the job not settled there.
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout
@@ -191,8 +193,8 @@ fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
     assert_eq!(
         cases,
         [
-            ("all_reduce".to_string(), "65536".to_string()),
-            ("all_reduce".to_string(), "1048576".to_string()),
+            ("all_reduce".to_string(), "1024".to_string()),
+            ("all_reduce".to_string(), "4096".to_string()),
             ("all_gather".to_string(), "992".to_string()),
         ]
     );
@@ -209,7 +211,7 @@ fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
         serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(
         manifest["sizes_from"]["sizes"],
-        serde_json::json!({"all_gather": [1000], "all_reduce": [65536, 1048576]})
+        serde_json::json!({"all_gather": [1000], "all_reduce": [1024, 4096]})
     );
 
     let bad = tmp.path().join("bad.csv");
