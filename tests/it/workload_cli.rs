@@ -581,3 +581,89 @@ fn the_shm_verdict_decides_on_the_jobs_time() {
         assert!(svg.contains(text), "{text}");
     }
 }
+
+/// The NCCL Inspector's JSON through the whole job path on simulated GPUs: the
+/// record NCCL's exporter README shows (a 64 KiB-per-rank reduce-scatter of a
+/// 32-rank job,
+/// https://github.com/NVIDIA/nccl/blob/v2.30.7-1/plugins/profiler/inspector/exporter/example/README.md,
+/// kept in tests/fixtures) as `--sizes-from` on 32 simulated PCIe GPUs without P2P,
+/// where SHM carries the traffic: the sweep measures the job's 2 MiB reduce-scatter,
+/// its answer is the job's on its 32 ranks, and `report --workload` with the same
+/// file gives the report's answer again.
+#[test]
+fn an_inspector_record_is_swept_on_its_ranks_and_answered_for_the_job() {
+    let _machine = crate::common::shared();
+    let Some(dir) = crate::common::sim::sim_dir() else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let job = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/nccl-inspector-exporter-readme-2.30.7.json");
+    let o = crate::common::sim::sim_sweep(
+        &dir,
+        "pcie-nop2p",
+        // 32 GPUs of a 24 GiB test machine: 2 GiB each is plenty for 2 MiB.
+        &[
+            ("NCCL_BENCH_SIM_GPUS", "32"),
+            ("NCCL_BENCH_SIM_MEM_GIB", "2"),
+        ],
+        &out.path().join("runs"),
+        &[
+            "--gpus",
+            "2,32",
+            "--rounds",
+            "6",
+            "-n",
+            "5",
+            "--no-probe",
+            "--transports",
+            "default,shm-off",
+            "--sizes-from",
+            job.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let answer = stdout.lines().last().unwrap();
+    assert!(
+        answer.starts_with("answer: your job: keep SHM: disabling it costs +")
+            && answer.contains(" of its communication time on 32 ranks; per size: "),
+        "{stdout}"
+    );
+    let run = crate::common::run_dir(&out.path().join("runs"));
+    let mut cases: Vec<(String, String, String)> = crate::common::rows(&run)
+        .iter()
+        .map(|r| {
+            (
+                r["collective"].clone(),
+                r["bytes"].clone(),
+                r["nranks"].clone(),
+            )
+        })
+        .collect();
+    cases.sort();
+    cases.dedup();
+    let want = ["2", "32"].map(|n| {
+        (
+            "reduce_scatter".to_string(),
+            (64u64 << 10 << 5).to_string(),
+            n.to_string(),
+        )
+    });
+    assert_eq!(cases, want, "the job's one size on each rank count");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("- On 32 ranks: Disabling SHM (`shm-off`) would cost this job +"),
+        "{report}"
+    );
+    let o = Command::new(bin())
+        .args(["report", run.to_str().unwrap(), "--workload"])
+        .arg(&job)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(run.join("report.md")).unwrap(),
+        report
+    );
+}
