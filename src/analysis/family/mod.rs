@@ -138,12 +138,30 @@ pub fn decide(
     conclude(calls, family_alpha, looks, threshold, margin, rounds)
 }
 
-/// The family's answer with each member's interval at 1 - `alpha_each`: what a
-/// sweep measuring until settled asks at each look, with the level the whole
-/// family will be decided at (the planned members and looks, not only those so far).
-pub fn answer_at(members: &[Member], threshold: f64, margin: f64, alpha_each: f64) -> Answer {
-    let (calls, _) = call_each(members, threshold, margin, alpha_each);
-    conclude(calls, alpha_each, 1, threshold, margin, None).answer
+/// Whether a sweep measuring until settled may stop at this look, and the family's
+/// answer if so, each member's interval at 1 - `alpha_each` (the level the whole
+/// family will be decided at: its planned members and looks, not only those so far).
+/// `None`: measure on. The pair is settled when every member is decided (beyond the
+/// noise band either way, or within +-`margin`), or when some member is beyond the
+/// band and every undecided one has its estimate within the band: a member that
+/// looks beyond the band but is not yet shown to be keeps the rounds going, so that
+/// a difference is found at every case it reaches, not only at the first.
+pub fn settled_at(
+    members: &[Member],
+    threshold: f64,
+    margin: f64,
+    alpha_each: f64,
+) -> Option<Answer> {
+    let (calls, intervals) = call_each(members, threshold, margin, alpha_each);
+    let pending = calls.iter().zip(&intervals).any(|(call, (_, estimate))| {
+        call.side == CallSide::NotSettled && estimate.is_none_or(|e| e.0.abs() > threshold)
+    });
+    let answer = conclude(calls, alpha_each, 1, threshold, margin, None).answer;
+    match answer {
+        Answer::NotSettled { .. } => None,
+        Answer::Different { .. } if pending => None,
+        answer => Some(answer),
+    }
 }
 
 /// Each member's call and estimate at 1 - `alpha`: paired where its rounds reach

@@ -2,8 +2,8 @@
 //! of a rank count is compared with the block's baseline config (`default`, else the
 //! first), collective by collective, over the rounds so far: each case's interval at
 //! the level the whole family will be decided at (its planned cases and looks), the
-//! pair settled when some case is beyond the noise band or every case within the
-//! margin. A settled config stops: its cases are combined from the rounds they have.
+//! pair settled when every case is decided, or when some case is beyond the noise
+//! band and no undecided one looks beyond it (`family::settled_at`). A settled config stops: its cases are combined from the rounds they have.
 //! The baseline goes on while a config compared with it does, so that every pair
 //! keeps its rounds side by side. The rounds each group took, and why it stopped,
 //! go to the manifest (`group_rounds`).
@@ -36,17 +36,11 @@ pub(super) fn partners(block: &[Group]) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// Why a pair is settled, in words; None when it is not.
-fn settled(
-    answer: &Answer,
-    cases: usize,
-    base: &str,
-    threshold: f64,
-    round: u32,
-) -> Option<String> {
+/// Why a pair is settled, in words.
+fn settled(answer: &Answer, cases: usize, base: &str, threshold: f64, round: u32) -> String {
     let band = format!("+-{:.1}%", threshold * 100.0);
     let what = match answer {
-        Answer::NotSettled { .. } => return None,
+        Answer::NotSettled { .. } => "not settled".to_string(),
         Answer::Empty => "no case measured in every round".to_string(),
         Answer::Equivalent => format!("within {band} of {base} at all {cases} cases"),
         Answer::Different { slower, faster } => {
@@ -60,7 +54,7 @@ fn settled(
             format!("{} of {cases} cases", parts.join(" and "))
         }
     };
-    Some(format!("settled after {round} rounds: {what}"))
+    format!("settled after {round} rounds: {what}")
 }
 
 impl Orchestrator<'_> {
@@ -102,10 +96,9 @@ impl Orchestrator<'_> {
                     paired: true,
                 })
                 .collect();
-            let answer = family::answer_at(&members, threshold, threshold, alpha_each);
             let base = &block[b].config.name;
-            if let Some(why) = settled(&answer, members.len(), base, threshold, round) {
-                stops.push((i, why));
+            if let Some(answer) = family::settled_at(&members, threshold, threshold, alpha_each) {
+                stops.push((i, settled(&answer, members.len(), base, threshold, round)));
             }
         }
         for (i, why) in stops {
