@@ -73,7 +73,10 @@
 //! `orchestrator::Orchestrator::run` runs each group's sizes over a `group::RankGroup`
 //! (`process::ProcessGroup` locally), with timeouts, failures kept as data
 //! (`failure`), quality flags and re-measurement (`orchestrator::quality`,
-//! `remeasure`). The worker loop is `worker::run` (join, then size, time, check
+//! `remeasure`), and, without `--rounds`, measuring until settled: at each of the
+//! plan's looks `orchestrator::settle` compares every config with the baseline over
+//! the rounds so far (`analysis::family::settled_at`) and stops the settled ones,
+//! recording why in the manifest's `group_rounds`. The worker loop is `worker::run` (join, then size, time, check
 //! commands from `protocol::Command`, answered with `protocol::Event`); `merge` turns
 //! the ranks' batches into one case. `soak::run` is `soak`: each config's
 //! `orchestrator::soak` (batches binned into intervals, each written as it closes)

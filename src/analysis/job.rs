@@ -58,7 +58,7 @@ pub struct JobCost {
     /// Entries whose times are interpolated between measured sizes.
     pub interpolated: usize,
     /// `cand / base - 1` of the job's time, with its interval over the rounds
-    /// (paired), and the rounds; `None` with fewer than 6 rounds alike on every case.
+    /// (paired), and the rounds; `None` with fewer than 6 rounds on every case.
     /// The intervals of all rank counts hold together with 95 % (each at
     /// 1 - 0.05 / (rank counts x looks)).
     pub interval: Option<(f64, (f64, f64), usize)>,
@@ -116,11 +116,7 @@ fn timed(run: &RunData, config: &str, collective: &str, nranks: u32, bytes: u64)
     let (rb, ra) = (below.round_medians(), above.round_medians());
     Some(Timed {
         median: line(median(below)?, median(above)?),
-        rounds: if rb.len() == ra.len() {
-            rb.iter().zip(&ra).map(|(b, a)| line(*b, *a)).collect()
-        } else {
-            Vec::new()
-        },
+        rounds: rb.iter().zip(&ra).map(|(b, a)| line(*b, *a)).collect(),
         interpolated: true,
     })
 }
@@ -217,8 +213,8 @@ fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32, divisor: usize) -> O
     })
 }
 
-/// The interval of the job's per-round time: every case's rounds alike in number
-/// within a side (the sweep's), each round's job time the calls-weighed sum of its
+/// The interval of the job's per-round time: over the rounds every case of a side
+/// has, each round's job time the calls-weighed sum of its
 /// round medians; paired round by round within one run (over the rounds both sides
 /// ran; unpaired where too few rounds reach the level paired), unpaired between two. At 1 - 0.05 / `divisor`: the rank counts and looks
 /// it is one of, so that all hold together with 95 %.
@@ -247,18 +243,20 @@ fn per_round_interval(
     Some((found.change, found.ci, base.len().min(cand.len())))
 }
 
-/// Each round's job time: the calls-weighed sum of the cases' round medians; `None`
-/// unless every case has the same number of rounds.
+/// Each round's job time: the calls-weighed sum of the cases' round medians, over
+/// the rounds they all have.
 fn job_rounds<'a>(cases: impl Iterator<Item = (u64, &'a Timed)>) -> Option<Vec<f64>> {
     weighted_rounds(cases.map(|(calls, t)| (calls, t.rounds.as_slice())))
 }
 
-/// The calls-weighed sum of `(calls, round medians)` round by round; `None` unless
-/// every case has the same number of rounds, at least one.
+/// The calls-weighed sum of `(calls, round medians)` round by round, over the rounds
+/// every case has (a sweep measuring until settled may stop one collective of a
+/// config before another: their first rounds are the same rounds of the sweep);
+/// `None` where some case has none.
 pub fn weighted_rounds<'a>(cases: impl Iterator<Item = (u64, &'a [f64])>) -> Option<Vec<f64>> {
     let per_case: Vec<(u64, &[f64])> = cases.collect();
-    let k = per_case.first()?.1.len();
-    if k == 0 || per_case.iter().any(|(_, r)| r.len() != k) {
+    let k = per_case.iter().map(|(_, r)| r.len()).min()?;
+    if k == 0 {
         return None;
     }
     Some(
@@ -406,5 +404,38 @@ mod tests {
         let e = c.entries.iter().find(|e| e.bytes == 1010).unwrap();
         assert!(e.base_us.is_some() && e.cand_us.is_some(), "{e:?}");
         assert!((c.change() - 1.0).abs() < 1e-9);
+    }
+
+    /// Measuring until settled, a config may stop one collective's rounds before
+    /// another's (here after 6 rounds against 9): the job's time per round is over
+    /// the rounds every case has, so it still has its interval.
+    #[test]
+    fn a_collective_that_stopped_early_leaves_the_job_its_common_rounds() {
+        let nine: Vec<f64> = ROUNDS.iter().chain(&[10.0, 10.3, 9.9]).copied().collect();
+        let mut gather = CaseRow::with_rounds("shm-off", 1 << 20, &scaled(2.0));
+        gather.collective = "all_gather".into();
+        let mut gather_base = CaseRow::with_rounds("default", 1 << 20, &ROUNDS);
+        gather_base.collective = "all_gather".into();
+        let r = run(vec![
+            case("default", 1 << 20, &nine),
+            case(
+                "shm-off",
+                1 << 20,
+                &nine.iter().map(|t| t * 2.0).collect::<Vec<_>>(),
+            ),
+            gather_base,
+            gather,
+        ]);
+        let mut job = job(&[(1 << 20, 10)]);
+        job.calls.push(JobCall {
+            collective: Collective::AllGather,
+            nranks: None,
+            bytes: 1 << 20,
+            calls: 10,
+        });
+        let c = &costs(&r, &job, "default", "shm-off")[0];
+        let (change, ci, rounds) = c.interval.expect("an interval over 6 rounds");
+        assert_eq!(rounds, 6);
+        assert!((change - 1.0).abs() < 1e-9 && ci.0 > 0.99, "{ci:?}");
     }
 }

@@ -195,7 +195,7 @@ pub fn verdict_lead(run: &RunData, baseline: &str, threshold: f64) -> Option<Str
         match headline(c, &subject, &job.per, threshold) {
             Some(line) => s.push_str(&format!("\n- On {on}: {}", line.replace("**", ""))),
             None => s.push_str(&format!(
-                "\n- On {on}: {} -> {} {} (no interval: fewer than 6 rounds alike on every case)",
+                "\n- On {on}: {} -> {} {} (no interval: fewer than 6 rounds on every case)",
                 format_us(c.base_us),
                 format_us(c.cand_us),
                 job.per

@@ -143,18 +143,26 @@ pub fn decide(
 /// family will be decided at: its planned members and looks, not only those so far).
 /// `None`: measure on. The pair is settled when every member is decided (beyond the
 /// noise band either way, or within +-`margin`), or when some member is beyond the
-/// band and every undecided one has its estimate within the band: a member that
-/// looks beyond the band but is not yet shown to be keeps the rounds going, so that
-/// a difference is found at every case it reaches, not only at the first.
+/// band and no undecided one is pending: one whose estimate lies beyond the band and
+/// whose interval, narrowing as 1/sqrt(rounds), would clear the band within `most`
+/// rounds. So a difference is found at every case the rounds left can show it at,
+/// not only at the first, and a case too noisy to show by then does not hold the
+/// rounds going.
 pub fn settled_at(
     members: &[Member],
     threshold: f64,
     margin: f64,
     alpha_each: f64,
+    most: usize,
 ) -> Option<Answer> {
     let (calls, intervals) = call_each(members, threshold, margin, alpha_each);
-    let pending = calls.iter().zip(&intervals).any(|(call, (_, estimate))| {
-        call.side == CallSide::NotSettled && estimate.is_none_or(|e| e.0.abs() > threshold)
+    let pending = calls.iter().zip(&intervals).any(|(call, &(n, estimate))| {
+        call.side == CallSide::NotSettled
+            && estimate.is_none_or(|e| {
+                e.0.abs() > threshold
+                    && rounds_to_settle(&[(n, Some(e))], alpha_each, threshold, margin)
+                        .is_some_and(|r| r <= most)
+            })
     });
     let answer = conclude(calls, alpha_each, 1, threshold, margin, None).answer;
     match answer {

@@ -390,9 +390,9 @@ fn until_settled(
     unreachable!("looks end at the most rounds")
 }
 
-/// The sweep's rule: `settled_at`.
-fn settles(m: &[Member], level: f64) -> bool {
-    settled_at(m, 0.02, 0.02, level).is_some()
+/// The sweep's rule: `settled_at`, up to `most` rounds.
+fn settles(most: u32) -> impl Fn(&[Member], f64) -> bool {
+    move |m, level| settled_at(m, 0.02, 0.02, level, most as usize).is_some()
 }
 
 /// `rounds` rounds of `sizes` cases of a config `slower` than the baseline: each
@@ -435,7 +435,7 @@ fn a_large_difference_settles_at_the_first_look() {
     let (mut first, mut found) = (0, 0);
     for _ in 0..200 {
         let pairs = rounds_of(&mut rng, 25, 15, 0.30, 0.0, 0.05);
-        let (look, family) = until_settled(&pairs, &at, settles);
+        let (look, family) = until_settled(&pairs, &at, settles(*at.last().unwrap()));
         first += usize::from(look == 0);
         let Answer::Different { slower, faster } = family.answer else {
             panic!("{:?} after {} rounds", family.answer, at[look]);
@@ -443,7 +443,6 @@ fn a_large_difference_settles_at_the_first_look() {
         found += slower;
         assert_eq!(faster, 0);
     }
-    eprintln!("first {first} found {found}");
     assert!(first >= 190, "{first} of 200 settled at round {}", at[0]);
     assert!(found * 100 >= 200 * 25 * 95, "{found} of 5,000 cases found");
 }
@@ -452,8 +451,8 @@ fn a_large_difference_settles_at_the_first_look() {
 /// 10 % slower, each process group 3 % from the next (shared by its sizes) and the
 /// cases 1 % apart, up to 9 rounds. Stopping at the first look where some case is
 /// shown beyond the band leaves cases unfound that the last look would find; the
-/// sweep's rule goes on while an undecided case looks beyond the band, and finds
-/// them (seeded: about 85 % of cases against 60 %).
+/// sweep's rule goes on while an undecided case looks beyond the band and the rounds
+/// left could show it, and finds them (seeded: 79 % of cases against 60 %).
 #[test]
 fn cases_that_look_beyond_the_band_keep_the_rounds_going() {
     let mut rng = SplitMix64::new(7, 44);
@@ -468,7 +467,7 @@ fn cases_that_look_beyond_the_band_keep_the_rounds_going() {
     let (mut found, mut found_first_shown) = (0, 0);
     for _ in 0..200 {
         let pairs = rounds_of(&mut rng, 13, 9, 0.10, 0.03, 0.01);
-        found += slower(&until_settled(&pairs, &at, settles).1);
+        found += slower(&until_settled(&pairs, &at, settles(*at.last().unwrap())).1);
         let first_shown = |m: &[Member], level: f64| {
             let (calls, _) = call_each(m, 0.02, 0.02, level);
             calls.iter().any(|c| c.side != CallSide::NotSettled)
@@ -476,10 +475,10 @@ fn cases_that_look_beyond_the_band_keep_the_rounds_going() {
         found_first_shown += slower(&until_settled(&pairs, &at, first_shown).1);
     }
     let cases = 200 * 13;
-    assert!(found * 100 >= cases * 80, "{found} of {cases} found");
+    assert!(found * 100 >= cases * 75, "{found} of {cases} found");
     assert!(
-        found_first_shown * 100 < cases * 70,
-        "{found_first_shown} of {cases} found stopping at the first shown"
+        found.saturating_sub(found_first_shown) * 10 >= cases,
+        "{found} of {cases} found, {found_first_shown} stopping at the first shown"
     );
 }
 
@@ -496,7 +495,8 @@ fn equivalence_within_the_margin_needs_groups_closer_than_a_sixth_of_it() {
         (0..100)
             .filter(|_| {
                 let pairs = rounds_of(&mut rng, 13, 9, 0.01, jitter, 0.003);
-                let stop = |m: &[Member], level: f64| settled_at(m, 0.02, margin, level).is_some();
+                let stop =
+                    |m: &[Member], level: f64| settled_at(m, 0.02, margin, level, 9).is_some();
                 let (look, _) = until_settled(&pairs, &at, stop);
                 let n = at[look] as usize;
                 let cut: Vec<(Vec<f64>, Vec<f64>)> = pairs
@@ -512,4 +512,42 @@ fn equivalence_within_the_margin_needs_groups_closer_than_a_sixth_of_it() {
     assert!(close >= 90, "{close} of 100 within 3 %");
     let apart = equivalent(0.01, 0.02);
     assert!(apart <= 5, "{apart} of 100 within 2 %");
+}
+
+/// A case that looks beyond the band but is far too noisy to be shown by the most
+/// rounds does not hold a settled pair going; with rounds enough to show it, it does.
+#[test]
+fn a_case_the_rounds_left_cannot_show_does_not_hold_the_rounds() {
+    let base = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8];
+    let clearly: Vec<f64> = base.iter().map(|b| b * 1.5).collect();
+    let noisy: Vec<f64> = base
+        .iter()
+        .zip([1.4, 0.7, 1.06, 1.3, 0.8, 1.05, 1.1])
+        .map(|(b, f)| b * f)
+        .collect();
+    let m = [
+        Member {
+            base: &base,
+            cand: &clearly,
+            paired: false,
+        },
+        Member {
+            base: &base,
+            cand: &noisy,
+            paired: false,
+        },
+    ];
+    let level = FAMILY_ALPHA / 4.0;
+    let (calls, intervals) = call_each(&m, 0.02, 0.02, level);
+    assert_eq!(calls[0].side, CallSide::Slower);
+    assert_eq!(calls[1].side, CallSide::NotSettled);
+    assert!(intervals[1].1.unwrap().0 > 0.02, "{intervals:?}");
+    assert_eq!(
+        settled_at(&m, 0.02, 0.02, level, 9),
+        Some(Answer::Different {
+            slower: 1,
+            faster: 0
+        })
+    );
+    assert_eq!(settled_at(&m, 0.02, 0.02, level, 10_000), None);
 }

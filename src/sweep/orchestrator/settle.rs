@@ -3,7 +3,8 @@
 //! first), collective by collective, over the rounds so far: each case's interval at
 //! the level the whole family will be decided at (its planned cases and looks), the
 //! pair settled when every case is decided, or when some case is beyond the noise
-//! band and no undecided one looks beyond it (`family::settled_at`). A settled config stops: its cases are combined from the rounds they have.
+//! band and no undecided one looks beyond it where the rounds left could show it
+//! (`family::settled_at`). A settled config stops: its cases are combined from the rounds they have.
 //! The baseline goes on while a config compared with it does, so that every pair
 //! keeps its rounds side by side. The rounds each group took, and why it stopped,
 //! go to the manifest (`group_rounds`).
@@ -97,7 +98,9 @@ impl Orchestrator<'_> {
                 })
                 .collect();
             let base = &block[b].config.name;
-            if let Some(answer) = family::settled_at(&members, threshold, threshold, alpha_each) {
+            let most = self.manifest.looks.last().copied().unwrap_or(round) as usize;
+            let at = family::settled_at(&members, threshold, threshold, alpha_each, most);
+            if let Some(answer) = at {
                 stops.push((i, settled(&answer, members.len(), base, threshold, round)));
             }
         }
