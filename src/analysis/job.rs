@@ -214,10 +214,11 @@ fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32, divisor: usize) -> O
 }
 
 /// The interval of the job's per-round time: over the rounds every case of a side
-/// has, each round's job time the calls-weighed sum of its
-/// round medians; paired round by round within one run (over the rounds both sides
-/// ran; unpaired where too few rounds reach the level paired), unpaired between two. At 1 - 0.05 / `divisor`: the rank counts and looks
-/// it is one of, so that all hold together with 95 %.
+/// has, each round's job time the calls-weighed sum of its round medians; paired
+/// round by round within one run (over the rounds both sides ran; unpaired where too
+/// few rounds reach the level paired), unpaired between two. At 1 - 0.05 /
+/// `divisor`: the rank counts and looks it is one of, so that all hold together
+/// with 95 %.
 fn per_round_interval(
     matched: &[(u64, Timed, Timed)],
     paired: bool,

@@ -4,8 +4,8 @@
 //! the level the whole family will be decided at (its planned cases and looks), the
 //! pair settled when every case is decided, or when some case is beyond the noise
 //! band and no undecided one looks beyond it where the rounds left could show it
-//! (`family::settled_at`). A settled config stops: its cases are combined from the rounds they have.
-//! The baseline goes on while a config compared with it does, so that every pair
+//! (`family::settled_at`). A settled config stops: its cases are combined from the
+//! rounds they have. The baseline goes on while a config compared with it does, so that every pair
 //! keeps its rounds side by side. The rounds each group took, and why it stopped,
 //! go to the manifest (`group_rounds`).
 
