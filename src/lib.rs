@@ -76,9 +76,9 @@
 //! `remeasure`), and, without `--rounds`, measuring until settled: at each of the
 //! plan's looks `orchestrator::settle` compares every config with the baseline over
 //! the rounds so far (`analysis::family::settled_at`) and stops the settled ones,
-//! recording why in the manifest's `group_rounds`. The worker loop is `worker::run` (join, then size, time, check
-//! commands from `protocol::Command`, answered with `protocol::Event`); `merge` turns
-//! the ranks' batches into one case. `soak::run` is `soak`: each config's
+//! recording why in the manifest's `group_rounds`. The worker loop is `worker::run`
+//! (join, then size, time, check commands from `protocol::Command`, answered with
+//! `protocol::Event`); `merge` turns the ranks' batches into one case. `soak::run` is `soak`: each config's
 //! `orchestrator::soak` (batches binned into intervals, each written as it closes)
 //! while a thread reads `machine::counters` into counters.csv.
 //!

@@ -369,10 +369,20 @@ fn looks_keep_the_family_rate_whatever_stops_the_rounds() {
 
 /// Looks at `pairs` (each side's rounds, all of the most) as a sweep measuring until
 /// settled does, stopping by `stop`: the look it stopped at (its index; the last
-/// where none stopped it) and the family decided there.
+/// where none stopped it) and the family decided there at +-2 %.
 fn until_settled(
     pairs: &[(Vec<f64>, Vec<f64>)],
     at: &[u32],
+    stop: impl Fn(&[Member], f64) -> bool,
+) -> (usize, Family) {
+    until_settled_within(pairs, at, 0.02, stop)
+}
+
+/// [`until_settled`] with the family decided at the equivalence `margin`.
+fn until_settled_within(
+    pairs: &[(Vec<f64>, Vec<f64>)],
+    at: &[u32],
+    margin: f64,
     stop: impl Fn(&[Member], f64) -> bool,
 ) -> (usize, Family) {
     let k = pairs.len();
@@ -384,7 +394,7 @@ fn until_settled(
             .collect();
         let m = paired(&cut);
         if stop(&m, level) || i + 1 == at.len() {
-            return (i, decide(&m, 0.02, 0.02, FAMILY_ALPHA, at.len()));
+            return (i, decide(&m, 0.02, margin, FAMILY_ALPHA, at.len()));
         }
     }
     unreachable!("looks end at the most rounds")
@@ -497,13 +507,7 @@ fn equivalence_within_the_margin_needs_groups_closer_than_a_sixth_of_it() {
                 let pairs = rounds_of(&mut rng, 13, 9, 0.01, jitter, 0.003);
                 let stop =
                     |m: &[Member], level: f64| settled_at(m, 0.02, margin, level, 9).is_some();
-                let (look, _) = until_settled(&pairs, &at, stop);
-                let n = at[look] as usize;
-                let cut: Vec<(Vec<f64>, Vec<f64>)> = pairs
-                    .iter()
-                    .map(|(b, c)| (b[..n].to_vec(), c[..n].to_vec()))
-                    .collect();
-                let family = decide(&paired(&cut), 0.02, margin, FAMILY_ALPHA, at.len());
+                let (_, family) = until_settled_within(&pairs, &at, margin, stop);
                 family.answer == Answer::Equivalent
             })
             .count()
