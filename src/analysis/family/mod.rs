@@ -2,37 +2,42 @@
 //! cases at once: sizes x rank counts x collectives. Each case's own interval is at
 //! 95 %, so over 25 cases about one in twenty-five A/A pairs would show something
 //! somewhere by chance. The family makes the answer for all its cases together
-//! hold at a stated rate: every member's interval at 1 - 0.05 / K (Bonferroni over
-//! the K members), so that all K intervals cover their true changes together with
-//! at least 95 %, whatever the dependence between cases. Then, of the whole family:
+//! hold at a stated rate: all K intervals cover their true changes together with at
+//! least 95 %. Then, of the whole family:
 //!
 //! - **different**: some member's interval lies wholly beyond the threshold;
 //! - **equivalent**: every member's interval lies within +-margin, so the change is
 //!   at most the margin at every size measured;
 //! - **not settled**: neither; with an estimate of the rounds that would settle it
-//!   (intervals narrow as 1/sqrt(rounds), and the paired signed-rank interval needs
-//!   2^(1-n) <= alpha / K to exist at all).
+//!   (intervals narrow as 1/sqrt(rounds)).
 //!
-//! Two configs of one sweep are paired round by round (the signed-rank interval).
-//! Its most extreme outcome has probability 2^(1-n), so n rounds reach a family of
-//! at most about 2^(1-n) / 0.05 members (9 rounds: 12); a paired member whose rounds
-//! cannot reach the family's level is judged unpaired (the rank-sum interval, whose
-//! extreme is 2 / C(2n, n): 9 rounds reach 1,200 members). Unpaired intervals on
-//! paired rounds are wider, never narrower than they should be: what a round did to
-//! both sides makes the rank-sum statistic vary less than it assumes.
+//! The intervals hold together by relabelling whole rounds ([`joint`]): a process
+//! group slow at one size is slow at all of them, so the cases' intervals miss
+//! together, and the rounds' relabellings measure how much. Where the cases move as
+//! one, each interval is about its own 95 % one; where they move independently,
+//! about Bonferroni's 1 - 0.05 / K. Members are relabelled together where their
+//! rounds have the same counts and pairing; such blocks share the family's rate by
+//! their sizes. Two configs of one sweep are paired round by round and flipped
+//! (each round's two sides swapped) where the rounds have sign patterns enough; else
+//! the rounds are relabelled unpaired (which pooled rounds were the candidate's),
+//! wider, never narrower than they should be: what a round did to both sides makes
+//! the pooled rounds spread more than the pairs. A block too small to relabel (two
+//! runs of 3 rounds) falls back on each case's rank interval at 1 - 0.05 / K.
 //!
 //! Each member's outcome is the family's: [`Family::calls`] gives it per member, and
 //! the gates (`compare`'s exit, the SHM verdict, `check`) rest on it, not on each
-//! case's own 95 % interval.
+//! case's own 95 % interval. `check` (against a baseline's band) keeps Bonferroni
+//! over rank intervals of its medians ([`decide_bands`]).
 //!
 //! Members are the pairs compared over rounds with both sides trusted: a case of one
 //! round (a bootstrap over its iterations), one compared on means, and one set aside
-//! as noisy are not evidence for the family, and are counted apart. The intervals are
-//! the same rank intervals as each case's (`stats::rounds`), at the family's level.
+//! as noisy are not evidence for the family, and are counted apart.
 
 use serde::Serialize;
 
 use crate::stats::rounds::{median_interval_at, paired_shift_at, shift_at};
+
+mod joint;
 
 /// The family-wise error rate: the chance that any member's interval misses.
 pub const FAMILY_ALPHA: f64 = 0.05;
@@ -56,8 +61,14 @@ pub struct Family {
     /// The looks at the rounds the sweep planned (L: 1 for a fixed number of rounds;
     /// [`looks`]): each member's interval holds at every look at once.
     pub looks: usize,
-    /// Each member's interval level, 1 - alpha / (K L).
+    /// Each member's interval level (the lowest, where they differ): 1 - alpha /
+    /// (K L) where the cases move independently, up to 1 - alpha / L where they move
+    /// as one ([`joint`]: relabelling whole rounds).
     pub per_case: f64,
+    /// Whether every bounded member's interval has that level.
+    pub per_case_alike: bool,
+    /// The level Bonferroni alone would give each, 1 - alpha / (K L).
+    pub bonferroni: f64,
     /// Members whose rounds reach that level (the rest have no family interval).
     pub bounded: usize,
     /// The largest slowdown and the largest speedup any member's family interval
@@ -132,15 +143,25 @@ pub fn decide(
     family_alpha: f64,
     looks: usize,
 ) -> Family {
-    let alpha = family_alpha / (members.len().max(1) * looks.max(1)) as f64;
-    let (calls, intervals) = call_each(members, threshold, margin, alpha);
-    let rounds = rounds_to_settle(&intervals, alpha, threshold, margin);
-    conclude(calls, family_alpha, looks, threshold, margin, rounds)
+    let alpha = family_alpha / looks.max(1) as f64;
+    let (calls, judged) = call_each(members, threshold, margin, alpha);
+    let rounds = rounds_to_settle(&judged, threshold, margin);
+    let levels: Vec<f64> = judged.iter().map(|j| j.level).collect();
+    conclude(
+        calls,
+        &levels,
+        family_alpha,
+        looks,
+        threshold,
+        margin,
+        rounds,
+    )
 }
 
 /// Whether a sweep measuring until settled may stop at this look, and the family's
-/// answer if so, each member's interval at 1 - `alpha_each` (the level the whole
-/// family will be decided at: its planned members and looks, not only those so far).
+/// answer if so, `alpha` the chance that some member's interval misses at this look
+/// (these members' share of the whole family's rate over its looks: the family
+/// will be decided over its planned members and looks, not only those so far).
 /// `None`: measure on. The pair is settled when every member is decided (beyond the
 /// noise band either way, or within +-`margin`), or when some member is beyond the
 /// band and no undecided one is pending: one whose estimate lies beyond the band and
@@ -152,19 +173,19 @@ pub fn settled_at(
     members: &[Member],
     threshold: f64,
     margin: f64,
-    alpha_each: f64,
+    alpha: f64,
     most: usize,
 ) -> Option<Answer> {
-    let (calls, intervals) = call_each(members, threshold, margin, alpha_each);
-    let pending = calls.iter().zip(&intervals).any(|(call, &(n, estimate))| {
+    let (calls, judged) = call_each(members, threshold, margin, alpha);
+    let pending = calls.iter().zip(&judged).any(|(call, j)| {
         call.side == CallSide::NotSettled
-            && estimate.is_none_or(|e| {
+            && j.estimate.is_none_or(|e| {
                 e.0.abs() > threshold
-                    && rounds_to_settle(&[(n, Some(e))], alpha_each, threshold, margin)
-                        .is_some_and(|r| r <= most)
+                    && rounds_to_settle(&[*j], threshold, margin).is_some_and(|r| r <= most)
             })
     });
-    let answer = conclude(calls, alpha_each, 1, threshold, margin, None).answer;
+    let levels: Vec<f64> = judged.iter().map(|j| j.level).collect();
+    let answer = conclude(calls, &levels, alpha, 1, threshold, margin, None).answer;
     match answer {
         Answer::NotSettled { .. } => None,
         Answer::Different { .. } if pending => None,
@@ -172,49 +193,104 @@ pub fn settled_at(
     }
 }
 
-/// Each member's call and estimate at 1 - `alpha`: paired where its rounds reach
-/// that level, else unpaired.
+/// What a member's rounds give: their count, the estimate and interval (None where
+/// the rounds reach no interval at the level), and the two-sided level of the
+/// interval (the level it would have had, where it has none).
+#[derive(Debug, Clone, Copy)]
+struct Judged {
+    rounds: usize,
+    estimate: Option<Estimate>,
+    level: f64,
+}
+
+/// Each member's call at the family rate `alpha` (the chance that some member's
+/// interval misses, at this look). Members whose rounds have the same counts and
+/// pairing are relabelled together ([`joint`]), each such block given its share of
+/// `alpha` by its size: paired where its rounds reach the block's level, else
+/// unpaired. A block relabelling cannot help is decided at 1 - `alpha` / K.
 fn call_each(
     members: &[Member],
     threshold: f64,
     margin: f64,
     alpha: f64,
-) -> (Vec<Call>, Vec<(usize, Option<Estimate>)>) {
-    let mut unpaired = vec![false; members.len()];
-    let intervals: Vec<(usize, Option<Estimate>)> = members
+) -> (Vec<Call>, Vec<Judged>) {
+    let k = members.len().max(1) as f64;
+    let bonferroni = alpha / k;
+    let valid = |v: &[f64]| !v.is_empty() && v.iter().all(|x| x.is_finite() && *x > 0.0);
+    let mut judged: Vec<Judged> = members
         .iter()
-        .zip(unpaired.iter_mut())
-        .map(|(m, unpaired)| {
-            let rounds = m.base.len().min(m.cand.len());
-            let estimate = |s: crate::stats::rounds::Shift| (s.change, s.ci.0, s.ci.1);
-            let ci = if m.base == m.cand {
-                Some((0.0, 0.0, 0.0))
-            } else if m.paired {
-                paired_shift_at(m.base, m.cand, alpha)
-                    .map(estimate)
-                    .or_else(|| {
-                        let s = shift_at(m.base, m.cand, alpha).map(estimate);
-                        *unpaired = s.is_some();
-                        s
-                    })
-            } else {
-                shift_at(m.base, m.cand, alpha).map(estimate)
-            };
-            (rounds, ci)
+        .map(|m| Judged {
+            rounds: m.base.len().min(m.cand.len()),
+            estimate: (m.base == m.cand).then_some((0.0, 0.0, 0.0)),
+            level: bonferroni,
         })
         .collect();
-    let calls: Vec<Call> = intervals
+    let mut unpaired = vec![false; members.len()];
+    let mut blocks: std::collections::BTreeMap<(bool, usize, usize), Vec<usize>> =
+        Default::default();
+    for (i, m) in members.iter().enumerate() {
+        if m.base != m.cand && valid(m.base) && valid(m.cand) {
+            let paired = m.paired && m.base.len() == m.cand.len();
+            let key = (paired, m.base.len(), m.cand.len());
+            blocks.entry(key).or_default().push(i);
+        }
+    }
+    let shift = |s: crate::stats::rounds::Shift| (s.change, s.ci.0, s.ci.1);
+    for ((paired, _, _), block) in blocks {
+        let share = alpha * block.len() as f64 / k;
+        let sides: Vec<(&[f64], &[f64])> = block
+            .iter()
+            .map(|&i| (members[i].base, members[i].cand))
+            .collect();
+        // A member alone has nothing to move with: its own rank interval.
+        let alone = block.len() == 1;
+        let flipped = if paired && !alone {
+            joint::paired(&sides, share)
+        } else {
+            None
+        };
+        let judged_unpaired = paired && flipped.is_none();
+        let relabelled = flipped.or_else(|| (!alone).then(|| joint::unpaired(&sides, share))?);
+        if let Some((intervals, level)) = relabelled {
+            for (&i, interval) in block.iter().zip(intervals) {
+                // Without an interval, the level it would need stays Bonferroni's.
+                if interval.is_some() {
+                    judged[i].level = level;
+                }
+                unpaired[i] = judged_unpaired && interval.is_some();
+                judged[i].estimate = interval;
+            }
+            continue;
+        }
+        // Alone, or too few rounds to relabel: each member's rank interval at 1 -
+        // alpha / K.
+        for &i in &block {
+            let m = &members[i];
+            let mut estimate = None;
+            if paired {
+                estimate = paired_shift_at(m.base, m.cand, bonferroni).map(shift);
+            }
+            if estimate.is_none() {
+                estimate = shift_at(m.base, m.cand, bonferroni).map(shift);
+                unpaired[i] = paired && estimate.is_some();
+            }
+            judged[i].estimate = estimate;
+        }
+    }
+    let calls: Vec<Call> = judged
         .iter()
         .zip(&unpaired)
-        .map(|(&(_, ci), &u)| Call::of(ci.map(|c| (c.1, c.2)), u, threshold, margin))
+        .map(|(j, &u)| Call::of(j.estimate.map(|c| (c.1, c.2)), u, threshold, margin))
         .collect();
-    (calls, intervals)
+    (calls, judged)
 }
 
-/// The family's answer from its members' calls; `rounds`: the estimate of rounds
-/// that would settle it, said when it is not settled.
+/// The family's answer from its members' calls and their intervals' two-sided
+/// `levels`; `rounds`: the estimate of rounds that would settle it, said when it is
+/// not settled.
 fn conclude(
     calls: Vec<Call>,
+    levels: &[f64],
     family_alpha: f64,
     looks: usize,
     threshold: f64,
@@ -234,11 +310,17 @@ fn conclude(
         Answer::NotSettled { rounds }
     };
     let bounds: Vec<(f64, f64)> = calls.iter().filter_map(|c| c.ci).collect();
+    let bonferroni = family_alpha / (k.max(1) * looks.max(1)) as f64;
+    let bounded_levels = || calls.iter().zip(levels).filter(|(c, _)| c.ci.is_some());
+    let widest = bounded_levels().map(|(_, &l)| l).reduce(f64::max);
+    let narrowest = bounded_levels().map(|(_, &l)| l).reduce(f64::min);
     Family {
         cases: k,
         alpha: family_alpha,
         looks: looks.max(1),
-        per_case: 1.0 - family_alpha / (k.max(1) * looks.max(1)) as f64,
+        per_case: 1.0 - widest.unwrap_or(bonferroni),
+        per_case_alike: widest == narrowest,
+        bonferroni: 1.0 - bonferroni,
         bounded: bounds.len(),
         most_slower: bounds.iter().map(|ci| ci.1).reduce(f64::max),
         most_faster: bounds.iter().map(|ci| ci.0).reduce(f64::min),
@@ -250,23 +332,20 @@ fn conclude(
 }
 
 /// Rounds a side that would settle every unsettled member: at least the fewest whose
-/// signed-rank interval reaches 1 - `alpha` (2^(1-n) <= alpha), and for a member with
-/// an interval, its rounds times (its half-width / the room it has)^2, the room
+/// signed-rank (2^(1-n)) or rank-sum interval reaches its level, and for a member
+/// with an interval, its rounds times (its half-width / the room it has)^2, the room
 /// being the distance from its estimate to the margin (to show equivalence) or to
 /// the threshold (to show a difference), whichever is larger; [`MOST_ROUNDS`] + 1
 /// stands for "more than that". `None` where no unsettled member has a finite
 /// interval to scale from.
-fn rounds_to_settle(
-    intervals: &[(usize, Option<Estimate>)],
-    alpha: f64,
-    threshold: f64,
-    margin: f64,
-) -> Option<usize> {
-    // A paired member that cannot reach the level is judged unpaired (`decide`).
-    let fewest = fewest_rounds(alpha).min(fewest_unpaired(alpha));
+fn rounds_to_settle(judged: &[Judged], threshold: f64, margin: f64) -> Option<usize> {
     let mut most: Option<usize> = None;
-    for &(n, ci) in intervals {
-        let needed = match ci {
+    for j in judged {
+        // A paired member that cannot reach the level is judged unpaired (`decide`).
+        let level = j.level.max(f64::MIN_POSITIVE);
+        let fewest = fewest_rounds(level).min(fewest_unpaired(level));
+        let n = j.rounds;
+        let needed = match j.estimate {
             None => Some(fewest.max(n + 1)),
             Some((change, lo, hi)) => {
                 let settled = lo > threshold || hi < -threshold || (lo >= -margin && hi <= margin);
@@ -314,8 +393,22 @@ impl Family {
         } else {
             String::new()
         };
+        let or_more = if self.per_case_alike { "" } else { " or more" };
+        // Relabelling whole rounds showed the cases moving together: say what
+        // Bonferroni alone would have asked.
+        let joint = if self.bonferroni - self.per_case > 5e-5 {
+            let bonferroni = (2..8)
+                .map(|d| format!("{:.d$}", self.bonferroni * 100.0))
+                .find(|t| !t.starts_with("100"))
+                .unwrap_or_else(|| format!("{:.8}", self.bonferroni * 100.0));
+            format!(
+                ", not the {bonferroni}% that Bonferroni asks, as relabelling whole rounds shows the cases moving together"
+            )
+        } else {
+            String::new()
+        };
         let family = format!(
-            "{} cases decided together, each interval at {each}% so that all hold at once{looks} with at least {level}%",
+            "{} cases decided together, each interval at {each}%{or_more} so that all hold at once{looks} with at least {level}%{joint}",
             self.cases,
         );
         match &self.answer {
@@ -415,7 +508,16 @@ pub fn decide_bands(
         .iter()
         .any(|c| c.ci.is_none())
         .then(|| fewest_rounds(alpha));
-    conclude(calls, family_alpha, looks, threshold, margin, rounds)
+    let levels = vec![alpha; calls.len()];
+    conclude(
+        calls,
+        &levels,
+        family_alpha,
+        looks,
+        threshold,
+        margin,
+        rounds,
+    )
 }
 
 /// Rounds a sweep measuring until settled takes before its first look: the first

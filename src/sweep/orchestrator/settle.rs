@@ -1,7 +1,7 @@
 //! Measuring until settled. At each look (`analysis::family::looks`), every config
 //! of a rank count is compared with the block's baseline config (`default`, else the
-//! first), collective by collective, over the rounds so far: each case's interval at
-//! the level the whole family will be decided at (its planned cases and looks), the
+//! first), collective by collective, over the rounds so far: its cases' intervals
+//! together at their share of the family's rate (its planned cases and looks), the
 //! pair settled when every case is decided, or when some case is beyond the noise
 //! band and no undecided one looks beyond it where the rounds left could show it
 //! (`family::settled_at`). A settled config stops: its cases are combined from the
@@ -72,7 +72,10 @@ impl Orchestrator<'_> {
     ) -> Result<()> {
         let partners = partners(block);
         let looks = self.manifest.looks.len().max(1);
-        let alpha_each = family::FAMILY_ALPHA / (family.max(1) * looks) as f64;
+        // Each pair's cases get their share of the family's rate at each look.
+        let share = |cases: usize| {
+            family::FAMILY_ALPHA * cases as f64 / (family.max(cases).max(1) * looks) as f64
+        };
         let threshold = crate::stats::compare::DEFAULT_THRESHOLD;
         let mut stops: Vec<(usize, String)> = Vec::new();
         for (i, g) in block.iter().enumerate() {
@@ -99,7 +102,8 @@ impl Orchestrator<'_> {
                 .collect();
             let base = &block[b].config.name;
             let most = self.manifest.looks.last().copied().unwrap_or(round) as usize;
-            let at = family::settled_at(&members, threshold, threshold, alpha_each, most);
+            let alpha = share(members.len());
+            let at = family::settled_at(&members, threshold, threshold, alpha, most);
             if let Some(answer) = at {
                 stops.push((i, settled(&answer, members.len(), base, threshold, round)));
             }
