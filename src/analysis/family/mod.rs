@@ -21,8 +21,9 @@
 //! (each round's two sides swapped) where the rounds have sign patterns enough; else
 //! the rounds are relabelled unpaired (which pooled rounds were the candidate's),
 //! wider, never narrower than they should be: what a round did to both sides makes
-//! the pooled rounds spread more than the pairs. A block too small to relabel (two
-//! runs of 3 rounds) falls back on each case's rank interval at 1 - 0.05 / K.
+//! the pooled rounds spread more than the pairs. A member alone in its block, or a
+//! block too small to relabel (two runs of 3 rounds), keeps its own rank interval
+//! (`stats::rounds`) at 1 - 0.05 / K.
 //!
 //! Each member's outcome is the family's: [`Family::calls`] gives it per member, and
 //! the gates (`compare`'s exit, the SHM verdict, `check`) rest on it, not on each
