@@ -207,17 +207,20 @@ fn identical_configs_are_equivalent_and_a_slower_one_is_different() {
 #[test]
 fn too_few_rounds_for_the_family_say_how_many_would_do() {
     let mut rng = SplitMix64::new(11, 0);
-    // Nine rounds (NCCL's default) flip: their 512 sign patterns hold 25 beyond 5 %.
-    let f = family_of(&noisy_pairs(&mut rng, 25, 9, 0.01));
+    // Twelve rounds flip: their 4,096 sign patterns hold 205 beyond 5 %.
+    let f = family_of(&noisy_pairs(&mut rng, 25, 12, 0.01));
     assert_eq!(f.bounded, 25);
     assert!(
         f.calls.iter().all(|c| !c.unpaired && c.ci.is_some()),
         "{f:?}"
     );
-    // Six rounds do not (64 patterns): relabelled unpaired, which 924 ways do.
-    let f = family_of(&noisy_pairs(&mut rng, 25, 6, 0.01));
-    assert_eq!(f.bounded, 25);
-    assert!(f.calls.iter().all(|c| c.unpaired), "{f:?}");
+    // Nine (NCCL's default) and six do not (25.6 and 3.2, fewer than 50): relabelled
+    // unpaired, which 48,620 and 924 ways do.
+    for n in [9, 6] {
+        let f = family_of(&noisy_pairs(&mut rng, 25, n, 0.01));
+        assert_eq!(f.bounded, 25);
+        assert!(f.calls.iter().all(|c| c.unpaired), "{f:?}");
+    }
     // Three rounds reach nothing (the measured labelling and its mirror are 2 of 20
     // ways): no interval, and the rounds that would give one whatever the cases'
     // dependence (Bonferroni's).
@@ -473,7 +476,7 @@ fn a_large_difference_settles_at_the_first_look() {
 /// whole rounds sees the sizes move together: the sweep's rule finds nearly every
 /// case. Each case's rank interval at Bonferroni's 1 - 0.05 / (13 x 2), after all 9
 /// rounds, finds far fewer; so does stopping at the first look where some case is
-/// shown (seeded: 97.8 % of cases, against 88.6 % and 95.6 %).
+/// shown (seeded: 99.5 % of cases, against 88.6 % and 96.3 %).
 #[test]
 fn cases_that_move_together_are_found_together() {
     let mut rng = SplitMix64::new(7, 44);
@@ -501,7 +504,7 @@ fn cases_that_move_together_are_found_together() {
             .count();
     }
     let cases = 200 * 13;
-    assert!(found * 100 >= cases * 95, "{found} of {cases} found");
+    assert!(found * 100 >= cases * 97, "{found} of {cases} found");
     assert!(
         bonferroni * 100 <= cases * 90,
         "{bonferroni} of {cases} by Bonferroni"
@@ -514,11 +517,12 @@ fn cases_that_move_together_are_found_together() {
 
 /// What the equivalence margin asks of the rounds: a config 1 % slower, 13 sizes,
 /// looked at until settled up to 9 rounds. Shown within +-3 % in nearly every
-/// family where process groups are 0.5 % apart; never within +-2 % where they are
-/// 1 % apart, as an interval at 1 - 0.05 / (13 x 2) over at most 9 rounds is too
-/// wide. README's statistics say so, for the default margin.
+/// family where process groups are 0.5 % apart; within +-2 % in few where they are
+/// 1 % apart (seeded: 7 of 100; 47 where they are 0.3 % apart, none at 3 %), as the
+/// intervals over at most 9 rounds are too wide. README's statistics say so, for
+/// the default margin.
 #[test]
-fn equivalence_within_the_margin_needs_groups_closer_than_a_sixth_of_it() {
+fn equivalence_within_the_margin_needs_groups_far_closer_than_it() {
     let mut rng = SplitMix64::new(11, 5);
     let at = looks(9, 13, FAMILY_ALPHA);
     let mut equivalent = |jitter: f64, margin: f64| {
@@ -535,7 +539,7 @@ fn equivalence_within_the_margin_needs_groups_closer_than_a_sixth_of_it() {
     let close = equivalent(0.005, 0.03);
     assert!(close >= 90, "{close} of 100 within 3 %");
     let apart = equivalent(0.01, 0.02);
-    assert!(apart <= 5, "{apart} of 100 within 2 %");
+    assert!(apart <= 15, "{apart} of 100 within 2 %");
 }
 
 /// A case that looks beyond the band but is far too noisy to be shown by the most

@@ -39,9 +39,12 @@ pub const MOST_RELABELLINGS: usize = 4_000;
 const BISECTIONS: usize = 18;
 
 /// Paired rounds are flipped only where their 2^n sign patterns hold at least this
-/// many beyond the level (alpha 2^n): with fewer, the p-values are too coarse and
-/// the intervals needlessly wide; the rounds are then relabelled unpaired.
-const FEWEST_BEYOND: f64 = 10.0;
+/// many beyond the level (alpha 2^n: 11 rounds at 2.5 %, 12 at 1.25 %); with fewer,
+/// the flips' p-values are coarse and their n - 1 degrees of freedom few against the
+/// unpaired relabelling's 2n - 2, and the rounds are relabelled unpaired. In a model
+/// of the simulated GPUs' bench (`cases_that_move_together_are_found_together`),
+/// flipping from 9 rounds on found 97.8 % of a 10 % slowdown, from 11 on 99.5 %.
+const FEWEST_BEYOND: f64 = 50.0;
 
 /// Members' rounds: (base, candidate), positive and finite, one count per side.
 pub(super) type Sides<'a> = [(&'a [f64], &'a [f64])];
