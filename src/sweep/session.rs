@@ -488,12 +488,22 @@ pub(crate) fn host_warnings(settings: &SweepSettings, max_ranks: u32) -> Vec<Str
             c.name
         ));
     }
-    for c in &settings.configs {
+    out.extend(unmodelled(&settings.configs));
+    out
+}
+
+/// The configs whose NCCL variables the host backend does not model (its own test
+/// faults it does).
+fn unmodelled(configs: &[TransportConfig]) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in configs {
         let ignored: Vec<&str> = c
             .env
             .keys()
             .map(String::as_str)
-            .filter(|k| k.starts_with("NCCL_") && !HOST_MODELLED.contains(k))
+            .filter(|k| {
+                k.starts_with("NCCL_") && !HOST_MODELLED.contains(k) && *k != super::fault::ENV
+            })
             .collect();
         if !ignored.is_empty() {
             out.push(format!(
@@ -521,5 +531,30 @@ mod tests {
         let w = inherited_warnings(&default_configs(), env.into_iter());
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("NCCL_SHM_DISABLE=1 is set in the environment and applies to config(s) default, p2p-off "), "{}", w[0]);
+    }
+
+    /// A GPU-side variable is called out; the host's own slowdown fault, which its
+    /// workers apply, is not.
+    #[test]
+    fn the_host_names_the_variables_it_does_not_model() {
+        let config = |name: &str, env: &[(&str, &str)]| TransportConfig {
+            name: name.to_string(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        let w = unmodelled(&[
+            config("slow", &[("NCCL_BENCH_FAULT", "slow:pct=10")]),
+            config(
+                "p2p-level",
+                &[("NCCL_P2P_LEVEL", "NVL"), ("NCCL_SHM_DISABLE", "1")],
+            ),
+        ]);
+        assert_eq!(
+            w,
+            ["config 'p2p-level': the host backend does not model NCCL_P2P_LEVEL (GPU-side settings); it measures the same transport as without them"]
+        );
     }
 }

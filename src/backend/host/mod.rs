@@ -9,6 +9,7 @@ pub mod ceiling;
 pub mod collectives;
 pub mod ring;
 pub mod shm;
+mod slowdown;
 pub mod stream;
 pub mod tcp;
 pub mod wait;
@@ -22,6 +23,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use self::bootstrap::{connect_with_retry, Bootstrap, BootstrapRoot, UniqueId};
 use self::ring::{Receiver, Ring, Sender, StoreChoice, Stores};
 use self::shm::{segment_bytes, Segment, ShmReceiver, ShmSender, SLOTS};
+use self::slowdown::Slowdown;
 use self::tcp::{TcpReceiver, TcpSender};
 use self::wait::WaitPolicy;
 use super::buffer::AlignedBuf;
@@ -63,7 +65,7 @@ pub struct HostOptions {
     /// Test-only fault: hang once the receive segment exists, before its unlink.
     pub hang_with_segment: bool,
     /// Test-only fault: every timed all-reduce takes this fraction longer (the rank
-    /// spins for it after each), a known slowdown for the statistics to find.
+    /// spins for it in each timed step), a known slowdown for the statistics to find.
     pub slowdown: f64,
     /// Pin each rank to its own CPU when there are enough (processes, not threads).
     pub pin_cpus: bool,
@@ -220,7 +222,7 @@ pub struct HostComm {
     nranks: u32,
     transport: &'static str,
     corrupt: bool,
-    slowdown: f64,
+    slowdown: Option<Slowdown>,
     detail: String,
 }
 
@@ -397,7 +399,7 @@ impl HostComm {
             nranks,
             transport,
             corrupt: opts.corrupt,
-            slowdown: opts.slowdown,
+            slowdown: Slowdown::new(opts.slowdown),
             detail: format!(
                 "{transport}, {}{}",
                 match cpu {
@@ -533,21 +535,25 @@ impl Communicator for HostComm {
 
     fn timed_batch(&mut self, bytes: usize, every: usize, durations: &mut [u64]) -> Result<()> {
         self.check_len(bytes)?;
+        let first = Instant::now();
         self.operate(bytes)?;
         let mut last = Instant::now();
+        // A slowdown spins before each step's clock read, for its fraction of the
+        // step before (of the untimed all-reduce, first): a short spin adds no clock
+        // read of its own (`slowdown`).
+        let mut per_op = last.duration_since(first);
         for step in durations.chunks_mut(every.max(1)) {
             for _ in 0..step.len() {
-                let start = Instant::now();
                 self.operate(bytes)?;
-                if self.slowdown > 0.0 {
-                    let until = Instant::now() + start.elapsed().mul_f64(self.slowdown);
-                    while Instant::now() < until {
-                        std::hint::spin_loop();
-                    }
-                }
             }
+            let spun = match &self.slowdown {
+                Some(s) => s.spin(per_op * step.len() as u32),
+                None => Duration::ZERO,
+            };
             let now = Instant::now();
-            crate::backend::spread(now.duration_since(last).as_nanos() as u64, step);
+            let took = now.duration_since(last);
+            per_op = took.saturating_sub(spun) / step.len() as u32;
+            crate::backend::spread(took.as_nanos() as u64, step);
             last = now;
         }
         Ok(())
