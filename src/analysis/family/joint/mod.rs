@@ -309,7 +309,9 @@ fn invert(members: &[Relabelled], slopes: &[f64], alpha: f64, drawn: bool) -> In
                 .count()
         })
         .sum();
-    let level = beyond as f64 / (count * members.len().max(1)) as f64;
+    // None beyond is below what the relabellings can resolve: said as one, so that
+    // the level stated is one the intervals have at least (not 100 %).
+    let level = beyond.max(1) as f64 / (count * members.len().max(1)) as f64;
     (intervals, level)
 }
 
