@@ -7,7 +7,8 @@
 //!   `slow` must find the slowdown at 64 KiB and above (the detection rate);
 //! - consecutive identical runs: sweeps of `default` one after the other; `compare`
 //!   of each pair must not exit 1, and `history` over them must find no step and no
-//!   one-off.
+//!   one-off; `check` of each later run against a baseline of the first 3 (what
+//!   `compare` of two runs points to for run-to-run variation) must not exit 1.
 //!
 //! - equivalence: a config 1 % slower (`slight`) must be declared equivalent within
 //!   the 2 % margin over its family (goal: in at least 80 % of sweeps);
@@ -36,12 +37,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use nccl_bench::analysis::baseline;
 use nccl_bench::analysis::compare::{compare, CompareOptions, CompareReport, Outcome, Side};
 use nccl_bench::analysis::family::Answer;
 use nccl_bench::analysis::history::{self, Options, DEFAULT_SIZES, DEFAULT_WINDOW};
 use nccl_bench::analysis::verdict::{self, Verdict};
 use nccl_bench::export::reader::RunData;
 use nccl_bench::stats::compare::{DEFAULT_RESAMPLES, DEFAULT_THRESHOLD};
+
+/// Runs a baseline is built from, of the consecutive runs; `check` needs 3 or more.
+const BASELINE_RUNS: usize = 3;
+/// `check --threshold`'s default.
+const CHECK_THRESHOLD: f64 = 0.05;
 
 fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nccl-bench"))
@@ -211,6 +218,10 @@ struct Rates {
     pair_exits: usize,
     pair_cases: usize,
     pair_flagged: usize,
+    checks: usize,
+    check_exits: usize,
+    check_cases: usize,
+    check_failed: usize,
     steps: usize,
     one_offs: usize,
     series: usize,
@@ -338,6 +349,19 @@ fn measure(s: &Settings, rounds: Option<u32>, scratch: &Path) -> Rates {
         rates.pair_cases += r.rows.len();
         rates.pair_flagged += flagged(&r);
     }
+    // `check` of each later run against a baseline of the first three, at check's
+    // default threshold (5 %).
+    if runs.len() > BASELINE_RUNS {
+        let base = baseline::build(&runs[..BASELINE_RUNS], "bench".into())
+            .expect("a baseline of the first runs");
+        for run in &runs[BASELINE_RUNS..] {
+            let r = baseline::check(&base, run, CHECK_THRESHOLD).expect("the runs check");
+            rates.checks += 1;
+            rates.check_exits += usize::from(r.failures() > 0);
+            rates.check_cases += r.cases.len();
+            rates.check_failed += r.failures();
+        }
+    }
     let h = history::build(
         &runs,
         &Options {
@@ -431,6 +455,16 @@ fn main() {
     line(
         "consecutive identical runs: cases flagged",
         &|r| pct(r.pair_flagged, r.pair_cases),
+        "<= 5 %",
+    );
+    line(
+        "identical runs: `check` against a baseline of 3, exiting 1",
+        &|r| pct(r.check_exits, r.checks),
+        "<= 5 %",
+    );
+    line(
+        "identical runs: `check` against a baseline of 3, cases failed",
+        &|r| pct(r.check_failed, r.check_cases),
         "<= 5 %",
     );
     line(
