@@ -229,13 +229,12 @@ pub struct MeasureArgs {
 
     /// Process groups per config and rank count, interleaved: 1, or 6 and more.
     /// Without it, measure until settled: after the first look (about 6 to 8 rounds)
-    /// only configs not yet settled against the baseline go on, up to --max-rounds;
-    /// -n is per round
+    /// only configs not yet settled against the baseline, and not too far from it to
+    /// settle, go on, up to --max-rounds; -n is per round
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: Option<u32>,
 
-    /// The most rounds measuring until settled takes [default: 15 on the host
-    /// backend, 9 with NCCL]
+    /// The most rounds measuring until settled takes [default: 15]
     #[arg(long = "max-rounds", value_name = "N", conflicts_with = "rounds", value_parser = clap::value_parser!(u32).range(6..=1000))]
     pub max_rounds: Option<u32>,
 

@@ -205,13 +205,13 @@ impl Plan {
     /// rounds (`--rounds`). The family each look decides for is a config pair's
     /// cases over every rank count and collective, as the report's verdict and
     /// `compare --config-a/--config-b` decide them.
-    pub fn looks(&self, settings: &SweepSettings, host_backend: bool) -> Vec<u32> {
+    pub fn looks(&self, settings: &SweepSettings) -> Vec<u32> {
         if !settings.until_settled() {
             return Vec::new();
         }
         let family_alpha = crate::analysis::family::FAMILY_ALPHA;
         let cases = self.pair_cases();
-        crate::analysis::family::looks(settings.rounds_for(host_backend), cases, family_alpha)
+        crate::analysis::family::looks(settings.rounds(), cases, family_alpha)
     }
 
     /// The cases of a pair of configs, over every rank count and collective (the

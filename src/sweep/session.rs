@@ -112,11 +112,7 @@ pub fn run(
     };
     println!(
         "{}",
-        plan.describe(
-            settings.rounds_for(backend.name == "host"),
-            &manifest.looks,
-            max_time
-        )
+        plan.describe(settings.rounds(), &manifest.looks, max_time)
     );
     if let Some(c) = &manifest.ceilings {
         println!("{}", ceilings_line(c));
@@ -372,8 +368,8 @@ pub(crate) fn manifest(
         root: settings.root,
         sizes_not_run: Vec::new(),
         iterations: settings.iterations,
-        rounds: settings.rounds_for(backend.name == "host"),
-        looks: Plan::new(settings).looks(settings, backend.name == "host"),
+        rounds: settings.rounds(),
+        looks: Plan::new(settings).looks(settings),
         group_rounds: Vec::new(),
         warmup_iters: settings.warmup,
         graph_iters: settings.graph,

@@ -39,6 +39,9 @@ use serde::Serialize;
 use crate::stats::rounds::{median_interval_at, paired_shift_at, shift_at};
 
 mod joint;
+mod settle;
+
+pub use settle::{looks, settled_at, FIRST_LOOK, FUTILITY};
 
 /// The family-wise error rate: the chance that any member's interval misses.
 pub const FAMILY_ALPHA: f64 = 0.05;
@@ -157,41 +160,6 @@ pub fn decide(
         margin,
         rounds,
     )
-}
-
-/// Whether a sweep measuring until settled may stop at this look, and the family's
-/// answer if so, `alpha` the chance that some member's interval misses at this look
-/// (these members' share of the whole family's rate over its looks: the family
-/// will be decided over its planned members and looks, not only those so far).
-/// `None`: measure on. The pair is settled when every member is decided (beyond the
-/// noise band either way, or within +-`margin`), or when some member is beyond the
-/// band and no undecided one is pending: one whose estimate lies beyond the band and
-/// whose interval, narrowing as 1/sqrt(rounds), would clear the band within `most`
-/// rounds. So a difference is found at every case the rounds left can show it at,
-/// not only at the first, and a case too noisy to show by then does not hold the
-/// rounds going.
-pub fn settled_at(
-    members: &[Member],
-    threshold: f64,
-    margin: f64,
-    alpha: f64,
-    most: usize,
-) -> Option<Answer> {
-    let (calls, judged) = call_each(members, threshold, margin, alpha);
-    let pending = calls.iter().zip(&judged).any(|(call, j)| {
-        call.side == CallSide::NotSettled
-            && j.estimate.is_none_or(|e| {
-                e.0.abs() > threshold
-                    && rounds_to_settle(&[*j], threshold, margin).is_some_and(|r| r <= most)
-            })
-    });
-    let levels: Vec<f64> = judged.iter().map(|j| j.level).collect();
-    let answer = conclude(calls, &levels, alpha, 1, threshold, margin, None).answer;
-    match answer {
-        Answer::NotSettled { .. } => None,
-        Answer::Different { .. } if pending => None,
-        answer => Some(answer),
-    }
 }
 
 /// What a member's rounds give: their count, the estimate and interval (None where
@@ -519,42 +487,6 @@ pub fn decide_bands(
         margin,
         rounds,
     )
-}
-
-/// Rounds a sweep measuring until settled takes before its first look: the first
-/// six give every case a 95 % interval of its own.
-pub const FIRST_LOOK: u32 = 6;
-
-/// The rounds at which a sweep measuring until settled looks (its last is
-/// `max_rounds`), for a family of `cases` members at rate `family_alpha`. Each look
-/// decides at 1 - alpha / (K L), L the number of looks, so that every interval at
-/// every look holds at once (Bonferroni over the looks: the repeated confidence
-/// intervals of Jennison and Turnbull, valid whatever rule stops the rounds). The
-/// first look is at the fewest rounds whose unpaired interval reaches that level (at
-/// least [`FIRST_LOOK`]), the next ones about 30 % further apart each. A single look
-/// at `max_rounds` when the first would come no earlier.
-pub fn looks(max_rounds: u32, cases: usize, family_alpha: f64) -> Vec<u32> {
-    for planned in 1..=max_rounds.max(1) as usize {
-        let alpha = family_alpha / (cases.max(1) * planned) as f64;
-        let first = (fewest_unpaired(alpha) as u32).max(FIRST_LOOK);
-        if first + 1 >= max_rounds {
-            return vec![max_rounds];
-        }
-        let mut at = vec![first];
-        while let Some(&last) = at.last().filter(|&&l| l < max_rounds) {
-            let next = (last + 2).max((f64::from(last) * 1.3).ceil() as u32);
-            at.push(if next + 1 >= max_rounds {
-                max_rounds
-            } else {
-                next
-            });
-        }
-        // Fewer looks than planned only makes each one's level stricter than needed.
-        if at.len() <= planned {
-            return at;
-        }
-    }
-    vec![max_rounds]
 }
 
 /// Estimates of the rounds needed stop here (the estimate says "more than this").

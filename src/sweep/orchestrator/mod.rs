@@ -372,9 +372,9 @@ impl Orchestrator<'_> {
         Ok(false)
     }
 
-    /// The sweep's rounds: `--rounds`, else the backend's default.
+    /// The sweep's rounds: `--rounds`, else the most measuring until settled takes.
     pub(super) fn rounds(&self) -> u32 {
-        self.settings.rounds_for(self.backend == "host")
+        self.settings.rounds()
     }
 
     fn key(&self, group: &Group, bytes: u64) -> CaseKey {

@@ -4,7 +4,8 @@
 //! together at their share of the family's rate (its planned cases and looks), the
 //! pair settled when every case is decided, or when some case is beyond the noise
 //! band and no undecided one looks beyond it where the rounds left could show it
-//! (`family::settled_at`). A settled config stops: its cases are combined from the
+//! (`family::settled_at`); also when it is not settled and, by the rounds' spread,
+//! would not be by the last round. A config that stops has its cases combined from the
 //! rounds they have. The baseline goes on while a config compared with it does, so that every pair
 //! keeps its rounds side by side. The rounds each group took, and why it stopped,
 //! go to the manifest (`group_rounds`).
@@ -37,11 +38,27 @@ pub(super) fn partners(block: &[Group]) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// Why a pair is settled, in words.
-fn settled(answer: &Answer, cases: usize, base: &str, threshold: f64, round: u32) -> String {
+/// Why a pair stops at `round` of the `most`, in words.
+fn settled(
+    answer: &Answer,
+    cases: usize,
+    base: &str,
+    threshold: f64,
+    (round, most): (u32, usize),
+) -> String {
     let band = format!("+-{:.1}%", threshold * 100.0);
     let what = match answer {
-        Answer::NotSettled { .. } => "not settled".to_string(),
+        Answer::NotSettled { rounds } => {
+            let needed = match rounds {
+                Some(r) if *r <= family::MOST_ROUNDS => format!("about {r} rounds"),
+                _ => format!("more than {} rounds", family::MOST_ROUNDS),
+            };
+            return format!(
+                "stopped after {round} rounds, not settled against {base}: settling it within \
+                 {band} would take {needed}, over {} times the most ({most}, --max-rounds)",
+                family::FUTILITY
+            );
+        }
         Answer::Empty => "no case measured in every round".to_string(),
         Answer::Equivalent => format!("within {band} of {base} at all {cases} cases"),
         Answer::Different { slower, faster } => {
@@ -105,7 +122,8 @@ impl Orchestrator<'_> {
             let alpha = share(members.len());
             let at = family::settled_at(&members, threshold, threshold, alpha, most);
             if let Some(answer) = at {
-                stops.push((i, settled(&answer, members.len(), base, threshold, round)));
+                let why = settled(&answer, members.len(), base, threshold, (round, most));
+                stops.push((i, why));
             }
         }
         for (i, why) in stops {
@@ -118,9 +136,8 @@ impl Orchestrator<'_> {
                 .collect();
             if going[b] && !compared.is_empty() && compared.iter().all(|&i| !going[i]) {
                 going[b] = false;
-                let why = format!(
-                    "settled after {round} rounds: every config compared with it is settled"
-                );
+                let why =
+                    format!("stopped after {round} rounds: every config compared with it stopped");
                 self.stop_group(&block[b], &mut firsts[b], round, why)?;
             }
         }
