@@ -39,7 +39,7 @@ pub(super) fn partners(block: &[Group]) -> Vec<Option<usize>> {
 }
 
 /// Why a pair stops at `round` of the `most`, in words.
-fn settled(
+fn why_stopped(
     answer: &Answer,
     cases: usize,
     base: &str,
@@ -122,7 +122,7 @@ impl Orchestrator<'_> {
             let alpha = share(members.len());
             let at = family::settled_at(&members, threshold, threshold, alpha, most);
             if let Some(answer) = at {
-                let why = settled(&answer, members.len(), base, threshold, (round, most));
+                let why = why_stopped(&answer, members.len(), base, threshold, (round, most));
                 stops.push((i, why));
             }
         }
