@@ -504,7 +504,7 @@ fn versus_baseline(pair: Option<&CompareReport>, nranks: u32, bytes: u64) -> (St
                     Outcome::Regressed => "yes (slower)".into(),
                     Outcome::Improved => "yes (faster)".into(),
                     Outcome::Unchanged => "no".into(),
-                    _ => "not yet".into(),
+                    _ => "not settled".into(),
                 },
             )
         }

@@ -88,7 +88,7 @@ const TONED_COLUMNS: [&str; 6] = [
 ];
 
 /// How a table cell's words read: `bad` (slower, failed), `good` (faster, ok),
-/// `warn` (not yet known, set aside, flagged), or none. Drives the cell's colour and
+/// `warn` (not settled, set aside, flagged), or none. Drives the cell's colour and
 /// symbol only; the words stay as they are.
 pub fn tone(cell: &str) -> Option<&'static str> {
     let t = cell.trim().to_ascii_lowercase();
@@ -108,7 +108,7 @@ pub fn tone(cell: &str) -> Option<&'static str> {
     ];
     const GOOD: [&str; 4] = ["yes (faster)", "improved", "faster", "pass"];
     const WARN: [&str; 8] = [
-        "not yet",
+        "not settled",
         "inconclusive",
         "set aside",
         "noisy",

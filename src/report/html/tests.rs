@@ -3,7 +3,7 @@
 
 use super::*;
 
-const MD: &str = "# nccl-bench report: run <1>\n\n> **Host backend (CPU), not NCCL.**\n\n## Keep SHM enabled?\n\n**Keep SHM enabled.** Disabling it costs 83 %.\n\n## 2 ranks\n\n| config | busbw | significant | status |\n|---|---|---|---|\n| default | 2.91 GB/s |  | ok |\n| shm-off | 1.58 GB/s | yes (slower) | ok |\n| p2p-off | 2.94 GB/s | not yet | 1 of 4 not ok |\n| a \\| b | 1 GB/s | yes (faster) | failed |\n\n![busbw-n2.svg](plots/busbw-n2.svg)\n\n### 2 rank(s)\n\ntext\n\n## 2 ranks\n\nagain\n";
+const MD: &str = "# nccl-bench report: run <1>\n\n> **Host backend (CPU), not NCCL.**\n\n## Keep SHM enabled?\n\n**Keep SHM enabled.** Disabling it costs 83 %.\n\n## 2 ranks\n\n| config | busbw | significant | status |\n|---|---|---|---|\n| default | 2.91 GB/s |  | ok |\n| shm-off | 1.58 GB/s | yes (slower) | ok |\n| p2p-off | 2.94 GB/s | not settled | 1 of 4 not ok |\n| a \\| b | 1 GB/s | yes (faster) | failed |\n\n![busbw-n2.svg](plots/busbw-n2.svg)\n\n### 2 rank(s)\n\ntext\n\n## 2 ranks\n\nagain\n";
 
 #[test]
 fn sections_contents_and_the_title_come_from_the_headings() {
@@ -67,7 +67,10 @@ fn tables_are_sortable_and_their_cells_say_their_tone_in_words_and_colour() {
         html.contains("<td class=\"good\">yes (faster)</td>"),
         "{html}"
     );
-    assert!(html.contains("<td class=\"warn\">not yet</td>"), "{html}");
+    assert!(
+        html.contains("<td class=\"warn\">not settled</td>"),
+        "{html}"
+    );
     assert!(html.contains("<td class=\"good\">ok</td>"), "{html}");
     assert!(
         html.contains("<td class=\"bad\">1 of 4 not ok</td>"),
