@@ -6,8 +6,8 @@
 //! least 95 %. Then, of the whole family:
 //!
 //! - **different**: some member's interval lies wholly beyond the threshold;
-//! - **equivalent**: every member's interval lies within +-margin, so the change is
-//!   at most the margin at every size measured;
+//! - **equivalent**: every member's own interval lies within +-margin, so the change
+//!   is at most the margin at every size measured;
 //! - **not settled**: neither; with an estimate of the rounds that would settle it
 //!   (intervals narrow as 1/sqrt(rounds)).
 //!
@@ -25,6 +25,17 @@
 //! block too small to relabel (two runs of 3 rounds), keeps its own rank interval
 //! (`stats::rounds`) at 1 - 0.05 / K.
 //!
+//! Equivalence and the bound a family supports need no simultaneous intervals. "Every
+//! case within +-margin" is wrong only if some case truly lies beyond it, and then
+//! that case's own interval must have shown it inside: each case's own interval with
+//! each end at 1 - alpha (two-sided 1 - 2 alpha, the two one-sided tests of
+//! equivalence) gives the claim for all of them at 1 - alpha, however many cases
+//! (the intersection-union test, Berger 1982). Likewise the largest slowdown is at
+//! most the largest of the cases' own upper ends at 1 - alpha: the case truly
+//! slowest must exceed its own end for that to fail. Over looks, each end is at
+//! 1 - alpha / L. Differences are claims about single cases, and only these need
+//! the family's simultaneous intervals.
+//!
 //! Each member's outcome is the family's: [`Family::calls`] gives it per member, and
 //! the gates (`compare`'s exit, the SHM verdict, `check`) rest on it, not on each
 //! case's own 95 % interval. `check` (against a baseline's band) keeps Bonferroni
@@ -39,6 +50,7 @@ use serde::Serialize;
 use crate::stats::rounds::{median_interval_at, paired_shift_at, shift_at};
 
 mod joint;
+mod sentence;
 mod settle;
 
 pub use settle::{looks, settled_at, FIRST_LOOK, FUTILITY};
@@ -75,8 +87,12 @@ pub struct Family {
     pub bonferroni: f64,
     /// Members whose rounds reach that level (the rest have no family interval).
     pub bounded: usize,
-    /// The largest slowdown and the largest speedup any member's family interval
-    /// allows (its upper and lower ends, fractions), over the bounded members.
+    /// The level of each member's own interval, 1 - 2 alpha / L (each end at
+    /// 1 - alpha / L): on these rest the equivalence and the bounds below.
+    pub own_level: f64,
+    /// The largest slowdown and the largest speedup the family allows: the largest
+    /// upper and the smallest lower end of the members' own intervals (fractions),
+    /// each a bound at 1 - alpha on every member measured.
     pub most_slower: Option<f64>,
     pub most_faster: Option<f64>,
     pub threshold: f64,
@@ -128,7 +144,7 @@ pub enum Answer {
     /// Members whose family interval lies wholly above (slower) or below (faster)
     /// the threshold band.
     Different { slower: usize, faster: usize },
-    /// Every member's family interval within +-margin.
+    /// Every member's own interval within +-margin (so all within at 1 - alpha).
     Equivalent,
     /// Neither; `rounds`: about how many rounds a side would settle every member
     /// (None where no estimate can be made: no member has a finite interval).
@@ -147,29 +163,84 @@ pub fn decide(
     family_alpha: f64,
     looks: usize,
 ) -> Family {
-    let alpha = family_alpha / looks.max(1) as f64;
-    let (calls, judged) = call_each(members, threshold, margin, alpha);
-    let rounds = rounds_to_settle(&judged, threshold, margin);
-    let levels: Vec<f64> = judged.iter().map(|j| j.level).collect();
-    conclude(
-        calls,
-        &levels,
-        family_alpha,
-        looks,
+    let rates = Rates {
+        alpha: family_alpha,
+        looks: looks.max(1),
         threshold,
         margin,
-        rounds,
-    )
+    };
+    let (calls, judged) = call_each(members, threshold, margin, rates.at_each_look());
+    let judged = with_own(members, judged, rates.own_alpha(), margin);
+    let rounds = rounds_to_settle(&judged, threshold, margin);
+    conclude(calls, &judged, rounds, &rates)
+}
+
+/// What a family is decided at: its rate, its looks, the noise band and the margin.
+struct Rates {
+    alpha: f64,
+    looks: usize,
+    threshold: f64,
+    margin: f64,
+}
+
+impl Rates {
+    /// The chance that some member's family interval misses at one look.
+    fn at_each_look(&self) -> f64 {
+        self.alpha / self.looks as f64
+    }
+
+    /// The two-sided rate of each member's own interval: each end at alpha / L.
+    fn own_alpha(&self) -> f64 {
+        own_alpha(self.alpha, self.looks)
+    }
+}
+
+/// The two-sided rate of each member's own interval in a family at `family_alpha`
+/// over `looks`: each end misses at most `family_alpha` / `looks`.
+pub fn own_alpha(family_alpha: f64, looks: usize) -> f64 {
+    (2.0 * family_alpha / looks.max(1) as f64).min(1.0)
+}
+
+/// Each member's own interval at 1 - `own_alpha`, to `judged`: its signed-rank
+/// interval where paired and its rounds reach it, else its rank-sum interval.
+fn with_own(
+    members: &[Member],
+    mut judged: Vec<Judged>,
+    own_alpha: f64,
+    margin: f64,
+) -> Vec<Judged> {
+    let shift = |s: crate::stats::rounds::Shift| (s.change, s.ci.0, s.ci.1);
+    for (m, j) in members.iter().zip(&mut judged) {
+        j.own_level = own_alpha;
+        j.own = if m.base == m.cand {
+            Some((0.0, 0.0, 0.0))
+        } else {
+            let paired = m.paired && m.base.len() == m.cand.len();
+            paired
+                .then(|| paired_shift_at(m.base, m.cand, own_alpha).map(shift))
+                .flatten()
+                .or_else(|| shift_at(m.base, m.cand, own_alpha).map(shift))
+        };
+        j.own_within = j
+            .own
+            .is_some_and(|(_, lo, hi)| lo >= -margin && hi <= margin);
+    }
+    judged
 }
 
 /// What a member's rounds give: their count, the estimate and interval (None where
 /// the rounds reach no interval at the level), and the two-sided level of the
-/// interval (the level it would have had, where it has none).
+/// interval (the level it would have had, where it has none); and its own interval
+/// (`own`, at the two-sided `own_level`), on which equivalence rests.
 #[derive(Debug, Clone, Copy)]
 struct Judged {
     rounds: usize,
     estimate: Option<Estimate>,
     level: f64,
+    own: Option<Estimate>,
+    own_level: f64,
+    /// Whether its own interval lies within the margin.
+    own_within: bool,
 }
 
 /// Each member's call at the family rate `alpha` (the chance that some member's
@@ -192,6 +263,9 @@ fn call_each(
             rounds: m.base.len().min(m.cand.len()),
             estimate: (m.base == m.cand).then_some((0.0, 0.0, 0.0)),
             level: bonferroni,
+            own: None,
+            own_level: bonferroni,
+            own_within: false,
         })
         .collect();
     let mut unpaired = vec![false; members.len()];
@@ -254,178 +328,119 @@ fn call_each(
     (calls, judged)
 }
 
-/// The family's answer from its members' calls and their intervals' two-sided
-/// `levels`; `rounds`: the estimate of rounds that would settle it, said when it is
-/// not settled.
+/// The family's answer from its members' calls (on their family intervals) and
+/// what `judged` says of each (the family intervals' levels, their own intervals);
+/// `rounds`: the estimate of rounds that would settle it, said when it is not
+/// settled. Equivalent where no call is a difference and every member's own
+/// interval lies within the margin; then each call is `Within`, on its own interval.
 fn conclude(
-    calls: Vec<Call>,
-    levels: &[f64],
-    family_alpha: f64,
-    looks: usize,
-    threshold: f64,
-    margin: f64,
+    mut calls: Vec<Call>,
+    judged: &[Judged],
     rounds: Option<usize>,
+    rates: &Rates,
 ) -> Family {
     let k = calls.len();
     let count = |side: CallSide| calls.iter().filter(|c| c.side == side).count();
     let (slower, faster) = (count(CallSide::Slower), count(CallSide::Faster));
+    let bounded = calls.iter().filter(|c| c.ci.is_some()).count();
+    let (alpha, looks) = (rates.alpha, rates.looks);
+    let bonferroni = alpha / (k.max(1) * looks) as f64;
+    let bounded_levels = || {
+        judged
+            .iter()
+            .zip(&calls)
+            .filter(|(_, c)| c.ci.is_some())
+            .map(|(j, _)| j.level)
+    };
+    let widest = bounded_levels().reduce(f64::max);
+    let narrowest = bounded_levels().reduce(f64::min);
     let answer = if k == 0 {
         Answer::Empty
     } else if slower + faster > 0 {
         Answer::Different { slower, faster }
-    } else if count(CallSide::Within) == k {
+    } else if judged.iter().all(|j| j.own_within) {
+        for (call, j) in calls.iter_mut().zip(judged) {
+            call.side = CallSide::Within;
+            call.ci = j.own.map(|(_, lo, hi)| (lo, hi));
+        }
         Answer::Equivalent
     } else {
         Answer::NotSettled { rounds }
     };
-    let bounds: Vec<(f64, f64)> = calls.iter().filter_map(|c| c.ci).collect();
-    let bonferroni = family_alpha / (k.max(1) * looks.max(1)) as f64;
-    let bounded_levels = || calls.iter().zip(levels).filter(|(c, _)| c.ci.is_some());
-    let widest = bounded_levels().map(|(_, &l)| l).reduce(f64::max);
-    let narrowest = bounded_levels().map(|(_, &l)| l).reduce(f64::min);
+    let own: Vec<(f64, f64, f64)> = judged.iter().filter_map(|j| j.own).collect();
     Family {
         cases: k,
-        alpha: family_alpha,
-        looks: looks.max(1),
+        alpha,
+        looks,
         per_case: 1.0 - widest.unwrap_or(bonferroni),
         per_case_alike: widest == narrowest,
         bonferroni: 1.0 - bonferroni,
-        bounded: bounds.len(),
-        most_slower: bounds.iter().map(|ci| ci.1).reduce(f64::max),
-        most_faster: bounds.iter().map(|ci| ci.0).reduce(f64::min),
-        threshold,
-        margin,
+        bounded,
+        own_level: 1.0 - own_alpha(alpha, looks),
+        most_slower: own.iter().map(|e| e.2).reduce(f64::max),
+        most_faster: own.iter().map(|e| e.1).reduce(f64::min),
+        threshold: rates.threshold,
+        margin: rates.margin,
         answer,
         calls,
     }
 }
 
-/// Rounds a side that would settle every unsettled member: at least the fewest whose
-/// signed-rank (2^(1-n)) or rank-sum interval reaches its level, and for a member
-/// with an interval, its rounds times (its half-width / the room it has)^2, the room
-/// being the distance from its estimate to the margin (to show equivalence) or to
-/// the threshold (to show a difference), whichever is larger; [`MOST_ROUNDS`] + 1
-/// stands for "more than that". `None` where no unsettled member has a finite
-/// interval to scale from.
+/// Rounds a side that would settle the family, by either way it settles: one member
+/// shown beyond the threshold (the fewest any member needs), or every member shown
+/// within the margin (the most any needs). A member's rounds are at least the fewest
+/// whose signed-rank (2^(1-n)) or rank-sum interval reaches its level and, with an
+/// interval, its rounds times (its half-width / the room it has)^2: the room from
+/// its estimate to the threshold for its family interval (to show a difference), or
+/// to the margin for its own interval (to show it within). [`MOST_ROUNDS`] + 1
+/// stands for "more than that". `None` where neither way has an estimate (no
+/// unsettled member, or none with room to scale from).
 fn rounds_to_settle(judged: &[Judged], threshold: f64, margin: f64) -> Option<usize> {
-    let mut most: Option<usize> = None;
+    let fewest = |level: f64| {
+        let level = level.max(f64::MIN_POSITIVE);
+        fewest_rounds(level).min(fewest_unpaired(level))
+    };
+    // The fewest rounds some member needs to differ; the most every member needs to
+    // be within (`None` inside: some member cannot be shown within).
+    let mut differ: Option<usize> = None;
+    let mut within: Option<Option<usize>> = None;
     for j in judged {
-        // A paired member that cannot reach the level is judged unpaired (`decide`).
-        let level = j.level.max(f64::MIN_POSITIVE);
-        let fewest = fewest_rounds(level).min(fewest_unpaired(level));
         let n = j.rounds;
-        let needed = match j.estimate {
-            None => Some(fewest.max(n + 1)),
-            Some((change, lo, hi)) => {
-                let settled = lo > threshold || hi < -threshold || (lo >= -margin && hi <= margin);
-                if settled {
-                    continue;
-                }
-                let half = (hi - lo) / 2.0;
-                let room = (margin - change.abs()).max(change.abs() - threshold);
-                (half.is_finite() && room > 0.0)
-                    .then(|| ((n as f64) * (half / room).powi(2)).ceil() as usize)
-                    .map(|r| r.max(fewest).max(n + 1))
-            }
-        };
-        match needed {
-            Some(r) => most = Some(most.map_or(r, |m| m.max(r)).min(MOST_ROUNDS + 1)),
-            None => return None,
+        let settled = |(_, lo, hi): Estimate| lo > threshold || hi < -threshold;
+        if j.estimate.is_some_and(settled) || j.own_within {
+            continue;
         }
+        // Rounds until (change, lo, hi) clears `room`, as 1/sqrt(rounds).
+        let scaled = |(change, lo, hi): Estimate, room: f64, level: f64| {
+            let half = (hi - lo) / 2.0;
+            (half.is_finite() && room > 0.0 && change.is_finite())
+                .then(|| ((n as f64) * (half / room).powi(2)).ceil() as usize)
+                .map(|r| r.max(fewest(level)).max(n + 1))
+        };
+        // The two intervals' estimates differ a little (relabelled rounds, own
+        // ranks): each way's room from the one that gives it more. Without an
+        // interval, at least the rounds that give one.
+        let changes = [j.estimate, j.own].map(|e| e.map_or(f64::NAN, |e| e.0.abs()));
+        let (least, most_change) = (changes[0].min(changes[1]), changes[0].max(changes[1]));
+        let to_differ = match j.estimate {
+            Some(e) => scaled(e, most_change - threshold, j.level),
+            None => Some(fewest(j.level).max(n + 1)),
+        };
+        let to_within = match j.own {
+            Some(e) => scaled(e, margin - least, j.own_level),
+            None => Some(fewest(j.own_level).max(n + 1)),
+        };
+        differ = [differ, to_differ].into_iter().flatten().min();
+        within = Some(match within {
+            None => to_within,
+            Some(most) => most.zip(to_within).map(|(a, b)| a.max(b)),
+        });
     }
-    most
-}
-
-impl Family {
-    /// The family's answer in one sentence (Markdown), `what` naming the change
-    /// ("disabling SHM"); empty for a family without members.
-    pub fn sentence(&self, what: &str) -> String {
-        let pct = |x: f64| format!("{:+.1}%", x * 100.0);
-        let band = format!("+-{:.1}%", self.margin * 100.0);
-        let range = match (self.most_faster, self.most_slower) {
-            (Some(lo), Some(hi)) => format!("between {} and {}", pct(lo), pct(hi)),
-            _ => String::new(),
-        };
-        // 95, 99.9: as many decimals as the rate has (up to three).
-        let level = format!("{:.3}", (1.0 - self.alpha) * 100.0);
-        let level = level.trim_end_matches('0').trim_end_matches('.');
-        // Two decimals, more where two would round to 100.
-        let each = (2..8)
-            .map(|d| format!("{:.d$}", self.per_case * 100.0))
-            .find(|t| !t.starts_with("100"))
-            .unwrap_or_else(|| format!("{:.8}", self.per_case * 100.0));
-        let looks = if self.looks > 1 {
-            format!(
-                " at any of {} looks while measuring until settled",
-                self.looks
-            )
-        } else {
-            String::new()
-        };
-        let or_more = if self.per_case_alike { "" } else { " or more" };
-        // Relabelling whole rounds showed the cases moving together: say what
-        // Bonferroni alone would have asked.
-        let joint = if self.bonferroni - self.per_case > 5e-5 {
-            let bonferroni = (2..8)
-                .map(|d| format!("{:.d$}", self.bonferroni * 100.0))
-                .find(|t| !t.starts_with("100"))
-                .unwrap_or_else(|| format!("{:.8}", self.bonferroni * 100.0));
-            format!(
-                ", not the {bonferroni}% that Bonferroni asks, as relabelling whole rounds shows the cases moving together"
-            )
-        } else {
-            String::new()
-        };
-        let family = format!(
-            "{} cases decided together, each interval at {each}%{or_more} so that all hold at once{looks} with at least {level}%{joint}",
-            self.cases,
-        );
-        match &self.answer {
-            Answer::Empty => String::new(),
-            Answer::Different { slower, faster } => {
-                let mut parts = Vec::new();
-                if *slower > 0 {
-                    parts.push(format!("slower beyond {band} at {slower}"));
-                }
-                if *faster > 0 {
-                    parts.push(format!("faster beyond {band} at {faster}"));
-                }
-                format!(
-                    "Over the family ({family}): {what} is {} of them.",
-                    parts.join(" and ")
-                )
-            }
-            Answer::Equivalent => format!(
-                "Over the family ({family}): {what} changes the time by at most {band} at every case measured (every interval {range})."
-            ),
-            Answer::NotSettled { rounds } => {
-                let short = self.cases - self.bounded;
-                let mut s = format!("Over the family ({family}): not settled");
-                if !range.is_empty() {
-                    s.push_str(&format!(
-                        "; the changes lie {range}, so {what} costs at most {} where measured",
-                        pct(self.most_slower.unwrap_or(0.0).max(0.0))
-                    ));
-                }
-                if short > 0 {
-                    s.push_str(&format!(
-                        "; {short} case(s) have too few rounds for an interval at that level"
-                    ));
-                }
-                match rounds {
-                    Some(r) if *r > MOST_ROUNDS => s.push_str(&format!(
-                        "; more than {MOST_ROUNDS} rounds would be needed: a change this close to {band}, or this noisy, is not settled by measuring longer (a wider --threshold is)"
-                    )),
-                    Some(r) => s.push_str(&format!(
-                        "; about {r} rounds (--rounds {r}) would settle it within {band}"
-                    )),
-                    None => {}
-                }
-                s.push('.');
-                s
-            }
-        }
-    }
+    [differ, within.flatten()]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|r| r.min(MOST_ROUNDS + 1))
 }
 
 /// One member of a check's family: a case's round medians in the run, against the
@@ -450,43 +465,52 @@ pub fn decide_bands(
     family_alpha: f64,
     looks: usize,
 ) -> Family {
-    let alpha = family_alpha / (members.len().max(1) * looks.max(1)) as f64;
+    let rates = Rates {
+        alpha: family_alpha,
+        looks: looks.max(1),
+        threshold,
+        margin,
+    };
+    let alpha = rates.at_each_look() / members.len().max(1) as f64;
     let change = |m: &BandMember, x: f64| x / m.base_median - 1.0;
-    let calls: Vec<Call> = members
-        .iter()
-        .map(|m| {
-            let ci = median_interval_at(m.rounds, alpha);
-            let side = match ci {
-                Some((lo, _)) if lo > m.high * (1.0 + threshold) => CallSide::Slower,
-                Some((_, hi)) if hi < m.low * (1.0 - threshold) => CallSide::Faster,
-                Some((lo, hi)) if lo >= m.low * (1.0 - margin) && hi <= m.high * (1.0 + margin) => {
-                    CallSide::Within
-                }
-                _ => CallSide::NotSettled,
-            };
-            Call {
-                side,
-                ci: ci.map(|(lo, hi)| (change(m, lo), change(m, hi))),
-                unpaired: false,
-            }
-        })
-        .collect();
+    let estimate = |m: &BandMember, ci: Option<(f64, f64)>| {
+        ci.map(|(lo, hi)| (change(m, (lo + hi) / 2.0), change(m, lo), change(m, hi)))
+    };
+    let inside = |m: &BandMember, (lo, hi): (f64, f64)| {
+        lo >= m.low * (1.0 - margin) && hi <= m.high * (1.0 + margin)
+    };
+    let mut calls = Vec::new();
+    let mut judged = Vec::new();
+    for m in members {
+        let ci = median_interval_at(m.rounds, alpha);
+        let own = median_interval_at(m.rounds, rates.own_alpha());
+        let side = match ci {
+            Some((lo, _)) if lo > m.high * (1.0 + threshold) => CallSide::Slower,
+            Some((_, hi)) if hi < m.low * (1.0 - threshold) => CallSide::Faster,
+            Some(ci) if inside(m, ci) => CallSide::Within,
+            _ => CallSide::NotSettled,
+        };
+        calls.push(Call {
+            side,
+            ci: ci.map(|(lo, hi)| (change(m, lo), change(m, hi))),
+            unpaired: false,
+        });
+        judged.push(Judged {
+            rounds: m.rounds.len(),
+            estimate: estimate(m, ci),
+            level: alpha,
+            own: estimate(m, own),
+            own_level: rates.own_alpha(),
+            own_within: own.is_some_and(|own| inside(m, own)),
+        });
+    }
     // A member without an interval needs the rounds that give one; one with an
     // interval across the band's edge, an estimate this does not make.
     let rounds = calls
         .iter()
         .any(|c| c.ci.is_none())
         .then(|| fewest_rounds(alpha));
-    let levels = vec![alpha; calls.len()];
-    conclude(
-        calls,
-        &levels,
-        family_alpha,
-        looks,
-        threshold,
-        margin,
-        rounds,
-    )
+    conclude(calls, &judged, rounds, &rates)
 }
 
 /// Estimates of the rounds needed stop here (the estimate says "more than this").

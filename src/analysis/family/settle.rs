@@ -1,7 +1,10 @@
 //! Measuring until settled: when a sweep looks at its rounds ([`looks`]), whether a
 //! pair may stop at a look ([`settled_at`]).
 
-use super::{call_each, conclude, fewest_unpaired, rounds_to_settle, Answer, CallSide, Member};
+use super::{
+    call_each, conclude, fewest_unpaired, rounds_to_settle, with_own, Answer, CallSide, Member,
+    Rates,
+};
 
 /// Rounds a sweep measuring until settled takes before its first look: the first
 /// six give every case a 95 % interval of its own.
@@ -42,8 +45,10 @@ pub fn looks(max_rounds: u32, cases: usize, family_alpha: f64) -> Vec<u32> {
 /// Whether a sweep measuring until settled may stop at this look, and the family's
 /// answer if so, `alpha` the chance that some member's interval misses at this look
 /// (these members' share of the whole family's rate over its looks: the family
-/// will be decided over its planned members and looks, not only those so far).
-/// `None`: measure on. The pair is settled when every member is decided (beyond the
+/// will be decided over its planned members and looks, not only those so far), and
+/// `own_alpha` the two-sided rate of each member's own interval, on which
+/// equivalence rests (`own_alpha`: each end at the family's rate over its looks,
+/// whatever the family's size). `None`: measure on. The pair is settled when every member is decided (beyond the
 /// noise band either way, or within +-`margin`), or when some member is beyond the
 /// band and no undecided one is pending: one whose estimate lies beyond the band and
 /// whose interval, narrowing as 1/sqrt(rounds), would clear the band within
@@ -58,9 +63,11 @@ pub fn settled_at(
     threshold: f64,
     margin: f64,
     alpha: f64,
+    own_alpha: f64,
     most: usize,
 ) -> Option<Answer> {
     let (calls, judged) = call_each(members, threshold, margin, alpha);
+    let judged = with_own(members, judged, own_alpha, margin);
     let pending = calls.iter().zip(&judged).any(|(call, j)| {
         call.side == CallSide::NotSettled
             && j.estimate.is_none_or(|e| {
@@ -69,8 +76,13 @@ pub fn settled_at(
                         .is_some_and(|r| r <= most * FUTILITY)
             })
     });
-    let levels: Vec<f64> = judged.iter().map(|j| j.level).collect();
-    let answer = conclude(calls, &levels, alpha, 1, threshold, margin, None).answer;
+    let rates = Rates {
+        alpha,
+        looks: 1,
+        threshold,
+        margin,
+    };
+    let answer = conclude(calls, &judged, None, &rates).answer;
     match answer {
         Answer::NotSettled { .. } => match rounds_to_settle(&judged, threshold, margin) {
             Some(r) if r <= most * FUTILITY => None,
@@ -88,5 +100,6 @@ pub fn settled_at(
 /// come, so it runs high: on simulated families of 13 sizes 10 % slower, groups 3 %
 /// apart, up to 15 rounds, stopping where it exceeds the most itself found 5,031 of
 /// 5,200 cases, three times the most 5,187, never stopping 5,200; identical configs
-/// stop at the first look all the same (estimates of 40 rounds and more there).
+/// stop at the first look all the same (estimates of 40 rounds and more there;
+/// measured while the case needing the most rounds spoke for the pair).
 pub const FUTILITY: usize = 3;

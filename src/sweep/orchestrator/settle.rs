@@ -120,7 +120,8 @@ impl Orchestrator<'_> {
             let base = &block[b].config.name;
             let most = self.manifest.looks.last().copied().unwrap_or(round) as usize;
             let alpha = share(members.len());
-            let at = family::settled_at(&members, threshold, threshold, alpha, most);
+            let own = family::own_alpha(family::FAMILY_ALPHA, looks);
+            let at = family::settled_at(&members, threshold, threshold, alpha, own, most);
             if let Some(answer) = at {
                 let why = why_stopped(&answer, members.len(), base, threshold, (round, most));
                 stops.push((i, why));

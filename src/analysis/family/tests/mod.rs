@@ -224,11 +224,13 @@ fn too_few_rounds_for_the_family_say_how_many_would_do() {
         assert_eq!(f.bounded, 25);
         assert!(f.calls.iter().all(|c| c.unpaired), "{f:?}");
     }
-    // Three rounds reach nothing (the measured labelling and its mirror are 2 of 20
-    // ways): no interval, and the rounds that would give one whatever the cases'
-    // dependence (Bonferroni's).
-    let f = family_of(&noisy_pairs(&mut rng, 25, 3, 0.01));
+    // Three rounds reach no family interval (the measured labelling and its mirror
+    // are 2 of 20 ways): none, and the rounds that would give one whatever the
+    // cases' dependence (Bonferroni's). Each case's own interval at 90 % (2 of 20
+    // is 10 %) is there, but too wide for the margin at 5 % noise.
+    let f = family_of(&noisy_pairs(&mut rng, 25, 3, 0.05));
     assert_eq!(f.bounded, 0);
+    assert!(f.most_slower.is_some_and(|hi| hi > 0.02), "{f:?}");
     assert_eq!(fewest_unpaired(0.05 / 25.0), 7);
     assert_eq!(f.answer, Answer::NotSettled { rounds: Some(7) }, "{f:?}");
     // A wide interval near zero: more rounds, in proportion to its width squared.
