@@ -47,16 +47,17 @@ pub fn looks(max_rounds: u32, cases: usize, family_alpha: f64) -> Vec<u32> {
 /// (these members' share of the whole family's rate over its looks: the family
 /// will be decided over its planned members and looks, not only those so far), and
 /// `own_alpha` the two-sided rate of each member's own interval, on which
-/// equivalence rests (`own_alpha`: each end at the family's rate over its looks,
-/// whatever the family's size). `None`: measure on. The pair is settled when every member is decided (beyond the
-/// noise band either way, or within +-`margin`), or when some member is beyond the
+/// equivalence rests ([`super::own_alpha`]: each end at the family's rate over its
+/// looks, whatever the family's size). `None`: measure on. The pair is settled when
+/// every member's own interval lies within +-`margin`, or when some member is beyond the
 /// band and no undecided one is pending: one whose estimate lies beyond the band and
 /// whose interval, narrowing as 1/sqrt(rounds), would clear the band within
 /// [`FUTILITY`] times `most` rounds. So a difference is found at every case the
 /// rounds left can show it at, not only at the first, and a case far too noisy to
 /// show by then does not hold the rounds going. By the same estimate a pair with no
-/// member beyond the band stops, not settled, where settling it would take more than
-/// that: measuring on could not change its answer (stopping for futility only ever
+/// member beyond the band stops, not settled, where settling it either way (one
+/// member shown beyond the band, or every member within) would take more than that:
+/// measuring on could not change its answer (stopping for futility only ever
 /// declares less, so the family's rate holds).
 pub fn settled_at(
     members: &[Member],
