@@ -68,6 +68,11 @@ pub struct Member<'a> {
 /// A member's estimate and family interval: (change, low, high), fractions.
 type Estimate = (f64, f64, f64);
 
+/// A rank interval's estimate and ends.
+fn shift(s: crate::stats::rounds::Shift) -> Estimate {
+    (s.change, s.ci.0, s.ci.1)
+}
+
 /// What the family says together.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Family {
@@ -209,7 +214,6 @@ fn with_own(
     own_alpha: f64,
     margin: f64,
 ) -> Vec<Judged> {
-    let shift = |s: crate::stats::rounds::Shift| (s.change, s.ci.0, s.ci.1);
     for (m, j) in members.iter().zip(&mut judged) {
         j.own_level = own_alpha;
         j.own = if m.base == m.cand {
@@ -278,7 +282,6 @@ fn call_each(
             blocks.entry(key).or_default().push(i);
         }
     }
-    let shift = |s: crate::stats::rounds::Shift| (s.change, s.ci.0, s.ci.1);
     for ((paired, _, _), block) in blocks {
         let share = alpha * block.len() as f64 / k;
         let sides: Vec<(&[f64], &[f64])> = block
