@@ -432,7 +432,7 @@ fn the_shm_verdict_on_jittery_simulated_nvlink_finds_no_difference() {
     assert!(verdict.contains(": 0 slower, 0 faster,"), "{verdict}");
     // Identical configs are not shown within +-2 % at the first look (6 rounds, each
     // interval at 1 - 0.05 / (3 x 2)): they stop there when settling them would take
-    // over 3 times the most, else go on to the most, 9.
+    // far more than the most, else go on to the most, 9.
     let rounds = |n: u32| {
         format!("- Rounds: measured until settled, {n} process groups per config and rank count (of at most 9")
     };
@@ -552,7 +552,7 @@ fn a_sweep_measures_until_settled_and_says_why_each_config_stopped() {
     assert_eq!(took("slow").0, 6);
     // Identical configs 3 % apart a process group: 6 rounds a side give each case's
     // own interval (each end at 1 - 0.05 / 2) of about +-5 %, so settling them within
-    // +-2 % would take some 40 rounds, over 3 times the most. Where the first 6
+    // +-2 % would take some 40 rounds, far more than the most. Where the first 6
     // happen to lie close, the estimate is under that and they go on to the most;
     // where every round of every case lies within +-2 %, they are shown within.
     let (aa_rounds, aa_why) = took("same-as-default");
@@ -565,7 +565,7 @@ fn a_sweep_measures_until_settled_and_says_why_each_config_stopped() {
         _ if aa_why == within(aa_rounds) => {}
         6 => assert!(
             aa_why.starts_with(futile)
-                && aa_why.ends_with("over 3 times the most (9, --max-rounds)"),
+                && aa_why.ends_with("far more than the most (9, --max-rounds)"),
             "{aa_why}"
         ),
         9 => assert_eq!(aa_why, most),

@@ -53,7 +53,7 @@ mod joint;
 mod sentence;
 mod settle;
 
-pub use settle::{looks, settled_at, FIRST_LOOK, FUTILITY};
+pub use settle::{looks, settled_at, FIRST_LOOK, FUTILITY, WITHIN_FUTILITY};
 
 /// The family-wise error rate: the chance that any member's interval misses.
 pub const FAMILY_ALPHA: f64 = 0.05;
@@ -391,20 +391,46 @@ fn conclude(
 
 /// Rounds a side that would settle the family, by either way it settles: one member
 /// shown beyond the threshold (the fewest any member needs), or every member shown
-/// within the margin (the most any needs). A member's rounds are at least the fewest
-/// whose signed-rank (2^(1-n)) or rank-sum interval reaches its level and, with an
+/// within the margin (the most any needs). [`MOST_ROUNDS`] + 1 stands for "more
+/// than that". `None` where neither way has an estimate (no unsettled member, or
+/// none with room to scale from).
+fn rounds_to_settle(judged: &[Judged], threshold: f64, margin: f64) -> Option<usize> {
+    ways_to_settle(judged, threshold, margin, 0.0).fewest()
+}
+
+/// The rounds a side each way of settling a family needs ([`ways_to_settle`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Ways {
+    /// The fewest rounds some member needs to be shown beyond the threshold.
+    differ: Option<usize>,
+    /// The most rounds any member needs to be shown within the margin (`None`:
+    /// some member cannot be).
+    within: Option<usize>,
+}
+
+impl Ways {
+    fn fewest(self) -> Option<usize> {
+        [self.differ, self.within]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|r| r.min(MOST_ROUNDS + 1))
+    }
+}
+
+/// Each way's rounds ([`Ways`]). A member's rounds are at least the fewest whose
+/// signed-rank (2^(1-n)) or rank-sum interval reaches its level and, with an
 /// interval, its rounds times (its half-width / the room it has)^2: the room from
 /// its estimate to the threshold for its family interval (to show a difference), or
-/// to the margin for its own interval (to show it within). [`MOST_ROUNDS`] + 1
-/// stands for "more than that". `None` where neither way has an estimate (no
-/// unsettled member, or none with room to scale from).
-fn rounds_to_settle(judged: &[Judged], threshold: f64, margin: f64) -> Option<usize> {
+/// to the margin for its own interval (to show it within). To show it within, the
+/// estimate is first moved `optimism` standard errors (its own interval's, from its
+/// level) toward no change: where an estimate near the margin is the noise of a few
+/// rounds, more rounds bring it back, and the room with it.
+fn ways_to_settle(judged: &[Judged], threshold: f64, margin: f64, optimism: f64) -> Ways {
     let fewest = |level: f64| {
         let level = level.max(f64::MIN_POSITIVE);
         fewest_rounds(level).min(fewest_unpaired(level))
     };
-    // The fewest rounds some member needs to differ; the most every member needs to
-    // be within (`None` inside: some member cannot be shown within).
     let mut differ: Option<usize> = None;
     let mut within: Option<Option<usize>> = None;
     for j in judged {
@@ -430,7 +456,11 @@ fn rounds_to_settle(judged: &[Judged], threshold: f64, margin: f64) -> Option<us
             None => Some(fewest(j.level).max(n + 1)),
         };
         let to_within = match j.own {
-            Some(e) => scaled(e, margin - least, j.own_level),
+            Some(e) => {
+                let z = crate::stats::normal::quantile(1.0 - j.own_level / 2.0);
+                let error = (e.2 - e.1) / 2.0 / z;
+                scaled(e, margin - (least - optimism * error).max(0.0), j.own_level)
+            }
             None => Some(fewest(j.own_level).max(n + 1)),
         };
         differ = [differ, to_differ].into_iter().flatten().min();
@@ -439,11 +469,10 @@ fn rounds_to_settle(judged: &[Judged], threshold: f64, margin: f64) -> Option<us
             Some(most) => most.zip(to_within).map(|(a, b)| a.max(b)),
         });
     }
-    [differ, within.flatten()]
-        .into_iter()
-        .flatten()
-        .min()
-        .map(|r| r.min(MOST_ROUNDS + 1))
+    Ways {
+        differ,
+        within: within.flatten(),
+    }
 }
 
 /// One member of a check's family: a case's round medians in the run, against the

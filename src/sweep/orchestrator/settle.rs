@@ -55,8 +55,7 @@ fn why_stopped(
             };
             return format!(
                 "stopped after {round} rounds, not settled against {base}: settling it within \
-                 {band} would take {needed}, over {} times the most ({most}, --max-rounds)",
-                family::FUTILITY
+                 {band} would take {needed}, far more than the most ({most}, --max-rounds)"
             );
         }
         Answer::Empty => "no case measured in every round".to_string(),
