@@ -395,7 +395,7 @@ fn main() {
     let what = match &s.target {
         Target::Host => "host backend (CPU processes), this machine".to_string(),
         Target::Sim { jitter, .. } => format!(
-            "simulated GPUs, 2 on NVLink, each process group at its own speed (spread {:.0} %)",
+            "simulated GPUs, 2 on NVLink, each process group at its own speed (spread {:.1} %)",
             jitter * 100.0
         ),
     };
