@@ -1,6 +1,7 @@
 //! Latency of one case: every timed iteration (the mean over ranks, in ns) goes
 //! into an HdrHistogram with 3 significant digits, plus exact running sums for the
-//! mean and standard deviation. Nothing is kept per iteration, so memory is constant
+//! mean and standard deviation. The median is interpolated within the timer's grain
+//! ([`grouped_median_ns`]). Nothing is kept per iteration, so memory is constant
 //! however many iterations a case runs.
 //!
 //! With CUDA graphs (`--graph N`) the N iterations of one launch are timed together:
@@ -157,8 +158,19 @@ impl LatencyRecorder {
     /// statistics of exact binomial ranks up to `EXACT_RANKS` samples
     /// (`rounds::median_rank`), beyond that at n/2 -+ 1.96 sqrt(n)/2. Below 6 samples no
     /// pair of order statistics covers 95 %: the interval is unbounded, and the
-    /// adaptive rule never calls such a case converged.
+    /// adaptive rule never calls such a case converged. Each end reaches half a grain
+    /// further ([`LatencyRecorder::median_ns`]): the order statistics of samples
+    /// read on a lattice are the true ones to within half a step, so a case whose
+    /// samples share two values is not called precise beyond its timer.
     pub fn median_ci_ns(&self) -> (f64, f64) {
+        let (lo, hi) = self.median_ranks_ns();
+        // A sample read on the lattice lies within half a grain of its true time.
+        let half = self.grain_ns().map_or(0.0, |g| g / 2.0);
+        ((lo - half).max(0.0), hi + half)
+    }
+
+    /// [`LatencyRecorder::median_ci_ns`] before the grain: the order statistics.
+    fn median_ranks_ns(&self) -> (f64, f64) {
         let n = self.samples();
         if n < super::rounds::MIN_ROUNDS as u64 {
             // No pair of order statistics covers the median with 95 % below 6.
@@ -215,8 +227,16 @@ impl LatencyRecorder {
 
     /// Relative half-width of the median's confidence interval.
     pub fn median_ci_relative(&self) -> f64 {
-        let median = self.histogram.value_at_quantile(0.5) as f64;
-        relative_half_width(median, self.median_ci_ns())
+        relative_half_width(self.median_ns(), self.median_ci_ns())
+    }
+
+    /// The median in ns, interpolated within the timer's grain ([`grouped_median_ns`]).
+    pub fn median_ns(&self) -> f64 {
+        grouped_median_ns(&self.histogram)
+    }
+
+    fn grain_ns(&self) -> Option<f64> {
+        grain_ns(&self.histogram)
     }
 
     pub fn summary(&self) -> LatencySummary {
@@ -239,13 +259,57 @@ impl LatencyRecorder {
             mean_us: us(mean),
             stddev_us: us(variance.sqrt()),
             min_us: us(self.histogram.min() as f64),
-            p50_us: q(0.5),
+            p50_us: us(self.median_ns()),
             p90_us: q(0.9),
             p99_us: q(0.99),
             max_us: us(self.histogram.max() as f64),
             median_ci_us: (us(lo), us(hi)),
         }
     }
+}
+
+/// The median of a histogram's samples in ns, interpolated within the timer's
+/// grain (the grouped median). Timed samples sit on a lattice: CUDA events resolve
+/// 0.5 us, so a sample of k operations is a multiple of 0.5/k us, and the histogram keeps 3
+/// significant digits. Where the grain is coarse next to the spread, most samples
+/// share a few values and the plain median is one of them: two process groups
+/// 0.5 % apart can read the same value or values a grain apart, and the rounds'
+/// medians move in steps of the grain. The samples at the median's value are
+/// taken as spread evenly over the grain around it, and the median is where half
+/// the samples lie below: value - grain/2 + grain (n/2 - below) / at. The grain is
+/// the smallest gap between two values recorded (the lattice's step where its
+/// neighbours were seen, one histogram bucket where the samples spread freely),
+/// so the median moves by at most half of it. Fechner's grouped median, as
+/// Python's `statistics.median_grouped`.
+pub fn grouped_median_ns(histogram: &Histogram<u64>) -> f64 {
+    let grain = grain_ns(histogram);
+    let half = histogram.len() as f64 / 2.0;
+    let mut below = 0u64;
+    for v in histogram.iter_recorded() {
+        let at = v.count_at_value();
+        if (below + at) as f64 >= half {
+            let value = histogram.highest_equivalent(v.value_iterated_to()) as f64;
+            return match grain {
+                Some(g) => value - g / 2.0 + g * (half - below as f64) / at as f64,
+                None => value,
+            };
+        }
+        below += at;
+    }
+    0.0
+}
+
+/// The smallest gap between two values recorded, in ns: the timer's grain where the
+/// samples sit on a lattice ([`grouped_median_ns`]). None where they share one value.
+fn grain_ns(histogram: &Histogram<u64>) -> Option<f64> {
+    let values: Vec<u64> = histogram
+        .iter_recorded()
+        .map(|v| histogram.highest_equivalent(v.value_iterated_to()))
+        .collect();
+    values
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as f64)
+        .reduce(f64::min)
 }
 
 #[cfg(test)]
@@ -333,8 +397,8 @@ mod tests {
             launches.record_launch(us * 10_000, 10);
             (0..10).for_each(|_| each.record(us * 1000));
         }
-        assert_eq!(launches.median_ci_ns(), (2000.0, 9007.0));
-        assert_eq!(each.median_ci_ns(), (4001.0, 7003.0));
+        assert_eq!(launches.median_ranks_ns(), (2000.0, 9007.0));
+        assert_eq!(each.median_ranks_ns(), (4001.0, 7003.0));
     }
 
     #[test]
@@ -403,9 +467,53 @@ mod tests {
         // highest (2 x 11/1024 = 2.1 %): exact binomial ranks.
         let mut six = LatencyRecorder::new();
         (1..=6).for_each(|us| six.record(us * 1000));
-        assert_eq!(six.median_ci_ns(), (1000.0, 6003.0));
+        assert_eq!(six.median_ranks_ns(), (1000.0, 6003.0));
         let mut ten = LatencyRecorder::new();
         (1..=10).for_each(|us| ten.record(us * 100));
-        assert_eq!(ten.median_ci_ns(), (200.0, 900.0));
+        assert_eq!(ten.median_ranks_ns(), (200.0, 900.0));
+        // The interval reaches half the smallest gap further each side.
+        assert_eq!(ten.median_ci_ns(), (150.0, 950.0));
+    }
+
+    /// A 6 us operation timed alone on 0.5 us events reads 6.0 or 6.5 us. The plain
+    /// median is one of those, whatever the true time between them; the grouped
+    /// median follows the true time, and its interval covers it.
+    #[test]
+    fn a_coarse_grain_neither_steps_the_median_nor_hides_in_its_interval() {
+        let grain = 500.0;
+        let (mut worst_plain, mut worst_grouped) = (0.0f64, 0.0f64);
+        for step in 0..=10 {
+            let truth = 6_000.0 + 50.0 * f64::from(step);
+            let mut r = LatencyRecorder::new();
+            // 201 times spread evenly over +-400 ns around the truth, each read on
+            // the 500 ns lattice.
+            for i in 0..=200 {
+                let t = truth + (f64::from(i) / 200.0 - 0.5) * 800.0;
+                r.record(((t / grain).round() * grain) as u64);
+            }
+            let plain = r.histogram().value_at_quantile(0.5) as f64;
+            worst_plain = worst_plain.max((plain - truth).abs());
+            worst_grouped = worst_grouped.max((r.median_ns() - truth).abs());
+            let (lo, hi) = r.median_ci_ns();
+            assert!(lo <= truth && truth <= hi, "{truth}: [{lo}, {hi}]");
+            let s = r.summary();
+            assert!((s.p50_us * 1e3 - r.median_ns()).abs() < 1e-9);
+        }
+        assert!(worst_plain >= 0.4 * grain, "{worst_plain}");
+        assert!(worst_grouped <= 0.05 * grain, "{worst_grouped}");
+    }
+
+    #[test]
+    fn the_grouped_median_of_distinct_times_is_the_plain_one() {
+        // Odd: the middle one; even and evenly spaced: halfway between the middle two.
+        let of = |times: &[u64]| {
+            let mut r = LatencyRecorder::new();
+            times.iter().for_each(|&t| r.record(t));
+            r.median_ns()
+        };
+        assert_eq!(of(&[100, 200, 300, 400, 500]), 300.0);
+        assert_eq!(of(&[100, 200, 300, 400]), 250.0);
+        assert_eq!(of(&[700, 700, 700]), 700.0);
+        assert_eq!(LatencyRecorder::new().median_ns(), 0.0);
     }
 }

@@ -32,4 +32,4 @@ pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
     })
 }
 pub use bandwidth::Bandwidth;
-pub use latency::{LatencyRecorder, LatencySummary};
+pub use latency::{grouped_median_ns, LatencyRecorder, LatencySummary};

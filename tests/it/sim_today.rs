@@ -287,9 +287,9 @@ fn non_blocking_communicators_time_as_blocking_ones() {
 }
 
 /// CUDA events resolve to 0.5 us: a 6 us all-reduce timed alone reads 6.0 or 6.5 us.
-/// The case's stride (one for all ranks and rounds) keeps the grain under 2 % of a
-/// step, so the median is the mean within 1 % and no quality rule flags a small size
-/// for the grain alone.
+/// The case's stride (one for all ranks and rounds) keeps the grain under 0.25 % of
+/// a step, so the median is the mean within 1 % and no quality rule flags a small
+/// size for the grain alone.
 #[test]
 fn the_event_grain_neither_biases_nor_flags_small_sizes() {
     let _machine = crate::common::shared();

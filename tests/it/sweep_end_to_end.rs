@@ -161,7 +161,7 @@ fn host_sweep_writes_a_complete_run_directory() {
             .find(|(tag, _)| *tag == row["hist_tag"])
             .unwrap_or_else(|| panic!("no pooled histogram for {row:?}"));
         assert_eq!(h.len() as usize, 5 * rounds_of(row));
-        let p50_us = h.value_at_quantile(0.5) as f64 / 1e3;
+        let p50_us = nccl_bench::stats::grouped_median_ns(h) / 1e3;
         let csv_p50: f64 = row["p50_us"].parse().unwrap();
         assert!(
             (p50_us - csv_p50).abs() < 1e-3,

@@ -10,17 +10,20 @@
 //! has two costs. It takes host time per iteration, which changes the measurement
 //! where the host, not the GPU, sets the pace. And CUDA events resolve time to
 //! about 0.5 us (cudaEventElapsedTime's documentation), so that a 6 us all-reduce
-//! timed alone reads 6.0 or 6.5 us and its median can be 4 % off. With the
-//! automatic stride, each size under 8 MiB is calibrated after its warm-up: 16
-//! all-reduces with an event after each and 16 with events only at the ends, timed
-//! on the host (enqueue) and the GPU (events). An event per all-reduce is kept when
-//! the host's time per all-reduce with its event stays under 80 % of the GPU's time
-//! per all-reduce and the event grain is at most 2 % of it (25 us and longer); else
-//! events go every k all-reduces, k the smallest that brings the events' host time
-//! per all-reduce within that margin (or, when the host sets the pace even without
-//! events, within 1 % of the GPU's time) and the grain within 2 % of a step. Each
-//! rank calibrates, and the orchestrator sends every rank the largest k (see
-//! `sweep::orchestrator::drive`): one stride per case for all ranks.
+//! timed alone reads 6.0 or 6.5 us and its median can be 4 % off; rounds compared
+//! to a percent need far less. With the automatic stride, every size is calibrated
+//! after its warm-up: 16 all-reduces with an event after each and 16 with events
+//! only at the ends, timed on the host (enqueue) and the GPU (events). An event per
+//! all-reduce is kept when the host's time per all-reduce with its event stays
+//! under 80 % of the GPU's time per all-reduce and the event grain is at most
+//! 0.25 % of it (200 us and longer); else events go every k all-reduces, k the
+//! smallest that brings the events' host time per all-reduce within that margin
+//! (or, when the host sets the pace even without events, within 1 % of the GPU's
+//! time) and the grain within 0.25 % of a step. What grain is left, the median
+//! interpolates (`stats::LatencyRecorder::median_ns`). Each rank calibrates (every
+//! rank the same all-reduces, whatever it measures), and the orchestrator sends
+//! every rank the largest k (see `sweep::orchestrator::drive`): one stride per case
+//! for all ranks.
 //!
 //! With `--graph N`, N all-reduces are captured once per size into a CUDA graph
 //! (nccl-tests' `-G` captures its `-n` iterations the same way) and the events go
@@ -70,8 +73,8 @@ mod pace;
 use buffer::Buffer;
 
 use crate::stats::adaptive::launch_steps;
+use pace::CALIBRATION;
 pub use pace::{Pace, EVENT_GRAIN_NS};
-use pace::{CALIBRATE_BELOW, CALIBRATION};
 
 /// What a GPU rank needs besides its rank.
 #[derive(Debug, Clone)]
@@ -473,8 +476,6 @@ impl Communicator for GpuComm {
             1
         } else if self.event_stride > 0 {
             self.event_stride
-        } else if bytes >= CALIBRATE_BELOW {
-            1
         } else {
             self.measure_pace(bytes)?.stride
         })
