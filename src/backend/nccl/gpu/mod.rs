@@ -11,8 +11,8 @@
 //! where the host, not the GPU, sets the pace. And CUDA events resolve time to
 //! about 0.5 us (cudaEventElapsedTime's documentation), so that a 6 us all-reduce
 //! timed alone reads 6.0 or 6.5 us and its median can be 4 % off; rounds compared
-//! to a percent need far less. With the automatic stride, every size is calibrated
-//! after its warm-up: 16 all-reduces with an event after each and 16 with events
+//! to a percent need far less. With the automatic stride, every size under 1 GiB
+//! is calibrated after its warm-up: 16 all-reduces with an event after each and 16 with events
 //! only at the ends, timed on the host (enqueue) and the GPU (events). An event per
 //! all-reduce is kept when the host's time per all-reduce with its event stays
 //! under 80 % of the GPU's time per all-reduce and the event grain is at most
@@ -21,7 +21,7 @@
 //! (or, when the host sets the pace even without events, within 1 % of the GPU's
 //! time) and the grain within 0.25 % of a step. What grain is left, the median
 //! interpolates (`stats::LatencyRecorder::median_ns`). Each rank calibrates (every
-//! rank the same all-reduces, whatever it measures), and the orchestrator sends
+//! rank the same all-reduces, whatever it measures: a size decides), and the orchestrator sends
 //! every rank the largest k (see `sweep::orchestrator::drive`): one stride per case
 //! for all ranks.
 //!
@@ -73,8 +73,8 @@ mod pace;
 use buffer::Buffer;
 
 use crate::stats::adaptive::launch_steps;
-use pace::CALIBRATION;
 pub use pace::{Pace, EVENT_GRAIN_NS};
+use pace::{CALIBRATE_BELOW, CALIBRATION};
 
 /// What a GPU rank needs besides its rank.
 #[derive(Debug, Clone)]
@@ -476,6 +476,8 @@ impl Communicator for GpuComm {
             1
         } else if self.event_stride > 0 {
             self.event_stride
+        } else if bytes >= CALIBRATE_BELOW {
+            1
         } else {
             self.measure_pace(bytes)?.stride
         })

@@ -25,6 +25,14 @@ pub const EVENT_GRAIN_NS: f64 = 500.0;
 /// 9.5 us all-reduce was timed 3 at a time and read in steps of 1.8 %, so that two
 /// process groups 1 % apart could read alike and two alike a step apart.
 const GRAIN_SHARE: f64 = 0.0025;
+/// Sizes from here keep an event per all-reduce without calibration: an
+/// all-reduce of 1 GiB takes any GPU of today over half a millisecond (1.8 TB/s of
+/// bus bandwidth on two GPUs), so the event grain is under 0.1 % of it and the host
+/// is far ahead. A size, not a measured time: every rank must run the same
+/// all-reduces, and a time near a bound could send two ranks different ways. The
+/// calibration costs 34 all-reduces a size in every process group, which the
+/// largest sizes need not spend.
+pub(super) const CALIBRATE_BELOW: usize = 1 << 30;
 /// The most all-reduces per event a calibration chooses.
 const MAX_STRIDE: usize = 1 << 12;
 
