@@ -269,9 +269,9 @@ impl LatencyRecorder {
 }
 
 /// The median of a histogram's samples in ns, interpolated within the timer's
-/// grain (the grouped median). Timed samples sit on a lattice: CUDA events resolve
-/// 0.5 us, so a sample of k operations is a multiple of 0.5/k us, and the histogram keeps 3
-/// significant digits. Where the grain is coarse next to the spread, most samples
+/// grain (the grouped median). Timed samples sit on a lattice: CUDA events
+/// resolve 0.5 us, so a sample of k operations is a multiple of 0.5/k us, and the
+/// histogram keeps 3 significant digits. Where the grain is coarse next to the spread, most samples
 /// share a few values and the plain median is one of them: two process groups
 /// 0.5 % apart can read the same value or values a grain apart, and the rounds'
 /// medians move in steps of the grain. The samples at the median's value are
@@ -479,7 +479,7 @@ mod tests {
     /// median is one of those, whatever the true time between them; the grouped
     /// median follows the true time, and its interval covers it.
     #[test]
-    fn a_coarse_grain_neither_steps_the_median_nor_hides_in_its_interval() {
+    fn a_coarse_grain_neither_steps_the_median_nor_leaves_the_truth_outside_its_interval() {
         let grain = 500.0;
         let (mut worst_plain, mut worst_grouped) = (0.0f64, 0.0f64);
         for step in 0..=10 {
@@ -504,7 +504,7 @@ mod tests {
     }
 
     #[test]
-    fn the_grouped_median_of_distinct_times_is_the_plain_one() {
+    fn the_grouped_median_of_distinct_times_is_the_textbook_one() {
         // Odd: the middle one; even and evenly spaced: halfway between the middle two.
         let of = |times: &[u64]| {
             let mut r = LatencyRecorder::new();

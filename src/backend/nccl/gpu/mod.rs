@@ -12,8 +12,9 @@
 //! about 0.5 us (cudaEventElapsedTime's documentation), so that a 6 us all-reduce
 //! timed alone reads 6.0 or 6.5 us and its median can be 4 % off; rounds compared
 //! to a percent need far less. With the automatic stride, every size under 1 GiB
-//! is calibrated after its warm-up: 16 all-reduces with an event after each and 16 with events
-//! only at the ends, timed on the host (enqueue) and the GPU (events). An event per
+//! is calibrated after its warm-up: 16 all-reduces with an event after each and 16
+//! with events only at the ends, timed on the host (enqueue) and the GPU (events).
+//! An event per
 //! all-reduce is kept when the host's time per all-reduce with its event stays
 //! under 80 % of the GPU's time per all-reduce and the event grain is at most
 //! 0.25 % of it (200 us and longer); else events go every k all-reduces, k the
@@ -21,9 +22,9 @@
 //! (or, when the host sets the pace even without events, within 1 % of the GPU's
 //! time) and the grain within 0.25 % of a step. What grain is left, the median
 //! interpolates (`stats::LatencyRecorder::median_ns`). Each rank calibrates (every
-//! rank the same all-reduces, whatever it measures: a size decides), and the orchestrator sends
-//! every rank the largest k (see `sweep::orchestrator::drive`): one stride per case
-//! for all ranks.
+//! rank the same all-reduces, whatever it measures: a size decides), and the
+//! orchestrator sends every rank the largest k (see `sweep::orchestrator::drive`):
+//! one stride per case for all ranks.
 //!
 //! With `--graph N`, N all-reduces are captured once per size into a CUDA graph
 //! (nccl-tests' `-G` captures its `-n` iterations the same way) and the events go
