@@ -14,10 +14,9 @@
 //! to a percent need far less. With the automatic stride, every size under 1 GiB
 //! is calibrated after its warm-up: 16 all-reduces with an event after each and 16
 //! with events only at the ends, timed on the host (enqueue) and the GPU (events).
-//! An event per
-//! all-reduce is kept when the host's time per all-reduce with its event stays
-//! under 80 % of the GPU's time per all-reduce and the event grain is at most
-//! 0.25 % of it (200 us and longer); else events go every k all-reduces, k the
+//! An event per all-reduce is kept when the host's time per all-reduce with its
+//! event stays under 80 % of the GPU's time per all-reduce and the event grain is
+//! at most 0.25 % of it (200 us and longer); else events go every k all-reduces, k the
 //! smallest that brings the events' host time per all-reduce within that margin
 //! (or, when the host sets the pace even without events, within 1 % of the GPU's
 //! time) and the grain within 0.25 % of a step. What grain is left, the median
