@@ -42,7 +42,6 @@ fn case(i: usize, recorder: &LatencyRecorder) -> CaseResult {
         quality: None,
         quality_note: String::new(),
         timing_note: String::new(),
-        second_take: false,
         ceiling_gbps: None,
         round_p50_us: vec![summary.p50_us; ROUNDS as usize],
         tuning: Default::default(),

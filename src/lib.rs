@@ -72,17 +72,21 @@
 //! preflight, manifest, the orchestrator, the report. `plan::Plan` orders the groups;
 //! `orchestrator::Orchestrator::run` runs each group's sizes over a `group::RankGroup`
 //! (`process::ProcessGroup` locally), with timeouts, failures kept as data
-//! (`failure`), quality flags and re-measurement (`orchestrator::quality`,
-//! `remeasure`), and, without `--rounds`, measuring until settled: at each of the
-//! plan's looks `orchestrator::settle` compares every config with the baseline over
-//! the rounds so far (`analysis::family::settled_at`) and stops the settled ones,
-//! recording why in the manifest's `group_rounds`. The worker loop is `worker::run`
+//! (`failure`), quality flags (`orchestrator::quality`), the configs of a round in a
+//! Williams order (`stats::rounds::round_order`), and, without `--rounds`, measuring
+//! until settled: at each of the plan's looks `orchestrator::settle` decides every
+//! config against the baseline config over the rounds so far (and, with
+//! `--baseline`, against that baseline: `analysis::baseline::Gate`) and stops the
+//! settled ones, recording why in the manifest's `group_rounds`; `gate::check` checks
+//! the run at the end. The worker loop is `worker::run`
 //! (join, then size, time, check commands from `protocol::Command`, answered with
 //! `protocol::Event`); `merge` turns the ranks' batches into one case. `soak::run` is `soak`: each config's
 //! `orchestrator::soak` (batches binned into intervals, each written as it closes)
 //! while a thread reads `machine::counters` into counters.csv.
 //!
-//! **`report`, `plot`.** `report::write_with` writes a run's `report.md` (built by
+//! **`report`, `plot`.** Every sentence about a change is said by
+//! `report::decision` (`sentence`, `method`) and the verdict's by `report::verdict`.
+//! `report::write_with` writes a run's `report.md` (built by
 //! `report::markdown::markdown`: the verdict first, whether the bandwidth is normal,
 //! the cases apart, tables and charts per GPU count, the model, pairs, ceilings, the
 //! machine last), the same page for a browser, `report.html` (`report::html::page`:
@@ -105,10 +109,11 @@
 //! leftover segments, container, NCCL settings, interfaces, InfiniBand, GPUs, libnccl),
 //! each reading the machine only through `machine::Root` so tests build fake machines.
 //!
-//! **`analysis`.** Judging runs, read back through `export::reader::RunData`: the SHM
-//! verdict (`verdict::decide`), the comparison of two runs or configs
-//! (`compare::compare`, whose rule is `stats::compare::classify`), baselines and
-//! checks (`baseline::{build, check}`), history (`history::build`), GPU and node pairs
+//! **`analysis`.** Judging runs, read back through `export::reader::RunData`, every
+//! change through the one model `stats::change::decide`: the SHM verdict
+//! (`verdict::decide`), the comparison of two runs or configs (`compare::compare`),
+//! baselines and checks (`baseline::{build, check}`), history (`history::build`), a
+//! job's cost (`job::costs`), GPU and node pairs
 //! (`pairs::tables`), the latency-bandwidth model (`model_table::models`), link
 //! ceilings (`ceiling`), published figures (`expected::judge`), and a soak's episodes
 //! with the counters that moved in each (`soak::judge`, `soak::causes`).
@@ -145,8 +150,9 @@
 //! (`vars`), and `NcclVersion`.
 //!
 //! **`stats`, `ops`, `units`.** `stats`: per-iteration times (`LatencyRecorder`), the
-//! adaptive stop rule (`StopRule`), bandwidth (`Bandwidth`), comparison statistics
-//! (`compare::compare_distributions`, `classify`), quality rules (`quality`), the
+//! adaptive stop rule (`StopRule`), bandwidth (`Bandwidth`), the decision model
+//! (`change::decide`, `Change`, `Design`: every answer about a change), the rounds'
+//! order and median interval (`rounds`), quality rules (`quality`), the
 //! alpha-beta fit (`alpha_beta::fit`), a soak's intervals, dip episodes and stability
 //! (`soak::find_episodes`). `ops`: `DataType`, `ReduceOp`, the collectives
 //! with nccl-tests' sizes, bus factors and output layouts (`collective::Collective`),
@@ -187,7 +193,7 @@
 //! | `run` | `cmd::run::run`, then `cluster::run::run` |
 //! | `soak` | `cmd::soak::run`, then `sweep::soak::run`, `analysis::soak::judge`, `report::soak` |
 //! | `report` | `report::write_with`, `report::markdown`, `analysis::verdict::decide` |
-//! | `compare` | `cmd::compare::run`, `analysis::compare::compare`, `stats::compare::classify` |
+//! | `compare` | `cmd::compare::run`, `analysis::compare::compare`, `stats::change::decide` |
 //! | `baseline`, `check` | `analysis::baseline::{build, check}` |
 //! | `history` | `cmd::history::run`, `analysis::history::build` |
 //! | `import` | `import::parse`, `import::write_run` |

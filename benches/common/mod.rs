@@ -55,14 +55,7 @@ pub fn csv_rows(run_parent: &Path) -> Vec<csv::StringRecord> {
 pub fn sweep(args: &[&str]) -> (Vec<csv::StringRecord>, tempfile::TempDir) {
     let out = tempfile::tempdir().unwrap();
     let o = Command::new(exe())
-        .args([
-            "sweep",
-            "--backend",
-            "host",
-            "--plain",
-            "--no-remeasure",
-            "--out",
-        ])
+        .args(["sweep", "--backend", "host", "--plain", "--out"])
         .arg(out.path())
         .args(args)
         .output()

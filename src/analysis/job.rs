@@ -1,29 +1,29 @@
 //! "What does this cost my job?": a sweep's cases weighed by the calls of a job
 //! (`sweep --sizes-from`, kept in the manifest as `config::SizesFrom`). For each rank
-//! count measured and a pair of configs, the job's communication time is the sum over
-//! its (collective, size) of calls x the case's median time, per step where the job
-//! file counts per step (a CSV) or over the calls a log recorded.
+//! count and a pair of configs, the job's communication time is the sum over its
+//! (collective, size) of calls x the case's time, per step where the job file counts
+//! per step (a CSV) or over the calls a log recorded.
 //!
-//! The interval comes from the rounds, not from adding the cases' intervals: every
-//! round of a sweep runs each config once, so a round has a job time per config (its
-//! cases' round medians, weighed by the calls), and the change between the two
-//! configs is the paired shift of those per-round job times (`stats::rounds`), the same
-//! interval the per-case answers use. A case a config did not measure (failed, or a
-//! size the sweep did not run) leaves its calls out, and the answer says how many.
+//! The job is one case of the decision model per rank count (`stats::change`):
+//! every round of a sweep runs each config once, so a round has a job time per
+//! config (its cases' round medians, weighed by the calls), and the change is that of
+//! the per-round job times, paired within one run, each run's own between two; the
+//! rank counts are the decision's family.
 //!
 //! Sizes match as the sweep ran them: nccl-tests rounds each rank's part down to
 //! whole 16-byte groups, so a job's size is found at the case of its collective and
-//! rank count at or below it within 16 bytes per rank. A size the sweep did not
-//! measure, between two it did, is interpolated: the latency-bandwidth line
-//! (alpha + bytes / beta) through the two measured neighbours gives its time, round by
-//! round, and the answer says how many sizes were. Outside the measured sizes nothing
-//! is extrapolated: such a size is left out and counted.
+//! rank count at or below it within 16 bytes per rank. A size the sweep never ran,
+//! between two ok and unflagged sizes it did run, takes the latency-bandwidth line
+//! (alpha + bytes / beta) through them, round by round. Nothing is interpolated
+//! across a size that failed, was flagged or is missing, nor extrapolated beyond
+//! the sizes run: a size that failed fails the job, a flagged one keeps the job
+//! from being within, and a size with nothing to weigh is left out and counted.
 
 use serde::Serialize;
 
 use crate::config::SizesFrom;
 use crate::export::reader::{CaseRow, RunData};
-use crate::stats::rounds::{paired_shift_at, shift_at};
+use crate::stats::change::{self, Case, Design, Evidence, Input, Level};
 
 /// One of the job's (collective, size) under both configs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -31,11 +31,11 @@ pub struct EntryCost {
     pub collective: String,
     pub bytes: u64,
     pub calls: u64,
-    /// calls x the case's median time, us; `None` where the config has no ok case.
+    /// calls x the case's typical time, us; `None` where the config has no ok case.
     pub base_us: Option<f64>,
     pub cand_us: Option<f64>,
-    /// The sweep did not measure this size: its times are interpolated between the
-    /// measured sizes around it.
+    /// The sweep did not run this size: its times are interpolated between the
+    /// sizes around it.
     pub interpolated: bool,
 }
 
@@ -49,83 +49,125 @@ pub struct JobCost {
     pub per: String,
     /// Largest share of the base config's time first.
     pub entries: Vec<EntryCost>,
-    /// Over the entries both configs measured, us.
+    /// The job's typical time under each config, us (the geometric mean of its
+    /// per-round times: their ratio is the change).
     pub base_us: f64,
     pub cand_us: f64,
-    /// Entries left out (a config has no ok case of their size, nor one on each side
-    /// of it to interpolate between).
+    /// Entries left out: neither side has the size nor ok sizes around it.
     pub unmeasured: usize,
     /// Entries whose times are interpolated between measured sizes.
     pub interpolated: usize,
-    /// `cand / base - 1` of the job's time, with its interval over the rounds
-    /// (paired), and the rounds; `None` with fewer than 6 rounds on every case.
-    /// The intervals of all rank counts hold together with 95 % (each at
-    /// 1 - 0.05 / (rank counts x looks)).
-    pub interval: Option<(f64, (f64, f64), usize)>,
+    /// Entries whose size failed under a config.
+    pub failed: usize,
+    /// The job's change as decided with the other rank counts.
+    pub case: Case,
 }
 
 impl JobCost {
-    /// The relative change of the job's time (from the totals).
+    /// The relative change of the job's time.
     pub fn change(&self) -> f64 {
-        self.cand_us / self.base_us - 1.0
+        self.case
+            .relative()
+            .unwrap_or(self.cand_us / self.base_us - 1.0)
     }
 }
 
-/// The time of the job's `bytes` of `collective` on `nranks` under `config`: its median
-/// and round medians, us.
+/// The time of the job's `bytes` of `collective` on `nranks` under `config`: its
+/// typical time and round medians, us.
 #[derive(Debug, Clone, PartialEq)]
 struct Timed {
-    median: f64,
+    typical: f64,
     rounds: Vec<f64>,
     interpolated: bool,
+    flagged: bool,
+}
+
+/// What a config has at one of the job's sizes.
+enum Found {
+    Timed(Timed),
+    Failed,
+    Nothing,
 }
 
 /// The ok case of `config` that ran the job's `bytes`, or the line through the ok
-/// cases on each side of it.
-fn timed(run: &RunData, config: &str, collective: &str, nranks: u32, bytes: u64) -> Option<Timed> {
+/// cases on each side of a size the sweep never ran.
+fn timed(run: &RunData, config: &str, collective: &str, nranks: u32, bytes: u64) -> Found {
     let slack = 16 * u64::from(nranks);
-    let ok: Vec<&CaseRow> = run
+    let mine: Vec<&CaseRow> = run
         .cases
         .iter()
-        .filter(|c| c.config == config && c.nranks == nranks && c.is_ok())
-        .filter(|c| c.coll().name() == collective)
+        .filter(|c| c.config == config && c.nranks == nranks && c.coll().name() == collective)
+        .filter(|c| !c.is_unsupported())
         .collect();
-    let median = |c: &CaseRow| c.p50_us.or(c.time_us);
-    if let Some(c) = ok
+    let of = |c: &CaseRow| -> Option<Timed> {
+        let rounds = c.round_medians();
+        let typical = Level::of_rounds(&rounds)
+            .map(|l| l.time())
+            .or(c.p50_us)
+            .or(c.time_us)?;
+        Some(Timed {
+            typical,
+            rounds,
+            interpolated: false,
+            flagged: !c.is_trusted(),
+        })
+    };
+    if let Some(c) = mine
         .iter()
         .filter(|c| c.bytes <= bytes && bytes - c.bytes < slack.max(1))
         .max_by_key(|c| c.bytes)
     {
-        return Some(Timed {
-            median: median(c)?,
-            rounds: c.round_medians(),
-            interpolated: false,
-        });
+        return match c.is_ok().then(|| of(c)).flatten() {
+            Some(t) => Found::Timed(t),
+            None => Found::Failed,
+        };
     }
-    let below = ok
+    // The sizes around it, both ran ok and unflagged.
+    let below = mine
         .iter()
         .filter(|c| c.bytes < bytes)
-        .max_by_key(|c| c.bytes)?;
-    let above = ok
+        .max_by_key(|c| c.bytes);
+    let above = mine
         .iter()
         .filter(|c| c.bytes > bytes)
-        .min_by_key(|c| c.bytes)?;
+        .min_by_key(|c| c.bytes);
+    let (Some(below), Some(above)) = (below, above) else {
+        return Found::Nothing;
+    };
+    if !(below.is_trusted() && above.is_trusted()) {
+        return Found::Nothing;
+    }
+    let (Some(lo), Some(hi)) = (of(below), of(above)) else {
+        return Found::Nothing;
+    };
     // alpha + bytes / beta through the two: linear in bytes between them.
     let w = (bytes - below.bytes) as f64 / (above.bytes - below.bytes) as f64;
-    let line = |lo: f64, hi: f64| lo + w * (hi - lo);
-    let (rb, ra) = (below.round_medians(), above.round_medians());
-    Some(Timed {
-        median: line(median(below)?, median(above)?),
-        rounds: rb.iter().zip(&ra).map(|(b, a)| line(*b, *a)).collect(),
+    let line = |a: f64, b: f64| a + w * (b - a);
+    Found::Timed(Timed {
+        typical: line(lo.typical, hi.typical),
+        rounds: lo
+            .rounds
+            .iter()
+            .zip(&hi.rounds)
+            .map(|(a, b)| line(*a, *b))
+            .collect(),
         interpolated: true,
+        flagged: false,
     })
 }
 
 /// The job's cost under `cand` against `base`, two configs of one run, one per rank
 /// count both measured (the job's calls on that many ranks, or of any count where the
 /// file does not say).
-pub fn costs(run: &RunData, job: &SizesFrom, base: &str, cand: &str) -> Vec<JobCost> {
-    costs_between(Side { run, config: base }, Side { run, config: cand }, job)
+pub fn costs(
+    run: &RunData,
+    job: &SizesFrom,
+    base: &str,
+    cand: &str,
+    threshold: f64,
+) -> Vec<JobCost> {
+    let (base, cand) = (Side { run, config: base }, Side { run, config: cand });
+    costs_between(base, cand, job, threshold)
 }
 
 /// One side of a job's comparison: a config of a run.
@@ -136,9 +178,9 @@ pub struct Side<'a> {
 }
 
 /// [`costs`] between two sides, configs of one run (their rounds paired) or of two
-/// runs (their rounds independent: the interval is the unpaired shift, and it holds
-/// the variation between process groups of each run, not between runs).
-pub fn costs_between(base: Side, cand: Side, job: &SizesFrom) -> Vec<JobCost> {
+/// runs (each run's own spread), decided together over the rank counts at
+/// `threshold`.
+pub fn costs_between(base: Side, cand: Side, job: &SizesFrom, threshold: f64) -> Vec<JobCost> {
     let mut counts: Vec<u32> = base
         .run
         .cases
@@ -148,47 +190,61 @@ pub fn costs_between(base: Side, cand: Side, job: &SizesFrom) -> Vec<JobCost> {
         .collect();
     counts.sort_unstable();
     counts.dedup();
-    // Each rank count's interval at 1 - 0.05 / (counts x looks): the job's answers
-    // over all its rank counts, at every look of a sweep measured until settled,
-    // hold together with 95 %.
-    let looks = base.run.looks().max(cand.run.looks());
-    let divisor = counts.len().max(1) * looks;
-    counts
+    let paired = base.run.dir == cand.run.dir;
+    let mut found: Vec<(JobCost, Input)> = counts
         .into_iter()
-        .filter_map(|n| cost_at(base, cand, job, n, divisor))
-        .collect()
+        .filter_map(|n| cost_at(base, cand, job, n, paired))
+        .collect();
+    let looks = base.run.looks().max(cand.run.looks());
+    let inputs: Vec<Input> = found.iter().map(|f| f.1).collect();
+    let decision = change::decide(&inputs, &Design::new(threshold, looks));
+    for ((cost, _), case) in found.iter_mut().zip(decision.cases) {
+        cost.case = case;
+    }
+    found.into_iter().map(|f| f.0).collect()
 }
 
-fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32, divisor: usize) -> Option<JobCost> {
+fn cost_at(
+    base: Side,
+    cand: Side,
+    job: &SizesFrom,
+    n: u32,
+    paired: bool,
+) -> Option<(JobCost, Input)> {
     let mut entries = Vec::new();
-    // Per matched entry: its calls and both sides' times, for the per-round job times.
+    // Per entry both sides measured: its calls and both sides' times.
     let mut matched: Vec<(u64, Timed, Timed)> = Vec::new();
+    let mut failed = 0;
     for call in job.calls.iter().filter(|c| c.nranks.is_none_or(|k| k == n)) {
         let name = call.collective.name();
         let b = timed(base.run, base.config, name, n, call.bytes);
         let c = timed(cand.run, cand.config, name, n, call.bytes);
-        let time = |t: &Option<Timed>| t.as_ref().map(|t| t.median * call.calls as f64);
+        let time = |t: &Found| match t {
+            Found::Timed(t) => Some(t.typical * call.calls as f64),
+            _ => None,
+        };
+        let interpolated = [&b, &c]
+            .iter()
+            .any(|t| matches!(t, Found::Timed(t) if t.interpolated));
         entries.push(EntryCost {
             collective: name.to_string(),
             bytes: call.bytes,
             calls: call.calls,
             base_us: time(&b),
             cand_us: time(&c),
-            interpolated: [&b, &c]
-                .iter()
-                .any(|t| t.as_ref().is_some_and(|t| t.interpolated)),
+            interpolated,
         });
-        if let (Some(b), Some(c)) = (b, c) {
-            matched.push((call.calls, b, c));
+        match (b, c) {
+            (Found::Timed(b), Found::Timed(c)) => matched.push((call.calls, b, c)),
+            (Found::Failed, _) | (_, Found::Failed) => failed += 1,
+            _ => {}
         }
     }
-    if matched.is_empty() {
+    if matched.is_empty() && failed == 0 {
         return None;
     }
     let both = |e: &EntryCost| e.base_us.zip(e.cand_us);
-    let base_us: f64 = entries.iter().filter_map(both).map(|t| t.0).sum();
-    let cand_us: f64 = entries.iter().filter_map(both).map(|t| t.1).sum();
-    let unmeasured = entries.iter().filter(|e| both(e).is_none()).count();
+    let unmeasured = entries.iter().filter(|e| both(e).is_none()).count() - failed;
     let interpolated = entries
         .iter()
         .filter(|e| e.interpolated && both(e).is_some())
@@ -198,8 +254,37 @@ fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32, divisor: usize) -> O
             .unwrap_or(0.0)
             .total_cmp(&a.base_us.unwrap_or(0.0))
     });
-    let paired = base.run.dir == cand.run.dir;
-    Some(JobCost {
+    let flagged = matched.iter().any(|(_, b, c)| b.flagged || c.flagged);
+    let total =
+        |pick: &dyn Fn(&(u64, Timed, Timed)) -> f64| -> f64 { matched.iter().map(pick).sum() };
+    let (mut base_us, mut cand_us) = (
+        total(&|m| m.0 as f64 * m.1.typical),
+        total(&|m| m.0 as f64 * m.2.typical),
+    );
+    let base_rounds = job_rounds(matched.iter().map(|m| (m.0, &m.1)));
+    let cand_rounds = job_rounds(matched.iter().map(|m| (m.0, &m.2)));
+    let estimate = match (&base_rounds, &cand_rounds) {
+        (Some(b), Some(c)) if b.len().min(c.len()) > 1 => {
+            let (lb, lc) = (Level::of_rounds(b)?, Level::of_rounds(c)?);
+            if paired {
+                let k = b.len().min(c.len());
+                base_us = Level::of_rounds(&b[..k])?.time();
+                cand_us = Level::of_rounds(&c[..k])?.time();
+                change::paired(b, c)
+            } else {
+                (base_us, cand_us) = (lb.time(), lc.time());
+                change::between(&[lb], None, &lc)
+            }
+        }
+        _ => change::point(base_us, cand_us),
+    };
+    let evidence = match estimate {
+        _ if failed > 0 => Evidence::Failed,
+        Some(e) => Evidence::Measured(e),
+        None => Evidence::Missing,
+    };
+    let input = Input { evidence, flagged };
+    let cost = JobCost {
         nranks: n,
         base: base.config.to_string(),
         cand: cand.config.to_string(),
@@ -209,39 +294,10 @@ fn cost_at(base: Side, cand: Side, job: &SizesFrom, n: u32, divisor: usize) -> O
         cand_us,
         unmeasured,
         interpolated,
-        interval: per_round_interval(&matched, paired, divisor),
-    })
-}
-
-/// The interval of the job's per-round time: over the rounds every case of a side
-/// has, each round's job time the calls-weighed sum of its round medians; paired
-/// round by round within one run (over the rounds both sides ran; unpaired where too
-/// few rounds reach the level paired), unpaired between two. At 1 - 0.05 /
-/// `divisor`: the rank counts and looks it is one of, so that all hold together
-/// with 95 %.
-fn per_round_interval(
-    matched: &[(u64, Timed, Timed)],
-    paired: bool,
-    divisor: usize,
-) -> Option<(f64, (f64, f64), usize)> {
-    let mut base = job_rounds(matched.iter().map(|m| (m.0, &m.1)))?;
-    let mut cand = job_rounds(matched.iter().map(|m| (m.0, &m.2)))?;
-    let alpha = crate::stats::rounds::ALPHA / divisor.max(1) as f64;
-    if paired {
-        let n = base.len().min(cand.len());
-        base.truncate(n);
-        cand.truncate(n);
-    }
-    // Paired where its rounds reach the level, else unpaired (as a family's member:
-    // wider, never narrower than it should be).
-    let found = if base == cand {
-        return Some((0.0, (0.0, 0.0), base.len()));
-    } else if paired {
-        paired_shift_at(&base, &cand, alpha).or_else(|| shift_at(&base, &cand, alpha))?
-    } else {
-        shift_at(&base, &cand, alpha)?
+        failed,
+        case: change::decide(&[input], &Design::new(0.0, 1)).cases[0],
     };
-    Some((found.change, found.ci, base.len().min(cand.len())))
+    Some((cost, input))
 }
 
 /// Each round's job time: the calls-weighed sum of the cases' round medians, over
@@ -268,175 +324,4 @@ pub fn weighted_rounds<'a>(cases: impl Iterator<Item = (u64, &'a [f64])>) -> Opt
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use super::*;
-    use crate::config::JobCall;
-    use crate::ops::collective::Collective;
-
-    fn case(config: &str, bytes: u64, round_us: &[f64]) -> CaseRow {
-        CaseRow::with_rounds(config, bytes, round_us)
-    }
-
-    fn job(calls: &[(u64, u64)]) -> SizesFrom {
-        SizesFrom {
-            file: "job.csv".into(),
-            sizes: Default::default(),
-            calls: calls
-                .iter()
-                .map(|&(bytes, calls)| JobCall {
-                    collective: Collective::AllReduce,
-                    nranks: None,
-                    bytes,
-                    calls,
-                })
-                .collect(),
-            per: "per step".into(),
-        }
-    }
-
-    fn run(cases: Vec<CaseRow>) -> RunData {
-        RunData {
-            dir: PathBuf::from("r"),
-            manifest: Default::default(),
-            cases,
-            distributions: Default::default(),
-        }
-    }
-
-    const ROUNDS: [f64; 6] = [10.0, 10.4, 9.8, 10.2, 10.1, 9.9];
-
-    fn scaled(by: f64) -> Vec<f64> {
-        ROUNDS.iter().map(|r| r * by).collect()
-    }
-
-    /// One size with 100 calls per step against one with 1: the job's change is
-    /// the dominant size's (+50 %), not the average of the sizes' (+25 %).
-    #[test]
-    fn the_size_a_job_calls_most_decides_its_cost() {
-        let r = run(vec![
-            case("default", 1 << 20, &scaled(1.0)),
-            case("shm-off", 1 << 20, &scaled(1.5)),
-            case("default", 64 << 20, &scaled(10.0)),
-            case("shm-off", 64 << 20, &scaled(10.0)),
-        ]);
-        let costs = costs(
-            &r,
-            &job(&[(1 << 20, 100), (64 << 20, 1)]),
-            "default",
-            "shm-off",
-        );
-        assert_eq!(costs.len(), 1);
-        let c = &costs[0];
-        assert_eq!(c.entries[0].bytes, 1 << 20, "the largest share first");
-        // 100 x 10.1 + 101 against 100 x 15.15 + 101 (medians of the rounds).
-        assert!((c.base_us - 1111.0).abs() < 1e-6, "{c:?}");
-        assert!((c.change() - 505.0 / 1111.0).abs() < 1e-9, "{c:?}");
-        let (change, ci, rounds) = c.interval.unwrap();
-        assert_eq!(rounds, 6);
-        assert!(
-            ci.0 > 0.40 && ci.1 < 0.5 && (ci.0..=ci.1).contains(&change),
-            "{ci:?}"
-        );
-        // The same configs: no change, an interval around 0.
-        let same = run(vec![
-            case("default", 1 << 20, &scaled(1.0)),
-            case("same", 1 << 20, &scaled(1.0)),
-        ]);
-        let c = &costs_of(&same, "same");
-        assert_eq!(c.change(), 0.0);
-        assert_eq!(c.interval.unwrap().1, (0.0, 0.0));
-    }
-
-    fn costs_of(r: &RunData, cand: &str) -> JobCost {
-        costs(r, &job(&[(1 << 20, 10)]), "default", cand).remove(0)
-    }
-
-    /// A size between two measured ones takes the line through them, round by
-    /// round, and says so; one past the largest measured is not extrapolated.
-    #[test]
-    fn a_size_between_measured_ones_is_interpolated_and_said() {
-        let r = run(vec![
-            case("default", 1 << 20, &scaled(1.0)),
-            case("shm-off", 1 << 20, &scaled(2.0)),
-            case("default", 4 << 20, &scaled(4.0)),
-            case("shm-off", 4 << 20, &scaled(8.0)),
-        ]);
-        // 2 MiB: a third of the way from 1 MiB to 4 MiB.
-        let c = &costs(
-            &r,
-            &job(&[(2 << 20, 10), (8 << 20, 1)]),
-            "default",
-            "shm-off",
-        )[0];
-        assert_eq!((c.interpolated, c.unmeasured), (1, 1), "{c:?}");
-        let e = c.entries.iter().find(|e| e.bytes == 2 << 20).unwrap();
-        assert!(e.interpolated);
-        // 10 calls x (10.1 + (40.4 - 10.1) / 3) us: the line through the medians.
-        let want = 10.0 * (10.1 + (40.4 - 10.1) / 3.0);
-        assert!((e.base_us.unwrap() - want).abs() < 1e-9, "{e:?}");
-        assert!((c.change() - 1.0).abs() < 1e-9, "{c:?}");
-        // The rounds are interpolated alike: twice as slow in every round.
-        let (change, ci, rounds) = c.interval.unwrap();
-        assert_eq!(rounds, 6);
-        assert!(
-            (change - 1.0).abs() < 1e-9 && ci.0 > 0.99 && ci.1 < 1.01,
-            "{ci:?}"
-        );
-    }
-
-    /// A size nccl-tests rounded down (within 16 bytes a rank) is the job's; one the
-    /// candidate did not measure is left out and counted.
-    #[test]
-    fn rounded_sizes_match_and_unmeasured_ones_are_counted() {
-        let r = run(vec![
-            case("default", 1000, &scaled(1.0)),
-            case("shm-off", 1000, &scaled(2.0)),
-            case("default", 4096, &scaled(1.0)),
-        ]);
-        let c = &costs(
-            &r,
-            &job(&[(1010, 3), (4096, 5), (1 << 30, 1)]),
-            "default",
-            "shm-off",
-        )[0];
-        assert_eq!((c.unmeasured, c.interpolated), (2, 0), "{c:?}");
-        let e = c.entries.iter().find(|e| e.bytes == 1010).unwrap();
-        assert!(e.base_us.is_some() && e.cand_us.is_some(), "{e:?}");
-        assert!((c.change() - 1.0).abs() < 1e-9);
-    }
-
-    /// Measuring until settled, a config may stop one collective's rounds before
-    /// another's (here after 6 rounds against 9): the job's time per round is over
-    /// the rounds every case has, so it still has its interval.
-    #[test]
-    fn a_collective_that_stopped_early_leaves_the_job_its_common_rounds() {
-        let nine: Vec<f64> = ROUNDS.iter().chain(&[10.0, 10.3, 9.9]).copied().collect();
-        let mut gather = CaseRow::with_rounds("shm-off", 1 << 20, &scaled(2.0));
-        gather.collective = "all_gather".into();
-        let mut gather_base = CaseRow::with_rounds("default", 1 << 20, &ROUNDS);
-        gather_base.collective = "all_gather".into();
-        let r = run(vec![
-            case("default", 1 << 20, &nine),
-            case(
-                "shm-off",
-                1 << 20,
-                &nine.iter().map(|t| t * 2.0).collect::<Vec<_>>(),
-            ),
-            gather_base,
-            gather,
-        ]);
-        let mut job = job(&[(1 << 20, 10)]);
-        job.calls.push(JobCall {
-            collective: Collective::AllGather,
-            nranks: None,
-            bytes: 1 << 20,
-            calls: 10,
-        });
-        let c = &costs(&r, &job, "default", "shm-off")[0];
-        let (change, ci, rounds) = c.interval.expect("an interval over 6 rounds");
-        assert_eq!(rounds, 6);
-        assert!((change - 1.0).abs() < 1e-9 && ci.0 > 0.99, "{ci:?}");
-    }
-}
+mod tests;

@@ -8,7 +8,6 @@ pub mod baseline;
 pub mod ceiling;
 pub mod compare;
 pub mod expected;
-pub mod family;
 pub mod history;
 pub mod job;
 pub mod model_table;

@@ -9,10 +9,11 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::compare::{compare_pair, seed, CompareOptions, Outcome};
+use super::compare::{one_pair, CompareOptions};
 use crate::config::transport::env_falsy;
 use crate::export::reader::{CaseRow, RunData};
 use crate::nccl::cell::TransportsCell;
+use crate::stats::change::Case;
 use crate::units::Bytes;
 
 /// NVLS against NVLS off, for one GPU count.
@@ -25,10 +26,8 @@ pub struct Gain {
     pub bytes: u64,
     pub busbw_with: f64,
     pub busbw_without: Option<f64>,
-    /// Change of the median time with NVLS against without (negative: faster), with
-    /// its interval, and the outcome of the comparison.
-    pub time_change: Option<(f64, f64, f64)>,
-    pub outcome: Option<Outcome>,
+    /// The time with NVLS against without (negative: faster), as decided.
+    pub time_change: Option<Case>,
 }
 
 /// A config of the run that turns NVLS off (`NCCL_NVLS_ENABLE=0`), the one that
@@ -86,14 +85,7 @@ pub fn gains(run: &RunData, options: CompareOptions) -> Vec<Gain> {
         };
         let a = mine[&bytes];
         let b = theirs.get(&bytes).copied();
-        let (time_change, outcome) = match b {
-            Some(b) => {
-                let (cmp, outcome) =
-                    compare_pair(run, b, run, a, options, seed(&("nvls", nranks, bytes)));
-                (cmp.map(|c| (c.change, c.ci.0, c.ci.1)), Some(outcome))
-            }
-            None => (None, None),
-        };
+        let time_change = b.map(|b| one_pair(run, b, a, options));
         out.push(Gain {
             nranks,
             with,
@@ -102,7 +94,6 @@ pub fn gains(run: &RunData, options: CompareOptions) -> Vec<Gain> {
             busbw_with: a.busbw_gbps.unwrap_or(0.0),
             busbw_without: b.and_then(|b| b.busbw_gbps),
             time_change,
-            outcome,
         });
     }
     out
@@ -133,21 +124,10 @@ pub fn markdown(s: &mut String, run: &RunData, options: CompareOptions) -> Resul
             continue;
         };
         let gain = (g.busbw_with / busbw_off - 1.0) * 100.0;
-        let time = match (g.time_change, g.outcome) {
-            (Some((change, lo, hi)), Some(outcome)) => format!(
-                "; median time {:+.1} % [{:+.1}, {:+.1}], {}",
-                change * 100.0,
-                lo * 100.0,
-                hi * 100.0,
-                match outcome {
-                    Outcome::Improved => "significantly faster with NVLS",
-                    Outcome::Regressed => "significantly slower with NVLS",
-                    Outcome::Unchanged => "no significant difference",
-                    _ => "not conclusive",
-                }
-            ),
-            _ => String::new(),
-        };
+        let time = g
+            .time_change
+            .map(|c| format!("; its time: {} with NVLS", c.change.word()))
+            .unwrap_or_default();
         writeln!(
             s,
             "- {} GPUs at {}: {} {:.2} GB/s busbw with NVLS, {} {:.2} GB/s without: NVLS {:+.1} %{time}.",
@@ -166,7 +146,6 @@ pub fn markdown(s: &mut String, run: &RunData, options: CompareOptions) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
     use std::path::PathBuf;
 
     use super::*;
@@ -174,9 +153,8 @@ mod tests {
 
     const OPTIONS: CompareOptions = CompareOptions {
         threshold: 0.02,
-        resamples: 300,
         margin: 0.02,
-        family_alpha: crate::analysis::family::FAMILY_ALPHA,
+        alpha: 0.05,
     };
 
     /// A case over 9 rounds whose medians are `us` x (1 + small spread).
@@ -217,7 +195,6 @@ mod tests {
                 ..ManifestHead::default()
             },
             cases,
-            distributions: HashMap::new(),
         }
     }
 
@@ -247,15 +224,16 @@ mod tests {
             (g.with.as_str(), g.without.as_deref()),
             ("default", Some("nvls-off"))
         );
-        assert_eq!(g.outcome, Some(Outcome::Improved));
-        let (change, ..) = g.time_change.unwrap();
+        let t = g.time_change.unwrap();
+        assert_eq!(t.change, crate::stats::change::Change::Faster);
+        let change = t.relative().unwrap();
         assert!((change - (4000.0 / 5200.0 - 1.0)).abs() < 0.01, "{change}");
         let mut s = String::new();
         markdown(&mut s, &r, OPTIONS).unwrap();
         assert!(s.contains("## What NVLS gained"), "{s}");
         assert!(s.contains("8 GPUs at 1 GiB: default"), "{s}");
         assert!(s.contains("NVLS +30.0 %"), "{s}");
-        assert!(s.contains("significantly faster with NVLS"), "{s}");
+        assert!(s.contains("its time: faster with NVLS"), "{s}");
     }
 
     #[test]
@@ -268,7 +246,8 @@ mod tests {
             ],
         );
         let g = gains(&r, OPTIONS);
-        assert_eq!(g[0].outcome, Some(Outcome::Unchanged));
+        let within = crate::stats::change::Change::Within;
+        assert_eq!(g[0].time_change.map(|c| c.change), Some(within));
     }
 
     #[test]

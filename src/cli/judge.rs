@@ -38,8 +38,7 @@ pub enum HistoryFormat {
     after_help = "Exit status: 0 (steps are reported, not failed: gate with `check`), 2 error.\n\n\
 Examples:\n  \
 nccl-bench history results/                       every run found under results/\n  \
-nccl-bench history results/nightly-* --sizes max,1M -o history/   with charts\n  \
-nccl-bench history results/ --histograms          bootstrap over the histograms (reads them all)"
+nccl-bench history results/nightly-* --sizes max,1M -o history/   with charts"
 )]
 pub struct HistoryArgs {
     /// Run directories, or directories holding them (searched up to three levels down)
@@ -57,10 +56,6 @@ pub struct HistoryArgs {
     /// How many runs of the current level each run is judged against
     #[arg(long, value_name = "N", default_value_t = crate::analysis::history::DEFAULT_WINDOW, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100))]
     pub window: usize,
-
-    /// Judge with compare's bootstrap over the histograms (reads every run's histograms: slower) instead of the medians' intervals in results.csv
-    #[arg(long)]
-    pub histograms: bool,
 
     /// Output format on standard output
     #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
@@ -93,7 +88,7 @@ pub enum CheckFormat {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit status: 0 every case passes, 1 a case is slower beyond --threshold, missing from the run or not ok, 2 error.\n\n\
+    after_help = "Exit status: 0 every case passes, 1 a case is slower beyond --threshold, missing from the run or not ok, 3 a case is not settled (more rounds, or a wider --threshold, would tell), 2 error.\n\n\
 Example:\n  \
 nccl-bench check results/nightly-new --baseline baseline.json --format junit -o nccl-bench.xml"
 )]
@@ -106,7 +101,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE.json")]
     pub baseline: PathBuf,
 
-    /// A case fails when its median's whole 95% interval is slower than every baseline run by more than this
+    /// A case fails when its whole interval is slower than the baseline by more than this, and passes when its upper end is within it
     #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = units::parse_percent)]
     pub threshold: f64,
 
@@ -120,7 +115,7 @@ pub struct CheckArgs {
 
     /// A job's collectives (NCCL's COLL log lines, Inspector JSON, a PyTorch trace or
     /// a CSV collective,bytes,count): also check the job's communication time against
-    /// the baseline's (exit 1 when it is slower)
+    /// the baseline's (exit 1 when it is slower, 3 when not settled)
     #[arg(long, value_name = "FILE")]
     pub workload: Option<PathBuf>,
 }
@@ -137,7 +132,7 @@ pub enum CompareFormat {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit status: 0 no regression, 1 a case regressed beyond --threshold (or ok before and failing now), 2 error.\n\n\
+    after_help = "Exit status: 0 no case slower, 1 a case slower beyond --threshold (or ok before and failing now), 2 error.\n\n\
 Examples:\n  \
 nccl-bench compare results/nightly-old results/nightly-new\n  \
 nccl-bench compare results/run --config-a default --config-b shm-off --format markdown"
@@ -159,7 +154,7 @@ pub struct CompareArgs {
     #[arg(long = "config-b", value_name = "NAME", requires = "config_a")]
     pub config_b: Option<String>,
 
-    /// A change counts only when its 95% confidence interval lies entirely beyond this
+    /// A case is slower or faster only when its interval lies wholly beyond this
     #[arg(long, value_name = "PERCENT", default_value = "2%", value_parser = units::parse_percent)]
     pub threshold: f64,
 
@@ -167,17 +162,13 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
     pub format: CompareFormat,
 
-    /// Bootstrap resamples per case
-    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=100_000))]
-    pub resamples: u64,
-
-    /// Equivalence margin of the family answer: all cases' intervals within +-this
-    /// is "equivalent" (default: the threshold)
+    /// A case is within when its own interval lies inside +-this (default: the
+    /// threshold)
     #[arg(long, value_name = "PERCENT", value_parser = units::parse_percent)]
     pub margin: Option<f64>,
 
-    /// Error rate of the family answer: the chance that any case's interval misses
-    /// the true change (each case's interval is then at 1 - alpha / cases)
+    /// The chance that any claim of the comparison is wrong (each case's interval
+    /// for a direction is then at 1 - alpha / (cases x looks))
     #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = units::parse_percent)]
     pub alpha: f64,
 

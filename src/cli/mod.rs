@@ -110,6 +110,16 @@ pub struct SweepArgs {
     #[arg(long = "run-dir", value_name = "DIR", conflicts_with = "label")]
     pub run_dir: Option<PathBuf>,
 
+    /// A gate: measure each group until `check` against this baseline (from
+    /// `nccl-bench baseline`) can decide it, then check the run (check.md and
+    /// check.xml in the run directory); the exit status is check's
+    #[arg(long, value_name = "FILE.json")]
+    pub baseline: Option<PathBuf>,
+
+    /// The gate's threshold, as `check --threshold`
+    #[arg(long = "baseline-threshold", value_name = "PERCENT", default_value = "5%", value_parser = units::parse_percent, requires = "baseline")]
+    pub baseline_threshold: f64,
+
     #[command(flatten)]
     pub measure: MeasureArgs,
 }
@@ -228,9 +238,9 @@ pub struct MeasureArgs {
     pub tails: bool,
 
     /// Process groups per config and rank count, interleaved: 1, or 6 and more.
-    /// Without it, measure until settled: after the first look (about 6 to 8 rounds)
-    /// only configs not yet settled against the baseline, and not too far from it to
-    /// settle, go on, up to --max-rounds; -n is per round
+    /// Without it, measure until settled: at each look (after 6, 8 and 11 rounds) a
+    /// config stops once every case against the baseline config is decided, or
+    /// could not be by --max-rounds; -n is per round
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: Option<u32>,
 
@@ -256,10 +266,6 @@ pub struct MeasureArgs {
     /// their own `register` keep it [default: none]
     #[arg(long, value_name = "MODE", value_parser = parse_registration)]
     pub register: Option<crate::nccl::register::Registration>,
-
-    /// Do not re-measure cases flagged noisy or out of line (they keep their flag)
-    #[arg(long = "no-remeasure")]
-    pub no_remeasure: bool,
 
     /// NCCL: no untimed probe group per config (no algo, proto, prediction columns)
     #[arg(long = "no-probe")]
@@ -505,10 +511,6 @@ pub struct WorkerArgs {
     /// the rank stops a stuck collective itself a little earlier
     #[arg(long = "case-timeout")]
     pub case_timeout_s: Option<f64>,
-    /// These processes re-measure flagged cases (said in the rank's log; the test
-    /// faults that model a passing disturbance skip them)
-    #[arg(long)]
-    pub remeasure: bool,
 }
 
 #[derive(Debug, Args)]

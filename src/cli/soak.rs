@@ -127,7 +127,7 @@ pub struct RunSoakArgs {
     #[arg(long, value_name = "DURATION", value_parser = units::parse_duration,
           conflicts_with_all = ["minbytes", "maxbytes", "stepfactor", "stepbytes", "pairs",
               "iters", "max_time", "precision", "min_iters", "tails", "rounds",
-              "no_remeasure", "no_probe", "try_every_size", "ceiling_bytes", "expected"])]
+              "no_probe", "try_every_size", "ceiling_bytes", "expected"])]
     pub soak: Option<Duration>,
 
     /// The soak's message size [default: 256M with NCCL, 64M on the host backend]

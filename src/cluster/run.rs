@@ -431,6 +431,7 @@ fn sweep(
         observer,
         interrupted,
         run_start: start,
+        gate: None,
     };
     let outcome = orchestrator.run(&plan)?;
     session::write_report(&writer.dir().path);

@@ -76,6 +76,7 @@ pub fn soak(
         observer: out.observer,
         interrupted,
         run_start,
+        gate: None,
     };
     soak::soak_groups(
         orchestrator,

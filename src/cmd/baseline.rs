@@ -1,6 +1,6 @@
-//! `nccl-bench baseline RUN_DIR... -o baseline.json`: the expected median and spread
-//! of every case from runs of one platform (`analysis::baseline`), written atomically
-//! to a new file.
+//! `nccl-bench baseline RUN_DIR... -o baseline.json`: every case's level in each run
+//! of one platform, and how much the runs differ as whole runs
+//! (`analysis::baseline`), written atomically to a new file.
 
 use anyhow::{anyhow, bail, Context, Result};
 
@@ -23,7 +23,7 @@ pub fn run(args: &BaselineArgs) -> Result<u8> {
         .collect::<Result<Vec<_>>>()?;
     let baseline = build(&runs, crate::units::now_rfc3339()).map_err(|e| anyhow!(e))?;
     if baseline.cases.is_empty() {
-        bail!("the runs have no ok case with trusted timings: nothing to make a baseline of");
+        bail!("the runs have no ok case: nothing to make a baseline of");
     }
     let text = serde_json::to_string_pretty(&baseline)?;
     atomic::write(&args.output, format!("{text}\n").as_bytes())
@@ -41,5 +41,8 @@ pub fn run(args: &BaselineArgs) -> Result<u8> {
             .unwrap_or_default(),
         args.output.display()
     );
+    if let Some(t) = baseline.run_to_run {
+        println!("{}", crate::report::check::run_to_run_words(&t));
+    }
     Ok(0)
 }

@@ -1,34 +1,22 @@
 //! `nccl-bench check RUN_DIR --baseline baseline.json`: every case of the baseline
 //! checked in the run (`analysis::baseline::check`), as a table, Markdown, JSON or
 //! JUnit XML; with `--workload`, the job's communication time against the
-//! baseline's too (`analysis::baseline::job`); exit 1 when a case fails or the job is
-//! slower, 2 on an error (a missing or malformed
+//! baseline's too (`analysis::baseline::job`). Exit 1 when a case (or the job) is
+//! slower, failing or missing, 3 when none is but some case is not settled (a gate
+//! never passes on what it could not tell), 2 on an error (a missing or malformed
 //! baseline, a run of another platform).
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::analysis::baseline::job::{job_check, JobOutcome};
-use crate::analysis::baseline::{check, Baseline, SCHEMA_VERSION};
+use crate::analysis::baseline::job::job_check;
+use crate::analysis::baseline::{check, EXIT_FAILS, EXIT_NOT_SETTLED};
 use crate::cli::{CheckArgs, CheckFormat};
 use crate::export::reader::RunData;
 use crate::report::{check, junit};
+use crate::stats::change::Change;
 
 pub fn run(args: &CheckArgs) -> Result<u8> {
-    let text = std::fs::read_to_string(&args.baseline)
-        .with_context(|| format!("cannot read baseline {}", args.baseline.display()))?;
-    let baseline: Baseline = serde_json::from_str(&text).map_err(|e| {
-        anyhow!(
-            "{}: not a baseline written by `nccl-bench baseline`: {e}",
-            args.baseline.display()
-        )
-    })?;
-    if baseline.schema_version != SCHEMA_VERSION {
-        return Err(anyhow!(
-            "{}: baseline schema version {} (this nccl-bench reads {SCHEMA_VERSION})",
-            args.baseline.display(),
-            baseline.schema_version
-        ));
-    }
+    let baseline = crate::analysis::baseline::load(&args.baseline).map_err(|e| anyhow!(e))?;
     let job = super::workload::job_of(args.workload.as_deref())?;
     let run = RunData::load(&args.run)?;
     let report = check(&baseline, &run, args.threshold).map_err(|e| anyhow!(e))?;
@@ -38,7 +26,7 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         .unwrap_or_default();
     let job_lines = job
         .as_ref()
-        .map(|j| crate::analysis::baseline::job::lines(&jobs, j, args.threshold).join("\n") + "\n")
+        .map(|j| check::job_lines(&jobs, j).join("\n") + "\n")
         .unwrap_or_default();
     let name = args.baseline.display().to_string();
     let out = match args.format {
@@ -63,10 +51,10 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
             .with_context(|| format!("cannot write {}", path.display()))?,
         None => print!("{out}"),
     }
-    let job_slower = jobs.iter().any(|j| j.outcome == JobOutcome::Slower);
-    Ok(if report.failures() > 0 || job_slower {
-        1
-    } else {
-        0
+    let job = |c: Change| jobs.iter().any(|j| j.case.change == c);
+    Ok(match report.exit_code() {
+        0 if job(Change::Slower) || job(Change::Failed) => EXIT_FAILS,
+        0 if job(Change::NotSettled) => EXIT_NOT_SETTLED,
+        code => code,
     })
 }

@@ -51,9 +51,8 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
     };
     let options = CompareOptions {
         threshold: args.threshold,
-        resamples: args.resamples as usize,
         margin: args.margin.unwrap_or(args.threshold),
-        family_alpha: args.alpha,
+        alpha: args.alpha,
     };
     // A bad workload is exit 2 before anything is printed.
     let job = super::workload::job_of(args.workload.as_deref())?;
@@ -84,18 +83,15 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
                         config: cb,
                     },
                     job,
+                    args.threshold,
                 )
             })
             .collect();
         print!(
             "{}",
-            crate::report::job::compare_lines(&costs, job, args.threshold).join("\n")
+            crate::report::job::compare_lines(&costs, job).join("\n")
         );
         println!();
     }
-    Ok(if report.regressions().next().is_some() {
-        1
-    } else {
-        0
-    })
+    Ok(u8::from(report.fails()))
 }

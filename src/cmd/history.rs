@@ -1,5 +1,5 @@
 //! `nccl-bench history RUN_OR_RESULTS_DIR...`: finds the run directories, reads each
-//! one's manifest and results.csv (and its histograms with `--histograms`), and
+//! one's manifest and results.csv and
 //! prints the history (`analysis::history`); `-o DIR` also writes it as Markdown,
 //! JSON and CSV with its charts.
 
@@ -28,7 +28,7 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
     let mut skipped = Vec::new();
     for arg in &args.runs {
         if is_run_dir(arg) {
-            runs.push(load(arg, args.histograms)?);
+            runs.push(RunData::load(arg)?);
             continue;
         }
         if !arg.is_dir() {
@@ -43,7 +43,7 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
         }
         for dir in found {
             // A broken run among hundreds found by searching is reported, not fatal.
-            match load(&dir, args.histograms) {
+            match RunData::load(&dir) {
                 Ok(run) => runs.push(run),
                 Err(e) => skipped.push(format!("{e:#}")),
             }
@@ -59,7 +59,6 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
         sizes: args.sizes.clone(),
         threshold: args.threshold,
         window: args.window,
-        bootstrap: args.histograms,
     };
     let h = history::build(&runs, &opts);
     let format = match args.format {
@@ -96,14 +95,6 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
         );
     }
     Ok(0)
-}
-
-fn load(dir: &Path, histograms: bool) -> Result<RunData> {
-    if histograms {
-        RunData::load(dir)
-    } else {
-        RunData::load_summary(dir)
-    }
 }
 
 fn is_run_dir(dir: &Path) -> bool {

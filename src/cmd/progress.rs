@@ -76,19 +76,12 @@ fn summary_line(counts: &CaseCounts, run_dir: &Path, interrupted: bool) -> Strin
             parts.push(format!("{n} {what}"));
         }
     }
-    let distrust = counts.noisy + counts.outlier;
-    if distrust > 0 || counts.remeasured > 0 {
-        let mut quality = Vec::new();
-        if counts.remeasured > 0 {
-            quality.push(format!("{} re-measured", counts.remeasured));
-        }
-        if distrust > 0 {
-            quality.push(format!(
-                "{distrust} to distrust: {} noisy, {} outlier",
-                counts.noisy, counts.outlier
-            ));
-        }
-        parts.push(quality.join(", "));
+    let flagged = counts.noisy + counts.outlier;
+    if flagged > 0 {
+        parts.push(format!(
+            "{flagged} flagged: {} noisy, {} outlier",
+            counts.noisy, counts.outlier
+        ));
     }
     let state = if interrupted {
         "interrupted after"

@@ -198,7 +198,6 @@ pub fn measure_settings(args: &MeasureArgs, gpu_counts: Vec<u32>) -> Result<Swee
         warmup: args.warmup_iters,
         graph: args.graph,
         events_every: config::events_every(std::env::var(EVENTS_EVERY_ENV).ok())?,
-        remeasure: !args.no_remeasure,
         probe: !args.no_probe,
         try_every_size: args.try_every_size,
         timeout: args.timeout,

@@ -130,7 +130,6 @@ pub fn soak_settings(args: &SoakArgs) -> Result<(SweepSettings, SoakSettings)> {
         warmup: args.warmup_iters,
         graph: args.graph,
         events_every: config::events_every(std::env::var(config::EVENTS_EVERY_ENV).ok())?,
-        remeasure: false,
         probe: false,
         try_every_size: true,
         timeout: args.timeout,

@@ -1,7 +1,7 @@
 //! `nccl-bench sweep`: the checked settings, a progress display for this terminal, and
 //! the sweep itself (`sweep::session`).
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
 use super::progress;
 use super::settings::sweep_settings;
@@ -10,6 +10,20 @@ use crate::sweep::session;
 
 pub fn run(args: &SweepArgs) -> Result<u8> {
     let settings = sweep_settings(args)?;
+    // A bad baseline is exit 2 before anything is measured.
+    let gate = match &args.baseline {
+        Some(path) => Some(crate::analysis::baseline::Gate {
+            baseline: crate::analysis::baseline::load(path).map_err(|e| anyhow!(e))?,
+            path: path.clone(),
+            threshold: args.baseline_threshold,
+        }),
+        None => None,
+    };
     let mut observer = progress::for_terminal(settings.plain_output);
-    session::run(&settings, observer.as_mut(), std::env::args().collect())
+    session::run(
+        &settings,
+        observer.as_mut(),
+        std::env::args().collect(),
+        gate,
+    )
 }

@@ -25,7 +25,6 @@ pub fn run(args: &WorkerArgs) -> u8 {
         events_every: args.events_every,
         init_timeout_s: args.init_timeout_s,
         case_timeout_s: args.case_timeout_s,
-        remeasure: args.remeasure,
     };
     worker::run(&settings).clamp(0, 255) as u8
 }

@@ -106,8 +106,6 @@ pub struct SweepSettings {
     /// All-reduces per timing event on the NCCL backend (`NCCL_BENCH_EVENTS_EVERY`,
     /// read once here so that every rank gets the same); 0 decides per size.
     pub events_every: u64,
-    /// Re-measure flagged cases in fresh processes (`--no-remeasure` turns it off).
-    pub remeasure: bool,
     /// Ask NCCL about each size in an untimed probe group first (`--no-probe` turns
     /// it off).
     pub probe: bool,

@@ -15,8 +15,6 @@ use hdrhistogram::serialization::interval_log::{
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
-use crate::stats::distribution::Distribution;
-
 const LEGEND: &str =
     "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n";
 
@@ -80,31 +78,6 @@ pub fn read(path: &Path) -> Result<Vec<(String, Histogram<u64>)>> {
         .into_iter()
         .map(|(tag, encoded)| Ok((tag.to_string(), decode(path, tag, encoded)?)))
         .collect()
-}
-
-/// Reads every tagged histogram of a log file as the distribution the comparison
-/// statistics read, in file order. The histograms are decoded on every core and each
-/// is dropped once reduced: a run of 10,000 cases never holds 10,000 histograms.
-pub fn read_distributions(path: &Path) -> Result<Vec<(String, Distribution)>> {
-    read_distributions_where(path, |_| true)
-}
-
-/// [`read_distributions`] of the tags `keep` accepts; the others are not decoded.
-pub fn read_distributions_where(
-    path: &Path,
-    keep: impl Fn(&str) -> bool,
-) -> Result<Vec<(String, Distribution)>> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let kept: Vec<(&str, &str)> = entries(path, &bytes)?
-        .into_iter()
-        .filter(|(tag, _)| keep(tag))
-        .collect();
-    crate::parallel::map(&kept, |&(tag, encoded)| {
-        let histogram = decode(path, tag, encoded)?;
-        Ok((tag.to_string(), Distribution::from_histogram(&histogram)))
-    })
-    .into_iter()
-    .collect()
 }
 
 /// The tag and the encoded histogram of every interval line, in file order.

@@ -4,16 +4,13 @@
 //! is not a run, a CSV row that does not parse, a histogram that does not decode: each
 //! is an error naming the file and line.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 
-use super::hlog;
-use super::run_dir::{HISTOGRAMS, MANIFEST, RESULTS_CSV};
+use super::run_dir::{MANIFEST, RESULTS_CSV};
 use crate::ops::collective::Collective;
-use crate::stats::distribution::Distribution;
 use crate::stats::quality::Quality;
 
 /// One row of `results.csv` (the stable columns, and the extra ones when present).
@@ -134,6 +131,14 @@ impl CaseRow {
 
     pub fn is_ok(&self) -> bool {
         self.status == "ok"
+    }
+
+    /// The case's level for the decision model: its rounds, else its one
+    /// measurement (its median, or an import's mean).
+    pub fn level(&self) -> Option<crate::stats::change::Level> {
+        use crate::stats::change::Level;
+        Level::of_rounds(&self.round_medians())
+            .or_else(|| Level::of_point(self.p50_us.or(self.time_us)?))
     }
 
     /// The collective measured: all_reduce for a row without one (the reader
@@ -273,9 +278,6 @@ pub struct RunData {
     pub dir: PathBuf,
     pub manifest: ManifestHead,
     pub cases: Vec<CaseRow>,
-    /// The distributions of the histograms by tag; empty for runs without
-    /// per-iteration data (imported).
-    pub distributions: HashMap<String, Distribution>,
 }
 
 impl RunData {
@@ -285,16 +287,9 @@ impl RunData {
         self.manifest.looks.len().max(1)
     }
 
+    /// A run directory's manifest and results.csv (what every command reads;
+    /// histograms.hlog is for other tools and charts).
     pub fn load(dir: &Path) -> Result<RunData> {
-        RunData::load_with(dir, true)
-    }
-
-    /// The manifest and results.csv only: what reading hundreds of runs needs.
-    pub fn load_summary(dir: &Path) -> Result<RunData> {
-        RunData::load_with(dir, false)
-    }
-
-    fn load_with(dir: &Path, histograms: bool) -> Result<RunData> {
         if !dir.is_dir() {
             bail!("{} is not a directory", dir.display());
         }
@@ -312,21 +307,10 @@ impl RunData {
             Err(_) => bail!("{} is not a run directory (no {MANIFEST})", dir.display()),
         };
         let cases = read_rows(&csv_path)?;
-        let hlog_path = dir.join(HISTOGRAMS);
-        let distributions = if histograms && hlog_path.is_file() {
-            // The cases' pooled histograms: each round's (a sweep of several rounds
-            // logs them too) is not needed to read a run.
-            hlog::read_distributions_where(&hlog_path, |tag| !hlog::is_round_tag(tag))?
-                .into_iter()
-                .collect()
-        } else {
-            HashMap::new()
-        };
         Ok(RunData {
             dir: dir.to_path_buf(),
             manifest,
             cases,
-            distributions,
         })
     }
 
@@ -351,7 +335,7 @@ impl RunData {
         out
     }
 
-    /// The run with only the cases of one collective (and their histograms), as
+    /// The run with only the cases of one collective, as
     /// if it had measured that one alone: what the report and the charts of each
     /// collective read.
     pub fn of_collective(&self, collective: Collective) -> RunData {
@@ -361,23 +345,15 @@ impl RunData {
             .filter(|c| c.coll() == collective)
             .cloned()
             .collect();
-        let distributions = cases
-            .iter()
-            .filter_map(|c| {
-                let tag = c.hist_tag.as_ref()?;
-                Some((tag.clone(), self.distributions.get(tag)?.clone()))
-            })
-            .collect();
         RunData {
             dir: self.dir.clone(),
             manifest: self.manifest.clone(),
             cases,
-            distributions,
         }
     }
 
     /// `f` on the run's cases of one collective: the run itself when it holds no
-    /// other (no copy of its histograms), else [`RunData::of_collective`].
+    /// other, else [`RunData::of_collective`].
     pub fn for_collective<R>(&self, collective: Collective, f: impl FnOnce(&RunData) -> R) -> R {
         if self.cases.iter().all(|c| c.coll() == collective) {
             f(self)
@@ -393,14 +369,6 @@ impl RunData {
             [one] => one.title(),
             _ => Collective::AllReduce.title(),
         }
-    }
-
-    /// The distribution of a case's histogram, when the run kept one.
-    pub fn distribution(&self, row: &CaseRow) -> Option<&Distribution> {
-        row.hist_tag
-            .as_deref()
-            .filter(|t| !t.is_empty())
-            .and_then(|t| self.distributions.get(t))
     }
 }
 
@@ -455,10 +423,6 @@ mod tests {
         // A run from before there were other collectives measured all_reduce.
         assert_eq!(run.cases[0].collective, "all_reduce");
         assert_eq!(run.cases[0].coll(), Collective::AllReduce);
-        assert!(
-            run.distribution(&run.cases[0]).is_none(),
-            "no hlog in this run"
-        );
     }
 
     #[test]

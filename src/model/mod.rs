@@ -105,14 +105,11 @@ pub struct CaseResult {
     pub duration_s: f64,
     /// How far the timings deserve trust (`None` for a case without timings).
     pub quality: Option<Quality>,
-    /// Why the case was flagged, and what re-measuring it found.
+    /// Why the case was flagged.
     pub quality_note: String,
     /// How its iterations were timed when not one timestamp each (the NCCL
     /// backend's event stride); results.csv's `quality_note` ends with it.
     pub timing_note: String,
-    /// Whether these timings are a re-measurement (its histogram has a tag of its own,
-    /// so that both measurements stay in the histogram log).
-    pub second_take: bool,
     /// The busbw ceiling of the ring it ran on (`analysis::ceiling`), where measured.
     pub ceiling_gbps: Option<f64>,
     /// The median iteration time of each round (process group) that measured the
@@ -151,11 +148,7 @@ impl CaseResult {
 
     /// The tag of this measurement's histogram in `histograms.hlog`.
     pub fn hist_tag(&self) -> String {
-        if self.second_take {
-            format!("{}/remeasured", self.key.tag())
-        } else {
-            self.key.tag()
-        }
+        self.key.tag()
     }
 }
 
@@ -302,9 +295,14 @@ pub struct RunManifest {
     /// most, where the sweep measured until settled.
     pub rounds: u32,
     /// Measured until settled: the rounds at which it looked whether each pair of
-    /// configs is settled (`analysis::family::looks`); empty for fixed rounds.
+    /// configs is settled (`stats::change::looks`); empty for fixed rounds. Every
+    /// decision on the run spends its rate over these looks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub looks: Vec<u32>,
+    /// How the rounds were ordered and decided while measuring (the decisions
+    /// read `looks`; this is the rest of the design, for the record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<SweepDesign>,
     /// Measured until settled: the rounds each group took, and why it stopped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub group_rounds: Vec<GroupRounds>,
@@ -364,6 +362,29 @@ impl RunManifest {
                 .insert(result.shm_backing.clone());
         }
     }
+}
+
+/// A sweep's design, as it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepDesign {
+    /// The rate, band and margin each pair was settled at (`stats::change`).
+    pub alpha: f64,
+    pub threshold: f64,
+    pub margin: f64,
+    /// The order of the configs within a round: `williams` (each follows each
+    /// other equally often).
+    pub order: String,
+    /// With `sweep --baseline`: the baseline each group was also settled against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateDesign>,
+}
+
+/// The gate a sweep measured against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateDesign {
+    pub baseline: String,
+    pub alpha: f64,
+    pub threshold: f64,
 }
 
 /// How many rounds one group of a sweep that measured until settled took (a config

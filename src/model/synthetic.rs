@@ -43,6 +43,7 @@ impl RunManifest {
             iterations: IterationPolicy::Fixed { iters: 2000 },
             rounds: 1,
             looks: Vec::new(),
+            design: None,
             group_rounds: Vec::new(),
             warmup_iters: 5,
             graph_iters: 0,

@@ -13,7 +13,7 @@ use plotters::prelude::*;
 
 use super::common::{self, err};
 use crate::analysis::history::{History, Point, Series};
-use crate::stats::compare::Verdict;
+use crate::stats::change::Change;
 use crate::units::Bytes;
 
 /// Below this size a chart shows latency instead of bus bandwidth.
@@ -230,7 +230,7 @@ fn plot<DB: DrawingBackend>(
             .map_err(err)?;
         for st in &s.steps {
             let x = (st.before as f64 + st.after as f64) / 2.0;
-            let c = if st.verdict == Verdict::Regressed {
+            let c = if st.verdict == Change::Slower {
                 common::FAILED
             } else {
                 IMPROVED

@@ -1,7 +1,7 @@
 //! Each config's median latency relative to the baseline config, per message size,
 //! one chart per GPU count (`relative-n{N}`): the change in percent (positive is
-//! slower) with its 95 % confidence interval as a band, over a grey +-threshold noise
-//! band around 0. The numbers come from the same comparison as `nccl-bench compare`.
+//! slower) with the interval it is decided on as a band, over a grey +-threshold
+//! band around 0. The numbers come from the same decision as `nccl-bench compare`.
 //! Pairs where one side did not succeed are red crosses at the bottom.
 
 use std::path::{Path, PathBuf};
@@ -11,9 +11,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::common::{self, err};
-use crate::analysis::compare::{compare_pair, seed, CompareOptions};
-use crate::export::reader::{CaseRow, RunData};
-use crate::stats::compare::DEFAULT_RESAMPLES;
+use crate::analysis::compare::{compare, CompareOptions, Side};
+use crate::export::reader::RunData;
 
 /// One config's changes against the baseline: runs of `(x, change %, ci lo %,
 /// ci hi %)`, split where a pair failed so no line bridges a failure.
@@ -50,65 +49,39 @@ pub fn draw(run: &RunData, baseline: &str, threshold: f64, out_dir: &Path) -> Re
     Ok(written)
 }
 
-/// The comparisons of every other config against the baseline at one GPU count;
+/// The comparisons of every other config against the baseline at one GPU count
+/// (each config's pair decided over all its cases, as the report's tables);
 /// empty when the baseline did not run there.
 fn relatives(run: &RunData, baseline: &str, threshold: f64, nranks: u32) -> Vec<Relative> {
-    let base_rows = common::rows(run, baseline, nranks);
-    if base_rows.is_empty() {
+    if common::rows(run, baseline, nranks).is_empty() {
         return Vec::new();
     }
-    let opts = CompareOptions {
-        threshold,
-        resamples: DEFAULT_RESAMPLES,
-        margin: threshold,
-        family_alpha: crate::analysis::family::FAMILY_ALPHA,
-    };
     let mut out = Vec::new();
     for (config_index, config) in common::configs(run).into_iter().enumerate() {
         if config == baseline {
             continue;
         }
+        let (base, cand) = (Side::config(run, baseline), Side::config(run, &config));
+        let Ok(pair) = compare(&base, &cand, CompareOptions::new(threshold)) else {
+            continue;
+        };
         let mut rel = Relative {
             config_index,
             config: config.clone(),
             segments: vec![Vec::new()],
             failed: Vec::new(),
         };
-        let pairs: Vec<(&CaseRow, &CaseRow)> = common::rows(run, &config, nranks)
-            .into_iter()
-            .filter_map(|c| {
-                base_rows
-                    .iter()
-                    .find(|b| {
-                        (b.bytes, &b.dtype, &b.op, b.coll()) == (c.bytes, &c.dtype, &c.op, c.coll())
-                    })
-                    .map(|b| (*b, c))
-            })
-            .collect();
-        // The bootstraps on every core: each pair is seeded from its key.
-        let compared = crate::parallel::map(&pairs, |&(b, c)| {
-            let key = (&config, nranks, c.bytes, &c.dtype, &c.op);
-            (b.is_ok() && c.is_ok())
-                .then(|| compare_pair(run, b, run, c, opts, seed(&key)).0)
-                .flatten()
-        });
-        for ((b, c), cmp) in pairs.into_iter().zip(compared) {
-            let x = common::size_x(c.bytes);
-            if !(b.is_ok() && c.is_ok()) {
+        let mut rows: Vec<_> = pair.rows.iter().filter(|r| r.nranks == nranks).collect();
+        rows.sort_by_key(|r| r.bytes);
+        for r in rows {
+            let x = common::size_x(r.bytes);
+            let (Some(change), Some((lo, hi))) = (r.case.relative(), r.case.interval) else {
                 rel.failed.push(x);
                 rel.segments.push(Vec::new());
                 continue;
-            }
-            if let Some(cmp) = cmp.filter(|m| m.change.is_finite()) {
-                // An unbounded interval (too few samples) is drawn as the point alone.
-                let (lo, hi) = if cmp.ci.0.is_finite() && cmp.ci.1.is_finite() {
-                    cmp.ci
-                } else {
-                    (cmp.change, cmp.change)
-                };
-                if let Some(segment) = rel.segments.last_mut() {
-                    segment.push((x, cmp.change * 100.0, lo * 100.0, hi * 100.0));
-                }
+            };
+            if let Some(segment) = rel.segments.last_mut() {
+                segment.push((x, change * 100.0, lo * 100.0, hi * 100.0));
             }
         }
         rel.segments.retain(|s| !s.is_empty());
@@ -144,7 +117,7 @@ impl Chart<'_> {
         let area = common::titled(
             &root,
             &format!(
-                "Median latency vs '{}' (95 % CI; above 0 is slower), {}",
+                "Time vs '{}' (the decision's interval; above 0 is slower), {}",
                 self.baseline,
                 self.run.ranks(self.nranks)
             ),

@@ -1,77 +1,154 @@
-//! `check`'s outputs for people: one line per case of the baseline, failures first,
-//! then the summary, as aligned text or a Markdown table.
+//! `check`'s outputs for people: one line per case, failures first, then the
+//! decision's sentence and its method, as aligned text or a Markdown table.
 
 use std::fmt::Write as _;
 
-use crate::analysis::baseline::{CheckReport, Outcome};
-use crate::units::Bytes;
+use super::decision::{self, case_words, pct};
+use crate::analysis::baseline::job::JobCheck;
+use crate::analysis::baseline::{CaseCheck, CheckReport};
+use crate::config::SizesFrom;
+use crate::units::{format_us, plural, Bytes};
+
+/// The order of the table: failures, then cases not settled, then the rest.
+fn rank(c: &CaseCheck) -> u8 {
+    if c.fails() {
+        0
+    } else if c.open() {
+        1
+    } else {
+        2
+    }
+}
 
 /// One line per case (failures first), then the summary.
 pub fn table(report: &CheckReport, baseline: &str, markdown: bool) -> String {
     let mut s = String::new();
-    let mut cases: Vec<_> = report.cases.iter().collect();
-    cases.sort_by_key(|c| !c.outcome.fails());
+    let mut cases: Vec<&CaseCheck> = report.cases.iter().collect();
+    cases.sort_by_key(|c| rank(c));
     if markdown {
         let _ = writeln!(
             s,
-            "## nccl-bench check of {} against {baseline}\n\n| result | config | ranks | size | run | baseline | change | why |\n|---|---|---|---|---|---|---|---|",
+            "## nccl-bench check of {} against {baseline}\n\n| result | config | ranks | size | run | baseline | change | note |\n|---|---|---|---|---|---|---|---|",
             report.run
         );
     }
+    let time = |v: Option<f64>| v.map(format_us).unwrap_or_else(|| "-".into());
     for c in &cases {
-        let us = |v: Option<f64>| {
-            v.map(|v| format!("{v:.3} us"))
-                .unwrap_or_else(|| "-".into())
-        };
-        let change = c
-            .change
-            .map(|x| format!("{:+.1} %", x * 100.0))
-            .unwrap_or_else(|| "-".into());
+        let change = c.case.map(|k| case_words(&k)).unwrap_or_default();
         if markdown {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {change} | {} |",
-                c.outcome.as_str(),
-                c.label(),
-                c.nranks,
-                Bytes(c.bytes),
-                us(c.run_us),
-                us(c.baseline_us),
-                c.message.replace('|', "\\|")
+                c.word(),
+                c.id.label(),
+                c.id.nranks,
+                Bytes(c.id.bytes),
+                time(c.run_us),
+                time(c.baseline_us),
+                c.note.replace('|', "\\|")
             );
         } else {
-            let _ = writeln!(
-                s,
-                "{:<12} {:<12} n={:<4} {:>10}  run {:>14}  baseline {:>14}  {change:>8}  {}",
-                c.outcome.as_str(),
-                c.label(),
-                c.nranks,
-                Bytes(c.bytes).to_string(),
-                us(c.run_us),
-                us(c.baseline_us),
-                c.message
+            let line = format!(
+                "{:<11} {:<14} n={:<3} {:>9} {:>10} {:>10}  {change}",
+                c.word(),
+                c.id.label(),
+                c.id.nranks,
+                Bytes(c.id.bytes).to_string(),
+                time(c.run_us),
+                time(c.baseline_us),
             );
+            let _ = writeln!(s, "{}", line.trim_end());
         }
     }
-    let count = |o: Outcome| report.cases.iter().filter(|c| c.outcome == o).count();
+    let gap = if markdown { "\n" } else { "" };
+    let names: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.baseline_us.is_some())
+        .map(|c| {
+            format!(
+                "{} on {}",
+                Bytes(c.id.bytes),
+                plural(c.id.nranks as usize, "rank", "ranks")
+            )
+        })
+        .collect();
     let _ = writeln!(
         s,
-        "{}{} of {} cases fail ({} slower, {} missing, {} not ok); {} pass, {} faster, {} inconclusive, {} new; threshold {:.1} %",
-        if markdown { "\n" } else { "" },
-        report.failures(),
-        report.cases.len(),
-        count(Outcome::Slower),
-        count(Outcome::Missing),
-        count(Outcome::NotOk),
-        count(Outcome::Pass),
-        count(Outcome::Faster),
-        count(Outcome::Inconclusive),
-        count(Outcome::New),
-        report.threshold * 100.0
+        "{gap}{}",
+        decision::sentence(&report.decision, &names, "the run")
     );
-    let family = report.family.sentence("the run");
-    if !family.is_empty() {
-        let _ = writeln!(s, "{}{family}", if markdown { "\n" } else { "" });
+    if let (Some(shift), Some(t)) = (report.shift, report.run_to_run) {
+        let _ = writeln!(
+            s,
+            "{gap}The run is {} over all its cases; the baseline's {} runs differ by {} run to run.",
+            pct(shift),
+            t.runs,
+            pct(t.relative()).trim_start_matches('+')
+        );
     }
+    let _ = writeln!(s, "{gap}{}", decision::method(&report.decision));
+    let _ = writeln!(
+        s,
+        "{gap}Exit {}: 0 pass, 1 a case slower, failing or missing, 3 not settled.",
+        report.exit_code()
+    );
     s
+}
+
+/// How much a baseline's runs differ as whole runs, and what that makes of a gate:
+/// an identical run's own run effect is what the gate measures, so a threshold
+/// near it fails some nights.
+pub fn run_to_run_words(t: &crate::stats::change::RunToRun) -> String {
+    let tau = t.var.sqrt();
+    let at = |threshold: f64| {
+        let z = threshold.ln_1p() / tau.max(f64::MIN_POSITIVE);
+        // One-sided normal tail: the nights an identical run is that much slower.
+        0.5 * statrs::function::erf::erfc(z / std::f64::consts::SQRT_2)
+    };
+    format!(
+        "The {} runs differ by {} run to run: an identical run is 5 % slower in about {:.1} % of nights, 2 % slower in {:.1} %.",
+        t.runs,
+        pct(t.relative()).trim_start_matches('+'),
+        100.0 * at(0.05),
+        100.0 * at(0.02)
+    )
+}
+
+/// The job's checks in lines, after `check`'s table.
+pub fn job_lines(checks: &[JobCheck], job: &SizesFrom) -> Vec<String> {
+    let mut out = vec![format!(
+        "your job ({}: {} (collective, size) with their calls {}):",
+        job.file,
+        job.calls.len(),
+        job.per
+    )];
+    if checks.is_empty() {
+        out.push("  no case of the baseline and the run matches the job's sizes".into());
+    }
+    for c in checks {
+        let change = match (c.case.relative(), c.case.interval) {
+            (Some(x), Some((lo, hi))) if lo < hi => {
+                format!("{} ({} to {})", pct(x), pct(lo), pct(hi))
+            }
+            (Some(x), _) => pct(x),
+            _ => "-".into(),
+        };
+        out.push(format!(
+            "  {}, {}: {}: {change}; {} against {} {}",
+            c.config,
+            plural(c.nranks as usize, "rank", "ranks"),
+            c.case.change.word(),
+            format_us(c.run_us),
+            format_us(c.base_us),
+            job.per,
+        ));
+        if c.left_out > 0 {
+            out.push(format!(
+                "    {} of the job's sizes are not in both the baseline and the run: left out",
+                c.left_out
+            ));
+        }
+    }
+    out
 }

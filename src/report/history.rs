@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use crate::analysis::history::{History, Series, Step};
-use crate::stats::compare::Verdict;
+use crate::stats::change::Change;
 use crate::units::{format_us, plural, Bytes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +98,7 @@ fn run_name(h: &History, i: usize) -> String {
 }
 
 /// "regressed +10.2 % [+6.9 %, +13.4 %]".
-fn change(verdict: Verdict, change: f64, ci: (f64, f64)) -> String {
+fn change(verdict: Change, change: f64, ci: (f64, f64)) -> String {
     format!("{verdict} {} [{}, {}]", pct(change), pct(ci.0), pct(ci.1))
 }
 
@@ -116,7 +116,7 @@ fn what_changed(step: &Step) -> String {
 /// The step lines: series, change, the two runs, what changed.
 fn step_lines(h: &History) -> Vec<String> {
     let mut steps: Vec<(&Series, &Step)> = h.steps().collect();
-    steps.sort_by_key(|(_, st)| (st.after, st.verdict != Verdict::Regressed));
+    steps.sort_by_key(|(_, st)| (st.after, st.verdict != Change::Slower));
     steps
         .into_iter()
         .map(|(s, st)| {
@@ -213,10 +213,9 @@ fn text(h: &History, markdown: bool) -> Result<String> {
         _ => String::new(),
     };
     let head = format!(
-        "history of {}{span}: {}, each run judged on {} against up to {} runs of the level before it, threshold +-{:.1} %",
+        "history of {}{span}: {}, each run against up to {} runs of the level before it, threshold +-{:.1} %",
         plural(h.runs.len(), "run", "runs"),
         plural(h.series.len(), "series", "series"),
-        h.method,
         h.window,
         h.threshold * 100.0
     );

@@ -41,12 +41,12 @@ pub fn section<'a>(
         .collect();
     let all: Vec<JobCost> = others
         .iter()
-        .flat_map(|c| costs(run, job, baseline, c))
+        .flat_map(|c| costs(run, job, baseline, c, threshold))
         .collect();
     writeln!(s, "## Your job\n")?;
     writeln!(
         s,
-        "The job of `{}`: {} (collective, size) with their calls {}. Its communication time is the calls x each case's median time; the change under another config has its 95 % interval over the rounds (each round's job time from its cases' rounds, paired round by round).\n",
+        "The job of `{}`: {} (collective, size) with their calls {}. Its communication time is the calls x each case's time, round by round; the change under another config is decided as one case per rank count (docs/guide/statistics.md).\n",
         job.file,
         job.calls.len(),
         job.per
@@ -82,32 +82,30 @@ pub fn section<'a>(
         )?;
         writeln!(
             s,
-            "| config | job's time | change | 95 % interval | rounds |"
+            "| config | job's time | change | interval | rounds | answer |"
         )?;
-        writeln!(s, "|---|---|---|---|---|")?;
+        writeln!(s, "|---|---|---|---|---|---|")?;
         for c in &here {
-            let (change, interval, rounds) = match c.interval {
-                Some((change, ci, r)) => (
-                    change,
-                    format!("{} to {}", pct(ci.0), pct(ci.1)),
-                    r.to_string(),
+            let (interval, rounds) = match (c.case.interval, c.case.estimate) {
+                (Some(i), Some(e)) if e.se.is_some() => (
+                    format!("{} to {}", pct(i.0), pct(i.1)),
+                    e.cand_rounds.to_string(),
                 ),
-                None => (c.change(), "-".to_string(), "-".to_string()),
+                _ => ("-".to_string(), "-".to_string()),
             };
             writeln!(
                 s,
-                "| {} | {} | {} ({}) | {interval} | {rounds} |",
+                "| {} | {} | {} ({}) | {interval} | {rounds} | {} |",
                 c.cand,
                 format_us(c.cand_us),
-                pct(change),
+                pct(c.change()),
                 signed_us(c.cand_us - c.base_us),
+                c.case.change.word(),
             )?;
         }
         writeln!(s)?;
         for c in &here {
-            if let Some(line) = headline(c, &format!("`{}`", c.cand), &job.per, threshold) {
-                writeln!(s, "{line}\n")?;
-            }
+            writeln!(s, "{}\n", headline(c, &format!("`{}`", c.cand), &job.per))?;
         }
         // The table for the config that disables SHM where there is one, else the
         // one that changes the job most.
@@ -169,22 +167,15 @@ pub fn section<'a>(
 }
 
 /// The SHM verdict on the job's time (`analysis::verdict::job`), as the lead of the
-/// report's verdict: the answer for the job in bold, then what disabling SHM costs
-/// it at each rank count with its interval. None without a job or a config that
-/// disables SHM.
+/// report's verdict: the answer for the job, then what disabling SHM costs it at each
+/// rank count. None without a job or a config that disables SHM.
 pub fn verdict_lead(run: &RunData, baseline: &str, threshold: f64) -> Option<String> {
-    use crate::analysis::verdict::job::{for_job, JobAnswer};
-    let v = for_job(run, baseline, threshold)?;
+    let v = crate::analysis::verdict::job::for_job(run, baseline, threshold)?;
     let job = run.manifest.sizes_from.as_ref()?;
-    let band = format!("+-{:.1}%", threshold * 100.0);
-    let lead = match v.answer {
-        JobAnswer::Costs => "**For your job: keep SHM enabled.** Disabling it costs the job's communication time beyond the noise band".to_string(),
-        JobAnswer::Within => format!("**For your job: disabling SHM changes its communication time by less than {band}.** The sizes this job sends do not need SHM; the answer per size below covers every size measured"),
-        JobAnswer::Saves => "**For your job: disabling SHM makes its communication faster.**".to_string(),
-        JobAnswer::NotSettled => format!("**For your job: not settled yet.** The interval of the job's time reaches past {band} and does not lie beyond it"),
-    };
+    let words = super::verdict::job_words(&v);
     let mut s = format!(
-        "{lead} (the job of `{}`, {} (collective, size) with their calls {}; its time is the calls x each case's median time, and its interval is over the rounds, paired round by round, every rank count's holding together with 95 %).\n",
+        "**{}** (the job of `{}`, {} (collective, size) with their calls {}).\n",
+        capital(words.trim_start_matches("your job: ")),
         job.file,
         job.calls.len(),
         job.per
@@ -192,24 +183,24 @@ pub fn verdict_lead(run: &RunData, baseline: &str, threshold: f64) -> Option<Str
     let subject = format!("Disabling SHM (`{}`)", v.shm_off);
     for c in &v.costs {
         let on = crate::units::plural(c.nranks as usize, "rank", "ranks");
-        match headline(c, &subject, &job.per, threshold) {
-            Some(line) => s.push_str(&format!("\n- On {on}: {}", line.replace("**", ""))),
-            None => s.push_str(&format!(
-                "\n- On {on}: {} -> {} {} (no interval: fewer than 6 rounds on every case)",
-                format_us(c.base_us),
-                format_us(c.cand_us),
-                job.per
-            )),
-        }
+        s.push_str(&format!("\n- On {on}: {}", headline(c, &subject, &job.per)));
     }
     s.push_str("\n\nPer size, over every size measured:\n");
     Some(s)
 }
 
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
 /// What a comparison costs a job, for `compare --workload`: a line per config pair
 /// and rank count with the job's times, the change and its answer against the
 /// threshold.
-pub fn compare_lines(costs: &[JobCost], job: &SizesFrom, threshold: f64) -> Vec<String> {
+pub fn compare_lines(costs: &[JobCost], job: &SizesFrom) -> Vec<String> {
     let mut lines = vec![format!(
         "your job ({}: {} (collective, size) with their calls {}):",
         job.file,
@@ -239,9 +230,7 @@ pub fn compare_lines(costs: &[JobCost], job: &SizesFrom, threshold: f64) -> Vec<
         } else {
             format!("`{}`", c.cand)
         };
-        if let Some(line) = headline(c, &subject, &job.per, threshold) {
-            lines.push(format!("    {}", line.replace("**", "")));
-        }
+        lines.push(format!("    {}", headline(c, &subject, &job.per)));
         if c.interpolated > 0 {
             lines.push(format!("    {}", interpolated_words(c.interpolated)));
         }
@@ -267,9 +256,7 @@ fn interpolated_words(n: usize) -> String {
     )
 }
 
-fn pct(x: f64) -> String {
-    format!("{:+.1}%", x * 100.0)
-}
+use super::decision::pct;
 
 fn signed_us(us: f64) -> String {
     if us < 0.0 {
@@ -279,37 +266,21 @@ fn signed_us(us: f64) -> String {
     }
 }
 
-/// The answer for one config in a sentence, from its interval against the noise
-/// band +-`threshold` (as every answer of compare and the verdict): what it costs
-/// (or saves) the job, with the interval in time; that it changes the job's time by
-/// less than the band; or that the interval does not settle it.
-fn headline(c: &JobCost, subject: &str, per: &str, threshold: f64) -> Option<String> {
-    let (_, (lo, hi), rounds) = c.interval?;
-    let abs = |x: f64| signed_us(c.base_us * x);
-    let band = format!("+-{:.1}%", threshold * 100.0);
-    let interval = format!(
-        "{} to {} over {rounds} rounds, {} to {} {per}",
-        pct(lo),
-        pct(hi),
-        abs(lo),
-        abs(hi)
-    );
-    let words = if lo > threshold {
-        "would cost"
-    } else if hi < -threshold {
-        "would save"
-    } else if lo >= -threshold && hi <= threshold {
-        return Some(format!(
-            "{subject} changes this job's time by less than {band} (95 % interval {interval})."
-        ));
-    } else {
-        return Some(format!(
-            "{subject}: not settled for this job: its 95 % interval, {interval}, reaches past {band} and does not lie beyond it."
-        ));
+/// The answer for one config in a sentence: the job's change with its interval,
+/// the time it makes, and its word.
+fn headline(c: &JobCost, subject: &str, per: &str) -> String {
+    let change = match (c.case.interval, c.case.estimate.and_then(|e| e.se)) {
+        (Some((lo, hi)), Some(_)) => format!("{} ({} to {})", pct(c.change()), pct(lo), pct(hi)),
+        _ => pct(c.change()),
     };
-    Some(format!(
-        "**{subject} {words} this job {} {per}** ({} of its communication time; 95 % interval {interval}).",
+    let failed = if c.failed > 0 {
+        format!(", {} of its sizes failed", c.failed)
+    } else {
+        String::new()
+    };
+    format!(
+        "{subject}: {change}, {} {per}{failed}: {}.",
         signed_us(c.cand_us - c.base_us),
-        pct(c.change())
-    ))
+        c.case.change.word()
+    )
 }

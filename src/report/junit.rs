@@ -1,23 +1,31 @@
 //! JUnit XML of a `check`: one `<testcase>` per case, so that GitLab, Jenkins and
-//! GitHub show every case as a test. Failing outcomes are `<failure>`, cases not
-//! judged (inconclusive timings, cases new to the run) are `<skipped>`. The shape is
-//! the common JUnit schema: `testsuites` > `testsuite` > `testcase` > `failure` /
-//! `skipped` / `system-out`.
+//! GitHub show every case as a test. A case slower, failing, missing or not settled
+//! is a `<failure>` (a gate never passes on what it could not tell); a case new to
+//! the run is `<skipped>`. The shape is the common JUnit schema: `testsuites` >
+//! `testsuite` > `testcase` > `failure` / `skipped` / `system-out`.
 
 use std::fmt::Write as _;
 
-use crate::analysis::baseline::{CheckReport, Outcome};
+use super::decision::case_words;
+use crate::analysis::baseline::{CaseCheck, CheckReport};
 use crate::units::{xml_escape, Bytes};
+
+/// What a case says: its change and interval, and its note.
+fn message(c: &CaseCheck) -> String {
+    let change = c.case.map(|k| case_words(&k)).unwrap_or_default();
+    [c.word().to_string(), change, c.note.clone()]
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(": ")
+}
 
 /// The XML document.
 pub fn render(report: &CheckReport, baseline: &str, timestamp: &str) -> String {
     let tests = report.cases.len();
-    let failures = report.failures();
-    let skipped = report
-        .cases
-        .iter()
-        .filter(|c| matches!(c.outcome, Outcome::Inconclusive | Outcome::New))
-        .count();
+    let failing = |c: &&CaseCheck| c.fails() || c.open();
+    let failures = report.cases.iter().filter(failing).count();
+    let skipped = report.cases.iter().filter(|c| c.case.is_none()).count();
     let suite = format!("nccl-bench check of {} against {baseline}", report.run);
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -32,12 +40,12 @@ pub fn render(report: &CheckReport, baseline: &str, timestamp: &str) -> String {
     );
     for c in &report.cases {
         // all_reduce's cases keep the names they had before there were others.
-        let class = match c.collective.as_str() {
-            "" | "all_reduce" => format!("nccl-bench.{}.n{}", c.config, c.nranks),
-            coll => format!("nccl-bench.{}.{coll}.n{}", c.config, c.nranks),
+        let class = match c.id.collective.as_str() {
+            "" | "all_reduce" => format!("nccl-bench.{}.n{}", c.id.config, c.id.nranks),
+            coll => format!("nccl-bench.{}.{coll}.n{}", c.id.config, c.id.nranks),
         };
-        let name = format!("{} {} {}", Bytes(c.bytes), c.dtype, c.op);
-        // A case's "time" is its median all-reduce time, in seconds.
+        let name = format!("{} {} {}", Bytes(c.id.bytes), c.id.dtype, c.id.op);
+        // A case's "time" is its typical collective time, in seconds.
         let time = c.run_us.map(|us| us / 1e6).unwrap_or(0.0);
         let _ = write!(
             s,
@@ -45,30 +53,21 @@ pub fn render(report: &CheckReport, baseline: &str, timestamp: &str) -> String {
             xml_escape(&class),
             xml_escape(&name)
         );
-        let message = xml_escape(&c.message);
-        match c.outcome {
-            o if o.fails() => {
-                let _ = writeln!(
-                    s,
-                    ">\n      <failure type=\"{}\" message=\"{message}\">{message}</failure>\n    </testcase>",
-                    o.as_str()
-                );
-            }
-            Outcome::Inconclusive | Outcome::New => {
-                let _ = writeln!(
-                    s,
-                    ">\n      <skipped message=\"{}: {message}\"/>\n    </testcase>",
-                    c.outcome.as_str()
-                );
-            }
-            _ => {
-                let _ = writeln!(
-                    s,
-                    ">\n      <system-out>{}: {message}</system-out>\n    </testcase>",
-                    c.outcome.as_str()
-                );
-            }
-        }
+        let text = xml_escape(&message(c));
+        let _ = if failing(&c) {
+            writeln!(
+                s,
+                ">\n      <failure type=\"{}\" message=\"{text}\">{text}</failure>\n    </testcase>",
+                c.word()
+            )
+        } else if c.case.is_none() {
+            writeln!(s, ">\n      <skipped message=\"{text}\"/>\n    </testcase>")
+        } else {
+            writeln!(
+                s,
+                ">\n      <system-out>{text}</system-out>\n    </testcase>"
+            )
+        };
     }
     s.push_str("  </testsuite>\n</testsuites>\n");
     s
@@ -77,48 +76,73 @@ pub fn render(report: &CheckReport, baseline: &str, timestamp: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::baseline::CaseCheck;
+    use crate::analysis::baseline::CaseId;
+    use crate::stats::change::{self, Design, Evidence, Input};
 
-    fn case(outcome: Outcome, message: &str) -> CaseCheck {
+    fn case(evidence: Evidence, note: &str) -> CaseCheck {
+        let decided = change::decide(
+            &[Input {
+                evidence,
+                flagged: false,
+            }],
+            &Design::gate(0.05, 1),
+        );
         CaseCheck {
-            config: "default".into(),
-            collective: "all_reduce".into(),
-            nranks: 2,
-            bytes: 65536,
-            dtype: "float".into(),
-            op: "sum".into(),
-            outcome,
+            id: CaseId {
+                config: "default".into(),
+                collective: "all_reduce".into(),
+                nranks: 2,
+                bytes: 65536,
+                dtype: "float".into(),
+                op: "sum".into(),
+            },
+            case: Some(decided.cases[0]),
             baseline_us: Some(10.0),
             run_us: Some(11.0),
-            change: Some(0.1),
-            message: message.into(),
+            note: note.into(),
         }
     }
 
     #[test]
-    fn every_case_is_a_testcase_and_the_counts_add_up() {
+    fn every_case_is_a_testcase_and_what_the_gate_cannot_tell_fails() {
+        let rounds =
+            |by: f64| -> Vec<f64> { [10.0, 10.1, 9.9, 10.0].iter().map(|r| r * by).collect() };
+        let level = |by| change::Level::of_rounds(&rounds(by)).unwrap();
+        let within = change::between(&[level(1.0)], None, &level(1.0)).unwrap();
+        let slower = change::between(&[level(1.0)], None, &level(1.5)).unwrap();
+        let noisy = change::Estimate {
+            se: Some(0.2),
+            ..within
+        };
+        let mut new = case(Evidence::Missing, "not in the baseline");
+        new.case = None;
         let report = CheckReport {
             run: "runs/<new> & \"x\"".into(),
             threshold: 0.05,
             cases: vec![
-                case(Outcome::Pass, "within (+1.0 %)"),
-                case(Outcome::Slower, "slower (+10.0 %) < beyond"),
-                case(Outcome::Inconclusive, "noisy timings"),
-                case(Outcome::Missing, "missing from the run"),
+                case(Evidence::Measured(within), ""),
+                case(Evidence::Measured(slower), "< beyond"),
+                case(Evidence::Measured(noisy), ""),
+                case(Evidence::Missing, "missing from the run"),
+                new,
             ],
-            family: crate::analysis::family::decide_bands(&[], 0.05, 0.05, 0.05, 1),
+            decision: change::decide(&[], &Design::gate(0.05, 1)),
+            run_to_run: None,
+            shift: None,
         };
         let xml = render(&report, "base.json", "2026-11-24T21:00:00+00:00");
-        assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"nccl-bench check\" tests=\"4\" failures=\"2\" errors=\"0\" skipped=\"1\">"), "{xml}");
+        assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"nccl-bench check\" tests=\"5\" failures=\"3\" errors=\"0\" skipped=\"1\">"), "{xml}");
         assert!(xml.contains("name=\"nccl-bench check of runs/&lt;new&gt; &amp; &quot;x&quot; against base.json\""), "{xml}");
-        assert_eq!(xml.matches("<testcase ").count(), 4);
-        assert_eq!(xml.matches("<failure ").count(), 2);
+        assert_eq!(xml.matches("<testcase ").count(), 5);
         assert!(
-            xml.contains("<failure type=\"slower\" message=\"slower (+10.0 %) &lt; beyond\">"),
+            xml.contains("<failure type=\"slower\" message=\"slower: 50.0 % slower ("),
             "{xml}"
         );
+        assert!(xml.contains("&lt; beyond"), "{xml}");
+        assert!(xml.contains("<failure type=\"not settled\""), "{xml}");
+        assert!(xml.contains("<failure type=\"missing\""), "{xml}");
         assert!(
-            xml.contains("<skipped message=\"inconclusive: noisy timings\"/>"),
+            xml.contains("<skipped message=\"new: not in the baseline\"/>"),
             "{xml}"
         );
         assert!(xml.contains("classname=\"nccl-bench.default.n2\" name=\"64 KiB float sum\" time=\"0.000011000\""), "{xml}");

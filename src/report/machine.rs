@@ -53,19 +53,11 @@ pub(super) fn rounds_section(s: &mut String, run: &RunData) -> Result<()> {
         "## Rounds until settled
 "
     )?;
-    let before_last = &m.looks[..m.looks.len() - 1];
+    let at: Vec<String> = m.looks.iter().map(u32::to_string).collect();
     writeln!(
         s,
-        "The sweep measured until settled: after rounds {} it compared each config with the baseline over the rounds so far, each case's interval at the level the whole family is decided at ({} looks, so that every interval at every look holds at once with at least 95 %), and stopped the configs whose comparison was settled (every case within +-{:.1}% by its own interval, each end at 95 % over the looks, which holds for all cases at once; or a case beyond that band and no undecided case whose estimate lies beyond it where the rounds left could show it), and also those not settled that would need far more rounds to be (by the rounds' spread: over {} times the most to show a case beyond the band, and over {} times the most to show every case within with each estimate one standard error nearer no change); the others went on, up to {} rounds.\n",
-        before_last
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        m.looks.len(),
-        crate::stats::compare::DEFAULT_THRESHOLD * 100.0,
-        crate::analysis::family::FUTILITY,
-        crate::analysis::family::WITHIN_FUTILITY,
+        "Looks after rounds {}: a group stopped once every case was slower, faster or within, or could not be settled in {} rounds (docs/guide/statistics.md).\n",
+        at.join(", "),
         m.rounds
     )?;
     writeln!(s, "| config | ranks | rounds | why it stopped |")?;

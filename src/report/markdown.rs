@@ -9,13 +9,13 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::analysis::compare::{compare, CompareOptions, CompareReport, Outcome, Side};
-use crate::analysis::verdict::each::{answer, decide_each, evidence, overall};
-use crate::analysis::verdict::{decide, explain};
+use super::verdict::{answer, explain, overall};
+use crate::analysis::compare::{compare, CompareOptions, CompareReport, Side};
+use crate::analysis::verdict::decide;
+use crate::analysis::verdict::each::decide_each;
 use crate::export::reader::{CaseRow, RunData};
 use crate::model::SIMULATED_LABEL;
 use crate::ops::collective::Collective;
-use crate::stats::quality::Quality;
 use crate::units::{format_us, Bytes};
 
 /// Builds the Markdown of a run's report.
@@ -169,31 +169,27 @@ fn verdict_section(
     match &each[..] {
         [] => {
             writeln!(s, "## Keep SHM enabled?\n")?;
-            writeln!(
-                s,
-                "{}\n",
-                explain(&decide(run, baseline, options), baseline)
-            )?;
-        }
-        [(Collective::AllReduce, v)] => {
-            heading(s, "## Keep SHM enabled?")?;
-            writeln!(s, "{}\n", explain(v, baseline))?;
+            let v = decide(run, baseline, options);
+            writeln!(s, "{}\n", explain(&v, baseline, Collective::AllReduce))?;
         }
         [(c, v)] => {
-            heading(s, &format!("## Keep SHM enabled? ({c})"))?;
-            writeln!(s, "{}\n", explain(v, baseline))?;
+            let title = match c {
+                Collective::AllReduce => "## Keep SHM enabled?".to_string(),
+                c => format!("## Keep SHM enabled? ({c})"),
+            };
+            heading(s, &title)?;
+            writeln!(s, "{}\n", explain(v, baseline, *c))?;
         }
         several => {
             heading(s, "## Keep SHM enabled?")?;
             writeln!(s, "{}\n", overall(several))?;
-            writeln!(s, "| collective | answer | evidence |\n|---|---|---|")?;
+            writeln!(s, "| collective | answer |\n|---|---|")?;
             for (c, v) in several {
-                let cell = |t: String| t.replace('|', "\\|");
-                writeln!(s, "| {c} | {} | {} |", cell(answer(v)), cell(evidence(v)))?;
+                writeln!(s, "| {c} | {} |", answer(v).replace('|', "\\|"))?;
             }
             writeln!(s)?;
             for (c, v) in several {
-                writeln!(s, "### {c}\n\n{}\n", explain(v, baseline))?;
+                writeln!(s, "### {c}\n\n{}\n", explain(v, baseline, *c))?;
             }
         }
     }
@@ -253,31 +249,22 @@ fn cases_apart(s: &mut String, run: &RunData) -> Result<()> {
         writeln!(s)?;
     }
 
-    let distrusted: Vec<&CaseRow> = run
+    let flagged: Vec<&CaseRow> = run
         .cases
         .iter()
         .filter(|c| c.is_ok() && !c.is_trusted())
         .collect();
-    let remeasured = run
-        .cases
-        .iter()
-        .filter(|c| c.quality == Quality::Remeasured.name())
-        .count();
-    if !distrusted.is_empty() {
+    if !flagged.is_empty() {
+        writeln!(s, "## Cases flagged\n")?;
         writeln!(
             s,
-            "## Cases to distrust
-"
-        )?;
-        writeln!(
-            s,
-            "Flagged by the quality rules (docs/guide/run-directory.md, \"Trusting the numbers\") and not cleared: still flagged when measured again in fresh processes, or not measured again (`--no-remeasure`, an interruption, a failed re-measurement; the note says which). Their numbers are shown, marked, and not counted as evidence by the verdict or by `compare`.\n"
+            "Flagged by the quality rules (docs/guide/run-directory.md, \"Trusting the numbers\"). They stay in every decision, marked, and are never called within.\n"
         )?;
         writeln!(
             s,
             "| config | ranks | size | quality | why |\n|---|---|---|---|---|"
         )?;
-        for c in distrusted {
+        for c in flagged {
             writeln!(
                 s,
                 "| {} | {} | {} | {} | {} |",
@@ -289,13 +276,6 @@ fn cases_apart(s: &mut String, run: &RunData) -> Result<()> {
             )?;
         }
         writeln!(s)?;
-    }
-    if remeasured > 0 {
-        writeln!(
-            s,
-            "{} flagged at first and passed when measured again in fresh processes; their rows say `remeasured`, and `quality_note` in results.csv gives both measurements.\n",
-            crate::units::plural(remeasured, "case was", "cases were")
-        )?;
     }
     Ok(())
 }
@@ -376,7 +356,7 @@ fn gpu_count_table(
     writeln!(s, "## {}\n", run.ranks(nranks))?;
     writeln!(
         s,
-        "| config | busbw at {} | of ceiling | latency at {} | latency at {} | vs {baseline} at {} | significant over the family | transports | status |",
+        "| config | busbw at {} | of ceiling | latency at {} | latency at {} | vs {baseline} at {} | change | transports | status |",
         Bytes(largest),
         Bytes(small),
         Bytes(medium),
@@ -474,40 +454,30 @@ fn pair_reports(
         .collect()
 }
 
-/// Change of the median time against the baseline at one size, with its interval
-/// as a member of the pair's family (every case of the two configs decided together
-/// at 95 %), and whether it is significant over that family (its family interval
-/// lies beyond the threshold); `pair`: the config's comparison with the baseline.
+/// The change against the baseline at one size, with the interval it is decided on
+/// (the pair's family over every case of the two configs), and its word.
 fn versus_baseline(pair: Option<&CompareReport>, nranks: u32, bytes: u64) -> (String, String) {
-    let Some(pair) = pair else {
+    let Some(row) = pair.and_then(|p| {
+        p.rows
+            .iter()
+            .find(|r| r.nranks == nranks && r.bytes == bytes)
+    }) else {
         return ("-".into(), String::new());
     };
-    let Some(row) = pair
-        .rows
-        .iter()
-        .find(|r| r.nranks == nranks && r.bytes == bytes)
-    else {
-        return ("-".into(), String::new());
+    let change = match (row.case.relative(), row.case.interval) {
+        (Some(c), Some((lo, hi))) if lo != hi => format!(
+            "{:+.1}% [{:+.1}, {:+.1}]",
+            c * 100.0,
+            lo * 100.0,
+            hi * 100.0
+        ),
+        (Some(c), _) => format!("{:+.1}%", c * 100.0),
+        _ => "-".into(),
     };
-    match &row.comparison {
-        Some(c) => {
-            let (lo, hi) = row.family_ci.unwrap_or(c.ci);
-            (
-                format!(
-                    "{:+.1}% [{:+.1}, {:+.1}]",
-                    c.change * 100.0,
-                    lo * 100.0,
-                    hi * 100.0
-                ),
-                match row.outcome {
-                    _ if !row.distrust.is_empty() => format!("set aside ({})", row.distrust),
-                    Outcome::Regressed => "yes (slower)".into(),
-                    Outcome::Improved => "yes (faster)".into(),
-                    Outcome::Unchanged => "no".into(),
-                    _ => "not settled".into(),
-                },
-            )
-        }
-        None => ("-".into(), row.outcome.as_str().into()),
-    }
+    let word = if row.flags.is_empty() {
+        row.case.change.word().to_string()
+    } else {
+        format!("{} ({})", row.case.change.word(), row.flags)
+    };
+    (change, word)
 }

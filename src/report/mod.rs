@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod compare;
+pub mod decision;
 pub mod history;
 pub mod html;
 pub mod job;
@@ -15,6 +16,7 @@ pub mod junit;
 mod machine;
 pub mod markdown;
 pub mod soak;
+pub mod verdict;
 
 use std::path::{Path, PathBuf};
 
@@ -24,7 +26,6 @@ use crate::analysis::compare::CompareOptions;
 use crate::export::atomic;
 use crate::export::reader::RunData;
 use crate::export::run_dir::{EXPECTED, MODEL_CSV, REPORT, REPORT_HTML};
-use crate::stats::compare::DEFAULT_RESAMPLES;
 use markdown::markdown;
 
 /// The last part of a run directory's path, its name.
@@ -82,12 +83,7 @@ pub fn write_with(
         user.push(crate::config::expected::load(&own)?);
     }
     let expected = crate::config::expected::merged(&user);
-    let options = CompareOptions {
-        threshold,
-        resamples: DEFAULT_RESAMPLES,
-        margin: threshold,
-        family_alpha: crate::analysis::family::FAMILY_ALPHA,
-    };
+    let options = CompareOptions::new(threshold);
     // Plots are part of the report; one that cannot be drawn is said in the report
     // rather than losing the tables and the verdict.
     // A run of several collectives draws each one's charts into a folder of its own.

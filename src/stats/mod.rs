@@ -4,8 +4,7 @@
 pub mod adaptive;
 pub mod alpha_beta;
 pub mod bandwidth;
-pub mod compare;
-pub mod distribution;
+pub mod change;
 pub mod latency;
 pub mod normal;
 pub mod proportion;

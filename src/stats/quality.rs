@@ -1,7 +1,9 @@
 //! Whether a case's numbers deserve trust. A benchmark must not hand out a wrong
 //! number with confidence: a case in which something else ran on the machine, or
-//! whose median is out of line with the sizes around it, is flagged, re-measured
-//! once in fresh processes, and marked in the `quality` column.
+//! whose median is out of line with the sizes around it, is flagged in the
+//! `quality` column. A flag is shown beside every answer the case is part of, and no
+//! answer calls a flagged case within; nothing is set aside or measured again by
+//! its values.
 //!
 //! Rules on one case (`noisy`):
 //! - a heavy tail: p99 more than `TAIL_RATIO` x the median (with enough samples for
@@ -47,13 +49,12 @@ pub const NEIGHBOUR_RATIO: f64 = 10.0;
 pub enum Quality {
     /// No rule flagged the case.
     Ok,
-    /// Flagged, re-measured in fresh processes, and the measurement kept passed
-    /// every rule.
+    /// Older runs: flagged, re-measured in fresh processes, and the measurement
+    /// kept passed every rule.
     Remeasured,
-    /// A rule on the case itself flagged it (and re-measuring did not clear it).
+    /// A rule on the case itself flagged it.
     Noisy,
-    /// Its median is out of line with the sizes around it (and re-measuring did not
-    /// clear it).
+    /// Its median is out of line with the sizes around it.
     Outlier,
 }
 
@@ -227,6 +228,12 @@ fn us(v: f64) -> String {
     crate::units::format_us(v)
 }
 
+/// The quality a case gets from the rules on itself alone, and why.
+pub fn first_quality(shape: &CaseShape) -> (Quality, String) {
+    let flags = case_flags(shape);
+    (verdict(&flags), reasons(&flags))
+}
+
 /// The rules on one case.
 pub fn case_flags(shape: &CaseShape) -> Vec<Flag> {
     let mut flags = Vec::new();
@@ -334,21 +341,6 @@ pub fn neighbour_flags(points: &[Point]) -> Vec<Vec<Flag>> {
         }
     }
     flags
-}
-
-/// A measurement of one case, as the choice between two takes sees it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Take {
-    pub flags: usize,
-    pub p50_us: f64,
-}
-
-/// Whether the second take of a case is the better-behaved one: fewer flags. Never
-/// its time: keeping the lower median of two equals would lean every re-measured
-/// case toward fast (a slow take gets a second chance, a fast one does not), so
-/// between equals the first stays.
-pub fn second_is_better(first: Take, second: Take) -> bool {
-    second.flags < first.flags
 }
 
 #[cfg(test)]
@@ -539,15 +531,5 @@ mod tests {
         }
         assert_eq!(Quality::parse(""), None);
         assert!(Quality::Remeasured.trusted() && !Quality::Noisy.trusted());
-    }
-
-    #[test]
-    fn the_better_take_has_fewer_flags_and_time_never_decides() {
-        let t = |flags, p50_us| Take { flags, p50_us };
-        assert!(second_is_better(t(1, 0.3), t(0, 0.9)));
-        assert!(!second_is_better(t(0, 0.9), t(1, 0.3)));
-        assert!(!second_is_better(t(1, 1000.0), t(1, 0.3)));
-        assert!(!second_is_better(t(1, 0.3), t(1, 1000.0)));
-        assert!(!second_is_better(t(0, 0.3), t(0, 0.3)));
     }
 }

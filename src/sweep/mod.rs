@@ -4,6 +4,7 @@
 
 pub mod failure;
 pub mod fault;
+pub mod gate;
 pub mod group;
 pub mod merge;
 pub mod observer;
@@ -12,7 +13,6 @@ pub mod plan;
 pub mod preflight;
 pub mod process;
 pub mod protocol;
-pub mod remeasure;
 pub(crate) mod rounds;
 pub mod session;
 pub mod soak;

@@ -201,17 +201,13 @@ impl Plan {
         )
     }
 
-    /// The rounds at which a sweep measuring until settled looks: none for fixed
-    /// rounds (`--rounds`). The family each look decides for is a config pair's
-    /// cases over every rank count and collective, as the report's verdict and
-    /// `compare --config-a/--config-b` decide them.
+    /// The rounds at which a sweep measuring until settled looks
+    /// (`stats::change::looks`): none for fixed rounds (`--rounds`).
     pub fn looks(&self, settings: &SweepSettings) -> Vec<u32> {
         if !settings.until_settled() {
             return Vec::new();
         }
-        let family_alpha = crate::analysis::family::FAMILY_ALPHA;
-        let cases = self.pair_cases();
-        crate::analysis::family::looks(settings.rounds(), cases, family_alpha)
+        crate::stats::change::looks(settings.rounds())
     }
 
     /// The cases of a pair of configs, over every rank count and collective (the

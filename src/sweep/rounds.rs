@@ -236,7 +236,7 @@ pub(crate) fn combine(rounds: impl Into<Rounds>) -> Combined {
         ..first.clone()
     };
     let (quality, quality_note) = if result.wrong == 0 {
-        let (q, note) = super::remeasure::first_quality(&shape);
+        let (q, note) = crate::stats::quality::first_quality(&shape);
         (Some(q), note)
     } else {
         (None, String::new())
@@ -292,29 +292,25 @@ fn most_common<'a>(values: impl Iterator<Item = &'a str> + Clone) -> String {
 /// that failed (left out of the later rounds).
 #[derive(Default)]
 pub(crate) struct Book {
-    /// (case, second take, its rounds so far), in the order the cases started.
-    pending: Vec<(CaseKey, bool, Rounds)>,
+    /// (case, its rounds so far), in the order the cases started.
+    pending: Vec<(CaseKey, Rounds)>,
     failed: Vec<CaseKey>,
 }
 
 impl Book {
     /// Adds a round; returns every round of the case once it has `rounds` of them.
-    pub(crate) fn add(&mut self, take: RoundTake, second: bool, rounds: u32) -> Option<Rounds> {
+    pub(crate) fn add(&mut self, take: RoundTake, rounds: u32) -> Option<Rounds> {
         let key = take.result.key.clone();
-        let at = match self
-            .pending
-            .iter()
-            .position(|(k, s, _)| *k == key && *s == second)
-        {
+        let at = match self.pending.iter().position(|(k, _)| *k == key) {
             Some(at) => at,
             None => {
-                self.pending.push((key, second, Rounds::new()));
+                self.pending.push((key, Rounds::new()));
                 self.pending.len() - 1
             }
         };
-        self.pending[at].2.push(take);
-        if self.pending[at].2.len() >= rounds as usize {
-            Some(self.pending.remove(at).2)
+        self.pending[at].1.push(take);
+        if self.pending[at].1.len() >= rounds as usize {
+            Some(self.pending.remove(at).1)
         } else {
             None
         }
@@ -326,8 +322,8 @@ impl Book {
         if !self.failed.contains(key) {
             self.failed.push(key.clone());
         }
-        match self.pending.iter().position(|(k, s, _)| k == key && !s) {
-            Some(at) => self.pending.remove(at).2.len(),
+        match self.pending.iter().position(|(k, _)| k == key) {
+            Some(at) => self.pending.remove(at).1.len(),
             None => 0,
         }
     }
@@ -336,9 +332,9 @@ impl Book {
         self.failed.contains(key)
     }
 
-    /// The round medians of a first take's case so far (None: not in flight).
+    /// The round medians of a case so far (None: not in flight).
     pub(crate) fn medians(&self, key: &CaseKey) -> Option<Vec<f64>> {
-        let (_, _, rounds) = self.pending.iter().find(|(k, s, _)| k == key && !s)?;
+        let (_, rounds) = self.pending.iter().find(|(k, _)| k == key)?;
         rounds
             .taken
             .iter()
@@ -346,24 +342,20 @@ impl Book {
             .collect()
     }
 
-    /// Every first-take case in flight of which `of` holds, with its rounds so far
-    /// (its group stopped measuring), in the order they started.
+    /// Every case in flight of which `of` holds, with its rounds so far (its group
+    /// stopped measuring), in the order they started.
     pub(crate) fn take_where(&mut self, of: impl Fn(&CaseKey) -> bool) -> Vec<Rounds> {
         let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
             .into_iter()
-            .partition(|(k, s, _)| !s && of(k));
+            .partition(|(k, _)| of(k));
         self.pending = kept;
-        taken.into_iter().map(|(_, _, r)| r).collect()
+        taken.into_iter().map(|(_, r)| r).collect()
     }
 
-    /// Every case of the take with rounds but not all of them (the sweep was
-    /// interrupted, or a re-measurement stopped), in the order they started.
-    pub(crate) fn take_unfinished(&mut self, second: bool) -> Vec<Rounds> {
-        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|(_, s, _)| *s == second);
-        self.pending = kept;
-        taken.into_iter().map(|(_, _, r)| r).collect()
+    /// Every case with rounds but not all of them (the sweep was interrupted), in
+    /// the order they started.
+    pub(crate) fn take_unfinished(&mut self) -> Vec<Rounds> {
+        self.take_where(|_| true)
     }
 }
 
@@ -405,7 +397,6 @@ mod tests {
                 quality: None,
                 quality_note: String::new(),
                 timing_note: String::new(),
-                second_take: false,
                 ceiling_gbps: None,
                 round_p50_us: vec![summary.p50_us],
                 tuning: Default::default(),
@@ -544,17 +535,16 @@ mod tests {
     #[test]
     fn the_book_completes_a_case_at_its_last_round_and_forgets_failures() {
         let mut book = Book::default();
-        assert!(book.add(take(8, &[1_000], "SHM"), false, 3).is_none());
-        assert!(book.add(take(16, &[1_000], "SHM"), false, 3).is_none());
-        assert!(book.add(take(8, &[1_000], "SHM"), false, 3).is_none());
-        // A second take of the same case is kept apart.
-        assert!(book.add(take(8, &[1_000], "SHM"), true, 3).is_none());
-        let done = book.add(take(8, &[1_000], "SHM"), false, 3).unwrap();
+        assert!(book.add(take(8, &[1_000], "SHM"), 3).is_none());
+        assert!(book.add(take(16, &[1_000], "SHM"), 3).is_none());
+        assert!(book.add(take(32, &[1_000], "SHM"), 3).is_none());
+        assert!(book.add(take(8, &[1_000], "SHM"), 3).is_none());
+        let done = book.add(take(8, &[1_000], "SHM"), 3).unwrap();
         assert_eq!(done.len(), 3);
         let key16 = take(16, &[1], "").result.key;
         assert_eq!(book.fail(&key16), 1);
         assert!(book.failed(&key16));
-        assert_eq!(book.take_unfinished(false).len(), 0);
-        assert_eq!(book.take_unfinished(true).len(), 1);
+        assert_eq!(book.take_unfinished().len(), 1);
+        assert_eq!(book.take_unfinished().len(), 0);
     }
 }

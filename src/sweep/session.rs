@@ -43,6 +43,7 @@ pub fn run(
     settings: &SweepSettings,
     observer: &mut dyn SweepObserver,
     command_line: Vec<String>,
+    gate: Option<crate::analysis::baseline::Gate>,
 ) -> Result<u8> {
     let gpus = GpuPresence::probe();
     let max_ranks = settings.gpu_counts.iter().copied().max().unwrap_or(1);
@@ -95,6 +96,13 @@ pub fn run(
     let writer = RunWriter::new(new_run_dir(settings)?, SystemTime::now())?;
     keep_expected(settings, &writer.dir().path)?;
     let mut manifest = manifest(settings, &backend, command_line, &gpus, warnings.clone());
+    if let (Some(design), Some(gate)) = (manifest.design.as_mut(), gate.as_ref()) {
+        design.gate = Some(crate::model::GateDesign {
+            baseline: gate.path.display().to_string(),
+            alpha: crate::stats::change::GATE_ALPHA,
+            threshold: gate.threshold,
+        });
+    }
     manifest.doctor = checks;
     manifest.ceilings = ceilings(&backend, settings, max_ranks, &exe);
 
@@ -134,10 +142,18 @@ pub fn run(
         observer,
         interrupted,
         run_start: Instant::now(),
+        gate: gate.clone(),
     };
     let outcome = orchestrator.run(&plan)?;
     write_report(&writer.dir().path);
-    Ok(exit_code(&outcome))
+    let code = exit_code(&outcome);
+    match gate {
+        Some(gate) if code != EXIT_INTERRUPTED => {
+            let checked = super::gate::check(&writer.dir().path, &gate)?;
+            Ok(if checked != 0 { checked } else { code })
+        }
+        _ => Ok(code),
+    }
 }
 
 /// Each libnccl the configs load, once: a one-rank communicator in a worker of its
@@ -285,14 +301,14 @@ pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
 /// The report is a reading of what is on disk: a failure to write it is said, and
 /// does not change what was measured or the exit code.
 pub fn write_report(run_dir: &std::path::Path) {
-    let threshold = crate::stats::compare::DEFAULT_THRESHOLD;
+    let threshold = crate::stats::change::DEFAULT_THRESHOLD;
     match crate::report::write(run_dir, "default", threshold) {
         Ok(path) => println!("report: {}", path.display()),
         Err(e) => eprintln!("warning: no report: {e:#}"),
     }
     if let Some(answer) = crate::export::reader::RunData::load(run_dir)
         .ok()
-        .and_then(|run| crate::analysis::verdict::each::one_line(&run, "default", threshold))
+        .and_then(|run| crate::report::verdict::one_line(&run, "default", threshold))
     {
         println!("answer: {answer}");
     }
@@ -370,6 +386,13 @@ pub(crate) fn manifest(
         iterations: settings.iterations,
         rounds: settings.rounds(),
         looks: Plan::new(settings).looks(settings),
+        design: Some(crate::model::SweepDesign {
+            alpha: crate::stats::change::ALPHA,
+            threshold: crate::stats::change::DEFAULT_THRESHOLD,
+            margin: crate::stats::change::DEFAULT_THRESHOLD,
+            order: "williams".into(),
+            gate: None,
+        }),
         group_rounds: Vec::new(),
         warmup_iters: settings.warmup,
         graph_iters: settings.graph,

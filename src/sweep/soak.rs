@@ -193,7 +193,6 @@ pub fn plan(
         iterations: IterationPolicy::Fixed { iters: 1 },
         rounds: Some(1),
         max_rounds: None,
-        remeasure: false,
         probe: false,
         try_every_size: true,
         ceiling_bytes: 0,
@@ -298,6 +297,7 @@ pub fn run(
         observer: sweep_observer,
         interrupted,
         run_start: Instant::now(),
+        gate: None,
     };
     soak_groups(
         orchestrator,

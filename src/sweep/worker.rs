@@ -63,8 +63,6 @@ pub struct WorkerSettings {
     pub init_timeout_s: f64,
     /// How long a case (one size) may take before the orchestrator kills the group.
     pub case_timeout_s: Option<f64>,
-    /// These processes re-measure flagged cases.
-    pub remeasure: bool,
 }
 
 /// Runs a worker to completion; returns the process exit code (a failed worker
@@ -225,14 +223,9 @@ fn serve(args: &WorkerSettings, input: &mut impl BufRead, out: &mut impl Write) 
         _ => "nccl backend",
     };
     let detail = format!(
-        "{banner}: rank {rank} of {} (pid {}){} connected via {}",
+        "{banner}: rank {rank} of {} (pid {}) connected via {}",
         args.nranks,
         std::process::id(),
-        if args.remeasure {
-            ", re-measuring,"
-        } else {
-            ""
-        },
         comm.detail()
     );
     eprintln!("{detail}");
@@ -307,7 +300,7 @@ fn measure(
             Command::Time { iters, every } => {
                 let bytes = current.ok_or_else(|| anyhow!("time before any size"))?;
                 let iters = usize::try_from(iters.min(MAX_BATCH))?;
-                match faults.stall_at(bytes as u64).filter(|_| !args.remeasure) {
+                match faults.stall_at(bytes as u64) {
                     // As `timed_batch` (one untimed all-reduce, then the timed
                     // ones), each timed one after the pause: the peers wait in
                     // theirs, so their iterations take the pause.

@@ -1,6 +1,6 @@
 //! `nccl-bench history` over synthetic nightly runs written by the real run writer:
 //! a 10 % bandwidth step at the night NCCL changed is the one step reported, with
-//! both runs and the difference; the bootstrap over the histograms agrees; `-o`
+//! both runs and the difference; `-o`
 //! writes the tables and charts; bad arguments exit 2.
 
 use crate::common;
@@ -75,7 +75,6 @@ fn night(parent: &Path, night: usize, nccl: &str, slow: f64) -> PathBuf {
             quality: Some(Quality::Ok),
             quality_note: String::new(),
             timing_note: String::new(),
-            second_take: false,
             ceiling_gbps: None,
             round_p50_us: vec![s.p50_us],
             tuning: Default::default(),
@@ -133,7 +132,7 @@ fn the_one_step_is_found_with_both_runs_and_what_changed() {
     assert_eq!(steps.len(), 1, "{out}");
     let step = steps[0];
     assert!(
-        step.contains("default, 2 ranks, 16 MiB: regressed +"),
+        step.contains("default, 2 ranks, 16 MiB: slower +"),
         "{step}"
     );
     assert!(
@@ -142,16 +141,10 @@ fn the_one_step_is_found_with_both_runs_and_what_changed() {
     );
     assert!(!out.contains("one-off runs"), "{out}");
 
-    // The bootstrap over the histograms finds the same step, and the JSON says how.
-    let o = history(&[
-        results.as_os_str(),
-        "--histograms".as_ref(),
-        "--format".as_ref(),
-        "json".as_ref(),
-    ]);
+    // The JSON says the same.
+    let o = history(&[results.as_os_str(), "--format".as_ref(), "json".as_ref()]);
     assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
     let h: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(h["method"], "bootstrap");
     let steps: Vec<&serde_json::Value> = h["series"]
         .as_array()
         .unwrap()
@@ -167,7 +160,7 @@ fn the_one_step_is_found_with_both_runs_and_what_changed() {
         h["runs"][steps[0]["after"].as_u64().unwrap() as usize]["name"],
         "night-20"
     );
-    assert_eq!(steps[0]["verdict"], "regressed");
+    assert_eq!(steps[0]["verdict"], "slower");
     assert_eq!(steps[0]["differences"][0]["what"], "NCCL");
 
     // -o: the tables and a chart per size, into a new directory or its own only.
@@ -189,7 +182,7 @@ fn the_one_step_is_found_with_both_runs_and_what_changed() {
     }
     let csv = std::fs::read_to_string(out_dir.join("history.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 3 * 30);
-    assert_eq!(csv.matches("step regressed").count(), 1);
+    assert_eq!(csv.matches("step slower").count(), 1);
     let o = history(&[results.as_os_str(), "-o".as_ref(), out_dir.as_os_str()]);
     assert_eq!(o.status.code(), Some(0), "rewrites its own directory");
     let o = history(&[results.as_os_str(), "-o".as_ref(), results.as_os_str()]);

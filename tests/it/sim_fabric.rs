@@ -236,7 +236,7 @@ fn each_case_says_where_shm_kept_its_buffers_and_a_rank_that_fell_back_alone_is_
     );
     let report = report(&run);
     assert!(
-        report.contains("**Set NCCL_CUMEM_HOST_ENABLE=0 on every rank; do not disable SHM.**")
+        report.contains("**Set NCCL_CUMEM_HOST_ENABLE=0 on every rank; do not disable SHM**")
             && !report.contains("Fix /dev/shm"),
         "{report}"
     );

@@ -188,7 +188,7 @@ fn without_shm_a_node_with_an_ib_nic_goes_over_net_ib_not_sockets() {
     }
     let report = report(&run);
     assert!(
-        report.contains("(without it, the traffic went over NET/IB)"),
+        report.contains("Without SHM the traffic went over NET/IB."),
         "{report}"
     );
 }
@@ -313,7 +313,6 @@ fn the_event_grain_neither_biases_nor_flags_small_sizes() {
             "default",
             "--rounds",
             "6",
-            "--no-remeasure",
         ],
     );
     for r in &rows {

@@ -280,7 +280,7 @@ fn the_report_names_nccls_choices_a_better_forced_one_and_wrong_predictions() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&cmp.stdout);
     assert!(
-        stdout.contains("note: NCCL's choice changed at default -> ll128, 2 ranks, 64 KiB: Ring/LL128 now, was Ring/LL"),
+        stdout.contains("NCCL's choice changed at default -> ll128, 64 KiB on 2 ranks: Ring/LL128, was Ring/LL."),
         "{}",
         text(&cmp)
     );

@@ -13,9 +13,6 @@ fn host_sweep_writes_a_complete_run_directory() {
     let o = sweep(out.path(), shm.path())
         .args(["--gpus", "2,4", "--transports", "default,shm-off"])
         .args(["-b", "1K", "-e", "4M", "-f", "4", "-n", "5", "-w", "1"])
-        // One measurement per case, so that rows and histograms pair up one to one
-        // (re-measuring is tested in quality_cli.rs).
-        .arg("--no-remeasure")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
@@ -27,8 +24,8 @@ fn host_sweep_writes_a_complete_run_directory() {
     assert!(
         stdout.contains(
             "plan: 2 configs (default, shm-off) x 2 rank counts (2, 4) x 7 sizes (1 KiB to 4 MiB) \
-             of all_reduce = 28 cases, each measured in 7 to 15 rounds of fresh worker processes \
-             (at most 60 process groups); rounds until settled: after rounds 7, 10, 13, each \
+             of all_reduce = 28 cases, each measured in 6 to 15 rounds of fresh worker processes \
+             (at most 60 process groups); rounds until settled: after rounds 6, 8, 11, each \
              config settled against the baseline stops (--rounds N fixes them)\n"
         ),
         "{stdout}"
@@ -44,7 +41,7 @@ fn host_sweep_writes_a_complete_run_directory() {
     // stopped at, every size alike, and the manifest says which and why.
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(manifest["looks"], serde_json::json!([7, 10, 13, 15]));
+    assert_eq!(manifest["looks"], serde_json::json!([6, 8, 11, 15]));
     let took = |config: &str, nranks: &str| -> usize {
         let groups = manifest["group_rounds"].as_array().unwrap();
         let g = groups
@@ -72,7 +69,7 @@ fn host_sweep_writes_a_complete_run_directory() {
         assert_eq!(row["wrong"], "0");
         // Its group's rounds (process groups), at a look, of five iterations each.
         let r = took(config, nranks);
-        assert!([7, 10, 13, 15].contains(&r), "{r}");
+        assert!([6, 8, 11, 15].contains(&r), "{r}");
         assert_eq!(row["iters"], (5 * r).to_string());
         assert_eq!(row["rounds"], r.to_string());
         let round_p50: Vec<f64> = row["round_p50_us"]
@@ -82,7 +79,7 @@ fn host_sweep_writes_a_complete_run_directory() {
         assert_eq!(round_p50.len(), r, "{row:?}");
         // The median's interval spans at least the k-th lowest to the k-th highest
         // round median, k the largest with P(Bin(r, 1/2) < k) <= 2.5 %.
-        let k = [(7, 1), (10, 2), (13, 3), (15, 4)]
+        let k = [(6, 1), (8, 1), (11, 2), (15, 4)]
             .iter()
             .find(|p| p.0 == r)
             .unwrap()
@@ -250,7 +247,7 @@ fn tails_are_measured_when_asked_for() {
     let shm = tempfile::tempdir().unwrap();
     let o = sweep(out.path(), shm.path())
         .args(["--gpus", "2", "--transports", "default", "--rounds", "1"])
-        .args(["-b", "1K", "-e", "1K", "--tails", "--no-remeasure"])
+        .args(["-b", "1K", "-e", "1K", "--tails"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
@@ -277,7 +274,7 @@ fn an_interval_only_where_the_samples_support_one() {
         let shm = tempfile::tempdir().unwrap();
         let o = sweep(out.path(), shm.path())
             .args(["--gpus", "2", "--transports", "default", "--rounds", "1"])
-            .args(["-b", "1K", "-e", "1K", "-n", n, "--no-remeasure"])
+            .args(["-b", "1K", "-e", "1K", "-n", n])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", text(&o));

@@ -220,7 +220,7 @@ fn a_full_shm_dir_fails_with_enospc_and_leaves_nothing() {
     // The report reads this as a /dev/shm problem, not as a reason to disable SHM.
     let report = std::fs::read_to_string(run_dir(out.path()).join("report.md")).unwrap();
     assert!(
-        report.contains("**Fix /dev/shm, do not disable SHM.**"),
+        report.contains("**Fix /dev/shm, do not disable SHM**"),
         "{report}"
     );
     assert!(

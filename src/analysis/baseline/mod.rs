@@ -1,27 +1,23 @@
-//! Baselines for regression tracking: what each case (config, ranks, size, datatype,
-//! operator) is expected to take, from several runs on one platform, and the check
-//! of a new run against it, case by case, for a CI gate.
-//!
-//! A baseline case keeps the median over runs of each run's median iteration time,
-//! and the spread of those runs: the lowest and highest end of their medians' 95 %
-//! intervals (imports have no interval: their mean times stand for both ends). A
-//! checked case fails when the whole interval of its median lies beyond the
-//! baseline's highest end by more than the threshold (slower than every baseline run
-//! could explain), and when it is missing or did not pass. A case whose timings the
-//! quality rules flag (`noisy`, `outlier`) is inconclusive, as in `compare`.
-
-use std::collections::BTreeSet;
+//! Baselines for regression tracking: several runs on one platform keep, per case
+//! (config, collective, ranks, size, datatype, operator), each run's level (its
+//! rounds' mean log median and that mean's variance), and how much runs differ
+//! from run to run beyond their rounds (a run effect, estimated jointly over the
+//! cases: `stats::change::run_to_run`). `check` judges a new run against it as one
+//! decision of the model (`stats::change`, a gate's design): a case is slower where
+//! its interval lies wholly beyond the threshold, within where its own interval's
+//! upper end lies inside it, and not settled otherwise; a case missing from the run,
+//! or not ok in it, fails.
 
 use serde::{Deserialize, Serialize};
 
-use super::family::{self, BandMember, CallSide, Family};
+use crate::export::reader::{CaseRow, RunData};
+use crate::stats::change::{
+    self, Case, Change, Decision, Design, Evidence, Input, Level, RunToRun,
+};
 
 pub mod job;
-use crate::export::reader::{CaseRow, RunData};
-use crate::ops::collective::Collective;
-use crate::stats;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// `baseline.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,37 +27,72 @@ pub struct Baseline {
     pub platform: Platform,
     pub runs: Vec<SourceRun>,
     pub cases: Vec<BaselineCase>,
-    /// Cases the runs measured but never with trusted ok timings (flagged noisy or
-    /// outlier, or not ok, in every run): no expectation, but not new either.
+    /// Cases the runs measured but never ok: no expectation, but not new either.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub untrusted: Vec<UntrustedCase>,
+    pub failing: Vec<FailingCase>,
+    /// How much a run's level varies from run to run beyond its rounds (`None`
+    /// with one run).
+    pub run_to_run: Option<RunToRun>,
 }
 
-/// A case of the baseline's runs without a trusted timing in any of them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UntrustedCase {
+/// The key of a case: config, collective, ranks, bytes, datatype, op.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CaseId {
     pub config: String,
     pub collective: String,
     pub nranks: u32,
     pub bytes: u64,
     pub dtype: String,
     pub op: String,
-    /// What the runs made of it (`noisy`, `outlier`, `timeout`, ...), each once.
-    pub why: Vec<String>,
 }
 
-impl UntrustedCase {
+impl CaseId {
+    pub fn of(c: &CaseRow) -> CaseId {
+        CaseId {
+            config: c.config.clone(),
+            collective: c.coll().to_string(),
+            nranks: c.nranks,
+            bytes: c.bytes,
+            dtype: c.dtype.clone(),
+            op: c.op.clone(),
+        }
+    }
+
+    /// The case a sweep measures under `key`.
+    pub fn of_key(key: &crate::model::CaseKey) -> CaseId {
+        CaseId {
+            config: key.config.clone(),
+            collective: key.collective.to_string(),
+            nranks: key.nranks,
+            bytes: key.bytes,
+            dtype: key.dtype.to_string(),
+            op: key.op.to_string(),
+        }
+    }
+
     fn matches(&self, c: &CaseRow) -> bool {
-        let key = (self.config.as_str(), self.collective.as_str(), self.nranks);
-        same_case(key, self.bytes, (&self.dtype, &self.op), c)
+        (
+            self.config.as_str(),
+            self.collective.as_str(),
+            self.nranks,
+            self.bytes,
+        ) == (c.config.as_str(), c.coll().name(), c.nranks, c.bytes)
+            && (self.dtype.as_str(), self.op.as_str()) == (c.dtype.as_str(), c.op.as_str())
+    }
+
+    /// The config, with the collective after it where it is not all_reduce.
+    pub fn label(&self) -> String {
+        crate::ops::collective::labelled(&self.config, &self.collective)
     }
 }
 
-/// Whether run row `c` is the case (config, collective, ranks), bytes, (dtype, op).
-fn same_case(key: (&str, &str, u32), bytes: u64, types: (&str, &str), c: &CaseRow) -> bool {
-    key == (c.config.as_str(), c.coll().name(), c.nranks)
-        && bytes == c.bytes
-        && types == (c.dtype.as_str(), c.op.as_str())
+/// A case of the baseline's runs that was never ok in any of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailingCase {
+    #[serde(flatten)]
+    pub id: CaseId,
+    /// What the runs made of it (`timeout`, `failed`, ...), each once.
+    pub why: Vec<String>,
 }
 
 /// What a baseline holds for.
@@ -85,34 +116,17 @@ pub struct SourceRun {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BaselineCase {
-    pub config: String,
-    /// The collective (all_reduce in baselines made before there were others).
-    #[serde(default = "all_reduce")]
-    pub collective: String,
-    pub nranks: u32,
-    pub bytes: u64,
-    pub dtype: String,
-    pub op: String,
-    /// Median over the runs of each run's median iteration time, microseconds.
+    #[serde(flatten)]
+    pub id: CaseId,
+    /// The typical time over the runs, us (the geometric mean of their levels).
     pub median_us: f64,
-    /// Lowest and highest end of the runs' medians' 95 % intervals.
-    pub low_us: f64,
-    pub high_us: f64,
+    /// Each run's level where the case was ok.
+    pub levels: Vec<Level>,
     /// Median busbw over the runs, GB/s.
     pub busbw_gbps: Option<f64>,
-    /// Runs with a trusted ok measurement of this case.
-    pub runs: usize,
-}
-
-fn all_reduce() -> String {
-    Collective::AllReduce.to_string()
-}
-
-impl BaselineCase {
-    fn matches(&self, c: &CaseRow) -> bool {
-        let key = (self.config.as_str(), self.collective.as_str(), self.nranks);
-        same_case(key, self.bytes, (&self.dtype, &self.op), c)
-    }
+    /// A quality rule flagged the case in some run.
+    #[serde(default)]
+    pub flagged: bool,
 }
 
 /// The platform of a run, as a baseline records it.
@@ -134,27 +148,10 @@ pub fn platform_of(run: &RunData) -> Platform {
     }
 }
 
-/// A case's median with its interval, where the run has one.
-fn median(c: &CaseRow) -> Option<(f64, f64, f64)> {
-    let m = c.p50_us.or(c.time_us)?;
-    Some((
-        m,
-        c.median_ci_low_us.unwrap_or(m),
-        c.median_ci_high_us.unwrap_or(m),
-    ))
-}
-
-fn pct(x: f64) -> String {
-    format!("{:+.1} %", x * 100.0)
-}
-
-/// A checked case's median and interval beside its baseline's, in words.
-fn span(c: &CaseRow, b: &BaselineCase) -> Option<String> {
-    let (m, lo, hi) = median(c)?;
-    Some(format!(
-        "median {m:.3} us [{lo:.3}, {hi:.3}] against the baseline's {:.3} us [{:.3}, {:.3}] ({} runs)",
-        b.median_us, b.low_us, b.high_us, b.runs
-    ))
+fn on(gpu: &Option<String>) -> String {
+    gpu.as_deref()
+        .map(|g| format!(" on {g}"))
+        .unwrap_or_default()
 }
 
 /// A baseline from runs of one backend and GPU model (their hosts are merged).
@@ -184,93 +181,46 @@ pub fn build(runs: &[RunData], created_at: String) -> Result<Baseline, String> {
             }
         }
     }
-    type Key = (String, Collective, u32, u64, String, String);
-    let mut keys: BTreeSet<Key> = BTreeSet::new();
-    for r in runs {
-        for c in r.cases.iter().filter(|c| c.is_ok() && c.is_trusted()) {
-            keys.insert((
-                c.config.clone(),
-                c.coll(),
-                c.nranks,
-                c.bytes,
-                c.dtype.clone(),
-                c.op.clone(),
-            ));
-        }
-    }
-    let mut untrusted: Vec<UntrustedCase> = Vec::new();
-    for r in runs {
-        for c in &r.cases {
-            let key = (
-                c.config.clone(),
-                c.coll(),
-                c.nranks,
-                c.bytes,
-                c.dtype.clone(),
-                c.op.clone(),
-            );
-            if keys.contains(&key) {
-                continue;
-            }
-            let why = if c.is_ok() {
-                c.quality.clone()
-            } else {
-                c.status.clone()
-            };
-            match untrusted.iter_mut().find(|u| u.matches(c)) {
-                Some(u) if !u.why.contains(&why) => u.why.push(why),
-                Some(_) => {}
-                None => untrusted.push(UntrustedCase {
-                    config: key.0,
-                    collective: key.1.to_string(),
-                    nranks: key.2,
-                    bytes: key.3,
-                    dtype: key.4,
-                    op: key.5,
-                    why: vec![why],
-                }),
-            }
-        }
-    }
-    let cases = keys
-        .into_iter()
-        .filter_map(|(config, collective, nranks, bytes, dtype, op)| {
-            let seen: Vec<(&CaseRow, (f64, f64, f64))> = runs
+    let mut ids: Vec<CaseId> = runs
+        .iter()
+        .flat_map(|r| {
+            r.cases
                 .iter()
-                .filter_map(|r| {
-                    r.cases.iter().find(|c| {
-                        c.config == config
-                            && c.coll() == collective
-                            && c.nranks == nranks
-                            && c.bytes == bytes
-                            && c.dtype == dtype
-                            && c.op == op
-                            && c.is_ok()
-                            && c.is_trusted()
-                    })
-                })
-                .filter_map(|c| Some((c, median(c)?)))
-                .collect();
-            if seen.is_empty() {
-                return None;
-            }
-            let medians: Vec<f64> = seen.iter().map(|(_, m)| m.0).collect();
-            let busbw: Vec<f64> = seen.iter().filter_map(|(c, _)| c.busbw_gbps).collect();
-            Some(BaselineCase {
-                config,
-                collective: collective.to_string(),
-                nranks,
-                bytes,
-                dtype,
-                op,
-                median_us: stats::median(medians).unwrap_or(f64::NAN),
-                low_us: seen.iter().map(|(_, m)| m.1).fold(f64::INFINITY, f64::min),
-                high_us: seen.iter().map(|(_, m)| m.2).fold(0.0, f64::max),
-                busbw_gbps: stats::median(busbw),
-                runs: seen.len(),
-            })
+                .filter(|c| !c.is_unsupported())
+                .map(CaseId::of)
         })
         .collect();
+    ids.sort();
+    ids.dedup();
+    let mut cases = Vec::new();
+    let mut failing = Vec::new();
+    for id in ids {
+        let seen: Vec<&CaseRow> = runs
+            .iter()
+            .filter_map(|r| r.cases.iter().find(|c| id.matches(c)))
+            .collect();
+        let ok: Vec<(&CaseRow, Level)> = seen
+            .iter()
+            .filter(|c| c.is_ok())
+            .filter_map(|c| Some((*c, c.level()?)))
+            .collect();
+        if ok.is_empty() {
+            let mut why: Vec<String> = seen.iter().map(|c| c.status.clone()).collect();
+            why.dedup();
+            failing.push(FailingCase { id, why });
+            continue;
+        }
+        let levels: Vec<Level> = ok.iter().map(|o| o.1).collect();
+        let mean = levels.iter().map(|l| l.log).sum::<f64>() / levels.len() as f64;
+        cases.push(BaselineCase {
+            id,
+            median_us: mean.exp(),
+            busbw_gbps: crate::stats::median(ok.iter().filter_map(|o| o.0.busbw_gbps)),
+            flagged: ok.iter().any(|o| !o.0.is_trusted()),
+            levels,
+        });
+    }
+    let all: Vec<&[Level]> = cases.iter().map(|c| c.levels.as_slice()).collect();
     Ok(Baseline {
         schema_version: SCHEMA_VERSION,
         created_at,
@@ -283,76 +233,107 @@ pub fn build(runs: &[RunData], created_at: String) -> Result<Baseline, String> {
                 nccl: r.manifest.nccl.as_ref().map(|n| n.version.clone()),
             })
             .collect(),
+        run_to_run: change::run_to_run(&all),
         cases,
-        untrusted,
+        failing,
     })
 }
 
-fn on(gpu: &Option<String>) -> String {
-    gpu.as_deref()
-        .map(|g| format!(" on {g}"))
-        .unwrap_or_default()
-}
-
-/// How a case fared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    /// Within the baseline's spread and the threshold.
-    Pass,
-    /// Faster than every baseline run by more than the threshold.
-    Faster,
-    /// Its timings are flagged: not judged.
-    Inconclusive,
-    /// Slower than every baseline run by more than the threshold.
-    Slower,
-    /// In the baseline, not in the run.
-    Missing,
-    /// In the run, not ok (failed, timeout, wrong).
-    NotOk,
-    /// In the run, not in the baseline: nothing to check against.
-    New,
-}
-
-impl Outcome {
-    pub fn fails(self) -> bool {
-        matches!(self, Outcome::Slower | Outcome::Missing | Outcome::NotOk)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Faster => "faster",
-            Outcome::Inconclusive => "inconclusive",
-            Outcome::Slower => "slower",
-            Outcome::Missing => "missing",
-            Outcome::NotOk => "not-ok",
-            Outcome::New => "new",
+/// Reads a baseline file, with a precise message for a file that is not one or
+/// was written for another schema.
+pub fn load(path: &std::path::Path) -> Result<Baseline, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read baseline {}: {e}", path.display()))?;
+    let version: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}: not a baseline written by `nccl-bench baseline`: {e}",
+            path.display()
+        )
+    })?;
+    match version["schema_version"].as_u64() {
+        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+        Some(v) => {
+            return Err(format!(
+                "{}: baseline schema version {v} (this nccl-bench reads {SCHEMA_VERSION}); make it again from its runs with `nccl-bench baseline RUN... -o FILE`",
+                path.display()
+            ))
         }
+        None => {
+            return Err(format!(
+                "{}: not a baseline written by `nccl-bench baseline` (no schema_version)",
+                path.display()
+            ))
+        }
+    }
+    serde_json::from_value(version).map_err(|e| {
+        format!(
+            "{}: not a baseline written by `nccl-bench baseline`: {e}",
+            path.display()
+        )
+    })
+}
+
+/// A sweep judged against a baseline while it measures (`sweep --baseline`): it
+/// measures each group until `check` could decide every case of it.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    pub baseline: Baseline,
+    /// The file it was read from.
+    pub path: std::path::PathBuf,
+    pub threshold: f64,
+}
+
+impl Gate {
+    /// The gate's decision on one group's cases so far (each a case key with its
+    /// round medians), as `check` would decide them with these rounds, each level
+    /// the whole baseline's; `None` where the baseline has none of them.
+    pub fn look(&self, cases: &[(CaseId, Vec<f64>)], looks: usize) -> Option<Decision> {
+        let inputs: Vec<Input> = cases
+            .iter()
+            .filter_map(|(id, rounds)| {
+                let b = self.baseline.cases.iter().find(|b| &b.id == id)?;
+                let level = Level::of_rounds(rounds)?;
+                let e = change::between(&b.levels, self.baseline.run_to_run, &level)?;
+                Some(Input {
+                    evidence: Evidence::Measured(e),
+                    flagged: b.flagged,
+                })
+            })
+            .collect();
+        let design = Design::gate(self.threshold, looks);
+        (!inputs.is_empty()).then(|| change::decide_in(&inputs, &design, self.baseline.cases.len()))
     }
 }
 
 /// One case's result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaseCheck {
-    pub config: String,
-    pub collective: String,
-    pub nranks: u32,
-    pub bytes: u64,
-    pub dtype: String,
-    pub op: String,
-    pub outcome: Outcome,
+    #[serde(flatten)]
+    pub id: CaseId,
+    /// The case as decided; `None` for a case new to the run (nothing to check
+    /// against).
+    pub case: Option<Case>,
     pub baseline_us: Option<f64>,
     pub run_us: Option<f64>,
-    /// run / baseline - 1.
-    pub change: Option<f64>,
-    pub message: String,
+    /// What the quality rules flagged, what failed, or why a case is new.
+    pub note: String,
 }
 
 impl CaseCheck {
-    /// The config, with the collective after it where it is not all_reduce.
-    pub fn label(&self) -> String {
-        crate::ops::collective::labelled(&self.config, &self.collective)
+    /// The case's word: its change, or `new`.
+    pub fn word(&self) -> &'static str {
+        self.case.map_or("new", |c| c.change.word())
+    }
+
+    /// Whether it fails the gate: slower, failed, or missing from the run.
+    pub fn fails(&self) -> bool {
+        self.case
+            .is_some_and(|c| matches!(c.change, Change::Slower | Change::Failed | Change::Missing))
+    }
+
+    /// Whether the gate could not tell.
+    pub fn open(&self) -> bool {
+        self.case.is_some_and(|c| c.change == Change::NotSettled)
     }
 }
 
@@ -361,15 +342,34 @@ impl CaseCheck {
 pub struct CheckReport {
     pub run: String,
     pub threshold: f64,
+    /// The baseline's cases, then the run's new ones.
     pub cases: Vec<CaseCheck>,
-    /// The cases checked over rounds with a trusted timing, decided together at a
-    /// stated rate (`analysis::family`): their outcomes are the family's.
-    pub family: Family,
+    /// The baseline's cases decided together.
+    pub decision: Decision,
+    pub run_to_run: Option<RunToRun>,
+    /// The run's change over all its cases: the median of their changes (a run
+    /// effect), a fraction.
+    pub shift: Option<f64>,
 }
+
+/// `check`'s exit codes besides 0 (pass) and 2 (an error).
+pub const EXIT_FAILS: u8 = 1;
+pub const EXIT_NOT_SETTLED: u8 = 3;
 
 impl CheckReport {
     pub fn failures(&self) -> usize {
-        self.cases.iter().filter(|c| c.outcome.fails()).count()
+        self.cases.iter().filter(|c| c.fails()).count()
+    }
+
+    /// 1 when a case fails, 3 when none fails but some case is not settled, else 0.
+    pub fn exit_code(&self) -> u8 {
+        if self.failures() > 0 {
+            EXIT_FAILS
+        } else if self.cases.iter().any(CaseCheck::open) {
+            EXIT_NOT_SETTLED
+        } else {
+            0
+        }
     }
 }
 
@@ -386,171 +386,99 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
             on(&base.platform.gpu)
         ));
     }
-    let mut cases: Vec<CaseCheck> = base
+    let mut notes = Vec::new();
+    let mut times = Vec::new();
+    let inputs: Vec<Input> = base
         .cases
         .iter()
         .map(|b| {
-            let found = run.cases.iter().find(|c| b.matches(c));
-            let mut out = CaseCheck {
-                config: b.config.clone(),
-                collective: b.collective.clone(),
-                nranks: b.nranks,
-                bytes: b.bytes,
-                dtype: b.dtype.clone(),
-                op: b.op.clone(),
-                outcome: Outcome::Pass,
-                baseline_us: Some(b.median_us),
-                run_us: None,
-                change: None,
-                message: String::new(),
+            let found = run.cases.iter().find(|c| b.id.matches(c));
+            let (evidence, note, run_us) = match found {
+                None => (Evidence::Missing, "missing from the run".to_string(), None),
+                Some(c) if !c.is_ok() => {
+                    (Evidence::Failed, format!("{}: {}", c.status, c.error), None)
+                }
+                Some(c) => match c.level() {
+                    Some(l) => {
+                        let e = change::between(&b.levels, base.run_to_run, &l);
+                        let note = [
+                            (b.flagged, "flagged in the baseline".to_string()),
+                            (!c.is_trusted(), format!("{} in the run", c.quality)),
+                        ]
+                        .into_iter()
+                        .filter(|(f, _)| *f)
+                        .map(|(_, w)| w)
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                        (
+                            e.map_or(Evidence::Missing, Evidence::Measured),
+                            note,
+                            Some(l.time()),
+                        )
+                    }
+                    None => (Evidence::Failed, "no timing".to_string(), None),
+                },
             };
-            let Some(c) = found else {
-                out.outcome = Outcome::Missing;
-                out.message = "missing from the run".into();
-                return out;
-            };
-            if !c.is_ok() {
-                out.outcome = Outcome::NotOk;
-                out.message = format!("{}: {}", c.status, c.error);
-                return out;
+            notes.push(note);
+            times.push(run_us);
+            Input {
+                evidence,
+                flagged: b.flagged || found.is_some_and(|c| c.is_ok() && !c.is_trusted()),
             }
-            let Some((m, lo, hi)) = median(c) else {
-                out.outcome = Outcome::NotOk;
-                out.message = "no timing".into();
-                return out;
-            };
-            out.run_us = Some(m);
-            out.change = Some(m / b.median_us - 1.0);
-            let span = span(c, b).unwrap_or_default();
-            let (outcome, why) = if !c.is_trusted() {
-                (
-                    Outcome::Inconclusive,
-                    format!("{} timings ({})", c.quality, c.quality_note),
-                )
-            } else if c.round_medians().len() < 2 {
-                (
-                    Outcome::Inconclusive,
-                    format!(
-                        "one round ({}): an interval over one process group's iterations decides nothing; sweep with --rounds 6 or more",
-                        pct(m / b.median_us - 1.0)
-                    ),
-                )
-            } else if lo > b.high_us * (1.0 + threshold) {
-                (
-                    Outcome::Slower,
-                    format!("slower ({}) beyond the threshold {}", pct(m / b.median_us - 1.0), pct(threshold)),
-                )
-            } else if hi < b.low_us * (1.0 - threshold) {
-                (Outcome::Faster, format!("faster ({})", pct(m / b.median_us - 1.0)))
-            } else {
-                (Outcome::Pass, format!("within ({})", pct(m / b.median_us - 1.0)))
-            };
-            out.outcome = outcome;
-            out.message = format!("{why}: {span}");
-            out
+        })
+        .collect();
+    let decision = change::decide(&inputs, &Design::gate(threshold, run.looks()));
+    let mut cases: Vec<CaseCheck> = base
+        .cases
+        .iter()
+        .zip(&decision.cases)
+        .zip(notes.into_iter().zip(times))
+        .map(|((b, case), (note, run_us))| CaseCheck {
+            id: b.id.clone(),
+            case: Some(*case),
+            baseline_us: Some(b.median_us),
+            run_us,
+            note,
         })
         .collect();
     for c in &run.cases {
-        if base.cases.iter().any(|b| b.matches(c)) {
+        if base.cases.iter().any(|b| b.id.matches(c)) || c.is_unsupported() {
             continue;
         }
-        // A case the baseline's runs measured without a trusted timing holds no
-        // expectation: one that fails here still fails, any other is undecided.
-        let (outcome, message) = match base.untrusted.iter().find(|u| u.matches(c)) {
-            Some(u) => {
-                let why = format!(
-                    "no trusted timing in the baseline's runs ({})",
-                    u.why.join(", ")
-                );
-                if c.is_ok() {
-                    (Outcome::Inconclusive, why)
-                } else {
-                    (Outcome::NotOk, format!("{}: {}; {why}", c.status, c.error))
-                }
-            }
-            None => (Outcome::New, "not in the baseline".to_string()),
+        let failing = base.failing.iter().find(|f| f.id.matches(c));
+        let case = match (failing, c.is_ok()) {
+            (Some(_), false) => change::decide(
+                &[Input {
+                    evidence: Evidence::Failed,
+                    flagged: false,
+                }],
+                &decision.design,
+            )
+            .cases
+            .first()
+            .copied(),
+            _ => None,
+        };
+        let note = match failing {
+            Some(f) => format!("not ok in the baseline's runs ({})", f.why.join(", ")),
+            None => "not in the baseline".to_string(),
         };
         cases.push(CaseCheck {
-            config: c.config.clone(),
-            collective: c.coll().to_string(),
-            nranks: c.nranks,
-            bytes: c.bytes,
-            dtype: c.dtype.clone(),
-            op: c.op.clone(),
-            outcome,
+            id: CaseId::of(c),
+            case,
             baseline_us: None,
-            run_us: median(c).map(|m| m.0),
-            change: None,
-            message,
+            run_us: c.p50_us.or(c.time_us),
+            note,
         });
     }
-    // The family: every baseline case the run measured over rounds, trusted (the
-    // first cases, in the baseline's order); each one's outcome is the family's.
-    let judged: Vec<(usize, &BaselineCase, &CaseRow, Vec<f64>)> = base
-        .cases
-        .iter()
-        .enumerate()
-        .filter_map(|(i, b)| {
-            let c = run.cases.iter().find(|c| b.matches(c))?;
-            let rounds = c.round_medians();
-            (c.is_ok() && c.is_trusted() && rounds.len() > 1).then_some((i, b, c, rounds))
-        })
-        .collect();
-    let members: Vec<BandMember> = judged
-        .iter()
-        .map(|(_, b, _, rounds)| BandMember {
-            rounds,
-            base_median: b.median_us,
-            low: b.low_us,
-            high: b.high_us,
-        })
-        .collect();
-    let family = family::decide_bands(
-        &members,
-        threshold,
-        threshold,
-        family::FAMILY_ALPHA,
-        run.looks(),
-    );
-    for ((i, b, c, _), call) in judged.iter().zip(&family.calls) {
-        let case = &mut cases[*i];
-        let change = case.change.unwrap_or(0.0);
-        let (outcome, why) = match call.side {
-            CallSide::Slower => (
-                Outcome::Slower,
-                format!(
-                    "slower ({}) beyond the threshold {}",
-                    pct(change),
-                    pct(threshold)
-                ),
-            ),
-            CallSide::Faster => (Outcome::Faster, format!("faster ({})", pct(change))),
-            CallSide::Within => (Outcome::Pass, format!("within ({})", pct(change))),
-            CallSide::NotSettled => (
-                Outcome::Inconclusive,
-                format!(
-                    "not settled ({}): its interval reaches past the threshold and within it",
-                    pct(change)
-                ),
-            ),
-        };
-        let at = match call.ci {
-            Some((lo, hi)) => format!(
-                "; over the family its change lies in {} to {}",
-                pct(lo),
-                pct(hi)
-            ),
-            None => "; its rounds are too few for an interval at the family's level".into(),
-        };
-        let span = span(c, b).unwrap_or_default();
-        case.outcome = outcome;
-        case.message = format!("{why}: {span}{at}");
-    }
+    let shift = crate::stats::median(decision.cases.iter().filter_map(|c| c.relative()));
     Ok(CheckReport {
         run: run.dir.display().to_string(),
         threshold,
         cases,
-        family,
+        decision,
+        run_to_run: base.run_to_run,
+        shift,
     })
 }
 

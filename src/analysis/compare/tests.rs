@@ -2,40 +2,179 @@
 
 use std::path::PathBuf;
 
-use hdrhistogram::Histogram;
-
 use super::*;
-use crate::stats::distribution::Distribution;
 
-fn row(time_us: f64, p50_us: Option<f64>, hist_tag: Option<&str>) -> CaseRow {
-    CaseRow {
-        config: "default".into(),
-        backend: "nccl".into(),
-        nranks: 1,
-        bytes: 65536,
-        dtype: "float".into(),
-        op: "sum".into(),
-        iters: 1000,
-        status: "ok".into(),
-        time_us: Some(time_us),
-        algbw_gbps: None,
-        busbw_gbps: None,
-        p50_us,
-        p99_us: None,
-        max_us: None,
-        wrong: Some(0),
-        transports: String::new(),
-        error: String::new(),
-        hist_tag: hist_tag.map(str::to_string),
-        graph_iters: 0,
-        quality: "ok".into(),
-        quality_note: String::new(),
-        ceiling_pct: None,
-        round_p50_us: String::new(),
-        median_ci_low_us: None,
-        median_ci_high_us: None,
-        ..Default::default()
+fn run(dir: &str, cases: Vec<CaseRow>) -> RunData {
+    RunData {
+        dir: PathBuf::from(dir),
+        manifest: Default::default(),
+        cases,
     }
+}
+
+fn side<'a>(run: &'a RunData, config: Option<&'a str>) -> Side<'a> {
+    Side {
+        run,
+        config,
+        label: config.unwrap_or("run").into(),
+    }
+}
+
+/// Seven rounds about 10 us, 1 % apart, times `by`.
+fn rounds(by: f64) -> Vec<f64> {
+    [10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98]
+        .iter()
+        .map(|r| r * by)
+        .collect()
+}
+
+fn sizes(config: &str, by: f64) -> Vec<CaseRow> {
+    [1024, 65536, 1 << 20]
+        .iter()
+        .map(|&b| CaseRow::with_rounds(config, b, &rounds(by)))
+        .collect()
+}
+
+#[test]
+fn two_configs_of_a_run_are_paired_and_a_slower_one_fails() {
+    let mut cases = sizes("default", 1.0);
+    cases.extend(sizes("slow", 1.10));
+    cases.extend(sizes("same", 1.0));
+    let r = run("r", cases);
+    let opts = CompareOptions::new(0.02);
+    let slow = compare(&side(&r, Some("default")), &side(&r, Some("slow")), opts).unwrap();
+    assert!(slow.same_run);
+    assert!(slow.rows.iter().all(|p| p.case.change == Change::Slower));
+    assert_eq!(slow.decision.answer, change::Answer::Different);
+    assert!(slow.fails());
+    let e = slow.rows[0].case.estimate.unwrap();
+    assert_eq!(e.basis, change::Basis::Paired);
+    assert!((e.relative() - 0.10).abs() < 1e-9, "{e:?}");
+    let same = compare(&side(&r, Some("default")), &side(&r, Some("same")), opts).unwrap();
+    assert!(same.rows.iter().all(|p| p.case.change == Change::Within));
+    assert_eq!(same.decision.answer, change::Answer::Within);
+    assert!(!same.fails());
+}
+
+#[test]
+fn two_runs_are_judged_on_each_sides_rounds() {
+    let base = run("a", sizes("default", 1.0));
+    let again = run("b", sizes("default", 1.0));
+    let slower = run("c", sizes("default", 1.10));
+    let opts = CompareOptions::new(0.02);
+    let same = compare(&side(&base, None), &side(&again, None), opts).unwrap();
+    assert!(!same.same_run);
+    assert_eq!(same.decision.answer, change::Answer::Within);
+    let e = same.rows[0].case.estimate.unwrap();
+    assert_eq!(e.basis, change::Basis::Runs);
+    let worse = compare(&side(&base, None), &side(&slower, None), opts).unwrap();
+    assert!(worse.rows.iter().all(|p| p.case.change == Change::Slower));
+    assert!(worse.fails());
+    // The times shown are the ones the change is the ratio of.
+    let p = &worse.rows[0];
+    let ratio = p.cand_time_us.unwrap() / p.base_time_us.unwrap() - 1.0;
+    assert!((ratio - p.case.relative().unwrap()).abs() < 1e-9);
+}
+
+/// Imports have one mean a side: judged against the threshold, with no error rate,
+/// and a gate fails on them as nccl-tests' own NCCL_TESTS_MIN_BW does.
+#[test]
+fn means_only_are_judged_against_the_threshold_and_fail_the_gate() {
+    let mean = |t: f64| CaseRow {
+        time_us: Some(t),
+        round_p50_us: String::new(),
+        p50_us: None,
+        ..CaseRow::with_rounds("default", 1024, &[1.0])
+    };
+    let base = run("a", vec![mean(100.0)]);
+    let cand = run("b", vec![mean(110.0)]);
+    let report = compare(
+        &side(&base, None),
+        &side(&cand, None),
+        CompareOptions::new(0.05),
+    )
+    .unwrap();
+    let p = &report.rows[0];
+    assert_eq!(p.case.change, Change::Slower);
+    assert_eq!(p.case.estimate.unwrap().basis, change::Basis::Point);
+    assert_eq!((p.base_time_us, p.cand_time_us), (Some(100.0), Some(110.0)));
+    assert_eq!(report.decision.members, 0);
+    assert!(report.fails());
+    let close = run("c", vec![mean(102.0)]);
+    let report = compare(
+        &side(&base, None),
+        &side(&close, None),
+        CompareOptions::new(0.05),
+    )
+    .unwrap();
+    assert_eq!(report.rows[0].case.change, Change::Within);
+    assert!(!report.fails());
+}
+
+/// Our run (median 7.89 us, mean 12.5 us) against an import (its mean, 7.97 us):
+/// one measurement a side, the means, and the times shown are the ones compared.
+#[test]
+fn a_pair_on_means_shows_the_means_it_compared() {
+    let ours = CaseRow {
+        time_us: Some(12.5),
+        p50_us: Some(7.89),
+        round_p50_us: String::new(),
+        ..CaseRow::with_rounds("default", 1024, &[1.0])
+    };
+    let imported = CaseRow {
+        time_us: Some(7.97),
+        p50_us: None,
+        round_p50_us: String::new(),
+        ..ours.clone()
+    };
+    let (a, b) = (run("ours", vec![ours]), run("import", vec![imported]));
+    let report = compare(&side(&a, None), &side(&b, None), CompareOptions::new(0.02)).unwrap();
+    let p = &report.rows[0];
+    assert_eq!((p.base_time_us, p.cand_time_us), (Some(12.5), Some(7.97)));
+    assert!((p.case.relative().unwrap() - (7.97 / 12.5 - 1.0)).abs() < 1e-9);
+}
+
+#[test]
+fn a_case_failing_now_fails_and_a_flagged_one_stays_with_its_flag() {
+    let base = run("a", sizes("default", 1.0));
+    let mut now = sizes("default", 1.0);
+    now[0].status = "failed".into();
+    now[1].quality = "noisy".into();
+    let cand = run("b", now);
+    let report = compare(
+        &side(&base, None),
+        &side(&cand, None),
+        CompareOptions::new(0.02),
+    )
+    .unwrap();
+    assert_eq!(report.rows[0].case.change, Change::Failed);
+    assert!(report.rows[0].fails());
+    let flagged = &report.rows[1];
+    assert_eq!(flagged.flags, "candidate noisy");
+    assert_eq!(
+        flagged.case.change,
+        Change::NotSettled,
+        "never within while flagged"
+    );
+    assert_ne!(report.decision.answer, change::Answer::Within);
+    // Failing on both sides is no regression; ok only in the candidate is missing a base.
+    let mut both = sizes("default", 1.0);
+    both[0].status = "failed".into();
+    let both = run("c", both);
+    let report = compare(
+        &side(&both, None),
+        &side(&cand, None),
+        CompareOptions::new(0.02),
+    )
+    .unwrap();
+    assert!(!report.rows[0].fails());
+    let report = compare(
+        &side(&both, None),
+        &side(&base, None),
+        CompareOptions::new(0.02),
+    )
+    .unwrap();
+    assert_eq!(report.rows[0].case.change, Change::Missing);
 }
 
 #[test]
@@ -44,7 +183,7 @@ fn a_changed_choice_is_nccls_only() {
         backend: backend.into(),
         algo: algo.into(),
         proto: proto.into(),
-        ..row(10.0, None, None)
+        ..CaseRow::default()
     };
     assert_eq!(
         choice_change(
@@ -66,50 +205,4 @@ fn a_changed_choice_is_nccls_only() {
         ),
         None
     );
-}
-
-/// Our run (median 7.89 us, mean 12.5 us: a few slow iterations) against an
-/// imported nccl-tests run (its mean, 7.97 us): the pair is compared on means,
-/// and the times shown must be the means the change was computed from (a real
-/// H100 run showed 7.89 -> 7.97 beside a change computed from 12.5).
-#[test]
-fn a_pair_compared_on_means_shows_the_means() {
-    let mut h = Histogram::<u64>::new(3).unwrap();
-    h.record_n(7_890, 1000).unwrap();
-    let ours = RunData {
-        dir: PathBuf::from("ours"),
-        manifest: Default::default(),
-        cases: vec![row(12.5, Some(7.89), Some("t"))],
-        distributions: [("t".to_string(), Distribution::from_histogram(&h))]
-            .into_iter()
-            .collect(),
-    };
-    let imported = RunData {
-        dir: PathBuf::from("imported"),
-        manifest: Default::default(),
-        cases: vec![row(7.97, None, None)],
-        distributions: Default::default(),
-    };
-    let side = |run, label: &str| Side {
-        run,
-        config: None,
-        label: label.into(),
-    };
-    let opts = CompareOptions {
-        threshold: 0.02,
-        resamples: 100,
-        margin: 0.02,
-        family_alpha: crate::analysis::family::FAMILY_ALPHA,
-    };
-    let report = compare(&side(&ours, "ours"), &side(&imported, "nccl-tests"), opts).unwrap();
-    assert!(report.means_only);
-    let r = &report.rows[0];
-    assert_eq!((r.base_time_us, r.cand_time_us), (Some(12.5), Some(7.97)));
-    let change = r.comparison.as_ref().unwrap().change;
-    assert!((change - (7.97 / 12.5 - 1.0)).abs() < 1e-9, "{change}");
-
-    // Two runs with histograms: medians, as before.
-    let report = compare(&side(&ours, "a"), &side(&ours, "b"), opts).unwrap();
-    assert!(!report.means_only);
-    assert_eq!(report.rows[0].base_time_us, Some(7.89));
 }

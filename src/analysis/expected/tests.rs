@@ -163,7 +163,6 @@ fn an_unknown_platform_is_said_once_per_gpu_count() {
         dir: "run".into(),
         manifest,
         cases,
-        distributions: Default::default(),
     };
     let mut s = String::new();
     markdown(&mut s, &run, &shipped()).unwrap();

@@ -3,13 +3,9 @@
 //! where a run does not last, and what the manifests say changed at a step.
 
 use super::facts::differences;
-use super::series::{OneOff, Options, Point, Series, Step};
-use crate::analysis::compare::seed;
+use super::series::{OneOff, Options, Series, Step};
 use crate::export::reader::RunData;
-use crate::stats::compare::{
-    classify, compare_distributions, compare_rounds, Verdict, DEFAULT_RESAMPLES,
-};
-use crate::stats::distribution::Distribution;
+use crate::stats::change::{self, Change, Design, Evidence, Input, Level};
 use crate::stats::median;
 
 /// Runs a level needs before a run can step away from it: with fewer, the level's
@@ -23,57 +19,37 @@ struct Judged {
     point: usize,
     change: f64,
     ci: (f64, f64),
-    verdict: Verdict,
+    verdict: Change,
 }
 
 /// Finds the series' steps and one-offs (module comment).
 pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
-    let key = (
-        crate::ops::collective::labelled(&series.config, &series.collective),
-        series.nranks,
-        series.bytes,
-        series.dtype.clone(),
-        series.op.clone(),
-    );
-    let seed = seed(&key);
-    let interval = |level: &[usize], i: usize| -> (f64, (f64, f64)) {
+    // A run against the level: the model's change of its level against the level
+    // runs' (each run's rounds, and how those runs differ from one another).
+    let interval = |level: &[usize], i: usize| -> (f64, (f64, f64), Change) {
         let points = &series.points;
-        let cand = &points[i];
-        let m = cand.median_us.unwrap_or(f64::NAN);
-        let level_median =
-            median(level.iter().filter_map(|&j| points[j].median_us)).unwrap_or(f64::NAN);
-        let change = m / level_median - 1.0;
-        let mut ci = (change, change);
-        for &j in level {
-            // With --histograms: over the two runs' rounds where both have them, as
-            // `compare` does, else the bootstrap over their histograms.
-            let by_histograms = opts
-                .bootstrap
-                .then(|| {
-                    compare_rounds(
-                        &points[j].round_p50_us,
-                        &cand.round_p50_us,
-                        opts.threshold,
-                        false,
-                    )
-                    .or_else(|| {
-                        let (hb, hc) = distributions(runs, &points[j], cand)?;
-                        compare_distributions(hb, hc, opts.threshold, DEFAULT_RESAMPLES, seed)
-                    })
-                })
-                .flatten();
-            let (lo, hi) = match by_histograms {
-                Some(c) => c.ci,
-                None => ends(&points[j], cand),
-            };
-            ci = (ci.0.min(lo), ci.1.max(hi));
-        }
-        (change, ci)
+        let levels: Vec<Level> = level.iter().filter_map(|&j| points[j].level).collect();
+        let spread = change::run_to_run(&[levels.as_slice()]);
+        let evidence = points[i]
+            .level
+            .and_then(|l| change::between(&levels, spread, &l))
+            .map_or(Evidence::Missing, Evidence::Measured);
+        let design = Design::new(opts.threshold, 1);
+        let case = change::decide(
+            &[Input {
+                evidence,
+                flagged: false,
+            }],
+            &design,
+        )
+        .cases[0];
+        let ci = case.interval.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+        (case.relative().unwrap_or(f64::NAN), ci, case.change)
     };
     let eligible: Vec<usize> = (0..series.points.len())
         .filter(|&i| series.points[i].trusted)
         .collect();
-    let beyond = |v: Verdict| matches!(v, Verdict::Regressed | Verdict::Improved);
+    let beyond = |v: Change| matches!(v, Change::Slower | Change::Faster);
     let one_off = |p: &Judged| OneOff {
         run: series.points[p.point].run,
         verdict: p.verdict,
@@ -93,7 +69,10 @@ pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
         let mut judged: Vec<(f64, (f64, f64))> = new_level
             .iter()
             .take(opts.window.max(1))
-            .map(|&j| interval(old, j))
+            .map(|&j| {
+                let (change, ci, _) = interval(old, j);
+                (change, ci)
+            })
             .collect();
         judged.sort_by(|a, b| a.0.total_cmp(&b.0));
         let n = judged.len();
@@ -110,19 +89,20 @@ pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
             level.push(i);
             continue;
         }
-        let window = &level[level.len().saturating_sub(opts.window.max(1))..];
-        let (change, ci) = interval(window, i);
+        // The level's first runs: a drift away from them adds up to a step.
+        let window = &level[..level.len().min(opts.window.max(1))];
+        let (change, ci, verdict) = interval(window, i);
         let judged = Judged {
             point: i,
             change,
             ci,
-            verdict: classify(ci, opts.threshold),
+            verdict,
         };
         // At the level: unchanged, or an interval too wide to call that still holds
         // no change (runs noisier than the threshold must still make a level, or
         // no step could ever be named after them).
-        let at_level = judged.verdict == Verdict::Unchanged
-            || (judged.verdict == Verdict::Inconclusive && ci.0 <= 0.0 && ci.1 >= 0.0);
+        let at_level = judged.verdict == Change::Within
+            || (judged.verdict == Change::NotSettled && ci.0 <= 0.0 && ci.1 >= 0.0);
         if at_level {
             // What was pending did not last: runs beyond the threshold were
             // one-offs, the unsure ones stay out of the level.
@@ -161,7 +141,7 @@ pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
         // it moved, from the first pending run on that side (an unsure one too).
         // The new level is the runs since then not beyond the latest one: a
         // spike before a smaller step is a one-off, not part of the level.
-        let up = judged.verdict == Verdict::Regressed;
+        let up = judged.verdict == Change::Slower;
         let start = pending
             .iter()
             .position(|p| (p.change > 0.0) == up)
@@ -193,8 +173,7 @@ pub(super) fn judge(series: &mut Series, runs: &[RunData], opts: &Options) {
             // are the ones that stood out; no step is named.
             let mut joined = Vec::new();
             for &j in &level {
-                let (change, ci) = interval(&new_level, j);
-                let verdict = classify(ci, opts.threshold);
+                let (change, ci, verdict) = interval(&new_level, j);
                 if beyond(verdict) {
                     one_offs.push(OneOff {
                         run: series.points[j].run,
@@ -268,26 +247,5 @@ fn step(
         ci: (lo, hi),
         confirmed,
         differences,
-    }
-}
-
-/// The two points' distributions, when their runs were loaded with them.
-fn distributions<'a>(
-    runs: &'a [RunData],
-    base: &Point,
-    cand: &Point,
-) -> Option<(&'a Distribution, &'a Distribution)> {
-    let get = |p: &Point| runs[p.run].distributions.get(p.hist_tag.as_deref()?);
-    Some((get(base)?, get(cand)?))
-}
-
-/// The change's interval from two medians' intervals: the candidate's low end
-/// against the base's high end, and the converse.
-fn ends(base: &Point, cand: &Point) -> (f64, f64) {
-    match (base.ci_us, cand.ci_us) {
-        (Some((blo, bhi)), Some((clo, chi))) if blo > 0.0 && bhi > 0.0 => {
-            (clo / bhi - 1.0, chi / blo - 1.0)
-        }
-        _ => (f64::NEG_INFINITY, f64::INFINITY),
     }
 }

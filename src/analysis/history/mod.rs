@@ -2,31 +2,24 @@
 //! firmware upgrade), read as series and searched for steps.
 //!
 //! A series is one case (backend, config, ranks, size, datatype, op) across the
-//! runs, in the order they started. Each run's median iteration time is judged
-//! against the level before it: the runs since the last step that were unchanged
-//! against it, or whose interval was too wide to call but held no change (0), at
-//! most `window` of them, ok and trusted by the quality rules (an unsure run, whose
-//! interval excludes no change and straddles the threshold, never joins the level,
-//! so it cannot widen the level until a real step reads as noise). The change's 95 % interval spans every
-//! run of the level: from the run's median interval against each level run's, or
-//! with histograms compare's bootstrap against each level run, the lowest low end to
-//! the highest high end. So the night-to-night spread of the level widens it, not
-//! only each run's own noise, and compare's rule (`stats::compare::classify`) calls
-//! it against the threshold. Two runs beyond the threshold the same way, with no
-//! run back at the level between them, make a step (the level moved). The new
-//! level is the runs since the level on that side (unsure ones included) that are
-//! no further from the old level than the latest one by more than the threshold,
-//! interval against interval (a
-//! spike before a smaller step is a one-off; a ramp is part of the move); the step
-//! goes from the old level's last run to the new level's first, and is sized by the
-//! first `window` runs of the new level, their median change against the old
-//! level (the two that confirmed it, when the history ends there). A lone run beyond the threshold
-//! at the end is a step not confirmed yet; one followed by a run back at the level
-//! is a one-off and stays out of the level. A level of fewer than 3 runs has no known
-//! spread: when the next two runs agree against it, no step is named, and its runs
-//! beyond the new level are the one-offs (a first run out of line, say). Each step names the two runs around it and what their manifests say
-//! changed: NCCL, its library, driver, CUDA, GPUs, hosts, the config's variables,
-//! nccl-bench itself.
+//! runs, in the order they started. Each run is judged against the level before it
+//! by the decision model (`stats::change`): the level is the runs since the last
+//! step that were within it (or not settled with no change in their interval), ok
+//! and unflagged, of which the first `window` are the reference (so a slow drift
+//! away from them adds up to a step); the run's level against their mean,
+//! with each run's own rounds and the spread between the level's runs. Two runs
+//! beyond the threshold the same way, with no run back at the level between them,
+//! make a step. The new level is the runs since the level on that side that are no
+//! further from the old level than the latest one by more than the threshold,
+//! interval against interval (a spike before a smaller step is a one-off; a ramp is
+//! part of the move); the step goes from the old level's last run to the new
+//! level's first, sized by the median change of the new level's first `window` runs.
+//! A lone run beyond the threshold at the end is a step not confirmed yet; one
+//! followed by a run back at the level is a one-off. A level of fewer than 3 runs has
+//! no known spread: when the next two runs agree against it, no step is named, and
+//! its runs beyond the new level are the one-offs. Each step names the two runs
+//! around it and what their manifests say changed: NCCL, its library, driver, CUDA,
+//! GPUs, hosts, the config's variables, nccl-bench itself.
 
 use std::collections::BTreeMap;
 
@@ -91,11 +84,6 @@ pub fn build(runs: &[RunData], opts: &Options) -> History {
         runs: entries,
         threshold: opts.threshold,
         window: opts.window,
-        method: if opts.bootstrap {
-            "bootstrap".into()
-        } else {
-            "median intervals".into()
-        },
         series,
     }
 }
@@ -220,8 +208,7 @@ fn one_series(runs: &[RunData], group: &Group, bytes: u64) -> Series {
                 } else {
                     crate::analysis::compare::choice_of(c)
                 },
-                hist_tag: c.hist_tag.clone().filter(|t| !t.is_empty()),
-                round_p50_us: c.round_medians(),
+                level: median.and_then(|_| c.level()),
             })
         })
         .collect();

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::stats::compare::Verdict;
+use crate::stats::change::{Change, Level};
 
 /// The sizes a history follows in each series group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,9 +30,6 @@ pub struct Options {
     pub sizes: Vec<SizeChoice>,
     pub threshold: f64,
     pub window: usize,
-    /// Bootstrap over the histograms (the runs were loaded with them) instead of
-    /// the medians' intervals in results.csv.
-    pub bootstrap: bool,
 }
 
 /// One run, as the history lists it.
@@ -77,11 +74,9 @@ pub struct Point {
     /// NCCL's algorithm and protocol (`Ring/LL128`), where the run recorded them.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub choice: String,
+    /// Its level: its rounds, or its one measurement.
     #[serde(skip)]
-    pub(super) hist_tag: Option<String>,
-    /// Each round's median, us (empty for runs of one round, imports).
-    #[serde(skip)]
-    pub(super) round_p50_us: Vec<f64>,
+    pub(super) level: Option<Level>,
 }
 
 /// A change of level between two runs.
@@ -90,7 +85,7 @@ pub struct Step {
     /// The last run of the old level and the first of the new one ([`History::runs`]).
     pub before: usize,
     pub after: usize,
-    pub verdict: Verdict,
+    pub verdict: Change,
     /// The new level against the old one (the median of its runs' medians), a
     /// fraction, +0.10 is 10 % slower: the median over the new level's first
     /// `window` runs (the run itself for an unconfirmed step).
@@ -107,7 +102,7 @@ pub struct Step {
 #[derive(Debug, Clone, Serialize)]
 pub struct OneOff {
     pub run: usize,
-    pub verdict: Verdict,
+    pub verdict: Change,
     pub change: f64,
     pub ci: (f64, f64),
 }
@@ -126,8 +121,6 @@ pub struct History {
     pub runs: Vec<RunEntry>,
     pub threshold: f64,
     pub window: usize,
-    /// `bootstrap` or `median intervals`.
-    pub method: String,
     pub series: Vec<Series>,
 }
 

@@ -3,9 +3,20 @@
 
 use super::*;
 use crate::export::reader::ManifestHead;
-use crate::stats::compare::Verdict;
+use crate::stats::change::Change;
 
-/// A run at `level` (1.0 = the base) with each median's interval +-0.3 %.
+/// Seven rounds within +-`spread` of the case's median, and the median's interval.
+pub(crate) fn set_rounds(c: &mut CaseRow, spread: f64) {
+    let p50 = c.p50_us.unwrap_or(1.0);
+    let rounds: Vec<String> = (0..7)
+        .map(|k| (p50 * (1.0 + spread * (k as f64 - 3.0) / 3.0)).to_string())
+        .collect();
+    c.round_p50_us = rounds.join(";");
+    c.median_ci_low_us = Some(p50 * (1.0 - spread));
+    c.median_ci_high_us = Some(p50 * (1.0 + spread));
+}
+
+/// A run at `level` (1.0 = the base), each case's rounds within +-0.3 %.
 pub(crate) fn run(i: usize, level: f64, nccl: &str) -> RunData {
     let mut manifest = ManifestHead::default();
     manifest.backend.used = "host".into();
@@ -19,7 +30,7 @@ pub(crate) fn run(i: usize, level: f64, nccl: &str) -> RunData {
         .iter()
         .map(|&bytes| {
             let p50 = (5.0 + bytes as f64 / 1e4) * level;
-            CaseRow {
+            let mut c = CaseRow {
                 config: "default".into(),
                 backend: "host".into(),
                 nranks: 2,
@@ -29,19 +40,18 @@ pub(crate) fn run(i: usize, level: f64, nccl: &str) -> RunData {
                 status: "ok".into(),
                 time_us: Some(p50),
                 p50_us: Some(p50),
-                median_ci_low_us: Some(p50 * 0.997),
-                median_ci_high_us: Some(p50 * 1.003),
                 busbw_gbps: Some(bytes as f64 / p50 / 1e3),
                 quality: "ok".into(),
                 ..CaseRow::default()
-            }
+            };
+            set_rounds(&mut c, 0.003);
+            c
         })
         .collect();
     RunData {
         dir: format!("results/night-{i:02}").into(),
         manifest,
         cases,
-        distributions: Default::default(),
     }
 }
 
@@ -55,7 +65,6 @@ pub(crate) fn opts() -> Options {
         sizes: DEFAULT_SIZES.to_vec(),
         threshold: 0.05,
         window: DEFAULT_WINDOW,
-        bootstrap: false,
     }
 }
 
@@ -83,7 +92,7 @@ fn a_ten_percent_step_is_the_one_step_found_with_its_two_runs_and_what_changed()
         assert!(s.one_offs.is_empty(), "{:?}", s.one_offs);
         let step = &s.steps[0];
         assert_eq!((step.before, step.after), (19, 20));
-        assert_eq!(step.verdict, Verdict::Regressed);
+        assert_eq!(step.verdict, Change::Slower);
         assert!(step.confirmed);
         assert!(step.ci.0 > 0.05 && step.ci.0 <= step.change && step.change <= step.ci.1);
         assert!((step.change - 0.10).abs() < 0.03, "{}", step.change);
@@ -110,11 +119,11 @@ fn a_one_night_blip_is_a_one_off_and_the_latest_run_is_an_unconfirmed_step() {
     let s = &h.series[0];
     assert_eq!(s.one_offs.len(), 1);
     assert_eq!(s.one_offs[0].run, 4);
-    assert_eq!(s.one_offs[0].verdict, Verdict::Regressed);
+    assert_eq!(s.one_offs[0].verdict, Change::Slower);
     assert_eq!(s.steps.len(), 1);
     let step = &s.steps[0];
     assert_eq!((step.before, step.after), (8, 9));
-    assert_eq!(step.verdict, Verdict::Improved);
+    assert_eq!(step.verdict, Change::Faster);
     assert!(!step.confirmed);
     assert!(step.differences.is_empty());
 }
@@ -139,7 +148,7 @@ fn an_unsure_night_before_a_step_does_not_hide_it() {
     assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
     let step = &s.steps[0];
     assert_eq!((step.before, step.after, step.confirmed), (9, 10, true));
-    assert_eq!(step.verdict, Verdict::Regressed);
+    assert_eq!(step.verdict, Change::Slower);
     assert!((step.change - 0.10).abs() < 0.01, "{}", step.change);
     assert!(s.one_offs.is_empty());
 }
@@ -149,7 +158,7 @@ fn a_drift_is_a_step_once_it_passes_the_threshold() {
     let levels: Vec<f64> = (0..30).map(|i| 1.0 + 0.01 * i as f64).collect();
     let s = series_of(&levels);
     assert!(!s.steps.is_empty(), "+29 % over 30 nights");
-    assert!(s.steps.iter().all(|st| st.verdict == Verdict::Regressed));
+    assert!(s.steps.iter().all(|st| st.verdict == Change::Slower));
 }
 
 #[test]
@@ -160,7 +169,7 @@ fn a_first_run_out_of_line_is_a_one_off_not_a_step() {
     assert!(s.steps.is_empty(), "{:?}", s.steps);
     assert_eq!(s.one_offs.len(), 1);
     assert_eq!(s.one_offs[0].run, 0);
-    assert_eq!(s.one_offs[0].verdict, Verdict::Regressed);
+    assert_eq!(s.one_offs[0].verdict, Change::Slower);
     assert!((s.one_offs[0].change - 0.2).abs() < 0.01);
 }
 
@@ -170,13 +179,8 @@ fn failed_and_flagged_runs_are_shown_but_never_judged() {
     runs[3].cases[2].status = "timeout".into();
     runs[5].cases[2].quality = "noisy".into();
     for c in &mut runs[5].cases {
-        for v in [
-            &mut c.p50_us,
-            &mut c.median_ci_low_us,
-            &mut c.median_ci_high_us,
-        ] {
-            *v = v.map(|t| t * 1.5);
-        }
+        c.p50_us = c.p50_us.map(|t| t * 1.5);
+        set_rounds(c, 0.003);
     }
     let h = build(&runs, &opts());
     let s = &h.series[0];
@@ -318,7 +322,7 @@ fn a_spike_before_a_smaller_step_is_a_one_off_and_the_step_is_sized_by_its_level
     // Between the old level's last run and the new level's first, the spike a
     // one-off between them.
     assert_eq!((step.before, step.after, step.confirmed), (7, 9, true));
-    assert_eq!(step.verdict, Verdict::Regressed);
+    assert_eq!(step.verdict, Change::Slower);
     assert!((step.change - 0.10).abs() < 0.005, "{step:?}");
     assert!(step.ci.0 > 0.05 && step.ci.1 < 0.15, "{step:?}");
     let spikes: Vec<usize> = s.one_offs.iter().map(|o| o.run).collect();
@@ -355,9 +359,7 @@ fn runs_noisier_than_the_threshold_make_a_level_a_step_can_leave() {
             .map(|(i, &l)| {
                 let mut r = run(i, l * noise(i), "2.21.5");
                 for c in &mut r.cases {
-                    let p50 = c.p50_us.unwrap();
-                    c.median_ci_low_us = Some(p50 * 0.94);
-                    c.median_ci_high_us = Some(p50 * 1.06);
+                    set_rounds(c, 0.06);
                 }
                 r
             })
@@ -372,7 +374,7 @@ fn runs_noisier_than_the_threshold_make_a_level_a_step_can_leave() {
     let s = wide(&levels);
     assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
     assert_eq!((s.steps[0].before, s.steps[0].after), (6, 7));
-    assert_eq!(s.steps[0].verdict, Verdict::Regressed);
+    assert_eq!(s.steps[0].verdict, Change::Slower);
     assert!(s.one_offs.is_empty(), "{:?}", s.one_offs);
 }
 
@@ -388,10 +390,8 @@ fn a_noisy_first_run_of_a_step_is_part_of_it() {
             _ => 1.0,
         };
         for c in &mut r.cases {
-            let p50 = c.p50_us.unwrap() * level;
-            c.p50_us = Some(p50);
-            c.median_ci_low_us = Some(p50 * 0.96);
-            c.median_ci_high_us = Some(p50 * 1.04);
+            c.p50_us = c.p50_us.map(|t| t * level);
+            set_rounds(c, 0.04);
         }
     }
     let s = build(&runs, &opts()).series.remove(0);

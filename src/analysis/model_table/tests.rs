@@ -32,7 +32,6 @@ fn run() -> RunData {
         dir: "run".into(),
         manifest: ManifestHead::default(),
         cases,
-        distributions: Default::default(),
     }
 }
 

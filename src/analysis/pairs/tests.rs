@@ -43,7 +43,6 @@ fn run(times: &[((usize, usize), f64)]) -> RunData {
             ..ManifestHead::default()
         },
         cases,
-        distributions: Default::default(),
     }
 }
 

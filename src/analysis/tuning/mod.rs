@@ -12,9 +12,10 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::compare::{compare_pair, seed, CompareOptions, Outcome};
+use super::compare::{one_pair, CompareOptions};
 use crate::export::reader::{CaseRow, RunData};
 use crate::nccl::register::Registration;
+use crate::stats::change::Change;
 use crate::units::{format_us, Bytes};
 
 mod mispredict;
@@ -132,9 +133,9 @@ fn faster_config(
         .filter_map(|c| Some((median_of(c)?, c)))
         .min_by(|a, b| a.0.total_cmp(&b.0))?
         .1;
-    let key = ("tuning", base.nranks, base.bytes, &fastest.config);
-    match compare_pair(run, base, run, fastest, options, seed(&key)) {
-        (Some(cmp), Outcome::Improved) => Some((fastest.config.clone(), cmp.change, cmp.ci)),
+    let case = one_pair(run, base, fastest, options);
+    match (case.change, case.relative(), case.interval) {
+        (Change::Faster, Some(change), Some(ci)) => Some((fastest.config.clone(), change, ci)),
         _ => None,
     }
 }

@@ -55,17 +55,11 @@ fn run(cases: Vec<CaseRow>, version: &str) -> RunData {
         dir: "results/run".into(),
         manifest,
         cases,
-        distributions: Default::default(),
     }
 }
 
 fn options() -> CompareOptions {
-    CompareOptions {
-        threshold: 0.02,
-        resamples: 1000,
-        margin: 0.02,
-        family_alpha: crate::analysis::family::FAMILY_ALPHA,
-    }
+    CompareOptions::new(0.02)
 }
 
 #[test]

@@ -87,30 +87,18 @@ const TONED_COLUMNS: [&str; 6] = [
     "verdict",
 ];
 
-/// How a table cell's words read: `bad` (slower, failed), `good` (faster, ok),
-/// `warn` (not settled, set aside, flagged), or none. Drives the cell's colour and
-/// symbol only; the words stay as they are.
+/// How a table cell's words read: `bad` (slower, failed), `good` (faster, within,
+/// ok), `warn` (not settled, flagged), or none. Drives the cell's colour and symbol
+/// only; the words stay as they are.
 pub fn tone(cell: &str) -> Option<&'static str> {
     let t = cell.trim().to_ascii_lowercase();
-    const BAD: [&str; 12] = [
-        "yes (slower)",
-        "regressed",
-        "slower",
-        "not-ok",
-        "failed",
-        "fail",
-        "timeout",
-        "crashed",
-        "hung",
-        "wrong",
-        "error",
+    const BAD: [&str; 10] = [
+        "slower", "not-ok", "failed", "fail", "timeout", "crashed", "hung", "wrong", "error",
         "missing",
     ];
-    const GOOD: [&str; 4] = ["yes (faster)", "improved", "faster", "pass"];
-    const WARN: [&str; 8] = [
+    const GOOD: [&str; 2] = ["faster", "within"];
+    const WARN: [&str; 6] = [
         "not settled",
-        "inconclusive",
-        "set aside",
         "noisy",
         "outlier",
         "unsupported",

@@ -11,7 +11,7 @@ use super::super::merge::{fold_mean, merge_transports};
 use super::super::plan::Group;
 use super::super::protocol::{Command, Event, WrongElement};
 use super::super::rounds::RoundTake;
-use super::{GroupStop, Orchestrator, Take, Takes};
+use super::{GroupStop, Orchestrator, Takes};
 use crate::config::IterationPolicy;
 use crate::model::{CaseResult, CaseStatus};
 use crate::stats::adaptive::{BatchDecision, StopRule};
@@ -97,7 +97,6 @@ impl Orchestrator<'_> {
         log_stem: &str,
         takes: &mut Takes,
     ) -> Result<(), GroupStop> {
-        let take = takes.take;
         let n = group.nranks;
         let timeout = self.settings.timeout;
         let fail = |done, in_init, failure, transports: &str| GroupStop {
@@ -108,10 +107,8 @@ impl Orchestrator<'_> {
             transports: transports.to_string(),
             reason: String::new(),
         };
-        if take == Take::First {
-            self.observer
-                .case_started(&self.key(group, sizes[0]), takes.round);
-        }
+        self.observer
+            .case_started(&self.key(group, sizes[0]), takes.round);
         let ready = self
             .connect(processes, tails, n)
             .map_err(|f| fail(0, true, f, ""))?;
@@ -130,7 +127,7 @@ impl Orchestrator<'_> {
         let rule = self.stop_rule();
         for (done, &bytes) in sizes.iter().enumerate() {
             let key = self.key(group, bytes);
-            if done > 0 && take == Take::First {
+            if done > 0 {
                 self.observer.case_started(&key, takes.round);
             }
             let phase = Bytes(bytes).to_string();
@@ -244,7 +241,6 @@ impl Orchestrator<'_> {
                 quality: None,
                 quality_note: String::new(),
                 timing_note,
-                second_take: take == Take::Second,
                 ceiling_gbps,
                 round_p50_us: vec![summary.p50_us],
                 tuning,

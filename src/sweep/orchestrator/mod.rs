@@ -28,7 +28,6 @@ use super::failure::Failure;
 use super::group::Launch;
 use super::observer::SweepObserver;
 use super::plan::{Group, Plan};
-use super::remeasure::Measurement;
 use super::rounds::{combine, Book, Combined, RoundTake};
 use crate::config::SweepSettings;
 use crate::export::RunWriter;
@@ -63,6 +62,9 @@ pub struct Orchestrator<'a> {
     pub observer: &'a mut dyn SweepObserver,
     pub interrupted: Arc<AtomicBool>,
     pub run_start: Instant,
+    /// A baseline the sweep measures each group against until `check` could decide
+    /// it (`sweep --baseline`).
+    pub gate: Option<crate::analysis::baseline::Gate>,
 }
 
 /// How a sweep ended.
@@ -87,25 +89,24 @@ struct GroupStop {
     reason: String,
 }
 
-/// A case measured by `drive`, all its rounds combined: the measurement, and for a
-/// re-measurement (not written as it is taken) its histogram and when it started.
-pub(super) struct Taken {
-    measurement: Measurement,
-    histogram: Option<hdrhistogram::Histogram<u64>>,
-    offset: Duration,
+/// One measurement of a case, all its rounds combined, with what the rules across
+/// sizes need.
+#[derive(Debug, Clone)]
+pub(crate) struct Measurement {
+    pub result: CaseResult,
+    pub shape: crate::stats::quality::CaseShape,
 }
 
-/// The measurements a group's rounds collect, and which take they are.
+/// The measurements a group's rounds collect.
 pub(super) struct Takes {
-    pub(super) take: Take,
     /// Cases with every round done, combined.
-    pub(super) taken: Vec<Taken>,
+    pub(super) taken: Vec<Measurement>,
     /// Cases in flight: their rounds so far, and the cases that failed.
     pub(super) book: Book,
     /// The round being run (1-based).
     pub(super) round: u32,
     /// The rounds a case takes before it is combined: the sweep's (the most, where
-    /// it measures until settled), or for a second take the first take's.
+    /// it measures until settled).
     pub(super) rounds: u32,
     /// Each size's event stride and what its calibration asked for, decided in
     /// its first round and kept by the later ones: one stride per case.
@@ -115,9 +116,8 @@ pub(super) struct Takes {
 }
 
 impl Takes {
-    pub(super) fn new(take: Take, rounds: u32) -> Takes {
+    pub(super) fn new(rounds: u32) -> Takes {
         Takes {
-            take,
             taken: Vec::new(),
             book: Book::default(),
             round: 1,
@@ -141,15 +141,6 @@ impl Takes {
     pub(super) fn tuning(&self, bytes: u64) -> Option<crate::model::TuningCells> {
         self.probes.get(&bytes).map(|p| p.tuning.clone())
     }
-}
-
-/// Which measurement of its sizes a group takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Take {
-    /// The sweep's own: each case is written as soon as it is measured.
-    First,
-    /// Flagged cases again, in fresh processes: kept aside for the quality pass.
-    Second,
 }
 
 impl Orchestrator<'_> {
@@ -199,10 +190,7 @@ impl Orchestrator<'_> {
             // results.csv gets them back in the plan's order once it is done.
             let mark = self.writer.rows_mark()?;
             let rounds = self.rounds();
-            let mut firsts: Vec<Takes> = block
-                .iter()
-                .map(|_| Takes::new(Take::First, rounds))
-                .collect();
+            let mut firsts: Vec<Takes> = block.iter().map(|_| Takes::new(rounds)).collect();
             // NCCL's decisions per size, from one untimed probe group per config.
             for (group, takes) in block.iter().zip(firsts.iter_mut()) {
                 if self.interrupted.load(Ordering::SeqCst) {
@@ -247,12 +235,12 @@ impl Orchestrator<'_> {
                 }
             }
             if !interrupted {
-                self.record_last_rounds(block, &going, rounds)?;
+                self.record_last_rounds(block, &firsts, &going, (rounds, plan.pair_cases()))?;
             }
             for (group, mut takes) in block.iter().zip(firsts) {
                 if interrupted {
                     // What the interrupted rounds measured is kept, with fewer rounds.
-                    for rounds in takes.book.take_unfinished(false) {
+                    for rounds in takes.book.take_unfinished() {
                         let mut combined = combine(rounds);
                         let note = format!(
                             "interrupted after {} of {} rounds",
@@ -268,9 +256,7 @@ impl Orchestrator<'_> {
                         self.keep(combined, &mut takes)?;
                     }
                 }
-                if self.assess_group(group, takes.taken, &mut sequence, interrupted)? {
-                    interrupted = true;
-                }
+                self.assess_group(group, &takes.taken)?;
             }
             let plan_order = |config: &str, collective: &str, bytes: u64| {
                 let g = block
@@ -402,18 +388,14 @@ impl Orchestrator<'_> {
                 Duration::from_secs_f64(round.result.duration_s),
             )?;
         }
-        if takes.take == Take::First {
-            self.observer.measured(1);
-        }
-        let second = takes.take == Take::Second;
-        if let Some(all) = takes.book.add(round, second, rounds) {
+        self.observer.measured(1);
+        if let Some(all) = takes.book.add(round, rounds) {
             self.keep(combine(all), takes)?;
         }
         Ok(())
     }
 
-    /// A combined case: a first take is recorded now, a re-measurement waits for the
-    /// quality pass with its histogram.
+    /// A combined case: recorded now, and kept for the quality pass.
     fn keep(&mut self, combined: Combined, takes: &mut Takes) -> Result<()> {
         let Combined {
             result,
@@ -421,18 +403,8 @@ impl Orchestrator<'_> {
             recorder,
             offset,
         } = combined;
-        let histogram = match takes.take {
-            Take::First => {
-                self.record(&result, Some(&recorder), offset)?;
-                None
-            }
-            Take::Second => Some(recorder.histogram().clone()),
-        };
-        takes.taken.push(Taken {
-            measurement: Measurement { result, shape },
-            histogram,
-            offset,
-        });
+        self.record(&result, Some(&recorder), offset)?;
+        takes.taken.push(Measurement { result, shape });
         Ok(())
     }
 
@@ -519,7 +491,6 @@ impl Orchestrator<'_> {
             quality: None,
             quality_note: String::new(),
             timing_note: String::new(),
-            second_take: false,
             ceiling_gbps: None,
             round_p50_us: Vec::new(),
             tuning: takes.tuning(bytes).unwrap_or_default(),

@@ -20,7 +20,7 @@ use super::super::failure::Tails;
 use super::super::group::{remove_segments, WorkerSpec};
 use super::super::plan::Group;
 use super::super::protocol::{Command, Event};
-use super::{Orchestrator, SizeProbe, Take};
+use super::{Orchestrator, SizeProbe};
 use crate::model::TuningCells;
 use crate::nccl::{register, tuning, NcclVersion};
 
@@ -41,7 +41,7 @@ impl Orchestrator<'_> {
         let log_stem = format!("{}.probe", group.stem());
         let logs = self.rank_logs(&log_stem, group.nranks);
         let specs = (0..group.nranks)
-            .map(|r| with_tuning(self.worker_spec(group, r, &prefix, &log_stem, Take::First)))
+            .map(|r| with_tuning(self.worker_spec(group, r, &prefix, &log_stem)))
             .collect();
         let mut processes = self.launch.start(specs, logs)?;
         let mut tails = Tails::new(group.nranks);

@@ -1,20 +1,20 @@
-//! Measuring until settled. At each look (`analysis::family::looks`), every config
-//! of a rank count is compared with the block's baseline config (`default`, else the
-//! first), collective by collective, over the rounds so far: its cases' intervals
-//! together at their share of the family's rate (its planned cases and looks), the
-//! pair settled when every case is decided, or when some case is beyond the noise
-//! band and no undecided one looks beyond it where the rounds left could show it
-//! (`family::settled_at`); also when it is not settled and, by the rounds' spread,
-//! would not be by the last round. A config that stops has its cases combined from the
-//! rounds they have. The baseline goes on while a config compared with it does, so that every pair
-//! keeps its rounds side by side. The rounds each group took, and why it stopped,
-//! go to the manifest (`group_rounds`).
+//! Measuring until settled. At each look of the plan's design (`stats::change::looks`),
+//! every config of a rank count is decided against the block's baseline config
+//! (`default`, else the first), collective by collective, over the rounds so far:
+//! one decision of the model at the whole pair's family level (`stats::change`).
+//! With `--baseline FILE` every group is also decided against that baseline, as
+//! `check` will (the gate). A group stops once every decision it is part of is
+//! settled: every case slower, faster or within, or not settled where even the most
+//! rounds would leave it so. The baseline config goes on while a config compared
+//! with it does, so that every pair keeps its rounds side by side. The rounds each
+//! group took, and why it stopped, go to the manifest (`group_rounds`).
 
 use anyhow::Result;
 
 use super::{Orchestrator, Takes};
-use crate::analysis::family::{self, Answer, Member};
+use crate::analysis::baseline::CaseId;
 use crate::model::GroupRounds;
+use crate::stats::change::{self, Change, Decision, Design, Evidence, Input};
 use crate::sweep::plan::Group;
 use crate::sweep::rounds::combine;
 
@@ -38,46 +38,75 @@ pub(super) fn partners(block: &[Group]) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// Why a pair stops at `round` of the `most`, in words.
-fn why_stopped(
-    answer: &Answer,
-    cases: usize,
-    base: &str,
-    threshold: f64,
-    (round, most): (u32, usize),
-) -> String {
-    let band = format!("+-{:.1}%", threshold * 100.0);
-    let what = match answer {
-        Answer::NotSettled { rounds } => {
-            let needed = match rounds {
-                Some(r) if *r <= family::MOST_ROUNDS => format!("about {r} rounds"),
-                _ => format!("more than {} rounds", family::MOST_ROUNDS),
-            };
-            return format!(
-                "stopped after {round} rounds, not settled against {base}: settling it within \
-                 {band} would take {needed}, far more than the most ({most}, --max-rounds)"
-            );
-        }
-        Answer::Empty => "no case measured in every round".to_string(),
-        Answer::Equivalent => format!("within {band} of {base} at all {cases} cases"),
-        Answer::Different { slower, faster } => {
-            let mut parts = Vec::new();
-            if *slower > 0 {
-                parts.push(format!("slower than {base} beyond {band} at {slower}"));
-            }
-            if *faster > 0 {
-                parts.push(format!("faster than {base} beyond {band} at {faster}"));
-            }
-            format!("{} of {cases} cases", parts.join(" and "))
-        }
-    };
-    format!("settled after {round} rounds: {what}")
+/// A settled decision in words: `slower at 13 of 13 cases`.
+fn words(d: &Decision) -> String {
+    let counts: Vec<String> = [
+        Change::Slower,
+        Change::Faster,
+        Change::Within,
+        Change::NotSettled,
+    ]
+    .into_iter()
+    .filter(|&c| d.count(c) > 0)
+    .map(|c| format!("{} at {}", c.word(), d.count(c)))
+    .collect();
+    format!("{} of {} cases", counts.join(", "), d.cases.len())
+}
+
+/// Whether a decision that may stop left cases not settled.
+fn open(d: &Decision) -> bool {
+    d.count(Change::NotSettled) > 0
 }
 
 impl Orchestrator<'_> {
-    /// One look after `round`: the groups whose comparison is settled stop, and a
-    /// baseline whose every compared config stopped. `family`: the cases a pair's
-    /// family has over the whole sweep.
+    /// The design a pair is decided at.
+    fn pair_design(&self) -> Design {
+        let looks = self.manifest.looks.len().max(1);
+        Design::new(change::DEFAULT_THRESHOLD, looks)
+    }
+
+    /// The pair (`g` against its partner `b`) over the rounds so far.
+    fn pair_decision(
+        &self,
+        block: &[Group],
+        firsts: &[Takes],
+        g: usize,
+        b: usize,
+        family: usize,
+    ) -> Decision {
+        let inputs: Vec<Input> = block[g]
+            .sizes
+            .iter()
+            .filter_map(|&bytes| {
+                let base = firsts[b].book.medians(&self.key(&block[b], bytes))?;
+                let cand = firsts[g].book.medians(&self.key(&block[g], bytes))?;
+                let e = change::paired(&base, &cand)?;
+                Some(Input {
+                    evidence: Evidence::Measured(e),
+                    flagged: false,
+                })
+            })
+            .collect();
+        change::decide_in(&inputs, &self.pair_design(), family)
+    }
+
+    /// The gate's decision on group `g` over the rounds so far; `None` without
+    /// `--baseline` or where the baseline has none of its cases.
+    fn gate_decision(&self, group: &Group, takes: &Takes) -> Option<Decision> {
+        let gate = self.gate.as_ref()?;
+        let cases: Vec<(CaseId, Vec<f64>)> = group
+            .sizes
+            .iter()
+            .filter_map(|&bytes| {
+                let key = self.key(group, bytes);
+                Some((CaseId::of_key(&key), takes.book.medians(&key)?))
+            })
+            .collect();
+        gate.look(&cases, self.manifest.looks.len().max(1))
+    }
+
+    /// One look after `round`: the groups whose every decision is settled stop.
+    /// `family`: the cases a pair's family has over the whole sweep.
     pub(super) fn look(
         &mut self,
         block: &[Group],
@@ -87,59 +116,65 @@ impl Orchestrator<'_> {
         family: usize,
     ) -> Result<()> {
         let partners = partners(block);
-        let looks = self.manifest.looks.len().max(1);
-        // Each pair's cases get their share of the family's rate at each look.
-        let share = |cases: usize| {
-            family::FAMILY_ALPHA * cases as f64 / (family.max(cases).max(1) * looks) as f64
-        };
-        let threshold = crate::stats::compare::DEFAULT_THRESHOLD;
-        let mut stops: Vec<(usize, String)> = Vec::new();
-        for (i, g) in block.iter().enumerate() {
-            let Some(b) = partners[i].filter(|_| going[i]) else {
+        let most = self.rounds() as usize;
+        // Why each group's pair is done, and whether it left cases open; None:
+        // measure on.
+        let mut pair_done: Vec<Option<String>> = vec![None; block.len()];
+        let mut left_open = vec![false; block.len()];
+        for (i, partner) in partners.iter().enumerate() {
+            let Some(b) = partner.filter(|_| going[i]) else {
                 continue;
             };
-            // The cases both sides measured in every round so far.
-            let sides: Vec<(Vec<f64>, Vec<f64>)> = g
-                .sizes
-                .iter()
-                .filter_map(|&bytes| {
-                    let base = firsts[b].book.medians(&self.key(&block[b], bytes))?;
-                    let cand = firsts[i].book.medians(&self.key(g, bytes))?;
-                    (base.len() == cand.len()).then_some((base, cand))
-                })
-                .collect();
-            let members: Vec<Member> = sides
-                .iter()
-                .map(|(base, cand)| Member {
-                    base,
-                    cand,
-                    paired: true,
-                })
-                .collect();
-            let base = &block[b].config.name;
-            let most = self.manifest.looks.last().copied().unwrap_or(round) as usize;
-            let alpha = share(members.len());
-            let own = family::own_alpha(family::FAMILY_ALPHA, looks);
-            let at = family::settled_at(&members, threshold, threshold, alpha, own, most);
-            if let Some(answer) = at {
-                let why = why_stopped(&answer, members.len(), base, threshold, (round, most));
-                stops.push((i, why));
+            let d = self.pair_decision(block, firsts, i, b, family);
+            if change::settled(&d, most) {
+                let base = &block[b].config.name;
+                pair_done[i] = Some(format!("against {base}: {}", words(&d)));
+                left_open[i] = open(&d);
             }
+        }
+        // A config compared with none, or whose every compared config is done.
+        for b in 0..block.len() {
+            if partners[b].is_some() || !going[b] {
+                continue;
+            }
+            let compared: Vec<usize> = (0..block.len())
+                .filter(|&i| partners[i] == Some(b))
+                .collect();
+            if compared
+                .iter()
+                .all(|&i| !going[i] || pair_done[i].is_some())
+            {
+                pair_done[b] = Some(if compared.is_empty() {
+                    "no config to compare it with".into()
+                } else {
+                    "every config compared with it stopped".into()
+                });
+            }
+        }
+        let mut stops = Vec::new();
+        for (i, group) in block.iter().enumerate() {
+            let Some(pair) = pair_done[i].as_ref().filter(|_| going[i]) else {
+                continue;
+            };
+            let mut unsettled = left_open[i];
+            let gate = match self.gate_decision(group, &firsts[i]) {
+                Some(d) if !change::settled(&d, most) => continue,
+                Some(d) => {
+                    unsettled |= open(&d);
+                    format!("; against the baseline: {}", words(&d))
+                }
+                None => String::new(),
+            };
+            let why = if unsettled {
+                format!("stopped after {round} rounds, as {most} would not settle the rest: {pair}{gate}")
+            } else {
+                format!("settled after {round} rounds: {pair}{gate}")
+            };
+            stops.push((i, why));
         }
         for (i, why) in stops {
             going[i] = false;
             self.stop_group(&block[i], &mut firsts[i], round, why)?;
-        }
-        for b in 0..block.len() {
-            let compared: Vec<usize> = (0..block.len())
-                .filter(|&i| partners[i] == Some(b))
-                .collect();
-            if going[b] && !compared.is_empty() && compared.iter().all(|&i| !going[i]) {
-                going[b] = false;
-                let why =
-                    format!("stopped after {round} rounds: every config compared with it stopped");
-                self.stop_group(&block[b], &mut firsts[b], round, why)?;
-            }
         }
         Ok(())
     }
@@ -163,28 +198,49 @@ impl Orchestrator<'_> {
         Ok(())
     }
 
-    /// The groups that went on to the last round, measuring until settled.
+    /// The groups that went on to the last round, measuring until settled: each
+    /// pair as its last round leaves it.
     pub(super) fn record_last_rounds(
         &mut self,
         block: &[Group],
+        firsts: &[Takes],
         going: &[bool],
-        rounds: u32,
+        (rounds, family): (u32, usize),
     ) -> Result<()> {
         if self.manifest.looks.is_empty() {
             return Ok(());
         }
         let partners = partners(block);
         for (i, group) in block.iter().enumerate().filter(|&(i, _)| going[i]) {
-            let compared = partners.contains(&Some(i));
-            let why = match partners[i] {
-                Some(b) => format!(
-                    "not settled against {} after {rounds} rounds, the most (--max-rounds)",
-                    block[b].config.name
-                ),
-                None if compared => {
-                    format!("all {rounds} rounds: a config compared with it was not settled")
+            let pair = partners[i].map(|b| {
+                let rounds_of = |takes: &Takes, bytes: u64| {
+                    let m = takes.taken.iter().find(|m| m.result.key.bytes == bytes)?;
+                    Some(m.result.round_p50_us.clone())
+                };
+                let inputs: Vec<Input> = group
+                    .sizes
+                    .iter()
+                    .filter_map(|&bytes| {
+                        let base = rounds_of(&firsts[b], bytes)?;
+                        let cand = rounds_of(&firsts[i], bytes)?;
+                        Some(Input {
+                            evidence: Evidence::Measured(change::paired(&base, &cand)?),
+                            flagged: false,
+                        })
+                    })
+                    .collect();
+                let d = change::decide_in(&inputs, &self.pair_design(), family);
+                (
+                    format!("against {}: {}", block[b].config.name, words(&d)),
+                    open(&d),
+                )
+            });
+            let why = match pair {
+                Some((words, false)) => format!("settled after {rounds} rounds: {words}"),
+                Some((words, true)) => {
+                    format!("not settled after {rounds} rounds, the most (--max-rounds): {words}")
                 }
-                None => format!("all {rounds} rounds: no config to compare it with"),
+                None => format!("all {rounds} rounds: a config compared with it went on"),
             };
             self.group_rounds(group, rounds, why);
         }

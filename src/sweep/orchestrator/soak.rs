@@ -16,7 +16,7 @@ use super::super::group::{remove_segments, Incoming};
 use super::super::merge::{fold_mean, merge_transports};
 use super::super::plan::Group;
 use super::super::protocol::{Command, Event};
-use super::{Orchestrator, Take};
+use super::Orchestrator;
 use crate::model::{CaseResult, CaseStatus};
 use crate::stats::adaptive::{launch_steps, StopReason, MAX_BATCH};
 use crate::stats::soak::{Interval, IntervalBins};
@@ -61,7 +61,7 @@ impl Orchestrator<'_> {
         let log_stem = format!("{}.soak", group.stem());
         let logs = self.rank_logs(&log_stem, group.nranks);
         let specs = (0..group.nranks)
-            .map(|r| self.worker_spec(group, r, &prefix, &log_stem, Take::First))
+            .map(|r| self.worker_spec(group, r, &prefix, &log_stem))
             .collect();
         let offset = self.run_start.elapsed();
         let started_at = crate::units::now_rfc3339();
@@ -141,7 +141,6 @@ impl Orchestrator<'_> {
             quality: None,
             quality_note: String::new(),
             timing_note,
-            second_take: false,
             ceiling_gbps: None,
             round_p50_us: summary.map(|s| vec![s.p50_us]).unwrap_or_default(),
             tuning: Default::default(),

@@ -10,7 +10,7 @@ use anyhow::Result;
 use super::super::failure::Tails;
 use super::super::group::{remove_segments, Incoming, WorkerSpec};
 use super::super::plan::Group;
-use super::{GroupStop, Orchestrator, Take, Takes};
+use super::{GroupStop, Orchestrator, Takes};
 use crate::nccl::log as nccl_log;
 
 impl Orchestrator<'_> {
@@ -20,7 +20,6 @@ impl Orchestrator<'_> {
         rank: u32,
         prefix: &str,
         log_stem: &str,
-        take: Take,
     ) -> WorkerSpec {
         let s = self.settings;
         let mut args: Vec<String> = vec!["worker".into()];
@@ -86,9 +85,6 @@ impl Orchestrator<'_> {
         // The config's variables replace inherited ones of the same name (and ours:
         // a config may ask for its own NCCL_DEBUG_SUBSYS).
         env.extend(group.config.env.clone());
-        if take == Take::Second {
-            args.push("--remeasure".into());
-        }
         WorkerSpec {
             rank,
             job_rank,
@@ -159,24 +155,20 @@ impl Orchestrator<'_> {
         sequence: u32,
         takes: &mut Takes,
     ) -> Result<Option<GroupStop>> {
-        let take = takes.take;
         let prefix = format!("nccl-bench-{}-{sequence}", std::process::id());
-        // `default.n2`, then `.remeasure` for a second take, `.r3` for the third
-        // round of several, `.try2` for the processes after a failure.
+        // `default.n2`, then `.r3` for the third round of several, `.try2` for the
+        // processes after a failure.
         let mut suffix = String::new();
-        if take == Take::Second {
-            suffix.push_str(".remeasure");
-        }
         if self.rounds() > 1 {
             suffix.push_str(&format!(".r{}", takes.round));
         }
-        if take == Take::First && attempt > 1 {
+        if attempt > 1 {
             suffix.push_str(&format!(".try{attempt}"));
         }
         let log_stem = format!("{}{suffix}", group.stem());
         let logs = self.rank_logs(&log_stem, group.nranks);
         let specs = (0..group.nranks)
-            .map(|r| self.worker_spec(group, r, &prefix, &log_stem, take))
+            .map(|r| self.worker_spec(group, r, &prefix, &log_stem))
             .collect();
         let mut processes = self.launch.start(specs, logs)?;
         let mut tails = Tails::new(group.nranks);
