@@ -201,6 +201,15 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// `s` with its first letter a capital, to start a sentence.
+pub fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
 /// Renders a time in microseconds with a precision that suits its magnitude.
 pub fn format_us(us: f64) -> String {
     if us >= 1e6 {

@@ -1,5 +1,5 @@
 //! `nccl-bench compare`: loads the runs, matches their cases, prints the comparison
-//! and maps it to the exit code a CI job gates on (1 when anything regressed).
+//! and maps it to the exit code a CI job gates on (1 when a case is slower or failing now).
 
 use anyhow::{bail, Result};
 

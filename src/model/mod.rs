@@ -374,9 +374,20 @@ pub struct SweepDesign {
     /// The order of the configs within a round: `williams` (each follows each
     /// other equally often).
     pub order: String,
+    /// The rows of that order each rank count's rounds took in turn, as the groups'
+    /// names (`config` or `config collective`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<OrderRows>,
     /// With `sweep --baseline`: the baseline each group was also settled against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateDesign>,
+}
+
+/// The rows of the order of one rank count's rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrderRows {
+    pub nranks: u32,
+    pub rows: Vec<Vec<String>>,
 }
 
 /// The gate a sweep measured against.

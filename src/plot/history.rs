@@ -1,7 +1,7 @@
 //! The history charts: for each backend, datatype and op, rank count and followed
 //! size, one line per config over the runs in order (bus bandwidth; the median
 //! latency for sizes under 4 KiB, where busbw says nothing), each step a dashed
-//! vertical line (red where it regressed, green where it improved) and each one-off
+//! vertical line (red where it is slower, green where faster) and each one-off
 //! a ring; results the quality rules flagged (never judged) are hollow squares, and
 //! cases that were not ok are red crosses at the bottom.
 

@@ -127,13 +127,7 @@ pub fn job_lines(checks: &[JobCheck], job: &SizesFrom) -> Vec<String> {
         out.push("  no case of the baseline and the run matches the job's sizes".into());
     }
     for c in checks {
-        let change = match (c.case.relative(), c.case.interval) {
-            (Some(x), Some((lo, hi))) if lo < hi => {
-                format!("{} ({} to {})", pct(x), pct(lo), pct(hi))
-            }
-            (Some(x), _) => pct(x),
-            _ => "-".into(),
-        };
+        let change = decision::signed(&c.case);
         out.push(format!(
             "  {}, {}: {}: {change}; {} against {} {}",
             c.config,

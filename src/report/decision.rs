@@ -36,7 +36,7 @@ pub fn how_much(change: f64) -> String {
     } else if change < 0.0 {
         format!("{:.1} % faster", -change * 100.0)
     } else {
-        "unchanged".into()
+        "0.0 %".into()
     }
 }
 
@@ -79,6 +79,16 @@ pub fn case_words(case: &Case) -> String {
             format!("{} ({})", how_much(change), range(i, change))
         }
         _ => how_much(change),
+    }
+}
+
+/// A case's change signed, with its interval where it has one: `+25.0 % (+24.8 %
+/// to +25.2 %)`.
+pub fn signed(case: &Case) -> String {
+    match (case.relative(), case.interval) {
+        (Some(x), Some((lo, hi))) if lo < hi => format!("{} ({} to {})", pct(x), pct(lo), pct(hi)),
+        (Some(x), _) => pct(x),
+        _ => "-".into(),
     }
 }
 
@@ -214,14 +224,14 @@ pub fn sentence(d: &Decision, names: &[String], subject: &str) -> String {
             let mut s = match most {
                 Some((c, name)) => format!(
                     "{} is {} at {} of {total} cases, most at {name}: {}",
-                    capital(subject),
+                    crate::units::capitalized(subject),
                     c.change.word(),
                     d.count(c.change),
                     case_words(c)
                 ),
                 None => format!(
                     "{} fails at {} of {total} cases",
-                    capital(subject),
+                    crate::units::capitalized(subject),
                     d.count(Change::Failed)
                 ),
             };
@@ -249,7 +259,7 @@ pub fn sentence(d: &Decision, names: &[String], subject: &str) -> String {
             };
             format!(
                 "{} is {within} at all {total} cases{range}{point}.",
-                capital(subject)
+                crate::units::capitalized(subject)
             )
         }
         Answer::NotSettled => {
@@ -262,14 +272,6 @@ pub fn sentence(d: &Decision, names: &[String], subject: &str) -> String {
                 to_settle(d)
             )
         }
-    }
-}
-
-fn capital(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
-        None => String::new(),
     }
 }
 

@@ -97,7 +97,7 @@ fn run_name(h: &History, i: usize) -> String {
     }
 }
 
-/// "regressed +10.2 % [+6.9 %, +13.4 %]".
+/// "slower +10.2 % [+6.9 %, +13.4 %]".
 fn change(verdict: Change, change: f64, ci: (f64, f64)) -> String {
     format!("{verdict} {} [{}, {}]", pct(change), pct(ci.0), pct(ci.1))
 }

@@ -175,7 +175,7 @@ pub fn verdict_lead(run: &RunData, baseline: &str, threshold: f64) -> Option<Str
     let words = super::verdict::job_words(&v);
     let mut s = format!(
         "**{}** (the job of `{}`, {} (collective, size) with their calls {}).\n",
-        capital(words.trim_start_matches("your job: ")),
+        crate::units::capitalized(words.trim_start_matches("your job: ")),
         job.file,
         job.calls.len(),
         job.per
@@ -187,14 +187,6 @@ pub fn verdict_lead(run: &RunData, baseline: &str, threshold: f64) -> Option<Str
     }
     s.push_str("\n\nPer size, over every size measured:\n");
     Some(s)
-}
-
-fn capital(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
-        None => String::new(),
-    }
 }
 
 /// What a comparison costs a job, for `compare --workload`: a line per config pair
@@ -269,10 +261,7 @@ fn signed_us(us: f64) -> String {
 /// The answer for one config in a sentence: the job's change with its interval,
 /// the time it makes, and its word.
 fn headline(c: &JobCost, subject: &str, per: &str) -> String {
-    let change = match (c.case.interval, c.case.estimate.and_then(|e| e.se)) {
-        (Some((lo, hi)), Some(_)) => format!("{} ({} to {})", pct(c.change()), pct(lo), pct(hi)),
-        _ => pct(c.change()),
-    };
+    let change = super::decision::signed(&c.case);
     let failed = if c.failed > 0 {
         format!(", {} of its sizes failed", c.failed)
     } else {

@@ -25,7 +25,7 @@ fn rate(d: &Difference) -> String {
     if decision.members == 0 {
         "(one measurement a side, no error rate)".into()
     } else {
-        format!("({} % for all at once)", level(1.0 - decision.design.alpha))
+        format!("({} %, all at once)", level(1.0 - decision.design.alpha))
     }
 }
 
@@ -309,4 +309,98 @@ pub fn one_line(run: &RunData, baseline: &str, threshold: f64) -> Option<String>
             None => per_size,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::verdict::decide;
+    use crate::analysis::verdict::tests::{failed, ok, run, OPTIONS, SHM_DECISION};
+
+    /// Words, not signs: `%` alone does not count.
+    fn words(s: &str) -> usize {
+        s.split_whitespace()
+            .filter(|w| w.chars().any(char::is_alphanumeric))
+            .count()
+    }
+
+    fn verdict(cases: Vec<crate::analysis::verdict::tests::Case>) -> Verdict {
+        decide(&run(&SHM_DECISION, cases), "default", OPTIONS)
+    }
+
+    #[test]
+    fn the_verdict_is_one_sentence_of_at_most_30_words_the_numbers_then_the_action() {
+        let v = verdict(vec![
+            ok("default", 8, "SHM", 1.0),
+            ok("default", 8 << 20, "SHM", 1.0),
+            ok("shm-off", 8, "NET/Socket", 54.0),
+            ok("shm-off", 8 << 20, "NET/Socket", 3.1),
+        ]);
+        let text = explain(&v, "default", Collective::AllReduce);
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.starts_with("**Keep SHM**: without it all_reduce on 2 ranks is 3.1x slower (")
+                && first.ends_with(
+                    " at 8 MiB and 54x at 8 B; slower at 2 of 2 cases (95 %, all at once)."
+                ),
+            "{first}"
+        );
+        assert!(words(first) <= 30, "{} words: {first}", words(first));
+        assert!(
+            text.contains("\n\nMethod: paired t over each case's rounds;"),
+            "{text}"
+        );
+        assert_eq!(
+            answer(&v),
+            "keep SHM: 3.1x slower at 8 MiB and 54x at 8 B on 2 ranks without it"
+        );
+        let same = verdict(vec![
+            ok("default", 8, "SHM", 1.0),
+            ok("shm-off", 8, "NET/Socket", 1.001),
+        ]);
+        let first = explain(&same, "default", Collective::AllReduce);
+        let first = first.lines().next().unwrap();
+        assert!(
+            first.starts_with("**Disabling SHM costs nothing measurable**: all_reduce changes by "),
+            "{first}"
+        );
+        assert!(words(first) <= 30, "{first}");
+    }
+
+    #[test]
+    fn failing_shm_says_fix_it_and_the_answer_over_collectives_keeps_shm_where_any_pays() {
+        let fails = verdict(vec![
+            failed(
+                "default",
+                "",
+                "posix_fallocate failed: No space left on device (size 9637888)",
+            ),
+            ok("shm-off", 8, "NET/Socket", 1.0),
+        ]);
+        let text = explain(&fails, "default", Collective::AllReduce);
+        assert!(
+            text.starts_with("**Fix /dev/shm, do not disable SHM**"),
+            "{text}"
+        );
+        let costs = verdict(vec![
+            ok("default", 8, "SHM", 1.0),
+            ok("shm-off", 8, "NET/Socket", 3.0),
+        ]);
+        let free = verdict(vec![
+            ok("default", 8, "SHM", 1.0),
+            ok("shm-off", 8, "NET/Socket", 1.0),
+        ]);
+        let each = vec![(Collective::AllReduce, free), (Collective::AllToAll, costs)];
+        assert_eq!(
+            overall(&each),
+            "**Keep SHM**: disabling it costs alltoall; each collective's line below says why."
+        );
+        let each = vec![
+            (Collective::Broadcast, fails),
+            (Collective::AllReduce, each.into_iter().next().unwrap().1),
+        ];
+        assert!(
+            overall(&each).starts_with("**Fix SHM, do not disable it**: it failed for broadcast")
+        );
+    }
 }

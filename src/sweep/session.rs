@@ -391,6 +391,7 @@ pub(crate) fn manifest(
             threshold: crate::stats::change::DEFAULT_THRESHOLD,
             margin: crate::stats::change::DEFAULT_THRESHOLD,
             order: "williams".into(),
+            rows: Vec::new(),
             gate: None,
         }),
         group_rounds: Vec::new(),

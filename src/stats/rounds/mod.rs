@@ -44,11 +44,64 @@ pub fn williams(n: usize) -> Vec<Vec<usize>> {
     rows
 }
 
-/// The order in which the `n` groups of a round run: the rows of a Williams design
-/// in turn, over the groups relabelled once per sweep from `seed` (so no config is
-/// always the first of the first round).
+/// The rows of [`williams`], chained so that each row starts with the treatment the
+/// row before it ended with, and the last leads back to the first. A row is an edge
+/// of a graph from its first treatment to its last; a cyclic Williams design holds
+/// every row's mirror image (so the graph is balanced), but for even `n` its edges
+/// only join `i` and `i + n/2`, so the design is taken twice, the second time with
+/// the upper half of the treatments rotated by one, which joins the graph up. An
+/// Eulerian circuit then uses every row once (Hierholzer's algorithm). Within the
+/// rows every treatment follows every other equally often, and across two rows a
+/// treatment follows itself.
+pub fn chained(n: usize) -> Vec<Vec<usize>> {
+    let mut rows = williams(n);
+    if n < 2 {
+        return rows;
+    }
+    if n % 2 == 0 && n > 2 {
+        let half = n / 2;
+        let rotate = |t: usize| {
+            if t < half {
+                t
+            } else {
+                half + (t - half + 1) % half
+            }
+        };
+        let second: Vec<Vec<usize>> = rows
+            .iter()
+            .map(|r| r.iter().map(|&t| rotate(t)).collect())
+            .collect();
+        rows.extend(second);
+    }
+    // The rows leaving each treatment, not yet used.
+    let mut leaving: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, r) in rows.iter().enumerate().rev() {
+        leaving[r[0]].push(i);
+    }
+    // Hierholzer: follow unused rows from the current treatment; at a dead end, the
+    // row that led there is done.
+    let mut path: Vec<usize> = Vec::new();
+    let mut stack: Vec<(usize, Option<usize>)> = vec![(rows[0][0], None)];
+    while let Some(&(at, row)) = stack.last() {
+        match leaving[at].pop() {
+            Some(next) => stack.push((rows[next][n - 1], Some(next))),
+            None => {
+                stack.pop();
+                path.extend(row);
+            }
+        }
+    }
+    path.reverse();
+    path.into_iter().map(|i| rows[i].clone()).collect()
+}
+
+/// The order in which the `n` groups of a round run: the rows of [`chained`] in
+/// turn, over the groups relabelled once per sweep from `seed` (so no config is
+/// always the first of the first round). Over a whole cycle every config follows
+/// every other equally often, and a round begins with the config the last one ended
+/// with: what a process group leaves behind for the next falls on every config alike.
 pub fn round_order(n: usize, seed: u64, round: u32) -> Vec<usize> {
-    let rows = williams(n);
+    let rows = chained(n);
     let mut labels: Vec<usize> = (0..n).collect();
     let mut rng = super::splitmix::SplitMix64::new(seed, 0);
     // Fisher-Yates.

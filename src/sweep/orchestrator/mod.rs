@@ -212,6 +212,7 @@ impl Orchestrator<'_> {
             let mut interrupted = false;
             // The round orders' seed: the start time, so each sweep draws its own.
             let seed = crate::analysis::compare::seed(&self.manifest.started_at);
+            self.record_order(block, seed);
             // Measuring until settled: the groups that go on to the next round.
             let mut going = vec![true; block.len()];
             'rounds: for round in 1..=rounds {
@@ -356,6 +357,29 @@ impl Orchestrator<'_> {
             attempt += 1;
         }
         Ok(false)
+    }
+
+    /// The rows of the chained Williams order this block's rounds take, into the
+    /// manifest's design.
+    fn record_order(&mut self, block: &[Group], seed: u64) {
+        let Some(design) = self.manifest.design.as_mut() else {
+            return;
+        };
+        let name =
+            |g: &Group| crate::ops::collective::labelled(&g.config.name, g.collective.name());
+        let count = crate::stats::rounds::chained(block.len()).len() as u32;
+        let rows = (1..=count)
+            .map(|r| {
+                crate::stats::rounds::round_order(block.len(), seed, r)
+                    .into_iter()
+                    .map(|i| name(&block[i]))
+                    .collect()
+            })
+            .collect();
+        design.rows.push(crate::model::OrderRows {
+            nranks: block.first().map_or(0, |g| g.nranks),
+            rows,
+        });
     }
 
     /// The sweep's rounds: `--rounds`, else the most measuring until settled takes.
