@@ -123,7 +123,7 @@ pub struct SoakArgs {
 pub struct RunSoakArgs {
     /// Soak instead of sweeping: one size (--size) back to back for this long (30s,
     /// 10m, 2h), busbw per interval, and every node's counters (a sweep's sizes,
-    /// iteration counts, rounds, re-measurement and probes do not apply)
+    /// iteration counts, rounds and probes do not apply)
     #[arg(long, value_name = "DURATION", value_parser = units::parse_duration,
           conflicts_with_all = ["minbytes", "maxbytes", "stepfactor", "stepbytes", "pairs",
               "iters", "max_time", "precision", "min_iters", "tails", "rounds",

@@ -146,10 +146,10 @@ pub fn tally(d: &Decision, noun: &str) -> String {
 /// The rounds that would settle a decision, in words: `; about 20 rounds would
 /// settle it`.
 pub fn to_settle(d: &Decision) -> String {
+    let most = crate::stats::change::most_rounds(&d.cases);
     match d.rounds_to_settle {
-        Some(r) if r > crate::stats::change::MOST_ROUNDS => format!(
-            "; more than {} rounds would be needed (a wider --threshold, or a quieter machine, would do)",
-            crate::stats::change::MOST_ROUNDS
+        Some(r) if r > most => format!(
+            "; more than {most} rounds would be needed (a wider --threshold, or a quieter machine, would do)"
         ),
         Some(r) => format!("; about {r} rounds would settle it (--rounds {r})"),
         None => String::new(),

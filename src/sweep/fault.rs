@@ -9,8 +9,7 @@
 //! - `segment` the rank hangs once its shared-memory segment exists and before it is
 //!   unlinked (host backend), so only the orchestrator's clean-up can remove it;
 //! - `stall`   the rank pauses `us=U` microseconds (default 2000) before every timed
-//!   all-reduce at size B: a disturbance that passes, so processes started to
-//!   re-measure a flagged case do not pause;
+//!   all-reduce at size B: a disturbance inside the case, for the quality rules;
 //! - `slow`    every timed all-reduce of the rank takes `pct=P` percent longer (host
 //!   backend; default 10): a known slowdown, set in one config's environment, for
 //!   the statistics to find (`scripts/bench-aa.sh`).

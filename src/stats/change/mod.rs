@@ -374,11 +374,21 @@ pub fn decide_in(inputs: &[Input], design: &Design, family: usize) -> Decision {
 /// Estimates of rounds needed stop here ("more than this").
 pub const MOST_ROUNDS: usize = 100;
 
+/// The most rounds an estimate of the rounds to settle names: [`MOST_ROUNDS`], or the
+/// rounds a case already has where it has more. One more stands for more.
+pub fn most_rounds(cases: &[Case]) -> usize {
+    cases
+        .iter()
+        .filter_map(|c| c.estimate.map(|e| e.cand_rounds))
+        .fold(MOST_ROUNDS, usize::max)
+}
+
 /// About how many rounds a decision that is not settled needs: the fewest that show
 /// some case beyond the threshold, or the most that show every case within,
 /// whichever is fewer, each case's interval narrowing as 1 / sqrt(rounds) about its
-/// estimate as it stands. [`MOST_ROUNDS`] + 1 stands for more.
+/// estimate as it stands. [`most_rounds`] + 1 stands for more.
 fn rounds_to_settle(cases: &[Case], design: &Design, two_sided: f64) -> Option<usize> {
+    let most = most_rounds(cases);
     let mut differ: Option<usize> = None;
     let mut within: Option<usize> = Some(0);
     for c in cases {
@@ -393,7 +403,7 @@ fn rounds_to_settle(cases: &[Case], design: &Design, two_sided: f64) -> Option<u
             (room > 0.0).then(|| {
                 let half = e.se.unwrap_or(0.0) * t_quantile(level, e.df);
                 let r = (n as f64 * (half / room).powi(2)).ceil() as usize;
-                r.clamp(n + 1, MOST_ROUNDS + 1)
+                r.clamp(n + 1, most + 1)
             })
         };
         let size = e.log.abs();

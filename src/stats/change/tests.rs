@@ -127,6 +127,29 @@ fn flagged_failed_and_missing_cases_stay_in_the_family_and_refuse_within() {
     );
 }
 
+/// Rounds to settle are named up to the most a case already has: 600 rounds at the
+/// threshold ask for more than 600, not a panic or "more than 100".
+#[test]
+fn rounds_to_settle_past_the_rounds_already_run_say_more() {
+    let mut rng = SplitMix64::new(3, 0);
+    let base: Vec<f64> = (0..600).map(|_| (0.05 * rng.normal()).exp()).collect();
+    let cand: Vec<f64> = base
+        .iter()
+        .map(|b| b * 1.02 * (0.05 * rng.normal()).exp())
+        .collect();
+    let d = decide(&[measured(paired(&base, &cand))], &Design::new(0.02, 1));
+    assert_eq!(d.answer, Answer::NotSettled, "{d:?}");
+    assert_eq!(most_rounds(&d.cases), 600);
+    let r = d.rounds_to_settle.unwrap();
+    assert!(r > 600, "{r}");
+    // Few rounds: named up to MOST_ROUNDS.
+    let d = decide(
+        &[measured(paired(&base[..6], &cand[..6]))],
+        &Design::new(0.02, 1),
+    );
+    assert!(d.rounds_to_settle.unwrap() <= MOST_ROUNDS + 1);
+}
+
 #[test]
 fn looks_are_spread_from_the_first_to_the_most() {
     assert_eq!(looks(15), vec![6, 8, 11, 15]);
