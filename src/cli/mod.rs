@@ -422,15 +422,40 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Logs may mix ranks and carry timestamp, mpirun or srun prefixes; a PyTorch traceback around them is fine.\n\n\
+    after_help = "Logs may mix ranks and carry timestamp, mpirun or srun prefixes; a PyTorch traceback around them is fine.\n\
+Exit status: 0 when no error is found, 1 when a finding is an error, 2 for unreadable input.\n\n\
 Examples:\n  \
 nccl-bench explain nccl.*.log\n  \
-kubectl logs trainer-0 | nccl-bench explain -"
+kubectl logs trainer-0 | nccl-bench explain -\n  \
+nccl-bench explain rank0.log rank1.log --env NCCL_IB_DISABLE=1 --json"
 )]
 pub struct ExplainArgs {
-    /// Log files (- for standard input)
-    #[arg(value_name = "LOGFILE", required = true)]
+    /// Files as pasted: NCCL logs (one per rank, or all in one), PyTorch errors,
+    /// nccl-tests outputs (- for standard input)
+    #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
+    /// A variable you set for the job (NAME=VALUE, repeatable): explain checks that the
+    /// logs show NCCL read it
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env_pair)]
+    pub env: Vec<(String, String)>,
+    /// Every finding as JSON (id, severity, evidence, cause, fix, what not to do,
+    /// sources) and what the log shows
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `NAME=VALUE` of `explain --env`.
+fn parse_env_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v))
+            if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        {
+            Ok((n.to_string(), v.to_string()))
+        }
+        _ => Err(format!(
+            "`{s}` is not NAME=VALUE (for example NCCL_IB_DISABLE=1)"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]

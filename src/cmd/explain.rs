@@ -1,41 +1,64 @@
-//! `nccl-bench explain`: reads NCCL logs as people paste them and prints what they
-//! say (versions, ranks, network, transports per rank pair) and a diagnosis with a
-//! fix for every known failure. A file with nothing of NCCL in it is exit 2.
+//! `nccl-bench explain`: reads what people paste (NCCL logs, PyTorch errors, nccl-tests
+//! outputs; one file per rank or all in one) and prints the findings first, each with
+//! its cause, evidence, fix and what not to do, then what the log shows. Exit 0 when
+//! no finding is an error, 1 when one is, 2 for input with nothing to read.
 
 use std::io::Read;
 
 use anyhow::{bail, Context, Result};
 
 use crate::cli::ExplainArgs;
-use crate::nccl::explain::{explain, is_nccl_log, render_text};
-use crate::nccl::log as nccl_log;
+use crate::nccl::explain::{self, explain_inputs, is_explainable, render_text, Input, Options};
+
+/// Exit code when a finding is an error.
+pub const EXIT_ERROR_FOUND: u8 = 1;
 
 pub fn run(args: &ExplainArgs) -> Result<u8> {
-    let mut text = String::new();
-    let mut names = Vec::new();
+    let mut texts: Vec<(String, String)> = Vec::new();
     for path in &args.files {
         if path.as_os_str() == "-" {
+            let mut text = String::new();
             std::io::stdin()
                 .read_to_string(&mut text)
                 .context("cannot read standard input")?;
-            names.push("standard input".to_string());
+            texts.push(("standard input".to_string(), text));
         } else {
             let bytes =
                 std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            text.push_str(&String::from_utf8_lossy(&bytes));
-            names.push(path.display().to_string());
-        }
-        if !text.ends_with('\n') {
-            text.push('\n');
+            texts.push((
+                path.display().to_string(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            ));
         }
     }
-    let log = nccl_log::parse(&text);
-    if !is_nccl_log(&log) {
+    let inputs: Vec<Input> = texts
+        .iter()
+        .map(|(name, text)| Input { name, text })
+        .collect();
+    if !is_explainable(&inputs) {
+        let names: Vec<&str> = inputs.iter().map(|i| i.name).collect();
         bail!(
-            "{} does not look like an NCCL log: no `NCCL INFO`/`NCCL WARN` line and no NCCL error text (run the job with NCCL_DEBUG=INFO)",
+            "{} does not look like an NCCL log, a PyTorch distributed error or an nccl-tests output: no NCCL, torch.distributed, nccl-tests or CUDA line in it (run the job with NCCL_DEBUG=INFO)",
             names.join(", ")
         );
     }
-    print!("{}", render_text(&explain(&log)));
-    Ok(0)
+    let options = Options {
+        env: args.env.clone(),
+    };
+    let e = explain_inputs(&inputs, &options);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&e)?);
+    } else {
+        print!("{}", render_text(&e));
+    }
+    Ok(exit_code(&e))
+}
+
+/// 0 when no finding is an error, 1 when one is.
+pub fn exit_code(e: &explain::Explanation) -> u8 {
+    if e.has_error() {
+        EXIT_ERROR_FOUND
+    } else {
+        0
+    }
 }

@@ -13,6 +13,7 @@ mod comparisons_cli;
 mod docs;
 mod doctor_cli;
 mod explain_cli;
+mod explain_corpus;
 mod history_cli;
 mod import_cli;
 mod nccl_library;

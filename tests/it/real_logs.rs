@@ -243,7 +243,7 @@ fn explain_names_cumem_mismatches_and_nvls_bind_failures_with_their_fixes() {
                 "{}",
                 f.name
             );
-            assert!(x.diagnosis.contains("cuMem host memory"), "{}", f.name);
+            assert!(x.cause.contains("cuMem host memory"), "{}", f.name);
             assert!(
                 finding(FindingKind::ShmAttachMissing).is_none(),
                 "{}",
@@ -254,7 +254,7 @@ fn explain_names_cumem_mismatches_and_nvls_bind_failures_with_their_fixes() {
             seen.1 += 1;
             let x = finding(FindingKind::NvlsBind)
                 .unwrap_or_else(|| panic!("{}: {:?}", f.name, e.findings));
-            assert!(x.diagnosis.contains("Fabric Manager"), "{}", f.name);
+            assert!(x.cause.contains("Fabric Manager"), "{}", f.name);
             assert!(x.fix.contains("NCCL_NVLS_ENABLE=0"), "{}", f.name);
             assert!(x.fix.contains("nvidia-fabricmanager"), "{}", f.name);
         }
@@ -262,11 +262,7 @@ fn explain_names_cumem_mismatches_and_nvls_bind_failures_with_their_fixes() {
             seen.2 += 1;
             let x = finding(FindingKind::WindowSpace)
                 .unwrap_or_else(|| panic!("{}: {:?}", f.name, e.findings));
-            assert!(
-                x.diagnosis.contains("symmetric address space"),
-                "{}",
-                f.name
-            );
+            assert!(x.cause.contains("symmetric address space"), "{}", f.name);
             assert!(x.fix.contains("ncclCommWindowDeregister"), "{}", f.name);
             assert!(!x.fix.contains("NCCL_SHM_DISABLE"), "{}", f.name);
         }

@@ -89,9 +89,9 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
     assert!(!report.contains("8 x H100 SXM, NVLS"), "{report}");
     let log = nccl_log_of(&run);
     assert_eq!(log.nvls, NvlsUse::Failed);
-    let f = finding(&log, FindingKind::NvlsBind);
+    let f = finding(&log, FindingKind::NvlsFallback);
     assert_eq!(f.severity, Severity::Warning);
-    assert!(f.fix.contains("NCCL_NVLS_ENABLE=0") && f.diagnosis.contains("went on without NVLS"));
+    assert!(f.fix.contains("NCCL_NVLS_ENABLE=0") && f.cause.contains("went on without NVLS"));
 
     // 2.29.3: the communicator fails, and the case says it was NVLS.
     let out = tempfile::tempdir().unwrap();
@@ -106,7 +106,7 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
     );
     let f = finding(&nccl_log_of(&run), FindingKind::NvlsBind);
     assert_eq!(f.severity, Severity::Error);
-    assert!(f.diagnosis.contains("CUDA error 401") && f.fix.contains("nvidia-fabricmanager"));
+    assert!(f.cause.contains("CUDA error 401") && f.fix.contains("nvidia-fabricmanager"));
 
     // 2.30.7 names the function after file:line, as the real log of
     // tests/fixtures/real/nvls-11-* does (`transport/nvls.cc:379 (nvlsAllocateMem)`);
@@ -254,11 +254,7 @@ fn each_case_says_where_shm_kept_its_buffers_and_a_rank_that_fell_back_alone_is_
         "{}",
         f.fix
     );
-    assert!(
-        f.diagnosis.contains("fell back to /dev/shm"),
-        "{}",
-        f.diagnosis
-    );
+    assert!(f.cause.contains("fell back to /dev/shm"), "{}", f.cause);
 }
 
 /// doctor's `fabric` check on the stand-in's machine `topo` with `faults`: its JSON,

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use super::context::Context;
 use super::evidence::Line;
 use super::finding::FindingKind;
+use crate::nccl::knowledge;
 use crate::nccl::log::{Failure, InterfaceLine, NcclLog};
 use crate::nccl::shm::{shm_estimate, shm_size_gib, DEFAULT_SHM_SEGMENT_BYTES};
 use crate::units::human_bytes;
@@ -96,36 +97,16 @@ pub(super) fn shm_no_space_text(
         d.push_str(
             " No connection in this log used the SHM transport, so the failing segment is \
              probably another NCCL user of /dev/shm (such as the proxy's shared buffers): \
-             NCCL_SHM_DISABLE=1 would not even remove it.",
+             disabling SHM would not even remove it.",
         );
     }
     let gib = shm_size_gib(estimate_bytes);
     let fix = format!(
         "Give /dev/shm more room: `docker run --shm-size={gib}g ...` or share the host's with \
          `docker run --ipc=host`; on Kubernetes mount an `emptyDir: {{medium: Memory}}` volume \
-         at /dev/shm (sizeLimit {gib}Gi or more). NCCL_SHM_DISABLE=1 only hides the problem: \
-         the traffic SHM would carry then takes the network path (sockets or IB loopback), \
-         usually slower."
+         at /dev/shm (sizeLimit {gib}Gi or more)."
     );
     (d, fix)
-}
-
-pub(super) fn shm_attach_missing_text() -> (String, String) {
-    (
-        "A rank could not open a /dev/shm segment that a peer on the same node created \
-         (ENOENT): the segment was already gone (stale, or removed by a peer that crashed or \
-         restarted), or the two ranks do not share /dev/shm because they run in different IPC \
-         namespaces, such as separate containers without a shared /dev/shm. NCCL saw the same \
-         host, chose SHM, and the peer's segment was not there. This is not a reason to \
-         disable SHM."
-            .to_string(),
-        "Run the ranks of a node in one container or pod, or share the IPC namespace \
-         (`docker run --ipc=host`, or `--ipc=container:<first>`; containers of one Kubernetes \
-         pod share it, with one emptyDir of medium Memory at /dev/shm); remove leftover \
-         /dev/shm/nccl-* files of crashed runs. If the ranks really are on different machines \
-         that look alike (same hostname), give them distinct NCCL_HOSTID values."
-            .to_string(),
-    )
 }
 
 pub(super) const IFNAME_FIX: &str =
@@ -251,55 +232,16 @@ pub(super) fn ib_error_text(lines: &[Line]) -> (String, String) {
     (d, fix)
 }
 
-/// What a quoted CUDA error usually means.
-pub fn cuda_hint(text: &str) -> Option<&'static str> {
-    let t = text.to_ascii_lowercase();
-    let hints: [(&[&str], &str); 7] = [
-        (
-            &["driver version is insufficient"],
-            "the NVIDIA driver is older than the CUDA runtime NCCL was built with: update the \
-             driver, or use an NCCL/PyTorch build for the driver's CUDA version",
-        ),
-        (
-            &["no kernel image", "invalid device function"],
-            "NCCL or the program was not compiled for this GPU's architecture: use a build \
-             that includes it (a newer GPU needs a newer NCCL)",
-        ),
-        (
-            &["invalid argument"],
-            "at a kernel launch this usually means a build without support for this GPU's \
-             architecture or a launch the GPU refuses: check that NCCL and the program are \
-             built for this GPU",
-        ),
-        (
-            &["out of memory"],
-            "the GPU ran out of memory while NCCL allocated its buffers: free memory before \
-             init, or lower NCCL_BUFFSIZE or NCCL_MAX_NCHANNELS",
-        ),
-        (
-            &["illegal memory access", "misaligned address"],
-            "a kernel touched invalid memory, often the application's (a buffer freed or too \
-             small); NCCL reports it because it synchronises",
-        ),
-        (
-            &[
-                "no cuda-capable device",
-                "initialization error",
-                "not initialized",
-            ],
-            "the process sees no usable GPU: check CUDA_VISIBLE_DEVICES, the container's GPU \
-             access (`--gpus`) and nvidia-smi",
-        ),
-        (
-            &["peer access", "launch failure", "uncorrectable ecc"],
-            "the GPU or the path between GPUs is in a bad state: check dmesg for Xid errors; \
-             NCCL_P2P_DISABLE=1 shows whether peer-to-peer access is the cause",
-        ),
-    ];
-    hints
-        .iter()
-        .find(|(keys, _)| keys.iter().any(|k| t.contains(k)))
-        .map(|(_, hint)| *hint)
+/// What a quoted CUDA error means (cuda.toml): its name and meaning, and its usual
+/// cause where a source gives one.
+pub fn cuda_hint(text: &str) -> Option<String> {
+    let driver = crate::nccl::log::cuda_error_code(text).is_some();
+    let e = knowledge::cuda_error(crate::nccl::log::cuda_error_code(text), text, driver)?;
+    let mut hint = format!("{} ({}): {}", e.name, e.code, lowercase_first(&e.means));
+    if e.source_usual.is_some() {
+        let _ = write!(hint, " {}", e.usual);
+    }
+    Some(hint.trim_end_matches('.').to_string())
 }
 
 pub(super) fn cuda_failure_text(failures: &[&Failure], others: &[FindingKind]) -> (String, String) {
@@ -314,7 +256,7 @@ pub(super) fn cuda_failure_text(failures: &[&Failure], others: &[FindingKind]) -
         let fix = "As for nvls-bind.".to_string();
         return (d, fix);
     }
-    let mut hints: Vec<&str> = Vec::new();
+    let mut hints: Vec<String> = Vec::new();
     for f in failures {
         if let Some(h) = cuda_hint(&f.text) {
             if !hints.contains(&h) {
@@ -332,9 +274,23 @@ pub(super) fn cuda_failure_text(failures: &[&Failure], others: &[FindingKind]) -
             let _ = write!(d, " Here: {h}.");
         }
     }
-    let fix = "Check `nvidia-smi` and dmesg (Xid errors); match the driver, CUDA runtime and \
-               NCCL versions; rerun with NCCL_DEBUG=INFO to see the call that failed."
-        .to_string();
+    let steps: Vec<&str> = failures
+        .iter()
+        .filter_map(|f| {
+            let code = crate::nccl::log::cuda_error_code(&f.text);
+            knowledge::cuda_error(code, &f.text, code.is_some())?
+                .fix
+                .as_deref()
+        })
+        .collect();
+    let mut fix = String::new();
+    if let Some(first) = steps.first() {
+        let _ = write!(fix, "{first} If the error stays: ");
+    }
+    fix.push_str(
+        "check `nvidia-smi` and dmesg (Xid errors); match the driver, CUDA runtime and NCCL \
+         versions; rerun with NCCL_DEBUG=INFO to see the call that failed.",
+    );
     (d, fix)
 }
 
@@ -362,27 +318,4 @@ pub(super) fn system_error_text(others: &[FindingKind]) -> (String, String) {
                for one file per process)."
         .to_string();
     (d, fix)
-}
-
-pub(super) fn remote_error_text() -> (String, String) {
-    (
-        "`remote process exited or there was a network error` (ncclRemoteError): a peer died \
-         or its connection dropped; the rank that reports it is usually a victim."
-            .to_string(),
-        "Look at the other ranks' logs first: the rank that failed first (OOM, CUDA error, \
-         killed by the scheduler) holds the cause. If every rank was alive, check the network \
-         (NCCL_SOCKET_IFNAME, IB ports)."
-            .to_string(),
-    )
-}
-
-pub(super) fn other_error_text() -> (String, String) {
-    (
-        "NCCL reported an error (a WARN followed by an error return) this tool has no \
-         diagnosis for; the WARN line says what failed."
-            .to_string(),
-        "Read the WARN line and the lines before it; rerun with NCCL_DEBUG=INFO \
-         NCCL_DEBUG_SUBSYS=INIT,NET to see the failing call."
-            .to_string(),
-    )
 }

@@ -61,3 +61,17 @@ pub(super) fn evidence(lines: Vec<Line>) -> Vec<String> {
     }
     out
 }
+
+/// The first [`MAX_EVIDENCE`] distinct lines of `lines`, already worded.
+pub(super) fn distinct(lines: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in lines {
+        if out.len() == MAX_EVIDENCE {
+            break;
+        }
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
+}

@@ -1,16 +1,18 @@
-//! Findings from failure lines: which finding each failure line belongs to, and one error
-//! finding per kind with its evidence, diagnosis and fix (the texts are in
-//! [`super::diagnosis`]).
+//! Findings from the failure lines the log parser found: which finding each belongs to
+//! (a CUDA failure by what its error number or text means, in cuda.toml), and one
+//! finding per kind with its evidence and texts (composed in [`super::diagnosis`]).
+//! Failures a line rule already explains are left to it.
 
 use super::context::Context;
 use super::diagnosis::{
-    cuda_failure_text, ib_error_text, other_error_text, remote_error_text, shm_attach_missing_text,
-    shm_no_space_text, socket_connect_text, socket_error_text, system_error_text,
+    cuda_failure_text, ib_error_text, shm_no_space_text, socket_connect_text, socket_error_text,
+    system_error_text,
 };
 use super::evidence::{evidence, Line};
 use super::finding::{Finding, FindingKind, Severity};
 use super::memory::{nvls_bind_text, shm_cumem_mismatch_text, window_space_text};
-use crate::nccl::log::{Failure, FailureKind, NcclLog};
+use crate::nccl::knowledge;
+use crate::nccl::log::{cuda_error_code, Failure, FailureKind, NcclLog};
 
 /// The finding a failure line belongs to.
 pub fn finding_kind_of(failure: &Failure) -> FindingKind {
@@ -21,7 +23,7 @@ pub fn finding_kind_of(failure: &Failure) -> FindingKind {
         FailureKind::ShmCumemMismatch => FindingKind::ShmCumemMismatch,
         FailureKind::NvlsBind => FindingKind::NvlsBind,
         FailureKind::WindowSpace => FindingKind::WindowSpace,
-        FailureKind::CudaFailure => FindingKind::CudaFailure,
+        FailureKind::CudaFailure => cuda_kind(&failure.text),
         FailureKind::SystemError => FindingKind::SystemError,
         FailureKind::RemoteError => FindingKind::RemoteError,
         FailureKind::ConnectionRefused | FailureKind::SocketError | FailureKind::Other if ib => {
@@ -30,7 +32,37 @@ pub fn finding_kind_of(failure: &Failure) -> FindingKind {
         FailureKind::ConnectionRefused => FindingKind::SocketConnect,
         FailureKind::SocketError if is_connect_text(&failure.text) => FindingKind::SocketConnect,
         FailureKind::SocketError => FindingKind::SocketError,
+        FailureKind::Other if is_alloc_text(&failure.text) => FindingKind::GpuOutOfMemory,
         FailureKind::Other => FindingKind::OtherError,
+    }
+}
+
+/// NCCL's own line after a failed device allocation: `Failed to CUDA calloc 6291456 bytes`.
+fn is_alloc_text(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("failed to cuda calloc") || t.contains("failed to cuda malloc")
+}
+
+/// A CUDA failure by what its error means: out of memory, a driver older than the
+/// runtime, kernels missing for this GPU, a GPU index the process cannot see, or any
+/// other (`CudaFailure`).
+pub(super) fn cuda_kind(text: &str) -> FindingKind {
+    let driver = cuda_error_code(text).is_some();
+    let Some(e) = knowledge::cuda_error(cuda_error_code(text), text, driver) else {
+        return FindingKind::CudaFailure;
+    };
+    match e.name.as_str() {
+        "cudaErrorMemoryAllocation" | "CUDA_ERROR_OUT_OF_MEMORY" => FindingKind::GpuOutOfMemory,
+        "cudaErrorInsufficientDriver" | "cudaErrorCallRequiresNewerDriver" => {
+            FindingKind::DriverTooOld
+        }
+        "cudaErrorSymbolNotFound"
+        | "CUDA_ERROR_NOT_FOUND"
+        | "cudaErrorNoKernelImageForDevice"
+        | "cudaErrorInvalidKernelImage"
+        | "cudaErrorInvalidDeviceFunction" => FindingKind::NcclLacksArch,
+        "cudaErrorInvalidDevice" | "CUDA_ERROR_INVALID_DEVICE" => FindingKind::InvalidDeviceOrdinal,
+        _ => FindingKind::CudaFailure,
     }
 }
 
@@ -54,6 +86,7 @@ fn is_connect_text(text: &str) -> bool {
         "connect returned",
         "connect to ",
         "timed out",
+        "no route to host",
     ]
     .iter()
     .any(|s| t.contains(s))
@@ -68,7 +101,13 @@ struct Group<'a> {
 
 /// One finding per kind, in order of the kind's first failure line; IB error `WARN` lines
 /// that the parser did not count as failures (no error return followed) join the IB one.
-pub(super) fn failure_findings(log: &NcclLog, context: &Context) -> Vec<Finding> {
+/// `placed` says whether a line rule already explains a failure (its line number where
+/// known, and its text).
+pub(super) fn failure_findings(
+    log: &NcclLog,
+    context: &Context,
+    placed: &dyn Fn(Option<usize>, &str) -> bool,
+) -> Vec<Finding> {
     let mut groups: Vec<Group> = Vec::new();
     let group = |groups: &mut Vec<Group>, kind| match groups.iter().position(|g| g.kind == kind) {
         Some(at) => at,
@@ -81,7 +120,11 @@ pub(super) fn failure_findings(log: &NcclLog, context: &Context) -> Vec<Finding>
             groups.len() - 1
         }
     };
-    for f in &log.failures {
+    for f in log
+        .failures
+        .iter()
+        .filter(|f| !placed(Some(f.line), &f.text))
+    {
         let at = group(&mut groups, finding_kind_of(f));
         groups[at].failures.push(f);
         groups[at].lines.push(Line::of(f));
@@ -89,7 +132,7 @@ pub(super) fn failure_findings(log: &NcclLog, context: &Context) -> Vec<Finding>
     let unreturned_ib = log
         .warnings
         .iter()
-        .filter(|w| is_ib_error_text(w))
+        .filter(|w| is_ib_error_text(w) && !placed(None, w))
         .filter(|w| !log.failures.iter().any(|f| w.ends_with(f.text.trim())));
     for w in unreturned_ib {
         let at = group(&mut groups, FindingKind::IbError);
@@ -104,28 +147,87 @@ pub(super) fn failure_findings(log: &NcclLog, context: &Context) -> Vec<Finding>
         .map(|g| {
             let others: Vec<FindingKind> = kinds.iter().copied().filter(|k| *k != g.kind).collect();
             let failures = g.failures.as_slice();
-            let (diagnosis, fix) = match g.kind {
-                FindingKind::ShmNoSpace => shm_no_space_text(failures, context, log),
-                FindingKind::ShmAttachMissing => shm_attach_missing_text(),
-                FindingKind::ShmCumemMismatch => shm_cumem_mismatch_text(failures, log),
-                FindingKind::NvlsBind => nvls_bind_text(failures),
-                FindingKind::WindowSpace => window_space_text(failures),
-                FindingKind::SocketConnect => socket_connect_text(failures, log),
-                FindingKind::SocketError => socket_error_text(failures),
-                FindingKind::IbError => ib_error_text(&g.lines),
-                FindingKind::CudaFailure => cuda_failure_text(failures, &others),
-                FindingKind::SystemError => system_error_text(&others),
-                FindingKind::RemoteError => remote_error_text(),
-                _ => other_error_text(),
+            let composed = match g.kind {
+                FindingKind::ShmNoSpace => Some(shm_no_space_text(failures, context, log)),
+                FindingKind::ShmCumemMismatch => Some(shm_cumem_mismatch_text(failures, log)),
+                FindingKind::NvlsBind => Some(nvls_bind_text(failures)),
+                FindingKind::WindowSpace => Some(window_space_text(failures)),
+                FindingKind::SocketConnect => Some(socket_connect_text(failures, log)),
+                FindingKind::SocketError => Some(socket_error_text(failures)),
+                FindingKind::IbError => Some(ib_error_text(&g.lines)),
+                FindingKind::CudaFailure => Some(cuda_failure_text(failures, &others)),
+                FindingKind::SystemError => Some(system_error_text(&others)),
+                _ => None,
             };
-            Finding {
-                kind: g.kind,
-                severity: Severity::Error,
-                occurrences: g.lines.len(),
-                evidence: evidence(g.lines),
-                diagnosis,
-                fix,
+            let occurrences = g.lines.len();
+            let fill = fill_of(g.kind, failures, log);
+            let mut finding = Finding::new(g.kind, evidence(g.lines), &fill)
+                .with_severity(Severity::Error)
+                .with_occurrences(occurrences);
+            if let Some((cause, fix)) = composed {
+                finding = finding.with_texts(cause, fix);
             }
+            finding
         })
         .collect()
+}
+
+/// What the texts of a failure-raised finding leave to fill in.
+fn fill_of(kind: FindingKind, failures: &[&Failure], log: &NcclLog) -> Vec<(&'static str, String)> {
+    let first = failures.first().map(|f| f.text.trim().to_string());
+    match kind {
+        FindingKind::GpuOutOfMemory => {
+            let bytes = failures
+                .iter()
+                .chain(log.failures.iter().collect::<Vec<_>>().iter())
+                .find_map(|f| number_before(&f.text, " bytes"))
+                .map(crate::units::human_bytes)
+                .unwrap_or_else(|| "its buffers".to_string());
+            vec![("bytes", bytes)]
+        }
+        FindingKind::DriverTooOld => {
+            let versions = driver_and_runtime(log)
+                .map(|(d, r)| {
+                    format!(" (the driver supports CUDA {d}, NCCL was built for CUDA {r})")
+                })
+                .unwrap_or_default();
+            vec![("versions", versions)]
+        }
+        FindingKind::NcclLacksArch => {
+            vec![("text", first.unwrap_or_default())]
+        }
+        FindingKind::InvalidDeviceOrdinal => {
+            let (context, fix) = super::reason::ordinal_words(None);
+            vec![("context", context), ("fix", fix)]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The CUDA version the driver supports (`cudaDriverVersion 12020` is 12.2) and the one
+/// NCCL was built for (`NCCL version 2.18.6+cuda11.8`), where the log shows both.
+pub(super) fn driver_and_runtime(log: &NcclLog) -> Option<(String, String)> {
+    let runtime = log
+        .versions
+        .iter()
+        .find_map(|v| v.split_once("+cuda").map(|(_, c)| c.to_string()))?;
+    let driver = log.driver_version?;
+    Some((
+        format!("{}.{}", driver / 1000, (driver % 1000) / 10),
+        runtime,
+    ))
+}
+
+/// The number just before `unit` in `text` (`calloc 6291456 bytes` -> 6291456).
+fn number_before(text: &str, unit: &str) -> Option<u64> {
+    let head = &text[..text.find(unit)?];
+    let digits: String = head
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    digits.parse().ok()
 }

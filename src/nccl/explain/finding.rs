@@ -1,19 +1,103 @@
-//! A finding: what kind of problem a log shows, how severe, the lines that show it, the
-//! diagnosis and the fix.
+//! A finding: what a log shows, how severe, the lines that show it, the cause, the fix,
+//! what would be wrong to do, and where that knowledge comes from. The texts live in
+//! `nccl::knowledge` (findings.toml); a rule fills in what its log shows.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+
+use crate::nccl::knowledge::{self, FindingText};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
+    /// The finding's id (`shm-no-space`), its entry in findings.toml.
+    #[serde(rename = "id")]
     pub kind: FindingKind,
     pub severity: Severity,
-    /// Up to [`super::MAX_EVIDENCE`] distinct log lines, `line 15: <message>` (a `WARN` line that
-    /// has no line number in the parse result is quoted whole).
+    pub title: String,
+    /// Up to [`super::MAX_EVIDENCE`] distinct lines, `line 15: <message>` (with the file
+    /// where several were read).
     pub evidence: Vec<String>,
-    /// How many log lines showed it (evidence keeps the first few).
+    /// How many lines showed it (evidence keeps the first few).
     pub occurrences: usize,
-    pub diagnosis: String,
+    pub cause: String,
     pub fix: String,
+    /// What would be wrong to do here, and why (empty: nothing to warn of).
+    pub avoid: String,
+    /// Where the cause and the fix come from.
+    pub sources: Vec<String>,
+    /// The finding this one follows from, when both are in the log: it is then a
+    /// consequence, not the cause.
+    pub follows: Option<&'static str>,
+}
+
+impl Finding {
+    /// A finding of `kind` with its texts from findings.toml, `{name}` filled from
+    /// `fill` (a name with no value becomes empty).
+    pub fn new(kind: FindingKind, evidence: Vec<String>, fill: &[(&str, String)]) -> Finding {
+        let text = knowledge::finding(kind.as_str());
+        Finding::of_text(kind, text, evidence, fill)
+    }
+
+    pub(super) fn of_text(
+        kind: FindingKind,
+        text: &FindingText,
+        evidence: Vec<String>,
+        fill: &[(&str, String)],
+    ) -> Finding {
+        let f = |s: &str| fill_in(s, fill);
+        Finding {
+            kind,
+            severity: Severity::parse(&text.severity),
+            title: f(&text.title),
+            occurrences: evidence.len(),
+            evidence,
+            cause: f(&text.cause),
+            fix: f(&text.fix),
+            avoid: f(&text.avoid),
+            sources: text.source.clone(),
+            follows: None,
+        }
+    }
+
+    pub fn with_severity(mut self, severity: Severity) -> Finding {
+        self.severity = severity;
+        self
+    }
+
+    pub fn with_occurrences(mut self, n: usize) -> Finding {
+        self.occurrences = n.max(self.evidence.len());
+        self
+    }
+
+    /// Replaces the cause and the fix a rule composed itself.
+    pub fn with_texts(mut self, cause: String, fix: String) -> Finding {
+        self.cause = cause;
+        self.fix = fix;
+        self
+    }
+}
+
+/// `text` with each `{name}` of `fill` replaced by its value; names not in `fill` are
+/// left out.
+pub(super) fn fill_in(text: &str, fill: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        let name = &rest[open + 1..open + close];
+        out.push_str(&rest[..open]);
+        if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !name.is_empty() {
+            if let Some((_, v)) = fill.iter().find(|(n, _)| *n == name) {
+                out.push_str(v);
+            }
+        } else {
+            out.push_str(&rest[open..=open + close]);
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -32,81 +116,218 @@ impl Severity {
             Severity::Info => "INFO",
         }
     }
+
+    fn parse(s: &str) -> Severity {
+        match s {
+            "error" => Severity::Error,
+            "warning" => Severity::Warning,
+            _ => Severity::Info,
+        }
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// What a finding is about: its id in findings.toml. `Line` findings are those
+/// raised by their lines alone (the `lines` of their entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FindingKind {
-    /// Creating a /dev/shm segment failed with ENOSPC.
     ShmNoSpace,
-    /// Attaching to a peer's /dev/shm segment failed with ENOENT.
     ShmAttachMissing,
-    /// A rank on /dev/shm attached a peer's cuMem host handle as a file name.
     ShmCumemMismatch,
-    /// NVLink SHARP multicast memory could not be bound (Fabric Manager, NVSwitch).
+    ShmNotOnDataPath,
     NvlsBind,
-    /// Symmetric windows registered beyond NCCL's symmetric address space.
+    NvlsFallback,
     WindowSpace,
-    /// A TCP connect to a peer was refused, aborted or timed out.
     SocketConnect,
-    /// A socket failed after connecting: closed by the peer, recv failed, wrong handshake.
+    DockerBridgeAddress,
     SocketError,
-    /// NCCL chose its socket interface itself on a multi-host run, or chose lo/docker0.
     SocketInterfaceAmbiguous,
-    /// An IB/RoCE (ibverbs) failure, or no IB device on a multi-host run.
+    SocketInterfaceVirtual,
+    IfnameNoMatch,
+    SocketConnectRetries,
+    IbCompletion,
+    IbNoDevice,
     IbError,
     CudaFailure,
+    DriverTooOld,
+    NcclLacksArch,
+    NcclTooOldForGpu,
+    GpuOutOfMemory,
+    InvalidDeviceOrdinal,
+    TopologyFile,
+    KnownBug,
     SystemError,
     RemoteError,
-    /// An NCCL error without a known signature.
     OtherError,
-    /// No connection used SHM: disabling it does not change the data path.
-    ShmNotOnDataPath,
-    /// NCCL kept retrying a connect: the hang at start-up that shows only as retries.
-    SocketConnectRetries,
+    Crash,
+    TorchTimeout,
+    TorchMismatch,
+    TorchDumpSignal,
+    TorchWatchdogStuck,
+    TorchChildFailed,
+    TcpstorePeerGone,
+    SeparateJobs,
+    VersionsDiffer,
+    PluginsDiffer,
+    EnvDiffers,
+    EnvNotShown,
+    NetInsideNode,
+    ProtoForced,
+    TestsWrong,
+    TestsFailure,
+    TestsHangInit,
+    TestsHangCuda,
+    TestsBusbw,
+    InitStops,
+    ShmSigbus,
+    HostIdentity,
+    SameAddress,
+    BootstrapFailed,
+    NvlsStops,
+    TestsNcclBuild,
+    InvalidArgument,
+    NcclBuilds,
+    TopologyNvlink,
+    /// A finding of findings.toml raised by its lines alone.
+    Line(&'static str),
 }
 
 impl FindingKind {
     pub fn as_str(self) -> &'static str {
+        use FindingKind::*;
         match self {
-            FindingKind::ShmNoSpace => "shm-no-space",
-            FindingKind::ShmAttachMissing => "shm-attach-missing",
-            FindingKind::ShmCumemMismatch => "shm-cumem-mismatch",
-            FindingKind::NvlsBind => "nvls-bind",
-            FindingKind::WindowSpace => "window-space",
-            FindingKind::SocketConnect => "socket-connect",
-            FindingKind::SocketError => "socket-error",
-            FindingKind::SocketInterfaceAmbiguous => "socket-interface-ambiguous",
-            FindingKind::IbError => "ib-error",
-            FindingKind::CudaFailure => "cuda-failure",
-            FindingKind::SystemError => "system-error",
-            FindingKind::RemoteError => "remote-error",
-            FindingKind::OtherError => "other-error",
-            FindingKind::ShmNotOnDataPath => "shm-not-on-data-path",
-            FindingKind::SocketConnectRetries => "socket-connect-retries",
+            ShmNoSpace => "shm-no-space",
+            ShmAttachMissing => "shm-attach-missing",
+            ShmCumemMismatch => "shm-cumem-mismatch",
+            ShmNotOnDataPath => "shm-not-on-data-path",
+            NvlsBind => "nvls-bind",
+            NvlsFallback => "nvls-fallback",
+            WindowSpace => "window-space",
+            SocketConnect => "socket-connect",
+            DockerBridgeAddress => "docker-bridge-address",
+            SocketError => "socket-error",
+            SocketInterfaceAmbiguous => "socket-interface-ambiguous",
+            SocketInterfaceVirtual => "socket-interface-virtual",
+            IfnameNoMatch => "ifname-no-match",
+            SocketConnectRetries => "socket-connect-retries",
+            IbCompletion => "ib-completion",
+            IbNoDevice => "ib-no-device",
+            IbError => "ib-error",
+            CudaFailure => "cuda-failure",
+            DriverTooOld => "driver-too-old",
+            NcclLacksArch => "nccl-lacks-arch",
+            NcclTooOldForGpu => "nccl-too-old-for-gpu",
+            GpuOutOfMemory => "gpu-out-of-memory",
+            InvalidDeviceOrdinal => "invalid-device-ordinal",
+            TopologyFile => "topology-file",
+            KnownBug => "known-bug",
+            SystemError => "system-error",
+            RemoteError => "remote-error",
+            OtherError => "other-error",
+            Crash => "crash",
+            TorchTimeout => "torch-timeout",
+            TorchMismatch => "torch-mismatch",
+            TorchDumpSignal => "torch-dump-signal",
+            TorchWatchdogStuck => "torch-watchdog-stuck",
+            TorchChildFailed => "torch-child-failed",
+            TcpstorePeerGone => "tcpstore-peer-gone",
+            SeparateJobs => "separate-jobs",
+            VersionsDiffer => "versions-differ",
+            PluginsDiffer => "plugins-differ",
+            EnvDiffers => "env-differs",
+            EnvNotShown => "env-not-shown",
+            NetInsideNode => "net-inside-node",
+            ProtoForced => "proto-forced",
+            TestsWrong => "tests-wrong",
+            TestsFailure => "tests-failure",
+            TestsHangInit => "tests-hang-init",
+            TestsHangCuda => "tests-hang-cuda",
+            TestsBusbw => "tests-busbw",
+            InitStops => "init-stops",
+            ShmSigbus => "shm-sigbus",
+            HostIdentity => "host-identity",
+            SameAddress => "same-address",
+            BootstrapFailed => "bootstrap-failed",
+            NvlsStops => "nvls-stops",
+            TestsNcclBuild => "tests-nccl-build",
+            InvalidArgument => "invalid-argument",
+            NcclBuilds => "nccl-builds",
+            TopologyNvlink => "topology-nvlink",
+            Line(id) => id,
         }
     }
 
-    /// A short title for the text report.
+    /// Every kind a rule in code raises (for the test that each has its texts).
+    pub const RULES: &'static [FindingKind] = {
+        use FindingKind::*;
+        &[
+            ShmNoSpace,
+            ShmAttachMissing,
+            ShmCumemMismatch,
+            ShmNotOnDataPath,
+            NvlsBind,
+            NvlsFallback,
+            WindowSpace,
+            SocketConnect,
+            DockerBridgeAddress,
+            SocketError,
+            SocketInterfaceAmbiguous,
+            SocketInterfaceVirtual,
+            IfnameNoMatch,
+            SocketConnectRetries,
+            IbCompletion,
+            IbNoDevice,
+            IbError,
+            CudaFailure,
+            DriverTooOld,
+            NcclLacksArch,
+            NcclTooOldForGpu,
+            GpuOutOfMemory,
+            InvalidDeviceOrdinal,
+            TopologyFile,
+            KnownBug,
+            SystemError,
+            RemoteError,
+            OtherError,
+            Crash,
+            TorchTimeout,
+            TorchMismatch,
+            TorchDumpSignal,
+            TorchWatchdogStuck,
+            TorchChildFailed,
+            TcpstorePeerGone,
+            SeparateJobs,
+            VersionsDiffer,
+            PluginsDiffer,
+            EnvDiffers,
+            EnvNotShown,
+            NetInsideNode,
+            ProtoForced,
+            TestsWrong,
+            TestsFailure,
+            TestsHangInit,
+            TestsHangCuda,
+            TestsBusbw,
+            InitStops,
+            ShmSigbus,
+            HostIdentity,
+            SameAddress,
+            BootstrapFailed,
+            NvlsStops,
+            TestsNcclBuild,
+            InvalidArgument,
+            NcclBuilds,
+            TopologyNvlink,
+        ]
+    };
+
+    /// A short title for the text report (the entry's, before filling in).
     pub fn title(self) -> &'static str {
-        match self {
-            FindingKind::ShmNoSpace => "/dev/shm too small for NCCL's SHM segments",
-            FindingKind::ShmAttachMissing => "shared memory segment of a peer not found",
-            FindingKind::ShmCumemMismatch => {
-                "cuMem host memory on one rank, /dev/shm on another (not a /dev/shm problem)"
-            }
-            FindingKind::NvlsBind => "NVLS multicast memory could not be bound (Fabric Manager)",
-            FindingKind::WindowSpace => "symmetric windows exceed NCCL's symmetric address space",
-            FindingKind::SocketConnect => "socket connection to a peer failed",
-            FindingKind::SocketError => "socket error between ranks",
-            FindingKind::SocketInterfaceAmbiguous => "socket interface chosen by NCCL itself",
-            FindingKind::IbError => "InfiniBand/RoCE problem",
-            FindingKind::CudaFailure => "CUDA failure inside NCCL",
-            FindingKind::SystemError => "unhandled system error",
-            FindingKind::RemoteError => "a remote rank exited or the network failed",
-            FindingKind::OtherError => "NCCL error without a known signature",
-            FindingKind::ShmNotOnDataPath => "SHM is not on the data path",
-            FindingKind::SocketConnectRetries => "connections to a peer kept being retried",
-        }
+        &knowledge::finding(self.as_str()).title
+    }
+}
+
+impl Serialize for FindingKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use super::finding::{Finding, FindingKind, Severity};
+use super::pasted::{cut, message, Pasted};
 use crate::nccl::log::{cuda_error_code, Failure, FailureKind, NcclLog};
 
 /// A rank attached a "segment" whose name is a peer's cuMem handle (see
@@ -40,8 +41,7 @@ pub(super) fn shm_cumem_mismatch_text(failures: &[&Failure], log: &NcclLog) -> (
     let fix = "Set NCCL_CUMEM_HOST_ENABLE=0 on every rank (all of them then use /dev/shm files: \
                give /dev/shm room, `--shm-size` or `--ipc=host` in a container), or update the \
                driver (r595 or newer); keep NCCL_CUMEM_ENABLE and NCCL_CUMEM_HOST_ENABLE the same \
-               on every rank. NCCL_SHM_DISABLE=1 also avoids it, but sends the node's traffic \
-               that SHM carried over the network path instead; it is not needed."
+               on every rank."
         .to_string();
     (d, fix)
 }
@@ -67,15 +67,12 @@ pub(super) fn nvls_fallback_rule(log: &NcclLog) -> Option<Finding> {
     if failed || !message.contains("Proceeding without NVLS") {
         return None;
     }
-    let (diagnosis, fix) = bind_text(&[message], true);
-    Some(Finding {
-        kind: FindingKind::NvlsBind,
-        severity: Severity::Warning,
-        occurrences: 1,
-        evidence: vec![message.to_string()],
-        diagnosis,
-        fix,
-    })
+    let (cause, fix) = bind_text(&[message], true);
+    Some(
+        Finding::new(FindingKind::NvlsFallback, vec![message.to_string()], &[])
+            .with_severity(Severity::Warning)
+            .with_texts(cause, fix),
+    )
 }
 
 fn bind_text(texts: &[&str], went_on: bool) -> (String, String) {
@@ -111,8 +108,10 @@ fn bind_text(texts: &[&str], went_on: bool) -> (String, String) {
     }
     let fix = "Check the fabric on that node: `systemctl status nvidia-fabricmanager` and its log \
                (/var/log/fabricmanager.log), `nvidia-smi -q | grep -A2 Fabric` (every GPU \
-               `State: Completed`, `Status: Success`); restart the Fabric Manager or reboot the \
-               node (drain it first). Until then NCCL_NVLS_ENABLE=0 avoids NVLS: the all-reduce \
+               `State: Completed`, `Status: Success`); restart the Fabric Manager and reset the \
+               GPUs (its user guide gives the order: a Fabric Manager restarted without a GPU \
+               reset leaves this error), or reboot the node (drain it first); NCCL_DEBUG=INFO shows the call that failed. Until then \
+               NCCL_NVLS_ENABLE=0 avoids NVLS: the all-reduce \
                then runs on rings and trees over NVLink, measure what that costs with \
                `nccl-bench sweep --transports default,nvls-off` on a healthy node."
         .to_string();
@@ -166,4 +165,23 @@ fn number_after(text: &str, key: &str) -> Option<u64> {
     let rest = &text[text.find(key)? + key.len()..];
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     rest[..digits].parse().ok()
+}
+
+/// The last NCCL line of the paste binds NVLS memory (`NVLS Bind mem ... MC handle`):
+/// if the job hung, it hung there.
+pub(super) fn nvls_stops_rule(pasted: &Pasted) -> Option<Finding> {
+    let last = pasted
+        .lines
+        .iter()
+        .rev()
+        .find(|l| l.text.contains("NCCL INFO") || l.text.contains("NCCL WARN"))?;
+    let m = message(last.text);
+    let nvls = m.starts_with("NVLS Bind") || (m.starts_with("NVLS") && m.contains("MC handle"));
+    nvls.then(|| {
+        Finding::new(
+            FindingKind::NvlsStops,
+            vec![pasted.evidence(last)],
+            &[("evidence", cut(message(last.text)))],
+        )
+    })
 }

@@ -1,30 +1,44 @@
-//! `nccl-bench explain`: what an NCCL log says (versions, hosts, ranks and GPUs, the network,
-//! the transport of every channel connection per rank pair) and what its failures mean, each
-//! known failure signature with a diagnosis and a fix. Built on [`super::log`], the one
-//! parser of NCCL logs; pure: nothing here reads files or prints.
+//! `nccl-bench explain`: what pasted NCCL logs, PyTorch errors and nccl-tests outputs
+//! say, findings first: each with the cause, the lines that show it, the fix, what would
+//! be wrong to do and where that knowledge comes from (`nccl::knowledge`). Then what the
+//! log shows (versions, hosts, ranks and GPUs, the network, the transport of every
+//! channel connection per rank pair). Built on [`super::log`], the one parser of NCCL
+//! logs; pure: nothing here reads files or prints.
 //!
-//! This module owns [`Explanation`] and [`explain`], which puts the parts together: the
-//! host and rank-pair summaries (`summary`), the findings from failure lines (`failures`,
-//! with their texts in `diagnosis`), the findings from the log as a whole (`rules`) and the
-//! text report (`render`).
+//! [`explain_inputs`] puts the parts together: findings raised by their lines alone
+//! (`signatures`), rules across lines (`reason`, `ib`, `torch`, `tests_output`, `ranks`),
+//! findings from the parser's failure lines (`failures`, texts in `diagnosis` and
+//! `memory`), and from the log as a whole (`rules`); [`explain`] is the part a log alone
+//! gives (a sweep's own logs). `render` prints it.
 
+mod builds;
 mod context;
 mod diagnosis;
 mod evidence;
 mod failures;
 mod finding;
+mod hosts;
+mod ib;
 mod memory;
+mod pasted;
+mod ranks;
+mod reason;
 mod render;
 mod rules;
+mod signatures;
 mod summary;
+mod tests_output;
+mod torch;
 
 use std::collections::BTreeSet;
 
 use serde::Serialize;
 
 use super::log::{NcclLog, NvlsUse, ShmBacking};
+use super::NcclVersion;
 use context::Context;
 use failures::failure_findings;
+use signatures::Placed;
 use summary::{interface_summaries, tuning_summaries};
 
 pub use finding::{Finding, FindingKind, Severity};
@@ -32,6 +46,7 @@ pub use finding::{Finding, FindingKind, Severity};
 pub use diagnosis::cuda_hint;
 pub use evidence::MAX_EVIDENCE;
 pub use failures::{finding_kind_of, is_ib_error_text};
+pub use pasted::Input;
 pub use render::render_text;
 pub use rules::{
     connect_retries_rule, ib_unavailable_rule, shm_not_on_data_path_rule, socket_interface_rule,
@@ -41,9 +56,18 @@ pub use summary::{
     TuningSummary,
 };
 
-/// What one or more NCCL logs say, ready to print.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What one or more pasted texts say, ready to print.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Explanation {
+    /// The files read, in order.
+    pub inputs: Vec<String>,
+    /// Errors first, then warnings, then notes; causes before what follows from them,
+    /// in order of appearance within each.
+    pub findings: Vec<Finding>,
+    /// WARN and error lines no finding placed.
+    pub unplaced: Vec<String>,
+    /// What to collect next, where the text does not show enough.
+    pub collect: Option<String>,
     /// `NCCL version` values, in order of appearance.
     pub versions: Vec<String>,
     /// `NCCL_X set by environment to V` lines as (name, value).
@@ -69,8 +93,13 @@ pub struct Explanation {
     pub tuning: Vec<TuningSummary>,
     /// The model's latency/bandwidth table rank 0 printed at initialization.
     pub tuning_table: Vec<String>,
-    /// Errors first, then warnings, then notes; in order of appearance within each.
-    pub findings: Vec<Finding>,
+}
+
+impl Explanation {
+    /// Whether a finding is an error (explain's exit code 1).
+    pub fn has_error(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Error)
+    }
 }
 
 /// Whether the parser found anything NCCL-like: tagged lines, lines it recognised, or
@@ -79,27 +108,239 @@ pub fn is_nccl_log(log: &NcclLog) -> bool {
     log.nccl_lines > 0 || !log.failures.is_empty()
 }
 
-/// Explains a parsed log. Never fails: what the log does not show is left empty.
+/// Words that make a text one explain reads: NCCL's, PyTorch distributed's, nccl-tests',
+/// the launchers' and CUDA's.
+const MARKERS: &[&str] = &[
+    "nccl",
+    "processgroup",
+    "torch.distributed",
+    "c10d",
+    "watchdog",
+    "tcpstore",
+    "gloo",
+    "all_reduce_perf",
+    "avg bus bandwidth",
+    "out of bounds values",
+    "using devices",
+    "nthread",
+    "cuda error",
+    "cuda failure",
+    "mpirun",
+    "srun",
+    "/dev/shm",
+    "net/ofi",
+    "fi_getinfo",
+    "fi_info",
+    "libfabric",
+    "childfailederror",
+    "root cause (first observed failure)",
+    "process received signal",
+    "ibv_",
+];
+
+/// Whether the inputs hold anything explain can read: an NCCL log, a PyTorch
+/// distributed error, an nccl-tests output, a launcher's or CUDA's error.
+pub fn is_explainable(inputs: &[Input]) -> bool {
+    inputs.iter().any(|i| {
+        let t = i.text.to_ascii_lowercase();
+        MARKERS.iter().any(|m| t.contains(m)) || i.text.lines().any(old_warn)
+    })
+}
+
+/// NCCL 2.4 and older: `include/socket.h:311 WARN ...`, with no `NCCL` tag.
+fn old_warn(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words.windows(2).any(|w| {
+        w[1] == "WARN"
+            && w[0].rsplit_once(':').is_some_and(|(file, n)| {
+                (file.ends_with(".cc") || file.ends_with(".cu") || file.ends_with(".h"))
+                    && !n.is_empty()
+                    && n.bytes().all(|b| b.is_ascii_digit())
+            })
+    })
+}
+
+/// What the user says about the run beyond the text: variables they set.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--env NAME=VALUE`: checked against what each rank's log shows.
+    pub env: Vec<(String, String)>,
+}
+
+/// Explains a parsed log alone (a sweep's own NCCL logs). Never fails: what the log does
+/// not show is left empty.
 pub fn explain(log: &NcclLog) -> Explanation {
+    build(log, None, &Options::default(), &[])
+}
+
+/// Explains pasted texts: each input one file (one rank's log, or everything pasted
+/// together).
+pub fn explain_inputs(inputs: &[Input], options: &Options) -> Explanation {
+    let texts: Vec<&str> = inputs.iter().map(|i| i.text).collect();
+    let log = super::log::parse_all(&texts);
+    let pasted = pasted::Pasted::new(inputs);
+    let mut e = build(&log, Some(&pasted), options, inputs);
+    e.inputs = inputs.iter().map(|i| i.name.to_string()).collect();
+    e
+}
+
+fn build(
+    log: &NcclLog,
+    pasted: Option<&pasted::Pasted>,
+    options: &Options,
+    inputs: &[Input],
+) -> Explanation {
     let hosts = host_summaries(log);
     let context = Context::new(log, &hosts);
-    let mut findings = failure_findings(log, &context);
-    let has_ib_error = findings.iter().any(|f| f.kind == FindingKind::IbError);
-    findings.extend(socket_interface_rule(
-        &log.interfaces,
-        &log.env,
-        context.multi_node,
-    ));
+    let version = log
+        .versions
+        .first()
+        .and_then(|v| NcclVersion::parse(v))
+        .or_else(|| pasted.and_then(reason::wrapped_version));
+    // Findings that place lines come first, so that no generic finding repeats them.
+    let mut placed: Vec<Placed> = Vec::new();
+    let mut findings: Vec<Finding> = Vec::new();
+    if let Some(p) = pasted {
+        placed.extend(reason::ifname_rule(log, p));
+        placed.extend(hosts::bootstrap_rule(log, p));
+        placed.extend(reason::topology_file_rule(log, p));
+        placed.extend(ib::completion_findings(p));
+        placed.extend(torch::torch_findings(p));
+        placed.extend(reason::invalid_device_ordinal_rule(p));
+        let shown = version.map(|v| v.to_string());
+        let lines = signatures::line_findings(p, shown.as_deref());
+        // A line rule whose lines another rule already placed says nothing new.
+        for l in lines {
+            let taken = l
+                .lines
+                .iter()
+                .all(|at| placed.iter().any(|p| p.lines.contains(at)));
+            if !taken || l.lines.is_empty() {
+                placed.push(l);
+            }
+        }
+        placed.extend(reason::crash_rule(p));
+    }
+    // (line number, text) of every placed line; a failure is placed where one line has
+    // its number and holds its text (line numbers restart in each file).
+    let placed_lines: Vec<(usize, String)> = match pasted {
+        Some(p) => placed
+            .iter()
+            .flat_map(|x| x.lines.iter())
+            .filter_map(|&(file, number)| {
+                p.lines
+                    .iter()
+                    .find(|l| l.file == file && l.number == number)
+                    .map(|l| (number, l.text.to_string()))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let is_placed = |number: Option<usize>, text: &str| {
+        let t = text.trim();
+        !t.is_empty()
+            && placed_lines
+                .iter()
+                .any(|(n, p)| number.is_none_or(|m| m == *n) && p.contains(t))
+    };
+    findings.extend(placed.into_iter().map(|p| p.finding));
+    let mut from_failures = failure_findings(log, &context, &is_placed);
+    if let Some(p) = pasted {
+        let (arch, first) = reason::arch_words(p);
+        for f in from_failures
+            .iter_mut()
+            .filter(|f| f.kind == FindingKind::NcclLacksArch)
+        {
+            *f = Finding::new(
+                FindingKind::NcclLacksArch,
+                f.evidence.clone(),
+                &[
+                    ("text", f.evidence.first().cloned().unwrap_or_default()),
+                    ("arch", arch.clone()),
+                    ("first", first.clone()),
+                ],
+            )
+            .with_occurrences(f.occurrences);
+        }
+    }
+    if let Some(p) = pasted {
+        let words = reason::driver_words(log, p);
+        for f in from_failures
+            .iter_mut()
+            .filter(|f| f.kind == FindingKind::DriverTooOld)
+        {
+            *f = Finding::new(
+                FindingKind::DriverTooOld,
+                f.evidence.clone(),
+                &[("versions", words.clone())],
+            )
+            .with_occurrences(f.occurrences);
+        }
+    }
+    findings.extend(from_failures);
+    let has_ib_error = findings
+        .iter()
+        .any(|f| matches!(f.kind, FindingKind::IbError | FindingKind::IbCompletion));
+    let has_ifname = findings
+        .iter()
+        .any(|f| f.kind == FindingKind::IfnameNoMatch);
+    if !has_ifname {
+        findings.extend(rules::socket_interface_rule(
+            &log.interfaces,
+            &log.env,
+            context.multi_node,
+        ));
+    }
     if !has_ib_error {
-        findings.extend(ib_unavailable_rule(log, context.multi_node));
+        findings.extend(rules::ib_unavailable_rule(log, context.multi_node));
     }
     findings.extend(memory::nvls_fallback_rule(log));
-    findings.extend(shm_not_on_data_path_rule(log));
-    findings.extend(connect_retries_rule(log));
+    let inside = reason::net_inside_node_rule(log);
+    if inside.is_none() {
+        findings.extend(rules::shm_not_on_data_path_rule(log));
+    }
+    findings.extend(inside);
+    findings.extend(rules::connect_retries_rule(log));
+    findings.extend(hosts::host_identity_rule(log));
+    findings.extend(hosts::same_address_rule(log));
+    if let Some(p) = pasted {
+        findings.extend(hosts::topology_nvlink_rule(p));
+        findings.extend(builds::nccl_builds_rule(p, version));
+        let has_error = findings.iter().any(|f| f.severity == Severity::Error);
+        let one_rank = reason::one_rank_jobs(log, p);
+        let tests = tests_output::tests_findings(p, has_error);
+        findings.extend(
+            tests
+                .into_iter()
+                .map(|t| t.finding)
+                .filter(|f| one_rank.is_none() || f.kind != FindingKind::SeparateJobs),
+        );
+        findings.extend(one_rank);
+        findings.extend(reason::arch_rule(version, p));
+        findings.extend(reason::bug_findings(version, p));
+        findings.extend(reason::env_not_shown(log, p, &options.env));
+        findings.extend(ranks::across_files(inputs));
+    }
+    if let Some(p) = pasted.filter(|_| !findings.iter().any(|f| f.severity == Severity::Error)) {
+        findings.extend(memory::nvls_stops_rule(p));
+    }
+    if findings.is_empty() {
+        findings.extend(rules::init_stops_rule(log));
+    }
+    mark_consequences(&mut findings);
     // Stable: the order of appearance survives within a severity.
-    findings.sort_by_key(|f| f.severity);
+    findings.sort_by_key(|f| (f.severity, f.follows.is_some()));
+    let unplaced = unplaced_lines(log, &findings);
+    let unknown = findings.iter().any(|f| f.kind == FindingKind::OtherError);
+    let has_error = findings.iter().any(|f| f.severity == Severity::Error);
+    let collect = (findings.is_empty() || unknown || (!has_error && !unplaced.is_empty()))
+        .then(|| COLLECT.to_string());
     let nranks: BTreeSet<u32> = log.ranks.iter().map(|r| r.nranks).collect();
     Explanation {
+        inputs: Vec::new(),
+        findings,
+        unplaced,
+        collect,
         versions: log.versions.clone(),
         env: log.env.clone(),
         hosts,
@@ -113,8 +354,63 @@ pub fn explain(log: &NcclLog) -> Explanation {
         collnet: log.collnet,
         tuning: tuning_summaries(log),
         tuning_table: log.tuning_table.clone(),
-        findings,
     }
+}
+
+/// What to collect when the text does not show enough.
+const COLLECT: &str = "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV \
+                       NCCL_DEBUG_FILE=nccl.%h.%p.log (one file per rank) and give explain every \
+                       rank's file; under PyTorch add TORCH_NCCL_TRACE_BUFFER_SIZE=2000 \
+                       TORCH_NCCL_DUMP_ON_TIMEOUT=1 (the Flight Recorder).";
+
+/// Findings that follow from another in the log: the victims' errors (a socket closed,
+/// a remote error, a timeout, a TCPStore peer gone, the launcher's summary) after a
+/// cause found elsewhere (findings.toml's `follows`, and these).
+fn mark_consequences(findings: &mut [Finding]) {
+    use FindingKind::*;
+    let victim = |k: FindingKind| {
+        matches!(
+            k,
+            SocketError
+                | RemoteError
+                | SystemError
+                | TorchTimeout
+                | TorchChildFailed
+                | TcpstorePeerGone
+                | OtherError
+                | TorchWatchdogStuck
+        )
+    };
+    let root = findings
+        .iter()
+        .find(|f| f.severity == Severity::Error && !victim(f.kind) && f.kind != KnownBug)
+        .map(|f| f.kind.as_str());
+    let Some(root) = root else {
+        return;
+    };
+    for f in findings.iter_mut().filter(|f| victim(f.kind)) {
+        f.follows = Some(root);
+        f.fix = format!(
+            "Fix {root} first: this error follows from it, and its own remedies would not \
+             help."
+        );
+        f.avoid.clear();
+    }
+}
+
+/// The WARN lines of the log that no finding's evidence holds.
+fn unplaced_lines(log: &NcclLog, findings: &[Finding]) -> Vec<String> {
+    log.warnings
+        .iter()
+        .filter(|w| {
+            let m = pasted::message(w);
+            !findings
+                .iter()
+                .any(|f| f.evidence.iter().any(|e| e.contains(m)))
+        })
+        .take(5)
+        .map(|w| pasted::cut(w))
+        .collect()
 }
 
 #[cfg(test)]

@@ -10,11 +10,12 @@ use crate::units::ranges;
 /// Width the text report wraps its prose at.
 pub(super) const WIDTH: usize = 100;
 
-/// The report `nccl-bench explain` prints: sections NCCL, Ranks, Network, Transports (per
-/// rank pair) and Findings. Plain text, no colors.
+/// The report `nccl-bench explain` prints: the findings first, then sections NCCL, Ranks,
+/// Network, Transports (per rank pair). Plain text, no colors.
 pub fn render_text(e: &Explanation) -> String {
     let mut out = String::new();
-    out.push_str("NCCL\n");
+    render_findings(&mut out, e);
+    out.push_str("\nNCCL\n");
     match e.versions.as_slice() {
         [] => out.push_str("  version: not in the log\n"),
         v => {
@@ -128,37 +129,6 @@ pub fn render_text(e: &Explanation) -> String {
     let _ = writeln!(out, "  CollNet: {collnet}");
 
     render_tuning(&mut out, e);
-    out.push_str("\nFindings\n");
-    if e.findings.is_empty() {
-        out.push_str("  no known failure signature in the log\n");
-    }
-    for (i, f) in e.findings.iter().enumerate() {
-        let times = if f.occurrences > 1 {
-            format!(" ({} lines)", f.occurrences)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "  {}. [{}] {}{times}",
-            i + 1,
-            f.severity.as_str(),
-            f.kind.title()
-        );
-        for line in &f.evidence {
-            let _ = writeln!(out, "     > {line}");
-        }
-        if f.occurrences > f.evidence.len() {
-            let _ = writeln!(out, "     > ... {} more", f.occurrences - f.evidence.len());
-        }
-        wrap_into(
-            &mut out,
-            &format!("Diagnosis: {}", f.diagnosis),
-            "     ",
-            "       ",
-        );
-        wrap_into(&mut out, &format!("Fix: {}", f.fix), "     ", "       ");
-    }
     out
 }
 
@@ -229,5 +199,55 @@ fn render_tuning(out: &mut String, e: &Explanation) {
             };
             let _ = writeln!(out, "    {line}");
         }
+    }
+}
+
+/// The `Findings` section: each finding's title, evidence, cause, fix, what not to do,
+/// what it follows from and its sources; the lines no finding placed.
+fn render_findings(out: &mut String, e: &Explanation) {
+    out.push_str("Findings\n");
+    if e.findings.is_empty() {
+        out.push_str("  no known failure signature in the text\n");
+    }
+    for (i, f) in e.findings.iter().enumerate() {
+        let times = if f.occurrences > 1 {
+            format!(" ({} lines)", f.occurrences)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {}. [{}] {}{times}",
+            i + 1,
+            f.severity.as_str(),
+            f.title
+        );
+        for line in &f.evidence {
+            let _ = writeln!(out, "     > {line}");
+        }
+        if f.occurrences > f.evidence.len() {
+            let _ = writeln!(out, "     > ... {} more", f.occurrences - f.evidence.len());
+        }
+        if let Some(root) = f.follows {
+            let _ = writeln!(out, "     Follows from: {root} (above); fix that first.");
+        }
+        wrap_into(out, &format!("Cause: {}", f.cause), "     ", "       ");
+        wrap_into(out, &format!("Fix: {}", f.fix), "     ", "       ");
+        if !f.avoid.is_empty() {
+            wrap_into(out, &format!("Not: {}", f.avoid), "     ", "       ");
+        }
+        for (i, s) in f.sources.iter().enumerate() {
+            let label = if i == 0 { "Source:" } else { "       " };
+            let _ = writeln!(out, "     {label} {s}");
+        }
+    }
+    if !e.unplaced.is_empty() {
+        out.push_str("  Lines no finding explains:\n");
+        for l in &e.unplaced {
+            let _ = writeln!(out, "     > {l}");
+        }
+    }
+    if let Some(c) = &e.collect {
+        wrap_into(out, &format!("Collect next: {c}"), "  ", "    ");
     }
 }

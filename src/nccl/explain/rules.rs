@@ -1,8 +1,8 @@
 //! Findings from the log as a whole rather than from a failure line: a socket interface NCCL
-//! chose itself or one other hosts cannot reach, no IB device on a multi-host run, and SHM
-//! that carried no connection.
+//! chose itself or one other hosts cannot reach, no IB device on a multi-host run, SHM
+//! that carried no connection, and connects NCCL kept retrying.
 
-use super::diagnosis::{is_socket_source, socket_interface_names, IFNAME_FIX};
+use super::diagnosis::{is_socket_source, socket_interface_names};
 use super::evidence::{evidence, Line};
 use super::finding::{Finding, FindingKind, Severity};
 use crate::nccl::log::{InterfaceLine, NcclLog, TransportKind};
@@ -35,58 +35,49 @@ pub fn socket_interface_rule(
     if virtual_names.is_empty() && (ifname.is_some() || !multi_node) {
         return None;
     }
-    let shown: Vec<&InterfaceLine> = if virtual_names.is_empty() {
-        lines
+    let severity = if multi_node {
+        Severity::Warning
     } else {
-        lines
-            .into_iter()
-            .filter(|l| l.names.iter().any(|n| is_virtual_interface(n)))
-            .collect()
+        Severity::Info
     };
-    let chosen_by = match ifname {
-        Some(v) => format!("NCCL_SOCKET_IFNAME=`{v}` selects it"),
-        None => {
-            "NCCL only falls back to lo or docker* when it finds no other interface".to_string()
-        }
-    };
-    let diagnosis = match (virtual_names.is_empty(), multi_node) {
-        (false, false) => format!(
-            "NCCL's socket interface is {} (loopback or virtual; {chosen_by}). That works \
-             while every rank runs on this host, but ranks on other hosts cannot reach it: a \
-             multi-node run set up like this hangs at init or fails to connect.",
-            virtual_names.join(", ")
-        ),
-        (false, true) => format!(
-            "NCCL uses {} (loopback or virtual; {chosen_by}) for its sockets in a multi-node \
-             log: ranks on other hosts cannot reach that address, which shows as connect \
-             failures or a hang at init.",
-            virtual_names.join(", ")
-        ),
-        _ => format!(
-            "NCCL chose its socket interface(s) itself ({}): without NCCL_SOCKET_IFNAME it \
-             takes the first match in its own order (ib* first, then any but docker* and lo), \
-             which on a host with several networks may not be the one the other nodes reach. \
-             Harmless if the run worked; the first suspect if it hangs or cannot connect.",
-            names.join(", ")
-        ),
-    };
-    let mut fix = format!("{IFNAME_FIX}.");
-    if !multi_node {
-        fix.push_str(" Only needed for runs across hosts.");
+    if virtual_names.is_empty() {
+        let texts: Vec<Line> = lines.iter().map(|l| Line::at(l.line, &l.text)).collect();
+        let n = texts.len();
+        return Some(
+            Finding::new(
+                FindingKind::SocketInterfaceAmbiguous,
+                evidence(texts),
+                &[("names", names.join(", "))],
+            )
+            .with_severity(severity)
+            .with_occurrences(n),
+        );
     }
-    let texts: Vec<Line> = shown.iter().map(|l| Line::at(l.line, &l.text)).collect();
-    Some(Finding {
-        kind: FindingKind::SocketInterfaceAmbiguous,
-        severity: if multi_node {
-            Severity::Warning
-        } else {
-            Severity::Info
-        },
-        occurrences: texts.len(),
-        evidence: evidence(texts),
-        diagnosis,
-        fix,
-    })
+    let shown: Vec<Line> = lines
+        .iter()
+        .filter(|l| l.names.iter().any(|n| is_virtual_interface(n)))
+        .map(|l| Line::at(l.line, &l.text))
+        .collect();
+    let n = shown.len();
+    let chosen_by = match ifname {
+        Some(v) => format!("; NCCL_SOCKET_IFNAME=`{v}` selects it"),
+        None => String::new(),
+    };
+    let mut f = Finding::new(
+        FindingKind::SocketInterfaceVirtual,
+        evidence(shown),
+        &[
+            ("names", virtual_names.join(", ")),
+            ("chosen_by", chosen_by),
+        ],
+    )
+    .with_severity(severity)
+    .with_occurrences(n);
+    if !multi_node {
+        f.cause
+            .push_str(" That works while every rank runs on this host.");
+    }
+    Some(f)
 }
 
 /// `NET/IB : No device found` (or no libibverbs) in a multi-host log whose traffic did not
@@ -106,28 +97,24 @@ pub fn ib_unavailable_rule(log: &NcclLog, multi_node: bool) -> Option<Finding> {
         return None;
     }
     let texts: Vec<Line> = none.iter().map(|l| Line::at(l.line, &l.text)).collect();
+    let n = texts.len();
     let network = match log.networks.as_slice() {
         [] => String::new(),
         n => format!(" (`Using network {}`)", n.join(", ")),
     };
-    Some(Finding {
-        kind: FindingKind::IbError,
-        severity: Severity::Warning,
-        occurrences: texts.len(),
-        evidence: evidence(texts),
-        diagnosis: format!(
-            "NCCL found no usable InfiniBand/RoCE device (`NET/IB : No device found` or no \
-             libibverbs), so traffic between nodes goes over TCP sockets{network}."
-        ),
-        fix: "If the nodes have InfiniBand or RoCE: install rdma-core (libibverbs) in the \
-              container, pass /dev/infiniband in, and pick the HCAs with NCCL_IB_HCA; if they \
-              have none, NCCL_IB_DISABLE=1 makes the choice explicit."
-            .to_string(),
-    })
+    Some(
+        Finding::new(
+            FindingKind::IbNoDevice,
+            evidence(texts),
+            &[("network", network)],
+        )
+        .with_occurrences(n),
+    )
 }
 
 /// No connection used SHM while P2P or NET carried everything: NCCL_SHM_DISABLE=1 does not
-/// change the data path. Not said when the log shows SHM was disabled already.
+/// change the data path. Not said when the log shows SHM was disabled already, nor where
+/// every connection went over the network (then the question is why, `net-inside-node`).
 pub fn shm_not_on_data_path_rule(log: &NcclLog) -> Option<Finding> {
     let shm_disabled = log
         .env
@@ -147,24 +134,19 @@ pub fn shm_not_on_data_path_rule(log: &NcclLog) -> Option<Finding> {
         .map(|(label, _)| label)
         .collect::<Vec<_>>()
         .join(" and ");
-    Some(Finding {
-        kind: FindingKind::ShmNotOnDataPath,
-        severity: Severity::Info,
-        // One summary of all the connection lines.
-        occurrences: 1,
-        evidence: vec![format!(
-            "{n} connection line(s): {}",
-            log.transports_cell().replace(';', ", ")
-        )],
-        diagnosis: format!(
-            "No connection in this log used SHM: {carriers} carried all {n} connection \
-             line(s). NCCL uses SHM only where P2P is refused, so disabling SHM does not change \
-             the data path here (as far as this log shows: a partial log can miss connections)."
-        ),
-        fix: "Keep SHM enabled: NCCL_SHM_DISABLE=1 buys nothing here. To be sure, measure \
-              both configurations with `nccl-bench sweep`."
-            .to_string(),
-    })
+    let summary = format!(
+        "{n} connection line(s): {}",
+        log.transports_cell().replace(';', ", ")
+    );
+    // One summary of all the connection lines.
+    Some(
+        Finding::new(
+            FindingKind::ShmNotOnDataPath,
+            vec![summary],
+            &[("carriers", carriers), ("n", n.to_string())],
+        )
+        .with_occurrences(1),
+    )
 }
 
 /// NCCL said it was retrying connects: the ranks cannot reach an address a peer
@@ -196,38 +178,63 @@ pub fn connect_retries_rule(log: &NcclLog) -> Option<Finding> {
     let to = if targets.is_empty() {
         "a peer (this NCCL does not name the address in its retry lines)".to_string()
     } else {
-        targets.into_iter().collect::<Vec<_>>().join(", ")
+        targets.iter().copied().collect::<Vec<_>>().join(", ")
     };
-    let mut diagnosis = format!(
-        "NCCL kept retrying to connect to {to}: {} retry line(s), the last one `{}`{}. \
-         This rank cannot reach the address the peer advertised, and the job waits at \
-         start-up until a timeout ends it.",
-        retries.len(),
+    let last_text = format!(
+        "`{}`{}",
         last.error,
         last.attempt
             .map(|(a, n)| format!(" at attempt {a} of {n}"))
             .unwrap_or_default()
     );
+    let mut f = Finding::new(
+        FindingKind::SocketConnectRetries,
+        evidence(lines),
+        &[
+            ("to", to),
+            ("n", retries.len().to_string()),
+            ("last", last_text),
+        ],
+    )
+    .with_occurrences(retries.len());
     let names = socket_interface_names(&log.interfaces);
     if !names.is_empty() {
-        diagnosis.push_str(&format!(
+        f.cause.push_str(&format!(
             " Socket interfaces in this log: {}.",
             names.join(", ")
         ));
     }
-    Some(Finding {
-        kind: FindingKind::SocketConnectRetries,
-        severity: Severity::Error,
-        occurrences: retries.len(),
-        evidence: evidence(lines),
-        diagnosis,
-        fix: format!(
-            "Check, from this node, that the peer's address is reachable (`nc -vz <addr> \
-             <port>`; a firewall or security group must allow TCP between the nodes on all \
-             ports, as NCCL listens on ephemeral ones); {IFNAME_FIX}; compare with the \
-             address the peer advertised in its `NET/Socket : Using` and `Bootstrap : Using` \
-             lines: a container's virtual interface (docker0, a veth, a CNI bridge) or lo is \
-             not reachable from other nodes."
-        ),
-    })
+    if targets.iter().any(|t| super::reason::is_docker_bridge(t)) {
+        f.cause.push_str(
+            " The address is in Docker's default bridge network (172.17.0.0/16), private to \
+             its own host: run the containers with `--network host`.",
+        );
+    }
+    Some(f)
+}
+
+/// NCCL started (its version, bootstrap or init lines) but no communicator finished its
+/// set-up, nothing failed and no connection was made: the log stops in init, as a
+/// hang's does.
+pub fn init_stops_rule(log: &NcclLog) -> Option<Finding> {
+    let started = log.nccl_lines > 0 && (!log.versions.is_empty() || !log.ranks.is_empty());
+    let complete = log.ranks.iter().any(|r| r.init_complete);
+    // Anything NCCL prints once set up (NVLS, tuning, collectives) says it got further.
+    let further = log.nvls != crate::nccl::log::NvlsUse::Unknown
+        || !log.choices.is_empty()
+        || !log.calls.is_empty()
+        || !log.tuning_table.is_empty()
+        || log.collnet;
+    if !started || complete || further || !log.failures.is_empty() || !log.connections.is_empty() {
+        return None;
+    }
+    let what = match log.versions.first() {
+        Some(v) => format!("NCCL {v}, {} line(s)", log.nccl_lines),
+        None => format!("{} line(s)", log.nccl_lines),
+    };
+    Some(Finding::new(
+        FindingKind::InitStops,
+        Vec::new(),
+        &[("started", what)],
+    ))
 }

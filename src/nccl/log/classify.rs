@@ -17,7 +17,13 @@ pub(super) fn classify_warn(message: &str, source: Option<&str>) -> Option<Failu
     }
     // Before 2.27 a failed multicast bind or add-device is only `Cuda failure 401 '...'`
     // (or 1, 802) from transport/nvls.cc.
-    if source.is_some_and(|s| s.starts_with("transport/nvls.cc")) && m.contains("cuda failure") {
+    // A CUDA that never started (`initialization error`) or ran out of memory fails there
+    // too, and is not the fabric's.
+    let not_fabric = m.contains("initialization error") || m.contains("out of memory");
+    if source.is_some_and(|s| s.starts_with("transport/nvls.cc"))
+        && m.contains("cuda failure")
+        && !not_fabric
+    {
         return Some(FailureKind::NvlsBind);
     }
     // A connect that never succeeded: refused, failed, or its retries used up
@@ -47,20 +53,28 @@ pub(super) fn classify_warn(message: &str, source: Option<&str>) -> Option<Failu
 }
 
 /// Failures an application prints from NCCL's error strings (PyTorch, nccl-tests): lines
-/// that are not NCCL's own. Narrow on purpose: `Connection refused` is not here because
-/// rendezvous clients print it while they retry.
+/// that are not NCCL's own. Narrow on purpose: a bare `Connection refused` is not here
+/// because rendezvous clients print it while they retry; NCCL's `socketStartConnect:
+/// Connect to ... failed` is.
 pub(super) fn classify_plain(message: &str) -> Option<FailureKind> {
     let m = message.to_ascii_lowercase();
     let cuda = [
         "cuda failure",
         "unhandled cuda error",
         "ncclunhandledcudaerror",
+        // p2p.cc's `failed to open CUDA IPC handle : 217 peer access is not supported`.
+        "failed to open cuda ipc handle",
     ];
     if let Some(kind) = classify_shm(&m).or_else(|| classify_nvls(&m)) {
         // PyTorch prints NCCL's last error untagged after `Last error:`.
         Some(kind)
     } else if cuda.iter().any(|s| m.contains(s)) {
         Some(FailureKind::CudaFailure)
+    } else if (m.contains("socketstartconnect") || m.contains("socketpollconnect"))
+        && connect_failed(&m)
+    {
+        // NCCL's own connect failure, repeated after PyTorch's `Last error:`.
+        Some(FailureKind::ConnectionRefused)
     } else if m.contains("remote process exited") || m.contains("ncclremoteerror") {
         Some(FailureKind::RemoteError)
     } else if m.contains("unhandled system error") || m.contains("ncclsystemerror") {

@@ -30,7 +30,7 @@ pub(super) enum Level {
 /// prefix (timestamp, `[1,0]<stdout>:`, `0: `, `[0] `) is whatever precedes the host;
 /// lines posted without `host:pid:tid [dev]` still split, with no host.
 pub(super) fn split_tagged(line: &str) -> Option<Tagged<'_>> {
-    let (start, level, end) = find_level_tag(line)?;
+    let (start, level, end) = find_level_tag(line).or_else(|| find_old_level_tag(line))?;
     let header: Vec<&str> = line[..start].split_whitespace().collect();
     let dev_at = header.iter().rposition(|t| is_dev_token(t));
     let (host, pid, tid) = match dev_at.and_then(|i| i.checked_sub(1)).map(|i| header[i]) {
@@ -85,6 +85,34 @@ fn find_level_tag(line: &str) -> Option<(usize, Level, usize)> {
                 if rest.chars().next().is_none_or(char::is_whitespace) {
                     return Some((start, level, start + 5 + word.len()));
                 }
+            }
+        }
+    }
+    None
+}
+
+/// NCCL 2.0-2.3's `host:pid:tid [dev] INFO message` (no `NCCL`): the level word right
+/// after a `host:pid:tid [dev]` header, so that other programs' `INFO` does not match.
+fn find_old_level_tag(line: &str) -> Option<(usize, Level, usize)> {
+    for (word, level) in [("INFO", Level::Info), ("WARN", Level::Warn)] {
+        for (start, _) in line.match_indices(word) {
+            let end = start + word.len();
+            let spaced = line[..start].ends_with(' ')
+                && line[end..].chars().next().is_none_or(char::is_whitespace);
+            if !spaced {
+                continue;
+            }
+            let header: Vec<&str> = line[..start].split_whitespace().collect();
+            let tail =
+                |host: &str, dev: &str| is_dev_token(dev) && split_host_pid_tid(host).0.is_some();
+            let tagged = match header.as_slice() {
+                // `host:pid:tid [0] misc/ibvwrap.cc:63 WARN`.
+                [.., host, dev, source] if is_source_token(source) => tail(host, dev),
+                [.., host, dev] => tail(host, dev),
+                _ => false,
+            };
+            if tagged {
+                return Some((start, level, end));
             }
         }
     }

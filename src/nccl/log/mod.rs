@@ -57,6 +57,16 @@ pub fn parse(text: &str) -> NcclLog {
     parser.log
 }
 
+/// Parses several texts (one per rank, as pasted) into one log, as [`parse_files`]
+/// does files.
+pub fn parse_all(texts: &[&str]) -> NcclLog {
+    let mut parser = Parser::default();
+    for text in texts {
+        parser.feed(text);
+    }
+    parser.log
+}
+
 /// Parses several files (typically one per rank, from `NCCL_DEBUG_FILE=...%h.%p`) into one
 /// log; a connection logged in two files counts once. Invalid UTF-8 is replaced, not
 /// rejected. Line numbers stay those of each file.

@@ -136,6 +136,19 @@ impl Parser {
                 push_distinct(&mut self.log.versions, version);
             }
         }
+        if let Some(rest) = message.strip_prefix("cudaDriverVersion ") {
+            self.log.driver_version = rest.trim().parse().ok().or(self.log.driver_version);
+            return true;
+        }
+        if let Some(name) = plugin_name(message) {
+            push_distinct(&mut self.log.plugins, name);
+            return true;
+        }
+        if let Some(n) = nnodes(message) {
+            if !self.log.nnodes.contains(&n) {
+                self.log.nnodes.push(n);
+            }
+        }
         if let Some(rest) = message.strip_prefix("Using network ") {
             push_distinct(&mut self.log.networks, rest.trim());
             return true;
@@ -321,6 +334,34 @@ impl Parser {
             None => self.log.ranks.push(rank),
         }
     }
+}
+
+/// The plugin a `NET/Plugin: Loaded net plugin FastSocket (v4)`, `P2P plugin IBext_v8`
+/// or `Plugin Path : /opt/hpcx/.../libnccl-net.so` line names; `internal` for the lines
+/// saying none was found (`Could not find: libnccl-net.so. Using internal network
+/// plugin.`, `No plugin found (libnccl-net.so), using internal implementation`).
+fn plugin_name(message: &str) -> Option<&str> {
+    if message.contains("NET/Plugin")
+        && (message.contains("Using internal") || message.contains("using internal"))
+    {
+        return Some("internal");
+    }
+    let rest = [
+        "Loaded net plugin ",
+        "Loaded coll plugin ",
+        "P2P plugin ",
+        "Plugin Path : ",
+    ]
+    .iter()
+    .find_map(|k| message.find(k).map(|at| &message[at + k.len()..]))?;
+    let name = rest.split(" (").next()?.trim();
+    (!name.is_empty()).then_some(name)
+}
+
+/// `nNodes N` of a topology line (`comm 0x.. rank 2 nRanks 3 nNodes 3 localRanks 1`).
+fn nnodes(message: &str) -> Option<u32> {
+    let rest = &message[message.find(" nNodes ")? + " nNodes ".len()..];
+    rest.split_whitespace().next()?.parse().ok()
 }
 
 fn push_distinct(list: &mut Vec<String>, value: &str) {

@@ -57,6 +57,17 @@ pub struct NcclLog {
     /// The model's latency/bandwidth table rank 0 prints at initialization, as printed.
     #[serde(default)]
     pub tuning_table: Vec<String>,
+    /// The CUDA version the driver supports, as NCCL prints it (`cudaDriverVersion 12020`).
+    #[serde(default)]
+    pub driver_version: Option<u32>,
+    /// Network plugins NCCL loaded (`Loaded net plugin FastSocket (v4)`, `P2P plugin
+    /// IBext_v8`), distinct, in order.
+    #[serde(default)]
+    pub plugins: Vec<String>,
+    /// `nNodes` values of the topology lines (`rank 2 nRanks 3 nNodes 3 localRanks 1`),
+    /// distinct.
+    #[serde(default)]
+    pub nnodes: Vec<u32>,
     /// Lines that came from NCCL: those with an `NCCL INFO`/`WARN`/`TRACE` tag, plus
     /// untagged lines the parser took something from (NCCL 2.28 prints its version line
     /// untagged, and some posted logs have every prefix stripped).

@@ -10,7 +10,7 @@ fn fixture_1_direct_shm_old_noprefix() {
     let Some(e) = check_fixture(
         "nccl-log-1-direct-shm-old-noprefix.txt",
         Expected {
-            findings: &[(FindingKind::SocketInterfaceAmbiguous, Severity::Info)],
+            findings: &[(FindingKind::SocketInterfaceVirtual, Severity::Info)],
             versions: NONE,
             networks: &["Socket"],
             interfaces: &[
@@ -26,7 +26,7 @@ fn fixture_1_direct_shm_old_noprefix() {
         return;
     };
     assert_eq!(e.nranks, [2]);
-    let f = finding(&e, FindingKind::SocketInterfaceAmbiguous);
+    let f = finding(&e, FindingKind::SocketInterfaceVirtual);
     assert_eq!(f.occurrences, 4);
     assert_eq!(
         f.evidence,
@@ -35,7 +35,11 @@ fn fixture_1_direct_shm_old_noprefix() {
             "line 6: NET/Socket : Using [0]lo:127.0.0.1<0>"
         ]
     );
-    assert!(f.diagnosis.contains("socket interface is lo"));
+    assert!(
+        f.cause.contains("socket interface includes lo"),
+        "{}",
+        f.cause
+    );
 }
 
 #[test]
@@ -68,9 +72,9 @@ fn fixture_2_shm_direct_2_25_rtx5090() {
         ]
     );
     assert!(
-        f.diagnosis.contains("Here: at a kernel launch"),
+        f.cause.contains("Here: CUDA_ERROR_INVALID_VALUE (1)"),
         "{}",
-        f.diagnosis
+        f.cause
     );
 }
 
@@ -243,16 +247,16 @@ fn fixture_5a_shm_enospc_errno28_p2p_ipc() {
     // The segment size of the `(size N)` line; 2 channels, no SHM peer seen (1 assumed),
     // 2 GPUs on the node: 33030528 x 2 x 1 x 2 = 132122112 B.
     assert!(
-        f.diagnosis.contains(
+        f.cause.contains(
             "Needed: about 126.0 MiB = 33030528 B x 2 channel(s) x 1 SHM peer(s) per rank x 2 local rank(s)"
         ),
         "{}",
-        f.diagnosis
+        f.cause
     );
-    assert!(f.diagnosis.contains("as in a ring"));
-    assert!(f.diagnosis.contains("on ucwlai-k8snode-12-123"));
+    assert!(f.cause.contains("as in a ring"));
+    assert!(f.cause.contains("on ucwlai-k8snode-12-123"));
     assert!(f
-        .diagnosis
+        .cause
         .contains("No connection in this log used the SHM transport"));
     assert!(f.fix.contains("--shm-size=1g"));
     assert_eq!(
@@ -287,11 +291,9 @@ fn fixture_5b_shm_failed_to_extend_multinode() {
             "line 13: Error while creating shared memory segment /dev/shm/nccl-fjwOOB (size 5967872)"
         ]
     );
+    assert!(f.cause.contains("One segment here is 5967872 B (5.7 MiB)."));
     assert!(f
-        .diagnosis
-        .contains("One segment here is 5967872 B (5.7 MiB)."));
-    assert!(f
-        .diagnosis
+        .cause
         .contains("this log does not show the channel count."));
 }
 
@@ -327,7 +329,7 @@ fn fixture_5c_posix_fallocate_ring_2_5() {
         f.evidence,
         ["line 9: Call to posix_fallocate failed : No space left on device"]
     );
-    assert!(f.diagnosis.contains("does not give the segment size"));
+    assert!(f.cause.contains("does not give the segment size"));
 }
 
 #[test]
@@ -426,7 +428,7 @@ fn fixture_8_multinode_socket_connect_abort() {
         connect.evidence,
         ["line 3: socketStartConnect: Connect to 10.0.0.2<45763> failed : Software caused connection abort"]
     );
-    assert!(connect.diagnosis.contains("(10.0.0.2<45763>)"));
+    assert!(connect.cause.contains("(10.0.0.2<45763>)"));
     let socket = finding(&e, FindingKind::SocketError);
     assert_eq!(
         socket.evidence,
@@ -435,7 +437,7 @@ fn fixture_8_multinode_socket_connect_abort() {
             "line 18: Socket recv failed while polling for opId=0x7f6f18cb7f40"
         ]
     );
-    assert!(socket.diagnosis.contains("this rank is a victim"));
+    assert!(socket.cause.contains("this rank is a victim"));
 }
 
 #[test]
@@ -498,7 +500,7 @@ fn fixture_8d_p2p_ipc_read_net_socket_finalize_accept() {
         f.evidence,
         ["line 17: socketFinalizeAccept: wrong type 4 != 3"]
     );
-    assert!(f.diagnosis.contains("something else answered"));
+    assert!(f.cause.contains("something else answered"));
 }
 
 /// Every file in the folder has its test above: a new fixture must get one.

@@ -25,26 +25,27 @@ fn shm_no_space_estimates_the_need_from_segment_channels_peers_and_local_ranks()
     assert_eq!(f.occurrences, 1);
     // 9637888 x 2 channels x 1 SHM peer x 2 local ranks = 38551552 B.
     assert!(
-        f.diagnosis.contains(
+        f.cause.contains(
             "Needed: about 36.8 MiB = 9637888 B x 2 channel(s) x 1 SHM peer(s) per rank x 2 local rank(s)"
         ),
         "{}",
-        f.diagnosis
+        f.cause
     );
-    assert!(f.diagnosis.contains("the most SHM senders one rank had"));
-    assert!(f.diagnosis.contains("2 rank(s) on h"));
-    assert!(!f
-        .diagnosis
-        .contains("No connection in this log used the SHM"));
+    assert!(f.cause.contains("the most SHM senders one rank had"));
+    assert!(f.cause.contains("2 rank(s) on h"));
+    assert!(!f.cause.contains("No connection in this log used the SHM"));
     for part in [
         "--shm-size=1g",
         "--ipc=host",
         "emptyDir: {medium: Memory}",
         "/dev/shm",
-        "NCCL_SHM_DISABLE=1 only hides",
-        "network path",
     ] {
         assert!(f.fix.contains(part), "{part}: {}", f.fix);
+    }
+    // Disabling SHM is what not to do, and said apart from the fix.
+    assert!(!f.fix.contains("NCCL_SHM_DISABLE"), "{}", f.fix);
+    for part in ["NCCL_SHM_DISABLE=1 only hides", "network path"] {
+        assert!(f.avoid.contains(part), "{part}: {}", f.avoid);
     }
 }
 
@@ -53,7 +54,7 @@ fn shm_no_space_without_sizes_or_channels_says_what_is_missing() {
     let no_size = explain(&parse(
         "h:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n",
     ));
-    let d = &finding(&no_size, FindingKind::ShmNoSpace).diagnosis;
+    let d = &finding(&no_size, FindingKind::ShmNoSpace).cause;
     assert!(d.contains("does not give the segment size"), "{d}");
     assert!(d.contains("9637888 B (9.2 MiB)"), "{d}");
     assert!(!d.contains("Needed:"), "{d}");
@@ -61,7 +62,7 @@ fn shm_no_space_without_sizes_or_channels_says_what_is_missing() {
     let no_channels = explain(&parse(
         "h:1:2 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 5967872)\n",
     ));
-    let d = &finding(&no_channels, FindingKind::ShmNoSpace).diagnosis;
+    let d = &finding(&no_channels, FindingKind::ShmNoSpace).cause;
     assert!(d.contains("5967872 B (5.7 MiB)"), "{d}");
     assert!(d.contains("does not show the channel count."), "{d}");
     let f = finding(&no_channels, FindingKind::ShmNoSpace);
@@ -78,8 +79,8 @@ fn attach_enoent_points_at_ipc_namespaces_not_at_disabling_shm() {
         [(FindingKind::ShmAttachMissing, Severity::Error)]
     );
     let f = finding(&e, FindingKind::ShmAttachMissing);
-    assert!(f.diagnosis.contains("IPC namespaces"));
-    assert!(f.diagnosis.contains("not a reason to disable SHM"));
+    assert!(f.cause.contains("IPC namespaces"));
+    assert!(f.avoid.starts_with("Disabling SHM"), "{}", f.avoid);
     assert!(f.fix.contains("--ipc=host"));
     assert!(f.fix.contains("/dev/shm/nccl-*"));
 }
@@ -95,9 +96,9 @@ fn connect_failures_and_timeouts_point_at_the_socket_interface() {
     assert_eq!(kinds(&e), [(FindingKind::SocketConnect, Severity::Error)]);
     let f = finding(&e, FindingKind::SocketConnect);
     assert_eq!(f.occurrences, 2);
-    assert!(f.diagnosis.contains("(10.0.0.2<45763>)"), "{}", f.diagnosis);
-    assert!(f.diagnosis.contains("Socket interfaces in this log: eth0."));
-    assert!(f.diagnosis.contains("NCCL_SOCKET_IFNAME is set to `eth`"));
+    assert!(f.cause.contains("(10.0.0.2<45763>)"), "{}", f.cause);
+    assert!(f.cause.contains("Socket interfaces in this log: eth0."));
+    assert!(f.cause.contains("NCCL_SOCKET_IFNAME is set to `eth`"));
     assert!(f.fix.contains("NCCL_SOCKET_IFNAME=eth0"));
     assert!(f.fix.contains("`^docker0,lo` excludes"));
     assert!(f.fix.contains("ports"));
@@ -109,14 +110,14 @@ fn socket_errors_after_connecting_say_whether_the_peer_died_or_something_else_an
         "h:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node1<57557>\n",
     ));
     let f = finding(&closed, FindingKind::SocketError);
-    assert!(f.diagnosis.contains("this rank is a victim"));
-    assert!(!f.diagnosis.contains("wrong type"));
+    assert!(f.cause.contains("this rank is a victim"));
+    assert!(!f.cause.contains("wrong type"));
     let wrong = explain(&parse(
         "h:1:2 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 4 != 3\n",
     ));
     let f = finding(&wrong, FindingKind::SocketError);
-    assert!(f.diagnosis.contains("something else answered"));
-    assert!(!f.diagnosis.contains("victim"));
+    assert!(f.cause.contains("something else answered"));
+    assert!(!f.cause.contains("victim"));
     assert!(f.fix.contains("same NCCL version"));
 }
 
@@ -136,7 +137,7 @@ fn socket_interface_rule_warns_on_multi_host_logs_and_virtual_interfaces_only() 
         (f.kind, f.severity),
         (FindingKind::SocketInterfaceAmbiguous, Severity::Warning)
     );
-    assert!(f.diagnosis.contains("(eth0, eth1)"), "{}", f.diagnosis);
+    assert!(f.cause.contains("(eth0, eth1)"), "{}", f.cause);
     assert!(f.fix.contains("NCCL_SOCKET_IFNAME"));
     assert_eq!(
         f.evidence,
@@ -150,16 +151,19 @@ fn socket_interface_rule_warns_on_multi_host_logs_and_virtual_interfaces_only() 
                   a:1:2 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.2<0>\n";
     let f = interface_rule(docker, true).unwrap();
     assert_eq!(f.severity, Severity::Warning);
-    assert!(f.diagnosis.contains("docker0"));
-    assert!(f
-        .diagnosis
-        .contains("NCCL_SOCKET_IFNAME=`docker` selects it"));
+    assert!(f.cause.contains("docker0"));
+    assert!(f.cause.contains("NCCL_SOCKET_IFNAME=`docker` selects it"));
     // lo on one host: a note, since it only breaks runs across hosts.
     let lo = "Bootstrap : Using lo:127.0.0.1<0>\nNCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n";
     let f = interface_rule(lo, false).unwrap();
     assert_eq!(f.severity, Severity::Info);
-    assert!(f.diagnosis.contains("is lo (loopback or virtual"));
-    assert!(f.fix.contains("Only needed for runs across hosts"));
+    assert_eq!(f.kind, FindingKind::SocketInterfaceVirtual);
+    assert!(
+        f.cause.contains("includes lo (loopback or virtual"),
+        "{}",
+        f.cause
+    );
+    assert!(f.cause.contains("works while every rank runs on this host"));
     // IB interface lines are not socket interfaces.
     let ib = "a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE; OOB eth0:10.0.0.1<0>\n";
     assert_eq!(interface_rule(ib, true), None);
@@ -207,9 +211,7 @@ fn ib_failures_become_ib_errors_with_or_without_an_error_return() {
         f.evidence,
         ["line 1: NET/IB : Got completion from peer 10.0.0.2<1234> with error 12, opcode 0, len 0, vendor err 129"]
     );
-    assert!(f
-        .diagnosis
-        .contains("`error 12` is a transport retry timeout"));
+    assert!(f.cause.contains("`error 12` is a transport retry timeout"));
     for part in ["NCCL_IB_HCA", "NCCL_IB_DISABLE=1", "NCCL_IB_GID_INDEX"] {
         assert!(f.fix.contains(part), "{part}");
     }
@@ -237,17 +239,18 @@ fn no_ib_device_is_a_warning_only_across_hosts_that_did_not_use_ib() {
     assert!(single.findings.is_empty(), "{:#?}", single.findings);
     let multi = format!("{text}b:1:2 [0] NCCL INFO NET/IB : No device found.\n");
     let e = explain(&parse(&multi));
-    assert_eq!(kinds(&e), [(FindingKind::IbError, Severity::Warning)]);
-    let f = finding(&e, FindingKind::IbError);
+    assert_eq!(kinds(&e), [(FindingKind::IbNoDevice, Severity::Warning)]);
+    let f = finding(&e, FindingKind::IbNoDevice);
     assert_eq!(f.occurrences, 2);
     assert_eq!(f.evidence, ["line 1: NET/IB : No device found."]);
-    assert!(f.diagnosis.contains("TCP sockets (`Using network Socket`)"));
-    assert!(f.fix.contains("NCCL_IB_DISABLE=1"));
+    assert!(f.cause.contains("TCP sockets (`Using network Socket`)"));
+    // Without IB hardware NCCL takes sockets by itself: nothing to set.
+    assert!(!f.fix.contains("NCCL_IB_DISABLE=1") && f.fix.contains("nothing needs setting"));
     let used =
         format!("{multi}a:1:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n");
     assert!(!kinds(&explain(&parse(&used)))
         .iter()
-        .any(|(k, _)| *k == FindingKind::IbError));
+        .any(|(k, _)| *k == FindingKind::IbNoDevice));
 }
 
 #[test]
@@ -255,29 +258,38 @@ fn cuda_failures_get_the_hint_of_their_cuda_error() {
     let e = explain(&parse(
         "h:1:2 [0] init.cc:1 NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'\n",
     ));
-    assert_eq!(kinds(&e), [(FindingKind::CudaFailure, Severity::Error)]);
-    let f = finding(&e, FindingKind::CudaFailure);
+    // A driver older than the runtime is a finding of its own.
+    assert_eq!(kinds(&e), [(FindingKind::DriverTooOld, Severity::Error)]);
+    let f = finding(&e, FindingKind::DriverTooOld);
     assert!(
-        f.diagnosis.contains("Here: the NVIDIA driver is older"),
+        f.title.contains("driver is older than the CUDA runtime"),
         "{}",
-        f.diagnosis
+        f.title
     );
     assert!(f.fix.contains("nvidia-smi"));
+    // The hint: the error's name and number and what it means (cuda.toml).
     assert_eq!(
-        cuda_hint("Cuda failure 'out of memory'").map(|h| h.starts_with("the GPU ran out")),
+        cuda_hint("Cuda failure 'out of memory'")
+            .map(|h| h.starts_with("cudaErrorMemoryAllocation (2)")),
         Some(true)
     );
     assert!(
         cuda_hint("Cuda failure 'no kernel image is available for execution on the device'")
             .unwrap()
-            .contains("architecture")
+            .starts_with("cudaErrorNoKernelImageForDevice (209)")
     );
+    let other = explain(&parse(
+        "h:1:2 [0] init.cc:1 NCCL WARN Cuda failure 'an illegal memory access was encountered'\n",
+    ));
+    assert!(finding(&other, FindingKind::CudaFailure)
+        .cause
+        .contains("Here: cudaErrorIllegalAddress (700)"));
     assert_eq!(cuda_hint("Cuda failure 'something new'"), None);
     let unknown = explain(&parse(
         "h:1:2 [0] a.cc:1 NCCL WARN Cuda failure 'something new'\n",
     ));
     assert!(finding(&unknown, FindingKind::CudaFailure)
-        .diagnosis
+        .cause
         .contains("Common causes"));
 }
 
@@ -297,18 +309,20 @@ fn a_pytorch_traceback_explains_the_system_error_by_the_last_error_line() {
     assert_eq!(
         kinds(&e),
         [
-            (FindingKind::SystemError, Severity::Error),
-            (FindingKind::ShmNoSpace, Severity::Error)
+            (FindingKind::ShmNoSpace, Severity::Error),
+            (FindingKind::SystemError, Severity::Error)
         ]
     );
+    // The system error follows from the /dev/shm one: said so, and its fix is that one's.
     let system = finding(&e, FindingKind::SystemError);
     assert_eq!(system.occurrences, 2);
-    assert!(system
-        .diagnosis
-        .contains("(shm-no-space) are the likely cause"));
-    assert!(system
-        .fix
-        .contains("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"));
+    assert_eq!(system.follows, Some("shm-no-space"));
+    assert!(system.cause.contains("(shm-no-space) are the likely cause"));
+    assert!(
+        system.fix.starts_with("Fix shm-no-space first"),
+        "{}",
+        system.fix
+    );
     let shm = finding(&e, FindingKind::ShmNoSpace);
     assert_eq!(
         shm.evidence,
@@ -316,7 +330,7 @@ fn a_pytorch_traceback_explains_the_system_error_by_the_last_error_line() {
     );
     // No channel or rank in a traceback.
     assert!(shm
-        .diagnosis
+        .cause
         .contains("does not show the channel count or how many ranks share a node"));
 }
 
@@ -405,10 +419,10 @@ fn shm_not_on_data_path_needs_connections_none_of_them_shm_and_shm_not_disabled(
         ["3 connection line(s): P2P/CUMEM:67%, NET/IB:33%"]
     );
     assert!(f
-        .diagnosis
+        .cause
         .contains("P2P/CUMEM and NET/IB carried all 3 connection line(s)"));
     assert!(f
-        .diagnosis
+        .cause
         .contains("disabling SHM does not change the data path here"));
     let disabled = format!("h:1:2 [0] NCCL INFO NCCL_SHM_DISABLE set by environment to 1.\n{p2p}");
     assert_eq!(shm_not_on_data_path_rule(&parse(&disabled)), None);
@@ -430,9 +444,9 @@ fn findings_are_ordered_by_severity_then_appearance() {
     assert_eq!(
         kinds(&e),
         [
-            (FindingKind::CudaFailure, Severity::Error),
+            (FindingKind::GpuOutOfMemory, Severity::Error),
             (FindingKind::ShmAttachMissing, Severity::Error),
-            (FindingKind::SocketInterfaceAmbiguous, Severity::Info),
+            (FindingKind::SocketInterfaceVirtual, Severity::Info),
             (FindingKind::ShmNotOnDataPath, Severity::Info)
         ]
     );
@@ -443,7 +457,7 @@ fn evidence_keeps_three_distinct_lines_cut_to_length() {
     let mut text = String::new();
     for i in 0..5 {
         text.push_str(&format!(
-            "h:1:2 [0] x.cc:1 NCCL WARN Cuda failure 'out of memory'\nh:1:2 [0] x.cc:1 NCCL WARN Cuda failure {i} '{}'\n",
+            "h:1:2 [0] x.cc:1 NCCL WARN Cuda failure 'an illegal memory access was encountered'\nh:1:2 [0] x.cc:1 NCCL WARN Cuda failure 90{i} '{}'\n",
             "x".repeat(300)
         ));
     }
@@ -451,11 +465,14 @@ fn evidence_keeps_three_distinct_lines_cut_to_length() {
     let f = finding(&e, FindingKind::CudaFailure);
     assert_eq!(f.occurrences, 10);
     assert_eq!(f.evidence.len(), 3);
-    assert_eq!(f.evidence[0], "line 1: Cuda failure 'out of memory'");
-    assert!(f.evidence[1].starts_with("line 2: Cuda failure 0 'xxx"));
+    assert_eq!(
+        f.evidence[0],
+        "line 1: Cuda failure 'an illegal memory access was encountered'"
+    );
+    assert!(f.evidence[1].starts_with("line 2: Cuda failure 900 'xxx"));
     assert!(f.evidence[1].ends_with("..."));
     assert_eq!(f.evidence[1].chars().count(), MAX_EVIDENCE_CHARS + 3);
-    assert!(f.evidence[2].starts_with("line 4: Cuda failure 1 "));
+    assert!(f.evidence[2].starts_with("line 4: Cuda failure 901 "));
 }
 
 /// A start-up hang that shows only as connect retries, in the wording of each NCCL
@@ -484,7 +501,7 @@ fn a_hang_that_shows_only_as_connect_retries_is_named() {
         "2 retry line(s), the last one `Connection refused`",
         "Socket interfaces in this log: eth0.",
     ] {
-        assert!(f.diagnosis.contains(part), "{part}: {}", f.diagnosis);
+        assert!(f.cause.contains(part), "{part}: {}", f.cause);
     }
     for part in [
         "nc -vz",
@@ -503,11 +520,11 @@ fn a_hang_that_shows_only_as_connect_retries_is_named() {
     let f = finding(&new, FindingKind::SocketConnectRetries);
     assert_eq!(f.occurrences, 2);
     assert!(
-        f.diagnosis.contains(
+        f.cause.contains(
             "NCCL kept retrying to connect to 10.0.0.2<43211>: 2 retry line(s), the last one `Connection timed out` at attempt 2 of 34"
         ),
         "{}",
-        f.diagnosis
+        f.cause
     );
     assert_eq!(
         f.evidence,
@@ -537,4 +554,154 @@ fn spent_connect_retries_are_a_failed_connect() {
         let e = explain(&log);
         assert_eq!(kinds(&e), [(FindingKind::SocketConnect, Severity::Error)], "{warn}");
     }
+}
+
+// ---- Identities, addresses, builds, crashes (each read both ways) ----
+
+fn pasted(files: &[(&str, &str)]) -> Explanation {
+    let inputs: Vec<Input> = files
+        .iter()
+        .map(|(name, text)| Input { name, text })
+        .collect();
+    explain_inputs(&inputs, &Options::default())
+}
+
+fn ids(e: &Explanation) -> Vec<&'static str> {
+    e.findings.iter().map(|f| f.kind.as_str()).collect()
+}
+
+#[test]
+fn two_ranks_on_one_gpu_of_one_node_are_named_but_not_two_nodes_with_one_hostname() {
+    // NCCL 2.3 (no `NCCL` tag): ranks 2 and 10 both on GPU [2] of learngpu060, joined by P2P.
+    let one_node = "learngpu060:1:9 [2] INFO Ring 00 : 2[2] -> 3[3] via P2P/IPC\n\
+                    learngpu060:2:9 [6] INFO Ring 00 : 6[6] -> 10[2] via P2P/IPC\n";
+    let e = pasted(&[("-", one_node)]);
+    let f = finding(&e, FindingKind::HostIdentity);
+    assert!(f.title.contains("learngpu060") && f.cause.contains("Ranks 2 and 10 both use GPU [2]"));
+    assert!(f.fix.contains("hostname") && f.fix.contains("NCCL_HOSTID"));
+    // Two nodes named `user`, joined by the network: NCCL told them apart.
+    let two_nodes = "user:1:9 [6] NCCL INFO Channel 00/0 : 6[6] -> 7[7] via P2P/IPC/read\n\
+                     user:2:9 [7] NCCL INFO Channel 00/0 : 15[7] -> 14[6] via P2P/IPC/read\n\
+                     user:3:9 [0] NCCL INFO Channel 01/0 : 9[1] -> 0[0] [receive] via NET/Socket/0\n";
+    assert!(!ids(&pasted(&[("-", two_nodes)])).contains(&"host-identity"));
+    // NCCL 2.4: every process sees one GPU, `[0]`, so the device says nothing.
+    let one_gpu_each = "c6:1:9 [0] NCCL INFO Ring 00 : 1[0] -> 2[0] via direct shared memory\n\
+                        c6:2:9 [0] NCCL INFO Ring 00 : 2[0] -> 3[0] via direct shared memory\n";
+    assert!(!ids(&pasted(&[("-", one_gpu_each)])).contains(&"host-identity"));
+}
+
+#[test]
+fn hosts_announcing_one_address_are_named_and_distinct_addresses_are_not() {
+    let a = "c6ad:1:1 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>\n";
+    let b = "26a4:1:1 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>\n";
+    let e = pasted(&[("m1.log", a), ("m2.log", b)]);
+    let f = finding(&e, FindingKind::SameAddress);
+    assert!(f.title.contains("172.17.0.2") && f.cause.contains("Docker's default bridge"));
+    assert!(f.fix.contains("--network=host"));
+    let c = "26a4:1:1 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.2<0>\n";
+    assert!(!ids(&pasted(&[("m1.log", a), ("m2.log", c)])).contains(&"same-address"));
+}
+
+#[test]
+fn a_bootstrap_system_error_names_the_interface_it_used() {
+    let text = "h:1:2 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB/SHARP [RO]; OOB ibp75s0:192.168.0.103<0>\n\
+                h:1:2 [3] NCCL INFO misc/socket.cc:567 -> 2\n\
+                h:1:2 [3] NCCL INFO bootstrap.cc:270 -> 2\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::BootstrapFailed);
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.title.contains("ibp75s0") && f.cause.contains("192.168.0.103"));
+    assert!(f.fix.contains("NCCL_SOCKET_IFNAME") && f.avoid.contains("NCCL_IB_DISABLE=1"));
+    // Another file's `-> 2` is not the bootstrap's.
+    let other = text.replace("bootstrap.cc:270", "transport/net.cc:100");
+    assert!(!ids(&pasted(&[("-", &other)])).contains(&"bootstrap-failed"));
+}
+
+#[test]
+fn a_log_that_ends_binding_nvls_memory_points_at_nvls_and_one_that_ends_later_does_not() {
+    let bind = "c2:1:2 [0] NCCL INFO NVLS Bind mem 0xac0000000 UC handle 0x7f MC handle 0x7e size 1073741824\n";
+    let e = pasted(&[("-", bind)]);
+    let f = finding(&e, FindingKind::NvlsStops);
+    assert!(f.fix.contains("NCCL_NVLS_ENABLE=0") && f.avoid.contains("NCCL_SHM_DISABLE=1"));
+    let later = format!(
+        "{bind}c2:1:2 [0] NCCL INFO AllReduce: 33554432 Bytes -> Algo NVLS_TREE proto SIMPLE\n"
+    );
+    assert!(!ids(&pasted(&[("-", &later)])).contains(&"nvls-stops"));
+}
+
+#[test]
+fn a_node_on_a_network_plugin_and_one_on_the_internal_network_differ() {
+    let with =
+        "n04:1:2 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n";
+    let without =
+        "n11:1:2 [5] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n";
+    let e = pasted(&[("node04.log", with), ("node11.log", without)]);
+    let f = finding(&e, FindingKind::PluginsDiffer);
+    assert!(f
+        .cause
+        .contains("libnccl-net.so in node04.log; NCCL's internal network in node11.log"));
+    // The same plugin named by its path on one node and by its load line on another.
+    let loaded = "n05:1:2 [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)\n";
+    assert!(
+        !ids(&pasted(&[("node04.log", with), ("node05.log", loaded)])).contains(&"plugins-differ")
+    );
+}
+
+#[test]
+fn a_bus_error_inside_nccl_is_dev_shm_and_a_segfault_is_a_crash() {
+    let bus = "Thread 787 received signal SIGBUS, Bus error.\n\
+               #0 0x00007f in ncclShmOpen(char*, unsigned long, void**, void**, int, void**) ()\n";
+    let e = pasted(&[("-", bus)]);
+    let f = finding(&e, FindingKind::ShmSigbus);
+    assert!(f.fix.contains("--shm-size") && f.avoid.contains("NCCL_SHM_DISABLE=1"));
+    let segv = bus.replace(
+        "signal SIGBUS, Bus error",
+        "signal SIGSEGV, Segmentation fault",
+    );
+    let e = pasted(&[("-", &segv)]);
+    assert!(ids(&e).contains(&"crash") && !ids(&e).contains(&"shm-sigbus"));
+}
+
+#[test]
+fn an_invalid_argument_quotes_the_argument_nccl_refused() {
+    let text = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:2777, invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5\n\
+                ncclInvalidArgument: Invalid value for an argument.\n\
+                Last error:\n\
+                Broadcast : sendbuff (nil) is not a valid pointer\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::InvalidArgument);
+    assert!(f
+        .cause
+        .contains("`Broadcast : sendbuff (nil) is not a valid pointer`"));
+    assert!(f.fix.contains("allocated CUDA tensor"));
+    let other = text.replace("invalid argument", "unhandled system error");
+    let other = other.replace("ncclInvalidArgument: Invalid value for an argument.", "");
+    assert!(!ids(&pasted(&[("-", &other)])).contains(&"invalid-argument"));
+}
+
+#[test]
+fn nccl_tests_built_against_nccl_1_or_older_library_are_named() {
+    let one = "# NCCL Tests compiled with NCCL 1.0\n# Using devices\n";
+    let f = finding(&pasted(&[("-", one)]), FindingKind::TestsNcclBuild).clone();
+    assert!(f.title.contains("NCCL 1.0") && f.fix.contains("NCCL 2"));
+    let older = "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22703\n";
+    let f = finding(&pasted(&[("-", older)]), FindingKind::TestsNcclBuild).clone();
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.title.contains("NCCL 2.28.9 but runs with 2.27.3"),
+        "{}",
+        f.title
+    );
+    let same = "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n";
+    assert!(!ids(&pasted(&[("-", same)])).contains(&"tests-nccl-build"));
+}
+
+#[test]
+fn a_cuda_ipc_handle_refused_with_217_says_to_disable_p2p() {
+    let text = "z:1:2 [0] NCCL INFO Channel 00 : 0[2d000] -> 1[2e000] via P2P/IPC\n\
+                z:1:2 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported between these two devices\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::CudaFailure);
+    assert!(f.fix.starts_with("Set NCCL_P2P_DISABLE=1"), "{}", f.fix);
+    assert!(!ids(&e).contains(&"other-error"), "{:?}", ids(&e));
 }

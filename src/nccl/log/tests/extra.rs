@@ -245,3 +245,39 @@ fn the_2_30_trail_with_function_names_is_read() {
     );
     assert!(alone.failures.is_empty());
 }
+
+#[test]
+fn nccl_2_3_lines_without_the_nccl_word_are_read_and_other_info_is_not() {
+    let log = parse(
+        "learngpu060:3728593:3730444 [6] INFO Ring 00 : 6[6] -> 10[2] via P2P/IPC\n\
+         learngpu060:3728593:3730444 [6] misc/ibvwrap.cc:63 WARN Failed to open libibverbs.so[.1]\n\
+         INFO:root:Ring 00 : 1[1] -> 2[2] via P2P/IPC\n\
+         2021-03-01 INFO Ring 00 : 3[3] -> 4[4] via P2P/IPC\n",
+    );
+    assert_eq!(log.connections.len(), 1, "{:?}", log.connections);
+    let c = &log.connections[0];
+    assert_eq!((c.from_rank, c.to_rank, c.to_dev.as_str()), (6, 10, "2"));
+    assert_eq!(c.host.as_deref(), Some("learngpu060"));
+    assert_eq!(
+        log.interfaces.len(),
+        1,
+        "the WARN line with its source is read"
+    );
+}
+
+#[test]
+fn network_plugins_are_named_from_each_spelling_and_none_is_internal() {
+    let log = parse(
+        "h:1:2 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n",
+    );
+    assert_eq!(
+        log.plugins,
+        ["/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"]
+    );
+    for line in [
+        "h:1:2 [5] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
+        "h:1:2 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+    ] {
+        assert_eq!(parse(line).plugins, ["internal"], "{line}");
+    }
+}

@@ -346,8 +346,10 @@ fn fixture_7_nvls_2_24_3_noprefix() {
             failures: &[],
             warnings: 0,
             nvls: NvlsUse::Available,
-            // Untagged: the version, network, Init START and NVLS lines are recognised.
-            nccl_lines: 4,
+            // Untagged: the version, network, Init START and NVLS lines are recognised,
+            // and the driver's CUDA version, the two plugins loaded (net, P2P) and the
+            // plugin's path.
+            nccl_lines: 8,
         },
     ) else {
         return;

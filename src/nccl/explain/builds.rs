@@ -1,0 +1,194 @@
+//! The NCCL builds a paste names: pip wheels (`nvidia-nccl-cu12 2.18.1`), rpm and deb
+//! packages (`libnccl-2.9.9-1+cuda11.3`, `libnccl2 2.18.3-1+cuda12.2`) and library files
+//! (`libnccl.so.2.9.9`). Two builds on one machine is a common cause of an NCCL that
+//! fails at start.
+
+use super::finding::{Finding, FindingKind};
+use super::pasted::{Pasted, PastedLine};
+use crate::nccl::NcclVersion;
+
+/// One build: its version, the CUDA it was built for where the name says, and the name
+/// as written.
+#[derive(Debug, PartialEq)]
+struct Build {
+    version: String,
+    cuda: Option<String>,
+    written: String,
+}
+
+fn is_version(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// `2.9.9-1+cuda11.3.x86_64` -> (`2.9.9`, `cuda11.3`).
+fn version_and_cuda(s: &str) -> Option<(String, Option<String>)> {
+    let (version, rest) = s.split_once('-').unwrap_or((s, ""));
+    if !is_version(version) {
+        return None;
+    }
+    let cuda = rest.split_once("+cuda").map(|(_, c)| {
+        let digits: String = c
+            .chars()
+            .take_while(|ch| ch.is_ascii_digit() || *ch == '.')
+            .collect();
+        format!("cuda{}", digits.trim_end_matches('.'))
+    });
+    Some((version.to_string(), cuda))
+}
+
+/// The builds one line names.
+fn builds_of(line: &PastedLine) -> Vec<Build> {
+    let words: Vec<&str> = line.text.split_whitespace().collect();
+    let mut out = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let base = word.rsplit('/').next().unwrap_or(word);
+        // pip list: `nvidia-nccl-cu12  2.18.1`; pip freeze: `nvidia-nccl-cu12==2.18.1`.
+        if let Some(rest) = base
+            .strip_prefix("nvidia-nccl-cu")
+            .or_else(|| base.strip_prefix("nvidia_nccl_cu"))
+        {
+            let (cu, version) = match rest.split_once("==").or_else(|| rest.split_once('-')) {
+                Some((cu, v)) => (cu, v.to_string()),
+                None => (rest, words.get(i + 1).copied().unwrap_or("").to_string()),
+            };
+            if is_version(&version) {
+                out.push(Build {
+                    version: version.clone(),
+                    cuda: Some(format!("cu{cu}")),
+                    written: format!("nvidia-nccl-cu{cu} {version}"),
+                });
+            }
+            continue;
+        }
+        // rpm: `libnccl-2.9.9-1+cuda11.3.x86_64` (and -devel-, -static-).
+        if let Some(rest) = base.strip_prefix("libnccl-") {
+            let rest = rest
+                .strip_prefix("devel-")
+                .or_else(|| rest.strip_prefix("static-"))
+                .unwrap_or(rest);
+            if let Some((version, cuda)) = version_and_cuda(rest) {
+                let suffix = cuda.as_ref().map(|c| format!("+{c}")).unwrap_or_default();
+                out.push(Build {
+                    written: format!("libnccl-{version}{suffix}"),
+                    version,
+                    cuda,
+                });
+            }
+            continue;
+        }
+        // dpkg -l: `libnccl2  2.18.3-1+cuda12.2`.
+        if base == "libnccl2" || base == "libnccl-dev" {
+            if let Some((version, cuda)) = words.get(i + 1).and_then(|v| version_and_cuda(v)) {
+                let suffix = cuda.as_ref().map(|c| format!("+{c}")).unwrap_or_default();
+                out.push(Build {
+                    written: format!("libnccl2 {version}{suffix}"),
+                    version,
+                    cuda,
+                });
+            }
+            continue;
+        }
+        // A library file: `libnccl.so.2.9.9`.
+        if let Some(version) = base.strip_prefix("libnccl.so.") {
+            if is_version(version) {
+                out.push(Build {
+                    version: version.to_string(),
+                    cuda: None,
+                    written: format!("libnccl.so.{version}"),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Two or more NCCL builds in the paste (a library file counts with the package of its
+/// version); the version the log shows loaded, where it does.
+pub(super) fn nccl_builds_rule(pasted: &Pasted, loaded: Option<NcclVersion>) -> Option<Finding> {
+    let mut builds: Vec<(Build, &PastedLine)> = Vec::new();
+    for line in &pasted.lines {
+        for b in builds_of(line) {
+            let same = builds
+                .iter()
+                .any(|(k, _)| k.version == b.version && (k.cuda == b.cuda || b.cuda.is_none()));
+            if !same {
+                // A package after its library file names the build better.
+                builds.retain(|(k, _)| !(k.version == b.version && k.cuda.is_none()));
+                builds.push((b, line));
+            }
+        }
+    }
+    if builds.len() < 2 {
+        return None;
+    }
+    let loaded = loaded
+        .map(|v| format!("; the log shows NCCL {v} loaded"))
+        .unwrap_or_default();
+    let names: Vec<&str> = builds.iter().map(|(b, _)| b.written.as_str()).collect();
+    Some(Finding::new(
+        FindingKind::NcclBuilds,
+        builds
+            .iter()
+            .take(4)
+            .map(|(_, l)| pasted.evidence(l))
+            .collect(),
+        &[
+            ("count", builds.len().to_string()),
+            ("builds", names.join(", ")),
+            ("loaded", loaded),
+        ],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::pasted::Input;
+    use super::*;
+
+    fn builds(text: &str) -> Vec<String> {
+        let pasted = Pasted::new(&[Input { name: "-", text }]);
+        pasted
+            .lines
+            .iter()
+            .flat_map(builds_of)
+            .map(|b| b.written)
+            .collect()
+    }
+
+    #[test]
+    fn wheels_packages_and_library_files_are_read() {
+        assert_eq!(
+            builds("nvidia-nccl-cu11          2.14.3\nnvidia-nccl-cu12==2.18.1"),
+            ["nvidia-nccl-cu11 2.14.3", "nvidia-nccl-cu12 2.18.1"]
+        );
+        assert_eq!(
+            builds(
+                "libnccl-devel-2.9.9-1+cuda11.3.x86_64\n/var/r/libnccl-2.8.3-1+cuda10.1.x86_64.rpm"
+            ),
+            ["libnccl-2.9.9+cuda11.3", "libnccl-2.8.3+cuda10.1"]
+        );
+        assert_eq!(
+            builds("ii  libnccl2  2.18.3-1+cuda12.2  amd64\n/usr/lib64/libnccl.so.2.9.9\n/usr/lib64/libnccl.so.2"),
+            ["libnccl2 2.18.3+cuda12.2", "libnccl.so.2.9.9"]
+        );
+    }
+
+    #[test]
+    fn one_build_named_twice_is_not_two() {
+        let text = "libnccl-2.9.9-1+cuda11.3.x86_64\nlibnccl-devel-2.9.9-1+cuda11.3.x86_64\n\
+                    /usr/lib64/libnccl.so.2.9.9";
+        let pasted = Pasted::new(&[Input { name: "-", text }]);
+        assert!(nccl_builds_rule(&pasted, None).is_none());
+        let text = "nvidia-nccl-cu11 2.14.3\nnvidia-nccl-cu12 2.18.1";
+        let pasted = Pasted::new(&[Input { name: "-", text }]);
+        let f = nccl_builds_rule(&pasted, NcclVersion::parse("2.14.3")).unwrap();
+        assert!(f
+            .cause
+            .contains("nvidia-nccl-cu11 2.14.3, nvidia-nccl-cu12 2.18.1"));
+        assert!(f.cause.contains("NCCL 2.14.3 loaded"), "{}", f.cause);
+    }
+}

@@ -1,0 +1,300 @@
+//! Who is who: ranks that claim one GPU of one host, hosts that announce one address, a
+//! bootstrap that failed on the interface it used, and the NVLinks a pasted
+//! `nvidia-smi topo -m` shows.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::finding::{Finding, FindingKind};
+use super::pasted::{message, Pasted, PastedLine};
+use super::signatures::Placed;
+use crate::nccl::log::{Connection, Direction, NcclLog, TransportKind};
+
+/// Ranks that NCCL joined by P2P or SHM (one node, to NCCL; with no network connection,
+/// all the ranks of one host name) and that claim the same GPU:
+/// two processes on one GPU, or machines that share a host identity. Not read where a
+/// process shows more than one rank (several communicators number their ranks apart),
+/// nor where the node's ranks all show one device (before 2.5 the brackets hold the CUDA
+/// device, `[0]` in every process that sees one GPU).
+pub(super) fn host_identity_rule(log: &NcclLog) -> Option<Finding> {
+    let local: Vec<&Connection> = log
+        .connections
+        .iter()
+        .filter(|c| matches!(c.transport.kind, TransportKind::P2p | TransportKind::Shm))
+        .collect();
+    let mut ranks_of_pid: BTreeMap<(Option<&str>, u32), BTreeSet<u32>> = BTreeMap::new();
+    for c in local.iter().filter(|c| c.pid.is_some()) {
+        // A receive line names the peer first.
+        let own = match c.direction {
+            Some(Direction::Receive) => c.to_rank,
+            _ => c.from_rank,
+        };
+        ranks_of_pid
+            .entry((c.host.as_deref(), c.pid.unwrap_or_default()))
+            .or_default()
+            .insert(own);
+    }
+    if ranks_of_pid.values().any(|r| r.len() > 1) {
+        return None;
+    }
+    // The nodes as NCCL formed them: ranks joined by local connections.
+    let mut node: BTreeMap<u32, u32> = BTreeMap::new();
+    fn root(node: &mut BTreeMap<u32, u32>, r: u32) -> u32 {
+        let up = *node.entry(r).or_insert(r);
+        if up == r {
+            return r;
+        }
+        let top = root(node, up);
+        node.insert(r, top);
+        top
+    }
+    let mut join = |a: u32, b: u32| {
+        let (a, b) = (root(&mut node, a), root(&mut node, b));
+        node.insert(a.max(b), a.min(b));
+    };
+    for c in &local {
+        join(c.from_rank, c.to_rank);
+    }
+    // With no connection over the network, NCCL saw one node per host name: a paste cut
+    // short still joins the ranks its lines tag with one host.
+    if !log
+        .connections
+        .iter()
+        .any(|c| c.transport.kind == TransportKind::Net)
+    {
+        let mut first_of: BTreeMap<&str, u32> = BTreeMap::new();
+        for c in &local {
+            if let Some(h) = c.host.as_deref() {
+                let first = *first_of.entry(h).or_insert(c.from_rank);
+                join(first, c.from_rank);
+            }
+        }
+    }
+    let mut ranks_of_dev: BTreeMap<(u32, &str), BTreeSet<u32>> = BTreeMap::new();
+    for c in &local {
+        for (rank, dev) in [(c.from_rank, &c.from_dev), (c.to_rank, &c.to_dev)] {
+            if !dev.is_empty() {
+                let n = root(&mut node, rank);
+                ranks_of_dev
+                    .entry((n, dev.as_str()))
+                    .or_default()
+                    .insert(rank);
+            }
+        }
+    }
+    let devices_of = |n: u32| ranks_of_dev.keys().filter(|(m, _)| *m == n).count();
+    let ((n, device), ranks) = ranks_of_dev
+        .iter()
+        .find(|((n, _), r)| r.len() > 1 && devices_of(*n) > 1)?;
+    let shown: Vec<&&Connection> = local
+        .iter()
+        .filter(|c| {
+            (ranks.contains(&c.to_rank) && c.to_dev == *device)
+                || (ranks.contains(&c.from_rank) && c.from_dev == *device)
+        })
+        .take(3)
+        .collect();
+    let host = shown
+        .iter()
+        .find_map(|c| c.host.clone())
+        .unwrap_or_else(|| format!("node of rank {n}"));
+    let via = shown
+        .first()
+        .map(|c| c.transport.label.clone())
+        .unwrap_or_default();
+    let lines: Vec<String> = shown
+        .iter()
+        .map(|c| {
+            format!(
+                "line {}: {}[{}] -> {}[{}] via {}",
+                c.line, c.from_rank, c.from_dev, c.to_rank, c.to_dev, c.transport.raw
+            )
+        })
+        .collect();
+    let ranks: Vec<String> = ranks.iter().map(u32::to_string).collect();
+    let ranks = match ranks.as_slice() {
+        [a, b] => format!("{a} and {b} both"),
+        [rest @ .., last] => format!("{} and {last} all", rest.join(", ")),
+        [] => unreachable!("two ranks or more"),
+    };
+    Some(Finding::new(
+        FindingKind::HostIdentity,
+        lines,
+        &[
+            ("host", host),
+            ("device", device.to_string()),
+            ("ranks", ranks),
+            ("via", via),
+        ],
+    ))
+}
+
+/// `eth0:172.17.0.2` and the like: (interface, address) pairs of an interface line's
+/// text, the OOB one of an IB line included.
+fn addresses(text: &str) -> Vec<(&str, &str)> {
+    text.split_whitespace()
+        .filter_map(|token| {
+            let token = token.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit());
+            let token = token.trim_start_matches(']');
+            let (name, rest) = token.split_once(':')?;
+            let address = rest.split('<').next()?;
+            let plausible = rest.contains('<')
+                && !name.is_empty()
+                && (address.contains('.') || address.contains(':'));
+            plausible.then_some((name, address))
+        })
+        .collect()
+}
+
+fn is_loopback(address: &str) -> bool {
+    address.starts_with("127.") || address == "::1"
+}
+
+/// Two hosts (by the names their lines carry) announcing one address on their socket or
+/// bootstrap interface: peers that dial it reach themselves.
+pub(super) fn same_address_rule(log: &NcclLog) -> Option<Finding> {
+    let mut hosts_of: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
+    for l in &log.interfaces {
+        let Some(host) = l.host.as_deref() else {
+            continue;
+        };
+        for (name, address) in addresses(&l.text) {
+            if !is_loopback(address) {
+                hosts_of.entry((address, name)).or_default().insert(host);
+            }
+        }
+    }
+    let ((address, interface), hosts) = hosts_of.iter().find(|(_, h)| h.len() > 1)?;
+    let evidence: Vec<String> = log
+        .interfaces
+        .iter()
+        .filter(|l| l.text.contains(address))
+        .map(|l| (l.host.as_deref(), l))
+        .collect::<BTreeMap<_, _>>()
+        .into_values()
+        .take(3)
+        .map(|l| format!("line {}: {}", l.line, l.text))
+        .collect();
+    let bridge = if super::reason::is_docker_bridge(address) {
+        ", an address of Docker's default bridge network that every container has on its own \
+         machine"
+    } else {
+        ""
+    };
+    let hosts: Vec<&str> = hosts.iter().copied().collect();
+    Some(Finding::new(
+        FindingKind::SameAddress,
+        evidence,
+        &[
+            ("hosts", hosts.join(" and ")),
+            ("address", address.to_string()),
+            ("interface", interface.to_string()),
+            ("bridge", bridge.to_string()),
+        ],
+    ))
+}
+
+/// `bootstrap.cc:270 -> 2`: the bootstrap returned a system error, with no WARN line
+/// saying why; the interface it used is named from the log.
+pub(super) fn bootstrap_rule(log: &NcclLog, pasted: &Pasted) -> Option<Placed> {
+    let hits: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| {
+            let m = message(l.text);
+            m.starts_with("bootstrap.cc:") && m.ends_with("-> 2")
+        })
+        .collect();
+    let first = hits.first()?;
+    let chosen = log
+        .interfaces
+        .iter()
+        .filter(|l| l.source == "Bootstrap" || l.text.contains("OOB "))
+        .chain(log.interfaces.iter().filter(|l| l.source == "NET/Socket"))
+        .find_map(|l| {
+            let all = addresses(&l.text);
+            match l.text.split_once("OOB ") {
+                Some((_, oob)) => addresses(oob).first().copied(),
+                None => all.first().copied(),
+            }
+        });
+    let (interface, address) = match chosen {
+        Some((name, address)) => (format!("interface {name}"), format!(" ({address})")),
+        None => ("the interface NCCL picked".to_string(), String::new()),
+    };
+    let evidence = super::evidence::distinct(hits.iter().take(3).map(|l| pasted.evidence(l)));
+    let finding = Finding::new(
+        FindingKind::BootstrapFailed,
+        evidence,
+        &[
+            ("interface", interface),
+            ("address", address),
+            ("evidence", message(first.text).to_string()),
+        ],
+    )
+    .with_occurrences(hits.len());
+    Some(Placed {
+        finding,
+        lines: hits.iter().map(|l| (l.file, l.number)).collect(),
+    })
+}
+
+/// A pasted `nvidia-smi topo -m` matrix with NVLink (`NV1`, `NV12`) between GPUs.
+pub(super) fn topology_nvlink_rule(pasted: &Pasted) -> Option<Finding> {
+    let header = pasted.lines.iter().position(|l| {
+        let words: Vec<&str> = l.text.split_whitespace().collect();
+        words.len() >= 2 && words[0] == "GPU0" && words[1] == "GPU1"
+    })?;
+    let columns: Vec<&str> = pasted.lines[header]
+        .text
+        .split_whitespace()
+        .take_while(|w| w.starts_with("GPU"))
+        .collect();
+    let mut pairs: Vec<String> = Vec::new();
+    let mut shown: Vec<String> = Vec::new();
+    for l in &pasted.lines[header + 1..] {
+        let words: Vec<&str> = l.text.split_whitespace().collect();
+        let Some(row) = words.first().filter(|w| w.starts_with("GPU")) else {
+            break;
+        };
+        let cells = &words[1..];
+        let mut any = false;
+        for (col, cell) in columns.iter().zip(cells) {
+            if cell.starts_with("NV") && col > row {
+                pairs.push(format!("{}-{} ({cell})", &row[3..], &col[3..]));
+                any = true;
+            }
+        }
+        if any && shown.len() < 2 {
+            shown.push(pasted.evidence(l));
+        }
+    }
+    if pairs.is_empty() {
+        return None;
+    }
+    Some(Finding::new(
+        FindingKind::TopologyNvlink,
+        shown,
+        &[("pairs", pairs.join(", "))],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_read_from_socket_ib_and_ipv6_lines() {
+        assert_eq!(
+            addresses("Bootstrap : Using [0]eth0:172.17.0.2<0> [1]ib0:10.0.0.1<0>"),
+            vec![("eth0", "172.17.0.2"), ("ib0", "10.0.0.1")]
+        );
+        assert_eq!(
+            addresses("NET/IB : Using [0]mlx5_0:1/IB/SHARP [RO]; OOB ibp75s0:192.168.0.103<0>"),
+            vec![("ibp75s0", "192.168.0.103")]
+        );
+        assert_eq!(
+            addresses("Using [1]veth25f2e72:fe80::380d:bfff:fe5b:54d2%veth25f2e72<0>"),
+            vec![("veth25f2e72", "fe80::380d:bfff:fe5b:54d2%veth25f2e72")]
+        );
+    }
+}

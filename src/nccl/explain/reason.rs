@@ -1,0 +1,682 @@
+//! Reasoning across lines: what a setting says against what the log then shows (an
+//! interface that is not among those NCCL found, a variable set that no rank shows, a
+//! topology file for another machine, a forced protocol with wrong results), the GPU
+//! against the NCCL release, known bugs of the version, ranks on one machine that talk
+//! over the network, and crashes.
+
+use std::collections::BTreeSet;
+
+use super::finding::{Finding, FindingKind, Severity};
+use super::pasted::{cut, message, Pasted, PastedLine};
+use super::signatures::Placed;
+use crate::nccl::knowledge::{self, Arch};
+use crate::nccl::log::{NcclLog, TransportKind};
+use crate::nccl::NcclVersion;
+
+/// An address in Docker's default bridge network, 172.17.0.0/16.
+pub(super) fn is_docker_bridge(address: &str) -> bool {
+    address.starts_with("172.17.")
+}
+
+/// The value of variable `name`: as NCCL shows it (`set by environment to`), else as
+/// the paste sets it (`export NAME=V`, `-x NAME=V`, `NAME=V command`).
+pub(super) fn setting(log: &NcclLog, pasted: &Pasted, name: &str) -> Option<String> {
+    if let Some((_, v)) = log.env.iter().find(|(n, _)| n == name) {
+        return Some(v.clone());
+    }
+    pasted_setting(pasted, name)
+}
+
+/// `NAME=V` as a command line or script in the paste sets it.
+pub(super) fn pasted_setting(pasted: &Pasted, name: &str) -> Option<String> {
+    let key = format!("{name}=");
+    pasted.lines.iter().find_map(|l| {
+        let at = l.text.find(&key)?;
+        // `NCCL_SOCKET_IFNAME=eth0`, not `MY_NCCL_SOCKET_IFNAME=`.
+        let before = l.text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return None;
+        }
+        let value: String = l.text[at + key.len()..]
+            .trim_start_matches(['"', '\''])
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | '`' | ';'))
+            .collect();
+        (!value.is_empty()).then_some(value)
+    })
+}
+
+/// Whether interface `name` is selected by an NCCL_SOCKET_IFNAME value: a list of
+/// prefixes, `=` for exact names, `^` to exclude.
+fn selects(value: &str, name: &str) -> bool {
+    let (exclude, list) = match value.strip_prefix('^') {
+        Some(rest) => (true, rest),
+        None => (false, value),
+    };
+    let (exact, list) = match list.strip_prefix('=') {
+        Some(rest) => (true, rest),
+        None => (false, list),
+    };
+    let hit = list
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .any(|p| {
+            if exact {
+                name == p
+            } else {
+                name.starts_with(p)
+            }
+        });
+    hit != exclude
+}
+
+/// NCCL_SOCKET_IFNAME names no interface this host has: NCCL says it found none, or
+/// fails later on an address of no family (2.27), or the interfaces it lists do not
+/// match the value.
+pub(super) fn ifname_rule(log: &NcclLog, pasted: &Pasted) -> Option<Placed> {
+    let value = setting(log, pasted, "NCCL_SOCKET_IFNAME")?;
+    let signs: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| {
+            l.lower.contains("no socket interface found")
+                || l.lower.contains("nor af_inet6")
+                || l.lower.contains("no usable listening interface")
+        })
+        .collect();
+    let found: Vec<&String> = log
+        .interfaces
+        .iter()
+        .filter(|i| i.source == "NET/Socket" || i.source == "Bootstrap")
+        .flat_map(|i| i.names.iter())
+        .collect();
+    let mismatch = !found.is_empty() && !found.iter().any(|n| selects(&value, n));
+    // A value forced on every process by the launcher, an internal error, and no line
+    // where NCCL names the interface it found: the value may name none on some host.
+    let forced = pasted_setting(pasted, "NCCL_SOCKET_IFNAME").is_some() && found.is_empty();
+    let signs: Vec<&PastedLine> = if signs.is_empty() && forced {
+        pasted
+            .lines
+            .iter()
+            .filter(|l| l.lower.contains("internal error"))
+            .take(1)
+            .collect()
+    } else {
+        signs
+    };
+    if signs.is_empty() && !mismatch {
+        return None;
+    }
+    let mut lines: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| l.text.contains("NCCL_SOCKET_IFNAME"))
+        .take(1)
+        .collect();
+    lines.extend(signs.iter().copied());
+    let found_text = if found.is_empty() {
+        String::new()
+    } else {
+        let names: BTreeSet<&str> = found.iter().map(|s| s.as_str()).collect();
+        format!(
+            " (it uses {})",
+            names.into_iter().collect::<Vec<_>>().join(", ")
+        )
+    };
+    let evidence = super::evidence::distinct(lines.iter().map(|l| pasted.evidence(l)));
+    let finding = Finding::new(
+        FindingKind::IfnameNoMatch,
+        evidence,
+        &[("value", value), ("found", found_text)],
+    );
+    Some(Placed {
+        finding,
+        lines: lines.iter().map(|l| (l.file, l.number)).collect(),
+    })
+}
+
+/// A topology or graph file in use (set, or loaded) with a failure or a device it
+/// cannot find: the file was written for another machine.
+pub(super) fn topology_file_rule(log: &NcclLog, pasted: &Pasted) -> Option<Placed> {
+    let mut files: Vec<String> = ["NCCL_GRAPH_FILE", "NCCL_TOPO_FILE"]
+        .iter()
+        .filter_map(|n| setting(log, pasted, n).map(|v| format!("{n}={v}")))
+        .collect();
+    if files.is_empty() {
+        let loaded = pasted.lines.iter().find_map(|l| {
+            l.text
+                .split_once("Loading topology file ")
+                .map(|(_, f)| f.trim())
+        })?;
+        files.push(format!("the topology file {loaded}"));
+    }
+    let errors: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| {
+            l.lower.contains("xml import")
+                || (l.lower.contains(" dev ") && l.lower.contains("not found"))
+        })
+        .collect();
+    let failed = !errors.is_empty() || !log.failures.is_empty();
+    let text = errors
+        .first()
+        .map(|l| cut(message(l.text)))
+        .unwrap_or_else(|| "a failure at init".to_string());
+    let shown: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| {
+            l.text.contains("NCCL_GRAPH_FILE")
+                || l.text.contains("NCCL_TOPO_FILE")
+                || l.text.contains("Loading topology file")
+        })
+        .take(2)
+        .chain(errors.iter().copied())
+        .collect();
+    let evidence = super::evidence::distinct(shown.iter().map(|l| pasted.evidence(l)));
+    let mut finding = Finding::new(
+        FindingKind::TopologyFile,
+        evidence,
+        &[("files", files.join(" and ")), ("text", text)],
+    );
+    if !failed {
+        finding = finding.with_severity(Severity::Warning);
+        finding.cause = format!(
+            "NCCL loads {}: a topology or graph file describes one machine, and a job on \
+             other GPUs (fewer, or another size of VM) fails at init with it. The value may \
+             come from the environment, /etc/nccl.conf or ~/.nccl.conf, which images set for \
+             their largest size.",
+            files.join(" and ")
+        );
+    }
+    Some(Placed {
+        finding,
+        lines: errors.iter().map(|l| (l.file, l.number)).collect(),
+    })
+}
+
+/// The GPUs the text names (nvidia-smi tables, nccl-tests' device lines, PyTorch's
+/// warnings): the architecture of each, by product name or `sm_XX`.
+pub(super) fn gpus(pasted: &Pasted) -> Vec<(&'static Arch, String)> {
+    let mut out: Vec<(&'static Arch, String)> = Vec::new();
+    for l in &pasted.lines {
+        let arch = knowledge::arch_of_gpu(l.text).or_else(|| {
+            let at = l.lower.find("sm_")?;
+            let digits: String = l.lower[at + 3..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            knowledge::arch_of_sm(digits.parse().ok()?)
+        });
+        if let Some(a) = arch {
+            if !out.iter().any(|(b, _)| b.sm == a.sm) {
+                let name = a
+                    .gpus
+                    .iter()
+                    .filter(|g| {
+                        l.text
+                            .to_ascii_lowercase()
+                            .contains(&g.to_ascii_lowercase())
+                    })
+                    .max_by_key(|g| g.len())
+                    .cloned()
+                    .unwrap_or_else(|| format!("sm_{}", a.sm));
+                out.push((a, name));
+            }
+        }
+    }
+    out
+}
+
+/// NCCL older than the first release with kernels for a GPU the text names.
+pub(super) fn arch_rule(version: Option<NcclVersion>, pasted: &Pasted) -> Option<Finding> {
+    let version = version?;
+    let (arch, gpu) = gpus(pasted).into_iter().find(|(a, _)| {
+        a.first_nccl
+            .as_deref()
+            .and_then(NcclVersion::parse)
+            .is_some_and(|first| version < first)
+    })?;
+    let first = arch.first_nccl.clone().unwrap_or_default();
+    Some(Finding::new(
+        FindingKind::NcclTooOldForGpu,
+        Vec::new(),
+        &[
+            ("version", version.to_string()),
+            ("gpu", gpu),
+            ("arch", format!("sm_{}, {}", arch.sm, arch.name)),
+            ("first", first),
+            (
+                "cuda",
+                arch.first_cuda
+                    .clone()
+                    .unwrap_or_else(|| "a newer".to_string()),
+            ),
+        ],
+    ))
+    .map(|mut f| {
+        f.sources = vec![arch.source.clone()];
+        f
+    })
+}
+
+/// The architecture words of `nccl-lacks-arch` for the GPU the text names.
+pub(super) fn arch_words(pasted: &Pasted) -> (String, String) {
+    match gpus(pasted).into_iter().next() {
+        Some((a, gpu)) => (
+            format!(" ({gpu}: sm_{}, {})", a.sm, a.name),
+            a.first_nccl
+                .as_deref()
+                .map(|f| format!(" (NCCL {f} or later has sm_{} kernels)", a.sm))
+                .unwrap_or_default(),
+        ),
+        None => (String::new(), String::new()),
+    }
+}
+
+/// The known bugs the text shows at its version (releases.toml); with no version in the
+/// text, only bugs its lines alone name.
+pub(super) fn bug_findings(version: Option<NcclVersion>, pasted: &Pasted) -> Vec<Finding> {
+    let text: String = pasted
+        .lines
+        .iter()
+        .map(|l| l.text)
+        .collect::<Vec<_>>()
+        .join("\n");
+    knowledge::bugs_shown(&text, version)
+        .into_iter()
+        .map(|(b, hedged)| {
+            let shown: Vec<String> = pasted
+                .lines
+                .iter()
+                .filter(|l| {
+                    b.shows
+                        .iter()
+                        .any(|s| l.lower.contains(&s.to_ascii_lowercase()))
+                })
+                .map(|l| pasted.evidence(l))
+                .collect();
+            let versions = match (&b.first, &b.fixed) {
+                (Some(f), Some(x)) => format!(" Affected: {f} up to before {x}."),
+                (Some(f), None) => format!(" Seen from {f}; no fixed release is named."),
+                (None, Some(x)) => format!(" Fixed in {x}."),
+                (None, None) => String::new(),
+            };
+            let at = version
+                .map(|v| format!(" This log runs {v}."))
+                .unwrap_or_default();
+            let what = if hedged {
+                format!(
+                    "If this NCCL is {} up to before {} (the text does not show its version): {}",
+                    b.first.as_deref().unwrap_or("an affected release"),
+                    b.fixed.as_deref().unwrap_or("a fixed one"),
+                    b.what
+                )
+            } else {
+                b.what.clone()
+            };
+            let n = shown.len();
+            let mut f = Finding::new(
+                FindingKind::KnownBug,
+                super::evidence::distinct(shown.into_iter()),
+                &[
+                    ("id", b.id.clone()),
+                    ("what", what),
+                    ("version", format!("{versions}{at}")),
+                    ("fix", b.fix.clone()),
+                ],
+            )
+            .with_occurrences(n);
+            if hedged {
+                f.severity = Severity::Warning;
+            }
+            f.sources = vec![b.source.clone()];
+            f
+        })
+        .collect()
+}
+
+/// A process crashed on a signal; the frames after it name NCCL where they do.
+pub(super) fn crash_rule(pasted: &Pasted) -> Option<Placed> {
+    let signs = [
+        "*** process received signal ***",
+        "caught signal 11",
+        "segmentation fault",
+        "sigsegv",
+        "signal 11",
+        "segfault encountered",
+        "sigbus",
+        "caught signal 7 ",
+        "bus error",
+    ];
+    let hits: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| signs.iter().any(|s| l.lower.contains(s)))
+        .collect();
+    let first = hits.first()?;
+    let bus = hits
+        .iter()
+        .any(|l| l.lower.contains("sigbus") || l.lower.contains("bus error"));
+    let signal = if first.lower.contains("abort") {
+        "SIGABRT"
+    } else {
+        "SIGSEGV, a segmentation fault"
+    };
+    let nccl_frames: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| {
+            l.lower.contains("libnccl")
+                || l.text.contains("ncclCuMem")
+                || l.text.contains("rasMsg")
+                || l.text.contains("ncclGroupEnd")
+                || l.text.contains("ncclComm")
+                || l.text.contains("ncclShm")
+                || l.text.contains("ncclProxy")
+        })
+        .collect();
+    let inside = if nccl_frames.is_empty() {
+        String::new()
+    } else {
+        " in NCCL's code (its frames are in the backtrace)".to_string()
+    };
+    let lines: Vec<&PastedLine> = hits.iter().copied().chain(nccl_frames).collect();
+    let evidence = super::evidence::distinct(lines.iter().map(|l| pasted.evidence(l)));
+    // SIGBUS where NCCL runs is its /dev/shm mapping touched past what the tmpfs holds.
+    let finding = if bus && (!inside.is_empty() || pasted.contains("nccl")) {
+        Finding::new(FindingKind::ShmSigbus, evidence, &[("inside", inside)])
+    } else {
+        Finding::new(
+            FindingKind::Crash,
+            evidence,
+            &[("signal", signal.to_string()), ("inside", inside)],
+        )
+    }
+    .with_occurrences(hits.len());
+    Some(Placed {
+        finding,
+        lines: lines.iter().map(|l| (l.file, l.number)).collect(),
+    })
+}
+
+/// Every rank alone on its host, all traffic over the network, and hosts that look like
+/// containers of one machine (Docker's 12-hex-digit names): NCCL took one machine's
+/// ranks for separate nodes.
+pub(super) fn net_inside_node_rule(log: &NcclLog) -> Option<Finding> {
+    if log.connections.is_empty()
+        || log
+            .connections
+            .iter()
+            .any(|c| c.transport.kind != TransportKind::Net)
+    {
+        return None;
+    }
+    let hosts: BTreeSet<&str> = log
+        .connections
+        .iter()
+        .filter_map(|c| c.host.as_deref())
+        .chain(log.ranks.iter().map(|r| r.host.as_str()))
+        .filter(|h| !h.is_empty())
+        .collect();
+    let container = |h: &&str| h.len() == 12 && h.bytes().all(|b| b.is_ascii_hexdigit());
+    if hosts.len() < 2 || !hosts.iter().all(container) {
+        return None;
+    }
+    let detail = format!(
+        "Every connection goes over the network ({}), between hosts named like containers \
+         ({})",
+        log.transports_cell().replace(';', ", "),
+        hosts.iter().copied().collect::<Vec<_>>().join(", ")
+    );
+    Some(Finding::new(
+        FindingKind::NetInsideNode,
+        Vec::new(),
+        &[("detail", detail)],
+    ))
+}
+
+/// Variables the user set (`--env`, or `export`/`-x` lines in the paste) that no rank's
+/// log shows, in a log that shows other variables: they did not reach NCCL.
+pub(super) fn env_not_shown(
+    log: &NcclLog,
+    pasted: &Pasted,
+    given: &[(String, String)],
+) -> Vec<Finding> {
+    if log.env.is_empty() {
+        return Vec::new();
+    }
+    let mut set: Vec<(String, String)> = given.to_vec();
+    for l in &pasted.lines {
+        for word in l.text.split_whitespace() {
+            let word = word.trim_matches(['"', '\'', '`']);
+            if let Some((name, value)) = word.split_once('=') {
+                let exported = l.text.contains("export ") || l.text.contains("-x ");
+                if exported && name.starts_with("NCCL_") && !set.iter().any(|(n, _)| n == name) {
+                    set.push((name.to_string(), value.to_string()));
+                }
+            }
+        }
+    }
+    set.into_iter()
+        .filter(|(name, _)| name.starts_with("NCCL_") && name != "NCCL_DEBUG")
+        .filter(|(name, _)| !name.starts_with("NCCL_DEBUG"))
+        .filter(|(name, _)| !log.env.iter().any(|(n, _)| n == name))
+        .map(|(name, value)| {
+            let why = if log.plugins.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ". This run loads the network plugin {}: it is the plugin, not NCCL's own \
+                     transport, that carries the traffic",
+                    log.plugins.join(", ")
+                )
+            };
+            let shown: Vec<String> = log
+                .env
+                .iter()
+                .take(2)
+                .map(|(n, v)| format!("shown: {n} set by environment to {v}"))
+                .collect();
+            Finding::new(
+                FindingKind::EnvNotShown,
+                shown,
+                &[("name", name), ("value", value), ("why", why)],
+            )
+        })
+        .collect()
+}
+
+/// The launcher settings around `invalid device ordinal` and what to do about them:
+/// Slurm's per-task binding, nccl-tests' `-g N` in several processes per host, or
+/// neither.
+pub(super) fn ordinal_words(pasted: Option<&Pasted>) -> (String, String) {
+    let flag = pasted.and_then(|p| {
+        [
+            "--gpus-per-task",
+            "gpus-per-task",
+            "per_task",
+            "--ntasks-per-gpu",
+            "--gpu-bind",
+        ]
+        .iter()
+        .find_map(|f| {
+            p.lines.iter().find(|l| l.text.contains(f)).map(|l| {
+                let word = l
+                    .text
+                    .split_whitespace()
+                    .find(|w| w.contains(f))
+                    .unwrap_or(f)
+                    .trim_start_matches("#SBATCH")
+                    .to_string();
+                word
+            })
+        })
+    });
+    if let Some(flag) = flag {
+        return (
+            format!(
+                " under Slurm's per-task GPU binding (`{flag}` in the paste): each task's \
+                 CUDA_VISIBLE_DEVICES holds only its own GPU, as device 0, so a process that \
+                 picks its device by local rank (LOCAL_RANK, SLURM_LOCALID), or reaches a \
+                 peer's GPU, asks for one it cannot see"
+            ),
+            "Request the GPUs per node (`--gpus-per-node=N` or `--gres=gpu:N`, with \
+             `--tres-bind=gres/gpu:none` or `--gpu-bind=none`) instead of --gpus-per-task, so \
+             every task sees every GPU of its node and picks its own by local rank; or keep \
+             the per-task binding and use device 0 in each process (nccl-tests: -g 1)."
+                .to_string(),
+        );
+    }
+    let gpus_each = pasted
+        .and_then(|p| {
+            p.lines.iter().find_map(|l| {
+                let words: Vec<&str> = l.text.split_whitespace().collect();
+                let g = words.windows(2).find(|w| w[0] == "-g").map(|w| w[1])?;
+                let g: u32 = g.parse().ok()?;
+                (g > 1).then_some(g)
+            })
+        })
+        .filter(|_| {
+            pasted.is_some_and(|p| p.contains("mpirun") || p.contains("srun") || p.contains("-np "))
+        });
+    if let Some(g) = gpus_each {
+        return (
+            format!(
+                ": nccl-tests runs with -g {g} in each of several processes, so each process \
+                 asks for {g} GPUs of its node"
+            ),
+            format!(
+                "Use one GPU per process (-g 1) with one process per GPU, or one process per \
+                 node with -g {g}; the GPUs a node has are what its processes ask for together."
+            ),
+        );
+    }
+    (
+        ": the process sees fewer GPUs than the index it picks (CUDA_VISIBLE_DEVICES, the \
+         launcher's binding, or a device index from the rank instead of the local rank)"
+            .to_string(),
+        "Check what each process sees (`nvidia-smi -L` through the same launcher, and \
+         CUDA_VISIBLE_DEVICES), and pick the device by local rank within it \
+         (`torch.cuda.set_device(local_rank)`)."
+            .to_string(),
+    )
+}
+
+/// `invalid device ordinal` anywhere: a process asked for a GPU it cannot see.
+pub(super) fn invalid_device_ordinal_rule(pasted: &Pasted) -> Option<Placed> {
+    let (context, fix) = ordinal_words(Some(pasted));
+    // Also a traceback ending in set_device under a per-task binding, where the error's
+    // own line did not make it into the paste.
+    let bound = context.contains("per-task");
+    let hits: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| {
+            l.lower.contains("invalid device ordinal")
+                || (bound && l.lower.contains("_cuda_setdevice("))
+        })
+        .collect();
+    hits.first()?;
+    let evidence = super::evidence::distinct(hits.iter().map(|l| pasted.evidence(l)));
+    let finding = Finding::new(
+        FindingKind::InvalidDeviceOrdinal,
+        evidence,
+        &[("context", context), ("fix", fix)],
+    )
+    .with_occurrences(hits.len());
+    Some(Placed {
+        finding,
+        lines: hits.iter().map(|l| (l.file, l.number)).collect(),
+    })
+}
+
+/// The driver and CUDA versions the text shows, in words for `driver-too-old`: the
+/// driver nvidia-smi or the kernel module names, the CUDA the driver supports
+/// (`cudaDriverVersion`), the CUDA NCCL was built for.
+pub(super) fn driver_words(log: &NcclLog, pasted: &Pasted) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let after = |key: &str| {
+        pasted.lines.iter().find_map(|l| {
+            let rest = &l.text[l.text.find(key)? + key.len()..];
+            rest.split_whitespace().next().map(str::to_string)
+        })
+    };
+    if let Some(d) = after("Driver Version:").or_else(|| after("Kernel Module")) {
+        parts.push(format!("driver {d}"));
+    }
+    if let Some(d) = log.driver_version {
+        parts.push(format!(
+            "the driver supports CUDA {}.{}",
+            d / 1000,
+            (d % 1000) / 10
+        ));
+    }
+    if let Some(c) = log
+        .versions
+        .iter()
+        .find_map(|v| v.split_once("+cuda").map(|(_, c)| c.to_string()))
+    {
+        parts.push(format!("NCCL was built for CUDA {c}"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
+    }
+}
+
+/// Several processes that each built a communicator of one rank (`rank 0 nranks 1` in
+/// their Init or Destroy lines): each ran as its own job.
+pub(super) fn one_rank_jobs(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
+    if log.ranks.iter().any(|r| r.nranks > 1) {
+        return None;
+    }
+    // host:pid of each `rank 0 nranks 1` line.
+    let alone: BTreeSet<(&str, &str)> = pasted
+        .lines
+        .iter()
+        .filter(|l| l.lower.contains(" rank 0 nranks 1 "))
+        .filter_map(|l| {
+            let prefix = l.text.split_whitespace().next()?;
+            let mut parts = prefix.split(':');
+            Some((parts.next()?, parts.next()?))
+        })
+        .collect();
+    if alone.len() < 2 {
+        return None;
+    }
+    let hosts: BTreeSet<&str> = alone
+        .iter()
+        .map(|(h, _)| *h)
+        .filter(|h| !h.is_empty())
+        .collect();
+    let on = if hosts.is_empty() {
+        String::new()
+    } else {
+        format!(" (on {})", hosts.into_iter().collect::<Vec<_>>().join(", "))
+    };
+    let detail = format!(
+        "{} processes{on} each built a communicator of one rank (rank 0 nranks 1)",
+        alone.len()
+    );
+    Some(Finding::new(
+        FindingKind::SeparateJobs,
+        Vec::new(),
+        &[("detail", detail)],
+    ))
+}
+
+/// A version whose line was wrapped as pasted: `..., NCCL` then `version 2.14.3` at the
+/// start of the next line.
+pub(super) fn wrapped_version(pasted: &Pasted) -> Option<NcclVersion> {
+    pasted.lines.windows(2).find_map(|w| {
+        let rest = w[1].text.trim_start().strip_prefix("version ")?;
+        if !w[0].text.trim_end().ends_with("NCCL") {
+            return None;
+        }
+        NcclVersion::parse(rest.split_whitespace().next()?)
+    })
+}

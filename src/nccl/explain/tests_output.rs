@@ -1,0 +1,347 @@
+//! What an nccl-tests output says: its devices, its result rows (`#wrong` and the bus
+//! bandwidth), `Out of bounds values`, how many jobs printed a summary, where it stopped,
+//! and the protocol or algorithm it was forced to. `nccl-bench import` reads the table in
+//! full; this reads only what a diagnosis needs.
+
+use super::finding::{Finding, FindingKind, Severity};
+use super::pasted::{message, Pasted, PastedLine};
+use super::signatures::Placed;
+use crate::units::human_bytes;
+
+/// A result row: the size, the out-of-place bus bandwidth and the wrong counts (or
+/// errors) of both halves.
+#[derive(Debug, Clone, PartialEq)]
+struct Row {
+    bytes: u64,
+    busbw: f64,
+    wrong: f64,
+}
+
+const TYPES: &[&str] = &[
+    "float", "half", "double", "bfloat16", "int8", "uint8", "int32", "uint32", "int64", "uint64",
+    "fp8_e4m3", "fp8_e5m2", "int", "char",
+];
+
+/// `  8388608  2097152  float  sum  [-1]  5729.5  1.46  1.46  0e+00  5477.3 ...`.
+fn row(line: &PastedLine) -> Option<Row> {
+    let words: Vec<&str> = line
+        .text
+        .trim_start_matches(['#', '`', ' '])
+        .split_whitespace()
+        .collect();
+    if words.len() < 8 {
+        return None;
+    }
+    let bytes: u64 = words[0].parse().ok()?;
+    words[1].parse::<u64>().ok()?;
+    if !TYPES.contains(&words[2]) {
+        return None;
+    }
+    // redop, then an optional root, then time, algbw, busbw, #wrong / error.
+    let mut at = 4;
+    if words.get(at).is_some_and(|w| w.parse::<i64>().is_ok())
+        && words.get(at + 4).is_some()
+        && !words[at].contains('.')
+    {
+        at += 1;
+    }
+    let num = |i: usize| words.get(i).and_then(|w| w.parse::<f64>().ok());
+    let busbw = num(at + 2)?;
+    let wrong = num(at + 3).unwrap_or(0.0).max(num(at + 7).unwrap_or(0.0));
+    Some(Row {
+        bytes,
+        busbw,
+        wrong,
+    })
+}
+
+/// The facts of an nccl-tests output, if the paste holds one.
+struct Output<'p, 'a> {
+    headers: Vec<&'p PastedLine<'a>>,
+    using_devices: Option<&'p PastedLine<'a>>,
+    devices: Vec<&'p PastedLine<'a>>,
+    rows: Vec<(&'p PastedLine<'a>, Row)>,
+    out_of_bounds: Vec<&'p PastedLine<'a>>,
+    summaries: Vec<&'p PastedLine<'a>>,
+}
+
+fn read<'p, 'a>(pasted: &'p Pasted<'a>) -> Option<Output<'p, 'a>> {
+    let lines = &pasted.lines;
+    let headers: Vec<&PastedLine> = lines
+        .iter()
+        .filter(|l| l.lower.contains("nthread") && l.lower.contains("ngpus"))
+        .collect();
+    let using_devices = lines.iter().find(|l| l.lower.contains("using devices"));
+    let devices: Vec<&PastedLine> = lines
+        .iter()
+        .filter(|l| {
+            let t = l.text.trim_start_matches(['#', ' ']);
+            // `Rank  0 Group  0 Pid 123 on host device  0 [..] GPU`; NCCL 1's
+            // `Rank  0 uses device  0 [0x02] GPU`.
+            t.starts_with("Rank ")
+                && l.text.contains(" device ")
+                && (l.text.contains(" Pid ") || l.text.contains(" uses device "))
+        })
+        .collect();
+    let rows: Vec<(&PastedLine, Row)> = lines
+        .iter()
+        .filter_map(|l| row(l).map(|r| (l, r)))
+        .collect();
+    let out_of_bounds: Vec<&PastedLine> = lines
+        .iter()
+        .filter(|l| l.lower.contains("out of bounds values"))
+        .collect();
+    let summaries: Vec<&PastedLine> = lines
+        .iter()
+        .filter(|l| l.lower.contains("avg bus bandwidth"))
+        .collect();
+    let any =
+        !headers.is_empty() || using_devices.is_some() || !rows.is_empty() || !summaries.is_empty();
+    any.then_some(Output {
+        headers,
+        using_devices,
+        devices,
+        rows,
+        out_of_bounds,
+        summaries,
+    })
+}
+
+/// The devices' GPU names in words: ` on 4 x GeForce GTX 1080 Ti`.
+fn gpu_words(devices: &[&PastedLine]) -> String {
+    let names: Vec<&str> = devices
+        .iter()
+        .filter_map(|l| l.text.split_once(']').map(|(_, n)| n.trim()))
+        .collect();
+    match names.first() {
+        Some(n) => format!(" on {} x {n}", names.len()),
+        None => String::new(),
+    }
+}
+
+/// Whether the paste's NCCL or launcher lines show it got past NCCL's start.
+fn nccl_started(pasted: &Pasted) -> bool {
+    pasted
+        .lines
+        .iter()
+        .any(|l| l.text.contains("NCCL INFO") || l.text.contains("NCCL version"))
+}
+
+/// The forced protocol or algorithm of the paste (`-x NCCL_PROTO=LL128`, `NCCL_ALGO=Ring`).
+fn forced(pasted: &Pasted) -> Option<String> {
+    ["NCCL_PROTO", "NCCL_ALGO"]
+        .iter()
+        .find_map(|n| super::reason::pasted_setting(pasted, n).map(|v| format!("{n}={v}")))
+}
+
+/// The findings of an nccl-tests output: wrong results (with a forced protocol, its
+/// own), separate one-rank jobs, a stop before the devices or before any result, and
+/// the peak bus bandwidth.
+pub(super) fn tests_findings(pasted: &Pasted, has_error: bool) -> Vec<Placed> {
+    let built = built_against(pasted);
+    let Some(o) = read(pasted) else {
+        return built.into_iter().collect();
+    };
+    let has_error = has_error
+        || built
+            .as_ref()
+            .is_some_and(|b| b.finding.severity == Severity::Error);
+    let mut out: Vec<Placed> = built.into_iter().collect();
+    let wrong_rows: Vec<&(&PastedLine, Row)> =
+        o.rows.iter().filter(|(_, r)| r.wrong > 0.01).collect();
+    let failed_bounds: Vec<&&PastedLine> = o
+        .out_of_bounds
+        .iter()
+        .filter(|l| l.lower.contains("failed"))
+        .collect();
+    if !wrong_rows.is_empty() || !failed_bounds.is_empty() {
+        let detail = match (wrong_rows.first(), failed_bounds.first()) {
+            (Some((_, r)), _) => format!(
+                "{} of {} sizes had wrong values, from {}",
+                wrong_rows.len(),
+                o.rows.len(),
+                human_bytes(r.bytes)
+            ),
+            (None, Some(l)) => l.text.trim().trim_start_matches("# ").to_string(),
+            (None, None) => unreachable!("one of them is there"),
+        };
+        let lines: Vec<&PastedLine> = wrong_rows
+            .iter()
+            .map(|(l, _)| *l)
+            .chain(failed_bounds.iter().map(|l| **l))
+            .collect();
+        let evidence = super::evidence::distinct(lines.iter().map(|l| pasted.evidence(l)));
+        let finding = match forced(pasted) {
+            Some(setting) => Finding::new(
+                FindingKind::ProtoForced,
+                evidence,
+                &[("setting", setting), ("detail", detail)],
+            ),
+            None => Finding::new(FindingKind::TestsWrong, evidence, &[("detail", detail)]),
+        };
+        out.push(Placed {
+            finding,
+            lines: lines.iter().map(|l| (l.file, l.number)).collect(),
+        });
+    }
+    // Two headers or two summaries for one launch, or every device line a rank 0 of its
+    // own: each process ran alone.
+    let rank0: Vec<&&PastedLine> = o
+        .devices
+        .iter()
+        .filter(|l| {
+            l.text.trim_start_matches(['#', ' ']).starts_with("Rank  0")
+                || l.text.trim_start_matches(['#', ' ']).starts_with("Rank 0 ")
+        })
+        .collect();
+    let separate = if o.summaries.len() > 1 {
+        Some((
+            format!(
+                "the output holds {} separate summaries (`Avg bus bandwidth`)",
+                o.summaries.len()
+            ),
+            o.summaries.clone(),
+        ))
+    } else if rank0.len() > 1 {
+        Some((
+            format!("{} processes each call themselves Rank 0", rank0.len()),
+            rank0.iter().map(|l| **l).collect(),
+        ))
+    } else if o.headers.len() > 1 && o.rows.is_empty() {
+        Some((
+            format!("the test header is printed {} times", o.headers.len()),
+            o.headers.clone(),
+        ))
+    } else {
+        None
+    };
+    if let Some((detail, lines)) = separate {
+        let evidence = super::evidence::distinct(lines.iter().map(|l| pasted.evidence(l)));
+        out.push(Placed {
+            finding: Finding::new(FindingKind::SeparateJobs, evidence, &[("detail", detail)]),
+            lines: Vec::new(),
+        });
+    }
+    if o.rows.is_empty() && !has_error {
+        if let Some(u) = o
+            .using_devices
+            .filter(|_| o.devices.is_empty() && !nccl_started(pasted))
+        {
+            out.push(Placed {
+                finding: Finding::new(FindingKind::TestsHangCuda, vec![pasted.evidence(u)], &[]),
+                lines: Vec::new(),
+            });
+        } else if (nccl_started(pasted) || !o.devices.is_empty()) && o.summaries.is_empty() {
+            let shown: Vec<&PastedLine> = o.devices.iter().copied().take(2).collect();
+            let evidence = super::evidence::distinct(shown.iter().map(|l| pasted.evidence(l)));
+            out.push(Placed {
+                finding: Finding::new(
+                    FindingKind::TestsHangInit,
+                    evidence,
+                    &[("gpus", gpu_words(&o.devices))],
+                ),
+                lines: Vec::new(),
+            });
+        }
+    }
+    if let Some((line, peak)) = o.rows.iter().max_by(|a, b| a.1.busbw.total_cmp(&b.1.busbw)) {
+        out.push(Placed {
+            finding: Finding::new(
+                FindingKind::TestsBusbw,
+                vec![pasted.evidence(line)],
+                &[
+                    ("busbw", format!("{:.1} GB/s", peak.busbw)),
+                    ("size", human_bytes(peak.bytes)),
+                    ("gpus", gpu_words(&o.devices)),
+                ],
+            ),
+            lines: Vec::new(),
+        });
+    }
+    out
+}
+
+/// `22809` (NCCL_VERSION_CODE, 2.9 and later; `2708` before) -> `2.28.9`.
+fn version_of_code(code: u32) -> String {
+    if code >= 10000 {
+        format!("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100)
+    } else {
+        format!("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100)
+    }
+}
+
+/// The NCCL nccl-tests was built against: NCCL 1 (`# NCCL Tests compiled with NCCL
+/// 1.0`), or headers newer than the library it runs with (`nccl-headers=22809
+/// nccl-library=22703`).
+fn built_against(pasted: &Pasted) -> Option<Placed> {
+    let (line, finding) =
+        pasted.lines.iter().find_map(|l| {
+            if let Some((_, v)) = l.text.split_once("compiled with NCCL ") {
+                let v = v.trim();
+                if !v.starts_with("1.") {
+                    return None;
+                }
+                let f = Finding::new(
+                FindingKind::TestsNcclBuild,
+                vec![pasted.evidence(l)],
+                &[
+                    ("build", format!("NCCL {v}")),
+                    ("evidence", message(l.text).trim_start_matches("# ").to_string()),
+                    (
+                        "meaning",
+                        "NCCL 1 is the single-process library of 2016-2017; nccl-tests and \
+                         today's frameworks need NCCL 2."
+                            .to_string(),
+                    ),
+                    (
+                        "fix",
+                        "Rebuild nccl-tests against NCCL 2 (`make NCCL_HOME=<NCCL 2 install>`) \
+                         and run it with that library first on LD_LIBRARY_PATH."
+                            .to_string(),
+                    ),
+                ],
+            );
+                return Some((l, f));
+            }
+            let code = |key: &str| -> Option<u32> {
+                let rest = &l.text[l.text.find(key)? + key.len()..];
+                rest.split_whitespace().next()?.parse().ok()
+            };
+            let (headers, library) = (code("nccl-headers=")?, code("nccl-library=")?);
+            if library >= headers {
+                return None;
+            }
+            let (h, lib) = (version_of_code(headers), version_of_code(library));
+            let f = Finding::new(
+                FindingKind::TestsNcclBuild,
+                vec![pasted.evidence(l)],
+                &[
+                    ("build", format!("NCCL {h} but runs with {lib}")),
+                    (
+                        "evidence",
+                        message(l.text).trim_start_matches("# ").to_string(),
+                    ),
+                    (
+                        "meaning",
+                        format!(
+                            "it was compiled with NCCL {h}'s headers and loaded the older NCCL \
+                         {lib} library, which lacks what newer headers may call."
+                        ),
+                    ),
+                    (
+                        "fix",
+                        format!(
+                            "Run it with the NCCL {h} library first on LD_LIBRARY_PATH, or \
+                         rebuild it with NCCL_HOME pointing at {lib}."
+                        ),
+                    ),
+                ],
+            )
+            .with_severity(Severity::Warning);
+            Some((l, f))
+        })?;
+    Some(Placed {
+        finding,
+        lines: vec![(line.file, line.number)],
+    })
+}

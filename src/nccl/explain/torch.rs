@@ -1,0 +1,404 @@
+//! What PyTorch's distributed errors say: watchdog timeouts (`WorkNCCL(SeqNum=...,
+//! OpType=...)` per rank) and whether the ranks waited in the same collective, the
+//! Flight Recorder's dump signal naming the rank that timed out first, a stuck watchdog,
+//! torchrun's failure summary, and a TCPStore peer that went away.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::finding::{Finding, FindingKind};
+use super::pasted::{cut, message, Pasted, PastedLine};
+use super::signatures::Placed;
+
+/// One rank's `Watchdog caught collective operation timeout: WorkNCCL(...)`.
+#[derive(Debug, Clone, PartialEq)]
+struct Timeout {
+    rank: Option<u32>,
+    seq: u64,
+    op: String,
+    numel: Option<u64>,
+    timeout_ms: Option<u64>,
+    ran_ms: Option<u64>,
+}
+
+/// The value after `key` up to the next `,`, `)` or space.
+fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let rest = &text[text.find(key)? + key.len()..];
+    let end = rest.find([',', ')', ' ']).unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// The rank a PyTorch line is about: `[Rank 3]`, else the `[rank3]:` prefix.
+fn rank_of(text: &str) -> Option<u32> {
+    let from = |key: &str| -> Option<u32> {
+        let rest = &text[text.find(key)? + key.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    };
+    from("[Rank ").or_else(|| from("[rank"))
+}
+
+fn timeout_of(line: &PastedLine) -> Option<Timeout> {
+    if !line.text.contains("WorkNCCL(SeqNum=") {
+        return None;
+    }
+    let number = |key: &str| field(line.text, key).and_then(|v| v.parse::<u64>().ok());
+    Some(Timeout {
+        rank: rank_of(line.text),
+        seq: number("SeqNum=")?,
+        op: field(line.text, "OpType=")?.to_string(),
+        numel: number("NumelIn="),
+        timeout_ms: number("Timeout(ms)="),
+        ran_ms: field(line.text, "ran for ").and_then(|v| v.parse().ok()),
+    })
+}
+
+/// The findings of PyTorch's lines, and the lines they place.
+pub(super) fn torch_findings(pasted: &Pasted) -> Vec<Placed> {
+    let mut out = Vec::new();
+    out.extend(timeouts(pasted));
+    out.extend(invalid_argument(pasted));
+    out.extend(dump_signal(pasted));
+    out.extend(watchdog_stuck(pasted));
+    out.extend(child_failed(pasted));
+    out.extend(tcpstore(pasted));
+    out
+}
+
+fn placed(finding: Finding, lines: &[&PastedLine]) -> Placed {
+    Placed {
+        finding,
+        lines: lines.iter().map(|l| (l.file, l.number)).collect(),
+    }
+}
+
+fn ranks_words(ranks: &BTreeSet<u32>) -> String {
+    let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+    match list.len() {
+        0 => "a rank".to_string(),
+        1 => format!("rank {}", list[0]),
+        _ => format!("ranks {}", list.join(", ")),
+    }
+}
+
+/// Watchdog timeouts: one finding, and a second where the ranks waited in different
+/// collectives.
+fn timeouts(pasted: &Pasted) -> Vec<Placed> {
+    let lines: Vec<(&PastedLine, Timeout)> = pasted
+        .lines
+        .iter()
+        .filter_map(|l| timeout_of(l).map(|t| (l, t)))
+        .collect();
+    let frames: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| {
+            l.text.contains("WorkNCCL::checkTimeout")
+                || l.lower
+                    .contains("watchdog caught collective operation timeout")
+        })
+        .collect();
+    if lines.is_empty() && frames.is_empty() {
+        return Vec::new();
+    }
+    let mut shown: Vec<&PastedLine> = lines.iter().map(|(l, _)| *l).collect();
+    if shown.is_empty() {
+        shown = frames.clone();
+    }
+    let evidence = super::evidence::distinct(shown.iter().map(|l| pasted.evidence(l)));
+    let n = shown.len();
+    let (summary, detail) = match lines.first() {
+        Some((_, t)) => {
+            let ranks: BTreeSet<u32> = lines.iter().filter_map(|(_, t)| t.rank).collect();
+            let progress = pasted
+                .lines
+                .iter()
+                .find(|l| {
+                    l.text.contains("last completed NCCL work")
+                        || l.text.contains("last completed work")
+                })
+                .map(|l| {
+                    let enq = field(l.text, "last enqueued NCCL work: ")
+                        .or_else(|| field(l.text, "last enqueued work: "))
+                        .map(|v| v.trim_end_matches('.').to_string());
+                    let done = field(l.text, "last completed NCCL work: ")
+                        .or_else(|| field(l.text, "last completed work: "))
+                        .map(|v| v.trim_end_matches('.').to_string());
+                    match (enq, done) {
+                        (Some(e), Some(d)) => format!(
+                            " The last collective completed was #{d}; #{e} was already enqueued."
+                        ),
+                        _ => String::new(),
+                    }
+                })
+                .unwrap_or_default();
+            let timeout = t
+                .timeout_ms
+                .map(|ms| format!(" (timeout {} s)", ms / 1000))
+                .unwrap_or_default();
+            let numel = t
+                .numel
+                .map(|n| format!(" of {n} elements"))
+                .unwrap_or_default();
+            (
+                format!("{} #{} on {}", t.op, t.seq, ranks_words(&ranks)),
+                format!(
+                    "{} waited {} in {} #{}{numel}{timeout}.{progress}",
+                    capitalize(&ranks_words(&ranks)),
+                    t.ran_ms
+                        .map(|ms| format!("{} s", ms / 1000))
+                        .unwrap_or_else(|| "until the timeout".to_string()),
+                    t.op,
+                    t.seq
+                ),
+            )
+        }
+        None => (
+            "the watchdog's timeout".to_string(),
+            "PyTorch's watchdog found a collective that ran past its timeout.".to_string(),
+        ),
+    };
+    let timeout = Finding::new(
+        FindingKind::TorchTimeout,
+        evidence,
+        &[("summary", summary), ("detail", detail)],
+    )
+    .with_occurrences(n);
+    let mut out = vec![placed(timeout, &shown)];
+    // Different collectives at one sequence number, or different sequence numbers in
+    // one process group: the ranks were not in step.
+    let by_seq: BTreeMap<u64, BTreeSet<(String, Option<u64>)>> =
+        lines.iter().fold(BTreeMap::new(), |mut m, (_, t)| {
+            m.entry(t.seq).or_default().insert((t.op.clone(), t.numel));
+            m
+        });
+    let apart: Vec<String> = by_seq
+        .iter()
+        .filter(|(_, ops)| ops.len() > 1)
+        .map(|(seq, ops)| {
+            let ops: Vec<String> = ops
+                .iter()
+                .map(|(op, n)| match n {
+                    Some(n) => format!("{op} of {n} elements"),
+                    None => op.clone(),
+                })
+                .collect();
+            format!("#{seq}: {}", ops.join(" and "))
+        })
+        .collect();
+    let seqs: BTreeSet<u64> = lines.iter().map(|(_, t)| t.seq).collect();
+    let ops: BTreeSet<&str> = lines.iter().map(|(_, t)| t.op.as_str()).collect();
+    let detail = if !apart.is_empty() {
+        Some(apart.join("; "))
+    } else if seqs.len() > 1 && ops.len() > 1 {
+        let each: Vec<String> = lines
+            .iter()
+            .map(|(_, t)| {
+                format!(
+                    "{} in {} #{}",
+                    t.rank
+                        .map(|r| format!("rank {r}"))
+                        .unwrap_or_else(|| "a rank".into()),
+                    t.op,
+                    t.seq
+                )
+            })
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        Some(each.join(", "))
+    } else {
+        None
+    };
+    if let Some(detail) = detail {
+        let f = Finding::new(
+            FindingKind::TorchMismatch,
+            Vec::new(),
+            &[("detail", detail)],
+        );
+        out.push(placed(f, &[]));
+    }
+    out
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// `Received a dump signal due to a collective timeout from rank 6`.
+fn dump_signal(pasted: &Pasted) -> Option<Placed> {
+    let key = "due to a collective timeout from";
+    let line = pasted.lines.iter().find(|l| l.text.contains(key))?;
+    let rest = &line.text[line.text.find(key)? + key.len()..];
+    let rank: String = rest
+        .trim_start()
+        .trim_start_matches("rank")
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    if rank.is_empty() {
+        return None;
+    }
+    let f = Finding::new(
+        FindingKind::TorchDumpSignal,
+        vec![pasted.evidence(line)],
+        &[("rank", rank)],
+    );
+    Some(placed(f, &[line]))
+}
+
+/// `ProcessGroupNCCL's watchdog got stuck for 480 seconds`.
+fn watchdog_stuck(pasted: &Pasted) -> Option<Placed> {
+    let line = pasted.first("watchdog got stuck for ")?;
+    let seconds = field(line.text, "got stuck for ")
+        .unwrap_or("many")
+        .to_string();
+    let f = Finding::new(
+        FindingKind::TorchWatchdogStuck,
+        vec![pasted.evidence(line)],
+        &[("seconds", seconds)],
+    );
+    Some(placed(f, &[line]))
+}
+
+/// torchrun's `ChildFailedError` summary: `exitcode : -6`, `Signal 6 (SIGABRT)`.
+fn child_failed(pasted: &Pasted) -> Option<Placed> {
+    let lines: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| {
+            (l.lower.contains("exitcode") && l.lower.contains("-6"))
+                || l.text.contains("(SIGABRT) received by PID")
+                || l.text.contains("ChildFailedError")
+        })
+        .collect();
+    lines.first()?;
+    let signal = if lines
+        .iter()
+        .any(|l| l.text.contains("SIGABRT") || l.text.contains("-6"))
+    {
+        "SIGABRT (exit code -6)"
+    } else {
+        "an error"
+    };
+    let root = pasted
+        .lines
+        .iter()
+        .position(|l| l.text.contains("Root Cause (first observed failure)"))
+        .and_then(|at| {
+            pasted.lines[at..]
+                .iter()
+                .take(6)
+                .find(|l| l.text.trim_start().starts_with("rank"))
+        })
+        .map(|l| {
+            let which = l.text.trim().trim_start_matches("rank");
+            format!(
+                "; the first to fail was rank {}",
+                which.trim_start_matches([' ', ':'])
+            )
+        })
+        .unwrap_or_default();
+    let f = Finding::new(
+        FindingKind::TorchChildFailed,
+        super::evidence::distinct(lines.iter().map(|l| pasted.evidence(l))),
+        &[("signal", signal.to_string()), ("rank", root)],
+    )
+    .with_occurrences(lines.len());
+    Some(placed(f, &lines))
+}
+
+/// TCPStore lost its peer: `recvValueWithTimeout failed on SocketImpl(..., remote=[host]:port)`.
+fn tcpstore(pasted: &Pasted) -> Option<Placed> {
+    let line = pasted.lines.iter().find(|l| {
+        l.text.contains("TCPStore")
+            && (l.lower.contains("failed") || l.lower.contains("connection reset"))
+    })?;
+    let peer = field(line.text, "remote=[")
+        .map(|p| {
+            p.trim_end_matches(']')
+                .split("]:")
+                .next()
+                .unwrap_or(p)
+                .to_string()
+        })
+        .unwrap_or_else(|| "the store's other side".to_string());
+    let f = Finding::new(
+        FindingKind::TcpstorePeerGone,
+        vec![pasted.evidence(line)],
+        &[("peer", peer), ("text", cut(message(line.text)))],
+    );
+    Some(placed(f, &[line]))
+}
+
+/// `ncclInvalidArgument` (`NCCL error in: ..., invalid argument`) and the `Last error:`
+/// line that names the argument.
+fn invalid_argument(pasted: &Pasted) -> Option<Placed> {
+    let at = pasted.lines.iter().position(|l| {
+        l.text.contains("ncclInvalidArgument")
+            || (l.lower.contains("nccl error") && l.lower.contains("invalid argument"))
+    })?;
+    let error = &pasted.lines[at];
+    // `Last error:` then the text on its own line (PyTorch 2.x), or on the same line.
+    let last = pasted.lines[at..]
+        .iter()
+        .position(|l| l.text.contains("Last error:"))
+        .map(|i| at + i);
+    let detail_line = last.and_then(|i| {
+        let same = pasted.lines[i].text.split_once("Last error:")?.1.trim();
+        if same.is_empty() {
+            pasted.lines[i + 1..]
+                .iter()
+                .find(|l| !l.text.trim().is_empty())
+        } else {
+            Some(&pasted.lines[i])
+        }
+    });
+    let detail = detail_line
+        .map(|l| {
+            let t = l.text.split_once("Last error:").map_or(l.text, |(_, t)| t);
+            t.trim().trim_matches('`').to_string()
+        })
+        .unwrap_or_else(|| message(error.text).to_string());
+    let lower = detail.to_ascii_lowercase();
+    let (meaning, fix) = if lower.contains("not a valid pointer") {
+        (
+            "The buffer the caller passed is not CUDA memory NCCL can use (`(nil)`: no \
+             buffer at all).",
+            "Give the collective an allocated CUDA tensor on every rank, on the rank's own \
+             GPU (not an empty or CPU tensor); nothing needs changing in NCCL.",
+        )
+    } else if lower.contains("config") && lower.contains("attribute") {
+        (
+            "A field of the communicator config (ncclConfig_t) the caller filled in has a \
+             value this NCCL does not accept; PyTorch fills it in, so this points at a \
+             PyTorch and an NCCL library that do not go together.",
+            "Load the NCCL this PyTorch release pins (its requirements name the \
+             nvidia-nccl wheel and version) and remove other NCCL builds from the library \
+             path.",
+        )
+    } else {
+        (
+            "An argument of the call (a buffer, the count, the data type, the root or the \
+             communicator) is one NCCL does not accept.",
+            "Check the failing call's arguments on every rank: buffers allocated on the \
+             rank's own GPU, the same count and data type everywhere; NCCL_DEBUG=WARN \
+             names the argument.",
+        )
+    };
+    let lines: Vec<&PastedLine> = std::iter::once(error).chain(detail_line).collect();
+    let finding = Finding::new(
+        FindingKind::InvalidArgument,
+        lines.iter().map(|l| pasted.evidence(l)).collect(),
+        &[
+            ("detail", cut(&detail)),
+            ("meaning", meaning.to_string()),
+            ("fix", fix.to_string()),
+        ],
+    );
+    Some(placed(finding, &lines))
+}
