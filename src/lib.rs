@@ -145,7 +145,9 @@
 //!
 //! **`nccl`.** NCCL knowledge, in one place: the log parser (`log::parse`, `NcclLog`:
 //! which transports, ranks, failures), failure explanations with their fixes
-//! (`explain::explain`), SHM segment sizing (`shm::shm_estimate`), how NCCL picks socket
+//! (`explain::explain`, `explain::explain_inputs` for what people paste), the facts
+//! they rest on as data with their sources (`knowledge`: releases per GPU architecture,
+//! known bugs, ibverbs statuses, CUDA errors, findings' texts), SHM segment sizing (`shm::shm_estimate`), how NCCL picks socket
 //! interfaces (`net::selection`, `net::IfList`), the `NCCL_*` variables it reads
 //! (`vars`), and `NcclVersion`.
 //!

@@ -223,11 +223,28 @@ pub(super) fn ib_error_text(lines: &[Line]) -> (String, String) {
              down, no route between the ports, or the peer died).",
         );
     }
+    // Registering memory with the HCA fails with ENOMEM at the locked-memory limit.
+    let register = lines.iter().any(|l| {
+        let t = l.text.to_ascii_lowercase();
+        t.contains("reg_") && t.contains("mr") && t.contains("cannot allocate memory")
+    });
+    if register {
+        d = String::from(
+            "Registering memory with the HCA failed with `Cannot allocate memory` (ENOMEM): \
+             the process's locked-memory limit (`ulimit -l`) is too low for NCCL's buffers.",
+        );
+        let fix = "Raise the memlock limit where the ranks start: `ulimit -l unlimited` \
+                   (`* - memlock unlimited` in /etc/security/limits.conf, \
+                   `--ulimit memlock=-1` for Docker, LimitMEMLOCK=infinity for slurmd), \
+                   and check `ulimit -l` inside a launched rank (mpirun and srun pass their \
+                   own limits)."
+            .to_string();
+        return (d, fix);
+    }
     let fix = "Choose the HCAs explicitly with NCCL_IB_HCA (e.g. `NCCL_IB_HCA=mlx5_0,mlx5_1`; \
                check the ports with `ibstat` or `ibv_devinfo`), set NCCL_IB_GID_INDEX on RoCE \
                (often 3 for RoCEv2), run containers with `ulimit -l unlimited` and \
-               /dev/infiniband; NCCL_IB_DISABLE=1 falls back to sockets (slower) and shows \
-               whether IB is the problem."
+               /dev/infiniband; test the path with `ib_write_bw` between the two nodes."
         .to_string();
     (d, fix)
 }

@@ -29,6 +29,13 @@ pub fn finding_kind_of(failure: &Failure) -> FindingKind {
         FailureKind::ConnectionRefused | FailureKind::SocketError | FailureKind::Other if ib => {
             FindingKind::IbError
         }
+        FailureKind::ConnectionRefused
+            if failure
+                .connect_target()
+                .is_some_and(super::reason::is_docker_bridge) =>
+        {
+            FindingKind::DockerBridgeAddress
+        }
         FailureKind::ConnectionRefused => FindingKind::SocketConnect,
         FailureKind::SocketError if is_connect_text(&failure.text) => FindingKind::SocketConnect,
         FailureKind::SocketError => FindingKind::SocketError,
@@ -195,6 +202,10 @@ fn fill_of(kind: FindingKind, failures: &[&Failure], log: &NcclLog) -> Vec<(&'st
         }
         FindingKind::NcclLacksArch => {
             vec![("text", first.unwrap_or_default())]
+        }
+        FindingKind::DockerBridgeAddress => {
+            let address = failures.iter().find_map(|f| f.connect_target());
+            vec![("address", address.unwrap_or_default().to_string())]
         }
         FindingKind::InvalidDeviceOrdinal => {
             let (context, fix) = super::reason::ordinal_words(None);

@@ -1,4 +1,5 @@
-//! Who is who: ranks that claim one GPU of one host, hosts that announce one address, a
+//! Who is who: ranks that claim one GPU of one host, hosts that announce one address or a
+//! link-local one, GPUDirect RDMA on some hosts only, a
 //! bootstrap that failed on the interface it used, and the NVLinks a pasted
 //! `nvidia-smi topo -m` shows.
 
@@ -7,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::finding::{Finding, FindingKind};
 use super::pasted::{message, Pasted, PastedLine};
 use super::signatures::Placed;
-use crate::nccl::log::{Connection, Direction, NcclLog, TransportKind};
+use crate::nccl::log::{Connection, Direction, InterfaceLine, NcclLog, TransportKind};
 
 /// Ranks that NCCL joined by P2P or SHM (one node, to NCCL; with no network connection,
 /// all the ranks of one host name) and that claim the same GPU:
@@ -275,6 +276,105 @@ pub(super) fn topology_nvlink_rule(pasted: &Pasted) -> Option<Finding> {
         FindingKind::TopologyNvlink,
         shown,
         &[("pairs", pairs.join(", "))],
+    ))
+}
+
+fn is_link_local(address: &str) -> bool {
+    let a = address.to_ascii_lowercase();
+    a.starts_with("fe80:") || a.starts_with("169.254.")
+}
+
+/// A socket or bootstrap interface whose address is link-local (`fe80::`, `169.254.`):
+/// it does not route between hosts. Read where it matters: the bootstrap's first
+/// interface, or any socket interface of a job that spans hosts or sends over sockets.
+pub(super) fn link_local_rule(log: &NcclLog, multi_node: bool) -> Option<Finding> {
+    let lines: Vec<&InterfaceLine> = log
+        .interfaces
+        .iter()
+        .filter(|l| l.source == "Bootstrap" || l.source == "NET/Socket")
+        .collect();
+    let sockets = multi_node
+        || log
+            .connections
+            .iter()
+            .any(|c| c.transport.raw.starts_with("NET/Socket"));
+    let (line, name, address) = lines.iter().find_map(|l| {
+        let all = addresses(&l.text);
+        let first_of_bootstrap = l.source == "Bootstrap";
+        all.into_iter()
+            .enumerate()
+            .find(|(i, (_, a))| is_link_local(a) && (sockets || (first_of_bootstrap && *i == 0)))
+            .map(|(_, (n, a))| (*l, n, a))
+    })?;
+    let mut others: Vec<&str> = lines
+        .iter()
+        .flat_map(|l| addresses(&l.text))
+        .filter(|(n, a)| *n != name && !is_link_local(a))
+        .map(|(n, _)| n)
+        .collect();
+    others.dedup();
+    let others = if others.is_empty() {
+        "`ip -br addr` lists them".to_string()
+    } else {
+        format!("here perhaps {}", others.join(", "))
+    };
+    let shown = lines.iter().filter(|l| l.text.contains(address)).count();
+    Some(
+        Finding::new(
+            FindingKind::SocketInterfaceLinkLocal,
+            vec![format!("line {}: {}", line.line, line.text)],
+            &[
+                ("name", name.to_string()),
+                ("address", address.to_string()),
+                ("others", others),
+            ],
+        )
+        .with_occurrences(shown),
+    )
+}
+
+/// NET/IB connections with GPUDirect RDMA (`/GDRDMA`) on some hosts and without on
+/// others.
+pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {
+    let mut gdr: BTreeMap<&str, bool> = BTreeMap::new();
+    for c in log
+        .connections
+        .iter()
+        .filter(|c| c.transport.raw.starts_with("NET/IB"))
+    {
+        let Some(host) = c.host.as_deref() else {
+            continue;
+        };
+        *gdr.entry(host).or_default() |= c.transport.raw.contains("GDRDMA");
+    }
+    let with: Vec<&str> = gdr.iter().filter(|(_, g)| **g).map(|(h, _)| *h).collect();
+    let without: Vec<&str> = gdr.iter().filter(|(_, g)| !**g).map(|(h, _)| *h).collect();
+    if with.is_empty() || without.is_empty() {
+        return None;
+    }
+    let example = |gdr_on: bool| {
+        log.connections.iter().find(|c| {
+            c.transport.raw.starts_with("NET/IB")
+                && c.transport.raw.contains("GDRDMA") == gdr_on
+                && c.host.is_some()
+        })
+    };
+    let evidence: Vec<String> = [example(true), example(false)]
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "line {} ({}): via {}",
+                c.line,
+                c.host.as_deref().unwrap_or_default(),
+                c.transport.raw
+            )
+        })
+        .collect();
+    Some(Finding::new(
+        FindingKind::GdrDiffers,
+        evidence,
+        &[("with", with.join(", ")), ("without", without.join(", "))],
     ))
 }
 

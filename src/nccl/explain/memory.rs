@@ -89,6 +89,10 @@ fn bind_text(texts: &[&str], went_on: bool) -> (String, String) {
         Some(802) => " (CUDA error 802, `system not yet initialized`: the Fabric Manager had \
                       not formed the multicast team in time)"
             .to_string(),
+        Some(1) => " (CUDA error 1, `invalid argument`: the driver refused the multicast call; \
+                    a driver older than the CUDA this NCCL was built for does this, as does a \
+                    fabric not ready)"
+            .to_string(),
         Some(c) => format!(" (CUDA error {c})"),
         None => String::new(),
     };

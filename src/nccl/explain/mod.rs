@@ -303,6 +303,8 @@ fn build(
     findings.extend(rules::connect_retries_rule(log));
     findings.extend(hosts::host_identity_rule(log));
     findings.extend(hosts::same_address_rule(log));
+    findings.extend(hosts::link_local_rule(log, context.multi_node));
+    findings.extend(hosts::gdr_differs_rule(log));
     if let Some(p) = pasted {
         findings.extend(hosts::topology_nvlink_rule(p));
         findings.extend(builds::nccl_builds_rule(p, version));
@@ -316,7 +318,11 @@ fn build(
                 .filter(|f| one_rank.is_none() || f.kind != FindingKind::SeparateJobs),
         );
         findings.extend(one_rank);
-        findings.extend(reason::arch_rule(version, p));
+        let build_cuda = log
+            .versions
+            .iter()
+            .find_map(|v| v.split_once("+cuda").map(|(_, c)| c));
+        findings.extend(reason::arch_rule(version, build_cuda, p));
         findings.extend(reason::bug_findings(version, p));
         findings.extend(reason::env_not_shown(log, p, &options.env));
         findings.extend(ranks::across_files(inputs));

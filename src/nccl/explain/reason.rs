@@ -231,35 +231,66 @@ pub(super) fn gpus(pasted: &Pasted) -> Vec<(&'static Arch, String)> {
 }
 
 /// NCCL older than the first release with kernels for a GPU the text names.
-pub(super) fn arch_rule(version: Option<NcclVersion>, pasted: &Pasted) -> Option<Finding> {
+pub(super) fn arch_rule(
+    version: Option<NcclVersion>,
+    build_cuda: Option<&str>,
+    pasted: &Pasted,
+) -> Option<Finding> {
     let version = version?;
-    let (arch, gpu) = gpus(pasted).into_iter().find(|(a, _)| {
+    let older = |a: &str, b: &str| {
+        let parts = |v: &str| -> Vec<u32> { v.split('.').filter_map(|p| p.parse().ok()).collect() };
+        parts(a) < parts(b)
+    };
+    let found = gpus(pasted);
+    let before = |a: &Arch| {
         a.first_nccl
             .as_deref()
             .and_then(NcclVersion::parse)
             .is_some_and(|first| version < first)
-    })?;
+    };
+    // A release new enough, built with a CUDA too old to compile the GPU's code.
+    // Only for architectures NCCL added by release (an sm_89 runs sm_86 code).
+    let cuda_short = |a: &Arch| {
+        a.first_nccl.is_some()
+            && build_cuda
+                .zip(a.first_cuda.as_deref())
+                .is_some_and(|(b, f)| older(b, f))
+    };
+    let (arch, gpu) = found
+        .into_iter()
+        .find(|(a, _)| before(a) || cuda_short(a))?;
     let first = arch.first_nccl.clone().unwrap_or_default();
-    Some(Finding::new(
+    let cuda = arch
+        .first_cuda
+        .clone()
+        .unwrap_or_else(|| "a newer".to_string());
+    let mut f = Finding::new(
         FindingKind::NcclTooOldForGpu,
         Vec::new(),
         &[
             ("version", version.to_string()),
-            ("gpu", gpu),
+            ("gpu", gpu.clone()),
             ("arch", format!("sm_{}, {}", arch.sm, arch.name)),
-            ("first", first),
-            (
-                "cuda",
-                arch.first_cuda
-                    .clone()
-                    .unwrap_or_else(|| "a newer".to_string()),
-            ),
+            ("first", first.clone()),
+            ("cuda", cuda.clone()),
         ],
-    ))
-    .map(|mut f| {
-        f.sources = vec![arch.source.clone()];
-        f
-    })
+    );
+    if !before(arch) {
+        let built = build_cuda.unwrap_or_default();
+        f.title = format!("NCCL {version} was built with CUDA {built}, too old for the {gpu}");
+        f.cause = format!(
+            "The log runs NCCL {version}+cuda{built} on {gpu} (sm_{}, {}); code for it needs \
+             CUDA {cuda} or later, so this build has no kernels of its own for it (at most \
+             PTX of older GPUs, compiled when it starts).",
+            arch.sm, arch.name
+        );
+        f.fix = format!(
+            "Use an NCCL build for CUDA {cuda} or later (for PyTorch: a wheel built with CUDA \
+             {cuda} or later, which bundles one)."
+        );
+    }
+    f.sources = vec![arch.source.clone()];
+    Some(f)
 }
 
 /// The architecture words of `nccl-lacks-arch` for the GPU the text names.
@@ -402,16 +433,20 @@ pub(super) fn crash_rule(pasted: &Pasted) -> Option<Placed> {
     })
 }
 
-/// Every rank alone on its host, all traffic over the network, and hosts that look like
-/// containers of one machine (Docker's 12-hex-digit names): NCCL took one machine's
-/// ranks for separate nodes.
+/// Every rank alone on its host (all traffic over the network, or as many nodes as
+/// ranks), on hosts that look like containers or pods of one machine: NCCL took one
+/// machine's ranks for separate nodes.
 pub(super) fn net_inside_node_rule(log: &NcclLog) -> Option<Finding> {
-    if log.connections.is_empty()
-        || log
+    let all_net = !log.connections.is_empty()
+        && log
             .connections
             .iter()
-            .any(|c| c.transport.kind != TransportKind::Net)
-    {
+            .all(|c| c.transport.kind == TransportKind::Net);
+    // Without connection lines: as many nodes as ranks (`nNodes 2` for `nranks 2`).
+    let nranks = log.ranks.iter().map(|r| r.nranks).max().unwrap_or(0);
+    let nodes = log.nnodes.iter().copied().max().unwrap_or(0);
+    let all_alone = log.connections.is_empty() && nranks >= 2 && nodes == nranks;
+    if !all_net && !all_alone {
         return None;
     }
     let hosts: BTreeSet<&str> = log
@@ -421,16 +456,29 @@ pub(super) fn net_inside_node_rule(log: &NcclLog) -> Option<Finding> {
         .chain(log.ranks.iter().map(|r| r.host.as_str()))
         .filter(|h| !h.is_empty())
         .collect();
-    let container = |h: &&str| h.len() == 12 && h.bytes().all(|b| b.is_ascii_hexdigit());
+    // Docker's 12 hex digits, or a Kubernetes job's pod (`job-worker-0`, `job-master-0`).
+    let container = |h: &&str| {
+        (h.len() == 12 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            || ["-worker-", "-master-", "-launcher"]
+                .iter()
+                .any(|p| h.contains(p))
+    };
     if hosts.len() < 2 || !hosts.iter().all(container) {
         return None;
     }
-    let detail = format!(
-        "Every connection goes over the network ({}), between hosts named like containers \
-         ({})",
-        log.transports_cell().replace(';', ", "),
-        hosts.iter().copied().collect::<Vec<_>>().join(", ")
-    );
+    let names = hosts.iter().copied().collect::<Vec<_>>().join(", ");
+    let detail = if all_net {
+        format!(
+            "Every connection goes over the network ({}), between hosts named like \
+             containers ({names})",
+            log.transports_cell().replace(';', ", ")
+        )
+    } else {
+        format!(
+            "NCCL counts {nodes} nodes for {nranks} ranks (`nNodes {nodes}`), on hosts named \
+             like containers or pods ({names}); if they share a machine"
+        )
+    };
     Some(Finding::new(
         FindingKind::NetInsideNode,
         Vec::new(),

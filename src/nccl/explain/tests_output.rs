@@ -157,9 +157,10 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool) -> Vec<Placed> {
     if !wrong_rows.is_empty() || !failed_bounds.is_empty() {
         let detail = match (wrong_rows.first(), failed_bounds.first()) {
             (Some((_, r)), _) => format!(
-                "{} of {} sizes had wrong values, from {}",
+                "{} of {} sizes had wrong values, from {} B ({})",
                 wrong_rows.len(),
                 o.rows.len(),
+                r.bytes,
                 human_bytes(r.bytes)
             ),
             (None, Some(l)) => l.text.trim().trim_start_matches("# ").to_string(),
@@ -215,6 +216,7 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool) -> Vec<Placed> {
     } else {
         None
     };
+    let alone = separate.is_some();
     if let Some((detail, lines)) = separate {
         let evidence = super::evidence::distinct(lines.iter().map(|l| pasted.evidence(l)));
         out.push(Placed {
@@ -222,7 +224,8 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool) -> Vec<Placed> {
             lines: Vec::new(),
         });
     }
-    if o.rows.is_empty() && !has_error {
+    // Processes that each ran alone say nothing of a hang.
+    if o.rows.is_empty() && !has_error && !alone {
         if let Some(u) = o
             .using_devices
             .filter(|_| o.devices.is_empty() && !nccl_started(pasted))
@@ -234,12 +237,28 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool) -> Vec<Placed> {
         } else if (nccl_started(pasted) || !o.devices.is_empty()) && o.summaries.is_empty() {
             let shown: Vec<&PastedLine> = o.devices.iter().copied().take(2).collect();
             let evidence = super::evidence::distinct(shown.iter().map(|l| pasted.evidence(l)));
+            let mut finding = Finding::new(
+                FindingKind::TestsHangInit,
+                evidence,
+                &[("gpus", gpu_words(&o.devices))],
+            );
+            // One GPU has no peer: the hang is the GPU's or this NCCL's on it.
+            if o.devices.len() == 1 {
+                finding = finding.with_texts(
+                    format!(
+                        "The test printed no result row{}: the first collective never \
+                         completed. With one GPU there is no peer traffic, so the GPU itself \
+                         or this NCCL's support for it is in question.",
+                        gpu_words(&o.devices)
+                    ),
+                    "Check that this NCCL release supports the GPU (its release notes, and \
+                     the known bugs explain lists), look for Xid errors in `dmesg`, and rerun \
+                     with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL to see the last step."
+                        .to_string(),
+                );
+            }
             out.push(Placed {
-                finding: Finding::new(
-                    FindingKind::TestsHangInit,
-                    evidence,
-                    &[("gpus", gpu_words(&o.devices))],
-                ),
+                finding,
                 lines: Vec::new(),
             });
         }

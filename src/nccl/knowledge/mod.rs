@@ -44,6 +44,10 @@ pub struct Bug {
     /// versions it affects, such as a wording older releases print).
     #[serde(default)]
     pub hedge: bool,
+    /// GPUs the bug is on: a text naming one at an affected version shows the bug
+    /// without its lines.
+    #[serde(default)]
+    pub gpus: Vec<String>,
     pub what: String,
     pub fix: String,
     pub source: String,
@@ -245,15 +249,21 @@ pub fn affected(bug: &Bug, version: NcclVersion) -> bool {
     parse(&bug.first).is_none_or(|f| version >= f) && parse(&bug.fixed).is_none_or(|f| version < f)
 }
 
-/// The known bugs `text` shows (every substring of one, case-insensitive) at `version`:
-/// a bug whose substrings do not name it alone needs the version in its range. With no
+/// The known bugs `text` shows (every substring of one, case-insensitive, or one of its
+/// GPUs at an affected version) at `version`: a bug whose substrings do not name it
+/// alone needs the version in its range. With no
 /// version, a `hedge` bug comes back as a possibility (`true`).
 pub fn bugs_shown(text: &str, version: Option<NcclVersion>) -> Vec<(&'static Bug, bool)> {
     let t = text.to_ascii_lowercase();
     get()
         .bugs
         .iter()
-        .filter(|b| b.shows.iter().all(|s| t.contains(&s.to_ascii_lowercase())))
+        .filter(|b| {
+            let lines = b.shows.iter().all(|s| t.contains(&s.to_ascii_lowercase()));
+            let gpu = version.is_some_and(|v| affected(b, v))
+                && b.gpus.iter().any(|g| t.contains(&g.to_ascii_lowercase()));
+            lines || gpu
+        })
         .filter_map(|b| match version {
             Some(v) => affected(b, v).then_some((b, false)),
             None if b.alone => Some((b, false)),

@@ -212,9 +212,11 @@ fn ib_failures_become_ib_errors_with_or_without_an_error_return() {
         ["line 1: NET/IB : Got completion from peer 10.0.0.2<1234> with error 12, opcode 0, len 0, vendor err 129"]
     );
     assert!(f.cause.contains("`error 12` is a transport retry timeout"));
-    for part in ["NCCL_IB_HCA", "NCCL_IB_DISABLE=1", "NCCL_IB_GID_INDEX"] {
+    for part in ["NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "ib_write_bw"] {
         assert!(f.fix.contains(part), "{part}");
     }
+    // Sockets are no fix for IB: said as what not to do.
+    assert!(!f.fix.contains("NCCL_IB_DISABLE=1") && f.avoid.contains("NCCL_IB_DISABLE=1"));
     // No error return followed: the parser has no failure, the WARN line still counts.
     let alone = explain(&parse(
         "h:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : ibv_modify_qp failed with 110 Connection timed out\n",
@@ -704,4 +706,102 @@ fn a_cuda_ipc_handle_refused_with_217_says_to_disable_p2p() {
     let f = finding(&e, FindingKind::CudaFailure);
     assert!(f.fix.starts_with("Set NCCL_P2P_DISABLE=1"), "{}", f.fix);
     assert!(!ids(&e).contains(&"other-error"), "{:?}", ids(&e));
+}
+
+#[test]
+fn a_connect_to_a_docker_bridge_address_is_named_as_such() {
+    let text = "e5:1203:1227 [0] misc/socket.cc:480 NCCL WARN socketStartConnect: Connect to 172.17.0.2<38847> failed : Software caused connection abort\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::DockerBridgeAddress);
+    assert!(f.cause.contains("172.17.0.2<38847>") && f.fix.contains("--network host"));
+    let routed = text.replace("172.17.0.2", "10.1.0.2");
+    let e = pasted(&[("-", &routed)]);
+    assert!(ids(&e).contains(&"socket-connect") && !ids(&e).contains(&"docker-bridge-address"));
+}
+
+#[test]
+fn pods_counted_as_one_node_each_point_at_nccl_hostid_and_named_nodes_do_not() {
+    let text = "job-worker-0:298:306 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 8000 commId 0xe4 - Init START\n\
+                job-worker-1:225:232 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 2 busId a2000 commId 0xe4 - Init START\n\
+                job-worker-1:225:232 [0] NCCL INFO comm 0x2 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n";
+    let f = finding(&pasted(&[("-", text)]), FindingKind::NetInsideNode).clone();
+    assert!(f.cause.contains("NCCL counts 2 nodes for 2 ranks") && f.fix.contains("NCCL_HOSTID"));
+    let nodes = text.replace("job-worker-", "gpu-node-");
+    assert!(!ids(&pasted(&[("-", &nodes)])).contains(&"net-inside-node"));
+}
+
+#[test]
+fn a_link_local_address_matters_for_the_bootstrap_or_sockets_but_not_one_node() {
+    let boot = "h:97:221 [0] NCCL INFO Bootstrap : Using [0]ip6tnl0:fe80::e866:19ff:fe1e:a688%ip6tnl0<0> [1]veth0:2a02:6b8::600a<0>\n";
+    let f = finding(
+        &pasted(&[("-", boot)]),
+        FindingKind::SocketInterfaceLinkLocal,
+    )
+    .clone();
+    assert!(
+        f.title.contains("ip6tnl0")
+            && f.fix.contains("veth0")
+            && f.fix.contains("NCCL_SOCKET_IFNAME")
+    );
+    // A second socket interface on one node that never sends over sockets.
+    let one_node = "h:1:2 [0] NCCL INFO Bootstrap: Using enp227s0f0:192.168.1.250<0>\n\
+                    h:1:2 [0] NCCL INFO NET/Socket : Using [0]enp227s0f0:192.168.1.250<0> [1]enx1:fe80::52b1%enx1<0>\n";
+    assert!(!ids(&pasted(&[("-", one_node)])).contains(&"socket-interface-link-local"));
+}
+
+#[test]
+fn gpudirect_rdma_on_one_node_only_is_named_and_on_both_is_not() {
+    let a = "gpu32:1:2 [0] NCCL INFO Channel 00 : 0[7000] -> 8[7000] [send] via NET/IB/1/GDRDMA\n";
+    let b = "gpu37:1:2 [0] NCCL INFO Channel 00 : 0[7000] -> 8[7000] [receive] via NET/IB/0\n";
+    let f = finding(
+        &pasted(&[("gpu32.log", a), ("gpu37.log", b)]),
+        FindingKind::GdrDiffers,
+    )
+    .clone();
+    assert!(f.title.contains("on gpu32 but not on gpu37") && f.fix.contains("nvidia-peermem"));
+    let both = b.replace("NET/IB/0", "NET/IB/0/GDRDMA");
+    assert!(!ids(&pasted(&[("gpu32.log", a), ("gpu37.log", &both)])).contains(&"gdr-differs"));
+}
+
+#[test]
+fn a_cuda_217_in_shm_is_cumem_host_memory_and_in_p2p_is_peer_access() {
+    let shm = "9b:774:854 [0] transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'\n";
+    let e = pasted(&[("-", shm)]);
+    let f = finding(&e, FindingKind::Line("shm-cumem-host-p2p"));
+    assert!(f.fix.contains("NCCL_CUMEM_HOST_ENABLE=0"));
+    assert!(!ids(&e).contains(&"cuda-failure"), "{:?}", ids(&e));
+    let p2p = shm.replace("transport/shm.cc:590", "transport/p2p.cc:238");
+    assert!(!ids(&pasted(&[("-", &p2p)])).contains(&"shm-cumem-host-p2p"));
+}
+
+#[test]
+fn one_gpu_that_hangs_is_not_told_to_disable_p2p() {
+    let text = "#nThread 1 nGpus 1 minBytes 33554432 maxBytes 33554432\n#Using devices\n\
+                #Rank 0 Group 0 Pid 12225 on node device 0 [0000:16:00] NVIDIA GeForce RTX 5090\n\
+                node:12225:12225 [0] NCCL INFO NCCL version 2.25.1+cuda12.4\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::TestsHangInit);
+    assert!(!f.fix.contains("NCCL_P2P_DISABLE") && f.cause.contains("no peer traffic"));
+    // 2.25.1 built with CUDA 12.4 on an RTX 5090: too old a CUDA, and a known bug.
+    let arch = finding(&e, FindingKind::NcclTooOldForGpu);
+    assert!(arch.title.contains("built with CUDA 12.4") && arch.fix.contains("CUDA 12.8"));
+    assert!(
+        finding(&e, FindingKind::KnownBug).cause.contains("2.26.2")
+            || finding(&e, FindingKind::KnownBug).fix.contains("2.26.2")
+    );
+    let fixed = text.replace("2.25.1+cuda12.4", "2.26.2+cuda12.8");
+    let e = pasted(&[("-", &fixed)]);
+    assert!(!ids(&e).contains(&"known-bug") && !ids(&e).contains(&"nccl-too-old-for-gpu"));
+}
+
+#[test]
+fn an_ib_registration_out_of_memory_is_the_memlock_limit() {
+    let text = "h:1:2 [0] misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::IbError);
+    assert!(f.cause.contains("locked-memory limit") && f.fix.contains("ulimit -l unlimited"));
+    assert!(!f.fix.contains("NCCL_IB_DISABLE"));
+    let other = text.replace("Cannot allocate memory", "Invalid argument");
+    let f = finding(&pasted(&[("-", &other)]), FindingKind::IbError).clone();
+    assert!(!f.cause.contains("locked-memory limit"));
 }
