@@ -77,6 +77,7 @@ pub fn markdown(
         crate::analysis::expected::markdown(&mut s, one, expected)
     })?;
     cases_apart(&mut s, run)?;
+    crate::analysis::nccl_logs::markdown(&mut s, run, expected)?;
 
     let mut shown: Vec<&str> = job_charts;
     for &collective in &collectives {

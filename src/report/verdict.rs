@@ -18,7 +18,7 @@ fn size(at: &At) -> String {
     Bytes(at.bytes).to_string()
 }
 
-/// How the rate reads after a count: `(95 % for all at once)`, or for cases of one
+/// How the rate reads after a count: `(95 %, all at once)`, or for cases of one
 /// measurement a side, that there is no error rate.
 fn rate(d: &Difference) -> String {
     let decision = &d.pair.decision;

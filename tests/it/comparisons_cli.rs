@@ -459,23 +459,20 @@ fn the_shm_verdict_on_the_host_backend_keeps_shm_with_intervals_over_rounds() {
         crate::common::machine_note()
     );
     assert!(
-        report.contains("slower at 5 of 5 cases (95 % for all at once)."),
+        report.contains("slower at 5 of 5 cases (95 %, all at once)."),
         "{report}"
     );
-    // Disabling SHM costs so much that the first look settles it (5 sizes, up to 15
-    // rounds: looks after 6, 8 and 11).
-    assert!(
-        report.contains(
-            "- Rounds: measured until settled, 6 process groups per config and rank count (of at most 15"
-        ),
-        "{report}"
-    );
-    assert!(
-        report.contains(
-            "| shm-off | 2 | 6 | settled after 6 rounds: against default: slower at 5 of 5 cases |"
-        ),
-        "{report}"
-    );
+    // Disabling SHM costs so much that a look before the last settles it (5 sizes, up
+    // to 15 rounds: looks after 6, 8 and 11; on a loaded VM the first look's intervals
+    // can still be too wide).
+    let settled_at = [6, 8, 11].into_iter().find(|n| {
+        report.contains(&format!(
+            "- Rounds: measured until settled, {n} process groups per config and rank count (of at most 15"
+        )) && report.contains(&format!(
+            "| shm-off | 2 | {n} | settled after {n} rounds: against default: slower at 5 of 5 cases |"
+        ))
+    });
+    assert!(settled_at.is_some(), "{report}");
 }
 
 /// Without `--rounds` a sweep measures until settled: on jittery simulated GPUs, a

@@ -86,7 +86,28 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
     );
     let report = report(&run);
     assert!(report.contains("8 x H100 SXM, ring"), "{report}");
-    assert!(!report.contains("8 x H100 SXM, NVLS"), "{report}");
+    // The logs' finding beside its cases, with the Fabric Manager and the cost of rings
+    // against the NVLS figure.
+    let (before, logs) = report
+        .split_once("## What NCCL's logs say")
+        .unwrap_or_else(|| panic!("{report}"));
+    // The case is judged as the ring it ran.
+    assert!(!before.contains("8 x H100 SXM, NVLS"), "{report}");
+    assert!(
+        logs.contains("**NVLS failed and NCCL went on without it** (warning, default n2")
+            && logs.contains("default n8)")
+            && logs.contains("nvidia-fabricmanager"),
+        "{logs}"
+    );
+    // 16 MiB is below the sizes the NVLS figure is published for: no share, but the
+    // size to sweep to.
+    assert!(
+        logs.contains(
+            " GB/s busbw at 16 MiB without NVLS; 8 x H100 SXM, NVLS publishes 480 GB/s from \
+             4 GiB up, so sweep to 4 GiB (`-e 4G`) to compare."
+        ),
+        "{logs}"
+    );
     let log = nccl_log_of(&run);
     assert_eq!(log.nvls, NvlsUse::Failed);
     let f = finding(&log, FindingKind::NvlsFallback);

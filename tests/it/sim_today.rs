@@ -96,6 +96,11 @@ fn nvswitch_sweeps_report_nvls_and_judge_it_against_the_nvls_figure() {
         report.contains("8 GPUs at 16 MiB: default") && report.contains("nvls-off"),
         "{report}"
     );
+    // NVLS that bound says nothing of a fallback (sim_fabric reads the one that did not).
+    assert!(
+        !report.contains("NVLS failed and NCCL went on without it"),
+        "{report}"
+    );
 }
 
 /// Four GPUs across two PCIe switches (CUDA_VISIBLE_DEVICES=0,1,4,5 of eight): P2P

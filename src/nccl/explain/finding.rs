@@ -213,6 +213,8 @@ finding_kinds! {
     TopologyNvlink => "topology-nvlink",
     GdrDiffers => "gdr-differs",
     SocketInterfaceLinkLocal => "socket-interface-link-local",
+    FirstToFail => "first-to-fail",
+    NodesVsHosts => "nodes-vs-hosts",
 }
 
 impl FindingKind {

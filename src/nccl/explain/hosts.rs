@@ -378,6 +378,76 @@ pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {
     ))
 }
 
+/// NCCL's `nNodes` against the host names of a communicator whose every rank the logs
+/// show: more nodes than names (machines that share a name: NCCL told them apart, the
+/// logs do not), or fewer (machines taken for one node: an NCCL_HOSTID set alike).
+pub(super) fn nodes_rule(log: &NcclLog) -> Option<Finding> {
+    let nodes = *log.nnodes.iter().max()?;
+    if log.nnodes.len() != 1 {
+        return None;
+    }
+    let nranks = log.ranks.iter().map(|r| r.nranks).max()?;
+    let ranks: BTreeSet<u32> = log
+        .ranks
+        .iter()
+        .filter(|r| r.nranks == nranks)
+        .map(|r| r.rank)
+        .collect();
+    if ranks.len() != nranks as usize {
+        return None;
+    }
+    let hosts: BTreeSet<&str> = log
+        .ranks
+        .iter()
+        .filter(|r| r.nranks == nranks && !r.host.is_empty())
+        .map(|r| r.host.as_str())
+        .collect();
+    let h = hosts.len() as u32;
+    if h == 0 || h == nodes {
+        return None;
+    }
+    let names = hosts.iter().copied().collect::<Vec<_>>().join(", ");
+    let (detail, fix, severity) = if nodes > h {
+        (
+            format!(
+                "NCCL counts {nodes} nodes for {nranks} ranks, but their lines carry {h} host \
+                 name(s) ({names}): several machines share a name. NCCL tells them apart (by \
+                 boot ID or NCCL_HOSTID), but logs, launchers and this reading cannot."
+            ),
+            "Give each machine its own hostname, so that the logs say which machine each \
+             rank ran on."
+                .to_string(),
+            super::finding::Severity::Info,
+        )
+    } else {
+        (
+            format!(
+                "NCCL counts {nodes} node(s) for {nranks} ranks on {h} host names ({names}): \
+                 it takes ranks of different machines for one node, so it may connect them by \
+                 P2P or SHM, which fails across machines. NCCL_HOSTID set to one value on \
+                 several machines does this."
+            ),
+            "Unset NCCL_HOSTID, or give each machine its own value; keep one value only for \
+             containers of one machine."
+                .to_string(),
+            super::finding::Severity::Warning,
+        )
+    };
+    Some(
+        Finding::new(
+            FindingKind::NodesVsHosts,
+            Vec::new(),
+            &[
+                ("nodes", nodes.to_string()),
+                ("hosts", h.to_string()),
+                ("detail", detail),
+                ("fix", fix),
+            ],
+        )
+        .with_severity(severity),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

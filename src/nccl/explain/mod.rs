@@ -17,6 +17,7 @@ mod diagnosis;
 mod evidence;
 mod failures;
 mod finding;
+mod first;
 mod hosts;
 mod ib;
 mod memory;
@@ -29,6 +30,7 @@ mod signatures;
 mod summary;
 mod tests_output;
 mod torch;
+mod versions;
 
 use std::collections::BTreeSet;
 
@@ -196,7 +198,7 @@ fn build(
         .versions
         .first()
         .and_then(|v| NcclVersion::parse(v))
-        .or_else(|| pasted.and_then(reason::wrapped_version));
+        .or_else(|| pasted.and_then(versions::wrapped_version));
     // Findings that place lines come first, so that no generic finding repeats them.
     let mut placed: Vec<Placed> = Vec::new();
     let mut findings: Vec<Finding> = Vec::new();
@@ -246,7 +248,7 @@ fn build(
     findings.extend(placed.into_iter().map(|p| p.finding));
     let mut from_failures = failure_findings(log, &context, &is_placed);
     if let Some(p) = pasted {
-        let (arch, first) = reason::arch_words(p);
+        let (arch, first) = versions::arch_words(p);
         for f in from_failures
             .iter_mut()
             .filter(|f| f.kind == FindingKind::NcclLacksArch)
@@ -264,7 +266,7 @@ fn build(
         }
     }
     if let Some(p) = pasted {
-        let words = reason::driver_words(log, p);
+        let words = versions::driver_words(log, p);
         for f in from_failures
             .iter_mut()
             .filter(|f| f.kind == FindingKind::DriverTooOld)
@@ -305,6 +307,7 @@ fn build(
     findings.extend(hosts::same_address_rule(log));
     findings.extend(hosts::link_local_rule(log, context.multi_node));
     findings.extend(hosts::gdr_differs_rule(log));
+    findings.extend(hosts::nodes_rule(log));
     if let Some(p) = pasted {
         findings.extend(hosts::topology_nvlink_rule(p));
         findings.extend(builds::nccl_builds_rule(p, version));
@@ -322,10 +325,11 @@ fn build(
             .versions
             .iter()
             .find_map(|v| v.split_once("+cuda").map(|(_, c)| c));
-        findings.extend(reason::arch_rule(version, build_cuda, p));
-        findings.extend(reason::bug_findings(version, p));
+        findings.extend(versions::arch_rule(version, build_cuda, p));
+        findings.extend(versions::bug_findings(version, p));
         findings.extend(reason::env_not_shown(log, p, &options.env));
         findings.extend(ranks::across_files(inputs));
+        findings.extend(first::first_to_fail(p));
     }
     if let Some(p) = pasted.filter(|_| !findings.iter().any(|f| f.severity == Severity::Error)) {
         findings.extend(memory::nvls_stops_rule(p));

@@ -1,17 +1,14 @@
 //! Reasoning across lines: what a setting says against what the log then shows (an
 //! interface that is not among those NCCL found, a variable set that no rank shows, a
-//! topology file for another machine, a forced protocol with wrong results), the GPU
-//! against the NCCL release, known bugs of the version, ranks on one machine that talk
-//! over the network, and crashes.
+//! topology file for another machine), ranks on one machine that talk over the network,
+//! processes that each ran alone, a GPU index a process cannot see, and crashes.
 
 use std::collections::BTreeSet;
 
 use super::finding::{Finding, FindingKind, Severity};
 use super::pasted::{cut, message, Pasted, PastedLine};
 use super::signatures::Placed;
-use crate::nccl::knowledge::{self, Arch};
 use crate::nccl::log::{NcclLog, TransportKind};
-use crate::nccl::NcclVersion;
 
 /// An address in Docker's default bridge network, 172.17.0.0/16.
 pub(super) fn is_docker_bridge(address: &str) -> bool {
@@ -195,178 +192,6 @@ pub(super) fn topology_file_rule(log: &NcclLog, pasted: &Pasted) -> Option<Place
         finding,
         lines: errors.iter().map(|l| (l.file, l.number)).collect(),
     })
-}
-
-/// The GPUs the text names (nvidia-smi tables, nccl-tests' device lines, PyTorch's
-/// warnings): the architecture of each, by product name or `sm_XX`.
-pub(super) fn gpus(pasted: &Pasted) -> Vec<(&'static Arch, String)> {
-    let mut out: Vec<(&'static Arch, String)> = Vec::new();
-    for l in &pasted.lines {
-        let arch = knowledge::arch_of_gpu(l.text).or_else(|| {
-            let at = l.lower.find("sm_")?;
-            let digits: String = l.lower[at + 3..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            knowledge::arch_of_sm(digits.parse().ok()?)
-        });
-        if let Some(a) = arch {
-            if !out.iter().any(|(b, _)| b.sm == a.sm) {
-                let name = a
-                    .gpus
-                    .iter()
-                    .filter(|g| {
-                        l.text
-                            .to_ascii_lowercase()
-                            .contains(&g.to_ascii_lowercase())
-                    })
-                    .max_by_key(|g| g.len())
-                    .cloned()
-                    .unwrap_or_else(|| format!("sm_{}", a.sm));
-                out.push((a, name));
-            }
-        }
-    }
-    out
-}
-
-/// NCCL older than the first release with kernels for a GPU the text names.
-pub(super) fn arch_rule(
-    version: Option<NcclVersion>,
-    build_cuda: Option<&str>,
-    pasted: &Pasted,
-) -> Option<Finding> {
-    let version = version?;
-    let older = |a: &str, b: &str| {
-        let parts = |v: &str| -> Vec<u32> { v.split('.').filter_map(|p| p.parse().ok()).collect() };
-        parts(a) < parts(b)
-    };
-    let found = gpus(pasted);
-    let before = |a: &Arch| {
-        a.first_nccl
-            .as_deref()
-            .and_then(NcclVersion::parse)
-            .is_some_and(|first| version < first)
-    };
-    // A release new enough, built with a CUDA too old to compile the GPU's code.
-    // Only for architectures NCCL added by release (an sm_89 runs sm_86 code).
-    let cuda_short = |a: &Arch| {
-        a.first_nccl.is_some()
-            && build_cuda
-                .zip(a.first_cuda.as_deref())
-                .is_some_and(|(b, f)| older(b, f))
-    };
-    let (arch, gpu) = found
-        .into_iter()
-        .find(|(a, _)| before(a) || cuda_short(a))?;
-    let first = arch.first_nccl.clone().unwrap_or_default();
-    let cuda = arch
-        .first_cuda
-        .clone()
-        .unwrap_or_else(|| "a newer".to_string());
-    let mut f = Finding::new(
-        FindingKind::NcclTooOldForGpu,
-        Vec::new(),
-        &[
-            ("version", version.to_string()),
-            ("gpu", gpu.clone()),
-            ("arch", format!("sm_{}, {}", arch.sm, arch.name)),
-            ("first", first.clone()),
-            ("cuda", cuda.clone()),
-        ],
-    );
-    if !before(arch) {
-        let built = build_cuda.unwrap_or_default();
-        f.title = format!("NCCL {version} was built with CUDA {built}, too old for the {gpu}");
-        f.cause = format!(
-            "The log runs NCCL {version}+cuda{built} on {gpu} (sm_{}, {}); code for it needs \
-             CUDA {cuda} or later, so this build has no kernels of its own for it (at most \
-             PTX of older GPUs, compiled when it starts).",
-            arch.sm, arch.name
-        );
-        f.fix = format!(
-            "Use an NCCL build for CUDA {cuda} or later (for PyTorch: a wheel built with CUDA \
-             {cuda} or later, which bundles one)."
-        );
-    }
-    f.sources = vec![arch.source.clone()];
-    Some(f)
-}
-
-/// The architecture words of `nccl-lacks-arch` for the GPU the text names.
-pub(super) fn arch_words(pasted: &Pasted) -> (String, String) {
-    match gpus(pasted).into_iter().next() {
-        Some((a, gpu)) => (
-            format!(" ({gpu}: sm_{}, {})", a.sm, a.name),
-            a.first_nccl
-                .as_deref()
-                .map(|f| format!(" (NCCL {f} or later has sm_{} kernels)", a.sm))
-                .unwrap_or_default(),
-        ),
-        None => (String::new(), String::new()),
-    }
-}
-
-/// The known bugs the text shows at its version (releases.toml); with no version in the
-/// text, only bugs its lines alone name.
-pub(super) fn bug_findings(version: Option<NcclVersion>, pasted: &Pasted) -> Vec<Finding> {
-    let text: String = pasted
-        .lines
-        .iter()
-        .map(|l| l.text)
-        .collect::<Vec<_>>()
-        .join("\n");
-    knowledge::bugs_shown(&text, version)
-        .into_iter()
-        .map(|(b, hedged)| {
-            let shown: Vec<String> = pasted
-                .lines
-                .iter()
-                .filter(|l| {
-                    b.shows
-                        .iter()
-                        .any(|s| l.lower.contains(&s.to_ascii_lowercase()))
-                })
-                .map(|l| pasted.evidence(l))
-                .collect();
-            let versions = match (&b.first, &b.fixed) {
-                (Some(f), Some(x)) => format!(" Affected: {f} up to before {x}."),
-                (Some(f), None) => format!(" Seen from {f}; no fixed release is named."),
-                (None, Some(x)) => format!(" Fixed in {x}."),
-                (None, None) => String::new(),
-            };
-            let at = version
-                .map(|v| format!(" This log runs {v}."))
-                .unwrap_or_default();
-            let what = if hedged {
-                format!(
-                    "If this NCCL is {} up to before {} (the text does not show its version): {}",
-                    b.first.as_deref().unwrap_or("an affected release"),
-                    b.fixed.as_deref().unwrap_or("a fixed one"),
-                    b.what
-                )
-            } else {
-                b.what.clone()
-            };
-            let n = shown.len();
-            let mut f = Finding::new(
-                FindingKind::KnownBug,
-                super::evidence::distinct(shown.into_iter()),
-                &[
-                    ("id", b.id.clone()),
-                    ("what", what),
-                    ("version", format!("{versions}{at}")),
-                    ("fix", b.fix.clone()),
-                ],
-            )
-            .with_occurrences(n);
-            if hedged {
-                f.severity = Severity::Warning;
-            }
-            f.sources = vec![b.source.clone()];
-            f
-        })
-        .collect()
 }
 
 /// A process crashed on a signal; the frames after it name NCCL where they do.
@@ -641,41 +466,6 @@ pub(super) fn invalid_device_ordinal_rule(pasted: &Pasted) -> Option<Placed> {
     })
 }
 
-/// The driver and CUDA versions the text shows, in words for `driver-too-old`: the
-/// driver nvidia-smi or the kernel module names, the CUDA the driver supports
-/// (`cudaDriverVersion`), the CUDA NCCL was built for.
-pub(super) fn driver_words(log: &NcclLog, pasted: &Pasted) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let after = |key: &str| {
-        pasted.lines.iter().find_map(|l| {
-            let rest = &l.text[l.text.find(key)? + key.len()..];
-            rest.split_whitespace().next().map(str::to_string)
-        })
-    };
-    if let Some(d) = after("Driver Version:").or_else(|| after("Kernel Module")) {
-        parts.push(format!("driver {d}"));
-    }
-    if let Some(d) = log.driver_version {
-        parts.push(format!(
-            "the driver supports CUDA {}.{}",
-            d / 1000,
-            (d % 1000) / 10
-        ));
-    }
-    if let Some(c) = log
-        .versions
-        .iter()
-        .find_map(|v| v.split_once("+cuda").map(|(_, c)| c.to_string()))
-    {
-        parts.push(format!("NCCL was built for CUDA {c}"));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", parts.join("; "))
-    }
-}
-
 /// Several processes that each built a communicator of one rank (`rank 0 nranks 1` in
 /// their Init or Destroy lines): each ran as its own job.
 pub(super) fn one_rank_jobs(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
@@ -715,16 +505,4 @@ pub(super) fn one_rank_jobs(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
         Vec::new(),
         &[("detail", detail)],
     ))
-}
-
-/// A version whose line was wrapped as pasted: `..., NCCL` then `version 2.14.3` at the
-/// start of the next line.
-pub(super) fn wrapped_version(pasted: &Pasted) -> Option<NcclVersion> {
-    pasted.lines.windows(2).find_map(|w| {
-        let rest = w[1].text.trim_start().strip_prefix("version ")?;
-        if !w[0].text.trim_end().ends_with("NCCL") {
-            return None;
-        }
-        NcclVersion::parse(rest.split_whitespace().next()?)
-    })
 }

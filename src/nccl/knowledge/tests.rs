@@ -1,3 +1,6 @@
+//! Tests of the knowledge files: each parses, each fact has its source, the ids are
+//! unique, and the look-ups (architecture by GPU name, bugs by version) answer.
+
 use super::*;
 use crate::nccl::explain::FindingKind;
 

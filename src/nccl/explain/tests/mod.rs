@@ -11,6 +11,8 @@ use crate::nccl::log::{parse, parse_files, TransportKind};
 
 mod rules;
 
+mod pastes;
+
 mod fixtures;
 
 fn kinds(e: &Explanation) -> Vec<(FindingKind, Severity)> {

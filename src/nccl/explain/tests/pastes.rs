@@ -1,0 +1,278 @@
+//! Tests of the rules that read what people paste, each both ways (the case it names
+//! and a near miss it leaves alone): ranks and GPUs, addresses and interfaces, GPUDirect
+//! RDMA, crashes, PyTorch's invalid arguments, nccl-tests builds, CUDA errors in SHM and
+//! P2P, pods counted as nodes, one GPU that hangs.
+
+use super::*;
+
+fn pasted(files: &[(&str, &str)]) -> Explanation {
+    let inputs: Vec<Input> = files
+        .iter()
+        .map(|(name, text)| Input { name, text })
+        .collect();
+    explain_inputs(&inputs, &Options::default())
+}
+
+fn ids(e: &Explanation) -> Vec<&'static str> {
+    e.findings.iter().map(|f| f.kind.as_str()).collect()
+}
+
+#[test]
+fn two_ranks_on_one_gpu_of_one_node_are_named_but_not_two_nodes_with_one_hostname() {
+    // NCCL 2.3 (no `NCCL` tag): ranks 2 and 10 both on GPU [2] of learngpu060, joined by P2P.
+    let one_node = "learngpu060:1:9 [2] INFO Ring 00 : 2[2] -> 3[3] via P2P/IPC\n\
+                    learngpu060:2:9 [6] INFO Ring 00 : 6[6] -> 10[2] via P2P/IPC\n";
+    let e = pasted(&[("-", one_node)]);
+    let f = finding(&e, FindingKind::HostIdentity);
+    assert!(f.title.contains("learngpu060") && f.cause.contains("Ranks 2 and 10 both use GPU [2]"));
+    assert!(f.fix.contains("hostname") && f.fix.contains("NCCL_HOSTID"));
+    // Two nodes named `user`, joined by the network: NCCL told them apart.
+    let two_nodes = "user:1:9 [6] NCCL INFO Channel 00/0 : 6[6] -> 7[7] via P2P/IPC/read\n\
+                     user:2:9 [7] NCCL INFO Channel 00/0 : 15[7] -> 14[6] via P2P/IPC/read\n\
+                     user:3:9 [0] NCCL INFO Channel 01/0 : 9[1] -> 0[0] [receive] via NET/Socket/0\n";
+    assert!(!ids(&pasted(&[("-", two_nodes)])).contains(&"host-identity"));
+    // NCCL 2.4: every process sees one GPU, `[0]`, so the device says nothing.
+    let one_gpu_each = "c6:1:9 [0] NCCL INFO Ring 00 : 1[0] -> 2[0] via direct shared memory\n\
+                        c6:2:9 [0] NCCL INFO Ring 00 : 2[0] -> 3[0] via direct shared memory\n";
+    assert!(!ids(&pasted(&[("-", one_gpu_each)])).contains(&"host-identity"));
+}
+
+#[test]
+fn hosts_announcing_one_address_are_named_and_distinct_addresses_are_not() {
+    let a = "c6ad:1:1 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>\n";
+    let b = "26a4:1:1 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>\n";
+    let e = pasted(&[("m1.log", a), ("m2.log", b)]);
+    let f = finding(&e, FindingKind::SameAddress);
+    assert!(f.title.contains("172.17.0.2") && f.cause.contains("Docker's default bridge"));
+    assert!(f.fix.contains("--network=host"));
+    let c = "26a4:1:1 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.2<0>\n";
+    assert!(!ids(&pasted(&[("m1.log", a), ("m2.log", c)])).contains(&"same-address"));
+}
+
+#[test]
+fn a_bootstrap_system_error_names_the_interface_it_used() {
+    let text = "h:1:2 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB/SHARP [RO]; OOB ibp75s0:192.168.0.103<0>\n\
+                h:1:2 [3] NCCL INFO misc/socket.cc:567 -> 2\n\
+                h:1:2 [3] NCCL INFO bootstrap.cc:270 -> 2\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::BootstrapFailed);
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.title.contains("ibp75s0") && f.cause.contains("192.168.0.103"));
+    assert!(f.fix.contains("NCCL_SOCKET_IFNAME") && f.avoid.contains("NCCL_IB_DISABLE=1"));
+    // Another file's `-> 2` is not the bootstrap's.
+    let other = text.replace("bootstrap.cc:270", "transport/net.cc:100");
+    assert!(!ids(&pasted(&[("-", &other)])).contains(&"bootstrap-failed"));
+}
+
+#[test]
+fn a_log_that_ends_binding_nvls_memory_points_at_nvls_and_one_that_ends_later_does_not() {
+    let bind = "c2:1:2 [0] NCCL INFO NVLS Bind mem 0xac0000000 UC handle 0x7f MC handle 0x7e size 1073741824\n";
+    let e = pasted(&[("-", bind)]);
+    let f = finding(&e, FindingKind::NvlsStops);
+    assert!(f.fix.contains("NCCL_NVLS_ENABLE=0") && f.avoid.contains("NCCL_SHM_DISABLE=1"));
+    let later = format!(
+        "{bind}c2:1:2 [0] NCCL INFO AllReduce: 33554432 Bytes -> Algo NVLS_TREE proto SIMPLE\n"
+    );
+    assert!(!ids(&pasted(&[("-", &later)])).contains(&"nvls-stops"));
+}
+
+#[test]
+fn a_node_on_a_network_plugin_and_one_on_the_internal_network_differ() {
+    let with =
+        "n04:1:2 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n";
+    let without =
+        "n11:1:2 [5] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n";
+    let e = pasted(&[("node04.log", with), ("node11.log", without)]);
+    let f = finding(&e, FindingKind::PluginsDiffer);
+    assert!(f
+        .cause
+        .contains("libnccl-net.so in node04.log; NCCL's internal network in node11.log"));
+    // The same plugin named by its path on one node and by its load line on another.
+    let loaded = "n05:1:2 [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)\n";
+    assert!(
+        !ids(&pasted(&[("node04.log", with), ("node05.log", loaded)])).contains(&"plugins-differ")
+    );
+}
+
+#[test]
+fn a_bus_error_inside_nccl_is_dev_shm_and_a_segfault_is_a_crash() {
+    let bus = "Thread 787 received signal SIGBUS, Bus error.\n\
+               #0 0x00007f in ncclShmOpen(char*, unsigned long, void**, void**, int, void**) ()\n";
+    let e = pasted(&[("-", bus)]);
+    let f = finding(&e, FindingKind::ShmSigbus);
+    assert!(f.fix.contains("--shm-size") && f.avoid.contains("NCCL_SHM_DISABLE=1"));
+    let segv = bus.replace(
+        "signal SIGBUS, Bus error",
+        "signal SIGSEGV, Segmentation fault",
+    );
+    let e = pasted(&[("-", &segv)]);
+    assert!(ids(&e).contains(&"crash") && !ids(&e).contains(&"shm-sigbus"));
+}
+
+#[test]
+fn an_invalid_argument_quotes_the_argument_nccl_refused() {
+    let text = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:2777, invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5\n\
+                ncclInvalidArgument: Invalid value for an argument.\n\
+                Last error:\n\
+                Broadcast : sendbuff (nil) is not a valid pointer\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::InvalidArgument);
+    assert!(f
+        .cause
+        .contains("`Broadcast : sendbuff (nil) is not a valid pointer`"));
+    assert!(f.fix.contains("allocated CUDA tensor"));
+    let other = text.replace("invalid argument", "unhandled system error");
+    let other = other.replace("ncclInvalidArgument: Invalid value for an argument.", "");
+    assert!(!ids(&pasted(&[("-", &other)])).contains(&"invalid-argument"));
+}
+
+#[test]
+fn nccl_tests_built_against_nccl_1_or_older_library_are_named() {
+    let one = "# NCCL Tests compiled with NCCL 1.0\n# Using devices\n";
+    let f = finding(&pasted(&[("-", one)]), FindingKind::TestsNcclBuild).clone();
+    assert!(f.title.contains("NCCL 1.0") && f.fix.contains("NCCL 2"));
+    let older = "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22703\n";
+    let f = finding(&pasted(&[("-", older)]), FindingKind::TestsNcclBuild).clone();
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.title.contains("NCCL 2.28.9 but runs with 2.27.3"),
+        "{}",
+        f.title
+    );
+    let same = "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n";
+    assert!(!ids(&pasted(&[("-", same)])).contains(&"tests-nccl-build"));
+}
+
+#[test]
+fn a_cuda_ipc_handle_refused_with_217_says_to_disable_p2p() {
+    let text = "z:1:2 [0] NCCL INFO Channel 00 : 0[2d000] -> 1[2e000] via P2P/IPC\n\
+                z:1:2 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported between these two devices\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::CudaFailure);
+    assert!(f.fix.starts_with("Set NCCL_P2P_DISABLE=1"), "{}", f.fix);
+    assert!(!ids(&e).contains(&"other-error"), "{:?}", ids(&e));
+}
+
+#[test]
+fn a_connect_to_a_docker_bridge_address_is_named_as_such() {
+    let text = "e5:1203:1227 [0] misc/socket.cc:480 NCCL WARN socketStartConnect: Connect to 172.17.0.2<38847> failed : Software caused connection abort\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::DockerBridgeAddress);
+    assert!(f.cause.contains("172.17.0.2<38847>") && f.fix.contains("--network host"));
+    let routed = text.replace("172.17.0.2", "10.1.0.2");
+    let e = pasted(&[("-", &routed)]);
+    assert!(ids(&e).contains(&"socket-connect") && !ids(&e).contains(&"docker-bridge-address"));
+}
+
+#[test]
+fn pods_counted_as_one_node_each_point_at_nccl_hostid_and_named_nodes_do_not() {
+    let text = "job-worker-0:298:306 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 8000 commId 0xe4 - Init START\n\
+                job-worker-1:225:232 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 2 busId a2000 commId 0xe4 - Init START\n\
+                job-worker-1:225:232 [0] NCCL INFO comm 0x2 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n";
+    let f = finding(&pasted(&[("-", text)]), FindingKind::NetInsideNode).clone();
+    assert!(f.cause.contains("NCCL counts 2 nodes for 2 ranks") && f.fix.contains("NCCL_HOSTID"));
+    let nodes = text.replace("job-worker-", "gpu-node-");
+    assert!(!ids(&pasted(&[("-", &nodes)])).contains(&"net-inside-node"));
+}
+
+#[test]
+fn a_link_local_address_matters_for_the_bootstrap_or_sockets_but_not_one_node() {
+    let boot = "h:97:221 [0] NCCL INFO Bootstrap : Using [0]ip6tnl0:fe80::e866:19ff:fe1e:a688%ip6tnl0<0> [1]veth0:2a02:6b8::600a<0>\n";
+    let f = finding(
+        &pasted(&[("-", boot)]),
+        FindingKind::SocketInterfaceLinkLocal,
+    )
+    .clone();
+    assert!(
+        f.title.contains("ip6tnl0")
+            && f.fix.contains("veth0")
+            && f.fix.contains("NCCL_SOCKET_IFNAME")
+    );
+    // A second socket interface on one node that never sends over sockets.
+    let one_node = "h:1:2 [0] NCCL INFO Bootstrap: Using enp227s0f0:192.168.1.250<0>\n\
+                    h:1:2 [0] NCCL INFO NET/Socket : Using [0]enp227s0f0:192.168.1.250<0> [1]enx1:fe80::52b1%enx1<0>\n";
+    assert!(!ids(&pasted(&[("-", one_node)])).contains(&"socket-interface-link-local"));
+}
+
+#[test]
+fn gpudirect_rdma_on_one_node_only_is_named_and_on_both_is_not() {
+    let a = "gpu32:1:2 [0] NCCL INFO Channel 00 : 0[7000] -> 8[7000] [send] via NET/IB/1/GDRDMA\n";
+    let b = "gpu37:1:2 [0] NCCL INFO Channel 00 : 0[7000] -> 8[7000] [receive] via NET/IB/0\n";
+    let f = finding(
+        &pasted(&[("gpu32.log", a), ("gpu37.log", b)]),
+        FindingKind::GdrDiffers,
+    )
+    .clone();
+    assert!(f.title.contains("on gpu32 but not on gpu37") && f.fix.contains("nvidia-peermem"));
+    let both = b.replace("NET/IB/0", "NET/IB/0/GDRDMA");
+    assert!(!ids(&pasted(&[("gpu32.log", a), ("gpu37.log", &both)])).contains(&"gdr-differs"));
+}
+
+#[test]
+fn a_cuda_217_in_shm_is_cumem_host_memory_and_in_p2p_is_peer_access() {
+    let shm = "9b:774:854 [0] transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'\n";
+    let e = pasted(&[("-", shm)]);
+    let f = finding(&e, FindingKind::Line("shm-cumem-host-p2p"));
+    assert!(f.fix.contains("NCCL_CUMEM_HOST_ENABLE=0"));
+    assert!(!ids(&e).contains(&"cuda-failure"), "{:?}", ids(&e));
+    let p2p = shm.replace("transport/shm.cc:590", "transport/p2p.cc:238");
+    assert!(!ids(&pasted(&[("-", &p2p)])).contains(&"shm-cumem-host-p2p"));
+}
+
+#[test]
+fn one_gpu_that_hangs_is_not_told_to_disable_p2p() {
+    let text = "#nThread 1 nGpus 1 minBytes 33554432 maxBytes 33554432\n#Using devices\n\
+                #Rank 0 Group 0 Pid 12225 on node device 0 [0000:16:00] NVIDIA GeForce RTX 5090\n\
+                node:12225:12225 [0] NCCL INFO NCCL version 2.25.1+cuda12.4\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::TestsHangInit);
+    assert!(!f.fix.contains("NCCL_P2P_DISABLE") && f.cause.contains("no peer traffic"));
+    // 2.25.1 built with CUDA 12.4 on an RTX 5090: too old a CUDA, and a known bug.
+    let arch = finding(&e, FindingKind::NcclTooOldForGpu);
+    assert!(arch.title.contains("built with CUDA 12.4") && arch.fix.contains("CUDA 12.8"));
+    assert!(
+        finding(&e, FindingKind::KnownBug).cause.contains("2.26.2")
+            || finding(&e, FindingKind::KnownBug).fix.contains("2.26.2")
+    );
+    let fixed = text.replace("2.25.1+cuda12.4", "2.26.2+cuda12.8");
+    let e = pasted(&[("-", &fixed)]);
+    assert!(!ids(&e).contains(&"known-bug") && !ids(&e).contains(&"nccl-too-old-for-gpu"));
+}
+
+#[test]
+fn an_ib_registration_out_of_memory_is_the_memlock_limit() {
+    let text = "h:1:2 [0] misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n";
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::IbError);
+    assert!(f.cause.contains("locked-memory limit") && f.fix.contains("ulimit -l unlimited"));
+    assert!(!f.fix.contains("NCCL_IB_DISABLE"));
+    let other = text.replace("Cannot allocate memory", "Invalid argument");
+    let f = finding(&pasted(&[("-", &other)]), FindingKind::IbError).clone();
+    assert!(!f.cause.contains("locked-memory limit"));
+}
+
+#[test]
+fn nnodes_against_the_host_names_of_a_whole_communicator() {
+    let log = |h0: &str, h1: &str, nodes: u32| {
+        format!(
+            "{h0}:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n\
+             {h1}:3:4 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n\
+             {h1}:3:4 [0] NCCL INFO comm 0x2 rank 1 nRanks 2 nNodes {nodes} localRanks 1 localRank 0 MNNVL 0\n"
+        )
+    };
+    // Two machines both named `user`: NCCL told them apart, the names do not.
+    let shared = log("user", "user", 2);
+    let e = pasted(&[("-", &shared)]);
+    let f = finding(&e, FindingKind::NodesVsHosts);
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.cause.contains("several machines share a name"));
+    // Two names, one node: an NCCL_HOSTID set alike.
+    let one = log("a", "b", 1);
+    let f = finding(&pasted(&[("-", &one)]), FindingKind::NodesVsHosts).clone();
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.fix.contains("NCCL_HOSTID"));
+    // As many nodes as names, or a communicator the logs show only part of: nothing.
+    assert!(!ids(&pasted(&[("-", &log("a", "b", 2))])).contains(&"nodes-vs-hosts"));
+    let part: String = shared.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    assert!(!ids(&pasted(&[("-", &part)])).contains(&"nodes-vs-hosts"));
+}
