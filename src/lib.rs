@@ -147,9 +147,9 @@
 //! which transports, ranks, failures), failure explanations with their fixes
 //! (`explain::explain`, `explain::explain_inputs` for what people paste), the facts
 //! they rest on as data with their sources (`knowledge`: releases per GPU architecture,
-//! known bugs, ibverbs statuses, CUDA errors, findings' texts), SHM segment sizing (`shm::shm_estimate`), how NCCL picks socket
-//! interfaces (`net::selection`, `net::IfList`), the `NCCL_*` variables it reads
-//! (`vars`), and `NcclVersion`.
+//! known bugs, ibverbs statuses, CUDA errors, findings' texts), SHM segment sizing
+//! (`shm::shm_estimate`), how NCCL picks socket interfaces (`net::selection`,
+//! `net::IfList`), the `NCCL_*` variables it reads (`vars`), and `NcclVersion`.
 //!
 //! **`stats`, `ops`, `units`.** `stats`: per-iteration times (`LatencyRecorder`), the
 //! adaptive stop rule (`StopRule`), bandwidth (`Bandwidth`), the decision model
@@ -199,7 +199,7 @@
 //! | `baseline`, `check` | `analysis::baseline::{build, check}` |
 //! | `history` | `cmd::history::run`, `analysis::history::build` |
 //! | `import` | `import::parse`, `import::write_run` |
-//! | `explain` | `nccl::log::parse`, `nccl::explain::explain` |
+//! | `explain` | `cmd::explain::run`, `nccl::explain::explain_inputs` |
 //! | `doctor` | `doctor::run_checks` |
 
 pub mod analysis;

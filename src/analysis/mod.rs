@@ -1,6 +1,7 @@
 //! Judging what runs left behind: the SHM verdict, run-vs-run comparison, baselines and
 //! checks, history over many runs, GPU and node pairs, the latency/bandwidth model, link
-//! ceilings, published figures, what NVLS gained, and what the run's own NCCL logs say. It reads run directories (through `export`) and the
+//! ceilings, published figures, what NVLS gained, and what the run's own NCCL logs say
+//! (`crate::nccl::explain` on them). It reads run directories (through `export`) and the
 //! transports column NCCL's logs gave (`crate::nccl::log`); everything here is pure or
 //! reads files only; nothing prints, and nothing depends on `backend` or `sweep`.
 
