@@ -130,8 +130,13 @@ fn fallback_cost(run: &RunData, rows: &[Platform], config: &str, nranks: u32) ->
         ));
     }
     let less = (1.0 - busbw / nvls.busbw_gbps) * 100.0;
+    let side = if less >= 0.0 {
+        format!("{less:.0} % below")
+    } else {
+        format!("{:.0} % above", -less)
+    };
     Some(format!(
-        "Cost: at {} the {nranks}-GPU all-reduce ran {busbw:.0} GB/s busbw without NVLS, {less:.0} % below the {:.0} GB/s published for {}.",
+        "Cost: at {} the {nranks}-GPU all-reduce ran {busbw:.0} GB/s busbw without NVLS, {side} the {:.0} GB/s published for {}.",
         Bytes(case.bytes),
         nvls.busbw_gbps,
         nvls.name

@@ -42,6 +42,16 @@ fn version_and_cuda(s: &str) -> Option<(String, Option<String>)> {
 
 /// The builds one line names.
 fn builds_of(line: &PastedLine) -> Vec<Build> {
+    // A pip upgrade names the build it replaces, a resolver the one it wants.
+    let replaced = [
+        "uninstall",
+        "existing installation",
+        "requires",
+        "but you have",
+    ];
+    if replaced.iter().any(|r| line.lower.contains(r)) {
+        return Vec::new();
+    }
     let words: Vec<&str> = line.text.split_whitespace().collect();
     let mut out = Vec::new();
     for (i, word) in words.iter().enumerate() {

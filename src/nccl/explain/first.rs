@@ -1,5 +1,5 @@
 //! Which rank failed first: the earliest timestamped error line of each rank (one file
-//! each, or NCCL's `host:pid` in one file), NCCL 2.23+'s `[2025-09-09 23:51:24]` or
+//! each, or NCCL's `host:pid` in one file), NCCL 2.26+'s `[2025-09-09 23:51:24]` or
 //! PyTorch's `[E626 06:24:44.903881913 ...]`. The others' errors most likely follow
 //! from the first.
 
@@ -46,9 +46,8 @@ fn stamp(text: &str) -> Option<Stamp> {
             return Some((0, digits(d[1])?, digits(d[2])?, clock(time)?));
         }
         // PyTorch (glog): `E626 06:24:44.903881913`, level then MMDD.
-        let level = date.chars().next()?;
-        let mmdd = &date[1..];
-        if "EWIF".contains(level) && (3..=4).contains(&mmdd.len()) {
+        let mmdd = date.strip_prefix(['E', 'W', 'I', 'F']).unwrap_or("");
+        if (3..=4).contains(&mmdd.len()) {
             let n = digits(mmdd)?;
             return Some((1, n / 100, n % 100, clock(time)?));
         }
@@ -150,6 +149,10 @@ mod tests {
         assert_eq!((s.0, s.1, s.2), (1, 6, 26));
         assert!((s.3 - (6.0 * 3600.0 + 24.0 * 60.0 + 44.903881913)).abs() < 1e-6);
         assert_eq!(stamp("h:1:2 [0] NCCL WARN no time"), None);
+        assert_eq!(
+            stamp("[\u{e9}t\u{e9} 12:00:00] h:1:2 [0] x.cc:1 NCCL WARN y"),
+            None
+        );
     }
 
     #[test]

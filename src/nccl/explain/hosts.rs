@@ -21,6 +21,8 @@ pub(super) fn host_identity_rule(log: &NcclLog) -> Option<Finding> {
         .connections
         .iter()
         .filter(|c| matches!(c.transport.kind, TransportKind::P2p | TransportKind::Shm))
+        // Multi-node NVLink joins trays whose devices each start at 0.
+        .filter(|c| !c.transport.raw.contains("MNNVL"))
         .collect();
     let mut ranks_of_pid: BTreeMap<(Option<&str>, u32), BTreeSet<u32>> = BTreeMap::new();
     for c in local.iter().filter(|c| c.pid.is_some()) {
@@ -83,6 +85,26 @@ pub(super) fn host_identity_rule(log: &NcclLog) -> Option<Finding> {
         }
     }
     let devices_of = |n: u32| ranks_of_dev.keys().filter(|(m, _)| *m == n).count();
+    // Ranks whose Init lines give different bus ids are on different GPUs, whatever the
+    // brackets say (from 2.18.3 an NVML index, which restarts in each container).
+    let bus_of = |r: &u32| {
+        log.ranks
+            .iter()
+            .find(|i| i.rank == *r)
+            .and_then(|i| i.bus_id.as_deref())
+    };
+    let distinct_buses = |ranks: &BTreeSet<u32>| {
+        let buses: Vec<Option<&str>> = ranks.iter().map(bus_of).collect();
+        buses.iter().all(Option::is_some)
+            && buses.iter().collect::<BTreeSet<_>>().len() == buses.len()
+    };
+    // One shared bracket on distinct GPUs: the brackets are not GPUs in this log.
+    if ranks_of_dev
+        .values()
+        .any(|r| r.len() > 1 && distinct_buses(r))
+    {
+        return None;
+    }
     let ((n, device), ranks) = ranks_of_dev
         .iter()
         .find(|((n, _), r)| r.len() > 1 && devices_of(*n) > 1)?;
@@ -197,6 +219,9 @@ pub(super) fn same_address_rule(log: &NcclLog) -> Option<Finding> {
 /// `bootstrap.cc:270 -> 2`: the bootstrap returned a system error, with no WARN line
 /// saying why; the interface it used is named from the log.
 pub(super) fn bootstrap_rule(log: &NcclLog, pasted: &Pasted) -> Option<Placed> {
+    if !log.failures.is_empty() {
+        return None;
+    }
     let hits: Vec<&PastedLine> = pasted
         .lines
         .iter()
@@ -240,7 +265,15 @@ pub(super) fn bootstrap_rule(log: &NcclLog, pasted: &Pasted) -> Option<Placed> {
 }
 
 /// A pasted `nvidia-smi topo -m` matrix with NVLink (`NV1`, `NV12`) between GPUs.
-pub(super) fn topology_nvlink_rule(pasted: &Pasted) -> Option<Finding> {
+pub(super) fn topology_nvlink_rule(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
+    // Where the log shows P2P, NCCL uses the links already.
+    if log
+        .connections
+        .iter()
+        .any(|c| c.transport.kind == TransportKind::P2p)
+    {
+        return None;
+    }
     let header = pasted.lines.iter().position(|l| {
         let words: Vec<&str> = l.text.split_whitespace().collect();
         words.len() >= 2 && words[0] == "GPU0" && words[1] == "GPU1"
@@ -260,7 +293,8 @@ pub(super) fn topology_nvlink_rule(pasted: &Pasted) -> Option<Finding> {
         let cells = &words[1..];
         let mut any = false;
         for (col, cell) in columns.iter().zip(cells) {
-            if cell.starts_with("NV") && col > row {
+            let index = |g: &str| g[3..].parse::<u32>().ok();
+            if cell.starts_with("NV") && index(col) > index(row) {
                 pairs.push(format!("{}-{} ({cell})", &row[3..], &col[3..]));
                 any = true;
             }
@@ -293,26 +327,33 @@ pub(super) fn link_local_rule(log: &NcclLog, multi_node: bool) -> Option<Finding
         .iter()
         .filter(|l| l.source == "Bootstrap" || l.source == "NET/Socket")
         .collect();
-    let sockets = multi_node
-        || log
-            .connections
-            .iter()
-            .any(|c| c.transport.raw.starts_with("NET/Socket"));
+    // Within one host a link-local address works: read it only where the job spans
+    // hosts, or may (the bootstrap's first interface, where the log does not say one).
+    let hosts: BTreeSet<&str> = log
+        .interfaces
+        .iter()
+        .filter_map(|l| l.host.as_deref())
+        .collect();
+    let one_node = log.nnodes.iter().all(|n| *n == 1) && !log.nnodes.is_empty();
+    let sockets = (multi_node && hosts.len() > 1) || log.nnodes.iter().any(|n| *n > 1);
     let (line, name, address) = lines.iter().find_map(|l| {
         let all = addresses(&l.text);
         let first_of_bootstrap = l.source == "Bootstrap";
         all.into_iter()
             .enumerate()
-            .find(|(i, (_, a))| is_link_local(a) && (sockets || (first_of_bootstrap && *i == 0)))
+            .find(|(i, (_, a))| {
+                is_link_local(a) && (sockets || (first_of_bootstrap && *i == 0 && !one_node))
+            })
             .map(|(_, (n, a))| (*l, n, a))
     })?;
-    let mut others: Vec<&str> = lines
+    let others: Vec<&str> = lines
         .iter()
         .flat_map(|l| addresses(&l.text))
         .filter(|(n, a)| *n != name && !is_link_local(a))
         .map(|(n, _)| n)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
         .collect();
-    others.dedup();
     let others = if others.is_empty() {
         "`ip -br addr` lists them".to_string()
     } else {
@@ -333,10 +374,13 @@ pub(super) fn link_local_rule(log: &NcclLog, multi_node: bool) -> Option<Finding
     )
 }
 
-/// NET/IB connections with GPUDirect RDMA (`/GDRDMA`) on some hosts and without on
-/// others.
+/// NET/IB connections with GPUDirect RDMA (`/GDRDMA`) on some hosts and on none of
+/// another's, receive lines included.
 pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {
-    let mut gdr: BTreeMap<&str, bool> = BTreeMap::new();
+    // (any GDRDMA line, any receive line) per host. GPUDirect reads (send lines) can be
+    // off by default while writes are on, so a host without GDR is one whose receive
+    // lines lack it too.
+    let mut gdr: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
     for c in log
         .connections
         .iter()
@@ -345,10 +389,16 @@ pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {
         let Some(host) = c.host.as_deref() else {
             continue;
         };
-        *gdr.entry(host).or_default() |= c.transport.raw.contains("GDRDMA");
+        let e = gdr.entry(host).or_default();
+        e.0 |= c.transport.raw.contains("GDRDMA");
+        e.1 |= c.direction == Some(Direction::Receive);
     }
-    let with: Vec<&str> = gdr.iter().filter(|(_, g)| **g).map(|(h, _)| *h).collect();
-    let without: Vec<&str> = gdr.iter().filter(|(_, g)| !**g).map(|(h, _)| *h).collect();
+    let with: Vec<&str> = gdr.iter().filter(|(_, g)| g.0).map(|(h, _)| *h).collect();
+    let without: Vec<&str> = gdr
+        .iter()
+        .filter(|(_, g)| !g.0 && g.1)
+        .map(|(h, _)| *h)
+        .collect();
     if with.is_empty() || without.is_empty() {
         return None;
     }
@@ -403,7 +453,21 @@ pub(super) fn nodes_rule(log: &NcclLog) -> Option<Finding> {
         .map(|r| r.host.as_str())
         .collect();
     let h = hosts.len() as u32;
-    if h == 0 || h == nodes {
+    let every_rank_named = log
+        .ranks
+        .iter()
+        .filter(|r| r.nranks == nranks)
+        .all(|r| !r.host.is_empty());
+    if h == 0 || h == nodes || !every_rank_named {
+        return None;
+    }
+    let set = |name: &str| log.env.iter().any(|(n, v)| n == name && v != "0");
+    // Fewer nodes than names: multi-node NVLink (one clique, one node) does that unless
+    // NCCL_HOSTID is set; more: disabling P2P and SHM cuts each GPU off as a node.
+    if nodes < h && !set("NCCL_HOSTID") {
+        return None;
+    }
+    if nodes > h && set("NCCL_P2P_DISABLE") && set("NCCL_SHM_DISABLE") {
         return None;
     }
     let names = hosts.iter().copied().collect::<Vec<_>>().join(", ");

@@ -309,7 +309,7 @@ fn build(
     findings.extend(hosts::gdr_differs_rule(log));
     findings.extend(hosts::nodes_rule(log));
     if let Some(p) = pasted {
-        findings.extend(hosts::topology_nvlink_rule(p));
+        findings.extend(hosts::topology_nvlink_rule(log, p));
         findings.extend(builds::nccl_builds_rule(p, version));
         let has_error = findings.iter().any(|f| f.severity == Severity::Error);
         let one_rank = reason::one_rank_jobs(log, p);

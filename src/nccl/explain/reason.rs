@@ -205,7 +205,8 @@ pub(super) fn crash_rule(pasted: &Pasted) -> Option<Placed> {
         "segfault encountered",
         "sigbus",
         "caught signal 7 ",
-        "bus error",
+        "signal 7 (bus error",
+        "bus error (core dumped)",
     ];
     let hits: Vec<&PastedLine> = pasted
         .lines
@@ -213,9 +214,12 @@ pub(super) fn crash_rule(pasted: &Pasted) -> Option<Placed> {
         .filter(|l| signs.iter().any(|s| l.lower.contains(s)))
         .collect();
     let first = hits.first()?;
-    let bus = hits
-        .iter()
-        .any(|l| l.lower.contains("sigbus") || l.lower.contains("bus error"));
+    // Not dmesg's `PCIe Bus Error`: a signal.
+    let bus = hits.iter().any(|l| {
+        l.lower.contains("sigbus")
+            || l.lower.contains("signal 7")
+            || l.lower.contains("bus error (core")
+    });
     let signal = if first.lower.contains("abort") {
         "SIGABRT"
     } else {
@@ -289,6 +293,16 @@ pub(super) fn net_inside_node_rule(log: &NcclLog) -> Option<Finding> {
                 .any(|p| h.contains(p))
     };
     if hosts.len() < 2 || !hosts.iter().all(container) {
+        return None;
+    }
+    // One bus id under two hosts: two machines (a machine's GPUs have distinct ones).
+    let mut hosts_of_bus: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
+    for r in &log.ranks {
+        if let Some(bus) = r.bus_id.as_deref() {
+            hosts_of_bus.entry(bus).or_default().insert(r.host.as_str());
+        }
+    }
+    if hosts_of_bus.values().any(|h| h.len() > 1) {
         return None;
     }
     let names = hosts.iter().copied().collect::<Vec<_>>().join(", ");

@@ -9,14 +9,30 @@ use crate::nccl::knowledge::{self, Arch};
 use crate::nccl::log::NcclLog;
 use crate::nccl::NcclVersion;
 
+/// Where a line may name a GPU: not NCCL's `host:pid:tid` prefix nor nccl-tests' host
+/// (a host may be called `thor`): the message of an NCCL line, the name after a device
+/// line's `[bus]`, else the whole line.
+fn gpu_text(text: &str) -> &str {
+    if text.contains("NCCL INFO") || text.contains("NCCL WARN") {
+        return super::pasted::message(text);
+    }
+    let t = text.trim_start_matches(['#', ' ']);
+    if t.starts_with("Rank ") && t.contains(" device ") {
+        return text.rsplit_once(']').map_or(text, |(_, name)| name);
+    }
+    text
+}
+
 /// The GPUs the text names (nvidia-smi tables, nccl-tests' device lines, PyTorch's
 /// warnings): the architecture of each, by product name or `sm_XX`.
 pub(super) fn gpus(pasted: &Pasted) -> Vec<(&'static Arch, String)> {
     let mut out: Vec<(&'static Arch, String)> = Vec::new();
     for l in &pasted.lines {
-        let arch = knowledge::arch_of_gpu(l.text).or_else(|| {
-            let at = l.lower.find("sm_")?;
-            let digits: String = l.lower[at + 3..]
+        let text = gpu_text(l.text);
+        let lower = text.to_ascii_lowercase();
+        let arch = knowledge::arch_of_gpu(text).or_else(|| {
+            let at = lower.find("sm_")?;
+            let digits: String = lower[at + 3..]
                 .chars()
                 .take_while(char::is_ascii_digit)
                 .collect();
@@ -27,11 +43,7 @@ pub(super) fn gpus(pasted: &Pasted) -> Vec<(&'static Arch, String)> {
                 let name = a
                     .gpus
                     .iter()
-                    .filter(|g| {
-                        l.text
-                            .to_ascii_lowercase()
-                            .contains(&g.to_ascii_lowercase())
-                    })
+                    .filter(|g| lower.contains(&g.to_ascii_lowercase()))
                     .max_by_key(|g| g.len())
                     .cloned()
                     .unwrap_or_else(|| format!("sm_{}", a.sm));

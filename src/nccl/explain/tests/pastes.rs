@@ -266,8 +266,10 @@ fn nnodes_against_the_host_names_of_a_whole_communicator() {
     let f = finding(&e, FindingKind::NodesVsHosts);
     assert_eq!(f.severity, Severity::Info);
     assert!(f.cause.contains("several machines share a name"));
-    // Two names, one node: an NCCL_HOSTID set alike.
-    let one = log("a", "b", 1);
+    // Two names, one node: an NCCL_HOSTID set alike (without it, multi-node NVLink).
+    let without = log("a", "b", 1);
+    assert!(!ids(&pasted(&[("-", &without)])).contains(&"nodes-vs-hosts"));
+    let one = format!("{without}a:1:2 [0] NCCL INFO NCCL_HOSTID set by environment to rack1\n");
     let f = finding(&pasted(&[("-", &one)]), FindingKind::NodesVsHosts).clone();
     assert_eq!(f.severity, Severity::Warning);
     assert!(f.fix.contains("NCCL_HOSTID"));
@@ -275,4 +277,47 @@ fn nnodes_against_the_host_names_of_a_whole_communicator() {
     assert!(!ids(&pasted(&[("-", &log("a", "b", 2))])).contains(&"nodes-vs-hosts"));
     let part: String = shared.lines().skip(1).map(|l| format!("{l}\n")).collect();
     assert!(!ids(&pasted(&[("-", &part)])).contains(&"nodes-vs-hosts"));
+}
+
+/// Healthy texts that once read as failures: a host named like a GPU, dmesg's PCIe bus
+/// errors, a pip upgrade, GPUs told apart by bus id, NVLink across trays, GPUDirect
+/// reads off while writes are on.
+#[test]
+fn healthy_texts_that_look_like_failures_raise_nothing() {
+    let none = |text: &str, id: &str| {
+        let e = pasted(&[("-", text)]);
+        assert!(!ids(&e).contains(&id), "{id} in {:?} for {text}", ids(&e));
+    };
+    none(
+        "thor:123:456 [0] NCCL INFO NCCL version 2.20.5+cuda12.2\n",
+        "nccl-too-old-for-gpu",
+    );
+    none(
+        "[ 12.3] pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, type=Physical Layer\nlibnccl.so.2 loaded\n",
+        "shm-sigbus",
+    );
+    none(
+        "Found existing installation: nvidia-nccl-cu12 2.20.5\nSuccessfully installed nvidia-nccl-cu12-2.21.5\n",
+        "nccl-builds",
+    );
+    // 2.18.3+: the brackets are NVML indices, `[0]` in each 4-GPU container; the Init
+    // lines' bus ids differ.
+    none(
+        "h:1:9 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 busId 18000 - Init COMPLETE\n\
+         h:5:9 [0] NCCL INFO comm 0x5 rank 4 nranks 8 cudaDev 0 busId 9a000 - Init COMPLETE\n\
+         h:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n\
+         h:5:9 [0] NCCL INFO Channel 00/0 : 4[0] -> 5[1] via P2P/IPC\n",
+        "host-identity",
+    );
+    none(
+        "t1:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 4[0] via P2P/MNNVL\n\
+         t1:2:9 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC\n",
+        "host-identity",
+    );
+    // GPUDirect reads off (a's send line), writes on (b's receive line).
+    none(
+        "a:1:2 [0] NCCL INFO Channel 00 : 0[7000] -> 8[7000] [send] via NET/IB/1\n\
+         b:1:2 [0] NCCL INFO Channel 00 : 0[7000] -> 8[7000] [receive] via NET/IB/0/GDRDMA\n",
+        "gdr-differs",
+    );
 }
