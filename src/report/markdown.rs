@@ -354,16 +354,25 @@ fn gpu_count_table(
     let largest = rows.iter().map(|r| r.bytes).max().unwrap_or(0);
     let small = nearest(&rows, 8).map(|r| r.bytes).unwrap_or(8);
     let medium = nearest(&rows, 65536).map(|r| r.bytes).unwrap_or(65536);
+    // The latency near 8 B and near 64 KiB: one column where they are one size.
+    let mut latency_sizes = vec![small, medium];
+    latency_sizes.dedup();
     writeln!(s, "## {}\n", run.ranks(nranks))?;
+    let latency_heads: String = latency_sizes
+        .iter()
+        .map(|b| format!(" latency at {} |", Bytes(*b)))
+        .collect();
     writeln!(
         s,
-        "| config | busbw at {} | of ceiling | latency at {} | latency at {} | vs {baseline} at {} | change | transports | status |",
+        "| config | busbw at {} | of ceiling |{latency_heads} vs {baseline} at {} | change | transports | status |",
         Bytes(largest),
-        Bytes(small),
-        Bytes(medium),
         Bytes(largest)
     )?;
-    writeln!(s, "|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(
+        s,
+        "|---|---|---|{}---|---|---|---|",
+        "---|".repeat(latency_sizes.len())
+    )?;
     let mut configs: Vec<&str> = Vec::new();
     for r in &rows {
         if !configs.contains(&r.config.as_str()) {
@@ -414,11 +423,13 @@ fn gpu_count_table(
             .and_then(|r| r.ceiling_pct)
             .map(|p| format!("{p:.0} %"))
             .unwrap_or_else(|| "-".into());
+        let latencies: String = latency_sizes
+            .iter()
+            .map(|b| format!(" {} |", latency(*b)))
+            .collect();
         writeln!(
             s,
-            "| {config} | {busbw} | {of_ceiling} | {} | {} | {change} | {significant} | {} | {status} |",
-            latency(small),
-            latency(medium),
+            "| {config} | {busbw} | {of_ceiling} |{latencies} {change} | {significant} | {} | {status} |",
             transports.into_iter().collect::<Vec<_>>().join(" "),
         )?;
     }

@@ -167,7 +167,8 @@ pub fn fit(points: &[Point]) -> Result<AlphaBeta, NoFit> {
         left_out,
         rms_residual: rms,
         max_residual: max,
-        alpha_determined: a.abs() >= MIN_SHARE * first.time_us,
+        // A negative fixed cost is no cost: the line does not hold down to the small sizes.
+        alpha_determined: a > 0.0 && a >= MIN_SHARE * first.time_us,
         beta_determined: b > 0.0 && b * last.bytes >= MIN_SHARE * last.time_us,
     })
 }
@@ -370,6 +371,24 @@ mod tests {
             .collect();
         let m = fit(&pts).unwrap();
         assert!(!m.alpha_determined && m.beta_determined, "{m:?}");
+    }
+
+    #[test]
+    fn a_negative_fixed_cost_is_not_determined_and_a_positive_one_is() {
+        // t = -50 us + bytes / 1 GB/s: a line that crosses zero above the smallest size.
+        let line = |alpha: f64| -> Vec<Point> {
+            [1e5, 3e5, 1e6, 3e6, 1e7]
+                .iter()
+                .map(|&bytes| Point {
+                    bytes,
+                    time_us: alpha + bytes / 1e3,
+                })
+                .collect()
+        };
+        let m = fit(&line(-50.0)).unwrap();
+        assert!(m.alpha_us < 0.0 && !m.alpha_determined, "{m:?}");
+        let m = fit(&line(50.0)).unwrap();
+        assert!(m.alpha_determined, "{m:?}");
     }
 
     #[test]

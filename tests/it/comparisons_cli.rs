@@ -465,6 +465,11 @@ fn the_shm_verdict_on_the_host_backend_keeps_shm_with_intervals_over_rounds() {
     // Disabling SHM costs so much that a look before the last settles it (5 sizes, up
     // to 15 rounds: looks after 6, 8 and 11; on a loaded VM the first look's intervals
     // can still be too wide).
+    // Sizes 8 B to 32 KiB: latency near 8 B and near 64 KiB, two columns.
+    assert!(
+        report.contains("| latency at 8 B | latency at 32 KiB |"),
+        "{report}"
+    );
     let settled_at = [6, 8, 11].into_iter().find(|n| {
         report.contains(&format!(
             "- Rounds: measured until settled, {n} process groups per config and rank count (of at most 15"

@@ -86,6 +86,11 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
     );
     let report = report(&run);
     assert!(report.contains("8 x H100 SXM, ring"), "{report}");
+    // One size: one latency column, not the same one twice.
+    assert!(
+        report.contains("| of ceiling | latency at 16 MiB | vs default at 16 MiB |"),
+        "{report}"
+    );
     // The logs' finding beside its cases, with the Fabric Manager and the cost of rings
     // against the NVLS figure.
     let (before, logs) = report

@@ -23,6 +23,8 @@ pub fn alpha_cell(f: &AlphaBeta) -> String {
     );
     if f.alpha_determined {
         cell
+    } else if f.alpha_us <= 0.0 {
+        format!("{cell} (not determined: below zero, the line misses the small sizes)")
     } else {
         format!("{cell} (not determined: no size kept is latency-bound)")
     }
