@@ -118,14 +118,19 @@ fn count(decision: &serde_json::Value, word: &str) -> usize {
 
 /// Every size of the slower config is slower, and the gate fails (exit 1). On a VM
 /// at half speed for a minute a case's interval can reach below the threshold: it is
-/// then not settled, but its estimate must still point the right way.
+/// then not settled, and right as long as its estimate points the right way or its
+/// interval holds the true +50 % (with three ranks on two cores a rank's spin can
+/// overlap another's wait, and a case's rounds spread by -50 % to +65 %). Never
+/// within, never faster.
 fn judge_slow(run: &Path) {
     let slow = compare_configs(run, "slow");
     assert_eq!(slow.status.code(), Some(1), "{}", text(&slow));
     let changes = column(&slow, "change");
-    for (outcome, change) in outcomes(&slow).iter().zip(&changes) {
+    let highs = column(&slow, "ci_high");
+    for ((outcome, change), high) in outcomes(&slow).iter().zip(&changes).zip(&highs) {
         let slower = change.parse::<f64>().is_ok_and(|c| c > 0.02);
-        let found = outcome == "slower" || (outcome == "not settled" && slower);
+        let holds_truth = high.parse::<f64>().is_ok_and(|h| h >= 0.5);
+        let found = outcome == "slower" || (outcome == "not settled" && (slower || holds_truth));
         assert!(found, "slow: {}", text(&slow));
     }
 }
