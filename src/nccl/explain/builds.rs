@@ -40,6 +40,17 @@ fn version_and_cuda(s: &str) -> Option<(String, Option<String>)> {
     Some((version.to_string(), cuda))
 }
 
+/// A package's build from its version field (`2.9.9-1+cuda11.3`), written after `name`.
+fn package(name: &str, spec: &str) -> Option<Build> {
+    let (version, cuda) = version_and_cuda(spec)?;
+    let suffix = cuda.as_ref().map(|c| format!("+{c}")).unwrap_or_default();
+    Some(Build {
+        written: format!("{name}{version}{suffix}"),
+        version,
+        cuda,
+    })
+}
+
 /// The builds one line names.
 fn builds_of(line: &PastedLine) -> Vec<Build> {
     // A pip upgrade names the build it replaces, a resolver the one it wants.
@@ -74,32 +85,18 @@ fn builds_of(line: &PastedLine) -> Vec<Build> {
             }
             continue;
         }
+        // dpkg -l: `libnccl2  2.18.3-1+cuda12.2` (and libnccl-dev).
+        if base == "libnccl2" || base == "libnccl-dev" {
+            out.extend(words.get(i + 1).and_then(|v| package("libnccl2 ", v)));
+            continue;
+        }
         // rpm: `libnccl-2.9.9-1+cuda11.3.x86_64` (and -devel-, -static-).
         if let Some(rest) = base.strip_prefix("libnccl-") {
             let rest = rest
                 .strip_prefix("devel-")
                 .or_else(|| rest.strip_prefix("static-"))
                 .unwrap_or(rest);
-            if let Some((version, cuda)) = version_and_cuda(rest) {
-                let suffix = cuda.as_ref().map(|c| format!("+{c}")).unwrap_or_default();
-                out.push(Build {
-                    written: format!("libnccl-{version}{suffix}"),
-                    version,
-                    cuda,
-                });
-            }
-            continue;
-        }
-        // dpkg -l: `libnccl2  2.18.3-1+cuda12.2`.
-        if base == "libnccl2" || base == "libnccl-dev" {
-            if let Some((version, cuda)) = words.get(i + 1).and_then(|v| version_and_cuda(v)) {
-                let suffix = cuda.as_ref().map(|c| format!("+{c}")).unwrap_or_default();
-                out.push(Build {
-                    written: format!("libnccl2 {version}{suffix}"),
-                    version,
-                    cuda,
-                });
-            }
+            out.extend(package("libnccl-", rest));
             continue;
         }
         // A library file: `libnccl.so.2.9.9`.
@@ -182,8 +179,8 @@ mod tests {
             ["libnccl-2.9.9+cuda11.3", "libnccl-2.8.3+cuda10.1"]
         );
         assert_eq!(
-            builds("ii  libnccl2  2.18.3-1+cuda12.2  amd64\n/usr/lib64/libnccl.so.2.9.9\n/usr/lib64/libnccl.so.2"),
-            ["libnccl2 2.18.3+cuda12.2", "libnccl.so.2.9.9"]
+            builds("ii  libnccl2  2.18.3-1+cuda12.2  amd64\nii  libnccl-dev  2.18.3-1+cuda12.2  amd64\n/usr/lib64/libnccl.so.2.9.9\n/usr/lib64/libnccl.so.2"),
+            ["libnccl2 2.18.3+cuda12.2", "libnccl2 2.18.3+cuda12.2", "libnccl.so.2.9.9"]
         );
     }
 
