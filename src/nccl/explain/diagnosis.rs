@@ -241,6 +241,27 @@ pub(super) fn ib_error_text(lines: &[Line]) -> (String, String) {
             .to_string();
         return (d, fix);
     }
+    // A queue pair that cannot reach RTR in time: the peer's GID is not reachable from
+    // this NIC (another rail, a wrong GID index or VLAN).
+    let rtr_timeout = lines.iter().any(|l| {
+        let t = l.text.to_ascii_lowercase();
+        t.contains("ibv_modify_qp")
+            && (t.contains("connection timed out") || t.contains("failed with 110"))
+    });
+    if rtr_timeout {
+        d = String::from(
+            "Moving a queue pair to RTR timed out (ibv_modify_qp, ETIMEDOUT): this NIC could \
+             not reach the peer's GID. On a rail-optimised fabric a NIC reaches only the NICs \
+             of its own rail on other nodes, and NCCL may pair NICs across rails; on RoCE a \
+             wrong GID index or VLAN has the same effect.",
+        );
+        let fix = "Try NCCL_CROSS_NIC=0 on every node, so that each channel keeps to one rail; \
+                   check the GID index (`show_gids`, NCCL_IB_GID_INDEX) and that each NIC \
+                   reaches the peer's NIC of the same index \
+                   (`ib_write_bw -d <dev> -x <gid index> <peer>`)."
+            .to_string();
+        return (d, fix);
+    }
     let fix = "Choose the HCAs explicitly with NCCL_IB_HCA (e.g. `NCCL_IB_HCA=mlx5_0,mlx5_1`; \
                check the ports with `ibstat` or `ibv_devinfo`), set NCCL_IB_GID_INDEX on RoCE \
                (often 3 for RoCEv2), run containers with `ulimit -l unlimited` and \

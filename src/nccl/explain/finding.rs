@@ -215,6 +215,7 @@ finding_kinds! {
     SocketInterfaceLinkLocal => "socket-interface-link-local",
     FirstToFail => "first-to-fail",
     NodesVsHosts => "nodes-vs-hosts",
+    TorchArch => "torch-arch",
 }
 
 impl FindingKind {

@@ -126,6 +126,8 @@ const MARKERS: &[&str] = &[
     "using devices",
     "nthread",
     "cuda error",
+    "cuda capability",
+    "no kernel image",
     "cuda failure",
     "mpirun",
     "srun",
@@ -343,8 +345,21 @@ fn build(
     let unplaced = unplaced_lines(log, &findings);
     let unknown = findings.iter().any(|f| f.kind == FindingKind::OtherError);
     let has_error = findings.iter().any(|f| f.severity == Severity::Error);
-    let collect = (findings.is_empty() || unknown || (!has_error && !unplaced.is_empty()))
-        .then(|| COLLECT.to_string());
+    // An error NCCL returned, pasted without NCCL's own lines: its cause is in them.
+    let without_log = pasted.is_some_and(|p| !p.contains("nccl info") && !p.contains("nccl warn"))
+        && findings.iter().any(|f| {
+            matches!(
+                f.kind,
+                FindingKind::RemoteError
+                    | FindingKind::SystemError
+                    | FindingKind::TorchTimeout
+                    | FindingKind::TorchChildFailed
+                    | FindingKind::TorchWatchdogStuck
+            )
+        });
+    let collect =
+        (findings.is_empty() || unknown || without_log || (!has_error && !unplaced.is_empty()))
+            .then(|| COLLECT.to_string());
     let nranks: BTreeSet<u32> = log.ranks.iter().map(|r| r.nranks).collect();
     Explanation {
         inputs: Vec::new(),

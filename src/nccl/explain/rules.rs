@@ -217,7 +217,8 @@ pub fn connect_retries_rule(log: &NcclLog) -> Option<Finding> {
 /// set-up, nothing failed and no connection was made: the log stops in init, as a
 /// hang's does.
 pub fn init_stops_rule(log: &NcclLog) -> Option<Finding> {
-    let started = log.nccl_lines > 0 && (!log.versions.is_empty() || !log.ranks.is_empty());
+    let started = log.nccl_lines > 0
+        && (!log.versions.is_empty() || !log.ranks.is_empty() || !log.interfaces.is_empty());
     let complete = log.ranks.iter().any(|r| r.init_complete);
     // Anything NCCL prints once set up (NVLS, tuning, collectives) says it got further.
     let further = log.nvls != crate::nccl::log::NvlsUse::Unknown
@@ -232,9 +233,46 @@ pub fn init_stops_rule(log: &NcclLog) -> Option<Finding> {
         Some(v) => format!("NCCL {v}, {} line(s)", log.nccl_lines),
         None => format!("{} line(s)", log.nccl_lines),
     };
+    let mut names: Vec<&str> = log
+        .interfaces
+        .iter()
+        .flat_map(|i| i.names.iter().map(String::as_str))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let interfaces = match names.as_slice() {
+        [] => String::new(),
+        names => format!(" (the log shows {})", names.join(", ")),
+    };
+    // The peer-to-peer test is for GPUs of one node that NCCL connects directly: where
+    // the log shows two on a host, and no network plugin whose set-up may be what stops.
+    let plugin = log.plugins.iter().any(|p| p != "internal")
+        || log
+            .networks
+            .iter()
+            .any(|n| n.contains("Libfabric") || n.contains("OFI"));
+    let two_on_a_host = log.processes.iter().any(|p| {
+        let gpus: usize = log
+            .processes
+            .iter()
+            .filter(|q| q.host == p.host)
+            .map(|q| q.devices.len().max(1))
+            .sum();
+        gpus > 1
+    });
+    let p2p = if two_on_a_host && !plugin {
+        " Between GPUs of one node without NVLink, test NCCL_P2P_DISABLE=1: if that runs, \
+         peer-to-peer is blocked (IOMMU or PCI ACS) and the fix is there."
+    } else {
+        ""
+    };
     Some(Finding::new(
         FindingKind::InitStops,
         Vec::new(),
-        &[("started", what)],
+        &[
+            ("started", what),
+            ("interfaces", interfaces),
+            ("p2p", p2p.to_string()),
+        ],
     ))
 }

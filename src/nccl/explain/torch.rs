@@ -61,6 +61,7 @@ pub(super) fn torch_findings(pasted: &Pasted) -> Vec<Placed> {
     out.extend(watchdog_stuck(pasted));
     out.extend(child_failed(pasted));
     out.extend(tcpstore(pasted));
+    out.extend(build_lacks_arch(pasted));
     out
 }
 
@@ -401,4 +402,53 @@ fn invalid_argument(pasted: &Pasted) -> Option<Placed> {
         ],
     );
     Some(placed(finding, &lines))
+}
+
+/// PyTorch's warning that the GPU is newer than the build: `NVIDIA GeForce RTX 5090 with
+/// CUDA capability sm_120 is not compatible with the current PyTorch installation.`,
+/// and the list the build supports on the line after it.
+fn build_lacks_arch(pasted: &Pasted) -> Option<Placed> {
+    const WARNING: &str = " with CUDA capability sm_";
+    let at = pasted
+        .lines
+        .iter()
+        .position(|l| l.text.contains(WARNING) && l.text.contains("not compatible"))?;
+    let line = &pasted.lines[at];
+    let (gpu, rest) = line.text.split_once(WARNING)?;
+    let sm: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let gpu = gpu
+        .trim()
+        .trim_start_matches("UserWarning:")
+        .trim()
+        .to_string();
+    let supported = pasted.lines[at..]
+        .iter()
+        .find_map(|l| l.text.split_once("supports CUDA capabilities "))
+        .map(|(_, list)| list.trim().trim_end_matches('.').to_string());
+    let arch = crate::nccl::knowledge::arch_of_sm(sm.parse().ok()?);
+    let cuda = arch.and_then(|a| a.first_cuda.clone());
+    let index = cuda
+        .as_deref()
+        .map(|c| {
+            format!(
+                ", e.g. `--index-url https://download.pytorch.org/whl/cu{}`",
+                c.replace('.', "")
+            )
+        })
+        .unwrap_or_default();
+    let f = Finding::new(
+        FindingKind::TorchArch,
+        vec![pasted.evidence(line)],
+        &[
+            ("gpu", gpu),
+            ("arch", format!("sm_{sm}")),
+            (
+                "supported",
+                supported.unwrap_or_else(|| "older GPUs only".to_string()),
+            ),
+            ("cuda", cuda.unwrap_or_else(|| "a newer".to_string())),
+            ("index", index),
+        ],
+    );
+    Some(placed(f, &[line]))
 }

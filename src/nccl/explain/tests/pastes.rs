@@ -321,3 +321,84 @@ fn healthy_texts_that_look_like_failures_raise_nothing() {
         "gdr-differs",
     );
 }
+
+#[test]
+fn a_queue_pair_timing_out_to_rtr_points_at_the_rails() {
+    let line = "h:1:2 [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT, next state RTR\n";
+    let f = finding(&pasted(&[("-", line)]), FindingKind::IbError).clone();
+    assert!(f.fix.contains("NCCL_CROSS_NIC=0") && f.cause.contains("RTR"));
+    let other = line.replace("110 Connection timed out", "22 Invalid argument");
+    let f = finding(&pasted(&[("-", &other)]), FindingKind::IbError).clone();
+    assert!(!f.fix.contains("NCCL_CROSS_NIC"));
+}
+
+#[test]
+fn pytorch_without_code_for_the_gpu_names_its_architecture_and_cuda() {
+    let text = "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.\n\
+                The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.\n";
+    let inputs = [Input { name: "-", text }];
+    assert!(is_explainable(&inputs));
+    let e = pasted(&[("-", text)]);
+    let f = finding(&e, FindingKind::TorchArch);
+    assert!(f.title.contains("NVIDIA GeForce RTX 5090") && f.title.contains("sm_120"));
+    assert!(f
+        .cause
+        .contains("sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90"));
+    assert!(f.fix.contains("CUDA 12.8") && f.fix.contains("whl/cu128"));
+    // A GPU the build does support says nothing of the kind.
+    let fine = "The current PyTorch install supports CUDA capabilities sm_50 sm_90.\nNCCL INFO NCCL version 2.21.5+cuda12.4\n";
+    assert!(pasted(&[("-", fine)])
+        .findings
+        .iter()
+        .all(|f| f.kind != FindingKind::TorchArch));
+}
+
+#[test]
+fn a_process_without_a_gpu_is_not_nccl_finding_no_ib_device() {
+    let none = "PROC_ID=0 No devices found.\nsrun --gpus-per-task=1 --container-image x bash\n";
+    let e = pasted(&[("-", none)]);
+    assert!(e
+        .findings
+        .iter()
+        .any(|f| f.kind == FindingKind::Line("task-no-gpu")));
+    let ib = "h:1:2 [0] NCCL INFO NET/IB : No device found.\nh:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n";
+    let e = pasted(&[("-", ib)]);
+    assert!(e
+        .findings
+        .iter()
+        .all(|f| f.kind != FindingKind::Line("task-no-gpu")));
+}
+
+#[test]
+fn a_log_that_stops_after_the_bootstrap_names_the_interface_and_tests_p2p_only_between_gpus() {
+    let one = "h:1:2 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n\
+               h:1:2 [0] NCCL INFO NET/IB : No device found.\n";
+    let e = pasted(&[("-", one)]);
+    let f = finding(&e, FindingKind::InitStops);
+    assert!(f.fix.contains("(the log shows eth0)"), "{}", f.fix);
+    assert!(!f.fix.contains("NCCL_P2P_DISABLE"));
+    let two = format!("{one}h:1:3 [1] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n");
+    let f = finding(&pasted(&[("-", &two)]), FindingKind::InitStops).clone();
+    assert!(f.fix.contains("NCCL_P2P_DISABLE=1"), "{}", f.fix);
+}
+
+#[test]
+fn an_nccl_error_pasted_without_nccl_lines_asks_for_them() {
+    let error = "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1347, remote process exited or there was a network error, NCCL version 2.18.5\n\
+                 ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n";
+    let e = pasted(&[("-", error)]);
+    assert!(e
+        .collect
+        .as_deref()
+        .is_some_and(|c| c.contains("NCCL_DEBUG=INFO")));
+    let with_log = format!(
+        "{error}h:1:2 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n\
+         h:1:2 [0] transport/net_socket.cc:1 NCCL WARN NET/Socket : peer 10.0.0.2<1234> closed the connection\n"
+    );
+    let e = pasted(&[("-", &with_log)]);
+    assert!(e
+        .findings
+        .iter()
+        .any(|f| f.kind == FindingKind::RemoteError));
+    assert!(e.collect.is_none(), "{:?}", e.collect);
+}
