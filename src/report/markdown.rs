@@ -70,6 +70,29 @@ pub fn markdown(
         Err(_) => Vec::new(),
     };
     let collectives = run.collectives();
+    // The first screen: all-reduce's numbers where the run has it, else its first
+    // collective's.
+    let main = match collectives.as_slice() {
+        [_, _, ..] => Some(
+            run.of_collective(
+                collectives
+                    .iter()
+                    .copied()
+                    .find(|c| *c == Collective::AllReduce)
+                    .unwrap_or(collectives[0]),
+            ),
+        ),
+        _ => None,
+    };
+    let main = main.as_ref().unwrap_or(run);
+    let answer = super::verdict::one_line(run, baseline, options.threshold);
+    super::glance::section(
+        &mut s,
+        main,
+        baseline,
+        answer.as_deref(),
+        &pair_reports(main, baseline, options),
+    )?;
     verdict_section(&mut s, run, baseline, options)?;
     let job_charts = super::job::section(&mut s, run, baseline, options.threshold, &drawn)?;
     // Published figures are all-reduce's.

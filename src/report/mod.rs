@@ -9,6 +9,7 @@
 pub mod check;
 pub mod compare;
 pub mod decision;
+mod glance;
 pub mod history;
 pub mod html;
 pub mod job;

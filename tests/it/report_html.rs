@@ -169,17 +169,25 @@ fn the_report_compare_and_history_pages_work_in_a_real_browser() {
     let mut b = Browser::start(&chromium, 1280, 900);
     b.offline();
     open_cleanly(&mut b, &page);
-    // The verdict is the first heading's section, as in report.md.
-    let first = b.eval(
-        "(() => { const h = document.querySelector('h2'); return [h.textContent, h.closest('details').textContent, h.closest('details').open]; })()",
+    // The first screen is the first heading's section, open, with the answer; the
+    // verdict's section follows it, as in report.md.
+    let sections = b.eval(
+        "Array.from(document.querySelectorAll('h2')).slice(0, 2).map(h => [h.textContent, h.closest('details').textContent, h.closest('details').open])",
     );
-    assert_eq!(first[0], "Keep SHM enabled?", "{first}");
+    let (first, verdict) = (&sections[0], &sections[1]);
+    assert_eq!(first[0], "At a glance", "{sections}");
+    assert!(first[1].as_str().unwrap().contains("Answer: "), "{first}");
+    assert_eq!(first[2], Value::Bool(true));
+    assert_eq!(verdict[0], "Keep SHM enabled?", "{sections}");
     assert!(
-        first[1].as_str().unwrap().contains(&verdict_of(&report_md)),
-        "{first}\n{}",
+        verdict[1]
+            .as_str()
+            .unwrap()
+            .contains(&verdict_of(&report_md)),
+        "{verdict}\n{}",
         verdict_of(&report_md)
     );
-    assert_eq!(first[2], Value::Bool(true));
+    assert_eq!(verdict[2], Value::Bool(true));
     // Every chart report.md shows, inline and drawn.
     let charts = report_md.matches("](plots/").count();
     assert!(charts >= 3, "{report_md}");
