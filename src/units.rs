@@ -1,6 +1,7 @@
 //! Units as types: byte counts (parsed the way nccl-tests parses `-b/-e`, powers of
 //! 1024), durations given on the command line, and bandwidth in GB/s (1e9 B/s, as
-//! nccl-tests reports it). Every human-readable rendering of these lives here.
+//! nccl-tests reports it). Every human-readable rendering of these lives here, and
+//! the wrapping of prose to a terminal's width ([`wrap_into`]).
 
 use std::fmt;
 use std::time::Duration;
@@ -293,6 +294,33 @@ pub fn human_bytes(bytes: u64) -> String {
         format!("{:.1} KiB", b / 1024.0)
     } else {
         format!("{bytes} B")
+    }
+}
+
+/// Terminal output fits this many columns; the detail goes into the files.
+pub const TERMINAL_WIDTH: usize = 100;
+
+/// Appends `text` wrapped at `width` columns: the first line after `first`, the
+/// others after `rest`. Words longer than a line stay whole.
+pub fn wrap_into(out: &mut String, text: &str, width: usize, first: &str, rest: &str) {
+    let mut line = String::from(first);
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::from(rest);
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    if !empty {
+        out.push_str(&line);
+        out.push('\n');
     }
 }
 

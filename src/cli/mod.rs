@@ -116,6 +116,12 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE.json")]
     pub baseline: Option<PathBuf>,
 
+    /// The SHM decision in minutes: default and shm-off (unless --transports or
+    /// --config), every 8th size from -b to -e, at most 8 rounds (looks after 6 and 8),
+    /// 0.25 s a size; the same error rate, fewer cases settled
+    #[arg(long, conflicts_with_all = ["stepfactor", "stepbytes", "sizes_from", "rounds", "max_rounds", "max_time", "iters", "baseline"])]
+    pub quick: bool,
+
     /// The gate's threshold, as `check --threshold`
     #[arg(long = "baseline-threshold", value_name = "PERCENT", default_value = "5%", value_parser = units::parse_percent, requires = "baseline")]
     pub baseline_threshold: f64,

@@ -2,6 +2,8 @@
 //! counts, transport configs, iterations and output (`config::SweepSettings`), with
 //! every mistake rejected before anything runs.
 
+use std::time::Duration;
+
 use anyhow::{anyhow, bail, Result};
 
 use crate::cli::{CliBackend, MeasureArgs, SweepArgs};
@@ -26,6 +28,9 @@ pub fn backend_choice(b: CliBackend) -> BackendChoice {
 pub fn sweep_settings(args: &SweepArgs) -> Result<SweepSettings> {
     let gpu_counts = sizes::gpu_counts(&args.gpus).map_err(anyhow::Error::msg)?;
     let mut settings = measure_settings(&args.measure, gpu_counts)?;
+    if args.quick {
+        quick(&mut settings, &args.measure);
+    }
     if let Some(dir) = &args.run_dir {
         if dir.exists() {
             bail!(
@@ -45,6 +50,34 @@ pub fn sweep_settings(args: &SweepArgs) -> Result<SweepSettings> {
         config::check_root(&settings.collectives, settings.root, &[2])?;
     }
     Ok(settings)
+}
+
+/// The most rounds of `--quick`: looks after 6 and 8.
+pub const QUICK_ROUNDS: u32 = 8;
+
+/// The time budget of a size under `--quick`, shared among its rounds.
+pub const QUICK_MAX_TIME: Duration = Duration::from_millis(250);
+
+/// `--quick`: the SHM pair (unless configs were named), every 8th size of the factor-2
+/// list and its largest, [`QUICK_ROUNDS`] at the most, [`QUICK_MAX_TIME`] a size.
+fn quick(settings: &mut SweepSettings, args: &MeasureArgs) {
+    if args.transports.is_empty() && args.config.is_empty() {
+        settings
+            .configs
+            .retain(|c| c.name == "default" || c.name == "shm-off");
+    }
+    let last = settings.sizes.len().saturating_sub(1);
+    settings.sizes = settings
+        .sizes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 3 == 0 || *i == last)
+        .map(|(_, &b)| b)
+        .collect();
+    settings.max_rounds = Some(QUICK_ROUNDS);
+    if let IterationPolicy::Adaptive { max_time, .. } = &mut settings.iterations {
+        *max_time = QUICK_MAX_TIME;
+    }
 }
 
 /// `--sizes-from FILE`: the job's collectives and each one's sizes, with a warning
@@ -253,6 +286,43 @@ mod tests {
             s.iterations,
             crate::config::IterationPolicy::Adaptive { min_iters: 20, .. }
         ));
+    }
+
+    #[test]
+    fn quick_is_the_shm_pair_at_every_8th_size_in_at_most_8_rounds() {
+        let s = settings(&["--quick"]);
+        assert_eq!(
+            s.sizes,
+            [
+                8,
+                64,
+                512,
+                4 << 10,
+                32 << 10,
+                256 << 10,
+                2 << 20,
+                16 << 20,
+                128 << 20
+            ]
+        );
+        let names: Vec<&str> = s.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["default", "shm-off"]);
+        assert_eq!(s.rounds(), QUICK_ROUNDS);
+        assert!(s.until_settled());
+        assert_eq!(crate::stats::change::looks(s.rounds()), [6, 8]);
+        assert!(matches!(
+            s.iterations,
+            crate::config::IterationPolicy::Adaptive { max_time, .. } if max_time == QUICK_MAX_TIME
+        ));
+        // Named configs are kept; flags it would override are refused.
+        let s = settings(&["--quick", "--transports", "default,p2p-off"]);
+        assert_eq!(s.configs.len(), 2);
+        assert_eq!(s.configs[1].name, "p2p-off");
+        for flag in [["--rounds", "6"], ["--max-time", "2s"], ["-f", "4"]] {
+            let mut argv = vec!["nccl-bench", "sweep", "--quick"];
+            argv.extend(flag);
+            assert!(Cli::try_parse_from(argv).is_err(), "{flag:?}");
+        }
     }
 
     #[test]

@@ -60,7 +60,14 @@ pub fn table(report: &CheckReport, baseline: &str, markdown: bool) -> String {
             let _ = writeln!(s, "{}", line.trim_end());
         }
     }
-    let gap = if markdown { "\n" } else { "" };
+    // A paragraph: as it is in Markdown, wrapped to the terminal's width in text.
+    let say = |s: &mut String, text: &str| {
+        if markdown {
+            let _ = writeln!(s, "\n{text}");
+        } else {
+            crate::units::wrap_into(s, text, crate::units::TERMINAL_WIDTH, "", "  ");
+        }
+    };
     let names: Vec<String> = report
         .cases
         .iter()
@@ -73,26 +80,25 @@ pub fn table(report: &CheckReport, baseline: &str, markdown: bool) -> String {
             )
         })
         .collect();
-    let _ = writeln!(
-        s,
-        "{gap}{}",
-        decision::sentence(&report.decision, &names, "the run")
+    say(
+        &mut s,
+        &decision::sentence(&report.decision, &names, "the run"),
     );
     if let (Some(shift), Some(t)) = (report.shift, report.run_to_run) {
-        let _ = writeln!(
-            s,
-            "{gap}The run is {} over all its cases; the baseline's {} runs differ by {} run to run.",
+        let line = format!(
+            "The run is {} over all its cases; the baseline's {} runs differ by {} run to run.",
             pct(shift),
             t.runs,
             pct(t.relative()).trim_start_matches('+')
         );
+        say(&mut s, &line);
     }
-    let _ = writeln!(s, "{gap}{}", decision::method(&report.decision));
-    let _ = writeln!(
-        s,
-        "{gap}Exit {}: 0 pass, 1 a case slower, failing or missing, 3 not settled.",
+    say(&mut s, &decision::method(&report.decision));
+    let exit = format!(
+        "Exit {}: 0 pass, 1 a case slower, failing or missing, 3 not settled.",
         report.exit_code()
     );
+    say(&mut s, &exit);
     s
 }
 

@@ -1,7 +1,7 @@
 //! The comparison as people and programs read it: an aligned table for the terminal,
 //! Markdown for a PR or a wiki, CSV and JSON for scripts. Every text form ends with
 //! the decision's sentence, its method, and what else a reader must know (a changed
-//! NCCL choice, cases only one side has).
+//! NCCL choice, cases only one side has), wrapped to the terminal's width in the table.
 
 use std::fmt::Write as _;
 
@@ -235,7 +235,7 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                 decision::band(report.decision.design.threshold)
             )?;
             for l in summary(report) {
-                writeln!(s, "{l}")?;
+                crate::units::wrap_into(&mut s, &l, crate::units::TERMINAL_WIDTH, "", "  ");
             }
             s
         }

@@ -24,18 +24,19 @@ fn as_ratio(change: f64) -> bool {
     !(-0.5..1.0).contains(&change)
 }
 
-/// `3.1x slower`, `12.0 % slower`, `3.1 % faster`, `unchanged`.
+/// `3.1x slower`, `12.0 % slower`, `3.1 % faster`, `0.0 %` (under 0.05 % either way).
 pub fn how_much(change: f64) -> String {
     let r = 1.0 + change;
     if as_ratio(change) && r >= 1.0 {
         format!("{} slower", times(r))
     } else if as_ratio(change) {
         format!("{} faster", times(1.0 / r))
-    } else if change > 0.0 {
+    } else if change * 100.0 >= 0.05 {
         format!("{:.1} % slower", change * 100.0)
-    } else if change < 0.0 {
+    } else if change * 100.0 <= -0.05 {
         format!("{:.1} % faster", -change * 100.0)
     } else {
+        // Below the last digit shown: neither way.
         "0.0 %".into()
     }
 }

@@ -157,26 +157,26 @@ impl Plan {
             [one] => format!(" ({})", Bytes(*one)),
             [lo, .., hi] => format!(" ({} to {})", Bytes(*lo), Bytes(*hi)),
         };
+        use crate::units::plural;
         let cases = self.total_cases();
         let rounds = rounds.max(1);
         let groups = self.groups.len() as u64 * u64::from(rounds);
+        // Each case's --max-time is shared among its rounds.
         let bound = max_time
             .map(|t| {
-                let secs = t.as_secs_f64() * (cases * u64::from(rounds)) as f64;
                 format!(
-                    "; measuring takes at most about {} (each size stops at --max-time a round), \
-                     most sizes far less",
-                    crate::units::duration_words(secs)
+                    "\n  time: timing takes at most about {} (--max-time a size, over its \
+                     rounds), plus starting the process groups",
+                    crate::units::duration_words(t.as_secs_f64() * cases as f64),
                 )
             })
             .unwrap_or_default();
-        use crate::units::plural;
         let (each, settle) = match looks {
             [first, .., _] => (
                 format!("{first} to {rounds} rounds"),
                 format!(
-                    "; rounds until settled: after rounds {}, each config settled against the \
-                     baseline stops (--rounds N fixes them)",
+                    "\n  looks after rounds {}: a config settled against the baseline stops \
+                     (--rounds N fixes them)",
                     looks[..looks.len() - 1]
                         .iter()
                         .map(u32::to_string)
@@ -188,8 +188,8 @@ impl Plan {
         };
         let most = if settle.is_empty() { "" } else { "at most " };
         format!(
-            "plan: {} ({}) x {} ({}) x {}{span} of {} = {}, each measured in {each} of fresh worker \
-             processes ({most}{}){bound}{settle}",
+            "plan: {} ({}) x {} ({}) x {}{span}\n  of {} = {}, each in {each} of fresh \
+             processes ({most}{}){settle}{bound}",
             plural(configs.len(), "config", "configs"),
             configs.join(", "),
             plural(counts.len(), "rank count", "rank counts"),
@@ -267,19 +267,24 @@ mod tests {
         };
         assert_eq!(
             plan.describe(15, &[], Some(std::time::Duration::from_secs(1))),
-            "plan: 2 configs (default, shm-off) x 2 rank counts (2, 4) x 3 sizes (8 B to 1 MiB) \
-             of all_reduce = 12 cases, each measured in 15 rounds of fresh worker processes \
-             (60 process groups); measuring takes at most about 3 min (each size stops at \
-             --max-time a round), most sizes far less"
+            "plan: 2 configs (default, shm-off) x 2 rank counts (2, 4) x 3 sizes (8 B to 1 MiB)\n  \
+             of all_reduce = 12 cases, each in 15 rounds of fresh processes (60 process groups)\n  \
+             time: timing takes at most about 12 s (--max-time a size, over its rounds), plus \
+             starting the process groups"
         );
-        assert!(plan.describe(1, &[], None).ends_with(
-            "= 12 cases, each measured in 1 round of fresh worker processes (4 process groups)"
+        assert!(plan
+            .describe(1, &[], None)
+            .ends_with("= 12 cases, each in 1 round of fresh processes (4 process groups)"));
+        let settled = plan.describe(15, &[8, 11, 15], None);
+        assert!(settled.ends_with(
+            "= 12 cases, each in 8 to 15 rounds of fresh processes (at most 60 process \
+             groups)\n  looks after rounds 8, 11: a config settled against the baseline stops \
+             (--rounds N fixes them)"
         ));
-        assert!(plan.describe(15, &[8, 11, 15], None).ends_with(
-            "= 12 cases, each measured in 8 to 15 rounds of fresh worker processes (at most \
-             60 process groups); rounds until settled: after rounds 8, 11, each config settled \
-             against the baseline stops (--rounds N fixes them)"
-        ));
+        assert!(
+            settled.lines().all(|l| l.chars().count() <= 100),
+            "{settled}"
+        );
         assert_eq!(crate::units::duration_words(40.0), "40 s");
         assert_eq!(crate::units::duration_words(7_530.0), "2 h 6 min");
     }

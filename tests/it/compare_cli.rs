@@ -538,7 +538,11 @@ fn the_decision_on_the_host_example_is_slower_or_not_settled_with_its_method() {
             .args(["--config-a", "default", "--config-b", config])
             .output()
             .unwrap();
-        String::from_utf8_lossy(&o.stdout).to_string()
+        // Its sentences wrap at the terminal's width: read as one line.
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     let method = "Method: paired t over each case's rounds; slower or faster at 99.97 % a case (Bonferroni over 42 cases, 4 looks: 95 % for all at once)";
     let off = summary("shm-off");

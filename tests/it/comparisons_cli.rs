@@ -511,7 +511,7 @@ fn a_sweep_measures_until_settled_and_says_why_each_config_stopped() {
     // 3 sizes a pair, at most 9 rounds: looks after 6 rounds and at the ninth, each
     // at 1 - 0.05 / (3 x 2).
     assert!(
-        stdout.contains("each measured in 6 to 9 rounds") && stdout.contains("after rounds 6,"),
+        stdout.contains("each in 6 to 9 rounds") && stdout.contains("looks after rounds 6:"),
         "{stdout}"
     );
     assert!(

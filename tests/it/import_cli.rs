@@ -64,7 +64,11 @@ fn an_nccl_tests_table_becomes_a_run_directory() {
     // against the threshold with no error rate.
     let o = run(&["compare".as_ref(), out.as_os_str(), out.as_os_str()]);
     assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
-    let text = String::from_utf8_lossy(&o.stdout);
+    // Its sentences wrap at the terminal's width: read as one line.
+    let text = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
         text.contains("The candidate is within +-2.0 % at all 10 cases: every change between +0.0 % and +0.0 %; one measurement a side, no error rate."),
         "{text}"

@@ -23,10 +23,10 @@ fn host_sweep_writes_a_complete_run_directory() {
     // its answer.
     assert!(
         stdout.contains(
-            "plan: 2 configs (default, shm-off) x 2 rank counts (2, 4) x 7 sizes (1 KiB to 4 MiB) \
-             of all_reduce = 28 cases, each measured in 6 to 15 rounds of fresh worker processes \
-             (at most 60 process groups); rounds until settled: after rounds 6, 8, 11, each \
-             config settled against the baseline stops (--rounds N fixes them)\n"
+            "plan: 2 configs (default, shm-off) x 2 rank counts (2, 4) x 7 sizes (1 KiB to 4 MiB)\n  \
+             of all_reduce = 28 cases, each in 6 to 15 rounds of fresh processes (at most 60 \
+             process groups)\n  looks after rounds 6, 8, 11: a config settled against the \
+             baseline stops (--rounds N fixes them)\n"
         ),
         "{stdout}"
     );

@@ -133,27 +133,9 @@ pub fn render_text(e: &Explanation) -> String {
 }
 
 /// Appends `text` wrapped at [`WIDTH`]: the first line after `first`, the others after
-/// `rest`. Words longer than a line stay whole.
+/// `rest`.
 fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str) {
-    let mut line = String::from(first);
-    let mut empty = true;
-    for word in text.split_whitespace() {
-        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
-            out.push_str(&line);
-            out.push('\n');
-            line = String::from(rest);
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(word);
-        empty = false;
-    }
-    if !empty {
-        out.push_str(&line);
-        out.push('\n');
-    }
+    crate::units::wrap_into(out, text, WIDTH, first, rest);
 }
 
 /// The `Tuning` section: NCCL's choices in order (runs of identical lines merged) and

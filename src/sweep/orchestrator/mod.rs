@@ -216,6 +216,7 @@ impl Orchestrator<'_> {
             // Measuring until settled: the groups that go on to the next round.
             let mut going = vec![true; block.len()];
             'rounds: for round in 1..=rounds {
+                let round_start = Instant::now();
                 // One round: every config once, in an order of its own, the last
                 // round too (a fixed order there would put each config after the
                 // same other one in one round of every pair).
@@ -229,6 +230,11 @@ impl Orchestrator<'_> {
                         interrupted = true;
                         break 'rounds;
                     }
+                }
+                if round == 1 && rounds > 1 {
+                    let note =
+                        time_note(block, round_start.elapsed(), &self.manifest.looks, rounds);
+                    self.observer.note(&note);
                 }
                 if round < rounds && self.manifest.looks.contains(&round) {
                     let family = plan.pair_cases();
@@ -523,4 +529,28 @@ impl Orchestrator<'_> {
         let offset = self.run_start.elapsed();
         self.record(&result, None, offset)
     }
+}
+
+/// What the first round of a block says of its time, start-up included: `round 1 on
+/// 8 ranks took 7 s: 8 ranks take about 43 s (6 rounds), at most 58 s (8 rounds)`;
+/// the first figure holds where every config settles at the first look.
+fn time_note(block: &[Group], first: Duration, looks: &[u32], rounds: u32) -> String {
+    let secs = first.as_secs_f64();
+    let words = crate::units::duration_words;
+    let ranks = crate::units::plural(
+        block.first().map_or(0, |g| g.nranks) as usize,
+        "rank",
+        "ranks",
+    );
+    let expected = match looks.first() {
+        Some(&look) if look < rounds => {
+            format!("about {} ({look} rounds), ", words(secs * f64::from(look)))
+        }
+        _ => String::new(),
+    };
+    format!(
+        "round 1 on {ranks} took {}: {ranks} take {expected}at most {} ({rounds} rounds)",
+        words(secs),
+        words(secs * f64::from(rounds))
+    )
 }
