@@ -141,6 +141,13 @@ impl CaseRow {
             .or_else(|| Level::of_point(self.p50_us.or(self.time_us)?))
     }
 
+    /// The case's typical time, us: the geometric mean of its rounds' medians (every
+    /// change is a ratio of these), or its one measurement. Every table of a report
+    /// shows this time.
+    pub fn typical_us(&self) -> Option<f64> {
+        self.level().map(|l| l.time())
+    }
+
     /// The collective measured: all_reduce for a row without one (the reader
     /// refuses a name it does not know).
     pub fn coll(&self) -> Collective {

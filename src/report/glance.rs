@@ -15,12 +15,6 @@ use crate::analysis::verdict::transports_used;
 use crate::export::reader::{CaseRow, RunData};
 use crate::units::{format_us, Bytes};
 
-/// A case's typical time, us: the geometric mean of its rounds' medians (the time the
-/// change is the ratio of), or its one measurement.
-fn typical(c: &CaseRow) -> Option<f64> {
-    c.level().map(|l| l.time()).or(c.p50_us).or(c.time_us)
-}
-
 /// ` (2.3x slower)`: the change at (`nranks`, `bytes`) of the pair, as decided; empty
 /// where the pair has no such case.
 fn against(pair: Option<&CompareReport>, nranks: u32, bytes: u64) -> String {
@@ -51,7 +45,7 @@ fn cell(
         None => "-".into(),
     };
     let latency = match at(small) {
-        Some(r) if r.is_ok() => typical(r).map_or("-".to_string(), |t| {
+        Some(r) if r.is_ok() => r.typical_us().map_or("-".to_string(), |t| {
             format!("{}{}", format_us(t), against(pair, nranks, small))
         }),
         Some(r) => r.status.clone(),

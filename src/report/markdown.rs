@@ -1,7 +1,7 @@
 //! `report.md`: what a person reads after a sweep. The machine and backend, the SHM
 //! verdict with its evidence, one table per GPU count in the style of the well-known
-//! SHM analysis (per config: busbw at the largest size, median latency at 8 B and
-//! 64 KiB, change against the baseline, significance, transports, status), and the
+//! SHM analysis (per config: busbw at the largest size, typical latency at 8 B and
+//! 64 KiB (the geometric mean of the round medians), change against the baseline, significance, transports, status), and the
 //! cases that failed with their reasons. Renders on GitHub.
 
 use std::collections::BTreeSet;
@@ -102,6 +102,8 @@ pub fn markdown(
     cases_apart(&mut s, run)?;
     crate::analysis::nccl_logs::markdown(&mut s, run, expected)?;
 
+    // What the NCCL logs of each (config, rank count) show, beside its row.
+    let log_findings = crate::analysis::nccl_logs::findings(run);
     let mut shown: Vec<&str> = job_charts;
     for &collective in &collectives {
         let (mut chapter, folder) = if collectives.len() > 1 {
@@ -120,7 +122,7 @@ pub fn markdown(
         // Each config against the baseline once, over every rank count: its family.
         let pairs = pair_reports(one, baseline, options);
         for nranks in counts {
-            gpu_count_table(&mut chapter, one, nranks, baseline, &pairs)?;
+            gpu_count_table(&mut chapter, one, nranks, baseline, &pairs, &log_findings)?;
             // This GPU count's charts under its table.
             let mine: Vec<String> = ["busbw", "latency", "relative"]
                 .iter()
@@ -372,6 +374,7 @@ fn gpu_count_table(
     nranks: u32,
     baseline: &str,
     pairs: &[(String, CompareReport)],
+    log_findings: &[crate::analysis::nccl_logs::LogFinding],
 ) -> Result<()> {
     let rows: Vec<&CaseRow> = run.cases.iter().filter(|c| c.nranks == nranks).collect();
     let largest = rows.iter().map(|r| r.bytes).max().unwrap_or(0);
@@ -419,7 +422,7 @@ fn gpu_count_table(
         let latency = |bytes| {
             marked(
                 at(bytes)
-                    .and_then(|r| r.p50_us.or(r.time_us))
+                    .and_then(CaseRow::typical_us)
                     .map(format_us)
                     .unwrap_or_else(|| "-".into()),
                 at(bytes),
@@ -437,11 +440,20 @@ fn gpu_count_table(
             .filter(|t| !t.is_empty())
             .collect();
         let bad = mine.iter().filter(|r| !r.is_ok()).count();
-        let status = if bad == 0 {
+        let mut status = if bad == 0 {
             "ok".to_string()
         } else {
             format!("{bad} of {} not ok", mine.len())
         };
+        // The findings of this row's NCCL logs, by id ("What NCCL's logs say").
+        let logged: Vec<&str> = log_findings
+            .iter()
+            .filter(|f| f.cases.iter().any(|(c, n)| c == config && *n == nranks))
+            .map(|f| f.id)
+            .collect();
+        if !logged.is_empty() {
+            status.push_str(&format!("; NCCL log: {}", logged.join(", ")));
+        }
         let of_ceiling = at(largest)
             .and_then(|r| r.ceiling_pct)
             .map(|p| format!("{p:.0} %"))

@@ -96,8 +96,12 @@ fn a_failed_nvls_bind_is_a_ring_judged_as_one_where_nccl_goes_on_and_a_named_fai
     let (before, logs) = report
         .split_once("## What NCCL's logs say")
         .unwrap_or_else(|| panic!("{report}"));
-    // The case is judged as the ring it ran.
+    // The case is judged as the ring it ran, and its row names the finding.
     assert!(!before.contains("8 x H100 SXM, NVLS"), "{report}");
+    assert!(
+        report.contains("| ok; NCCL log: nvls-fallback |"),
+        "{report}"
+    );
     assert!(
         logs.contains("**NVLS failed and NCCL went on without it** (warning, default n2")
             && logs.contains("default n8)")
