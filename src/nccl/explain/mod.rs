@@ -406,10 +406,22 @@ fn mark_consequences(findings: &mut [Finding]) {
                 | TorchWatchdogStuck
         )
     };
+    // A run that stops before its first result is explained by any error found, a
+    // known bug's included.
+    let stops = |k: FindingKind| matches!(k, TestsHangInit | InitStops);
+    let cause = |f: &Finding| f.severity == Severity::Error && !victim(f.kind) && !stops(f.kind);
     let root = findings
         .iter()
-        .find(|f| f.severity == Severity::Error && !victim(f.kind) && f.kind != KnownBug)
+        .find(|f| cause(f) && f.kind != KnownBug)
         .map(|f| f.kind.as_str());
+    let hang_root = root.or_else(|| findings.iter().find(|f| cause(f)).map(|f| f.kind.as_str()));
+    if let Some(root) = hang_root {
+        for f in findings.iter_mut().filter(|f| stops(f.kind)) {
+            f.follows = Some(root);
+            f.fix = format!("Fix {root} first: the run stops because of it.");
+            f.avoid.clear();
+        }
+    }
     let Some(root) = root else {
         return;
     };

@@ -30,14 +30,19 @@ pub(super) fn gpus(pasted: &Pasted) -> Vec<(&'static Arch, String)> {
     for l in &pasted.lines {
         let text = gpu_text(l.text);
         let lower = text.to_ascii_lowercase();
-        let arch = knowledge::arch_of_gpu(text).or_else(|| {
-            let at = lower.find("sm_")?;
-            let digits: String = lower[at + 3..]
+        let digits_after = |key: &str| -> Option<u32> {
+            let at = lower.find(key)?;
+            let digits: String = lower[at + key.len()..]
                 .chars()
                 .take_while(char::is_ascii_digit)
                 .collect();
-            knowledge::arch_of_sm(digits.parse().ok()?)
-        });
+            digits.parse().ok()
+        };
+        // NCCL's `Using 256 threads, Min Comp Cap 8`: the smallest major compute
+        // capability of the communicator's GPUs, so at least its first architecture.
+        let arch = knowledge::arch_of_gpu(text)
+            .or_else(|| knowledge::arch_of_sm(digits_after("sm_")?))
+            .or_else(|| knowledge::arch_of_sm(digits_after("min comp cap ")? * 10));
         if let Some(a) = arch {
             if !out.iter().any(|(b, _)| b.sm == a.sm) {
                 let name = a

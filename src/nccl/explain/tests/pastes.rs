@@ -402,3 +402,74 @@ fn an_nccl_error_pasted_without_nccl_lines_asks_for_them() {
         .any(|f| f.kind == FindingKind::RemoteError));
     assert!(e.collect.is_none(), "{:?}", e.collect);
 }
+
+#[test]
+fn a_socket_type_of_ib_against_sockets_is_a_network_mismatch_not_a_stranger() {
+    let ib = "h:1:2 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 4 != 3\n";
+    let e = pasted(&[("-", ib)]);
+    assert!(ids(&e).contains(&"net-transport-mismatch"), "{:?}", ids(&e));
+    assert!(!ids(&e).contains(&"wrong-handshake"), "{:?}", ids(&e));
+    // Another pair of types is still something other than a peer.
+    let other = ib.replace("4 != 3", "2 != 1");
+    let e = pasted(&[("-", &other)]);
+    assert!(ids(&e).contains(&"wrong-handshake") && !ids(&e).contains(&"net-transport-mismatch"));
+}
+
+#[test]
+fn nccls_min_comp_cap_names_the_gpus_an_old_build_lacks() {
+    let log = "NCCL version 2.4.8+cuda10.2\n\
+               node01:1:1 [7] NCCL INFO Using 256 threads, Min Comp Cap 8, Trees disabled\n";
+    let e = pasted(&[("-", log)]);
+    let f = finding(&e, FindingKind::NcclTooOldForGpu);
+    assert!(
+        f.title.contains("sm_80") && f.fix.contains("CUDA 11.0"),
+        "{f:?}"
+    );
+    // Compute capability 7 is older than 2.4.8's kernels: nothing to say.
+    let volta = log.replace("Min Comp Cap 8", "Min Comp Cap 7");
+    assert!(pasted(&[("-", &volta)])
+        .findings
+        .iter()
+        .all(|f| f.kind != FindingKind::NcclTooOldForGpu));
+}
+
+#[test]
+fn a_run_that_stops_after_a_known_bug_follows_from_it() {
+    let log = "# Using devices\n\
+               #  Rank  0 Group  0 Pid   4766 on   GENOA-06 device  0 [0x21] NVIDIA GeForce RTX 5090\n\
+               #  Rank  1 Group  0 Pid   4766 on   GENOA-06 device  1 [0x61] NVIDIA GeForce RTX 5090\n\
+               GENOA-06:4766:4766 [0] NCCL INFO NCCL version 2.25.1+cuda12.8\n\
+               GENOA-06:4766:4780 [0] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856\n";
+    let e = pasted(&[("-", log)]);
+    assert!(ids(&e).contains(&"known-bug"), "{:?}", ids(&e));
+    let hang = finding(&e, FindingKind::TestsHangInit);
+    assert_eq!(hang.follows, Some("known-bug"));
+    assert!(!hang.fix.contains("NCCL_P2P_DISABLE"), "{}", hang.fix);
+}
+
+#[test]
+fn the_cuda_stub_library_is_named_with_its_fix() {
+    let line = "[1] c940b4ae7a81:36:37 [1] init.cc:255 NCCL WARN Cuda failure 'CUDA driver is a stub library'\n";
+    let f = finding(&pasted(&[("-", line)]), FindingKind::CudaFailure).clone();
+    assert!(
+        f.cause.contains("cudaErrorStubLibrary") && f.fix.contains("stubs"),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn a_rank_beyond_the_world_and_an_algorithm_restriction_are_read() {
+    let e = pasted(&[(
+        "-",
+        "u:6861:6861 [7] init.cc:981 NCCL WARN Invalid rank requested : 7/4\n",
+    )]);
+    let f = finding(&e, FindingKind::Line("rank-beyond-world"));
+    assert!(f.cause.contains("7/4") && f.fix.contains("world size"));
+    let e = pasted(&[(
+        "-",
+        "Error : no algorithm/protocol available for function Broadcast with datatype ncclInt8. NCCL_ALGO was set to NVLS.\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n",
+    )]);
+    assert!(finding(&e, FindingKind::Line("algo-unavailable"))
+        .fix
+        .contains("Unset NCCL_ALGO"));
+}
