@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
-use nccl_bench::export::csv::{self, RowCells};
+use nccl_bench::export::csv::{self, CaseRow};
 use nccl_bench::export::hlog;
 use nccl_bench::stats::{Bandwidth, LatencyRecorder};
 
@@ -55,7 +55,7 @@ fn write_run(dir: &Path, scale: f64) -> usize {
                     _ => format!("config{c}"),
                 };
                 let tag = format!("{config}/n{nranks}/{bytes}/float/sum");
-                let cells = RowCells {
+                let cells = CaseRow {
                     config,
                     backend: "host".into(),
                     nranks,
@@ -71,7 +71,7 @@ fn write_run(dir: &Path, scale: f64) -> usize {
                     p99_us: Some(sum.p99_us),
                     max_us: Some(sum.max_us),
                     hist_tag: tag.clone(),
-                    ..RowCells::default()
+                    ..CaseRow::default()
                 };
                 csv_out
                     .write_all(&csv::encode_row(&cells).unwrap())

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use nccl_bench::export::csv::{self, RowCells};
+use nccl_bench::export::csv::{self, CaseRow};
 use nccl_bench::stats::Bandwidth;
 
 fn exe() -> PathBuf {
@@ -39,7 +39,7 @@ fn write_run(dir: &Path, i: usize, slow: f64) {
                 let scale = if bytes >= 1 << 20 { slow } else { 1.0 };
                 let p50 = (5.0 + bytes as f64 / 1e4) * noise * scale;
                 let bw = Bandwidth::allreduce(bytes, nranks, p50);
-                let cells = RowCells {
+                let cells = CaseRow {
                     config: format!("config{c}"),
                     backend: "host".into(),
                     nranks,
@@ -52,9 +52,10 @@ fn write_run(dir: &Path, i: usize, slow: f64) {
                     algbw_gbps: Some(bw.algbw.0),
                     busbw_gbps: Some(bw.busbw.0),
                     p50_us: Some(p50),
-                    median_ci_us: Some((p50 * 0.997, p50 * 1.003)),
+                    median_ci_low_us: Some(p50 * 0.997),
+                    median_ci_high_us: Some(p50 * 1.003),
                     quality: "ok".into(),
-                    ..RowCells::default()
+                    ..CaseRow::default()
                 };
                 out.write_all(&csv::encode_row(&cells).unwrap()).unwrap();
             }

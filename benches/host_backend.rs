@@ -191,9 +191,11 @@ fn against_open_mpi(memcpy_gbps: f64) {
         "-w",
         "3",
     ]);
-    let column = nccl_bench::export::csv::COLUMNS
-        .iter()
-        .position(|c| *c == "collective")
+    let header = String::from_utf8(nccl_bench::export::csv::header().unwrap()).unwrap();
+    let column = header
+        .trim_end()
+        .split(',')
+        .position(|c| c == "collective")
         .unwrap();
     println!("\n64 MiB of float on 2 ranks, median time (ours: SHM ring; Open MPI 'mpirun --mca btl self,vader'):");
     for (name, mpi_us) in theirs {

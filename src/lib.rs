@@ -126,7 +126,7 @@
 //! **`export`.** The run directory: `RunDir` (created, never overwritten), `RunWriter`
 //! (results.csv rows and the HdrHistogram log appended in place after every case
 //! through `atomic::AppendFile`, the manifest replaced through `atomic::write`),
-//! `csv::COLUMNS`, `reader::RunData` to
+//! `reader::CaseRow` (a results.csv row, defined once), `reader::RunData` to
 //! read it back, and a soak's soak.csv, counters.csv and soak.hlog (`soak::SoakWriter`).
 //!
 //! **`machine`.** This machine as read, never judged: `Root` (the file-system view

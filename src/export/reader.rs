@@ -7,61 +7,107 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::run_dir::{MANIFEST, RESULTS_CSV};
 use crate::ops::collective::Collective;
 use crate::stats::quality::Quality;
 
-/// One row of `results.csv` (the stable columns, and the extra ones when present).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// One row of `results.csv`, and its one definition: the fields are the columns, in
+/// order (the first 17 are the stable schema every later tool relies on, never
+/// renamed), written by `export::csv` and read back here. Times are microseconds,
+/// bandwidths GB/s (1e9 B/s); cells of cases that produced no timing are empty, and a
+/// column absent from an older run reads as empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CaseRow {
+    /// The transport configuration's name.
     pub config: String,
+    /// `host`, `nccl`, `nccl-tests` (an import), the simulated GPUs' label.
     pub backend: String,
     pub nranks: u32,
+    /// The message size: nccl-tests' size, bytes per rank of the buffer.
     pub bytes: u64,
     pub dtype: String,
     pub op: String,
+    /// Timed iterations, over every round.
     pub iters: u64,
+    /// `ok`, `failed`, `timeout`, `wrong`, `skipped`, `unsupported`.
     pub status: String,
+    /// The mean iteration time (nccl-tests' time).
+    #[serde(serialize_with = "three", deserialize_with = "number")]
     pub time_us: Option<f64>,
+    #[serde(serialize_with = "three", deserialize_with = "number")]
     pub algbw_gbps: Option<f64>,
+    /// algbw times the collective's bus factor (nccl-tests' busbw).
+    #[serde(serialize_with = "three", deserialize_with = "number")]
     pub busbw_gbps: Option<f64>,
+    /// The median of the samples of every round, pooled.
+    #[serde(serialize_with = "three", deserialize_with = "number")]
     pub p50_us: Option<f64>,
-    /// 95 % interval of the median (absent in imports).
-    #[serde(default)]
-    pub median_ci_low_us: Option<f64>,
-    #[serde(default)]
-    pub median_ci_high_us: Option<f64>,
+    /// Empty where the samples cannot support it (1,000 or more, `--tails`).
+    #[serde(serialize_with = "three", deserialize_with = "number")]
     pub p99_us: Option<f64>,
+    #[serde(serialize_with = "three", deserialize_with = "number")]
     pub max_us: Option<f64>,
-    pub wrong: Option<u64>,
+    /// Elements the correctness check found wrong.
+    #[serde(default)]
+    pub wrong: u64,
+    /// The transports NCCL used, with their shares (`P2P/CUMEM:100%`).
     pub transports: String,
     pub error: String,
     #[serde(default)]
-    pub hist_tag: Option<String>,
+    pub warmup_iters: u64,
+    #[serde(default, serialize_with = "three", deserialize_with = "number")]
+    pub min_us: Option<f64>,
+    /// Empty below 100 samples.
+    #[serde(default, serialize_with = "three", deserialize_with = "number")]
+    pub p90_us: Option<f64>,
+    #[serde(default, serialize_with = "three", deserialize_with = "number")]
+    pub stddev_us: Option<f64>,
+    /// 95 % interval of the median: over the round medians (6 rounds or more), else
+    /// over the samples of the one round; absent in imports without iterations.
+    #[serde(default, serialize_with = "three", deserialize_with = "number")]
+    pub median_ci_low_us: Option<f64>,
+    #[serde(default, serialize_with = "three", deserialize_with = "number")]
+    pub median_ci_high_us: Option<f64>,
+    /// Why the iterations stopped (`precision`, `max-time`, `iters`).
+    #[serde(default)]
+    pub stop: String,
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default, serialize_with = "three_f64")]
+    pub duration_s: f64,
+    /// The case's histogram in histograms.hlog; empty without timings.
+    #[serde(default)]
+    pub hist_tag: String,
     /// All-reduces per CUDA graph launch (0, or absent in older runs: none).
     #[serde(default)]
     pub graph_iters: u64,
-    /// `ok`, `remeasured`, `noisy`, `outlier`; empty where not assessed (older runs,
-    /// imports, cases without timings).
+    /// `ok`, `noisy`, `outlier`; empty where not assessed (older runs, imports,
+    /// cases without timings).
     #[serde(default)]
     pub quality: String,
     #[serde(default)]
     pub quality_note: String,
     /// busbw as a percentage of the ring's measured link ceiling (absent where none
-    /// was measured, and in older runs).
-    #[serde(default)]
+    /// was measured).
+    #[serde(default, serialize_with = "one", deserialize_with = "number")]
     pub ceiling_pct: Option<f64>,
+    /// How many rounds (process groups) measured the case.
+    #[serde(default, deserialize_with = "count")]
+    pub rounds: Option<usize>,
     /// Each round's median, us, `;`-separated (absent in older runs and imports).
     #[serde(default)]
     pub round_p50_us: String,
-    /// nccl-tests' own `-I` p95 and p99 (imports only).
-    #[serde(default)]
+    /// (highest - lowest round median) / their median, percent.
+    #[serde(default, serialize_with = "one", deserialize_with = "number")]
+    pub round_spread_pct: Option<f64>,
+    /// nccl-tests' own `-I` p95 and p99 of an imported case, as it printed them.
+    #[serde(default, serialize_with = "three", deserialize_with = "number")]
     pub nccl_tests_p95_us: Option<f64>,
-    #[serde(default)]
+    #[serde(default, serialize_with = "three", deserialize_with = "number")]
     pub nccl_tests_p99_us: Option<f64>,
-    /// The algorithm and protocol the case ran with (absent in older runs).
+    /// The algorithm, protocol and channels the case ran with (`model::TuningCells`).
     #[serde(default)]
     pub algo: String,
     #[serde(default)]
@@ -69,17 +115,58 @@ pub struct CaseRow {
     #[serde(default)]
     pub channels: String,
     /// NCCL's own estimate, us (absent where NCCL gives none).
-    #[serde(default)]
+    #[serde(default, serialize_with = "three", deserialize_with = "number")]
     pub nccl_predicted_us: Option<f64>,
+    /// A forced choice NCCL did not follow, and the like.
     #[serde(default)]
     pub tuning_note: String,
     /// nccl-tests' name of the collective; runs made before there were others
     /// measured all_reduce only.
     #[serde(default = "all_reduce")]
     pub collective: String,
-    /// Where NCCL's SHM buffers lived (absent in older runs).
+    /// Where NCCL's SHM buffers lived (`model::CaseResult::shm_backing`).
     #[serde(default)]
     pub shm_backing: String,
+}
+
+fn fixed<S: serde::Serializer>(v: Option<f64>, decimals: usize, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.serialize_str(&format!("{v:.decimals$}")),
+        None => s.serialize_str(""),
+    }
+}
+
+/// A number cell with three decimals; empty for none.
+fn three<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    fixed(*v, 3, s)
+}
+
+fn three_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    fixed(Some(*v), 3, s)
+}
+
+/// A percentage cell with one decimal.
+fn one<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    fixed(*v, 1, s)
+}
+
+/// An empty cell is no number.
+fn number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let text = String::deserialize(d)?;
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    t.parse().map(Some).map_err(serde::de::Error::custom)
+}
+
+fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    let text = String::deserialize(d)?;
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    t.parse().map(Some).map_err(serde::de::Error::custom)
 }
 
 fn all_reduce() -> String {

@@ -19,7 +19,7 @@ use super::facts::{checked_types, cluster, config_from_env, gpu_facts, iters_fro
 use super::{ImportedRun, IterStats, Timing};
 use crate::config::transport::{check_name, TransportConfig};
 use crate::config::IterationPolicy;
-use crate::export::csv::RowCells;
+use crate::export::csv::CaseRow;
 use crate::export::{RunDir, RunWriter};
 use crate::model::{
     BackendInfo, CaseCounts, CaseKey, CaseStatus, HostInfo, NcclChoice, RunManifest, RunStatus,
@@ -285,7 +285,7 @@ fn sizes_not_run(parsed: &ImportedRun, nranks: u32) -> Vec<String> {
 /// One imported case: its row and, with per-iteration times (`-I 1`, JSON), their
 /// histogram and the quality rules' flags.
 struct Imported {
-    cells: RowCells,
+    cells: CaseRow,
     recorder: Option<LatencyRecorder>,
     flags: Vec<Flag>,
     /// Why our own tails or the median's interval are left empty (too few
@@ -311,7 +311,7 @@ fn timed(stats: &IterStats) -> Vec<f64> {
 /// notes on what was left empty. The mean, algbw and busbw stay nccl-tests' own
 /// (from its batch time).
 fn per_iteration(
-    cells: &mut RowCells,
+    cells: &mut CaseRow,
     times_us: &[f64],
 ) -> (LatencyRecorder, Vec<Flag>, Vec<String>) {
     let mut recorder = LatencyRecorder::new();
@@ -329,10 +329,12 @@ fn per_iteration(
     cells.p99_us = s.tail(0.99, s.p99_us);
     cells.max_us = Some(s.max_us);
     cells.stddev_us = Some(s.stddev_us);
-    cells.median_ci_us = Some(s.median_ci_us).filter(|ci| ci.1.is_finite());
+    let ci = Some(s.median_ci_us).filter(|ci| ci.1.is_finite());
+    cells.median_ci_low_us = ci.map(|c| c.0);
+    cells.median_ci_high_us = ci.map(|c| c.1);
     let flags = case_flags(&CaseShape::of(&recorder, &drift));
     let mut notes: Vec<String> = s.tail_note(IMPORT_REMEDY).into_iter().collect();
-    if cells.median_ci_us.is_none() {
+    if cells.median_ci_low_us.is_none() {
         notes.push(format!(
             "{} iterations: too few for a 95 % interval of the median ({} needed)",
             s.samples,
@@ -363,7 +365,10 @@ fn assess(cases: &mut [Imported]) {
                 Point {
                     bytes: c.bytes,
                     p50_us: c.p50_us.unwrap_or(0.0),
-                    ci_us: c.median_ci_us.unwrap_or((0.0, f64::INFINITY)),
+                    ci_us: c
+                        .median_ci_low_us
+                        .zip(c.median_ci_high_us)
+                        .unwrap_or((0.0, f64::INFINITY)),
                 }
             })
             .collect();
@@ -431,9 +436,9 @@ fn cells(
     t: &Timing,
     file: &Path,
     line: usize,
-) -> RowCells {
+) -> CaseRow {
     let wrong = t.wrong.unwrap_or(0);
-    RowCells {
+    CaseRow {
         config: config.to_string(),
         backend: BACKEND.into(),
         nranks,
@@ -457,6 +462,6 @@ fn cells(
         } else {
             String::new()
         },
-        ..RowCells::default()
+        ..CaseRow::default()
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::{draw_all, PLOTS};
-use crate::export::csv::{encode_row, header, RowCells};
+use crate::export::csv::{encode_row, header, CaseRow};
 use crate::export::hlog;
 use crate::export::reader::RunData;
 use crate::export::run_dir::{HISTOGRAMS, MANIFEST, RESULTS_CSV};
@@ -20,8 +20,8 @@ fn sizes() -> impl Iterator<Item = u64> {
     (3..=22).map(|p| 1u64 << p)
 }
 
-fn cells(config: &str, nranks: u32, bytes: u64) -> RowCells {
-    RowCells {
+fn cells(config: &str, nranks: u32, bytes: u64) -> CaseRow {
+    CaseRow {
         config: config.to_string(),
         backend: "host".to_string(),
         nranks,
@@ -43,7 +43,6 @@ fn cells(config: &str, nranks: u32, bytes: u64) -> RowCells {
         min_us: None,
         p90_us: None,
         stddev_us: None,
-        median_ci_us: None,
         stop: String::new(),
         started_at: String::new(),
         duration_s: 0.1,
@@ -52,7 +51,7 @@ fn cells(config: &str, nranks: u32, bytes: u64) -> RowCells {
         quality: String::new(),
         quality_note: String::new(),
         ceiling_pct: None,
-        round_p50_us: Vec::new(),
+        round_p50_us: String::new(),
         ..Default::default()
     }
 }

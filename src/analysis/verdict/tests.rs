@@ -72,7 +72,7 @@ pub(crate) fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<Case>) -> RunD
                 status: c.status.into(),
                 time_us: ok.then_some(median),
                 p50_us: ok.then_some(median),
-                wrong: Some(0),
+                wrong: 0,
                 transports: c.transports.into(),
                 error: c.error.into(),
                 quality: c.quality.into(),

@@ -284,7 +284,7 @@ impl RunWriter {
         if let (Some(h), true) = (histogram, result.latency.is_some()) {
             self.record_histogram(result, h, start)?;
         }
-        self.record_row(&csv::RowCells::from(result))
+        self.record_row(&csv::CaseRow::from(result))
     }
 
     /// Appends a histogram without a row: the measurement of a case that a later row
@@ -322,7 +322,7 @@ impl RunWriter {
     /// Replaces each row `old` (as `record` wrote it) by its `new`, in place, in one
     /// atomic rewrite of the file. An error, with nothing changed, when a row is not
     /// there.
-    pub fn replace_rows(&self, pairs: &[(csv::RowCells, csv::RowCells)]) -> Result<()> {
+    pub fn replace_rows(&self, pairs: &[(csv::CaseRow, csv::CaseRow)]) -> Result<()> {
         if pairs.is_empty() {
             return Ok(());
         }
@@ -418,7 +418,7 @@ impl RunWriter {
 
     /// Appends a row that has no histogram (an imported result), and puts it and
     /// the histograms before it on disk.
-    pub fn record_row(&self, cells: &csv::RowCells) -> Result<()> {
+    pub fn record_row(&self, cells: &csv::CaseRow) -> Result<()> {
         let mut appends = self.appends();
         appends
             .csv

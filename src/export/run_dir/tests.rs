@@ -13,8 +13,8 @@ fn run_directories_are_never_reused() {
     assert!(a.logs().is_dir() && b.logs().is_dir());
 }
 
-fn cells(config: &str, bytes: u64) -> csv::RowCells {
-    csv::RowCells {
+fn cells(config: &str, bytes: u64) -> csv::CaseRow {
+    csv::CaseRow {
         config: config.into(),
         backend: "host".into(),
         nranks: 2,
@@ -155,5 +155,33 @@ fn an_unwritable_parent_is_a_clear_error() {
     assert!(
         format!("{err:#}").contains("cannot create output directory"),
         "{err:#}"
+    );
+}
+
+/// The header comes from `CaseRow`'s fields: the columns of the committed runs, in
+/// their order (the first 17 are the stable schema).
+#[test]
+fn the_header_is_the_schema_of_the_committed_runs() {
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("results/examples/host-backend-2cpu")
+        .join(RESULTS_CSV);
+    let text = std::fs::read_to_string(example).unwrap();
+    let first = text.lines().next().unwrap();
+    let header = String::from_utf8(csv::header().unwrap()).unwrap();
+    assert_eq!(header.trim_end(), first);
+    assert!(first.starts_with(
+        "config,backend,nranks,bytes,dtype,op,iters,status,time_us,algbw_gbps,busbw_gbps,p50_us,p99_us,max_us,wrong,transports,error,"
+    ));
+    // A row read back and written again is the same text.
+    let rows = crate::export::reader::RunData::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("results/examples/host-backend-2cpu"),
+    )
+    .unwrap()
+    .cases;
+    let again = csv::encode_row(&rows[0]).unwrap();
+    assert_eq!(
+        String::from_utf8(again).unwrap().trim_end(),
+        text.lines().nth(1).unwrap()
     );
 }

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::super::plan::Group;
 use super::{Measurement, Orchestrator};
-use crate::export::csv::RowCells;
+use crate::export::csv::CaseRow;
 use crate::model::CaseStatus;
 use crate::stats::quality::{case_flags, neighbour_flags, reasons, verdict, Flag, Point};
 use crate::units::{plural, Bytes};
@@ -55,7 +55,7 @@ impl Orchestrator<'_> {
                 self.manifest
                     .cases
                     .change_quality(first.quality, kept.quality);
-                replaced.push((RowCells::from(first), RowCells::from(&kept)));
+                replaced.push((CaseRow::from(first), CaseRow::from(&kept)));
             }
         }
         if !replaced.is_empty() {
