@@ -210,10 +210,10 @@ fn the_blind_entries_are_read_and_counted_apart() {
     assert!(!all.is_empty());
     let wrong: Vec<String> = all.iter().filter_map(misread).collect();
     let right = all.len() - wrong.len();
-    // 15 of 25 at first reading (docs/guide/explain.md); a rule that reads more of them
+    // 16 of 25 at first reading (docs/guide/explain.md); a rule that reads more of them
     // moves it up, one that reads fewer fails here.
     assert!(
-        right >= 15,
+        right >= 16,
         "{right} of {} blind entries read right; misread:\n{}",
         all.len(),
         wrong.join("\n")
