@@ -44,5 +44,10 @@ pub fn run(args: &BaselineArgs) -> Result<u8> {
     if let Some(t) = baseline.run_to_run {
         println!("{}", crate::report::check::run_to_run_words(&t));
     }
+    let rounds = crate::config::DEFAULT_MAX_ROUNDS;
+    let looks = crate::stats::change::looks(rounds).len();
+    if let Some(reach) = crate::analysis::baseline::reach(&baseline, rounds as usize, looks) {
+        println!("{}", crate::report::check::reach_words(reach, rounds));
+    }
     Ok(0)
 }

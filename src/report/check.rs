@@ -121,6 +121,17 @@ pub fn run_to_run_words(t: &crate::stats::change::RunToRun) -> String {
     )
 }
 
+/// What the gate can tell with these runs: `An identical run's intervals reach +12.3 %
+/// at the widest case (median +4.1 %) in 15 rounds: a threshold above that lets it
+/// pass.`
+pub fn reach_words((widest, median): (f64, f64), rounds: u32) -> String {
+    format!(
+        "An identical run's intervals reach {} at the widest case (median {}) in {rounds} rounds: a --threshold above that lets it pass.",
+        pct(widest),
+        pct(median)
+    )
+}
+
 /// The job's checks in lines, after `check`'s table.
 pub fn job_lines(checks: &[JobCheck], job: &SizesFrom) -> Vec<String> {
     let mut out = vec![format!(

@@ -305,6 +305,43 @@ impl Gate {
     }
 }
 
+/// How wide the gate's intervals are for a run like the baseline's own: per case, the
+/// upper end of its own interval (the one "within" rests on) for a run at the
+/// baseline's level, measured in `rounds` rounds with the spread its runs had, at a
+/// gate's level over `looks` looks. The threshold must lie above these for an
+/// identical run to pass: (the widest case's, the median case's), as fractions.
+pub fn reach(base: &Baseline, rounds: usize, looks: usize) -> Option<(f64, f64)> {
+    let level = Design::gate(change::GATE_THRESHOLD, looks).own_level();
+    let mut ends: Vec<f64> = base
+        .cases
+        .iter()
+        .filter_map(|b| {
+            // A round's variance, from each run's variance of its mean.
+            let per_round: Vec<f64> = b
+                .levels
+                .iter()
+                .filter_map(|l| l.var.map(|v| v * l.rounds as f64))
+                .collect();
+            if per_round.is_empty() {
+                return None;
+            }
+            let mean = b.levels.iter().map(|l| l.log).sum::<f64>() / b.levels.len() as f64;
+            let var = per_round.iter().sum::<f64>() / per_round.len() as f64;
+            let like = Level {
+                log: mean,
+                var: Some(var / rounds.max(2) as f64),
+                rounds: rounds.max(2),
+            };
+            let e = change::between(&b.levels, base.run_to_run, &like)?;
+            let half = e.se? * change::t_quantile(level, e.df);
+            Some(half.exp() - 1.0)
+        })
+        .collect();
+    ends.sort_by(f64::total_cmp);
+    let widest = *ends.last()?;
+    Some((widest, ends[ends.len() / 2]))
+}
+
 /// One case's result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaseCheck {

@@ -269,3 +269,42 @@ fn the_gate_fails_identical_runs_at_most_1_percent_and_finds_a_slower_one() {
         );
     }
 }
+
+/// Round medians spread by `spread` (a fraction, each side) about `t`, over 15 rounds.
+fn spread_about(t: f64, spread: f64) -> Vec<f64> {
+    (0..15)
+        .map(|k| t * (1.0 + spread * (k as f64 - 7.0) / 7.0))
+        .collect()
+}
+
+#[test]
+fn the_gates_reach_says_the_threshold_an_identical_run_can_pass_at() {
+    let runs_at = |spread: f64| -> Vec<RunData> {
+        ["a", "b", "c"]
+            .iter()
+            .zip([1.0, 1.002, 0.998])
+            .map(|(name, scale)| {
+                let cases = [8u64, 1 << 20]
+                    .iter()
+                    .map(|&b| row("default", b, &spread_about(10.0 * scale, spread)))
+                    .collect();
+                run_of(name, cases)
+            })
+            .collect()
+    };
+    let quiet = build(&runs_at(0.01), "t".into()).unwrap();
+    let noisy = build(&runs_at(0.3), "t".into()).unwrap();
+    let (q, _) = reach(&quiet, 15, 4).unwrap();
+    let (n, _) = reach(&noisy, 15, 4).unwrap();
+    assert!(q > 0.0 && q < 0.02, "{q}");
+    assert!(n > 0.05, "{n}");
+    // More rounds narrow it.
+    assert!(reach(&noisy, 60, 4).unwrap().0 < n);
+    // The same run checked against the noisy baseline passes above the reach and
+    // is not settled below it.
+    let tonight = &runs_at(0.3)[0];
+    let above = check(&noisy, tonight, n * 1.5).unwrap();
+    let below = check(&noisy, tonight, n / 3.0).unwrap();
+    assert_eq!(above.exit_code(), 0, "{:?}", changes(&above));
+    assert_eq!(below.exit_code(), EXIT_NOT_SETTLED, "{:?}", changes(&below));
+}
