@@ -117,9 +117,9 @@ pub struct SweepArgs {
     pub baseline: Option<PathBuf>,
 
     /// The SHM decision in minutes: default and shm-off (unless --transports or
-    /// --config), every 8th size from -b to -e, at most 8 rounds (looks after 6 and 8),
-    /// 0.25 s a size; the same error rate, fewer cases settled
-    #[arg(long, conflicts_with_all = ["stepfactor", "stepbytes", "sizes_from", "rounds", "max_rounds", "max_time", "iters", "baseline"])]
+    /// --config), every third size from -b to -e (8x apart), at most 8 rounds (looks
+    /// after 6 and 8), 0.25 s a size; the same error rate, fewer cases settled
+    #[arg(long, conflicts_with_all = ["stepfactor", "stepbytes", "sizes_from", "rounds", "max_rounds", "max_time", "iters", "baseline", "tails", "min_iters"])]
     pub quick: bool,
 
     /// The gate's threshold, as `check --threshold`

@@ -41,13 +41,18 @@ pub fn run(args: &BaselineArgs) -> Result<u8> {
             .unwrap_or_default(),
         args.output.display()
     );
+    let mut said = String::new();
+    let mut say = |text: &str| {
+        crate::units::wrap_into(&mut said, text, crate::units::TERMINAL_WIDTH, "", "  ");
+    };
     if let Some(t) = baseline.run_to_run {
-        println!("{}", crate::report::check::run_to_run_words(&t));
+        say(&crate::report::check::run_to_run_words(&t));
     }
     let rounds = crate::config::DEFAULT_MAX_ROUNDS;
     let looks = crate::stats::change::looks(rounds).len();
     if let Some(reach) = crate::analysis::baseline::reach(&baseline, rounds as usize, looks) {
-        println!("{}", crate::report::check::reach_words(reach, rounds));
+        say(&crate::report::check::reach_words(reach, rounds));
     }
+    print!("{said}");
     Ok(0)
 }

@@ -58,8 +58,8 @@ pub const QUICK_ROUNDS: u32 = 8;
 /// The time budget of a size under `--quick`, shared among its rounds.
 pub const QUICK_MAX_TIME: Duration = Duration::from_millis(250);
 
-/// `--quick`: the SHM pair (unless configs were named), every 8th size of the factor-2
-/// list and its largest, [`QUICK_ROUNDS`] at the most, [`QUICK_MAX_TIME`] a size.
+/// `--quick`: the SHM pair (unless configs were named), every third size of the
+/// factor-2 list (8x apart) and its largest, [`QUICK_ROUNDS`] at the most, [`QUICK_MAX_TIME`] a size.
 fn quick(settings: &mut SweepSettings, args: &MeasureArgs) {
     if args.transports.is_empty() && args.config.is_empty() {
         settings
@@ -289,7 +289,7 @@ mod tests {
     }
 
     #[test]
-    fn quick_is_the_shm_pair_at_every_8th_size_in_at_most_8_rounds() {
+    fn quick_is_the_shm_pair_at_every_third_size_in_at_most_8_rounds() {
         let s = settings(&["--quick"]);
         assert_eq!(
             s.sizes,
@@ -318,7 +318,12 @@ mod tests {
         let s = settings(&["--quick", "--transports", "default,p2p-off"]);
         assert_eq!(s.configs.len(), 2);
         assert_eq!(s.configs[1].name, "p2p-off");
-        for flag in [["--rounds", "6"], ["--max-time", "2s"], ["-f", "4"]] {
+        for flag in [
+            ["--rounds", "6"],
+            ["--max-time", "2s"],
+            ["-f", "4"],
+            ["--min-iters", "50"],
+        ] {
             let mut argv = vec!["nccl-bench", "sweep", "--quick"];
             argv.extend(flag);
             assert!(Cli::try_parse_from(argv).is_err(), "{flag:?}");

@@ -50,12 +50,12 @@ pub struct CaseRow {
     #[serde(serialize_with = "three", deserialize_with = "number")]
     pub max_us: Option<f64>,
     /// Elements the correctness check found wrong.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole")]
     pub wrong: u64,
     /// The transports NCCL used, with their shares (`P2P/CUMEM:100%`).
     pub transports: String,
     pub error: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole")]
     pub warmup_iters: u64,
     #[serde(default, serialize_with = "three", deserialize_with = "number")]
     pub min_us: Option<f64>,
@@ -75,13 +75,13 @@ pub struct CaseRow {
     pub stop: String,
     #[serde(default)]
     pub started_at: String,
-    #[serde(default, serialize_with = "three_f64")]
+    #[serde(default, serialize_with = "three_f64", deserialize_with = "seconds")]
     pub duration_s: f64,
     /// The case's histogram in histograms.hlog; empty without timings.
     #[serde(default)]
     pub hist_tag: String,
     /// All-reduces per CUDA graph launch (0, or absent in older runs: none).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole")]
     pub graph_iters: u64,
     /// `ok`, `noisy`, `outlier`; empty where not assessed (older runs, imports,
     /// cases without timings).
@@ -158,6 +158,16 @@ fn number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Erro
         return Ok(None);
     }
     t.parse().map(Some).map_err(serde::de::Error::custom)
+}
+
+/// A count cell; an empty one is 0.
+fn whole<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Ok(count(d)?.unwrap_or(0) as u64)
+}
+
+/// A duration cell; an empty one is 0.
+fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(number(d)?.unwrap_or(0.0))
 }
 
 fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {

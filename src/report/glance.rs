@@ -37,16 +37,29 @@ fn cell(
     (small, large): (u64, u64),
 ) -> String {
     let at = |bytes: u64| rows.iter().find(|r| r.bytes == bytes);
+    // A flagged value says so, as in the tables below.
+    let flag = |r: &CaseRow| {
+        if r.is_trusted() {
+            String::new()
+        } else {
+            format!(" {}", r.quality)
+        }
+    };
     let bw = match at(large) {
         Some(r) if r.is_ok() => r.busbw_gbps.map_or("-".to_string(), |b| {
-            format!("{b:.2} GB/s{}", against(pair, nranks, large))
+            format!("{b:.2} GB/s{}{}", flag(r), against(pair, nranks, large))
         }),
         Some(r) => r.status.clone(),
         None => "-".into(),
     };
     let latency = match at(small) {
         Some(r) if r.is_ok() => r.typical_us().map_or("-".to_string(), |t| {
-            format!("{}{}", format_us(t), against(pair, nranks, small))
+            format!(
+                "{}{}{}",
+                format_us(t),
+                flag(r),
+                against(pair, nranks, small)
+            )
         }),
         Some(r) => r.status.clone(),
         None => "-".into(),
@@ -61,16 +74,18 @@ fn cell(
 }
 
 /// The first screen, in Markdown: `answer` (the verdict in a few words), a table of
-/// rank counts by configs, and a line on what is not trusted. `pairs` are each config
+/// rank counts by configs of `main` (the run's all-reduce, or its one collective), and
+/// a line on what is not trusted over the whole `run`. `pairs` are each config
 /// against `baseline`, decided over all its cases.
 pub fn section(
     s: &mut String,
     run: &RunData,
+    main: &RunData,
     baseline: &str,
     answer: Option<&str>,
     pairs: &[(String, CompareReport)],
 ) -> Result<()> {
-    let ok: Vec<&CaseRow> = run.cases.iter().filter(|c| !c.is_unsupported()).collect();
+    let ok: Vec<&CaseRow> = main.cases.iter().filter(|c| !c.is_unsupported()).collect();
     if ok.is_empty() {
         return Ok(());
     }
@@ -116,18 +131,35 @@ pub fn section(
         [(small, large)] => format!("busbw at {}, latency at {}", Bytes(*large), Bytes(*small)),
         _ => "busbw at the largest size, latency at the smallest".to_string(),
     };
+    let against = if pairs.is_empty() {
+        String::new()
+    } else {
+        format!("; in brackets, the change against {baseline} over the rounds both ran")
+    };
+    let of = match run.collectives().as_slice() {
+        [_, _, ..] => format!(
+            " of {}",
+            main.collectives().first().map_or("", |c| c.name())
+        ),
+        _ => String::new(),
+    };
     writeln!(
         s,
-        "\nEach cell: {sizes}; in brackets, against {baseline}; then the transports NCCL used."
+        "\nEach cell{of}: {sizes}{against}; then the transports NCCL used."
     )?;
-    let failed = run.cases.iter().filter(|c| !c.is_ok()).count();
+    let all = run.cases.len();
+    let not_run = run
+        .cases
+        .iter()
+        .filter(|c| c.is_unsupported() || c.status == "skipped")
+        .count();
+    let failed = run.cases.iter().filter(|c| !c.is_ok()).count() - not_run;
     let flagged = run
         .cases
         .iter()
         .filter(|c| c.is_ok() && !c.is_trusted())
         .count();
-    let all = run.cases.len();
-    if failed + flagged == 0 {
+    if failed + flagged + not_run == 0 {
         writeln!(
             s,
             "All {all} cases passed their check; the quality rules flagged none.\n"
@@ -135,7 +167,7 @@ pub fn section(
     } else {
         writeln!(
             s,
-            "Not trusted: of {all} cases, {failed} failed and {flagged} are flagged by the quality rules (listed below).\n"
+            "Not trusted: of {all} cases, {failed} failed, {not_run} did not run and {flagged} are flagged by the quality rules (listed below).\n"
         )?;
     }
     Ok(())

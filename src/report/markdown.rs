@@ -88,6 +88,7 @@ pub fn markdown(
     let answer = super::verdict::one_line(run, baseline, options.threshold);
     super::glance::section(
         &mut s,
+        run,
         main,
         baseline,
         answer.as_deref(),

@@ -127,8 +127,8 @@ impl Plan {
     }
 
     /// The plan in a sentence, for the first screen: the configs, rank counts, sizes
-    /// and collectives, the cases and process groups they make, and the most the
-    /// measuring takes (`max_time` a size and round, where iterations are adaptive).
+    /// and collectives, the cases and process groups they make, and the timing budget
+    /// (`max_time` a size over all its rounds, where iterations are adaptive).
     pub fn describe(
         &self,
         rounds: u32,
@@ -165,8 +165,9 @@ impl Plan {
         let bound = max_time
             .map(|t| {
                 format!(
-                    "\n  time: timing takes at most about {} (--max-time a size, over its \
-                     rounds), plus starting the process groups",
+                    "\n  time: a timing budget of {} (--max-time a size, over its rounds; \
+                     sizes whose fewest iterations take longer exceed it), plus warm-ups and \
+                     starting the process groups",
                     crate::units::duration_words(t.as_secs_f64() * cases as f64),
                 )
             })
@@ -269,8 +270,9 @@ mod tests {
             plan.describe(15, &[], Some(std::time::Duration::from_secs(1))),
             "plan: 2 configs (default, shm-off) x 2 rank counts (2, 4) x 3 sizes (8 B to 1 MiB)\n  \
              of all_reduce = 12 cases, each in 15 rounds of fresh processes (60 process groups)\n  \
-             time: timing takes at most about 12 s (--max-time a size, over its rounds), plus \
-             starting the process groups"
+             time: a timing budget of 12 s (--max-time a size, over its rounds; sizes whose \
+             fewest iterations take longer exceed it), plus warm-ups and starting the process \
+             groups"
         );
         assert!(plan
             .describe(1, &[], None)

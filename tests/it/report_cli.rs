@@ -215,6 +215,7 @@ fn the_first_screen_is_results_csv_read_again() {
                     .collect();
                 let want =
                     [large, small].map(|b| paired(&rounds("default", n, b), &rounds(config, n, b)));
+                assert_eq!(said.len(), 2, "{cell}");
                 for (s, w) in said.iter().zip(want) {
                     // As printed: one decimal of a ratio or of a percentage.
                     assert!((s - w).abs() <= 0.05 * w.abs().max(0.01), "{cell}: {w:+.4}");
@@ -224,6 +225,27 @@ fn the_first_screen_is_results_csv_read_again() {
         }
     }
     assert_eq!(checked, 6, "{glance}");
+    assert!(
+        glance.contains("Each cell: busbw at 8 MiB, latency at 8 B; in brackets, the change against default over the rounds both ran;"),
+        "{glance}"
+    );
+    // What is not trusted, counted from results.csv.
+    let failed = rows
+        .iter()
+        .filter(|r| !["ok", "unsupported", "skipped"].contains(&r["status"].as_str()))
+        .count();
+    let flagged = rows
+        .iter()
+        .filter(|r| r["status"] == "ok" && ["noisy", "outlier"].contains(&r["quality"].as_str()))
+        .count();
+    assert!(flagged > 0, "the example has flagged cases");
+    assert!(
+        glance.contains(&format!(
+            "Not trusted: of {} cases, {failed} failed, 0 did not run and {flagged} are flagged",
+            rows.len()
+        )),
+        "{glance}"
+    );
     // The answer is the 4-rank shm-off cell's two changes.
     let answer = glance.lines().find(|l| l.starts_with("**Answer:")).unwrap();
     let want =

@@ -415,18 +415,29 @@ fn build_lacks_arch(pasted: &Pasted) -> Option<Placed> {
         .position(|l| l.text.contains(WARNING) && l.text.contains("not compatible"))?;
     let line = &pasted.lines[at];
     let (gpu, rest) = line.text.split_once(WARNING)?;
-    let sm: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let sm: u32 = rest
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()?;
+    // `/path/torch/cuda/__init__.py:104: UserWarning: A40`: the GPU after the prefix.
     let gpu = gpu
-        .trim()
-        .trim_start_matches("UserWarning:")
+        .rsplit_once("UserWarning:")
+        .map_or(gpu, |(_, g)| g)
         .trim()
         .to_string();
     let supported = pasted.lines[at..]
         .iter()
         .find_map(|l| l.text.split_once("supports CUDA capabilities "))
         .map(|(_, list)| list.trim().trim_end_matches('.').to_string());
-    let arch = crate::nccl::knowledge::arch_of_sm(sm.parse().ok()?);
-    let cuda = arch.and_then(|a| a.first_cuda.clone());
+    // The oldest architecture the build has code for: a GPU below it was dropped.
+    let oldest = supported.as_deref().and_then(|list| {
+        list.split_whitespace()
+            .filter_map(|w| w.strip_prefix("sm_")?.parse::<u32>().ok())
+            .min()
+    });
+    let cuda = crate::nccl::knowledge::arch_of_sm(sm).and_then(|a| a.first_cuda.clone());
     let index = cuda
         .as_deref()
         .map(|c| {
@@ -436,19 +447,35 @@ fn build_lacks_arch(pasted: &Pasted) -> Option<Placed> {
             )
         })
         .unwrap_or_default();
-    let f = Finding::new(
+    let arch = format!("sm_{sm}");
+    let list = supported.unwrap_or_else(|| "other GPUs only".to_string());
+    let mut f = Finding::new(
         FindingKind::TorchArch,
         vec![pasted.evidence(line)],
         &[
-            ("gpu", gpu),
-            ("arch", format!("sm_{sm}")),
-            (
-                "supported",
-                supported.unwrap_or_else(|| "older GPUs only".to_string()),
-            ),
-            ("cuda", cuda.unwrap_or_else(|| "a newer".to_string())),
+            ("gpu", gpu.clone()),
+            ("arch", arch.clone()),
+            ("supported", list.clone()),
+            ("cuda", cuda.clone().unwrap_or_default()),
             ("index", index),
         ],
     );
+    let check = "check with `python -c 'import torch; print(torch.cuda.get_arch_list())'`";
+    if oldest.is_some_and(|o| sm < o) {
+        f.title = format!("this PyTorch build no longer has code for the {gpu} ({arch})");
+        f.cause = format!(
+            "PyTorch says the {gpu} ({arch}) is not compatible with it: this build supports \
+             {list}, all newer than this GPU, so its kernels and the NCCL it bundles have no \
+             code for it."
+        );
+        f.fix = format!(
+            "Install a PyTorch build that still lists {arch} (an older release, or a wheel for \
+             an older CUDA); {check}."
+        );
+    } else if cuda.is_none() {
+        f.fix = format!(
+            "Install a PyTorch built with a newer CUDA, whose list includes {arch}; {check}."
+        );
+    }
     Some(placed(f, &[line]))
 }

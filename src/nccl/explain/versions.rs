@@ -40,18 +40,24 @@ pub(super) fn gpus(pasted: &Pasted) -> Vec<(&'static Arch, String)> {
         };
         // NCCL's `Using 256 threads, Min Comp Cap 8`: the smallest major compute
         // capability of the communicator's GPUs, so at least its first architecture.
+        let major = digits_after("min comp cap ");
         let arch = knowledge::arch_of_gpu(text)
             .or_else(|| knowledge::arch_of_sm(digits_after("sm_")?))
-            .or_else(|| knowledge::arch_of_sm(digits_after("min comp cap ")? * 10));
+            .or_else(|| knowledge::arch_of_sm(major? * 10));
         if let Some(a) = arch {
             if !out.iter().any(|(b, _)| b.sm == a.sm) {
+                let fallback = match major {
+                    // A lower bound: the GPUs are of this major version or newer.
+                    Some(m) => format!("compute capability {m}.x GPUs"),
+                    None => format!("sm_{}", a.sm),
+                };
                 let name = a
                     .gpus
                     .iter()
                     .filter(|g| lower.contains(&g.to_ascii_lowercase()))
                     .max_by_key(|g| g.len())
                     .cloned()
-                    .unwrap_or_else(|| format!("sm_{}", a.sm));
+                    .unwrap_or(fallback);
                 out.push((a, name));
             }
         }
@@ -167,7 +173,7 @@ pub(super) fn bug_findings(version: Option<NcclVersion>, pasted: &Pasted) -> Vec
             let at = version
                 .map(|v| format!(" This log runs {v}."))
                 .unwrap_or_default();
-            let what = if hedged {
+            let what = if hedged && version.is_none() {
                 format!(
                     "If this NCCL is {} up to before {} (the text does not show its version): {}",
                     b.first.as_deref().unwrap_or("an affected release"),

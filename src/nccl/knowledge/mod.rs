@@ -44,6 +44,10 @@ pub struct Bug {
     /// versions it affects, such as a wording older releases print).
     #[serde(default)]
     pub hedge: bool,
+    /// The lines also fit another cause (a peer that exited): said as a possibility,
+    /// at any affected version.
+    #[serde(default)]
+    pub maybe: bool,
     /// GPUs the bug is on: a text naming one at an affected version shows the bug
     /// without its lines.
     #[serde(default)]
@@ -265,9 +269,9 @@ pub fn bugs_shown(text: &str, version: Option<NcclVersion>) -> Vec<(&'static Bug
             lines || gpu
         })
         .filter_map(|b| match version {
-            Some(v) => affected(b, v).then_some((b, false)),
+            Some(v) => affected(b, v).then_some((b, b.maybe)),
             None if b.alone => Some((b, false)),
-            None => b.hedge.then_some((b, true)),
+            None => (b.hedge || b.maybe).then_some((b, true)),
         })
         .collect()
 }

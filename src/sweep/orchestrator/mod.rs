@@ -554,3 +554,34 @@ fn time_note(block: &[Group], first: Duration, looks: &[u32], rounds: u32) -> St
         words(secs * f64::from(rounds))
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_round_says_the_time_to_the_first_look_and_at_most() {
+        let config = crate::config::TransportConfig {
+            name: "default".into(),
+            ..Default::default()
+        };
+        let block = [Group::new(
+            config,
+            8,
+            crate::ops::collective::Collective::AllReduce,
+            &[8],
+            4,
+        )];
+        let note = time_note(&block, Duration::from_secs(7), &[6, 8], 8);
+        assert_eq!(
+            note,
+            "round 1 on 8 ranks took 7 s: 8 ranks take about 42 s (6 rounds), at most 56 s (8 rounds)"
+        );
+        // Fixed rounds: no first look to name.
+        let fixed = time_note(&block, Duration::from_secs(2), &[], 10);
+        assert_eq!(
+            fixed,
+            "round 1 on 8 ranks took 2 s: 8 ranks take at most 20 s (10 rounds)"
+        );
+    }
+}

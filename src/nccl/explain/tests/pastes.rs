@@ -292,6 +292,26 @@ fn healthy_texts_that_look_like_failures_raise_nothing() {
         "thor:123:456 [0] NCCL INFO NCCL version 2.20.5+cuda12.2\n",
         "nccl-too-old-for-gpu",
     );
+    // From 2.10 the topology tolerates a missing path and logs it as INFO (WSL2).
+    none(
+        "w:1:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n\
+         w:1:3 [0] NCCL INFO Could not find real path of /sys/class/pci_bus/0000:01/../../0000:01:00.0\n\
+         w:1:3 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1000 - Init COMPLETE\n",
+        "topology-pci-path",
+    );
+    // A peer that died during set-up before 2.27.3 is a possibility for the bug, a
+    // warning, never an error blaming it.
+    let died = pasted(&[(
+        "-",
+        "h:1:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n\
+         h:1:2 [0] misc/socket.cc:71 NCCL WARN socketProgress: Connection closed by remote peer 10.0.0.2<36138>\n\
+         h:1:2 [0] NCCL INFO bootstrap.cc:701 -> 6\n",
+    )]);
+    assert!(died
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::KnownBug)
+        .all(|f| f.severity == Severity::Warning && f.cause.contains("other ranks")));
     none(
         "[ 12.3] pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, type=Physical Layer\nlibnccl.so.2 loaded\n",
         "shm-sigbus",
