@@ -157,7 +157,9 @@ fn number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Erro
     if t.is_empty() {
         return Ok(None);
     }
-    t.parse().map(Some).map_err(serde::de::Error::custom)
+    t.parse()
+        .map(Some)
+        .map_err(|e| serde::de::Error::custom(format!("{t:?} is not a number ({e})")))
 }
 
 /// A count cell; an empty one is 0.

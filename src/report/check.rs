@@ -68,22 +68,7 @@ pub fn table(report: &CheckReport, baseline: &str, markdown: bool) -> String {
             crate::units::wrap_into(s, text, crate::units::TERMINAL_WIDTH, "", "  ");
         }
     };
-    let names: Vec<String> = report
-        .cases
-        .iter()
-        .filter(|c| c.baseline_us.is_some())
-        .map(|c| {
-            format!(
-                "{} on {}",
-                Bytes(c.id.bytes),
-                plural(c.id.nranks as usize, "rank", "ranks")
-            )
-        })
-        .collect();
-    say(
-        &mut s,
-        &decision::sentence(&report.decision, &names, "the run"),
-    );
+    say(&mut s, &sentence(report));
     if let (Some(shift), Some(t)) = (report.shift, report.run_to_run) {
         let line = format!(
             "The run is {} over all its cases; the baseline's {} runs differ by {} run to run.",
@@ -100,6 +85,23 @@ pub fn table(report: &CheckReport, baseline: &str, markdown: bool) -> String {
     );
     say(&mut s, &exit);
     s
+}
+
+/// The decision's sentence over the baseline's cases, each named `8 B on 2 ranks`.
+pub fn sentence(report: &CheckReport) -> String {
+    let names: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.baseline_us.is_some())
+        .map(|c| {
+            format!(
+                "{} on {}",
+                Bytes(c.id.bytes),
+                plural(c.id.nranks as usize, "rank", "ranks")
+            )
+        })
+        .collect();
+    decision::sentence(&report.decision, &names, "the run")
 }
 
 /// How much a baseline's runs differ as whole runs, and what that makes of a gate:
@@ -122,11 +124,11 @@ pub fn run_to_run_words(t: &crate::stats::change::RunToRun) -> String {
 }
 
 /// What the gate can tell with these runs: `An identical run's intervals reach +12.3 %
-/// at the widest case (median +4.1 %) in 15 rounds: a threshold above that lets it
-/// pass.`
+/// at the widest case (median +4.1 %) in 15 rounds: with a lower --threshold it cannot
+/// pass.` (A flagged case never passes, whatever the threshold.)
 pub fn reach_words((widest, median): (f64, f64), rounds: u32) -> String {
     format!(
-        "An identical run's intervals reach {} at the widest case (median {}) in {rounds} rounds: a --threshold above that lets it pass.",
+        "An identical run's intervals reach {} at the widest case (median {}) in {rounds} rounds: with a lower --threshold it cannot pass.",
         pct(widest),
         pct(median)
     )

@@ -23,15 +23,9 @@ pub(crate) fn check(run_dir: &Path, gate: &Gate) -> Result<u8> {
         crate::export::atomic::write(&path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let names: Vec<String> = report
-        .cases
-        .iter()
-        .filter(|c| c.baseline_us.is_some())
-        .map(|c| format!("{} on {}", crate::units::Bytes(c.id.bytes), c.id.nranks))
-        .collect();
     println!(
         "check: {} (exit {}; check.md, check.xml)",
-        crate::report::decision::sentence(&report.decision, &names, "the run"),
+        crate::report::check::sentence(&report),
         report.exit_code()
     );
     Ok(report.exit_code())

@@ -408,7 +408,8 @@ fn mark_consequences(findings: &mut [Finding]) {
     };
     // A run that stops before its first result is explained by any error found, a
     // known bug's included.
-    let stops = |k: FindingKind| matches!(k, TestsHangInit | InitStops);
+    // (InitStops is raised only where nothing else is, so it never follows.)
+    let stops = |k: FindingKind| k == TestsHangInit;
     let cause = |f: &Finding| f.severity == Severity::Error && !victim(f.kind) && !stops(f.kind);
     let root = findings
         .iter()
