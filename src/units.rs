@@ -324,9 +324,48 @@ pub fn wrap_into(out: &mut String, text: &str, width: usize, first: &str, rest: 
     }
 }
 
+/// `text` in at most `width` columns: whole where it fits, else its first clause
+/// (up to `; `) where that fits, else its first words, with ` ...` where cut.
+pub fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    if let Some(clause) = text
+        .split("; ")
+        .next()
+        .filter(|c| c.chars().count() + 4 <= width)
+    {
+        return format!("{clause} ...");
+    }
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        if out.chars().count() + 1 + word.chars().count() + 4 > width {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out.push_str(" ...");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clipped_text_keeps_its_first_clause_or_words() {
+        assert_eq!(clip("short", 10), "short");
+        assert_eq!(
+            clip("rank 1 exited with status 3; last output: a long tail", 40),
+            "rank 1 exited with status 3 ..."
+        );
+        assert_eq!(clip("one two three four five six", 17), "one two three ...");
+        assert_eq!(clip("one two three four five six", 16), "one two ...");
+        assert!(clip(&"word ".repeat(50), 30).chars().count() <= 30);
+    }
 
     #[test]
     fn ranges_and_byte_sizes_read_well() {

@@ -13,7 +13,9 @@
 //! - P2P and SHM in one ring (`P2P/CUMEM:50%;SHM:50%`: GPUs under two PCIe switches):
 //!   each pair over peer access where it has it, else through host memory;
 //! - NET on one machine: TCP loopback, and the host copies on both sides;
-//! - the host backend: one core's memcpy for SHM, TCP loopback for NET/Socket.
+//! - the host backend: one core's memcpy for SHM, TCP loopback for NET/Socket, for
+//!   cases whose ranks' buffers exceed the last-level cache (smaller ones copy at the
+//!   cache's rate, which neither link measures).
 //!
 //! NVLS and CollNet reduce inside the switch or the network, so the ring's bound does
 //! not apply to them; they get no ceiling, and neither does one rank (no link).
@@ -29,16 +31,18 @@ pub struct Ceiling {
     pub link: String,
 }
 
-/// The ceiling of a case of `nranks` that used `transports`, on the machine the
-/// ceilings were measured on (`host_backend`: the CPU ranks of the host backend).
+/// The ceiling of a case of `nranks` ranks of `bytes` that used `transports`, on the
+/// machine the ceilings were measured on (`host_backend`: the CPU ranks of the host
+/// backend).
 pub fn for_case(
     ceilings: &Ceilings,
     host_backend: bool,
     nranks: u32,
+    bytes: u64,
     transports: &str,
 ) -> Option<Ceiling> {
     let devices: Vec<usize> = (0..nranks as usize).collect();
-    for_devices(ceilings, host_backend, &devices, transports)
+    for_devices(ceilings, host_backend, &devices, bytes, transports)
 }
 
 /// [`for_case`] for a case whose ranks ran on `devices` (GPUs; rank r on
@@ -47,10 +51,14 @@ pub fn for_devices(
     ceilings: &Ceilings,
     host_backend: bool,
     devices: &[usize],
+    bytes: u64,
     transports: &str,
 ) -> Option<Ceiling> {
     let cell = TransportsCell::parse(transports);
     if devices.len() < 2 || cell.shares.is_empty() || cell.in_network() {
+        return None;
+    }
+    if host_backend && ceilings.in_cache(devices.len(), bytes) {
         return None;
     }
     let used = |name: &str| cell.uses(name);
@@ -100,7 +108,7 @@ pub fn for_devices(
 }
 
 /// The ring ceiling of every rank count for each kind of path measured, for the
-/// report and the plots: (rank count, what, GB/s).
+/// report and the plots (for buffers past any cache): (rank count, what, GB/s).
 pub fn rings(ceilings: &Ceilings, host_backend: bool, counts: &[u32]) -> Vec<(u32, String, f64)> {
     let mut out = Vec::new();
     for &n in counts.iter().filter(|&&n| n >= 2) {
@@ -114,7 +122,7 @@ pub fn rings(ceilings: &Ceilings, host_backend: bool, counts: &[u32]) -> Vec<(u3
             ]
         };
         for (transport, what) in candidates {
-            if let Some(c) = for_case(ceilings, host_backend, n, transport) {
+            if let Some(c) = for_case(ceilings, host_backend, n, u64::MAX, transport) {
                 out.push((n, what.to_string(), c.gbps));
             }
         }
@@ -266,6 +274,7 @@ mod tests {
         Ceilings {
             links,
             errors: Vec::new(),
+            cache_bytes: None,
         }
     }
 
@@ -273,13 +282,20 @@ mod tests {
     fn the_p2p_ceiling_is_the_best_rings_slowest_pair() {
         let m = machine();
         // The ring 0-1-2-3-0 uses only 150 GB/s pairs.
-        let c = for_case(&m, false, 4, "P2P/CUMEM:100%").unwrap();
+        let c = for_case(&m, false, 4, 1 << 30, "P2P/CUMEM:100%").unwrap();
         assert_eq!(c.gbps, 150.0);
         assert_eq!(c.link, "P2P ring");
         // Three GPUs: any ring of 0, 1, 2 includes the slow pair 0-2.
-        assert_eq!(for_case(&m, false, 3, "P2P/IPC:100%").unwrap().gbps, 20.0);
         assert_eq!(
-            for_case(&m, false, 2, "P2P/CUMEM:100%").unwrap().gbps,
+            for_case(&m, false, 3, 1 << 30, "P2P/IPC:100%")
+                .unwrap()
+                .gbps,
+            20.0
+        );
+        assert_eq!(
+            for_case(&m, false, 2, 1 << 30, "P2P/CUMEM:100%")
+                .unwrap()
+                .gbps,
             150.0
         );
     }
@@ -287,22 +303,28 @@ mod tests {
     #[test]
     fn shm_and_net_go_through_host_copies_and_take_the_slowest() {
         let m = machine();
-        assert_eq!(for_case(&m, false, 2, "SHM:100%").unwrap().gbps, 25.0);
+        assert_eq!(
+            for_case(&m, false, 2, 1 << 30, "SHM:100%").unwrap().gbps,
+            25.0
+        );
         // GPU 3's slow D2H is on every ring of four.
-        assert_eq!(for_case(&m, false, 4, "SHM:100%").unwrap().gbps, 12.0);
-        let net = for_case(&m, false, 2, "NET/Socket:100%").unwrap();
+        assert_eq!(
+            for_case(&m, false, 4, 1 << 30, "SHM:100%").unwrap().gbps,
+            12.0
+        );
+        let net = for_case(&m, false, 2, 1 << 30, "NET/Socket:100%").unwrap();
         assert_eq!(
             (net.gbps, net.link.as_str()),
             (3.0, "TCP loopback and host copies")
         );
         // A mix is bounded by its slowest transport, every entry of the cell read.
         assert_eq!(
-            for_case(&m, false, 4, "P2P/CUMEM:50%;SHM:50%")
+            for_case(&m, false, 4, 1 << 30, "P2P/CUMEM:50%;SHM:50%")
                 .unwrap()
                 .gbps,
             12.0
         );
-        let mixed = for_case(&m, false, 2, "SHM:75%;NET/Socket:25%").unwrap();
+        let mixed = for_case(&m, false, 2, 1 << 30, "SHM:75%;NET/Socket:25%").unwrap();
         assert_eq!(
             (mixed.gbps, mixed.link.as_str()),
             (3.0, "TCP loopback and host copies")
@@ -312,14 +334,14 @@ mod tests {
     #[test]
     fn what_the_ring_does_not_bound_or_was_not_measured_has_no_ceiling() {
         let m = machine();
-        assert_eq!(for_case(&m, false, 4, "NVLS;P2P/CUMEM:100%"), None);
-        assert_eq!(for_case(&m, false, 8, "NVLS"), None);
-        assert_eq!(for_case(&m, false, 1, "P2P/CUMEM:100%"), None);
-        assert_eq!(for_case(&m, false, 2, ""), None);
+        assert_eq!(for_case(&m, false, 4, 1 << 30, "NVLS;P2P/CUMEM:100%"), None);
+        assert_eq!(for_case(&m, false, 8, 1 << 30, "NVLS"), None);
+        assert_eq!(for_case(&m, false, 1, 1 << 30, "P2P/CUMEM:100%"), None);
+        assert_eq!(for_case(&m, false, 2, 1 << 30, ""), None);
         // Eight ranks on a machine whose links were measured for four GPUs.
-        assert_eq!(for_case(&m, false, 8, "P2P/CUMEM:100%"), None);
+        assert_eq!(for_case(&m, false, 8, 1 << 30, "P2P/CUMEM:100%"), None);
         // The host backend without a memcpy measurement.
-        assert_eq!(for_case(&m, true, 2, "SHM"), None);
+        assert_eq!(for_case(&m, true, 2, 1 << 30, "SHM"), None);
     }
 
     /// Two PCIe switches: GPUs 0-1 and 2-3 have peer access at 50 GB/s, the pairs
@@ -337,15 +359,21 @@ mod tests {
         let m = Ceilings {
             links,
             errors: Vec::new(),
+            cache_bytes: None,
         };
-        let c = for_case(&m, false, 4, "P2P/CUMEM:50%;SHM:50%").unwrap();
+        let c = for_case(&m, false, 4, 1 << 30, "P2P/CUMEM:50%;SHM:50%").unwrap();
         assert_eq!(
             (c.gbps, c.link.as_str()),
             (10.0, "ring of P2P and host-memory links")
         );
         // A P2P ring over four needs peer access across the switches: unmeasured.
-        assert_eq!(for_case(&m, false, 4, "P2P/CUMEM:100%"), None);
-        assert_eq!(for_case(&m, false, 2, "P2P/CUMEM:100%").unwrap().gbps, 50.0);
+        assert_eq!(for_case(&m, false, 4, 1 << 30, "P2P/CUMEM:100%"), None);
+        assert_eq!(
+            for_case(&m, false, 2, 1 << 30, "P2P/CUMEM:100%")
+                .unwrap()
+                .gbps,
+            50.0
+        );
     }
 
     #[test]
@@ -356,10 +384,24 @@ mod tests {
                 link(LinkKind::TcpLoopback, &[], 2.5),
             ],
             errors: Vec::new(),
+            cache_bytes: Some(32 << 20),
         };
-        let shm = for_case(&m, true, 4, "SHM").unwrap();
+        let shm = for_case(&m, true, 4, 1 << 30, "SHM").unwrap();
         assert_eq!((shm.gbps, shm.link.as_str()), (9.5, "memcpy (one core)"));
-        assert_eq!(for_case(&m, true, 2, "NET/Socket").unwrap().gbps, 2.5);
+        assert_eq!(
+            for_case(&m, true, 2, 1 << 30, "NET/Socket").unwrap().gbps,
+            2.5
+        );
+        // 2 ranks of 8 MiB fit in a 32 MiB cache, 4 ranks of 8 MiB do not.
+        assert_eq!(for_case(&m, true, 2, 8 << 20, "SHM"), None);
+        assert_eq!(for_case(&m, true, 2, 8 << 20, "NET/Socket"), None);
+        assert_eq!(for_case(&m, true, 4, 8 << 20, "SHM").unwrap().gbps, 9.5);
+        // Where the host did not say its cache, every size has its ceiling.
+        let gpus = Ceilings {
+            cache_bytes: None,
+            ..m.clone()
+        };
+        assert_eq!(for_case(&gpus, true, 2, 8, "SHM").unwrap().gbps, 9.5);
         assert_eq!(
             rings(&m, true, &[1, 2]),
             [
@@ -387,7 +429,8 @@ mod tests {
         let m = Ceilings {
             links,
             errors: Vec::new(),
+            cache_bytes: None,
         };
-        assert_eq!(for_case(&m, false, 8, "P2P").unwrap().gbps, 100.0);
+        assert_eq!(for_case(&m, false, 8, 1 << 30, "P2P").unwrap().gbps, 100.0);
     }
 }

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus};
 use crate::sweep::SweepObserver;
-use crate::units::{format_us, Bytes};
+use crate::units::{clip, format_us, Bytes, TERMINAL_WIDTH};
 
 /// The observer for this terminal: a bar when stdout is one and `plain` is not asked.
 pub fn for_terminal(plain: bool) -> Box<dyn SweepObserver> {
@@ -34,14 +34,15 @@ fn key_label(key: &CaseKey) -> String {
     )
 }
 
-/// The one-line summary of a finished case.
+/// The one-line summary of a finished case, in at most [`TERMINAL_WIDTH`] columns:
+/// busbw, the median and p99 of its iterations, the transports; results.csv has
+/// the rest (the mean, the iterations, the whole error).
 pub fn case_line(r: &CaseResult) -> String {
     let head = format!("{:<7} {}", r.status.as_str(), key_label(&r.key));
-    match (r.status, r.latency, r.bandwidth) {
+    let line = match (r.status, r.latency, r.bandwidth) {
         (CaseStatus::Ok | CaseStatus::Wrong, Some(l), Some(b)) => {
             let mut line = format!(
-                "{head}  time {:>10}  busbw {:>8.3} GB/s  p50 {:>10}  p99 {:>10}  {:<10} {} iters",
-                format_us(l.mean_us),
+                "{head}  {:>8.3} GB/s  p50 {:>9}  p99 {:>9}  {}",
                 b.busbw.0,
                 format_us(l.p50_us),
                 // "-" where the samples cannot support a p99 (as its CSV cell).
@@ -49,7 +50,6 @@ pub fn case_line(r: &CaseResult) -> String {
                     .map(format_us)
                     .unwrap_or_else(|| "-".into()),
                 r.transports,
-                l.count
             );
             if r.status == CaseStatus::Wrong {
                 line.push_str(&format!("  WRONG: {}", r.error));
@@ -57,7 +57,15 @@ pub fn case_line(r: &CaseResult) -> String {
             line
         }
         _ => format!("{head}  {}", r.error),
-    }
+    };
+    clip(&line, TERMINAL_WIDTH)
+}
+
+/// `warning: ...` wrapped at [`TERMINAL_WIDTH`], its later lines indented.
+fn warning_lines(message: &str) -> String {
+    let mut out = String::new();
+    crate::units::wrap_into(&mut out, message, TERMINAL_WIDTH, "warning: ", "  ");
+    out
 }
 
 fn summary_line(counts: &CaseCounts, run_dir: &Path, interrupted: bool) -> String {
@@ -120,7 +128,7 @@ impl SweepObserver for LineProgress {
         println!("{}", case_line(r));
     }
     fn warning(&mut self, message: &str) {
-        eprintln!("warning: {message}");
+        eprint!("{}", warning_lines(message));
     }
     fn note(&mut self, message: &str) {
         println!("{message}");
@@ -176,8 +184,8 @@ impl SweepObserver for BarProgress {
     }
     fn warning(&mut self, message: &str) {
         match &self.bar {
-            Some(bar) => bar.suspend(|| eprintln!("warning: {message}")),
-            None => eprintln!("warning: {message}"),
+            Some(bar) => bar.suspend(|| eprint!("{}", warning_lines(message))),
+            None => eprint!("{}", warning_lines(message)),
         }
     }
     fn note(&mut self, message: &str) {

@@ -11,6 +11,20 @@ pub struct Ceilings {
     /// What could not be measured, and why (a ceiling missing is said, not guessed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// The host's last-level cache, bytes (host backend). Ranks whose buffers fit in
+    /// it copy at the cache's rate, past what memory and the loopback carry: no
+    /// ceiling holds for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_bytes: Option<u64>,
+}
+
+impl Ceilings {
+    /// Whether a host-backend case of `nranks` ranks of `bytes` each fits in the
+    /// last-level cache (unknown: it does not).
+    pub fn in_cache(&self, nranks: usize, bytes: u64) -> bool {
+        self.cache_bytes
+            .is_some_and(|c| bytes.saturating_mul(nranks as u64) < c)
+    }
 }
 
 /// The kind of link a rate was measured on.

@@ -317,6 +317,16 @@ fn ceilings_section(s: &mut String, run: &RunData) -> Result<()> {
         s,
         "Measured just before the sweep. A ring collective's busbw cannot exceed the slowest link of its ring, so each case's busbw is also given as a percentage of its ring's ceiling (`ceiling_pct` in results.csv).\n"
     )?;
+    if let Some(cache) = c
+        .cache_bytes
+        .filter(|_| run.manifest.backend.used == "host")
+    {
+        writeln!(
+            s,
+            "Cases whose ranks' buffers fit in the {} last-level cache have no ceiling: they copy at the cache's rate.\n",
+            Bytes(cache)
+        )?;
+    }
     if !c.links.is_empty() {
         writeln!(s, "| link | between | rate | how |\n|---|---|---|---|")?;
         for l in &c.links {

@@ -165,9 +165,8 @@ impl Plan {
         let bound = max_time
             .map(|t| {
                 format!(
-                    "\n  time: a timing budget of {} (--max-time a size, over its rounds; \
-                     sizes whose fewest iterations take longer exceed it), plus warm-ups and \
-                     starting the process groups",
+                    "\n  time: a timing budget of {} (--max-time per size), plus warm-ups and \
+                     process start-up",
                     crate::units::duration_words(t.as_secs_f64() * cases as f64),
                 )
             })
@@ -270,9 +269,8 @@ mod tests {
             plan.describe(15, &[], Some(std::time::Duration::from_secs(1))),
             "plan: 2 configs (default, shm-off) x 2 rank counts (2, 4) x 3 sizes (8 B to 1 MiB)\n  \
              of all_reduce = 12 cases, each in 15 rounds of fresh processes (60 process groups)\n  \
-             time: a timing budget of 12 s (--max-time a size, over its rounds; sizes whose \
-             fewest iterations take longer exceed it), plus warm-ups and starting the process \
-             groups"
+             time: a timing budget of 12 s (--max-time per size), plus warm-ups and process \
+             start-up"
         );
         assert!(plan
             .describe(1, &[], None)

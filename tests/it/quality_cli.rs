@@ -31,10 +31,18 @@ fn a_stalled_case_is_flagged_and_kept() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     // On a busy machine a load spike can flag other sizes too; only the stalled one
     // is required here.
-    let warning = stderr
-        .lines()
-        .find(|l| l.starts_with("warning: default n=2: ") && l.contains(" flagged ("))
+    // The warning and the indented lines it wraps onto.
+    let start = stderr
+        .find("warning: default n=2: ")
         .unwrap_or_else(|| panic!("no flag warning: {}", text(&o)));
+    let warning: String = stderr[start..]
+        .lines()
+        .enumerate()
+        .take_while(|(i, l)| *i == 0 || l.starts_with("  "))
+        .map(|(_, l)| l.trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(warning.contains(" flagged ("), "{warning}");
     assert!(warning.contains("64 B outlier"), "{warning}");
     let run = run_dir(out.path());
     let all = rows(&run);

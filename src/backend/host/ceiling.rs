@@ -25,7 +25,10 @@ pub fn measure() -> Ceilings {
 }
 
 pub(crate) fn measure_with(memcpy_bytes: usize, tcp_bytes: usize) -> Ceilings {
-    let mut c = Ceilings::default();
+    let mut c = Ceilings {
+        cache_bytes: last_level_cache(std::path::Path::new(CACHE_DIR)),
+        ..Ceilings::default()
+    };
     c.links.push(memcpy(memcpy_bytes));
     match tcp_loopback(tcp_bytes) {
         Ok(l) => c.links.push(l),
@@ -34,6 +37,38 @@ pub(crate) fn measure_with(memcpy_bytes: usize, tcp_bytes: usize) -> Ceilings {
             .push(format!("TCP loopback: {e} (no NET/Socket ceiling)")),
     }
     c
+}
+
+/// Where Linux describes the first CPU's caches (`index*/level`, `index*/size`).
+const CACHE_DIR: &str = "/sys/devices/system/cpu/cpu0/cache";
+
+/// The size of the highest-level cache under `dir` (`32768K`), bytes; `None` where
+/// the kernel does not say.
+fn last_level_cache(dir: &std::path::Path) -> Option<u64> {
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).ok();
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let level: u32 = read(e.path().join("level"))?.trim().parse().ok()?;
+            let size = read(e.path().join("size"))?;
+            let size = size.trim();
+            let split = size
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(size.len());
+            let (digits, unit) = size.split_at(split);
+            let n: u64 = digits.parse().ok()?;
+            let scale = match unit {
+                "" => 1,
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                "G" => 1 << 30,
+                _ => return None,
+            };
+            Some((level, n * scale))
+        })
+        .max()
+        .map(|(_, bytes)| bytes)
 }
 
 fn memcpy(bytes: usize) -> LinkRate {
@@ -150,5 +185,20 @@ mod tests {
             assert_eq!(l.bytes, 8 << 20);
         }
         assert!(c.links[1].how.contains("127.0.0.1, one direction"), "{c:?}");
+    }
+
+    #[test]
+    fn the_last_level_cache_is_the_highest_level_the_kernel_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, level, size) in [(0, "1", "32K"), (2, "2", "1024K"), (3, "3", "32768K")] {
+            let d = dir.path().join(format!("index{i}"));
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("level"), format!("{level}\n")).unwrap();
+            std::fs::write(d.join("size"), format!("{size}\n")).unwrap();
+        }
+        assert_eq!(last_level_cache(dir.path()), Some(32 << 20));
+        std::fs::write(dir.path().join("index3/size"), "bad\n").unwrap();
+        assert_eq!(last_level_cache(dir.path()), Some(1 << 20));
+        assert_eq!(last_level_cache(&dir.path().join("none")), None);
     }
 }

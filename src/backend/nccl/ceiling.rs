@@ -381,6 +381,7 @@ pub fn run_in_child(exe: &Path, devices: &[usize], bytes: u64, limit: Duration) 
     let failed = |why: String| Ceilings {
         links: Vec::new(),
         errors: vec![why],
+        ..Ceilings::default()
     };
     let child = Command::new(exe)
         .args([

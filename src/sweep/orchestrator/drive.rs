@@ -208,7 +208,7 @@ impl Orchestrator<'_> {
             } else {
                 findings.transports
             };
-            let ceiling_gbps = self.ceiling(group, &transports);
+            let ceiling_gbps = self.ceiling(group, bytes, &transports);
             let mut tuning = takes
                 .tuning(bytes)
                 .or_else(|| own.clone())

@@ -452,10 +452,10 @@ impl Orchestrator<'_> {
         Ok(())
     }
 
-    /// The ceiling of a case of `group` over `transports`, from the link rates
-    /// measured before the sweep: over the group's own devices (a pair of
+    /// The ceiling of a case of `group` of `bytes` over `transports`, from the link
+    /// rates measured before the sweep: over the group's own devices (a pair of
     /// `--pairs`), else over devices 0..nranks.
-    fn ceiling(&self, group: &Group, transports: &str) -> Option<f64> {
+    fn ceiling(&self, group: &Group, bytes: u64, transports: &str) -> Option<f64> {
         let ceilings = self.manifest.ceilings.as_ref()?;
         let devices = group
             .config
@@ -466,6 +466,7 @@ impl Orchestrator<'_> {
             ceilings,
             self.backend == "host",
             &devices,
+            bytes,
             transports,
         )
         .map(|c| c.gbps)
