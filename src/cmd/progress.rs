@@ -61,11 +61,15 @@ pub fn case_line(r: &CaseResult) -> String {
     clip(&line, TERMINAL_WIDTH)
 }
 
-/// `warning: ...` wrapped at [`TERMINAL_WIDTH`], its later lines indented.
-fn warning_lines(message: &str) -> String {
+/// `message` after `first`, wrapped at [`TERMINAL_WIDTH`], its later lines indented.
+fn wrapped(first: &str, message: &str) -> String {
     let mut out = String::new();
-    crate::units::wrap_into(&mut out, message, TERMINAL_WIDTH, "warning: ", "  ");
+    crate::units::wrap_into(&mut out, message, TERMINAL_WIDTH, first, "  ");
     out
+}
+
+fn warning_lines(message: &str) -> String {
+    wrapped("warning: ", message)
 }
 
 fn summary_line(counts: &CaseCounts, run_dir: &Path, interrupted: bool) -> String {
@@ -110,9 +114,7 @@ struct LineProgress;
 /// `9 cases`, or `9 cases x 9 rounds`.
 fn cases_line(total: u64, rounds: u32, note: &str) -> String {
     if rounds > 1 {
-        format!(
-            "{total} cases x {rounds} rounds (process groups, interleaved across configs); {note}"
-        )
+        format!("{total} cases x {rounds} rounds of process groups; {note}")
     } else {
         format!("{total} cases; {note}")
     }
@@ -120,7 +122,7 @@ fn cases_line(total: u64, rounds: u32, note: &str) -> String {
 
 impl SweepObserver for LineProgress {
     fn sweep_started(&mut self, total: u64, rounds: u32, note: &str) {
-        println!("{}", cases_line(total, rounds, note));
+        print!("{}", wrapped("", &cases_line(total, rounds, note)));
     }
     fn case_started(&mut self, _: &CaseKey, _: u32) {}
     fn measured(&mut self, _: u64) {}
@@ -131,10 +133,10 @@ impl SweepObserver for LineProgress {
         eprint!("{}", warning_lines(message));
     }
     fn note(&mut self, message: &str) {
-        println!("{message}");
+        print!("{}", wrapped("", message));
     }
     fn sweep_finished(&mut self, counts: &CaseCounts, run_dir: &Path, interrupted: bool) {
-        println!("{}", summary_line(counts, run_dir, interrupted));
+        print!("{}", wrapped("", &summary_line(counts, run_dir, interrupted)));
     }
 }
 
@@ -145,7 +147,7 @@ struct BarProgress {
 
 impl SweepObserver for BarProgress {
     fn sweep_started(&mut self, total: u64, rounds: u32, note: &str) {
-        println!("{}", cases_line(total, rounds, note));
+        print!("{}", wrapped("", &cases_line(total, rounds, note)));
         self.rounds = rounds;
         // Drawn on stdout, the stream whose being a terminal chose this observer;
         // it counts rounds of cases, which advance evenly.
@@ -190,14 +192,14 @@ impl SweepObserver for BarProgress {
     }
     fn note(&mut self, message: &str) {
         match &self.bar {
-            Some(bar) => bar.suspend(|| println!("{message}")),
-            None => println!("{message}"),
+            Some(bar) => bar.suspend(|| print!("{}", wrapped("", message))),
+            None => print!("{}", wrapped("", message)),
         }
     }
     fn sweep_finished(&mut self, counts: &CaseCounts, run_dir: &Path, interrupted: bool) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
-        println!("{}", summary_line(counts, run_dir, interrupted));
+        print!("{}", wrapped("", &summary_line(counts, run_dir, interrupted)));
     }
 }

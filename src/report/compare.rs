@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::decision::{self, pct};
+use super::decision;
 use crate::analysis::compare::{CompareReport, PairRow};
 use crate::units::{format_us, plural, Bytes};
 
@@ -37,11 +37,12 @@ fn cells(r: &PairRow) -> [String; 8] {
         Some(t) if status == "ok" => format_us(t),
         _ => status.to_string(),
     };
-    let change = r.case.relative().map(pct).unwrap_or_default();
-    let interval = match (r.case.interval, r.case.estimate.map(|e| e.se.is_some())) {
-        (Some((lo, hi)), Some(true)) => format!("{} to {}", pct(lo), pct(hi)),
+    let change = r.case.relative();
+    let interval = match (r.case.interval, change, r.case.estimate.map(|e| e.se.is_some())) {
+        (Some(i), Some(c), Some(true)) => decision::range(i, c),
         _ => String::new(),
     };
+    let change = change.map(decision::how_much).unwrap_or_default();
     let word = if r.flags.is_empty() {
         r.case.change.word().to_string()
     } else {
@@ -202,6 +203,8 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
         }
         Format::Table => {
             let rows: Vec<[String; 8]> = report.rows.iter().map(cells).collect();
+            // One config pair throughout: named once above the table, not on each row.
+            let one_config = rows.windows(2).all(|w| w[0][0] == w[1][0]);
             let mut widths = HEADERS.map(str::len);
             for r in &rows {
                 for (w, c) in widths.iter_mut().zip(r) {
@@ -214,6 +217,7 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                     .iter()
                     .zip(widths)
                     .enumerate()
+                    .filter(|(i, _)| *i > 0 || !one_config)
                     .map(|(i, (c, w))| match i {
                         0 | 7 => format!("{c:<w$}"),
                         _ => format!("{c:>w$}"),
@@ -222,18 +226,21 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                     .join("  ");
                 text.trim_end().to_string()
             };
+            if let (true, Some(r)) = (one_config, rows.first()) {
+                writeln!(s, "{}", r[0])?;
+            }
             writeln!(s, "{}", line(&HEADERS.map(String::from)))?;
             for r in &rows {
                 writeln!(s, "{}", line(r))?;
             }
             writeln!(s)?;
-            writeln!(
-                s,
+            let against = format!(
                 "{} against {}, threshold {}",
                 report.candidate,
                 report.base,
                 decision::band(report.decision.design.threshold)
-            )?;
+            );
+            crate::units::wrap_into(&mut s, &against, crate::units::TERMINAL_WIDTH, "", "  ");
             for l in summary(report) {
                 crate::units::wrap_into(&mut s, &l, crate::units::TERMINAL_WIDTH, "", "  ");
             }

@@ -10,6 +10,7 @@ use anyhow::Result;
 use crate::analysis::job::{costs, JobCost};
 use crate::config::SizesFrom;
 use crate::export::reader::RunData;
+use crate::stats::change::Change;
 use crate::units::{format_us, Bytes};
 
 /// Appends the section; nothing for a run without a job's calls in its manifest.
@@ -88,7 +89,7 @@ pub fn section<'a>(
         for c in &here {
             let (interval, rounds) = match (c.case.interval, c.case.estimate) {
                 (Some(i), Some(e)) if e.se.is_some() => (
-                    format!("{} to {}", pct(i.0), pct(i.1)),
+                    super::decision::range(i, c.change()),
                     e.cand_rounds.to_string(),
                 ),
                 _ => ("-".to_string(), "-".to_string()),
@@ -98,15 +99,12 @@ pub fn section<'a>(
                 "| {} | {} | {} ({}) | {interval} | {rounds} | {} |",
                 c.cand,
                 format_us(c.cand_us),
-                pct(c.change()),
+                super::decision::how_much(c.change()),
                 signed_us(c.cand_us - c.base_us),
                 c.case.change.word(),
             )?;
         }
         writeln!(s)?;
-        for c in &here {
-            writeln!(s, "{}\n", headline(c, &format!("`{}`", c.cand), &job.per))?;
-        }
         // The table for the config that disables SHM where there is one, else the
         // one that changes the job most.
         let first = here
@@ -248,8 +246,6 @@ fn interpolated_words(n: usize) -> String {
     )
 }
 
-use super::decision::pct;
-
 fn signed_us(us: f64) -> String {
     if us < 0.0 {
         format!("-{}", format_us(-us))
@@ -261,15 +257,19 @@ fn signed_us(us: f64) -> String {
 /// The answer for one config in a sentence: the job's change with its interval,
 /// the time it makes, and its word.
 fn headline(c: &JobCost, subject: &str, per: &str) -> String {
-    let change = super::decision::signed(&c.case);
+    let change = super::decision::case_words(&c.case);
     let failed = if c.failed > 0 {
         format!(", {} of its sizes failed", c.failed)
     } else {
         String::new()
     };
+    // "slower" and "faster" are in the change's words already.
+    let answer = match c.case.change {
+        Change::Slower | Change::Faster => String::new(),
+        other => format!(": {}", other.word()),
+    };
     format!(
-        "{subject}: {change}, {} {per}{failed}: {}.",
+        "{subject}: {change}, {} {per}{failed}{answer}.",
         signed_us(c.cand_us - c.base_us),
-        c.case.change.word()
     )
 }

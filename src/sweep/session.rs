@@ -310,7 +310,17 @@ pub fn write_report(run_dir: &std::path::Path) {
         .ok()
         .and_then(|run| crate::report::verdict::one_line(&run, "default", threshold))
     {
-        println!("answer: {answer}");
+        // Wrapped at the terminal's width, its later lines indented: the answer is
+        // the block that starts at `answer: `, the last of a sweep's output.
+        let mut lines = String::new();
+        crate::units::wrap_into(
+            &mut lines,
+            &answer,
+            crate::units::TERMINAL_WIDTH,
+            "answer: ",
+            "  ",
+        );
+        print!("{lines}");
     }
 }
 

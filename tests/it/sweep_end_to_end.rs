@@ -30,9 +30,13 @@ fn host_sweep_writes_a_complete_run_directory() {
         ),
         "{stdout}"
     );
-    let last: Vec<&str> = stdout.lines().rev().take(2).collect();
-    assert!(last[1].starts_with("report: "), "{stdout}");
-    assert!(last[0].starts_with("answer: "), "{stdout}");
+    let answer = crate::common::answer(&stdout).unwrap_or_else(|| panic!("{stdout}"));
+    let report_line = stdout.lines().rev().find(|l| l.starts_with("report: "));
+    assert!(
+        report_line.is_some() && stdout.lines().all(|l| l.chars().count() <= 100),
+        "{stdout}"
+    );
+    assert!(answer.starts_with("answer: "), "{answer}");
 
     let run = run_dir(out.path());
     let rows = rows(&run);

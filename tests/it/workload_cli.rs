@@ -172,17 +172,15 @@ fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
     // (73bf1ce) left the job not settled there.
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
-        stdout
-            .lines()
-            .last()
-            .unwrap()
-            .starts_with("answer: your job: keep SHM: without it its communication is "),
+        crate::common::answer(&stdout).is_some_and(|a| a
+            .starts_with("answer: your job: keep SHM: without it its communication is ")),
         "{stdout}"
     );
     let run = crate::common::run_dir(&out);
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(
-        report.contains("- On 2 ranks: Disabling SHM (`shm-off`): +"),
+        report.lines().any(|l| l.starts_with("- On 2 ranks: Disabling SHM (`shm-off`): ")
+            && l.contains(" slower (")),
         "{report}"
     );
     let cases: Vec<(String, String)> = crate::common::rows(&run)
@@ -534,7 +532,7 @@ fn the_shm_verdict_decides_on_the_jobs_time() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let answer = stdout.lines().last().unwrap();
+    let answer = crate::common::answer(&stdout).unwrap_or_else(|| panic!("{stdout}"));
     assert!(
         answer.starts_with("answer: your job: keep SHM: without it its communication is ")
             && answer.contains(" on 2 ranks; per size: "),
@@ -557,7 +555,8 @@ fn the_shm_verdict_decides_on_the_jobs_time() {
         "{verdict}"
     );
     assert!(
-        verdict.contains("- On 2 ranks: Disabling SHM (`shm-off`): +"),
+        verdict.lines().any(|l| l.starts_with("- On 2 ranks: Disabling SHM (`shm-off`): ")
+            && l.contains(" slower (")),
         "{verdict}"
     );
     assert!(
@@ -624,7 +623,7 @@ fn an_inspector_record_is_swept_on_its_ranks_and_answered_for_the_job() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let answer = stdout.lines().last().unwrap();
+    let answer = crate::common::answer(&stdout).unwrap_or_else(|| panic!("{stdout}"));
     assert!(
         answer.starts_with("answer: your job: keep SHM: without it its communication is ")
             && answer.contains(" on 32 ranks; per size: "),
@@ -653,7 +652,8 @@ fn an_inspector_record_is_swept_on_its_ranks_and_answered_for_the_job() {
     assert_eq!(cases, want, "the job's one size on each rank count");
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(
-        report.contains("- On 32 ranks: Disabling SHM (`shm-off`): +"),
+        report.lines().any(|l| l.starts_with("- On 32 ranks: Disabling SHM (`shm-off`): ")
+            && l.contains(" slower (")),
         "{report}"
     );
     let o = Command::new(bin())

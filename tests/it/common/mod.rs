@@ -129,6 +129,20 @@ pub fn text(o: &Output) -> String {
 }
 
 /// The single run directory under `out`.
+/// The answer a sweep ends with: the block from `answer: ` to the end of its output,
+/// its wrapped lines joined; `None` where the output does not end with one.
+pub fn answer(stdout: &str) -> Option<String> {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let start = lines.iter().rposition(|l| l.starts_with("answer: "))?;
+    let rest = &lines[start + 1..];
+    rest.iter().all(|l| l.starts_with("  ")).then(|| {
+        std::iter::once(lines[start])
+            .chain(rest.iter().map(|l| l.trim()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
 pub fn run_dir(out: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(out)
         .expect("out dir exists")
