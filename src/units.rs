@@ -337,18 +337,16 @@ pub fn clip(text: &str, width: usize) -> String {
     {
         return format!("{clause} ...");
     }
-    let mut out = String::new();
-    for word in text.split_whitespace() {
-        if out.chars().count() + 1 + word.chars().count() + 4 > width {
-            break;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    out.push_str(" ...");
-    out
+    // The longest run of whole words, its spacing kept, that leaves room for ` ...`.
+    let room = width.saturating_sub(4);
+    let end = text
+        .char_indices()
+        .take_while(|(i, _)| text[..*i].chars().count() <= room)
+        .filter(|(_, c)| c.is_whitespace())
+        .map(|(i, _)| i)
+        .last()
+        .unwrap_or(0);
+    format!("{} ...", text[..end].trim_end())
 }
 
 #[cfg(test)]
@@ -365,6 +363,7 @@ mod tests {
         assert_eq!(clip("one two three four five six", 17), "one two three ...");
         assert_eq!(clip("one two three four five six", 16), "one two ...");
         assert!(clip(&"word ".repeat(50), 30).chars().count() <= 30);
+        assert_eq!(clip("ok      a    b c d e f g h", 16), "ok      a ...");
     }
 
     #[test]

@@ -56,7 +56,12 @@ pub fn case_line(r: &CaseResult) -> String {
             }
             line
         }
-        _ => format!("{head}  {}", r.error),
+        // Where NCCL's log names the cause, it comes first: the ranks' own errors are
+        // often its consequences (a peer that went away).
+        _ => match r.error.find("NCCL log: ") {
+            Some(at) if !r.error.starts_with("not run") => format!("{head}  {}", &r.error[at..]),
+            _ => format!("{head}  {}", r.error),
+        },
     };
     clip(&line, TERMINAL_WIDTH)
 }
@@ -136,7 +141,10 @@ impl SweepObserver for LineProgress {
         print!("{}", wrapped("", message));
     }
     fn sweep_finished(&mut self, counts: &CaseCounts, run_dir: &Path, interrupted: bool) {
-        print!("{}", wrapped("", &summary_line(counts, run_dir, interrupted)));
+        print!(
+            "{}",
+            wrapped("", &summary_line(counts, run_dir, interrupted))
+        );
     }
 }
 
@@ -200,6 +208,9 @@ impl SweepObserver for BarProgress {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
-        print!("{}", wrapped("", &summary_line(counts, run_dir, interrupted)));
+        print!(
+            "{}",
+            wrapped("", &summary_line(counts, run_dir, interrupted))
+        );
     }
 }

@@ -38,7 +38,11 @@ fn cells(r: &PairRow) -> [String; 8] {
         _ => status.to_string(),
     };
     let change = r.case.relative();
-    let interval = match (r.case.interval, change, r.case.estimate.map(|e| e.se.is_some())) {
+    let interval = match (
+        r.case.interval,
+        change,
+        r.case.estimate.map(|e| e.se.is_some()),
+    ) {
         (Some(i), Some(c), Some(true)) => decision::range(i, c),
         _ => String::new(),
     };

@@ -172,7 +172,18 @@ pub fn explain(v: &Verdict, baseline: &str, coll: Collective) -> String {
 pub fn answer(v: &Verdict) -> String {
     match v {
         Verdict::CannotTell { .. } => "cannot tell".into(),
-        Verdict::ShmFails { .. } => "fix /dev/shm: SHM failed".into(),
+        Verdict::ShmFails {
+            shm_total_bytes,
+            need,
+            ..
+        } => match (shm_total_bytes, need) {
+            (Some(has), Some(need)) => format!(
+                "keep SHM and give /dev/shm more room: it has {}, the failed case needs about {}",
+                Bytes(*has),
+                Bytes(need.bytes)
+            ),
+            _ => "keep SHM and give /dev/shm more room: SHM ran out of it".into(),
+        },
         Verdict::CumemMismatch { .. } => "set NCCL_CUMEM_HOST_ENABLE=0: SHM failed".into(),
         Verdict::NotOnDataPath { carried_by, .. } => {
             format!("SHM is not on the data path ({})", carried_by.join(", "))

@@ -123,7 +123,10 @@ pub fn run(
         plan.describe(settings.rounds(), &manifest.looks, max_time)
     );
     if let Some(c) = &manifest.ceilings {
-        println!("{}", ceilings_line(c));
+        let mut lines = String::new();
+        let width = crate::units::TERMINAL_WIDTH;
+        crate::units::wrap_into(&mut lines, &ceilings_line(c), width, "", "  ");
+        print!("{lines}");
     }
     for w in &warnings {
         observer.warning(w);

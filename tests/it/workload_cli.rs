@@ -172,15 +172,18 @@ fn a_sweep_measures_exactly_the_jobs_collectives_and_sizes() {
     // (73bf1ce) left the job not settled there.
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
-        crate::common::answer(&stdout).is_some_and(|a| a
-            .starts_with("answer: your job: keep SHM: without it its communication is ")),
+        crate::common::answer(&stdout).is_some_and(
+            |a| a.starts_with("answer: your job: keep SHM: without it its communication is ")
+        ),
         "{stdout}"
     );
     let run = crate::common::run_dir(&out);
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(
-        report.lines().any(|l| l.starts_with("- On 2 ranks: Disabling SHM (`shm-off`): ")
-            && l.contains(" slower (")),
+        report.lines().any(
+            |l| l.starts_with("- On 2 ranks: Disabling SHM (`shm-off`): ")
+                && l.contains(" slower (")
+        ),
         "{report}"
     );
     let cases: Vec<(String, String)> = crate::common::rows(&run)
@@ -555,8 +558,10 @@ fn the_shm_verdict_decides_on_the_jobs_time() {
         "{verdict}"
     );
     assert!(
-        verdict.lines().any(|l| l.starts_with("- On 2 ranks: Disabling SHM (`shm-off`): ")
-            && l.contains(" slower (")),
+        verdict.lines().any(
+            |l| l.starts_with("- On 2 ranks: Disabling SHM (`shm-off`): ")
+                && l.contains(" slower (")
+        ),
         "{verdict}"
     );
     assert!(
@@ -652,8 +657,10 @@ fn an_inspector_record_is_swept_on_its_ranks_and_answered_for_the_job() {
     assert_eq!(cases, want, "the job's one size on each rank count");
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(
-        report.lines().any(|l| l.starts_with("- On 32 ranks: Disabling SHM (`shm-off`): ")
-            && l.contains(" slower (")),
+        report.lines().any(
+            |l| l.starts_with("- On 32 ranks: Disabling SHM (`shm-off`): ")
+                && l.contains(" slower (")
+        ),
         "{report}"
     );
     let o = Command::new(bin())

@@ -40,11 +40,16 @@ pub(super) fn partners(block: &[Group]) -> Vec<Option<usize>> {
 
 /// A settled decision in words: `slower at 13 of 13 cases`.
 fn words(d: &Decision) -> String {
+    if d.cases.is_empty() {
+        return "no case that both measured".into();
+    }
     let counts: Vec<String> = [
         Change::Slower,
         Change::Faster,
         Change::Within,
         Change::NotSettled,
+        Change::Failed,
+        Change::Missing,
     ]
     .into_iter()
     .filter(|&c| d.count(c) > 0)
