@@ -153,7 +153,7 @@ pub(super) fn host_identity_rule(log: &NcclLog) -> Option<Finding> {
 
 /// `eth0:172.17.0.2` and the like: (interface, address) pairs of an interface line's
 /// text, the OOB one of an IB line included.
-fn addresses(text: &str) -> Vec<(&str, &str)> {
+pub(super) fn addresses(text: &str) -> Vec<(&str, &str)> {
     text.split_whitespace()
         .filter_map(|token| {
             let token = token.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit());
@@ -168,7 +168,7 @@ fn addresses(text: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
-fn is_loopback(address: &str) -> bool {
+pub(super) fn is_loopback(address: &str) -> bool {
     address.starts_with("127.") || address == "::1"
 }
 

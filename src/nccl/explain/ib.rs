@@ -1,12 +1,68 @@
 //! NET/IB's completion errors: the status of each (`with error 12`, `status=12`,
 //! `status=IBV_WC_RETRY_EXC_ERR(12)` from 2.28), read against ibverbs.toml; the first
 //! status that causes rather than follows is the finding, the flushes after it its
-//! consequence.
+//! consequence. And NCCL 2.3's silent fall-back to sockets when IB had no port.
 
-use super::finding::{Finding, FindingKind};
-use super::pasted::{Pasted, PastedLine};
+use super::finding::{Finding, FindingKind, Severity};
+use super::pasted::{message, Pasted, PastedLine};
 use super::signatures::Placed;
 use crate::nccl::knowledge;
+use crate::nccl::log::NcclLog;
+
+/// NCCL 2.3 looked for InfiniBand (`NET/IB : Using interface ib0 for sideband
+/// communication`), found no active port it could use, and took its internal Socket
+/// network (`Using internal Network Socket`); unlike 2.4 and later it prints no `No
+/// device found`. A warning where the job spans hosts or the interface is IPoIB (`ib*`:
+/// the host has an InfiniBand adapter), a note otherwise.
+pub(super) fn ib_without_port_rule(
+    pasted: &Pasted,
+    log: &NcclLog,
+    multi_node: bool,
+) -> Option<Finding> {
+    let sideband = pasted.first("for sideband communication")?;
+    let socket = pasted.first("using internal network socket")?;
+    if log
+        .connections
+        .iter()
+        .any(|c| c.transport.label.starts_with("NET/IB"))
+    {
+        return None;
+    }
+    // From `NET/IB` on: 2.3's lines have no `NCCL` tag before their `INFO`.
+    let said = message(sideband.text);
+    let said = said.find("NET/IB").map_or(said, |at| &said[at..]);
+    let interface = said
+        .split_once("Using interface ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or_default();
+    let ipoib = interface.starts_with("ib");
+    let cause = format!(
+        "NCCL looked for InfiniBand ports (`{said}`) and found no active one it could use. So it \
+         took its internal Socket network: traffic between nodes goes over TCP on {interface}.{}",
+        if ipoib {
+            " An ib* interface is IPoIB: this host has an InfiniBand adapter NCCL does not use."
+        } else {
+            ""
+        }
+    );
+    let fix = "Check the ports on every node with `ibstat` (State: Active) and that \
+               NCCL_IB_HCA, if set, names them; pass /dev/infiniband into containers. Then \
+               NCCL lists them (`NET/IB: [0] mlx5_0:1/IB`) and uses IB."
+        .to_string();
+    let evidence =
+        super::evidence::distinct([sideband, socket].into_iter().map(|l| pasted.evidence(l)));
+    let mut f = Finding::new(FindingKind::IbNoDevice, evidence, &[])
+        .with_texts(cause, fix)
+        .with_severity(if multi_node || ipoib {
+            Severity::Warning
+        } else {
+            Severity::Info
+        });
+    f.title = "no active InfiniBand port: traffic between nodes goes over sockets".to_string();
+    f.sources
+        .push("https://github.com/NVIDIA/nccl/blob/v2.3.7-1/src/transport/net_ib.cu".to_string());
+    Some(f)
+}
 
 /// The status and vendor error of a completion line.
 fn completion(line: &PastedLine) -> Option<(u32, Option<u32>)> {
@@ -114,6 +170,13 @@ pub(super) fn completion_findings(pasted: &Pasted) -> Option<Placed> {
             .push_str(" Raising NCCL_IB_TIMEOUT does not help a protection error.");
     }
     f.sources = sources;
+    // Only flushes, after the NIC stopped the queue pair for an access violation: that
+    // event is the cause (its line finding, ib-access-violation).
+    if w.is_some_and(|w| w.consequence) && pasted.contains("local access violation work queue") {
+        f.follows = Some("ib-access-violation");
+        f.fix = "Fix ib-access-violation first: these flushes follow from it.".to_string();
+        f.avoid.clear();
+    }
     Some(Placed {
         finding: f,
         lines: hits.iter().map(|(l, _, _)| (l.file, l.number)).collect(),

@@ -140,6 +140,8 @@ const MARKERS: &[&str] = &[
     "root cause (first observed failure)",
     "process received signal",
     "ibv_",
+    // The Fabric Manager's own log (NVLS multicast teams).
+    "multicast team",
 ];
 
 /// Whether the inputs hold anything explain can read: an NCCL log, a PyTorch
@@ -297,6 +299,9 @@ fn build(
     }
     if !has_ib_error {
         findings.extend(rules::ib_unavailable_rule(log, context.multi_node));
+        if let Some(p) = pasted {
+            findings.extend(ib::ib_without_port_rule(p, log, context.multi_node));
+        }
     }
     findings.extend(memory::nvls_fallback_rule(log));
     let inside = reason::net_inside_node_rule(log);
@@ -315,7 +320,7 @@ fn build(
         findings.extend(builds::nccl_builds_rule(p, version));
         let has_error = findings.iter().any(|f| f.severity == Severity::Error);
         let one_rank = reason::one_rank_jobs(log, p);
-        let tests = tests_output::tests_findings(p, has_error);
+        let tests = tests_output::tests_findings(p, has_error, log.driver_version);
         findings.extend(
             tests
                 .into_iter()
@@ -336,7 +341,8 @@ fn build(
     if let Some(p) = pasted.filter(|_| !findings.iter().any(|f| f.severity == Severity::Error)) {
         findings.extend(memory::nvls_stops_rule(p));
     }
-    if findings.is_empty() {
+    // A note (severity info) does not explain a log that stops.
+    if findings.iter().all(|f| f.severity == Severity::Info) {
         findings.extend(rules::init_stops_rule(log));
     }
     mark_consequences(&mut findings);
@@ -442,9 +448,13 @@ fn unplaced_lines(log: &NcclLog, findings: &[Finding]) -> Vec<String> {
         .iter()
         .filter(|w| {
             let m = pasted::message(w);
-            !findings
-                .iter()
-                .any(|f| f.evidence.iter().any(|e| e.contains(m)))
+            // Evidence cut at its length holds the start of a long message only.
+            let start = m.char_indices().nth(80).map_or(m, |(i, _)| &m[..i]);
+            !findings.iter().any(|f| {
+                f.evidence
+                    .iter()
+                    .any(|e| e.contains(m) || (e.ends_with("...") && e.contains(start)))
+            })
         })
         .take(5)
         .map(|w| pasted::cut(w))

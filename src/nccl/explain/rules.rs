@@ -63,6 +63,12 @@ pub fn socket_interface_rule(
         Some(v) => format!("; NCCL_SOCKET_IFNAME=`{v}` selects it"),
         None => String::new(),
     };
+    // `lo:127.0.0.1`: NCCL keeps the first address of each interface (findInterfaces).
+    let loopback = lines
+        .iter()
+        .flat_map(|l| super::hosts::addresses(&l.text))
+        .find(|(name, address)| is_virtual_interface(name) && super::hosts::is_loopback(address))
+        .map(|(_, address)| address.to_string());
     let mut f = Finding::new(
         FindingKind::SocketInterfaceVirtual,
         evidence(shown),
@@ -73,6 +79,23 @@ pub fn socket_interface_rule(
     )
     .with_severity(severity)
     .with_occurrences(n);
+    if let Some(address) = loopback {
+        f.cause.push_str(&format!(
+            " Its address there is {address}: NCCL keeps only the first address of each \
+             interface, so a routable address that lo also holds goes unused."
+        ));
+        f.fix.push_str(
+            " An address that lives only on lo (BGP unnumbered) needs an interface of its own \
+             for NCCL_SOCKET_IFNAME to select.",
+        );
+        f.sources.extend(
+            [
+                "https://github.com/NVIDIA/nccl/blob/master/src/os/linux.cc",
+                "https://github.com/NVIDIA/nccl/issues/1053",
+            ]
+            .map(str::to_string),
+        );
+    }
     if !multi_node {
         f.cause
             .push_str(" That works while every rank runs on this host.");
@@ -150,8 +173,8 @@ pub fn shm_not_on_data_path_rule(log: &NcclLog) -> Option<Finding> {
 }
 
 /// NCCL said it was retrying connects: the ranks cannot reach an address a peer
-/// advertised. A start-up hang may show nothing else (NCCL 2.7 to 2.21 log only every
-/// 1000th refused connect, at INFO; 2.22 and later count the attempts).
+/// advertised. A start-up hang may show nothing else (NCCL 2.7 to 2.23 log only every
+/// 1000th refused connect, at INFO; 2.24 and later count the attempts).
 pub fn connect_retries_rule(log: &NcclLog) -> Option<Finding> {
     let retries = &log.connect_retries;
     let last = retries.last()?;
@@ -213,12 +236,15 @@ pub fn connect_retries_rule(log: &NcclLog) -> Option<Finding> {
     Some(f)
 }
 
-/// NCCL started (its version, bootstrap or init lines) but no communicator finished its
+/// NCCL started (its version, bootstrap, network or init lines) but no communicator finished its
 /// set-up, nothing failed and no connection was made: the log stops in init, as a
 /// hang's does.
 pub fn init_stops_rule(log: &NcclLog) -> Option<Finding> {
     let started = log.nccl_lines > 0
-        && (!log.versions.is_empty() || !log.ranks.is_empty() || !log.interfaces.is_empty());
+        && (!log.versions.is_empty()
+            || !log.ranks.is_empty()
+            || !log.interfaces.is_empty()
+            || !log.networks.is_empty());
     let complete = log.ranks.iter().any(|r| r.init_complete);
     // Anything NCCL prints once set up (NVLS, tuning, collectives) says it got further.
     let further = log.nvls != crate::nccl::log::NvlsUse::Unknown

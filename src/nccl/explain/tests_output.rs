@@ -137,7 +137,7 @@ fn forced(pasted: &Pasted) -> Option<String> {
 /// The findings of an nccl-tests output: wrong results (with a forced protocol, its
 /// own), separate one-rank jobs, a stop before the devices or before any result, and
 /// the peak bus bandwidth.
-pub(super) fn tests_findings(pasted: &Pasted, has_error: bool) -> Vec<Placed> {
+pub(super) fn tests_findings(pasted: &Pasted, has_error: bool, driver: Option<u32>) -> Vec<Placed> {
     let built = built_against(pasted);
     let Some(o) = read(pasted) else {
         return built.into_iter().collect();
@@ -242,20 +242,28 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool) -> Vec<Placed> {
                 evidence,
                 &[("gpus", gpu_words(&o.devices))],
             );
-            // One GPU has no peer: the hang is the GPU's or this NCCL's on it.
+            // One GPU has no peer: the hang is the GPU's, the driver's or this NCCL's on it.
             if o.devices.len() == 1 {
                 finding = finding.with_texts(
                     format!(
                         "The test printed no result row{}: the first collective never \
                          completed. With one GPU there is no peer traffic, so the GPU itself \
-                         or this NCCL's support for it is in question.",
-                        gpu_words(&o.devices)
+                         or this NCCL's support for it is in question.{}",
+                        gpu_words(&o.devices),
+                        driver_words(driver)
                     ),
                     "Check that this NCCL release supports the GPU (its release notes, and \
-                     the known bugs explain lists), look for Xid errors in `dmesg`, and rerun \
-                     with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL to see the last step."
+                     the known bugs explain lists), and that the driver supports the CUDA it \
+                     was built with (`nvidia-smi` against `nvcc --version`). Look for Xid \
+                     errors in `dmesg`, and rerun with NCCL_DEBUG=INFO \
+                     NCCL_DEBUG_SUBSYS=INIT,COLL to see the last step."
                         .to_string(),
                 );
+                if driver.is_some() {
+                    finding
+                        .sources
+                        .push(MINOR_VERSION_COMPATIBILITY.to_string());
+                }
             }
             out.push(Placed {
                 finding,
@@ -278,6 +286,24 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool) -> Vec<Placed> {
         });
     }
     out
+}
+
+/// Where CUDA says which builds run on an older driver: within a major release only.
+const MINOR_VERSION_COMPATIBILITY: &str =
+    "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html";
+
+/// The CUDA the driver supports (`cudaDriverVersion 11040`), in a sentence; empty where
+/// the log does not show it.
+fn driver_words(driver: Option<u32>) -> String {
+    let Some(d) = driver else {
+        return String::new();
+    };
+    format!(
+        " The driver supports CUDA {}.{} at most (`cudaDriverVersion {d}`): a build for a \
+         newer CUDA major release does not run on it.",
+        d / 1000,
+        (d % 1000) / 10
+    )
 }
 
 /// `22809` (NCCL_VERSION_CODE, 2.9 and later; `2708` before) -> `2.28.9`.

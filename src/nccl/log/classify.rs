@@ -27,7 +27,8 @@ pub(super) fn classify_warn(message: &str, source: Option<&str>) -> Option<Failu
         return Some(FailureKind::NvlsBind);
     }
     // A connect that never succeeded: refused, failed, or its retries used up
-    // (`exceeded retries (N)`, 2.18; `exceeded error retry count after N attempts`, 2.22+).
+    // (`exceeded retries (N)`, 2.18; `exceeded error retry count (N)`, 2.24; `... after N
+    // attempts`, 2.27+).
     let retries_spent = [
         "exceeded retries",
         "exceeded timeouts",

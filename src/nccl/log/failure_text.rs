@@ -10,16 +10,16 @@ pub struct ConnectRetry {
     /// 1-based line number in the file it came from.
     pub line: usize,
     /// The address being connected to (`10.0.0.2<45763>`), when the line names it
-    /// (NCCL 2.22 and later).
+    /// (NCCL 2.27 and later).
     pub target: Option<String>,
     /// What connect returned: `Connection refused`, `Connection timed out`...
     pub error: String,
-    /// (attempt, of) when the line counts them (2.22 and later).
+    /// (attempt, of) when the line counts them (2.24 and later).
     pub attempt: Option<(u32, u32)>,
 }
 
 /// The peer of a failed connect: `Connect to 10.0.0.2<45763> failed : ...` -> `10.0.0.2<45763>`.
-/// Also NCCL 2.22+'s `connect to 10.0.0.2<45763> returned ...`.
+/// Also NCCL 2.27+'s `connect to 10.0.0.2<45763> returned ...`.
 pub(super) fn connect_target(message: &str) -> Option<&str> {
     let (i, len) = message
         .find("Connect to ")
@@ -35,10 +35,11 @@ pub(super) fn connect_target(message: &str) -> Option<&str> {
     (!target.is_empty() && !target.contains(char::is_whitespace)).then_some(target)
 }
 
-/// A connect NCCL is retrying, as its INFO line says it: 2.7 to 2.21 print
+/// A connect NCCL is retrying, as its INFO line says it: 2.7 to 2.23 print
 /// `Call to connect returned Connection refused, retrying` (every 1000th refusal),
-/// 2.22 and later `socketStartConnect: connect to 10.0.0.2<45763> returned Connection
-/// timed out, retrying (3/34) after sleep for 300 msec`.
+/// 2.24 to 2.26 `socketPollConnect: connect returned No route to host, retrying (3/34)
+/// after sleep for 300 msec`, and 2.27 and later name the address: `connect to
+/// 10.0.0.2<45763> returned ...` (src/misc/socket.cc of each release).
 pub(super) fn connect_retry(message: &str, line: usize) -> Option<ConnectRetry> {
     if let Some(rest) = message.strip_prefix("Call to connect returned ") {
         let error = rest.strip_suffix(", retrying")?;
@@ -49,7 +50,9 @@ pub(super) fn connect_retry(message: &str, line: usize) -> Option<ConnectRetry> 
             attempt: None,
         });
     }
-    let i = message.find("connect to ")?;
+    let i = message
+        .find("connect to ")
+        .or_else(|| message.find("connect returned "))?;
     let (head, tail) = message[i..].split_once(", retrying (")?;
     let error = head.split_once(" returned ")?.1.to_string();
     let (counts, _) = tail.split_once(')')?;

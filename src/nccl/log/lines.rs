@@ -499,6 +499,11 @@ pub(super) fn parse_interfaces(message: &str) -> Option<InterfaceParts<'_>> {
         });
     }
     let list = rest.strip_prefix("Using ")?;
+    // NCCL 2.3's `NET/IB : Using interface ib0 for sideband communication` names the IP
+    // interface IB's set-up talks over, not an IB device.
+    if list.ends_with("for sideband communication") {
+        return None;
+    }
     let list = list.split(';').next().unwrap_or_default();
     let ib = source.ends_with("IB");
     let names: Vec<&str> = list

@@ -149,7 +149,15 @@ impl Parser {
                 self.log.nnodes.push(n);
             }
         }
-        if let Some(rest) = message.strip_prefix("Using network ") {
+        // NCCL 2.3 says `Using internal Network Socket` (or `external` for a plugin).
+        let network = [
+            "Using network ",
+            "Using internal Network ",
+            "Using external Network ",
+        ]
+        .iter()
+        .find_map(|p| message.strip_prefix(p));
+        if let Some(rest) = network {
             push_distinct(&mut self.log.networks, rest.trim());
             return true;
         }

@@ -1,7 +1,7 @@
 //! Tests of `explain`: the helpers every test here shares, the host and rank-pair summaries
 //! and the text report on small logs written here, and the harness that checks a real log
 //! of `../shared/fixtures/nccl-logs/` against what was read off the file by hand. Each rule
-//! is tested in `rules.rs`, each real log in `fixtures.rs`.
+//! is tested in `rules.rs` (and `readings.rs`, `pastes.rs`), each real log in `fixtures.rs`.
 
 use std::path::PathBuf;
 
@@ -14,6 +14,8 @@ mod rules;
 mod pastes;
 
 mod fixtures;
+
+mod readings;
 
 fn kinds(e: &Explanation) -> Vec<(FindingKind, Severity)> {
     e.findings.iter().map(|f| (f.kind, f.severity)).collect()

@@ -485,7 +485,7 @@ fn evidence_keeps_three_distinct_lines_cut_to_length() {
 /// (from src/include/socket.h of 2.7-2.11 and src/misc/socket.cc of 2.12-2.28).
 #[test]
 fn a_hang_that_shows_only_as_connect_retries_is_named() {
-    // 2.7 to 2.21: every 1000th refusal at INFO, no address.
+    // 2.7 to 2.23: every 1000th refusal at INFO, no address.
     let old = explain(&parse(
         "node1:1234:1250 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n\
          node1:1234:1250 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
@@ -518,7 +518,21 @@ fn a_hang_that_shows_only_as_connect_retries_is_named() {
         assert!(f.fix.contains(part), "{part}: {}", f.fix);
     }
 
-    // 2.22 and later: the address, the error and the attempt count.
+    // 2.24 to 2.26: the error and the attempt count, no address.
+    let counted = explain(&parse(
+        "zgiot:1:2 [0] NCCL INFO socketPollConnect: connect returned No route to host, retrying (33/34) after sleep for 3300 msec\n\
+         zgiot:1:2 [0] NCCL INFO socketPollConnect: connect returned No route to host, retrying (34/34) after sleep for 3400 msec\n",
+    ));
+    let f = finding(&counted, FindingKind::SocketConnectRetries);
+    assert!(
+        f.cause
+            .contains("the last one `No route to host` at attempt 34 of 34"),
+        "{}",
+        f.cause
+    );
+    assert!(f.fix.contains("NCCL_SOCKET_IFNAME"));
+
+    // 2.27 and later: the address, the error and the attempt count.
     let new = explain(&parse(
         "node1:1234:1250 [0] NCCL INFO socketStartConnect: connect to 10.0.0.2<43211> returned Connection timed out, retrying (1/34) after sleep for 100 msec\n\
          node1:1234:1250 [0] NCCL INFO socketStartConnect: connect to 10.0.0.2<43211> returned Connection timed out, retrying (2/34) after sleep for 200 msec\n",
@@ -542,7 +556,7 @@ fn a_hang_that_shows_only_as_connect_retries_is_named() {
 }
 
 /// When the retries are used up NCCL says so in a WARN (2.18: `exceeded retries`,
-/// 2.22+: `exceeded error retry count`): a failed connect, its address named.
+/// 2.24+: `exceeded error retry count`): a failed connect, its address named from 2.27.
 #[test]
 fn spent_connect_retries_are_a_failed_connect() {
     for (warn, target) in [

@@ -281,3 +281,27 @@ fn network_plugins_are_named_from_each_spelling_and_none_is_internal() {
         assert_eq!(parse(line).plugins, ["internal"], "{line}");
     }
 }
+
+#[test]
+fn nccl_2_3_names_its_network_and_its_ib_sideband_interface_in_its_own_words() {
+    let log = parse(
+        "gpu2:1:1 [0] NCCL INFO NET/IB : Using interface ib0 for sideband communication\n\
+         gpu2:1:1 [0] NCCL INFO Using internal Network Socket\n\
+         gpu3:1:1 [0] NCCL INFO Using external Network AWS Libfabric\n",
+    );
+    // The sideband interface is an IP interface, not an IB device.
+    assert!(log.interfaces.is_empty(), "{:?}", log.interfaces);
+    assert_eq!(log.networks, ["Socket", "AWS Libfabric"]);
+}
+
+#[test]
+fn connect_retries_of_2_24_count_their_attempts_without_an_address() {
+    let log = parse(
+        "z:1:2 [0] NCCL INFO socketPollConnect: connect returned No route to host, retrying (26/34) after sleep for 2600 msec\n",
+    );
+    let r = &log.connect_retries[0];
+    assert_eq!(
+        (r.target.as_deref(), r.error.as_str(), r.attempt),
+        (None, "No route to host", Some((26, 34)))
+    );
+}
