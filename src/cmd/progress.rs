@@ -59,7 +59,11 @@ pub fn case_line(r: &CaseResult) -> String {
         // Where NCCL's log names the cause, it comes first: the ranks' own errors are
         // often its consequences (a peer that went away).
         _ => match r.error.find("NCCL log: ") {
-            Some(at) if !r.error.starts_with("not run") => format!("{head}  {}", &r.error[at..]),
+            Some(at) if !r.error.starts_with("not run") => {
+                let logged = &r.error[at..];
+                let id = logged.split(": ").nth(1).unwrap_or(logged);
+                format!("{head}  NCCL log: {id}; the whole error is in results.csv")
+            }
             _ => format!("{head}  {}", r.error),
         },
     };

@@ -97,32 +97,34 @@ pub fn explain(v: &Verdict, baseline: &str, coll: Collective) -> String {
         Verdict::CannotTell { why } => format!("**Cannot tell**: {why}."),
         Verdict::ShmFails {
             error,
-            shm_total_bytes,
             need,
             disabled_busbw,
+            ..
         } => {
-            let need = need
-                .as_ref()
-                .map(|n| {
-                    format!(
-                        " It needs about {} ({}): give it `--shm-size={}g` or more.",
-                        Bytes(n.bytes),
-                        n.how,
-                        shm_size_gib(Some(n.bytes))
-                    )
-                })
-                .unwrap_or_default();
-            let instead = disabled_busbw
-                .map(|(bytes, bw)| format!("\n\nWith SHM disabled instead, the largest size ({}) ran at {bw:.2} GB/s busbw over the network path.", Bytes(bytes)))
-                .unwrap_or_default();
-            let shm = shm_total_bytes
-                .map(|b| Bytes(b).to_string())
-                .unwrap_or_else(|| "of unknown size".into());
-            format!(
-                "**Fix /dev/shm, do not disable SHM**: `{baseline}` failed creating NCCL's shared-memory segments.\n\n\
-                 `{error}`\n\n/dev/shm is {shm} here.{need} Options: `docker run --shm-size=...`, or `--ipc=host`; on Kubernetes an \
-                 `emptyDir` with `medium: Memory` mounted at /dev/shm. Disabling SHM only moves this traffic to the network path.{instead}"
-            )
+            // The cause as NCCL's log names it where it does: the ranks' own errors
+            // are mostly the consequences (a peer that went away).
+            let error = match error.find("NCCL log: ") {
+                Some(at) => error[at + "NCCL log: ".len()..].to_string(),
+                None => crate::units::clip(error, 240),
+            };
+            let mut lines = vec![
+                format!("**{}.**", crate::units::capitalized(&answer(v))),
+                format!("`{baseline}` failed creating NCCL's shared-memory segments: `{error}`."),
+            ];
+            if let Some(n) = need {
+                lines.push(format!("It needs about {}: {}.", Bytes(n.bytes), n.how));
+                lines.push(format!(
+                    "Give it `--shm-size={}g` or more (`docker run --shm-size=...`, or `--ipc=host`; on Kubernetes an `emptyDir` with `medium: Memory` at /dev/shm).",
+                    shm_size_gib(Some(n.bytes))
+                ));
+            }
+            if let Some((bytes, bw)) = disabled_busbw {
+                lines.push(format!(
+                    "Disabling SHM moves this traffic to the network path: {bw:.2} GB/s busbw at {}.",
+                    Bytes(*bytes)
+                ));
+            }
+            lines.join("\n\n")
         }
         Verdict::CumemMismatch { error } => format!(
             "**Set NCCL_CUMEM_HOST_ENABLE=0 on every rank; do not disable SHM**: `{baseline}` failed attaching a peer's SHM buffers.\n\n`{error}`\n\n\
@@ -390,7 +392,7 @@ mod tests {
         ]);
         let text = explain(&fails, "default", Collective::AllReduce);
         assert!(
-            text.starts_with("**Fix /dev/shm, do not disable SHM**"),
+            text.starts_with("**Keep SHM and give /dev/shm more room"),
             "{text}"
         );
         let costs = verdict(vec![

@@ -578,7 +578,7 @@ fn a_small_dev_shm_fails_shm_and_the_report_says_fix_dev_shm() {
     );
     let report = report(&run);
     assert!(
-        report.contains("**Fix /dev/shm, do not disable SHM**"),
+        report.contains("**Keep SHM and give /dev/shm more room"),
         "{report}"
     );
 }
@@ -629,7 +629,7 @@ fn a_sigbus_in_init_of_nccl_2_16_is_read_as_dev_shm_too_small() {
     );
     let report = report(&run);
     assert!(
-        report.contains("**Fix /dev/shm, do not disable SHM**"),
+        report.contains("**Keep SHM and give /dev/shm more room"),
         "{report}"
     );
 }

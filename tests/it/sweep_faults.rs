@@ -220,11 +220,11 @@ fn a_full_shm_dir_fails_with_enospc_and_leaves_nothing() {
     // The report reads this as a /dev/shm problem, not as a reason to disable SHM.
     let report = std::fs::read_to_string(run_dir(out.path()).join("report.md")).unwrap();
     assert!(
-        report.contains("**Fix /dev/shm, do not disable SHM**"),
+        report.contains("**Keep SHM and give /dev/shm more room"),
         "{report}"
     );
     assert!(
-        report.contains("It needs about 8.01 MiB (4198400 B per segment x 2 ranks"),
+        report.contains("It needs about 8.01 MiB: 4198400 B per segment x 2 ranks"),
         "{report}"
     );
     // The doctor's check in the manifest sizes the same segments: one figure.
