@@ -179,7 +179,8 @@ fn markdown_files() -> Vec<PathBuf> {
 }
 
 /// Every `nccl-bench ...` (or `cargo run --release -- ...`) line in a code block of the
-/// README and the guide: (file, line number, the arguments after the program).
+/// README and the guide, other than a `text` block (what a command printed): (file, line
+/// number, the arguments after the program).
 fn shown_command_lines() -> Vec<(String, usize, Vec<String>)> {
     let mut found = Vec::new();
     for file in markdown_files() {
@@ -187,13 +188,14 @@ fn shown_command_lines() -> Vec<(String, usize, Vec<String>)> {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap();
-        let mut fenced = false;
+        let (mut fenced, mut output) = (false, false);
         for (i, line) in text.lines().enumerate() {
-            if line.trim_start().starts_with("```") {
+            if let Some(info) = line.trim_start().strip_prefix("```") {
                 fenced = !fenced;
+                output = fenced && info.trim() == "text";
                 continue;
             }
-            if !fenced {
+            if !fenced || output {
                 continue;
             }
             let words = shell_words(line.trim());
