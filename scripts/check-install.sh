@@ -58,9 +58,11 @@ if [ "$what" != --cargo ]; then
     site=$(echo "$work"/env/lib/python3*/site-packages)
     cp -r "${nccl%/nccl/lib/libnccl.so.2}" "$site/"
     env -u NCCL_BENCH_NCCL_LIB "$work/env/bin/nccl-bench" doctor > "$work/doctor.txt" || true
-    grep -q "OK    libnccl .* at $site/nvidia/nccl/lib/libnccl.so.2" "$work/doctor.txt" ||
+    # The report wraps at 100 columns: its lines joined again, a check per line.
+    joined=$(sed -e ':a' -e 'N' -e '$!ba' -e 's/\n        / /g' "$work/doctor.txt")
+    grep -q "OK    libnccl .* at $site/nvidia/nccl/lib/libnccl.so.2" <<<"$joined" ||
       { cat "$work/doctor.txt"; exit 1; }
-    echo "  $(grep "libnccl" "$work/doctor.txt" | head -n 1)"
+    echo "  $(grep "libnccl" <<<"$joined" | head -n 1)"
   else
     echo "  (no libnccl in ~/.cache/nccl-bench from scripts/fetch-nccl.sh: finding NCCL beside the wheel not checked)"
   fi

@@ -1,5 +1,6 @@
 //! The report as text (one line per check: status, title, value; then indented details
-//! and the fix) and as the JSON document documented in the module above.
+//! and the fix, wrapped at the terminal's width) and as the JSON document documented in
+//! the module above.
 
 use std::fmt::Write as _;
 
@@ -11,19 +12,16 @@ const INDENT: &str = "      ";
 
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
+    let width = crate::units::TERMINAL_WIDTH;
+    let more = format!("{INDENT}  ");
     for c in &report.checks {
-        let _ = writeln!(
-            out,
-            "{:<5} {:<TITLE_WIDTH$} {}",
-            c.status.label(),
-            c.title,
-            c.value
-        );
+        let first = format!("{:<5} {:<TITLE_WIDTH$} ", c.status.label(), c.title);
+        crate::units::wrap_into(&mut out, &c.value, width, &first, &more);
         for d in &c.details {
-            let _ = writeln!(out, "{INDENT}{d}");
+            crate::units::wrap_into(&mut out, d, width, INDENT, &more);
         }
         if let Some(fix) = &c.fix {
-            let _ = writeln!(out, "{INDENT}fix: {fix}");
+            crate::units::wrap_into(&mut out, &format!("fix: {fix}"), width, INDENT, &more);
         }
     }
     let s = &report.summary;

@@ -55,16 +55,6 @@ pub fn page(
     Ok(super::html::page(&title, &md, dir))
 }
 
-fn pct(x: f64) -> String {
-    if x.is_finite() {
-        format!("{:+.1} %", x * 100.0)
-    } else if x > 0.0 {
-        "+inf".into()
-    } else {
-        "-inf".into()
-    }
-}
-
 /// "default, 2 ranks, 1 GiB" (the backend too when the history has several, and
 /// the datatype and op when it has several of them: "default, 2 ranks, 1 GiB, half
 /// max").
@@ -98,8 +88,18 @@ fn run_name(h: &History, i: usize) -> String {
 }
 
 /// "slower +10.2 % [+6.9 %, +13.4 %]".
+/// The change as every answer says it: `17.9 % slower (+5.3 % to +31.9 %)`, `2.1x
+/// faster (...)`; the word where the estimate alone would not say it.
 fn change(verdict: Change, change: f64, ci: (f64, f64)) -> String {
-    format!("{verdict} {} [{}, {}]", pct(change), pct(ci.0), pct(ci.1))
+    let words = format!(
+        "{} ({})",
+        super::decision::how_much(change),
+        super::decision::range(ci, change)
+    );
+    match verdict {
+        Change::Slower | Change::Faster => words,
+        other => format!("{other}: {words}"),
+    }
 }
 
 fn what_changed(step: &Step) -> String {
@@ -241,19 +241,28 @@ fn text(h: &History, markdown: bool) -> Result<String> {
             writeln!(s, "| {} |", r.join(" | "))?;
         }
     } else {
-        writeln!(s, "{head}\n")?;
-        writeln!(s, "{}:", plural(steps.len(), "step", "steps"))?;
+        let width = crate::units::TERMINAL_WIDTH;
+        crate::units::wrap_into(&mut s, &head, width, "", "  ");
+        writeln!(s, "\n{}:", plural(steps.len(), "step", "steps"))?;
         for l in &steps {
-            writeln!(s, "  {l}")?;
+            crate::units::wrap_into(&mut s, l, width, "  ", "    ");
         }
         if !one_offs.is_empty() {
             writeln!(s, "\none-off runs:")?;
             for l in &one_offs {
-                writeln!(s, "  {l}")?;
+                crate::units::wrap_into(&mut s, l, width, "  ", "    ");
             }
         }
         writeln!(s)?;
-        s.push_str(&aligned(&HEADERS, &rows));
+        // The terminal's table leaves out the busbw columns (the Markdown and the CSV
+        // have them), so that it fits the width.
+        let keep = [0, 1, 2, 3, 7, 8, 9];
+        let headers: Vec<&str> = keep.iter().map(|&i| HEADERS[i]).collect();
+        let narrow: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| keep.iter().map(|&i| r[i].clone()).collect())
+            .collect();
+        s.push_str(&aligned(&headers, &narrow));
     }
     Ok(s)
 }

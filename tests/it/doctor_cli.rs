@@ -102,8 +102,22 @@ impl FakeRoot {
     }
 }
 
+/// The text report with its wrapped lines joined again: a line indented by eight
+/// spaces continues the one before it.
 fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    let mut out = String::new();
+    for l in String::from_utf8_lossy(&o.stdout).lines() {
+        match l.strip_prefix("        ") {
+            Some(more) if !out.is_empty() => {
+                out.pop();
+                out.push(' ');
+                out.push_str(more);
+            }
+            _ => out.push_str(l),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The status line of the check titled `title`.

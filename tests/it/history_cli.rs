@@ -128,11 +128,26 @@ fn the_one_step_is_found_with_both_runs_and_what_changed() {
         ),
         "{out}"
     );
-    let steps: Vec<&str> = out.lines().filter(|l| l.contains(" between ")).collect();
+    // Each step is one item, wrapped onto lines indented by four spaces.
+    let mut items: Vec<String> = Vec::new();
+    for l in out.lines() {
+        match (l.strip_prefix("    "), items.last_mut()) {
+            (Some(more), Some(item)) => {
+                item.push(' ');
+                item.push_str(more.trim());
+            }
+            _ => items.push(l.to_string()),
+        }
+    }
+    let steps: Vec<&str> = items
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.contains(" between "))
+        .collect();
     assert_eq!(steps.len(), 1, "{out}");
     let step = steps[0];
     assert!(
-        step.contains("default, 2 ranks, 16 MiB: slower +"),
+        step.contains("default, 2 ranks, 16 MiB: ") && step.contains(" slower ("),
         "{step}"
     );
     assert!(
