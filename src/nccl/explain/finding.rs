@@ -216,6 +216,10 @@ finding_kinds! {
     FirstToFail => "first-to-fail",
     NodesVsHosts => "nodes-vs-hosts",
     TorchArch => "torch-arch",
+    TestsHangHosts => "tests-hang-hosts",
+    NvlsInitStops => "nvls-init-stops",
+    SrunTorchrun => "srun-torchrun",
+    NvlinkPairs => "nvlink-pairs",
 }
 
 impl FindingKind {

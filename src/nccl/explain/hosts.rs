@@ -285,6 +285,8 @@ pub(super) fn topology_nvlink_rule(log: &NcclLog, pasted: &Pasted) -> Option<Fin
         .collect();
     let mut pairs: Vec<String> = Vec::new();
     let mut shown: Vec<String> = Vec::new();
+    // NVLink peers per GPU row, for a matrix that joins GPUs in pairs only.
+    let mut peers: Vec<usize> = Vec::new();
     for l in &pasted.lines[header + 1..] {
         let words: Vec<&str> = l.text.split_whitespace().collect();
         let Some(row) = words.first().filter(|w| w.starts_with("GPU")) else {
@@ -292,6 +294,13 @@ pub(super) fn topology_nvlink_rule(log: &NcclLog, pasted: &Pasted) -> Option<Fin
         };
         let cells = &words[1..];
         let mut any = false;
+        peers.push(
+            columns
+                .iter()
+                .zip(cells)
+                .filter(|(_, c)| c.starts_with("NV"))
+                .count(),
+        );
         for (col, cell) in columns.iter().zip(cells) {
             let index = |g: &str| g[3..].parse::<u32>().ok();
             if cell.starts_with("NV") && index(col) > index(row) {
@@ -305,6 +314,14 @@ pub(super) fn topology_nvlink_rule(log: &NcclLog, pasted: &Pasted) -> Option<Fin
     }
     if pairs.is_empty() {
         return None;
+    }
+    // More than two GPUs, each NVLinked to one other at most: the rest is PCIe.
+    if peers.len() > 2 && peers.iter().all(|&n| n <= 1) {
+        return Some(Finding::new(
+            FindingKind::NvlinkPairs,
+            shown,
+            &[("pairs", pairs.join(", "))],
+        ));
     }
     Some(Finding::new(
         FindingKind::TopologyNvlink,

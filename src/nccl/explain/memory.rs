@@ -189,3 +189,51 @@ pub(super) fn nvls_stops_rule(pasted: &Pasted) -> Option<Finding> {
         )
     })
 }
+
+/// A log that stops in set-up (init-stops) on more than two GPUs of one host that carry
+/// NVSwitch multicast (Hopper and Blackwell data-center parts, not their PCIe cards):
+/// NCCL sets up NVLS there (never with 2 GPUs: `gpuCount <= 2` in nvls.cc), so that is
+/// where it may hang, not the sockets or P2P.
+pub(super) fn nvls_init_stops(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
+    let gpu = super::versions::gpus(pasted)
+        .into_iter()
+        .find(|(a, _)| matches!(a.sm, 90 | 100 | 103))?;
+    if pasted.contains("pcie") && !pasted.contains("sxm") {
+        return None;
+    }
+    // GPUs per host: nccl-tests' device lines (`Pid 1 on host device 0`), else the log's
+    // processes and their devices.
+    let mut per_host: std::collections::BTreeMap<String, usize> = Default::default();
+    for l in &pasted.lines {
+        let t = l.text.trim_start_matches(['#', ' ']);
+        if t.starts_with("Rank ") && t.contains(" Pid ") && t.contains(" device ") {
+            if let Some(h) = t
+                .split_once(" on ")
+                .and_then(|(_, r)| r.split_whitespace().next())
+            {
+                *per_host.entry(h.to_string()).or_default() += 1;
+            }
+        }
+    }
+    if per_host.is_empty() {
+        for p in &log.processes {
+            *per_host.entry(p.host.clone()).or_default() += p.devices.len().max(1);
+        }
+    }
+    if per_host.len() != 1 {
+        return None;
+    }
+    let n = per_host.values().copied().max().unwrap_or(0);
+    if n <= 2 {
+        return None;
+    }
+    let started = match log.versions.first() {
+        Some(v) => format!("NCCL {v}, {} line(s)", log.nccl_lines),
+        None => format!("{} line(s)", log.nccl_lines),
+    };
+    Some(Finding::new(
+        FindingKind::NvlsInitStops,
+        Vec::new(),
+        &[("n", n.to_string()), ("gpu", gpu.1), ("started", started)],
+    ))
+}

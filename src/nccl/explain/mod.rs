@@ -202,7 +202,8 @@ fn build(
         .versions
         .first()
         .and_then(|v| NcclVersion::parse(v))
-        .or_else(|| pasted.and_then(versions::wrapped_version));
+        .or_else(|| pasted.and_then(versions::wrapped_version))
+        .or_else(|| pasted.and_then(versions::build_string).map(|(v, _)| v));
     // Findings that place lines come first, so that no generic finding repeats them.
     let mut placed: Vec<Placed> = Vec::new();
     let mut findings: Vec<Finding> = Vec::new();
@@ -328,10 +329,12 @@ fn build(
                 .filter(|f| one_rank.is_none() || f.kind != FindingKind::SeparateJobs),
         );
         findings.extend(one_rank);
+        let pasted_build = versions::build_string(p).map(|(_, c)| c);
         let build_cuda = log
             .versions
             .iter()
-            .find_map(|v| v.split_once("+cuda").map(|(_, c)| c));
+            .find_map(|v| v.split_once("+cuda").map(|(_, c)| c))
+            .or(pasted_build.as_deref());
         findings.extend(versions::arch_rule(version, build_cuda, p));
         findings.extend(versions::bug_findings(version, p));
         findings.extend(reason::env_not_shown(log, p, &options.env));
@@ -343,7 +346,9 @@ fn build(
     }
     // A note (severity info) does not explain a log that stops.
     if findings.iter().all(|f| f.severity == Severity::Info) {
-        findings.extend(rules::init_stops_rule(log));
+        // On more than two NVSwitch GPUs of one host, NVLS set-up is where it stops.
+        let nvls = pasted.and_then(|p| memory::nvls_init_stops(log, p));
+        findings.extend(rules::init_stops_rule(log).map(|f| nvls.unwrap_or(f)));
     }
     mark_consequences(&mut findings);
     // Stable: the order of appearance survives within a severity.

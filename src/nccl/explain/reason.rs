@@ -207,6 +207,8 @@ pub(super) fn crash_rule(pasted: &Pasted) -> Option<Placed> {
         "caught signal 7 ",
         "signal 7 (bus error",
         "bus error (core dumped)",
+        // Open MPI's handler: `Signal: Bus error (7)`.
+        "signal: bus error",
     ];
     let hits: Vec<&PastedLine> = pasted
         .lines
@@ -219,8 +221,11 @@ pub(super) fn crash_rule(pasted: &Pasted) -> Option<Placed> {
         l.lower.contains("sigbus")
             || l.lower.contains("signal 7")
             || l.lower.contains("bus error (core")
+            || l.lower.contains("signal: bus error")
     });
-    let signal = if first.lower.contains("abort") {
+    let signal = if bus {
+        "SIGBUS, a bus error"
+    } else if first.lower.contains("abort") {
         "SIGABRT"
     } else {
         "SIGSEGV, a segmentation fault"
@@ -245,8 +250,10 @@ pub(super) fn crash_rule(pasted: &Pasted) -> Option<Placed> {
     };
     let lines: Vec<&PastedLine> = hits.iter().copied().chain(nccl_frames).collect();
     let evidence = super::evidence::distinct(lines.iter().map(|l| pasted.evidence(l)));
-    // SIGBUS where NCCL runs is its /dev/shm mapping touched past what the tmpfs holds.
-    let finding = if bus && (!inside.is_empty() || pasted.contains("nccl")) {
+    // SIGBUS where NCCL runs is its /dev/shm mapping touched past what the tmpfs holds;
+    // so is one beside a listing of /dev/shm (`df -h`: the poster suspected it too).
+    let shm = pasted.contains("nccl") || pasted.contains("/dev/shm");
+    let finding = if bus && (!inside.is_empty() || shm) {
         Finding::new(FindingKind::ShmSigbus, evidence, &[("inside", inside)])
     } else {
         Finding::new(

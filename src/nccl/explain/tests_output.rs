@@ -234,14 +234,27 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool, driver: Option<u3
                 finding: Finding::new(FindingKind::TestsHangCuda, vec![pasted.evidence(u)], &[]),
                 lines: Vec::new(),
             });
-        } else if (nccl_started(pasted) || !o.devices.is_empty()) && o.summaries.is_empty() {
+        } else if (nccl_started(pasted) || !o.devices.is_empty())
+            && o.summaries.is_empty()
+            && !devices_cut(pasted, &o)
+        {
             let shown: Vec<&PastedLine> = o.devices.iter().copied().take(2).collect();
             let evidence = super::evidence::distinct(shown.iter().map(|l| pasted.evidence(l)));
-            let mut finding = Finding::new(
-                FindingKind::TestsHangInit,
-                evidence,
-                &[("gpus", gpu_words(&o.devices))],
-            );
+            let (hosts, most) = hosts_of(&o.devices);
+            let mut finding = if hosts > 1 && most == 1 {
+                // No two ranks on a host: the first collective is the network's.
+                Finding::new(
+                    FindingKind::TestsHangHosts,
+                    evidence,
+                    &[("hosts", hosts.to_string())],
+                )
+            } else {
+                Finding::new(
+                    FindingKind::TestsHangInit,
+                    evidence,
+                    &[("gpus", gpu_words(&o.devices))],
+                )
+            };
             // One GPU has no peer: the hang is the GPU's, the driver's or this NCCL's on it.
             if o.devices.len() == 1 {
                 finding = finding.with_texts(
@@ -286,6 +299,45 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool, driver: Option<u3
         });
     }
     out
+}
+
+/// Whether the paste leaves out lines in the device list itself (`[...]` or `...` right
+/// after its last device line, or after a device line cut short): the rows may be in the
+/// part left out, so their absence says nothing of a hang.
+fn devices_cut(pasted: &Pasted, o: &Output) -> bool {
+    let Some(last) = o.devices.last().or(o.using_devices.as_ref()) else {
+        return false;
+    };
+    let Some(at) = pasted
+        .lines
+        .iter()
+        .position(|l| l.file == last.file && l.number == last.number)
+    else {
+        return false;
+    };
+    pasted.lines[at + 1..]
+        .iter()
+        .find(|l| !l.text.trim_start_matches(['#', ' ']).starts_with("Rank "))
+        .is_some_and(|l| matches!(l.text.trim(), "[...]" | "..." | "\u{2026}" | "[\u{2026}]"))
+}
+
+/// The hosts nccl-tests' device lines name (`Pid 123 on host device 0`), and the most
+/// devices on one of them.
+fn hosts_of(devices: &[&PastedLine]) -> (usize, usize) {
+    let mut per_host: std::collections::BTreeMap<&str, usize> = Default::default();
+    for d in devices {
+        let host = d
+            .text
+            .split_once(" on ")
+            .and_then(|(_, rest)| rest.split_whitespace().next());
+        if let Some(h) = host {
+            *per_host.entry(h).or_default() += 1;
+        }
+    }
+    (
+        per_host.len(),
+        per_host.values().copied().max().unwrap_or(0),
+    )
 }
 
 /// Where CUDA says which builds run on an older driver: within a major release only.

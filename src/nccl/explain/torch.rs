@@ -62,7 +62,37 @@ pub(super) fn torch_findings(pasted: &Pasted) -> Vec<Placed> {
     out.extend(child_failed(pasted));
     out.extend(tcpstore(pasted));
     out.extend(build_lacks_arch(pasted));
+    out.extend(srun_torchrun(pasted));
     out
+}
+
+/// `srun torchrun ...` under several tasks per node, and ranks that then share a GPU
+/// (`Duplicate GPU detected`): each of srun's tasks is a torchrun with its own workers.
+fn srun_torchrun(pasted: &Pasted) -> Option<Placed> {
+    pasted.first("duplicate gpu detected")?;
+    let launch = pasted.lines.iter().find(|l| {
+        let words: Vec<&str> = l.lower.split_whitespace().collect();
+        words.windows(2).any(|w| {
+            w[0].ends_with("srun")
+                && (w[1] == "torchrun"
+                    || (w[1] == "python" && l.lower.contains("torch.distributed.run")))
+        })
+    })?;
+    // One task per node leaves one torchrun per node, which is right.
+    let one_task = pasted.lines.iter().any(|l| {
+        l.lower
+            .split_whitespace()
+            .any(|w| w.trim_start_matches('-') == "ntasks-per-node=1")
+    });
+    if one_task {
+        return None;
+    }
+    let finding = Finding::new(
+        FindingKind::SrunTorchrun,
+        vec![pasted.evidence(launch)],
+        &[("evidence", cut(message(launch.text)))],
+    );
+    Some(placed(finding, &[launch]))
 }
 
 fn placed(finding: Finding, lines: &[&PastedLine]) -> Placed {

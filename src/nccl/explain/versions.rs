@@ -120,7 +120,7 @@ pub(super) fn arch_rule(
             arch.sm, arch.name
         );
         f.fix = format!(
-            "Use an NCCL build for CUDA {cuda} or later (for PyTorch: a wheel built with CUDA \
+            "Upgrade to an NCCL build for CUDA {cuda} or later (for PyTorch: a wheel built with CUDA \
              {cuda} or later, which bundles one)."
         );
     }
@@ -248,5 +248,27 @@ pub(super) fn wrapped_version(pasted: &Pasted) -> Option<NcclVersion> {
             return None;
         }
         NcclVersion::parse(rest.split_whitespace().next()?)
+    })
+}
+
+/// An NCCL build string written outside NCCL's own `NCCL version` line (a report's
+/// environment list, a package version): `2.26.2+cuda12.2` or `2.25.1-1+cuda12.8`, NCCL's
+/// scheme for its builds and its libnccl2 packages (three numbers under major 2, then
+/// `+cuda`; cuDNN's and TensorRT's packages have four). Returns the version and the CUDA.
+pub(super) fn build_string(pasted: &Pasted) -> Option<(NcclVersion, String)> {
+    pasted.lines.iter().find_map(|l| {
+        l.text.split_whitespace().find_map(|word| {
+            let w = word.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+            let (version, cuda) = w.split_once("+cuda")?;
+            let core = version.split_once('-').map_or(version, |(v, _)| v);
+            let numbers: Vec<&str> = core.split('.').collect();
+            let cuda_ok = !cuda.is_empty() && cuda.chars().all(|c| c.is_ascii_digit() || c == '.');
+            let ok = numbers.len() == 3
+                && numbers[0] == "2"
+                && numbers
+                    .iter()
+                    .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            (ok && cuda_ok).then(|| NcclVersion::parse(core).map(|v| (v, cuda.to_string())))?
+        })
     })
 }

@@ -52,6 +52,10 @@ pub struct Bug {
     /// without its lines.
     #[serde(default)]
     pub gpus: Vec<String>,
+    /// The bug is on its GPUs only: a text that names none of them does not show it,
+    /// whatever its lines (a release's known issue of one platform).
+    #[serde(default)]
+    pub needs_gpu: bool,
     pub what: String,
     pub fix: String,
     pub source: String,
@@ -264,9 +268,9 @@ pub fn bugs_shown(text: &str, version: Option<NcclVersion>) -> Vec<(&'static Bug
         .iter()
         .filter(|b| {
             let lines = b.shows.iter().all(|s| t.contains(&s.to_ascii_lowercase()));
-            let gpu = version.is_some_and(|v| affected(b, v))
-                && b.gpus.iter().any(|g| t.contains(&g.to_ascii_lowercase()));
-            lines || gpu
+            let named = b.gpus.iter().any(|g| t.contains(&g.to_ascii_lowercase()));
+            let gpu = version.is_some_and(|v| affected(b, v)) && named;
+            (lines && (named || !b.needs_gpu)) || gpu
         })
         .filter_map(|b| match version {
             Some(v) => affected(b, v).then_some((b, b.maybe)),

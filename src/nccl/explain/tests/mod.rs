@@ -17,6 +17,8 @@ mod fixtures;
 
 mod readings;
 
+mod around;
+
 fn kinds(e: &Explanation) -> Vec<(FindingKind, Severity)> {
     e.findings.iter().map(|f| (f.kind, f.severity)).collect()
 }

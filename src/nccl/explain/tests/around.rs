@@ -1,0 +1,224 @@
+//! Tests of the rules for what a paste shows around NCCL's own lines: a build string in a
+//! report's environment list, NCCL 2.18's internal error, a 2.25.1 kernel launch on
+//! Blackwell, MPI's UCC, EFA's failed sends, PyTorch's collective check, a SIGBUS beside
+//! /dev/shm, srun starting torchrun, NVLink in pairs or quoted both ways, a device list
+//! cut short, a hang between hosts, and NVLS on a node that stops in set-up. Each both
+//! ways: the failure, and healthy text it leaves alone.
+
+use super::*;
+
+fn pasted(text: &str) -> Explanation {
+    explain_inputs(&[Input { name: "-", text }], &Options::default())
+}
+
+fn ids(e: &Explanation) -> Vec<&'static str> {
+    e.findings.iter().map(|f| f.kind.as_str()).collect()
+}
+
+fn finding<'a>(e: &'a Explanation, id: &str) -> &'a Finding {
+    e.findings
+        .iter()
+        .find(|f| f.kind.as_str() == id)
+        .unwrap_or_else(|| panic!("no {id} in {:?}", ids(e)))
+}
+
+fn bug<'a>(e: &'a Explanation, id: &str) -> Option<&'a Finding> {
+    e.findings
+        .iter()
+        .find(|f| f.kind == FindingKind::KnownBug && f.title.contains(id))
+}
+
+/// Healthy lines of runs that worked: NCCL's INFO lines on four H100s of one node, an
+/// nccl-tests table, a topology with NVLink between every pair, srun under one task.
+const HEALTHY: &str = "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>\n\
+    h:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda12.1\n\
+    h:1:2 [0] NCCL INFO NVLS multicast support is available on dev 0\n\
+    h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n\
+    h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n\
+    #  Rank  0 Group  0 Pid  1 on h device  0 [0x01] NVIDIA H100 80GB HBM3\n\
+    #  Rank  1 Group  0 Pid  1 on h device  1 [0x02] NVIDIA H100 80GB HBM3\n\
+    #  Rank  2 Group  0 Pid  1 on h device  2 [0x03] NVIDIA H100 80GB HBM3\n\
+    #  Rank  3 Group  0 Pid  1 on h device  3 [0x04] NVIDIA H100 80GB HBM3\n\
+    \x20   134217728      33554432     float     sum      -1   900.1  149.1  223.7      0   899.8  149.2  223.8      0\n\
+    # Avg bus bandwidth    : 120.5\n\
+    \tGPU0\tGPU1\tGPU2\n\
+    GPU0\t X \tNV18\tNV18\n\
+    GPU1\tNV18\t X \tNV18\n\
+    GPU2\tNV18\tNV18\t X \n\
+    #SBATCH --ntasks-per-node=1\n\
+    srun torchrun --nproc_per_node=8 train.py\n";
+
+#[test]
+fn healthy_text_raises_none_of_these_rules() {
+    let e = pasted(HEALTHY);
+    for id in [
+        "mpi-ucc-error",
+        "efa-send-failed",
+        "torch-debug-mismatch",
+        "shm-sigbus",
+        "srun-torchrun",
+        "nvlink-pairs",
+        "nvlink-bidirectional",
+        "tests-hang-hosts",
+        "tests-hang-init",
+        "nvls-init-stops",
+        "known-bug",
+    ] {
+        assert!(!ids(&e).contains(&id), "{id} in {:?}", ids(&e));
+    }
+}
+
+#[test]
+fn a_build_string_in_an_environment_list_gives_the_version_and_its_cuda() {
+    let text = "- GPU: 2 x NVIDIA RTX PRO 6000 Blackwell Workstation Edition\n\
+                - Failing NCCL runtime: 2.26.2+cuda12.2\n\
+                all_reduce_perf -b 8 -e 16M -f 2 -g 2\n";
+    let f = finding(&pasted(text), "nccl-too-old-for-gpu").clone();
+    assert!(f.title.contains("CUDA 12.2"), "{}", f.title);
+    assert!(f.fix.starts_with("Upgrade"), "{}", f.fix);
+    // cuDNN's and TensorRT's packages have four numbers: not NCCL's.
+    let other = "libcudnn8 8.9.7.29-1+cuda12.2 on an RTX 5090\nnccl-tests\n";
+    assert!(!ids(&pasted(other)).contains(&"nccl-too-old-for-gpu"));
+}
+
+#[test]
+fn nccl_2_18_internal_error_says_to_read_the_warn_lines() {
+    let text = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1333, \
+                internal error - please report this issue to the NCCL developers, NCCL version 2.18.1\n";
+    let e = pasted(text);
+    let f = bug(&e, "internal-error-2.18").expect("the 2.18 bug");
+    assert!(f.fix.contains("NCCL_DEBUG=WARN"));
+    // The H100 corruption of 2.18.1 needs an H100 in the text.
+    assert!(
+        bug(&e, "h100-tree-ll128-corruption").is_none(),
+        "{:?}",
+        ids(&e)
+    );
+    let later = text.replace("2.18.1", "2.21.5");
+    assert!(bug(&pasted(&later), "internal-error-2.18").is_none());
+}
+
+#[test]
+fn a_kernel_launch_that_fails_under_2_25_1_on_blackwell_is_the_shared_memory_bug() {
+    let text = "- GPU: NVIDIA Blackwell\n- Libraries: `2.25.1-1+cuda12.8`\n\
+                [1] enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'\n\
+                [1] NCCL INFO group.cc:242 -> 1\n";
+    let e = pasted(text);
+    let f = bug(&e, "blackwell-shared-mem-launch").expect("the bug");
+    assert!(f.fix.contains("2.26.2"));
+    let fixed = text.replace("2.25.1-1", "2.26.2-1");
+    assert!(bug(&pasted(&fixed), "blackwell-shared-mem-launch").is_none());
+}
+
+#[test]
+fn ucc_errors_are_mpi_s_not_nccl_s() {
+    let text = "mpirun -np 3 -x NCCL_DEBUG=INFO ./all_reduce_perf\n\
+                [1723337199.099229] [w3:1382 :0] tl_shm_team.c:617 TL_SHM ERROR Child failed to attach to shmseg, errno: Invalid argument\n";
+    let f = finding(&pasted(text), "mpi-ucc-error").clone();
+    assert!(f.cause.contains("MPI") && f.fix.contains("coll_ucc_enable 0"));
+}
+
+#[test]
+fn an_efa_send_that_fails_names_the_security_group() {
+    let text = "w1:35:89 [5] ofi_process_cq:1039 NCCL WARN NET/OFI Request 0x1 completed with error. RC: 20. Error: unknown error.\n\
+                libfabric:35:1668017255::efa:cq:rxr_cq_write_tx_error():243<warn> rxr_cq_write_tx_error: err: 20, prov_err: Not a directory (20)\n";
+    let f = finding(&pasted(text), "efa-send-failed").clone();
+    assert!(f.fix.contains("security group"));
+}
+
+#[test]
+fn pytorch_s_collective_check_is_a_mismatch_between_ranks() {
+    let text = "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=21, OpType=BROADCAST)\n";
+    let f = finding(&pasted(text), "torch-debug-mismatch").clone();
+    assert!(f.title.contains("mismatch") && f.title.contains("ranks"));
+}
+
+#[test]
+fn a_sigbus_is_named_and_read_as_dev_shm_beside_a_listing_of_it() {
+    let crash = "(RayWorker pid=4711) *** SIGBUS received at time=1692322557 on cpu 5 ***\n\
+                 (RayWorker pid=4711) Fatal Python error: Bus error\n";
+    let alone = pasted(crash);
+    assert!(finding(&alone, "crash").cause.contains("SIGBUS"));
+    let with_df = format!("{crash}shm              64M   20M   45M  31% /dev/shm\n");
+    assert!(ids(&pasted(&with_df)).contains(&"shm-sigbus"));
+    let mpi = "call ncclCommInitRank got Signal: Bus error (7)\n";
+    assert!(ids(&pasted(mpi)).contains(&"shm-sigbus"));
+}
+
+#[test]
+fn srun_starting_torchrun_per_task_says_one_task_per_node() {
+    let text = "#SBATCH --ntasks-per-node=8\n\
+                srun torchrun --nproc_per_node=$SLURM_NTASKS_PER_NODE scripts/pretrain.py\n\
+                Duplicate GPU detected : rank 2 and rank 10 both on CUDA device 50000\n";
+    let e = pasted(text);
+    assert!(finding(&e, "srun-torchrun")
+        .fix
+        .contains("--ntasks-per-node=1"));
+    assert!(ids(&e).contains(&"duplicate-gpu"), "{:?}", ids(&e));
+}
+
+#[test]
+fn nvlink_in_pairs_says_a_larger_ring_crosses_pcie() {
+    let text = "\tGPU0\tGPU1\tGPU2\tGPU3\n\
+                GPU0\t X \tNV12\tNODE\tNODE\n\
+                GPU1\tNV12\t X \tNODE\tNODE\n\
+                GPU2\tNODE\tNODE\t X \tNV12\n\
+                GPU3\tNODE\tNODE\tNV12\t X \n\
+                ./build/all_reduce_perf -b 8 -e 12G -f 2 -g 1 -t 3\n";
+    let f = finding(&pasted(text), "nvlink-pairs").clone();
+    assert!(f.cause.contains("PCIe") && f.cause.contains("0-1 (NV12)"));
+}
+
+#[test]
+fn an_nvlink_figure_in_prose_is_said_to_count_both_directions() {
+    let text = "I believe each NVLink is capable of 600 GB/s transfers\n\
+                ./build/all_reduce_perf -b 8 -e 1G -f 4 -g 1 -t 8\n";
+    assert!(finding(&pasted(text), "nvlink-bidirectional")
+        .cause
+        .contains("bidirectional"));
+}
+
+#[test]
+fn a_device_list_cut_short_says_nothing_of_a_hang() {
+    let head = "# nThread 8 nGpus 1 minBytes 8 maxBytes 1073741824 step: 4(factor)\n\
+                # Using devices\n\
+                #  Rank  0 Group  0 Pid 78 on h device  0 [0x07] NVIDIA A100-SXM4-80GB\n\
+                #  Rank  1 Group  0 Pid 78 on h device  1 [0x0b] NVIDIA A100-SXM4-80GB\n";
+    let cut = format!("{head}#  Rank  2 Group  0 Pid 78 on h device\n[...]\n");
+    assert!(!ids(&pasted(&cut)).contains(&"tests-hang-init"));
+    assert!(ids(&pasted(head)).contains(&"tests-hang-init"));
+}
+
+#[test]
+fn a_test_that_stops_with_one_gpu_per_host_is_the_network_s() {
+    let text = "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor)\n\
+                # Using devices\n\
+                #  Rank  0 Group  0 Pid 180172 on gh1 device  0 [0x01] NVIDIA GH200 480GB\n\
+                #  Rank  1 Group  0 Pid   9746 on gh2 device  0 [0x01] NVIDIA GH200 480GB\n\
+                gh2:9746:9746 [0] NCCL INFO Bootstrap : Using bond0:10.0.0.2<0>\n";
+    let e = pasted(text);
+    let f = finding(&e, "tests-hang-hosts").clone();
+    assert!(f.fix.contains("NCCL_SOCKET_IFNAME") && !f.fix.contains("NCCL_P2P_DISABLE"));
+    assert!(!ids(&e).contains(&"tests-hang-init"));
+}
+
+#[test]
+fn a_node_of_four_hoppers_that_stops_in_set_up_names_nvls() {
+    let text = "#  Rank  0 Group  0 Pid 1 on d device  0 [0000:0f:00] NVIDIA H800\n\
+                #  Rank  1 Group  0 Pid 1 on d device  1 [0000:34:00] NVIDIA H800\n\
+                #  Rank  2 Group  0 Pid 1 on d device  2 [0000:48:00] NVIDIA H800\n\
+                #  Rank  3 Group  0 Pid 1 on d device  3 [0000:5a:00] NVIDIA H800\n\
+                d:1:1 [0] NCCL INFO Bootstrap: Using ens14f0np0:192.168.1.252<0>\n\
+                d:1:1 [0] NCCL INFO NCCL version 2.26.5+cuda12.4\n";
+    let e = pasted(text);
+    let f = finding(&e, "nvls-init-stops").clone();
+    assert!(f.fix.contains("NCCL_NVLS_ENABLE=0"));
+    assert!(!f.fix.contains("NCCL_SOCKET_IFNAME") && !f.fix.contains("NCCL_P2P_DISABLE"));
+    // Two GPUs never set NVLS up: the general reading stays.
+    let two: String = text
+        .lines()
+        .filter(|l| !l.contains("device  2") && !l.contains("device  3"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!ids(&pasted(&two)).contains(&"nvls-init-stops"));
+}
