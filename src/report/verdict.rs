@@ -6,7 +6,7 @@ use super::decision::{self, case_words, how_much, level};
 use crate::analysis::compare::CompareOptions;
 use crate::analysis::verdict::each::decide_each;
 use crate::analysis::verdict::job::{for_job, JobShm};
-use crate::analysis::verdict::{At, Difference, Verdict};
+use crate::analysis::verdict::{At, Difference, ShmNeed, Verdict};
 use crate::export::reader::RunData;
 use crate::nccl::shm::shm_size_gib;
 use crate::ops::collective::Collective;
@@ -112,7 +112,7 @@ pub fn explain(v: &Verdict, baseline: &str, coll: Collective) -> String {
                 format!("`{baseline}` failed creating NCCL's shared-memory segments: `{error}`."),
             ];
             if let Some(n) = need {
-                lines.push(format!("It needs about {}: {}.", Bytes(n.bytes), n.how));
+                lines.push(format!("It needs about {}: {}.", Bytes(n.bytes), need_words(n)));
                 lines.push(format!(
                     "Give it `--shm-size={}g` or more (`docker run --shm-size=...`, or `--ipc=host`; on Kubernetes an `emptyDir` with `medium: Memory` at /dev/shm).",
                     shm_size_gib(Some(n.bytes))
@@ -166,6 +166,21 @@ pub fn explain(v: &Verdict, baseline: &str, coll: Collective) -> String {
             }
             s
         }
+    }
+}
+
+/// How a /dev/shm need is made up: `9637888 B per segment x 2 channels (...) x 1 SHM
+/// peer per rank x 4 ranks per node`.
+pub fn need_words(n: &ShmNeed) -> String {
+    let (segment, ranks) = (n.segment, n.ranks);
+    match &n.nccl {
+        None => format!(
+            "{segment} B per segment x {ranks} ranks: the host backend's ring, one segment per rank"
+        ),
+        Some(c) => format!(
+            "{segment} B per segment x {} channels ({}) x {} SHM peer per rank x {ranks} ranks per node, as `nccl-bench doctor` estimates it; trees and more channels need more",
+            c.channels, c.channels_why, c.peers
+        ),
     }
 }
 

@@ -148,11 +148,27 @@ pub fn transports_used(rows: &[&CaseRow]) -> Vec<String> {
     set.into_iter().collect()
 }
 
-/// What a failed case needed of /dev/shm: the bytes and the product behind them.
+/// What a failed case needed of /dev/shm per node, and the product behind it:
+/// `segment` x (NCCL's `channels` x `peers`, where it is NCCL's) x `ranks`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ShmNeed {
     pub bytes: u64,
-    pub how: String,
+    /// Bytes of one segment.
+    pub segment: u64,
+    /// Ranks per node.
+    pub ranks: usize,
+    /// NCCL's channels with why that many, and SHM peers per rank; `None` for the host
+    /// backend's ring (one segment per rank).
+    pub nccl: Option<NcclShm>,
+}
+
+/// The channels and peers NCCL's SHM segments are counted over.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NcclShm {
+    pub channels: usize,
+    /// Why that many (`NCCL_MIN_NCHANNELS=4`, or what NCCL usually builds).
+    pub channels_why: String,
+    pub peers: usize,
 }
 
 /// The failed case's /dev/shm need per node, with the function and the channel
@@ -174,9 +190,9 @@ fn shm_need(run: &RunData, failed: &CaseRow) -> Option<ShmNeed> {
         let e = node_need(segment, 1, ranks);
         return Some(ShmNeed {
             bytes: e.total_bytes,
-            how: format!(
-                "{segment} B per segment x {ranks} ranks: the host backend's ring, one segment per rank"
-            ),
+            segment,
+            ranks,
+            nccl: None,
         });
     }
     let segment = segment_size(&failed.error).unwrap_or(DEFAULT_SHM_SEGMENT_BYTES);
@@ -195,10 +211,13 @@ fn shm_need(run: &RunData, failed: &CaseRow) -> Option<ShmNeed> {
     let e = node_need(segment, channels, ranks);
     Some(ShmNeed {
         bytes: e.total_bytes,
-        how: format!(
-            "{segment} B per segment x {channels} channels ({why}) x {} SHM peer per rank x {ranks} ranks per node, as `nccl-bench doctor` estimates it; trees and more channels need more",
-            e.shm_peers
-        ),
+        segment,
+        ranks,
+        nccl: Some(NcclShm {
+            channels,
+            channels_why: why,
+            peers: e.shm_peers,
+        }),
     })
 }
 
