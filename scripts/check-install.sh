@@ -28,7 +28,7 @@ try() {
   "$bin" sweep --backend host --gpus 2 -b 8 -e 64K -f 32 -n 5 --rounds 1 \
     --transports default,shm-off --plain --out "$out" > "$out.log"
   grep -q "sweep finished: 6 of 6 cases (6 ok)" "$out.log" || { cat "$out.log"; exit 1; }
-  echo "  $(tail -n 1 "$out.log")"
+  sed -n '/^answer: /,$p' "$out.log" | sed 's/^/  /'
 }
 
 if [ "$what" != --wheel ]; then

@@ -392,7 +392,7 @@ mod tests {
             for_case(&m, true, 2, 1 << 30, "NET/Socket").unwrap().gbps,
             2.5
         );
-        // 2 ranks of 8 MiB fit in a 32 MiB cache, 4 ranks of 8 MiB do not.
+        // 2 ranks of 8 MiB (32 MiB of buffers) fit in a 32 MiB cache, 4 ranks do not.
         assert_eq!(for_case(&m, true, 2, 8 << 20, "SHM"), None);
         assert_eq!(for_case(&m, true, 2, 8 << 20, "NET/Socket"), None);
         assert_eq!(for_case(&m, true, 4, 8 << 20, "SHM").unwrap().gbps, 9.5);

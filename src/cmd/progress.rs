@@ -39,35 +39,61 @@ fn key_label(key: &CaseKey) -> String {
 /// the rest (the mean, the iterations, the whole error).
 pub fn case_line(r: &CaseResult) -> String {
     let head = format!("{:<7} {}", r.status.as_str(), key_label(&r.key));
-    let line = match (r.status, r.latency, r.bandwidth) {
+    match (r.status, r.latency, r.bandwidth) {
         (CaseStatus::Ok | CaseStatus::Wrong, Some(l), Some(b)) => {
-            let mut line = format!(
-                "{head}  {:>8.3} GB/s  p50 {:>9}  p99 {:>9}  {}",
+            let fixed = format!(
+                "{head}  {:>8.3} GB/s  p50 {:>9}  p99 {:>9}  ",
                 b.busbw.0,
                 format_us(l.p50_us),
                 // "-" where the samples cannot support a p99 (as its CSV cell).
                 l.tail(0.99, l.p99_us)
                     .map(format_us)
                     .unwrap_or_else(|| "-".into()),
-                r.transports,
             );
+            // The transports get the room left, a share of all said by its name alone.
+            let room = TERMINAL_WIDTH.saturating_sub(fixed.chars().count());
+            let mut line = format!("{fixed}{}", transports_cell(&r.transports, room));
             if r.status == CaseStatus::Wrong {
                 line.push_str(&format!("  WRONG: {}", r.error));
             }
-            line
+            clip(&line, TERMINAL_WIDTH)
         }
-        // Where NCCL's log names the cause, it comes first: the ranks' own errors are
-        // often its consequences (a peer that went away).
-        _ => match r.error.find("NCCL log: ") {
-            Some(at) if !r.error.starts_with("not run") => {
-                let logged = &r.error[at..];
-                let id = logged.split(": ").nth(1).unwrap_or(logged);
-                format!("{head}  NCCL log: {id}; the whole error is in results.csv")
-            }
-            _ => format!("{head}  {}", r.error),
-        },
+        _ => clip(
+            &format!("{head}  {}", failure_words(&r.error)),
+            TERMINAL_WIDTH,
+        ),
+    }
+}
+
+/// The transports in at most `room` columns (8 at least): a share of all said by its
+/// name alone (`NVLS;P2P/CUMEM`), cut with `...` where it still does not fit.
+fn transports_cell(cell: &str, room: usize) -> String {
+    let room = room.max(8);
+    let cell = cell.replace(":100%", "");
+    if cell.chars().count() <= room {
+        return cell;
+    }
+    let kept: String = cell.chars().take(room - 3).collect();
+    format!("{kept}...")
+}
+
+/// A failed case's reason in a few words. Where NCCL's log names the cause, it comes
+/// first: the ranks' own errors are often its consequences (a peer that went away).
+fn failure_words(error: &str) -> String {
+    let Some(at) = error.find("NCCL log: ") else {
+        return error.to_string();
     };
-    clip(&line, TERMINAL_WIDTH)
+    let logged = &error[at..];
+    let id = logged.split(": ").nth(1).unwrap_or(logged);
+    // `not run: NCCL's connection set-up failed at 8 B and would fail again ...`
+    let earlier = error
+        .strip_prefix("not run: ")
+        .and_then(|rest| rest.split(" failed at ").nth(1))
+        .and_then(|rest| rest.split(" and ").next());
+    match earlier {
+        Some(size) => format!("not run: would fail as {size} did (NCCL log: {id})"),
+        None => format!("NCCL log: {id}; the whole error is in results.csv"),
+    }
 }
 
 /// `message` after `first`, wrapped at [`TERMINAL_WIDTH`], its later lines indented.
@@ -216,5 +242,40 @@ impl SweepObserver for BarProgress {
             "{}",
             wrapped("", &summary_line(counts, run_dir, interrupted))
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_transports_fit_the_room_left() {
+        assert_eq!(transports_cell("NVLS;P2P/CUMEM:100%", 20), "NVLS;P2P/CUMEM");
+        assert_eq!(
+            transports_cell("P2P/CUMEM:50%;SHM:50%", 21),
+            "P2P/CUMEM:50%;SHM:50%"
+        );
+        assert_eq!(transports_cell("P2P/CUMEM:50%;SHM:50%", 12), "P2P/CUMEM...");
+        assert_eq!(transports_cell("SHM:100%", 0), "SHM");
+    }
+
+    #[test]
+    fn a_failure_leads_with_what_the_nccl_log_says() {
+        let first = "rank 2: ncclAllReduce failed: ncclRemoteError (6): remote process exited; \
+                     NCCL log: shm-enospc: Error: failed to extend /dev/shm/nccl-x";
+        assert_eq!(
+            failure_words(first),
+            "NCCL log: shm-enospc; the whole error is in results.csv"
+        );
+        let later = format!(
+            "not run: NCCL's connection set-up failed at 8 B and would fail again in fresh \
+             processes: {first}"
+        );
+        assert_eq!(
+            failure_words(&later),
+            "not run: would fail as 8 B did (NCCL log: shm-enospc)"
+        );
+        assert_eq!(failure_words("rank 1 exited"), "rank 1 exited");
     }
 }

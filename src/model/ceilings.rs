@@ -20,10 +20,12 @@ pub struct Ceilings {
 
 impl Ceilings {
     /// Whether a host-backend case of `nranks` ranks of `bytes` each fits in the
-    /// last-level cache (unknown: it does not).
+    /// last-level cache (unknown: it does not): each rank's send and receive buffers
+    /// together, an estimate that leaves out the segments and a cache split per core
+    /// complex or socket.
     pub fn in_cache(&self, nranks: usize, bytes: u64) -> bool {
         self.cache_bytes
-            .is_some_and(|c| bytes.saturating_mul(nranks as u64) < c)
+            .is_some_and(|c| bytes.saturating_mul(2 * nranks as u64) <= c)
     }
 }
 

@@ -7,6 +7,7 @@ use super::decision::{self, case_words, pct};
 use crate::analysis::baseline::job::JobCheck;
 use crate::analysis::baseline::{CaseCheck, CheckReport};
 use crate::config::SizesFrom;
+use crate::stats::change::Change;
 use crate::units::{format_us, plural, Bytes};
 
 /// The order of the table: failures, then cases not settled, then the rest.
@@ -146,12 +147,15 @@ pub fn job_lines(checks: &[JobCheck], job: &SizesFrom) -> Vec<String> {
         out.push("  no case of the baseline and the run matches the job's sizes".into());
     }
     for c in checks {
-        let change = decision::signed(&c.case);
+        // "slower" and "faster" are in the change's words already.
+        let change = match c.case.change {
+            Change::Slower | Change::Faster => decision::case_words(&c.case),
+            other => format!("{}: {}", other.word(), decision::case_words(&c.case)),
+        };
         out.push(format!(
-            "  {}, {}: {}: {change}; {} against {} {}",
+            "  {}, {}: {change}; {} against {} {}",
             c.config,
             plural(c.nranks as usize, "rank", "ranks"),
-            c.case.change.word(),
             format_us(c.run_us),
             format_us(c.base_us),
             job.per,

@@ -57,7 +57,14 @@ pub fn again(change: Option<f64>, first: Option<f64>) -> String {
 
 /// An interval in the unit of its estimate `like`: `2.5x-3.7x`, `+9.1 % to +15.0 %`.
 pub fn range((lo, hi): (f64, f64), like: f64) -> String {
-    if as_ratio(like) && like > 0.0 {
+    if as_ratio(like) && lo < 0.0 && hi > 0.0 {
+        // Across no change: each end in its own direction.
+        format!(
+            "{} faster to {} slower",
+            times(1.0 / (1.0 + lo)),
+            times(1.0 + hi)
+        )
+    } else if as_ratio(like) && like > 0.0 {
         format!("{}-{}", times(1.0 + lo), times(1.0 + hi))
     } else if as_ratio(like) {
         format!(
@@ -80,16 +87,6 @@ pub fn case_words(case: &Case) -> String {
             format!("{} ({})", how_much(change), range(i, change))
         }
         _ => how_much(change),
-    }
-}
-
-/// A case's change signed, with its interval where it has one: `+25.0 % (+24.8 %
-/// to +25.2 %)`.
-pub fn signed(case: &Case) -> String {
-    match (case.relative(), case.interval) {
-        (Some(x), Some((lo, hi))) if lo < hi => format!("{} ({} to {})", pct(x), pct(lo), pct(hi)),
-        (Some(x), _) => pct(x),
-        _ => "-".into(),
     }
 }
 

@@ -87,7 +87,6 @@ fn run_name(h: &History, i: usize) -> String {
     }
 }
 
-/// "slower +10.2 % [+6.9 %, +13.4 %]".
 /// The change as every answer says it: `17.9 % slower (+5.3 % to +31.9 %)`, `2.1x
 /// faster (...)`; the word where the estimate alone would not say it.
 fn change(verdict: Change, change: f64, ci: (f64, f64)) -> String {

@@ -112,9 +112,14 @@ pub fn explain(v: &Verdict, baseline: &str, coll: Collective) -> String {
                 format!("`{baseline}` failed creating NCCL's shared-memory segments: `{error}`."),
             ];
             if let Some(n) = need {
-                lines.push(format!("It needs about {}: {}.", Bytes(n.bytes), need_words(n)));
                 lines.push(format!(
-                    "Give it `--shm-size={}g` or more (`docker run --shm-size=...`, or `--ipc=host`; on Kubernetes an `emptyDir` with `medium: Memory` at /dev/shm).",
+                    "/dev/shm needs about {} on {} per node.",
+                    Bytes(n.bytes),
+                    plural(n.ranks, "rank", "ranks")
+                ));
+                lines.push(format!("The estimate: {}.", need_words(n)));
+                lines.push(format!(
+                    "Run the container with `--shm-size={}g` or `--ipc=host`; on Kubernetes mount an `emptyDir` with `medium: Memory` at /dev/shm.",
                     shm_size_gib(Some(n.bytes))
                 ));
             }
@@ -195,8 +200,9 @@ pub fn answer(v: &Verdict) -> String {
             ..
         } => match (shm_total_bytes, need) {
             (Some(has), Some(need)) => format!(
-                "keep SHM and give /dev/shm more room: it has {}, the failed case needs about {}",
+                "keep SHM and give /dev/shm more room: it has {}, {} need about {}",
                 Bytes(*has),
+                plural(need.ranks, "rank", "ranks"),
                 Bytes(need.bytes)
             ),
             _ => "keep SHM and give /dev/shm more room: SHM ran out of it".into(),

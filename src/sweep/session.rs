@@ -118,10 +118,25 @@ pub fn run(
         crate::config::IterationPolicy::Adaptive { max_time, .. } => Some(max_time),
         crate::config::IterationPolicy::Fixed { .. } => None,
     };
-    println!(
-        "{}",
-        plan.describe(settings.rounds(), &manifest.looks, max_time)
-    );
+    // Each line of the plan wrapped at the terminal's width, its later lines indented.
+    let mut lines = String::new();
+    for line in plan
+        .describe(settings.rounds(), &manifest.looks, max_time)
+        .lines()
+    {
+        let (first, rest) = match line.strip_prefix("  ") {
+            Some(inner) => (("  ", "    "), inner),
+            None => (("", "  "), line),
+        };
+        crate::units::wrap_into(
+            &mut lines,
+            rest,
+            crate::units::TERMINAL_WIDTH,
+            first.0,
+            first.1,
+        );
+    }
+    print!("{lines}");
     if let Some(c) = &manifest.ceilings {
         let mut lines = String::new();
         let width = crate::units::TERMINAL_WIDTH;

@@ -173,7 +173,7 @@ fn an_unknown_nccl_variable_warns_and_still_runs() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = crate::common::joined(&String::from_utf8_lossy(&o.stderr));
     assert!(stderr.contains("blog-advice.toml:5: config 'blog': NCCL_SHM_USE_CUDA_MEMORY is not a variable any NCCL release reads"), "{stderr}");
     assert!(
         stderr.contains("did you mean NCCL_SHM_USE_CUDA_MEMCPY?"),

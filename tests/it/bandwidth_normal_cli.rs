@@ -21,7 +21,10 @@ fn a_host_sweep_reads_every_case_against_its_measured_ceiling_and_fits_each_conf
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let o = sweep(&out, tmp.path())
-        .args(["--gpus", "2", "-b", "8", "-e", "4M", "-f", "8", "-n", "20"])
+        // Up to 128 MiB: past any last-level cache of today, where the ceilings hold.
+        .args([
+            "--gpus", "2", "-b", "8", "-e", "128M", "-f", "8", "-n", "20",
+        ])
         .args(["--transports", "default,shm-off"])
         .output()
         .unwrap();
@@ -44,10 +47,19 @@ fn a_host_sweep_reads_every_case_against_its_measured_ceiling_and_fits_each_conf
     let (memcpy, tcp) = (rate("memcpy"), rate("tcp-loopback"));
     assert!(memcpy > 0.0 && tcp > 0.0, "{links:?}");
 
-    // Each ok case: busbw as a share of its transport's ceiling.
+    // Each ok case past the cache: busbw as a share of its transport's ceiling; none
+    // for a case whose ranks' buffers fit in the last-level cache.
     let rows = rows(&run);
-    assert_eq!(rows.len(), 14, "{rows:?}");
+    assert_eq!(rows.len(), 18, "{rows:?}");
+    let cache = m["ceilings"]["cache_bytes"].as_u64();
+    let mut past = 0;
     for r in &rows {
+        let bytes: u64 = r["bytes"].parse().unwrap();
+        if cache.is_some_and(|c| 2 * 2 * bytes <= c) {
+            assert_eq!(r["ceiling_pct"], "", "{r:?}");
+            continue;
+        }
+        past += 1;
         let busbw: f64 = r["busbw_gbps"].parse().unwrap();
         let ceiling = if r["transports"] == "SHM" {
             memcpy
@@ -60,6 +72,7 @@ fn a_host_sweep_reads_every_case_against_its_measured_ceiling_and_fits_each_conf
         let slack = 0.05 + 0.0005 / ceiling * 100.0;
         assert!((pct - want).abs() <= slack, "{r:?}: {pct} vs {want}");
     }
+    assert!(past >= 2, "no case past the cache: {rows:?}");
 
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     for needle in [

@@ -383,7 +383,7 @@ fn ten_identical_runs_give_a_quiet_history_and_a_slowdown_is_a_step() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
-        stdout.contains("  default, 2 ranks: slower: +2"),
+        stdout.contains("  default, 2 ranks: ") && stdout.contains(" % slower ("),
         "{stdout}"
     );
     // A workload that does not read: exit 2, nothing printed.

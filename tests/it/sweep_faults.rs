@@ -224,7 +224,8 @@ fn a_full_shm_dir_fails_with_enospc_and_leaves_nothing() {
         "{report}"
     );
     assert!(
-        report.contains("It needs about 8.01 MiB: 4198400 B per segment x 2 ranks"),
+        report.contains("/dev/shm needs about 8.01 MiB on 2 ranks per node.")
+            && report.contains("The estimate: 4198400 B per segment x 2 ranks"),
         "{report}"
     );
     // The doctor's check in the manifest sizes the same segments: one figure.

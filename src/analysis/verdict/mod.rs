@@ -267,9 +267,11 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
             why: "the run has no config that sets NCCL_SHM_DISABLE=1 (sweep with --transports default,shm-off)".into(),
         };
     };
+    // The failed case of the most ranks: the one that needs the most of /dev/shm.
     if let Some(failed) = base_rows
         .iter()
-        .find(|r| !r.is_ok() && is_shm_error(&r.error))
+        .filter(|r| !r.is_ok() && is_shm_error(&r.error))
+        .max_by_key(|r| r.nranks)
     {
         if crate::nccl::log::failure_kind(&failed.error) == Some(FailureKind::ShmCumemMismatch) {
             return Verdict::CumemMismatch {

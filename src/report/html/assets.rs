@@ -54,7 +54,8 @@ footer { color: var(--muted); font-size: .85rem; margin-top: 2rem; }
 "#;
 
 /// The script: click (or Enter on) a column header to sort its table by that column,
-/// numbers by value with their units (sizes, times, percentages), other text
+/// numbers by value with their units (sizes, times, percentages; a change in words,
+/// `2.7x slower`, by its signed percentage), other text
 /// alphabetically, cells without a number last; a second click reverses. And one button that collapses or opens
 /// every section.
 pub const SCRIPT: &str = r#"
@@ -63,6 +64,14 @@ pub const SCRIPT: &str = r#"
   var units = { b: 1, kib: 1024, mib: 1048576, gib: 1073741824, tib: 1099511627776,
     ns: 0.001, us: 1, "\u00b5s": 1, ms: 1000, s: 1000000 };
   function key(text) {
+    // A change in words sorts by its signed percentage: "2.7x slower" +170,
+    // "3.1 % faster" -3.1, "2.0x faster" -50.
+    var c = /^\s*(\d+(?:\.\d+)?)\s*(x|%)\s+(slower|faster)/i.exec(text);
+    if (c) {
+      var v = parseFloat(c[1]), slower = c[3].toLowerCase() === "slower";
+      if (c[2].toLowerCase() === "x") { return slower ? (v - 1) * 100 : (1 / v - 1) * 100; }
+      return slower ? v : -v;
+    }
     var m = /^\s*([+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*(%|[a-z\u00b5]+)?/i.exec(text);
     if (!m) { return null; }
     var unit = m[2] ? units[m[2].toLowerCase()] : undefined;

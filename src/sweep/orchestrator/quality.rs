@@ -67,7 +67,7 @@ impl Orchestrator<'_> {
             let config =
                 crate::ops::collective::labelled(&group.config.name, group.collective.name());
             self.observer.warning(&format!(
-                "{config} n={}: {} flagged ({}), never called within; see quality_note",
+                "{config} n={}: {} flagged ({}), never called within the threshold; see quality_note in results.csv",
                 group.nranks,
                 plural(flagged.len(), "case", "cases"),
                 flagged.join(", ")

@@ -128,7 +128,23 @@ pub fn text(o: &Output) -> String {
     )
 }
 
-/// The single run directory under `out`.
+/// `text` with its wrapped lines joined again: a line indented by two spaces or more
+/// continues the one before it.
+pub fn joined(text: &str) -> String {
+    let mut out = String::new();
+    for l in text.lines() {
+        if l.starts_with("  ") && !out.is_empty() {
+            out.pop();
+            out.push(' ');
+            out.push_str(l.trim_start());
+        } else {
+            out.push_str(l);
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// The answer a sweep ends with: the block from `answer: ` to the end of its output,
 /// its wrapped lines joined; `None` where the output does not end with one.
 pub fn answer(stdout: &str) -> Option<String> {
@@ -143,6 +159,7 @@ pub fn answer(stdout: &str) -> Option<String> {
     })
 }
 
+/// The single run directory under `out`.
 pub fn run_dir(out: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(out)
         .expect("out dir exists")

@@ -7,21 +7,6 @@
 
 use super::*;
 
-fn pasted(text: &str) -> Explanation {
-    explain_inputs(&[Input { name: "-", text }], &Options::default())
-}
-
-fn ids(e: &Explanation) -> Vec<&'static str> {
-    e.findings.iter().map(|f| f.kind.as_str()).collect()
-}
-
-fn finding<'a>(e: &'a Explanation, id: &str) -> &'a Finding {
-    e.findings
-        .iter()
-        .find(|f| f.kind.as_str() == id)
-        .unwrap_or_else(|| panic!("no {id} in {:?}", ids(e)))
-}
-
 fn bug<'a>(e: &'a Explanation, id: &str) -> Option<&'a Finding> {
     e.findings
         .iter()
@@ -73,7 +58,7 @@ fn a_build_string_in_an_environment_list_gives_the_version_and_its_cuda() {
     let text = "- GPU: 2 x NVIDIA RTX PRO 6000 Blackwell Workstation Edition\n\
                 - Failing NCCL runtime: 2.26.2+cuda12.2\n\
                 all_reduce_perf -b 8 -e 16M -f 2 -g 2\n";
-    let f = finding(&pasted(text), "nccl-too-old-for-gpu").clone();
+    let f = finding_by_id(&pasted(text), "nccl-too-old-for-gpu").clone();
     assert!(f.title.contains("CUDA 12.2"), "{}", f.title);
     assert!(f.fix.starts_with("Upgrade"), "{}", f.fix);
     // cuDNN's and TensorRT's packages have four numbers: not NCCL's.
@@ -114,7 +99,7 @@ fn a_kernel_launch_that_fails_under_2_25_1_on_blackwell_is_the_shared_memory_bug
 fn ucc_errors_are_mpi_s_not_nccl_s() {
     let text = "mpirun -np 3 -x NCCL_DEBUG=INFO ./all_reduce_perf\n\
                 [1723337199.099229] [w3:1382 :0] tl_shm_team.c:617 TL_SHM ERROR Child failed to attach to shmseg, errno: Invalid argument\n";
-    let f = finding(&pasted(text), "mpi-ucc-error").clone();
+    let f = finding_by_id(&pasted(text), "mpi-ucc-error").clone();
     assert!(f.cause.contains("MPI") && f.fix.contains("coll_ucc_enable 0"));
 }
 
@@ -122,14 +107,14 @@ fn ucc_errors_are_mpi_s_not_nccl_s() {
 fn an_efa_send_that_fails_names_the_security_group() {
     let text = "w1:35:89 [5] ofi_process_cq:1039 NCCL WARN NET/OFI Request 0x1 completed with error. RC: 20. Error: unknown error.\n\
                 libfabric:35:1668017255::efa:cq:rxr_cq_write_tx_error():243<warn> rxr_cq_write_tx_error: err: 20, prov_err: Not a directory (20)\n";
-    let f = finding(&pasted(text), "efa-send-failed").clone();
+    let f = finding_by_id(&pasted(text), "efa-send-failed").clone();
     assert!(f.fix.contains("security group"));
 }
 
 #[test]
 fn pytorch_s_collective_check_is_a_mismatch_between_ranks() {
     let text = "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=21, OpType=BROADCAST)\n";
-    let f = finding(&pasted(text), "torch-debug-mismatch").clone();
+    let f = finding_by_id(&pasted(text), "torch-debug-mismatch").clone();
     assert!(f.title.contains("mismatch") && f.title.contains("ranks"));
 }
 
@@ -138,7 +123,7 @@ fn a_sigbus_is_named_and_read_as_dev_shm_beside_a_listing_of_it() {
     let crash = "(RayWorker pid=4711) *** SIGBUS received at time=1692322557 on cpu 5 ***\n\
                  (RayWorker pid=4711) Fatal Python error: Bus error\n";
     let alone = pasted(crash);
-    assert!(finding(&alone, "crash").cause.contains("SIGBUS"));
+    assert!(finding_by_id(&alone, "crash").cause.contains("SIGBUS"));
     let with_df = format!("{crash}shm              64M   20M   45M  31% /dev/shm\n");
     assert!(ids(&pasted(&with_df)).contains(&"shm-sigbus"));
     let mpi = "call ncclCommInitRank got Signal: Bus error (7)\n";
@@ -151,7 +136,7 @@ fn srun_starting_torchrun_per_task_says_one_task_per_node() {
                 srun torchrun --nproc_per_node=$SLURM_NTASKS_PER_NODE scripts/pretrain.py\n\
                 Duplicate GPU detected : rank 2 and rank 10 both on CUDA device 50000\n";
     let e = pasted(text);
-    assert!(finding(&e, "srun-torchrun")
+    assert!(finding_by_id(&e, "srun-torchrun")
         .fix
         .contains("--ntasks-per-node=1"));
     assert!(ids(&e).contains(&"duplicate-gpu"), "{:?}", ids(&e));
@@ -165,7 +150,7 @@ fn nvlink_in_pairs_says_a_larger_ring_crosses_pcie() {
                 GPU2\tNODE\tNODE\t X \tNV12\n\
                 GPU3\tNODE\tNODE\tNV12\t X \n\
                 ./build/all_reduce_perf -b 8 -e 12G -f 2 -g 1 -t 3\n";
-    let f = finding(&pasted(text), "nvlink-pairs").clone();
+    let f = finding_by_id(&pasted(text), "nvlink-pairs").clone();
     assert!(f.cause.contains("PCIe") && f.cause.contains("0-1 (NV12)"));
 }
 
@@ -173,7 +158,7 @@ fn nvlink_in_pairs_says_a_larger_ring_crosses_pcie() {
 fn an_nvlink_figure_in_prose_is_said_to_count_both_directions() {
     let text = "I believe each NVLink is capable of 600 GB/s transfers\n\
                 ./build/all_reduce_perf -b 8 -e 1G -f 4 -g 1 -t 8\n";
-    assert!(finding(&pasted(text), "nvlink-bidirectional")
+    assert!(finding_by_id(&pasted(text), "nvlink-bidirectional")
         .cause
         .contains("bidirectional"));
 }
@@ -197,7 +182,7 @@ fn a_test_that_stops_with_one_gpu_per_host_is_the_network_s() {
                 #  Rank  1 Group  0 Pid   9746 on gh2 device  0 [0x01] NVIDIA GH200 480GB\n\
                 gh2:9746:9746 [0] NCCL INFO Bootstrap : Using bond0:10.0.0.2<0>\n";
     let e = pasted(text);
-    let f = finding(&e, "tests-hang-hosts").clone();
+    let f = finding_by_id(&e, "tests-hang-hosts").clone();
     assert!(f.fix.contains("NCCL_SOCKET_IFNAME") && !f.fix.contains("NCCL_P2P_DISABLE"));
     assert!(!ids(&e).contains(&"tests-hang-init"));
 }
@@ -211,7 +196,7 @@ fn a_node_of_four_hoppers_that_stops_in_set_up_names_nvls() {
                 d:1:1 [0] NCCL INFO Bootstrap: Using ens14f0np0:192.168.1.252<0>\n\
                 d:1:1 [0] NCCL INFO NCCL version 2.26.5+cuda12.4\n";
     let e = pasted(text);
-    let f = finding(&e, "nvls-init-stops").clone();
+    let f = finding_by_id(&e, "nvls-init-stops").clone();
     assert!(f.fix.contains("NCCL_NVLS_ENABLE=0"));
     assert!(!f.fix.contains("NCCL_SOCKET_IFNAME") && !f.fix.contains("NCCL_P2P_DISABLE"));
     // Two GPUs never set NVLS up: the general reading stays.

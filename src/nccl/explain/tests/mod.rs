@@ -19,6 +19,24 @@ mod readings;
 
 mod around;
 
+/// What explain makes of one pasted text.
+fn pasted(text: &str) -> Explanation {
+    explain_inputs(&[Input { name: "-", text }], &Options::default())
+}
+
+/// The ids of an explanation's findings, in order.
+fn ids(e: &Explanation) -> Vec<&'static str> {
+    e.findings.iter().map(|f| f.kind.as_str()).collect()
+}
+
+/// The finding whose id is `id`.
+fn finding_by_id<'a>(e: &'a Explanation, id: &str) -> &'a Finding {
+    e.findings
+        .iter()
+        .find(|f| f.kind.as_str() == id)
+        .unwrap_or_else(|| panic!("no {id} in {:?}", ids(e)))
+}
+
 fn kinds(e: &Explanation) -> Vec<(FindingKind, Severity)> {
     e.findings.iter().map(|f| (f.kind, f.severity)).collect()
 }

@@ -6,21 +6,6 @@
 
 use super::*;
 
-fn pasted(text: &str) -> Explanation {
-    explain_inputs(&[Input { name: "-", text }], &Options::default())
-}
-
-fn ids(e: &Explanation) -> Vec<&'static str> {
-    e.findings.iter().map(|f| f.kind.as_str()).collect()
-}
-
-fn line_finding<'a>(e: &'a Explanation, id: &str) -> &'a Finding {
-    e.findings
-        .iter()
-        .find(|f| f.kind.as_str() == id)
-        .unwrap_or_else(|| panic!("no {id} in {:?}", ids(e)))
-}
-
 /// Healthy NCCL INFO lines of a run that worked, for the rules to leave alone.
 const HEALTHY: &str = "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>\n\
     h:1:1 [0] NCCL INFO cudaDriverVersion 12040\n\
@@ -55,7 +40,7 @@ fn healthy_info_lines_raise_none_of_these_rules() {
 fn no_kernel_image_from_a_framework_says_to_compare_the_arch_lists() {
     let text = "ERROR 07-28 15:07:22 [core.py:632]     _ = torch.zeros(1, device=device)\n\
                 ERROR 07-28 15:07:22 [core.py:632] RuntimeError: CUDA error: no kernel image is available for execution on the device\n";
-    let f = line_finding(&pasted(text), "no-kernel-image").clone();
+    let f = finding_by_id(&pasted(text), "no-kernel-image").clone();
     assert_eq!(f.severity, Severity::Error);
     assert!(f.title.contains("architecture"));
     assert!(f.fix.contains("torch.cuda.get_arch_list()"));
@@ -76,7 +61,7 @@ fn libfabric_failures_are_named_for_libfabric_and_efa() {
               WARN: Function: create_nccl_ofi_component Line: 459: NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument\n\
               [ 1632.420957] infiniband efa_0: Failed to allocate pd[-12]\n";
     let e = pasted(av);
-    let f = line_finding(&e, "ofi-av-open");
+    let f = finding_by_id(&e, "ofi-av-open");
     assert_eq!(f.occurrences, 2);
     assert!(f.title.contains("EFA") && f.cause.contains("libfabric"));
     assert!(!f.fix.contains("NCCL_SOCKET_IFNAME"));
@@ -85,7 +70,7 @@ fn libfabric_failures_are_named_for_libfabric_and_efa() {
                       [rank3]: Last error:\n\
                       [rank3]: NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE). Completed length: 0\n";
     let e = pasted(completion);
-    assert!(line_finding(&e, "ofi-plugin-error")
+    assert!(finding_by_id(&e, "ofi-plugin-error")
         .cause
         .contains("libfabric"));
     assert_eq!(
@@ -106,7 +91,7 @@ fn an_access_violation_on_a_queue_pair_is_the_cause_of_the_flushes_after_it() {
                 s:1:3 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 192.168.1.2<57888> with status=5 opcode=1 len=0 vendor err 249 (Recv)\n\
                 s:1:3 [0] NCCL INFO transport/net.cc:1298 -> 6\n";
     let e = pasted(text);
-    let f = line_finding(&e, "ib-access-violation");
+    let f = finding_by_id(&e, "ib-access-violation");
     assert!(f.cause.contains("IBV_EVENT_QP_ACCESS_ERR") && f.fix.contains("NCCL_DEBUG=INFO"));
     assert_eq!(e.findings[0].kind.as_str(), "ib-access-violation");
     let flush = finding(&e, FindingKind::IbCompletion);
@@ -131,7 +116,7 @@ fn a_fabric_manager_log_that_refused_a_multicast_team_is_read() {
     }];
     assert!(is_explainable(&inputs));
     let e = pasted(refused);
-    let f = line_finding(&e, "fabric-manager-multicast");
+    let f = finding_by_id(&e, "fabric-manager-multicast");
     assert!(f.cause.contains("NVLS") && f.fix.contains("NCCL_NVLS_ENABLE=0"));
     // A team set up (status 0) and its response: nothing to say.
     let healthy = "[Oct 31 2023 21:10:07] [INFO] [tid 1] Received an inband message: Team setup request: Number of GPUs:8\n\
