@@ -324,6 +324,14 @@ pub fn wrap_into(out: &mut String, text: &str, width: usize, first: &str, rest: 
     }
 }
 
+/// `text` wrapped at [`TERMINAL_WIDTH`]: the first line after `first`, the others
+/// after `rest`.
+pub fn wrapped(text: &str, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    wrap_into(&mut out, text, TERMINAL_WIDTH, first, rest);
+    out
+}
+
 /// `text` in at most `width` columns: whole where it fits, else its first clause
 /// (up to `; `) where that fits, else its first words, with ` ...` where cut.
 pub fn clip(text: &str, width: usize) -> String {

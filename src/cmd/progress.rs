@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::model::{CaseCounts, CaseKey, CaseResult, CaseStatus};
 use crate::sweep::SweepObserver;
-use crate::units::{clip, format_us, Bytes, TERMINAL_WIDTH};
+use crate::units::{clip, format_us, wrapped, Bytes, TERMINAL_WIDTH};
 
 /// The observer for this terminal: a bar when stdout is one and `plain` is not asked.
 pub fn for_terminal(plain: bool) -> Box<dyn SweepObserver> {
@@ -96,15 +96,8 @@ fn failure_words(error: &str) -> String {
     }
 }
 
-/// `message` after `first`, wrapped at [`TERMINAL_WIDTH`], its later lines indented.
-fn wrapped(first: &str, message: &str) -> String {
-    let mut out = String::new();
-    crate::units::wrap_into(&mut out, message, TERMINAL_WIDTH, first, "  ");
-    out
-}
-
 fn warning_lines(message: &str) -> String {
-    wrapped("warning: ", message)
+    wrapped(message, "warning: ", "  ")
 }
 
 fn summary_line(counts: &CaseCounts, run_dir: &Path, interrupted: bool) -> String {
@@ -157,7 +150,7 @@ fn cases_line(total: u64, rounds: u32, note: &str) -> String {
 
 impl SweepObserver for LineProgress {
     fn sweep_started(&mut self, total: u64, rounds: u32, note: &str) {
-        print!("{}", wrapped("", &cases_line(total, rounds, note)));
+        print!("{}", wrapped(&cases_line(total, rounds, note), "", "  "));
     }
     fn case_started(&mut self, _: &CaseKey, _: u32) {}
     fn measured(&mut self, _: u64) {}
@@ -168,12 +161,12 @@ impl SweepObserver for LineProgress {
         eprint!("{}", warning_lines(message));
     }
     fn note(&mut self, message: &str) {
-        print!("{}", wrapped("", message));
+        print!("{}", wrapped(message, "", "  "));
     }
     fn sweep_finished(&mut self, counts: &CaseCounts, run_dir: &Path, interrupted: bool) {
         print!(
             "{}",
-            wrapped("", &summary_line(counts, run_dir, interrupted))
+            wrapped(&summary_line(counts, run_dir, interrupted), "", "  ")
         );
     }
 }
@@ -185,7 +178,7 @@ struct BarProgress {
 
 impl SweepObserver for BarProgress {
     fn sweep_started(&mut self, total: u64, rounds: u32, note: &str) {
-        print!("{}", wrapped("", &cases_line(total, rounds, note)));
+        print!("{}", wrapped(&cases_line(total, rounds, note), "", "  "));
         self.rounds = rounds;
         // Drawn on stdout, the stream whose being a terminal chose this observer;
         // it counts rounds of cases, which advance evenly.
@@ -230,8 +223,8 @@ impl SweepObserver for BarProgress {
     }
     fn note(&mut self, message: &str) {
         match &self.bar {
-            Some(bar) => bar.suspend(|| print!("{}", wrapped("", message))),
-            None => print!("{}", wrapped("", message)),
+            Some(bar) => bar.suspend(|| print!("{}", wrapped(message, "", "  "))),
+            None => print!("{}", wrapped(message, "", "  ")),
         }
     }
     fn sweep_finished(&mut self, counts: &CaseCounts, run_dir: &Path, interrupted: bool) {
@@ -240,7 +233,7 @@ impl SweepObserver for BarProgress {
         }
         print!(
             "{}",
-            wrapped("", &summary_line(counts, run_dir, interrupted))
+            wrapped(&summary_line(counts, run_dir, interrupted), "", "  ")
         );
     }
 }

@@ -22,7 +22,7 @@ use crate::export::{RunDir, RunWriter};
 use crate::machine::GpuPresence;
 use crate::model::SIMULATED_NOTE;
 use crate::model::{BackendInfo, CaseCounts, RunManifest, RunStatus, ToolInfo, SCHEMA_VERSION};
-use crate::units::{now_rfc3339, now_stamp};
+use crate::units::{now_rfc3339, now_stamp, wrapped};
 
 /// Most ranks the host backend runs on one machine.
 pub const MAX_HOST_RANKS: u32 = 64;
@@ -119,29 +119,15 @@ pub fn run(
         crate::config::IterationPolicy::Fixed { .. } => None,
     };
     // Each line of the plan wrapped at the terminal's width, its later lines indented.
-    let mut lines = String::new();
-    for line in plan
-        .describe(settings.rounds(), &manifest.looks, max_time)
-        .lines()
-    {
-        let (first, rest) = match line.strip_prefix("  ") {
-            Some(inner) => (("  ", "    "), inner),
-            None => (("", "  "), line),
-        };
-        crate::units::wrap_into(
-            &mut lines,
-            rest,
-            crate::units::TERMINAL_WIDTH,
-            first.0,
-            first.1,
-        );
+    let described = plan.describe(settings.rounds(), &manifest.looks, max_time);
+    for line in described.lines() {
+        match line.strip_prefix("  ") {
+            Some(inner) => print!("{}", wrapped(inner, "  ", "    ")),
+            None => print!("{}", wrapped(line, "", "  ")),
+        }
     }
-    print!("{lines}");
     if let Some(c) = &manifest.ceilings {
-        let mut lines = String::new();
-        let width = crate::units::TERMINAL_WIDTH;
-        crate::units::wrap_into(&mut lines, &ceilings_line(c), width, "", "  ");
-        print!("{lines}");
+        print!("{}", wrapped(&ceilings_line(c), "", "  "));
     }
     for w in &warnings {
         observer.warning(w);
@@ -328,17 +314,9 @@ pub fn write_report(run_dir: &std::path::Path) {
         .ok()
         .and_then(|run| crate::report::verdict::one_line(&run, "default", threshold))
     {
-        // Wrapped at the terminal's width, its later lines indented: the answer is
-        // the block that starts at `answer: `, the last of a sweep's output.
-        let mut lines = String::new();
-        crate::units::wrap_into(
-            &mut lines,
-            &answer,
-            crate::units::TERMINAL_WIDTH,
-            "answer: ",
-            "  ",
-        );
-        print!("{lines}");
+        // Wrapped, its later lines indented: the answer is the block that starts at
+        // `answer: `, the last of a sweep's output.
+        print!("{}", wrapped(&answer, "answer: ", "  "));
     }
 }
 
