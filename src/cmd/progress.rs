@@ -80,11 +80,10 @@ fn transports_cell(cell: &str, room: usize) -> String {
 /// A failed case's reason in a few words. Where NCCL's log names the cause, it comes
 /// first: the ranks' own errors are often its consequences (a peer that went away).
 fn failure_words(error: &str) -> String {
-    let Some(at) = error.find("NCCL log: ") else {
+    let Some(cause) = crate::nccl::log::logged_cause(error) else {
         return error.to_string();
     };
-    let logged = &error[at..];
-    let id = logged.split(": ").nth(1).unwrap_or(logged);
+    let id = cause.split(": ").next().unwrap_or(cause);
     // `not run: NCCL's connection set-up failed at 8 B and would fail again ...`
     let earlier = error
         .strip_prefix("not run: ")

@@ -103,8 +103,8 @@ pub fn explain(v: &Verdict, baseline: &str, coll: Collective) -> String {
         } => {
             // The cause as NCCL's log names it where it does: the ranks' own errors
             // are mostly the consequences (a peer that went away).
-            let error = match error.find("NCCL log: ") {
-                Some(at) => error[at + "NCCL log: ".len()..].to_string(),
+            let error = match crate::nccl::log::logged_cause(error) {
+                Some(cause) => cause.to_string(),
                 None => crate::units::clip(error, 240),
             };
             let mut lines = vec![

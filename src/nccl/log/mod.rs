@@ -32,6 +32,24 @@ pub fn debug_file(prefix: &Path) -> String {
     format!("{}.%h.%p.log", prefix.to_string_lossy().replace('%', "%%"))
 }
 
+/// The tag before what NCCL's log names as a failed case's cause, at the end of its
+/// `error` cell: `...; NCCL log: shm-enospc: Error: failed to extend ...`.
+pub const CAUSE_TAG: &str = "NCCL log: ";
+
+/// `reason` with the cause NCCL's log names appended, after [`CAUSE_TAG`].
+pub fn append_cause(reason: &mut String, cause: &str) {
+    reason.push_str("; ");
+    reason.push_str(CAUSE_TAG);
+    reason.push_str(cause);
+}
+
+/// What NCCL's log named as the cause in an `error` cell (`shm-enospc: Error: ...`).
+pub fn logged_cause(error: &str) -> Option<&str> {
+    error
+        .find(CAUSE_TAG)
+        .map(|at| &error[at + CAUSE_TAG.len()..])
+}
+
 /// The failure an error text names (a CSV `error` cell, an application's message), as
 /// the parser would classify the same words untagged; `None` if it knows none.
 pub fn failure_kind(text: &str) -> Option<FailureKind> {

@@ -113,7 +113,7 @@ impl Orchestrator<'_> {
             Err(f) => {
                 let mut reason = f.describe(self.settings.timeout, &tails);
                 if let Some(e) = logged.error {
-                    reason.push_str(&format!("; NCCL log: {e}"));
+                    crate::nccl::log::append_cause(&mut reason, &e);
                 }
                 (f.status(), 0, reason)
             }

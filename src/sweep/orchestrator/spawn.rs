@@ -195,7 +195,7 @@ impl Orchestrator<'_> {
             f.reason = f.failure.describe(self.settings.timeout, &tails);
             let logged = self.nccl_log_findings(&log_stem);
             if let Some(e) = logged.error {
-                f.reason.push_str(&format!("; NCCL log: {e}"));
+                crate::nccl::log::append_cause(&mut f.reason, &e);
             }
             if !logged.transports.is_empty() {
                 f.transports = logged.transports;
