@@ -203,7 +203,8 @@ fn build(
         .first()
         .and_then(|v| NcclVersion::parse(v))
         .or_else(|| pasted.and_then(versions::wrapped_version))
-        .or_else(|| pasted.and_then(versions::build_string).map(|(v, _)| v));
+        .or_else(|| pasted.and_then(versions::build_string).map(|(v, _)| v))
+        .or_else(|| pasted.and_then(versions::prose_version));
     // Findings that place lines come first, so that no generic finding repeats them.
     let mut placed: Vec<Placed> = Vec::new();
     let mut findings: Vec<Finding> = Vec::new();
@@ -339,6 +340,7 @@ fn build(
         findings.extend(versions::bug_findings(version, p));
         findings.extend(reason::env_not_shown(log, p, &options.env));
         findings.extend(ranks::across_files(inputs));
+        findings.extend(ranks::per_rank_script(p));
         findings.extend(first::first_to_fail(p));
     }
     if let Some(p) = pasted.filter(|_| !findings.iter().any(|f| f.severity == Severity::Error)) {

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::finding::{Finding, FindingKind};
-use super::pasted::Input;
+use super::pasted::{Input, Pasted};
 use crate::nccl::log::{self, NcclLog};
 
 /// Each input's own log, for what differs between them.
@@ -94,6 +94,63 @@ pub(super) fn across_files(inputs: &[Input]) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Variables a launcher or MPI names for a process's rank on its node.
+const LOCAL_RANK: &[&str] = &[
+    "local_rank",
+    "ompi_comm_world_local_rank",
+    "slurm_localid",
+    "mpi_localrankid",
+    "pmi_local_rank",
+];
+
+/// A launch script that exports an NCCL variable with another value for each local rank
+/// (`case $OMPI_COMM_WORLD_LOCAL_RANK in 0) export NCCL_IB_HCA=mlx5_0:1 ...`): the ranks
+/// then disagree on what NCCL must see alike on all of them.
+pub(super) fn per_rank_script(pasted: &Pasted) -> Option<Finding> {
+    if !LOCAL_RANK.iter().any(|v| pasted.contains(v)) {
+        return None;
+    }
+    // (name, value, line) of every `export NCCL_...=...` outside a comment.
+    let exports: Vec<(&str, &str, usize)> = pasted
+        .lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            if l.text.trim_start().starts_with('#') {
+                return None;
+            }
+            let at = l.text.find("export NCCL_")?;
+            let (name, value) = l.text[at + "export ".len()..].split_once('=')?;
+            let value = value.split([' ', ';']).next()?.trim_matches(['"', '\'']);
+            (name.starts_with("NCCL_") && !value.is_empty()).then_some((name, value, i))
+        })
+        .collect();
+    let names: BTreeSet<&str> = exports.iter().map(|e| e.0).collect();
+    let name = names.into_iter().find(|n| {
+        let values: BTreeSet<&str> = exports.iter().filter(|e| e.0 == *n).map(|e| e.1).collect();
+        values.len() > 1
+    })?;
+    let mine: Vec<&(&str, &str, usize)> = exports.iter().filter(|e| e.0 == name).collect();
+    let values: Vec<String> = mine.iter().map(|e| format!("`{}`", e.1)).collect();
+    let mut detail = format!(
+        "A launch script sets {name} per local rank: {}",
+        values.join(", ")
+    );
+    if name == "NCCL_IB_HCA" {
+        detail.push_str(
+            ". NCCL picks the HCA nearest each GPU itself from the list it is given; a \
+             different list on each rank leaves the ranks unable to agree on rings",
+        );
+    }
+    let evidence =
+        super::evidence::distinct(mine.iter().map(|e| pasted.evidence(&pasted.lines[e.2])));
+    let mut f = Finding::new(FindingKind::EnvDiffers, evidence, &[("detail", detail)])
+        .with_occurrences(mine.len());
+    f.sources
+        .push("https://github.com/NVIDIA/nccl/issues/1478".into());
+    Some(f)
 }
 
 /// `2.19.3+cuda12.3` -> `2.19.3`.

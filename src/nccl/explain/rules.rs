@@ -35,6 +35,11 @@ pub fn socket_interface_rule(
     if virtual_names.is_empty() && (ifname.is_some() || !multi_node) {
         return None;
     }
+    // On one host a routable interface listed first carries the bootstrap; the virtual
+    // ones after it matter only to ranks on other hosts, which this log does not have.
+    if !multi_node && names.first().is_some_and(|n| !is_virtual_interface(n)) {
+        return None;
+    }
     let severity = if multi_node {
         Severity::Warning
     } else {

@@ -251,6 +251,55 @@ pub(super) fn wrapped_version(pasted: &Pasted) -> Option<NcclVersion> {
     })
 }
 
+/// An NCCL version a poster names in prose or a command: `nccl version 2.19.1`,
+/// `NCCL 2.20.5`, `NCCL_VERSION: 2.26.2`, `/home/nccl2.19.1/libnccl.so.2`,
+/// `libnccl.so.2.19.3`, `nvidia-nccl-cu12 2.19.3`. The first one named; three numbers
+/// under major 2 (`libnccl.so.2` alone names none).
+pub(super) fn prose_version(pasted: &Pasted) -> Option<NcclVersion> {
+    let three = |w: &str| -> Option<NcclVersion> {
+        let w = w.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        let core = w.split(['+', '-', '/']).next()?;
+        let numbers: Vec<&str> = core.split('.').collect();
+        let ok = numbers.len() == 3
+            && numbers[0] == "2"
+            && numbers
+                .iter()
+                .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        ok.then(|| NcclVersion::parse(core)).flatten()
+    };
+    pasted.lines.iter().find_map(|l| {
+        let words: Vec<&str> = l
+            .lower
+            .split(|c: char| c.is_whitespace() || matches!(c, '`' | ',' | '(' | ')' | '='))
+            .filter(|w| !w.is_empty())
+            .collect();
+        words.iter().enumerate().find_map(|(i, w)| {
+            // Glued to the name, in a path or a file name.
+            let glued = w
+                .split('/')
+                .find_map(|part| {
+                    part.strip_prefix("libnccl.so.")
+                        .or(part.strip_prefix("nccl"))
+                })
+                .and_then(three);
+            let named = matches!(
+                w.trim_end_matches(':'),
+                "nccl"
+                    | "nccl_version"
+                    | "nvidia-nccl-cu11"
+                    | "nvidia-nccl-cu12"
+                    | "nvidia-nccl-cu13"
+            );
+            let next = |k: usize| words.get(i + k).copied();
+            let after = match next(1).map(|n| n.trim_end_matches(':')) {
+                Some("version" | "v" | ":") => next(2),
+                _ => next(1),
+            };
+            glued.or_else(|| named.then(|| after.and_then(three)).flatten())
+        })
+    })
+}
+
 /// An NCCL build string written outside NCCL's own `NCCL version` line (a report's
 /// environment list, a package version): `2.26.2+cuda12.2` or `2.25.1-1+cuda12.8`, NCCL's
 /// scheme for its builds and its libnccl2 packages (three numbers under major 2, then

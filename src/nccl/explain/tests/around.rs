@@ -207,3 +207,52 @@ fn a_node_of_four_hoppers_that_stops_in_set_up_names_nvls() {
         .collect();
     assert!(!ids(&pasted(&two)).contains(&"nvls-init-stops"));
 }
+
+#[test]
+fn a_version_named_in_prose_or_a_path_is_the_logs_version() {
+    let e = pasted(
+        "I tested alltoall_perf with nccl version 2.19.1 2.19.3, and it will hang at init.\n",
+    );
+    let f = bug(&e, "cumem-alltoall-connect-hang-2.19").expect("the 2.19 bug");
+    assert!(f.fix.contains("NCCL_CUMEM_ENABLE=0"), "{}", f.fix);
+    let path = "mpirun -x LD_PRELOAD=/home/nccl2.19.4/libnccl.so.2 alltoall_perf\nit hangs\n";
+    assert!(bug(&pasted(path), "cumem-alltoall-connect-hang-2.19").is_some());
+    // 2.20.3 has the fix; `libnccl.so.2` alone names no version.
+    let fixed = "alltoall_perf with NCCL 2.20.3 hangs\n";
+    assert!(bug(&pasted(fixed), "cumem-alltoall-connect-hang-2.19").is_none());
+    let bare = "LD_PRELOAD=/usr/lib/libnccl.so.2 alltoall_perf hangs\n";
+    assert!(bug(&pasted(bare), "cumem-alltoall-connect-hang-2.19").is_none());
+}
+
+#[test]
+fn a_script_that_sets_a_variable_per_local_rank_differs_between_ranks() {
+    let script = "case $OMPI_COMM_WORLD_LOCAL_RANK in\n\
+                  0) export NCCL_IB_HCA=mlx5_0:1 ;;\n\
+                  1) export NCCL_IB_HCA=mlx5_1:1 ;;\n\
+                  esac\n";
+    let f = finding_by_id(&pasted(script), "env-differs").clone();
+    assert!(
+        f.cause.contains("NCCL_IB_HCA per local rank"),
+        "{}",
+        f.cause
+    );
+    assert_eq!(f.evidence.len(), 2);
+    // One value for every rank is not a difference; nor is a script with no rank in it.
+    let same = script.replace("mlx5_1:1", "mlx5_0:1");
+    assert!(!ids(&pasted(&same)).contains(&"env-differs"));
+    let tries = "export NCCL_IB_HCA=mlx5_0\nexport NCCL_IB_HCA=mlx5_1\n";
+    assert!(!ids(&pasted(tries)).contains(&"env-differs"));
+}
+
+#[test]
+fn p2p_disabled_making_it_run_points_at_acs_and_a_failed_fabric_manager_is_named() {
+    let e = pasted("Setting `NCCL_P2P_DISABLE=1` resolves the deadlock completely.\n");
+    assert!(finding_by_id(&e, "p2p-blocked").fix.contains("ACS"));
+    let e = pasted("NCCL_P2P_DISABLE=1 did not help, it still hangs\n");
+    assert!(!ids(&e).contains(&"p2p-blocked"), "{:?}", ids(&e));
+    let fm = "Process: 444114 ExecStart=/usr/bin/nv-fabricmanager -c fabricmanager.cfg \
+              (code=exited, status=1/FAILURE)\n";
+    assert!(finding_by_id(&pasted(fm), "fabric-manager-down")
+        .fix
+        .contains("exact version"));
+}
