@@ -263,20 +263,13 @@ fn cost_at(
     );
     let base_rounds = job_rounds(matched.iter().map(|m| (m.0, &m.1)));
     let cand_rounds = job_rounds(matched.iter().map(|m| (m.0, &m.2)));
-    let estimate = match (&base_rounds, &cand_rounds) {
-        (Some(b), Some(c)) if b.len().min(c.len()) > 1 => {
-            let (lb, lc) = (Level::of_rounds(b)?, Level::of_rounds(c)?);
-            if paired {
-                let k = b.len().min(c.len());
-                base_us = Level::of_rounds(&b[..k])?.time();
-                cand_us = Level::of_rounds(&c[..k])?.time();
-                change::paired(b, c)
-            } else {
-                (base_us, cand_us) = (lb.time(), lc.time());
-                change::between(&[lb], None, &lc)
-            }
+    let rounds = base_rounds.as_deref().zip(cand_rounds.as_deref());
+    let estimate = match rounds.and_then(|(b, c)| change::of_rounds(b, c, paired)) {
+        Some((e, b, c)) => {
+            (base_us, cand_us) = (b, c);
+            Some(e)
         }
-        _ => change::point(base_us, cand_us),
+        None => change::point(base_us, cand_us),
     };
     let evidence = match estimate {
         _ if failed > 0 => Evidence::Failed,

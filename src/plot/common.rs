@@ -364,9 +364,9 @@ impl Tips {
     }
 }
 
-/// What a case measured, in one line: config, GPU count and size, bandwidth, the
-/// median with its interval and how many rounds or samples it rests on, and a quality
-/// flag that makes it not evidence.
+/// What a case measured, in one line: config, GPU count and size, bandwidth, its
+/// typical time, the median's interval and how many rounds or samples it rests on,
+/// and its quality flag.
 pub fn case_tip(run: &RunData, row: &CaseRow) -> String {
     let mut tip = format!(
         "{}, {}, {}",
@@ -380,8 +380,8 @@ pub fn case_tip(run: &RunData, row: &CaseRow) -> String {
     if let Some(a) = row.algbw_gbps {
         tip.push_str(&format!(", algbw {a:.2} GB/s"));
     }
-    if let Some(p50) = row.p50_us.or(row.time_us) {
-        tip.push_str(&format!("; median {}", crate::units::format_us(p50)));
+    if let Some(t) = row.typical_us() {
+        tip.push_str(&format!("; typical {}", crate::units::format_us(t)));
     }
     if let (Some(lo), Some(hi)) = (row.median_ci_low_us, row.median_ci_high_us) {
         let rounds = row.round_medians().len();
@@ -391,7 +391,7 @@ pub fn case_tip(run: &RunData, row: &CaseRow) -> String {
             "over one group's samples".to_string()
         };
         tip.push_str(&format!(
-            " [{}, {}] (95 %, {over})",
+            ", median in [{}, {}] (95 %, {over})",
             crate::units::format_us(lo),
             crate::units::format_us(hi)
         ));
@@ -400,7 +400,7 @@ pub fn case_tip(run: &RunData, row: &CaseRow) -> String {
         tip.push_str(&format!("; {} {}", row.algo, row.proto));
     }
     if !row.is_trusted() {
-        tip.push_str(&format!("; {}: not evidence", row.quality));
+        tip.push_str(&format!("; flagged {}", row.quality));
     }
     tip
 }

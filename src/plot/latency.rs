@@ -1,6 +1,8 @@
-//! Median latency against message size on log-log axes, one chart per GPU count
-//! (`latency-n{N}`): one line per config with its p50..p99 spread as a translucent
-//! band; cases that did not succeed are red crosses at the bottom.
+//! Latency against message size on log-log axes, one chart per GPU count
+//! (`latency-n{N}`): one line per config at each case's typical time (the geometric
+//! mean of its round medians, the time every table and change reads), with a
+//! translucent band up to its p99; cases that did not succeed are red crosses at the
+//! bottom.
 
 use std::path::{Path, PathBuf};
 
@@ -36,14 +38,14 @@ fn plot<DB: DrawingBackend>(
         run.cases
             .iter()
             .filter(|c| c.nranks == nranks && c.is_ok())
-            .flat_map(|c| [c.p50_us.or(c.time_us), c.p99_us])
+            .flat_map(|c| [c.typical_us(), c.p99_us])
             .flatten(),
     );
     let bottom = y_range.start;
     let area = common::titled(
         &root,
         &format!(
-            "{} latency (median, band to p99), {}",
+            "{} latency (typical round median, band to p99), {}",
             run.collective_title(),
             run.ranks(nranks)
         ),
@@ -71,11 +73,11 @@ fn plot<DB: DrawingBackend>(
         }
         let color = common::color(i);
         let segments = common::segments(&rows, |c| {
-            let p50 = c.p50_us.or(c.time_us).filter(|v| *v > 0.0)?;
+            let typical = c.typical_us().filter(|v| *v > 0.0)?;
             Some((
                 common::size_x(c.bytes),
-                p50,
-                c.p99_us.unwrap_or(p50).max(p50),
+                typical,
+                c.p99_us.unwrap_or(typical).max(typical),
             ))
         });
         failed.extend(
@@ -83,11 +85,11 @@ fn plot<DB: DrawingBackend>(
                 .filter(|c| !c.is_ok())
                 .map(|c| (common::size_x(c.bytes), bottom)),
         );
-        // The band of each segment: along p50, then back along p99.
+        // The band of each segment: along the typical time, then back along p99.
         let bands = segments.iter().filter(|s| s.len() >= 2).map(|s| {
             let outline: Vec<(f64, f64)> = s
                 .iter()
-                .map(|&(x, p50, _)| (x, p50))
+                .map(|&(x, typical, _)| (x, typical))
                 .chain(s.iter().rev().map(|&(x, _, p99)| (x, p99)))
                 .collect();
             Polygon::new(outline, color.mix(0.18).filled())
@@ -95,12 +97,12 @@ fn plot<DB: DrawingBackend>(
         chart.draw_series(bands).map_err(err)?;
         let lines: Vec<Vec<(f64, f64)>> = segments
             .iter()
-            .map(|s| s.iter().map(|&(x, p50, _)| (x, p50)).collect())
+            .map(|s| s.iter().map(|&(x, typical, _)| (x, typical)).collect())
             .collect();
         common::config_line(&mut chart, lines, color, config)?;
         tips.cases(&chart, run, &rows, |c| {
-            let p50 = c.p50_us.or(c.time_us).filter(|v| *v > 0.0)?;
-            Some((common::size_x(c.bytes), p50))
+            let typical = c.typical_us().filter(|v| *v > 0.0)?;
+            Some((common::size_x(c.bytes), typical))
         });
     }
     common::failed_markers(&mut chart, failed)?;

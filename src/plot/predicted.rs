@@ -39,9 +39,9 @@ pub fn draw(run: &RunData, out_dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
-/// A case's (size, measured median, NCCL's prediction), where it has both.
+/// A case's (size, typical time, NCCL's prediction), where it has both.
 fn point(c: &CaseRow) -> Option<(f64, f64, f64)> {
-    let measured = c.p50_us.or(c.time_us).filter(|v| *v > 0.0)?;
+    let measured = c.typical_us().filter(|v| *v > 0.0)?;
     let predicted = c.nccl_predicted_us.filter(|v| *v > 0.0)?;
     c.is_ok()
         .then_some((common::size_x(c.bytes), measured, predicted))

@@ -554,7 +554,7 @@ fn a_sweep_measures_until_settled_and_says_why_each_config_stopped() {
     if base_rounds < 9 {
         assert_eq!(
             base_why,
-            format!("settled after {base_rounds} rounds: every config compared with it stopped")
+            format!("stopped after {base_rounds} rounds: every config compared with it stopped")
         );
     }
     for row in rows(&run) {

@@ -504,7 +504,7 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
             id: CaseId::of(c),
             case,
             baseline_us: None,
-            run_us: c.p50_us.or(c.time_us),
+            run_us: c.typical_us(),
             note,
         });
     }

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::export::reader::{CaseRow, RunData};
 use crate::model::SIMULATED_LABEL;
-use crate::stats::change::{self, Case, Change, Decision, Design, Evidence, Input, Level};
+use crate::stats::change::{self, Case, Change, Decision, Design, Evidence, Input};
 
 /// One matched pair.
 #[derive(Debug, Clone, Serialize)]
@@ -175,7 +175,7 @@ pub fn pair(b: &CaseRow, c: &CaseRow, paired: bool) -> Pair {
         }
     }
     let flags = flags.join(", ");
-    let typical = |r: &CaseRow| r.p50_us.or(r.time_us).filter(|_| r.is_ok());
+    let typical = |r: &CaseRow| r.typical_us().filter(|_| r.is_ok());
     let mut times = (typical(b), typical(c));
     if !c.is_ok() || !b.is_ok() {
         // Failing now where the base passed is a failure; without an ok base there
@@ -191,18 +191,12 @@ pub fn pair(b: &CaseRow, c: &CaseRow, paired: bool) -> Pair {
             times,
         };
     }
-    let (rb, rc) = (b.round_medians(), c.round_medians());
-    let levels = (Level::of_rounds(&rb), Level::of_rounds(&rc));
-    let estimate = match levels {
-        (Some(lb), Some(lc)) if lb.rounds.min(lc.rounds) > 1 => {
-            times = (Some(lb.time()), Some(lc.time()));
-            if paired {
-                change::paired(&rb, &rc)
-            } else {
-                change::between(&[lb], None, &lc)
-            }
+    let estimate = match change::of_rounds(&b.round_medians(), &c.round_medians(), paired) {
+        Some((e, tb, tc)) => {
+            times = (Some(tb), Some(tc));
+            Some(e)
         }
-        _ => {
+        None => {
             // One measurement a side: the medians where both have one, else the
             // means (an import has only its mean).
             times = b.p50_us.zip(c.p50_us).or(b.time_us.zip(c.time_us)).unzip();

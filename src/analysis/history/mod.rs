@@ -189,7 +189,7 @@ fn one_series(runs: &[RunData], group: &Group, bytes: u64) -> Series {
                 .cases
                 .iter()
                 .find(|c| c.bytes == bytes && in_group(run, c, group))?;
-            let median = c.p50_us.or(c.time_us).filter(|m| c.is_ok() && *m > 0.0);
+            let median = c.typical_us().filter(|m| c.is_ok() && *m > 0.0);
             Some(Point {
                 run: i,
                 status: c.status.clone(),

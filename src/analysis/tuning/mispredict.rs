@@ -26,9 +26,9 @@ pub struct Mispredicted {
     pub predicted_us: f64,
 }
 
-/// The measured median of an ok case.
+/// The typical time of an ok case (the geometric mean of its round medians).
 pub fn median_of(c: &CaseRow) -> Option<f64> {
-    c.p50_us.or(c.time_us).filter(|_| c.is_ok())
+    c.typical_us().filter(|_| c.is_ok())
 }
 
 /// Share of a GPU count's predicted cases beyond the ratio from which the count is

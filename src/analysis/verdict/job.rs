@@ -7,7 +7,7 @@
 use super::shm_off_config;
 use crate::analysis::job::{costs, JobCost};
 use crate::export::reader::RunData;
-use crate::stats::change::Change;
+use crate::stats::change::{self, Change};
 
 /// The job's side of the SHM verdict.
 #[derive(Debug, Clone)]
@@ -18,25 +18,9 @@ pub struct JobShm {
 }
 
 impl JobShm {
-    /// What disabling SHM does to the job over its rank counts: slower where any is
-    /// (or a size failed), within where every one is, faster where one is and the
-    /// rest within, else not settled.
+    /// What disabling SHM does to the job over its rank counts (`change::overall`).
     pub fn change(&self) -> Change {
-        let each: Vec<Change> = self.costs.iter().map(|c| c.case.change).collect();
-        let any = |c: Change| each.contains(&c);
-        if any(Change::Slower) || any(Change::Failed) {
-            Change::Slower
-        } else if each.iter().all(|&c| c == Change::Within) {
-            Change::Within
-        } else if any(Change::Faster)
-            && each
-                .iter()
-                .all(|&c| matches!(c, Change::Faster | Change::Within))
-        {
-            Change::Faster
-        } else {
-            Change::NotSettled
-        }
+        change::overall(self.costs.iter().map(|c| c.case.change))
     }
 
     /// The rank count that decides: the largest change (the largest saving when

@@ -144,6 +144,25 @@ pub fn paired(base: &[f64], cand: &[f64]) -> Option<Estimate> {
     })
 }
 
+/// The change between two sides' round medians, and each side's typical time that the
+/// change is the ratio of: over the rounds both ran, paired, where they ran side by side
+/// (`paired`: two configs of one sweep), else each run's own rounds and spread (Welch).
+/// `None` with fewer than 2 rounds on a side or a value that is not positive: the
+/// caller then has one measurement a side ([`point`]).
+pub fn of_rounds(base: &[f64], cand: &[f64], paired: bool) -> Option<(Estimate, f64, f64)> {
+    if paired {
+        let k = base.len().min(cand.len());
+        let e = self::paired(base, cand)?;
+        let time = |r: &[f64]| Level::of_rounds(&r[..k]).map(|l| l.time());
+        return Some((e, time(base)?, time(cand)?));
+    }
+    let (b, c) = (Level::of_rounds(base)?, Level::of_rounds(cand)?);
+    if b.rounds.min(c.rounds) < 2 {
+        return None;
+    }
+    Some((between(&[b], None, &c)?, b.time(), c.time()))
+}
+
 /// One measurement a side.
 pub fn point(base: f64, cand: f64) -> Option<Estimate> {
     let (b, c) = (Level::of_point(base)?, Level::of_point(cand)?);

@@ -47,7 +47,9 @@ use serde::{Deserialize, Serialize};
 
 pub mod estimate;
 
-pub use estimate::{between, paired, point, run_to_run, Basis, Estimate, Level, RunToRun};
+pub use estimate::{
+    between, of_rounds, paired, point, run_to_run, Basis, Estimate, Level, RunToRun,
+};
 
 /// The band a change must clear to be called slower or faster (and the margin of
 /// "within"), unless asked otherwise: 2 %.
@@ -242,23 +244,9 @@ impl Decision {
         self.cases.iter().filter(|c| c.flagged).count()
     }
 
-    /// What the cases come to for a question of cost (what disabling SHM costs, a
-    /// job's time): slower where any case is slower or failed, within where every
-    /// case is, faster where some case is and every other is within, else not
-    /// settled.
+    /// What the cases come to for a question of cost: [`overall`].
     pub fn overall(&self) -> Change {
-        let count = |c| self.count(c);
-        if count(Change::Slower) + count(Change::Failed) > 0 {
-            Change::Slower
-        } else if self.answer == Answer::Within {
-            Change::Within
-        } else if count(Change::Faster) > 0
-            && count(Change::Faster) + count(Change::Within) == self.cases.len()
-        {
-            Change::Faster
-        } else {
-            Change::NotSettled
-        }
+        overall(self.cases.iter().map(|c| c.change))
     }
 
     /// The most rounds a case of the decision stands on (per side).
@@ -268,6 +256,26 @@ impl Decision {
             .filter_map(|c| c.estimate.map(|e| e.cand_rounds.min(e.base_rounds)))
             .max()
             .unwrap_or(0)
+    }
+}
+
+/// What cases come to for a question of cost (what disabling SHM costs, a job's time):
+/// slower where any case is slower or failed, within where every case is, faster where
+/// some case is and every other is within, else (or with no case) not settled.
+pub fn overall(changes: impl IntoIterator<Item = Change>) -> Change {
+    let all: Vec<Change> = changes.into_iter().collect();
+    let any = |c: Change| all.contains(&c);
+    let only = |ok: &[Change]| all.iter().all(|c| ok.contains(c));
+    if any(Change::Slower) || any(Change::Failed) {
+        Change::Slower
+    } else if all.is_empty() {
+        Change::NotSettled
+    } else if only(&[Change::Within]) {
+        Change::Within
+    } else if any(Change::Faster) && only(&[Change::Faster, Change::Within]) {
+        Change::Faster
+    } else {
+        Change::NotSettled
     }
 }
 

@@ -38,6 +38,25 @@ pub(super) fn partners(block: &[Group]) -> Vec<Option<usize>> {
         .collect()
 }
 
+/// A pair's cases while it measures, each size's rounds side by side (`rounds`: the
+/// base's and the candidate's round medians so far). The flags of the quality rules
+/// come when a case is combined, after its last round.
+fn paired_inputs(
+    sizes: &[u64],
+    rounds: impl Fn(u64) -> Option<(Vec<f64>, Vec<f64>)>,
+) -> Vec<Input> {
+    sizes
+        .iter()
+        .filter_map(|&bytes| {
+            let (base, cand) = rounds(bytes)?;
+            Some(Input {
+                evidence: Evidence::Measured(change::paired(&base, &cand)?),
+                flagged: false,
+            })
+        })
+        .collect()
+}
+
 /// A settled decision in words: `slower at 13 of 13 cases`.
 fn words(d: &Decision) -> String {
     if d.cases.is_empty() {
@@ -79,19 +98,10 @@ impl Orchestrator<'_> {
         b: usize,
         family: usize,
     ) -> Decision {
-        let inputs: Vec<Input> = block[g]
-            .sizes
-            .iter()
-            .filter_map(|&bytes| {
-                let base = firsts[b].book.medians(&self.key(&block[b], bytes))?;
-                let cand = firsts[g].book.medians(&self.key(&block[g], bytes))?;
-                let e = change::paired(&base, &cand)?;
-                Some(Input {
-                    evidence: Evidence::Measured(e),
-                    flagged: false,
-                })
-            })
-            .collect();
+        let inputs = paired_inputs(&block[g].sizes, |bytes| {
+            let base = firsts[b].book.medians(&self.key(&block[b], bytes))?;
+            Some((base, firsts[g].book.medians(&self.key(&block[g], bytes))?))
+        });
         change::decide_in(&inputs, &self.pair_design(), family)
     }
 
@@ -122,10 +132,11 @@ impl Orchestrator<'_> {
     ) -> Result<()> {
         let partners = partners(block);
         let most = self.rounds() as usize;
-        // Why each group's pair is done, and whether it left cases open; None:
-        // measure on.
+        // Why each group's pair is done, whether it left cases open, and whether it
+        // decided any case; None: measure on.
         let mut pair_done: Vec<Option<String>> = vec![None; block.len()];
         let mut left_open = vec![false; block.len()];
+        let mut decided = vec![false; block.len()];
         for (i, partner) in partners.iter().enumerate() {
             let Some(b) = partner.filter(|_| going[i]) else {
                 continue;
@@ -135,6 +146,7 @@ impl Orchestrator<'_> {
                 let base = &block[b].config.name;
                 pair_done[i] = Some(format!("against {base}: {}", words(&d)));
                 left_open[i] = open(&d);
+                decided[i] = !d.cases.is_empty();
             }
         }
         // A config compared with none, or whose every compared config is done.
@@ -161,19 +173,23 @@ impl Orchestrator<'_> {
             let Some(pair) = pair_done[i].as_ref().filter(|_| going[i]) else {
                 continue;
             };
-            let mut unsettled = left_open[i];
+            let (mut unsettled, mut any) = (left_open[i], decided[i]);
             let gate = match self.gate_decision(group, &firsts[i]) {
                 Some(d) if !change::settled(&d, most) => continue,
                 Some(d) => {
                     unsettled |= open(&d);
+                    any |= !d.cases.is_empty();
                     format!("; against the baseline: {}", words(&d))
                 }
                 None => String::new(),
             };
             let why = if unsettled {
                 format!("stopped after {round} rounds, as {most} would not settle the rest: {pair}{gate}")
-            } else {
+            } else if any {
                 format!("settled after {round} rounds: {pair}{gate}")
+            } else {
+                // Nothing decided: no case both configs measured, or no partner left.
+                format!("stopped after {round} rounds: {pair}{gate}")
             };
             stops.push((i, why));
         }
@@ -222,27 +238,20 @@ impl Orchestrator<'_> {
                     let m = takes.taken.iter().find(|m| m.result.key.bytes == bytes)?;
                     Some(m.result.round_p50_us.clone())
                 };
-                let inputs: Vec<Input> = group
-                    .sizes
-                    .iter()
-                    .filter_map(|&bytes| {
-                        let base = rounds_of(&firsts[b], bytes)?;
-                        let cand = rounds_of(&firsts[i], bytes)?;
-                        Some(Input {
-                            evidence: Evidence::Measured(change::paired(&base, &cand)?),
-                            flagged: false,
-                        })
-                    })
-                    .collect();
+                let inputs = paired_inputs(&group.sizes, |bytes| {
+                    Some((rounds_of(&firsts[b], bytes)?, rounds_of(&firsts[i], bytes)?))
+                });
                 let d = change::decide_in(&inputs, &self.pair_design(), family);
                 (
                     format!("against {}: {}", block[b].config.name, words(&d)),
                     open(&d),
+                    !d.cases.is_empty(),
                 )
             });
             let why = match pair {
-                Some((words, false)) => format!("settled after {rounds} rounds: {words}"),
-                Some((words, true)) => {
+                Some((words, false, true)) => format!("settled after {rounds} rounds: {words}"),
+                Some((words, false, false)) => format!("all {rounds} rounds: {words}"),
+                Some((words, true, _)) => {
                     format!("not settled after {rounds} rounds, the most (--max-rounds): {words}")
                 }
                 None => format!("all {rounds} rounds: a config compared with it went on"),
