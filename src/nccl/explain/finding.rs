@@ -194,6 +194,8 @@ finding_kinds! {
     PluginsDiffer => "plugins-differ",
     EnvDiffers => "env-differs",
     EnvNotShown => "env-not-shown",
+    EnvNotForwarded => "env-not-forwarded",
+    StallsAfterInit => "stalls-after-init",
     NetInsideNode => "net-inside-node",
     ProtoForced => "proto-forced",
     TestsWrong => "tests-wrong",

@@ -215,7 +215,13 @@ fn build(
         placed.extend(ib::completion_findings(p));
         placed.extend(torch::torch_findings(p));
         placed.extend(reason::invalid_device_ordinal_rule(p));
-        let shown = version.map(|v| v.to_string());
+        // The build as the log names it (`2.19.3+cuda11.0`), else the version.
+        let shown = log
+            .versions
+            .first()
+            .cloned()
+            .or_else(|| versions::build_string(p).map(|(v, cuda)| format!("{v}+cuda{cuda}")))
+            .or_else(|| version.map(|v| v.to_string()));
         let lines = signatures::line_findings(p, shown.as_deref());
         // A line rule whose lines another rule already placed says nothing new.
         for l in lines {
@@ -341,6 +347,7 @@ fn build(
         findings.extend(reason::env_not_shown(log, p, &options.env));
         findings.extend(ranks::across_files(inputs));
         findings.extend(ranks::per_rank_script(p));
+        findings.extend(ranks::mpirun_prefix_rule(p, log));
         findings.extend(first::first_to_fail(p));
     }
     if let Some(p) = pasted.filter(|_| !findings.iter().any(|f| f.severity == Severity::Error)) {
@@ -351,6 +358,7 @@ fn build(
         // On more than two NVSwitch GPUs of one host, NVLS set-up is where it stops.
         let nvls = pasted.and_then(|p| memory::nvls_init_stops(log, p));
         findings.extend(rules::init_stops_rule(log).map(|f| nvls.unwrap_or(f)));
+        findings.extend(pasted.and_then(|p| rules::stalls_after_init_rule(log, p)));
     }
     mark_consequences(&mut findings);
     // Stable: the order of appearance survives within a severity.
@@ -441,6 +449,13 @@ fn mark_consequences(findings: &mut [Finding]) {
     };
     for f in findings.iter_mut().filter(|f| victim(f.kind)) {
         f.follows = Some(root);
+        if f.kind == SystemError {
+            // Its usual suspects (/dev/shm, ulimit) are guesses the root replaces.
+            f.cause = format!(
+                "`unhandled system error` (ncclSystemError): a system or library call inside \
+                 NCCL failed; here it follows from {root}."
+            );
+        }
         f.fix = format!(
             "Fix {root} first: this error follows from it, and its own remedies would not \
              help."

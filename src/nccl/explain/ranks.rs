@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::finding::{Finding, FindingKind};
+use super::finding::{Finding, FindingKind, Severity};
 use super::pasted::{Input, Pasted};
 use crate::nccl::log::{self, NcclLog};
 
@@ -151,6 +151,81 @@ pub(super) fn per_rank_script(pasted: &Pasted) -> Option<Finding> {
     f.sources
         .push("https://github.com/NVIDIA/nccl/issues/1478".into());
     Some(f)
+}
+
+/// `NCCL_SHM_DISABLE=1 mpirun -H ddp-0,ddp-1 ...`: NCCL variables given to mpirun as a
+/// prefix reach only the processes it starts on its own node. The hosts of `-H` (or
+/// `--host`) whose ranks print no NCCL line are named.
+pub(super) fn mpirun_prefix_rule(pasted: &Pasted, log: &NcclLog) -> Option<Finding> {
+    let line = pasted.lines.iter().find(|l| {
+        let words: Vec<&str> = l.text.split_whitespace().collect();
+        words.iter().position(|w| *w == "mpirun").is_some_and(|at| {
+            words[..at]
+                .iter()
+                .any(|w| w.starts_with("NCCL_") && w.contains('='))
+        })
+    })?;
+    let words: Vec<&str> = line.text.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "mpirun")?;
+    let names: Vec<&str> = words[..at]
+        .iter()
+        .filter(|w| w.starts_with("NCCL_"))
+        .filter_map(|w| w.split_once('='))
+        .filter(|(name, _)| {
+            !words[at..]
+                .windows(2)
+                .any(|x| x[0] == "-x" && x[1].starts_with(name))
+        })
+        .map(|(name, _)| name)
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let flags: Vec<String> = words[..at]
+        .iter()
+        .filter(|w| names.iter().any(|n| w.starts_with(&format!("{n}="))))
+        .map(|w| format!("-x {w}"))
+        .collect();
+    let hosts: Vec<&str> = words[at..]
+        .windows(2)
+        .find(|x| x[0] == "-H" || x[0] == "--host")
+        .map(|x| {
+            x[1].split(',')
+                .map(|h| h.split(':').next().unwrap_or(h))
+                .collect()
+        })
+        .unwrap_or_default();
+    let logged: BTreeSet<&str> = log.processes.iter().map(|p| p.host.as_str()).collect();
+    let silent: Vec<&str> = hosts
+        .iter()
+        .copied()
+        .filter(|h| !logged.is_empty() && !logged.contains(h))
+        .collect();
+    let others = match silent.as_slice() {
+        [] => String::new(),
+        s => format!(
+            "The ranks on {} print no NCCL line here: they ran without these settings.",
+            s.join(", ")
+        ),
+    };
+    // An error where ranks on other hosts ran without them; else a warning.
+    let severity = if silent.is_empty() {
+        Severity::Warning
+    } else {
+        Severity::Error
+    };
+    Some(
+        Finding::new(
+            FindingKind::EnvNotForwarded,
+            vec![pasted.evidence(line)],
+            &[
+                ("names", names.join(", ")),
+                ("others", others),
+                ("flags", flags.join(" ")),
+            ],
+        )
+        .with_severity(severity),
+    )
 }
 
 /// `2.19.3+cuda12.3` -> `2.19.3`.

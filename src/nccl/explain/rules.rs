@@ -108,8 +108,8 @@ pub fn socket_interface_rule(
     Some(f)
 }
 
-/// `NET/IB : No device found` (or no libibverbs) in a multi-host log whose traffic did not
-/// go over IB: inter-node traffic takes TCP sockets.
+/// `NET/IB : No device found` (or no libibverbs) in a multi-host log, or one whose job
+/// asked for IB, whose traffic did not go over IB: inter-node traffic takes TCP sockets.
 pub fn ib_unavailable_rule(log: &NcclLog, multi_node: bool) -> Option<Finding> {
     let none: Vec<&InterfaceLine> = log
         .interfaces
@@ -121,7 +121,15 @@ pub fn ib_unavailable_rule(log: &NcclLog, multi_node: bool) -> Option<Finding> {
         .iter()
         .any(|c| c.transport.label == "NET/IB")
         || log.networks.iter().any(|n| n.starts_with("IB"));
-    if none.is_empty() || !multi_node || ib_used {
+    // A log of one host counts where the job asked for IB (`NCCL_IB_DISABLE set by
+    // environment to 0`, HCAs or a GID index named): it has other nodes to reach.
+    let wants_ib = log.env.iter().any(|(n, v)| {
+        (n == "NCCL_IB_DISABLE" && v == "0")
+            || n == "NCCL_IB_HCA"
+            || n == "NCCL_IB_GID_INDEX"
+            || (n == "NCCL_NET" && v.eq_ignore_ascii_case("ib"))
+    });
+    if none.is_empty() || !(multi_node || wants_ib) || ib_used {
         return None;
     }
     let texts: Vec<Line> = none.iter().map(|l| Line::at(l.line, &l.text)).collect();
@@ -304,6 +312,43 @@ pub fn init_stops_rule(log: &NcclLog) -> Option<Finding> {
             ("started", what),
             ("interfaces", interfaces),
             ("p2p", p2p.to_string()),
+        ],
+    ))
+}
+
+/// Every rank of one host finished NCCL's set-up, nothing failed, and the paste ends in
+/// a progress bar at 0 % (`Processed prompts:   0%|`): the first collectives never
+/// finished. Between GPUs of one host this is peer-to-peer traffic that does not arrive.
+pub fn stalls_after_init_rule(log: &NcclLog, pasted: &super::pasted::Pasted) -> Option<Finding> {
+    let hosts: std::collections::BTreeSet<&str> =
+        log.ranks.iter().map(|r| r.host.as_str()).collect();
+    let all_set_up =
+        !log.ranks.is_empty() && log.ranks.iter().all(|r| r.init_complete && r.nranks > 1);
+    let over_net = log
+        .connections
+        .iter()
+        .any(|c| c.transport.kind == TransportKind::Net);
+    if !all_set_up || hosts.len() != 1 || over_net || !log.failures.is_empty() {
+        return None;
+    }
+    let last = pasted
+        .lines
+        .iter()
+        .rev()
+        .find(|l| !l.text.trim().is_empty())?;
+    if !last.text.contains(" 0%|") {
+        return None;
+    }
+    let gpus = log.ranks.iter().map(|r| r.nranks).max().unwrap_or(0);
+    Some(Finding::new(
+        FindingKind::StallsAfterInit,
+        vec![pasted.evidence(last)],
+        &[
+            (
+                "host",
+                hosts.into_iter().next().unwrap_or_default().to_string(),
+            ),
+            ("gpus", gpus.to_string()),
         ],
     ))
 }

@@ -188,6 +188,7 @@ fn timeouts(pasted: &Pasted) -> Vec<Placed> {
             "PyTorch's watchdog found a collective that ran past its timeout.".to_string(),
         ),
     };
+    let detail = detail + &busy_words(pasted);
     let timeout = Finding::new(
         FindingKind::TorchTimeout,
         evidence,
@@ -396,6 +397,19 @@ fn invalid_argument(pasted: &Pasted) -> Option<Placed> {
         })
         .unwrap_or_else(|| message(error.text).to_string());
     let lower = detail.to_ascii_lowercase();
+    // `..., invalid argument, NCCL version 2.14.3`: the library that refused.
+    let loaded = error
+        .text
+        .split_once("NCCL version ")
+        .and_then(|(_, v)| v.split_whitespace().next())
+        .map(|v| format!(" (NCCL {})", v.trim_end_matches(['.', ','])))
+        .unwrap_or_default();
+    let config_meaning = format!(
+        "A field of the communicator config (ncclConfig_t) the caller filled in has a value \
+         this NCCL{loaded} does not accept; PyTorch fills it in, so this points at a PyTorch \
+         built for a newer NCCL than the one loaded: two NCCL libraries are installed and \
+         the old one is found first."
+    );
     let (meaning, fix) = if lower.contains("not a valid pointer") {
         (
             "The buffer the caller passed is not CUDA memory NCCL can use (`(nil)`: no \
@@ -405,12 +419,11 @@ fn invalid_argument(pasted: &Pasted) -> Option<Placed> {
         )
     } else if lower.contains("config") && lower.contains("attribute") {
         (
-            "A field of the communicator config (ncclConfig_t) the caller filled in has a \
-             value this NCCL does not accept; PyTorch fills it in, so this points at a \
-             PyTorch and an NCCL library that do not go together.",
-            "Load the NCCL this PyTorch release pins (its requirements name the \
-             nvidia-nccl wheel and version) and remove other NCCL builds from the library \
-             path.",
+            config_meaning.as_str(),
+            "Find them with `pip list | grep nccl` and `python -c 'import torch; \
+             print(torch.cuda.nccl.version())'`; load the NCCL this PyTorch release pins \
+             (its requirements name the nvidia-nccl wheel and version) and remove the other \
+             builds, or the LD_LIBRARY_PATH or LD_PRELOAD that picks one.",
         )
     } else {
         (
@@ -508,4 +521,33 @@ fn build_lacks_arch(pasted: &Pasted) -> Option<Placed> {
         );
     }
     Some(placed(f, &[line]))
+}
+
+/// Long work one rank does alone, as its progress bar shows it beside a timeout: what
+/// a line says, and the work in words.
+const BUSY: &[(&str, &str)] = &[
+    ("running tokenizer", "tokenizing the dataset"),
+    ("tokenizing", "tokenizing the dataset"),
+    ("loading checkpoint shards", "loading the checkpoint"),
+    ("generating train split", "preparing the dataset"),
+    ("map (num_proc", "preprocessing the dataset"),
+];
+
+/// A sentence naming the long work the paste shows a rank doing (`Running tokenizer on
+/// dataset: 9%`), or nothing.
+fn busy_words(pasted: &Pasted) -> String {
+    pasted
+        .lines
+        .iter()
+        .find_map(|l| {
+            let (phrase, work) = BUSY.iter().find(|(p, _)| l.lower.contains(p))?;
+            let at = l.lower.find(phrase)?;
+            let shown: String = l.text[at..].chars().take(40).collect();
+            Some(format!(
+                " The paste shows a rank still {work} (`{}`): one rank doing long work alone \
+                 while the others wait in a collective until the timeout.",
+                shown.trim_end()
+            ))
+        })
+        .unwrap_or_default()
 }

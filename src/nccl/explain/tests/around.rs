@@ -256,3 +256,46 @@ fn p2p_disabled_making_it_run_points_at_acs_and_a_failed_fabric_manager_is_named
         .fix
         .contains("exact version"));
 }
+
+#[test]
+fn set_8_signatures_are_read() {
+    let prefix = "$ NCCL_SHM_DISABLE=1 mpirun -H ddp-0,ddp-1 -np 2 ./all_reduce_perf\n\
+                  ddp-0:263:263 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n";
+    let f = finding_by_id(&pasted(prefix), "env-not-forwarded").clone();
+    assert!(f.fix.contains("-x NCCL_SHM_DISABLE=1"), "{}", f.fix);
+    assert!(f.cause.contains("ranks on ddp-1"), "{}", f.cause);
+    assert_eq!(f.severity, Severity::Error);
+    // Passed with -x, it reaches every node.
+    let passed = "NCCL_DEBUG=INFO mpirun -x NCCL_DEBUG -H a,b ./t\n";
+    assert!(!ids(&pasted(passed)).contains(&"env-not-forwarded"));
+    let graph = "NCCL version 2.19.3+cuda11.0\nh:1:1 [0] misc/strongstream.cc:53 NCCL WARN NCCL \
+                 cannot be captured in a graph if either it wasn't built with CUDA runtime >= 11.3\n";
+    let f = finding_by_id(&pasted(graph), "graph-capture-old-build").clone();
+    assert!(f.cause.contains("2.19.3+cuda11.0"), "{}", f.cause);
+    let sharp = "h:1:2 [3] sharp_plugin.c:354 NCCL WARN SHARP group create: Streaming Tree lock failed (-18)\n";
+    assert!(finding_by_id(&pasted(sharp), "sharp-sat-lock")
+        .fix
+        .contains("SHARP_COLL_SAT_LOCK_BATCH_SIZE=1"));
+    let timeout =
+        "Running tokenizer on dataset:   9%| 280000/2969526\n[E ProcessGroupNCCL.cpp:475] \
+                   [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, \
+                   OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800572 \
+                   milliseconds before timing out.\n";
+    let f = finding_by_id(&pasted(timeout), "torch-timeout").clone();
+    assert!(f.cause.contains("tokenizing the dataset"), "{}", f.cause);
+}
+
+#[test]
+fn a_job_that_stalls_after_set_up_on_one_host_points_at_p2p() {
+    let log = "h:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n\
+               h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 47000 - Init COMPLETE\n\
+               h:2:2 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 61000 - Init COMPLETE\n";
+    let stalled = format!("{log}Processed prompts:   0%|          | 0/16 [00:00<?, ?it/s]\n");
+    assert!(finding_by_id(&pasted(&stalled), "stalls-after-init")
+        .fix
+        .contains("ACS"));
+    // Progress, or a log that simply ends, is no stall.
+    let moving = format!("{log}Processed prompts: 100%|##########| 16/16 [00:03<00:00]\n");
+    assert!(!ids(&pasted(&moving)).contains(&"stalls-after-init"));
+    assert!(!ids(&pasted(log)).contains(&"stalls-after-init"));
+}

@@ -323,7 +323,11 @@ fn a_pytorch_traceback_explains_the_system_error_by_the_last_error_line() {
     let system = finding(&e, FindingKind::SystemError);
     assert_eq!(system.occurrences, 2);
     assert_eq!(system.follows, Some("shm-no-space"));
-    assert!(system.cause.contains("(shm-no-space) are the likely cause"));
+    assert!(
+        system.cause.contains("follows from shm-no-space"),
+        "{}",
+        system.cause
+    );
     assert!(
         system.fix.starts_with("Fix shm-no-space first"),
         "{}",
