@@ -109,7 +109,13 @@ const LOCAL_RANK: &[&str] = &[
 /// (`case $OMPI_COMM_WORLD_LOCAL_RANK in 0) export NCCL_IB_HCA=mlx5_0:1 ...`): the ranks
 /// then disagree on what NCCL must see alike on all of them.
 pub(super) fn per_rank_script(pasted: &Pasted) -> Option<Finding> {
-    if !LOCAL_RANK.iter().any(|v| pasted.contains(v)) {
+    // A branch on the local rank: `case $OMPI_COMM_WORLD_LOCAL_RANK in`, `if [ $LOCAL_RANK`.
+    let branches = pasted.lines.iter().any(|l| {
+        let t = l.lower.trim_start();
+        (t.starts_with("case ") || t.starts_with("if ") || t.starts_with("elif "))
+            && LOCAL_RANK.iter().any(|v| t.contains(v))
+    });
+    if !branches {
         return None;
     }
     // (name, value, line) of every `export NCCL_...=...` outside a comment.
@@ -124,7 +130,9 @@ pub(super) fn per_rank_script(pasted: &Pasted) -> Option<Finding> {
             let at = l.text.find("export NCCL_")?;
             let (name, value) = l.text[at + "export ".len()..].split_once('=')?;
             let value = value.split([' ', ';']).next()?.trim_matches(['"', '\'']);
-            (name.starts_with("NCCL_") && !value.is_empty()).then_some((name, value, i))
+            // Debug output may differ per rank (NCCL_DEBUG_FILE per rank is usual).
+            let kept = name.starts_with("NCCL_") && !name.starts_with("NCCL_DEBUG");
+            (kept && !value.is_empty()).then_some((name, value, i))
         })
         .collect();
     let names: BTreeSet<&str> = exports.iter().map(|e| e.0).collect();
@@ -133,7 +141,13 @@ pub(super) fn per_rank_script(pasted: &Pasted) -> Option<Finding> {
         values.len() > 1
     })?;
     let mine: Vec<&(&str, &str, usize)> = exports.iter().filter(|e| e.0 == name).collect();
-    let values: Vec<String> = mine.iter().map(|e| format!("`{}`", e.1)).collect();
+    let mut values: Vec<String> = Vec::new();
+    for e in &mine {
+        let v = format!("`{}`", e.1);
+        if !values.contains(&v) {
+            values.push(v);
+        }
+    }
     let mut detail = format!(
         "A launch script sets {name} per local rank: {}",
         values.join(", ")
@@ -167,15 +181,16 @@ pub(super) fn mpirun_prefix_rule(pasted: &Pasted, log: &NcclLog) -> Option<Findi
     })?;
     let words: Vec<&str> = line.text.split_whitespace().collect();
     let at = words.iter().position(|w| *w == "mpirun")?;
+    let forwarded = |name: &str| {
+        words[at..]
+            .windows(2)
+            .any(|x| x[0] == "-x" && (x[1] == name || x[1].starts_with(&format!("{name}="))))
+    };
     let names: Vec<&str> = words[..at]
         .iter()
         .filter(|w| w.starts_with("NCCL_"))
         .filter_map(|w| w.split_once('='))
-        .filter(|(name, _)| {
-            !words[at..]
-                .windows(2)
-                .any(|x| x[0] == "-x" && x[1].starts_with(name))
-        })
+        .filter(|(name, _)| !forwarded(name))
         .map(|(name, _)| name)
         .collect();
     if names.is_empty() {
@@ -184,23 +199,39 @@ pub(super) fn mpirun_prefix_rule(pasted: &Pasted, log: &NcclLog) -> Option<Findi
     let flags: Vec<String> = words[..at]
         .iter()
         .filter(|w| names.iter().any(|n| w.starts_with(&format!("{n}="))))
-        .map(|w| format!("-x {w}"))
+        .map(|w| format!("-x {}", w.trim_end_matches([';', '&'])))
         .collect();
-    let hosts: Vec<&str> = words[at..]
+    let hosts: BTreeSet<&str> = words[at..]
         .windows(2)
-        .find(|x| x[0] == "-H" || x[0] == "--host")
+        .find(|x| matches!(x[0], "-H" | "--host" | "-host"))
         .map(|x| {
             x[1].split(',')
                 .map(|h| h.split(':').next().unwrap_or(h))
                 .collect()
         })
         .unwrap_or_default();
+    let hostfile = words[at..].iter().any(|w| {
+        matches!(
+            *w,
+            "--hostfile" | "-hostfile" | "--machinefile" | "-machinefile"
+        )
+    });
     let logged: BTreeSet<&str> = log.processes.iter().map(|p| p.host.as_str()).collect();
-    let silent: Vec<&str> = hosts
-        .iter()
-        .copied()
-        .filter(|h| !logged.is_empty() && !logged.contains(h))
-        .collect();
+    // Only a launch onto other nodes: two hosts named, a host file, or two in the log.
+    let local = |h: &&str| matches!(*h, "localhost" | "127.0.0.1");
+    if hosts.iter().filter(|h| !local(h)).count() < 2 && !hostfile && logged.len() < 2 {
+        return None;
+    }
+    // The hosts named that print nothing, where the log names hosts as `-H` does.
+    let silent: Vec<&str> = if hosts.iter().any(|h| logged.contains(h)) {
+        hosts
+            .iter()
+            .copied()
+            .filter(|h| !logged.contains(h))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let others = match silent.as_slice() {
         [] => String::new(),
         s => format!(
@@ -209,7 +240,8 @@ pub(super) fn mpirun_prefix_rule(pasted: &Pasted, log: &NcclLog) -> Option<Findi
         ),
     };
     // An error where ranks on other hosts ran without them; else a warning.
-    let severity = if silent.is_empty() {
+    let debug_only = names.iter().all(|n| n.starts_with("NCCL_DEBUG"));
+    let severity = if silent.is_empty() || debug_only {
         Severity::Warning
     } else {
         Severity::Error

@@ -322,8 +322,13 @@ pub fn init_stops_rule(log: &NcclLog) -> Option<Finding> {
 pub fn stalls_after_init_rule(log: &NcclLog, pasted: &super::pasted::Pasted) -> Option<Finding> {
     let hosts: std::collections::BTreeSet<&str> =
         log.ranks.iter().map(|r| r.host.as_str()).collect();
-    let all_set_up =
-        !log.ranks.is_empty() && log.ranks.iter().all(|r| r.init_complete && r.nranks > 1);
+    // Every rank of the communicator is in this log: not one node's part of a larger job.
+    let seen: std::collections::BTreeSet<u32> = log.ranks.iter().map(|r| r.rank).collect();
+    let all_set_up = !log.ranks.is_empty()
+        && log
+            .ranks
+            .iter()
+            .all(|r| r.init_complete && r.nranks > 1 && r.nranks as usize <= seen.len().max(2));
     let over_net = log
         .connections
         .iter()
@@ -336,7 +341,9 @@ pub fn stalls_after_init_rule(log: &NcclLog, pasted: &super::pasted::Pasted) -> 
         .iter()
         .rev()
         .find(|l| !l.text.trim().is_empty())?;
-    if !last.text.contains(" 0%|") {
+    // A bar redrawn with `\r` shows its latest state last.
+    let latest = last.text.rsplit('\r').next().unwrap_or(last.text);
+    if !latest.contains(" 0%|") {
         return None;
     }
     let gpus = log.ranks.iter().map(|r| r.nranks).max().unwrap_or(0);

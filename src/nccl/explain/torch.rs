@@ -402,7 +402,7 @@ fn invalid_argument(pasted: &Pasted) -> Option<Placed> {
         .text
         .split_once("NCCL version ")
         .and_then(|(_, v)| v.split_whitespace().next())
-        .map(|v| format!(" (NCCL {})", v.trim_end_matches(['.', ','])))
+        .map(|v| format!(" {}", v.trim_end_matches(['.', ','])))
         .unwrap_or_default();
     let config_meaning = format!(
         "A field of the communicator config (ncclConfig_t) the caller filled in has a value \
@@ -420,10 +420,9 @@ fn invalid_argument(pasted: &Pasted) -> Option<Placed> {
     } else if lower.contains("config") && lower.contains("attribute") {
         (
             config_meaning.as_str(),
-            "Find them with `pip list | grep nccl` and `python -c 'import torch; \
-             print(torch.cuda.nccl.version())'`; load the NCCL this PyTorch release pins \
-             (its requirements name the nvidia-nccl wheel and version) and remove the other \
-             builds, or the LD_LIBRARY_PATH or LD_PRELOAD that picks one.",
+            "Find them with `pip list | grep nccl`. Keep the NCCL this PyTorch release pins \
+             (its requirements name the nvidia-nccl wheel) and remove the others, or the \
+             LD_LIBRARY_PATH or LD_PRELOAD that picks one.",
         )
     } else {
         (
@@ -539,7 +538,12 @@ fn busy_words(pasted: &Pasted) -> String {
     pasted
         .lines
         .iter()
+        .rev()
         .find_map(|l| {
+            // A bar under way, not one that finished (`Loading checkpoint shards: 100%`).
+            if l.lower.contains("100%") {
+                return None;
+            }
             let (phrase, work) = BUSY.iter().find(|(p, _)| l.lower.contains(p))?;
             let at = l.lower.find(phrase)?;
             let shown: String = l.text[at..].chars().take(40).collect();
