@@ -215,12 +215,23 @@ pub fn answer(v: &Verdict) -> String {
             let numbers = difference
                 .headline()
                 .map(|(large, small)| {
-                    format!(
-                        "{} at {} and {} at {} on {} without it",
+                    let at_large = format!(
+                        "{} at {}",
                         large.case.relative().map_or("-".into(), how_much),
-                        size(&large),
-                        decision::again(small.case.relative(), large.case.relative()),
-                        size(&small),
+                        size(&large)
+                    );
+                    // One size measured: said once.
+                    let at_small = if small.bytes == large.bytes {
+                        String::new()
+                    } else {
+                        format!(
+                            " and {} at {}",
+                            decision::again(small.case.relative(), large.case.relative()),
+                            size(&small)
+                        )
+                    };
+                    format!(
+                        "{at_large}{at_small} on {} without it",
                         plural(large.nranks as usize, "rank", "ranks")
                     )
                 })
