@@ -258,14 +258,7 @@ pub(super) fn wrapped_version(pasted: &Pasted) -> Option<NcclVersion> {
 pub(super) fn prose_version(pasted: &Pasted) -> Option<NcclVersion> {
     let three = |w: &str| -> Option<NcclVersion> {
         let w = w.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-        let core = w.split(['+', '-', '/']).next()?;
-        let numbers: Vec<&str> = core.split('.').collect();
-        let ok = numbers.len() == 3
-            && numbers[0] == "2"
-            && numbers
-                .iter()
-                .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        ok.then(|| NcclVersion::parse(core)).flatten()
+        nccl_numbers(w.split(['+', '-', '/']).next()?)
     };
     pasted.lines.iter().find_map(|l| {
         let words: Vec<&str> = l
@@ -310,14 +303,19 @@ pub(super) fn build_string(pasted: &Pasted) -> Option<(NcclVersion, String)> {
             let w = word.trim_matches(|c: char| !c.is_ascii_alphanumeric());
             let (version, cuda) = w.split_once("+cuda")?;
             let core = version.split_once('-').map_or(version, |(v, _)| v);
-            let numbers: Vec<&str> = core.split('.').collect();
             let cuda_ok = !cuda.is_empty() && cuda.chars().all(|c| c.is_ascii_digit() || c == '.');
-            let ok = numbers.len() == 3
-                && numbers[0] == "2"
-                && numbers
-                    .iter()
-                    .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-            (ok && cuda_ok).then(|| NcclVersion::parse(core).map(|v| (v, cuda.to_string())))?
+            cuda_ok.then(|| nccl_numbers(core).map(|v| (v, cuda.to_string())))?
         })
     })
+}
+
+/// `2.19.3`: three numbers under major 2, NCCL's scheme (cuDNN's and TensorRT's have four).
+fn nccl_numbers(core: &str) -> Option<NcclVersion> {
+    let numbers: Vec<&str> = core.split('.').collect();
+    let ok = numbers.len() == 3
+        && numbers[0] == "2"
+        && numbers
+            .iter()
+            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    ok.then(|| NcclVersion::parse(core)).flatten()
 }
