@@ -457,11 +457,19 @@ fn the_shm_verdict_on_the_host_backend_keeps_shm_with_intervals_over_rounds() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let report = std::fs::read_to_string(run_dir(&out).join("report.md")).unwrap();
+    let run = run_dir(&out);
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let why = || {
+        format!(
+            "{}{}\n{report}",
+            crate::common::rounds_note(&run),
+            crate::common::machine_note()
+        )
+    };
     assert!(
         report.contains("**Keep SHM**: without it all_reduce on 2 ranks is "),
-        "{report}\n{}",
-        crate::common::machine_note()
+        "{}",
+        why()
     );
     assert!(
         report.contains("slower at 5 of 5 cases (95 %, all at once)."),
@@ -482,7 +490,7 @@ fn the_shm_verdict_on_the_host_backend_keeps_shm_with_intervals_over_rounds() {
             "| shm-off | 2 | {n} | settled after {n} rounds: against default: slower at 5 of 5 cases |"
         ))
     });
-    assert!(settled_at.is_some(), "{report}");
+    assert!(settled_at.is_some(), "{}", why());
 }
 
 /// Without `--rounds` a sweep measures until settled: on jittery simulated GPUs, a

@@ -401,6 +401,25 @@ pub fn scratch_with_shm() -> (tempfile::TempDir, PathBuf) {
 }
 
 /// Rows in a run directory's results.csv so far (0 before it exists).
+/// Each case's round medians and transports, one line a case: what a failed timing
+/// assertion shows first, so that a wild round is seen even where the output is cut.
+pub fn rounds_note(run: &Path) -> String {
+    rows(run)
+        .iter()
+        .map(|r| {
+            let f = |k: &str| r.get(k).map_or("", String::as_str);
+            format!(
+                "{} n={} {} B {}: {}\n",
+                f("config"),
+                f("nranks"),
+                f("bytes"),
+                f("transports"),
+                f("round_p50_us")
+            )
+        })
+        .collect()
+}
+
 pub fn rows_so_far(run: &Path) -> usize {
     std::fs::read_to_string(run.join("results.csv"))
         .map(|t| t.lines().count().saturating_sub(1))
