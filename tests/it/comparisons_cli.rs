@@ -187,7 +187,7 @@ fn same_configs_are_unchanged_and_a_slower_one_is_found_on_the_host_backend() {
 #[test]
 fn same_configs_are_unchanged_and_a_slower_one_is_found_for_alltoall() {
     let args = [
-        "--gpus", "3", "--coll", "alltoall", "-b", "256K", "-e", "4M", "-f", "4",
+        "--gpus", "3", "--coll", "alltoall", "-b", "256K", "-e", "1M", "-f", "4",
     ];
     judge_host(&args, |run| {
         let rows = common::rows(run);
