@@ -98,10 +98,10 @@ pub fn markdown(
     let job_charts = super::job::section(&mut s, run, baseline, options.threshold, &drawn)?;
     // Published figures are all-reduce's.
     run.for_collective(Collective::AllReduce, |one| {
-        crate::analysis::expected::markdown(&mut s, one, expected)
+        super::sections::expected::markdown(&mut s, one, expected)
     })?;
     cases_apart(&mut s, run)?;
-    crate::analysis::nccl_logs::markdown(&mut s, run, expected)?;
+    super::sections::nccl_logs::markdown(&mut s, run, expected)?;
 
     // What the NCCL logs of each (config, rank count) show, beside its row.
     let log_findings = crate::analysis::nccl_logs::findings(run);
@@ -134,16 +134,16 @@ pub fn markdown(
                 shown.push(name);
             }
         }
-        crate::analysis::nvls::markdown(&mut chapter, one, options)?;
-        crate::analysis::tuning::markdown(&mut chapter, one, baseline, options)?;
+        super::sections::nvls::markdown(&mut chapter, one, options)?;
+        super::sections::tuning::markdown(&mut chapter, one, baseline, options)?;
         let shm_off = crate::analysis::verdict::shm_off_config(one);
-        crate::analysis::model_table::markdown(
+        super::sections::model_table::markdown(
             &mut chapter,
             &crate::analysis::model_table::models(one),
             baseline,
             shm_off.as_deref(),
         )?;
-        crate::analysis::pairs::markdown(
+        super::sections::pairs::markdown(
             &mut chapter,
             &crate::analysis::pairs::tables(one, options.threshold),
             options.threshold,

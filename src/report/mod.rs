@@ -16,6 +16,7 @@ pub mod job;
 pub mod junit;
 mod machine;
 pub mod markdown;
+pub mod sections;
 pub mod soak;
 pub mod verdict;
 

@@ -1,0 +1,3 @@
+//! The report's section of `analysis::expected`.
+
+pub use crate::analysis::expected::markdown;

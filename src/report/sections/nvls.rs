@@ -1,0 +1,3 @@
+//! The report's section of `analysis::nvls`.
+
+pub use crate::analysis::nvls::markdown;

@@ -1,0 +1,3 @@
+//! The report's section of `analysis::pairs`.
+
+pub use crate::analysis::pairs::markdown;

@@ -1,0 +1,3 @@
+//! The report's section of `analysis::tuning`.
+
+pub use crate::analysis::tuning::markdown;
