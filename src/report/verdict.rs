@@ -6,7 +6,7 @@ use super::decision::{self, case_words, how_much, level};
 use crate::analysis::compare::CompareOptions;
 use crate::analysis::verdict::each::decide_each;
 use crate::analysis::verdict::job::{for_job, JobShm};
-use crate::analysis::verdict::{At, Difference, ShmNeed, Verdict};
+use crate::analysis::verdict::{At, Difference, ShmNeed, Unanswerable, Verdict};
 use crate::export::reader::RunData;
 use crate::nccl::shm::shm_size_gib;
 use crate::ops::collective::Collective;
@@ -94,7 +94,7 @@ fn measured(d: &Difference, coll: Collective) -> String {
 /// The verdict in Markdown: its sentence, the method line, and what to do.
 pub fn explain(v: &Verdict, baseline: &str, coll: Collective) -> String {
     match v {
-        Verdict::CannotTell { why } => format!("**Cannot tell**: {why}."),
+        Verdict::CannotTell { why } => format!("**Cannot tell**: {}.", why_words(why)),
         Verdict::ShmFails {
             error,
             need,
@@ -171,6 +171,20 @@ pub fn explain(v: &Verdict, baseline: &str, coll: Collective) -> String {
             }
             s
         }
+    }
+}
+
+/// Why the run cannot answer, as the clause after `**Cannot tell**: `.
+fn why_words(why: &Unanswerable) -> String {
+    match why {
+        Unanswerable::NoBaseline { baseline } => {
+            format!("the run has no '{baseline}' config to compare against")
+        }
+        Unanswerable::OneRank { baseline } => format!(
+            "every '{baseline}' case ran on one rank, and one GPU has no peer: no transport carries data, so NCCL_SHM_DISABLE cannot matter; sweep with --gpus 2 or more"
+        ),
+        Unanswerable::NoShmOff => "the run has no config that sets NCCL_SHM_DISABLE=1 (sweep with --transports default,shm-off)".into(),
+        Unanswerable::Compare { error } => error.clone(),
     }
 }
 
@@ -410,6 +424,32 @@ mod tests {
             "{first}"
         );
         assert!(words(first) <= 30, "{first}");
+    }
+
+    #[test]
+    fn a_run_that_cannot_answer_says_why() {
+        let mut one_rank = run(
+            &SHM_DECISION,
+            vec![ok("default", 1024, "", 1.0), ok("shm-off", 1024, "", 3.0)],
+        );
+        for c in &mut one_rank.cases {
+            c.nranks = 1;
+        }
+        let v = decide(&one_rank, "default", OPTIONS);
+        assert_eq!(
+            explain(&v, "default", Collective::AllReduce),
+            "**Cannot tell**: every 'default' case ran on one rank, and one GPU has no peer: no transport carries data, so NCCL_SHM_DISABLE cannot matter; sweep with --gpus 2 or more."
+        );
+        let none = decide(
+            &run(&SHM_DECISION, vec![ok("default", 1024, "SHM", 1.0)]),
+            "nccl",
+            OPTIONS,
+        );
+        assert_eq!(
+            explain(&none, "nccl", Collective::AllReduce),
+            "**Cannot tell**: the run has no 'nccl' config to compare against."
+        );
+        assert_eq!(answer(&none), "cannot tell");
     }
 
     #[test]

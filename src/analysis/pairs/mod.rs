@@ -15,16 +15,13 @@
 //! slow members at once can hide each other: the rule is relative, the ceilings
 //! and published figures are the absolute checks. Pairs are known by the
 //! manifest's configs (`devices`, or `ranks` with the cluster's hosts), not by
-//! their names.
-
-use std::fmt::Write as _;
+//! their names. `report::sections::pairs` writes the section from these tables.
 
 use serde::Serialize;
 
 use crate::config::pair_of;
 use crate::export::reader::{CaseRow, RunData};
 use crate::stats::median;
-use crate::units::Bytes;
 
 /// One pair's result at the table's size.
 #[derive(Debug, Clone, Serialize)]
@@ -286,146 +283,5 @@ fn members(cells: &[PairCell], size: usize, threshold: f64) -> Vec<MemberSummary
         .collect()
 }
 
-/// How the report names a pair: `GPUs 1 and 2`, `cores 0 and 2`, `nodes a and b`.
-fn pair_name(t: &PairTable, a: usize, b: usize) -> String {
-    if t.unit == "node" {
-        format!("nodes {} and {}", t.names[a], t.names[b])
-    } else {
-        format!("{}s {a} and {b}", t.unit)
-    }
-}
-
-/// How the report names a member: `GPU 3`, `core 1`, `node gpu-node-07`.
-fn member_name(t: &PairTable, i: usize) -> String {
-    if t.unit == "node" {
-        format!("node {}", t.names[i])
-    } else {
-        t.names[i].clone()
-    }
-}
-
-/// The report's section: per config, the busbw matrix, the slow pairs, and per
-/// member whether all its pairs are slow. `cpus` is the CPUs of the machine on
-/// the host backend: core indices past it wrap.
-pub fn markdown(
-    s: &mut String,
-    tables: &[PairTable],
-    threshold: f64,
-    cpus: Option<usize>,
-) -> std::fmt::Result {
-    if tables.is_empty() {
-        return Ok(());
-    }
-    writeln!(s, "## Pairs\n")?;
-    writeln!(
-        s,
-        "Each pair measured on its own: bus bandwidth at the largest size, GB/s. A GPU, core or node is named slow when the whole 95 % interval of every one of its pairs' median times is more than {:.1} % above the median of the pairs without it: the trouble is then that GPU or node, not one link. A pair is named slow when its whole interval is that far above the other pairs' median (leaving out the pairs of a slow GPU or node).\n",
-        threshold * 100.0
-    )?;
-    let cores = tables
-        .iter()
-        .filter(|t| t.unit == "core")
-        .map(PairTable::size)
-        .max()
-        .unwrap_or(0);
-    if let Some(n) = cpus.filter(|&n| n > 0 && cores > n) {
-        writeln!(
-            s,
-            "This machine has {n} CPUs for {cores} cores: core i is the (i mod {n})-th CPU the process may use, so a pair like 0 and {n} puts both ranks on one CPU, where they take turns (and spin waiting for each other): those pairs measure that oversubscription, not a link.\n"
-        )?;
-    }
-    for t in tables {
-        table_markdown(s, t)?;
-    }
-    Ok(())
-}
-
-fn table_markdown(s: &mut String, t: &PairTable) -> std::fmt::Result {
-    writeln!(s, "### {} at {}\n", t.config, Bytes(t.bytes))?;
-    let how = if t.unit == "node" {
-        format!("`run --pairs`: the {} ranks of both nodes", t.nranks)
-    } else {
-        format!("`sweep --pairs`: {} ranks", t.nranks)
-    };
-    writeln!(s, "Pairs of {}s ({how}).\n", t.unit)?;
-    writeln!(s, "| | {} |", t.names.join(" | "))?;
-    writeln!(s, "|---|{}", "---|".repeat(t.size()))?;
-    for a in 0..t.size() {
-        let row: Vec<String> = (0..t.size())
-            .map(|b| match t.cell(a, b) {
-                _ if a == b => "-".to_string(),
-                None => String::new(),
-                Some(c) => match (c.busbw_gbps, c.slow_by) {
-                    (Some(bw), Some(_)) => format!("**{bw:.2}** (slow)"),
-                    (Some(bw), None) => format!("{bw:.2}"),
-                    (None, _) => c.status.clone(),
-                },
-            })
-            .collect();
-        writeln!(s, "| **{}** | {} |", t.names[a], row.join(" | "))?;
-    }
-    writeln!(s)?;
-    if !t.members.is_empty() {
-        writeln!(
-            s,
-            "| {} | pairs ok | busbw of its pairs (median) | time of its pairs against the others |",
-            t.unit
-        )?;
-        writeln!(s, "|---|---|---|---|")?;
-        for m in &t.members {
-            let versus = m
-                .versus_others
-                .map(|v| format!("{:+.0} %", v * 100.0))
-                .unwrap_or_else(|| "-".into());
-            writeln!(
-                s,
-                "| {} | {}/{} | {} | {}{} |",
-                t.names[m.index],
-                m.pairs_ok,
-                m.pairs,
-                m.busbw_gbps.map(|b| format!("{b:.2}")).unwrap_or_default(),
-                versus,
-                if m.slow { " **slow**" } else { "" }
-            )?;
-        }
-        writeln!(s)?;
-    }
-    for m in t.slow_members() {
-        writeln!(
-            s,
-            "**Slow {}**: every one of its {} pairs is slower than the pairs without it ({:+.0} % time): look at the {} itself (its links, NIC, clocks, errors), not one link.\n",
-            member_name(t, m.index),
-            m.pairs_ok,
-            m.versus_others.unwrap_or(0.0) * 100.0,
-            t.unit
-        )?;
-    }
-    let slow: Vec<String> = t
-        .slow()
-        .map(|c| {
-            format!(
-                "{} ({:+.0} % time)",
-                pair_name(t, c.a, c.b),
-                c.slow_by.unwrap_or(0.0) * 100.0
-            )
-        })
-        .collect();
-    let failed: Vec<String> = t
-        .cells
-        .iter()
-        .filter(|c| c.status != "ok")
-        .map(|c| format!("{} ({})", pair_name(t, c.a, c.b), c.status))
-        .collect();
-    if slow.is_empty() {
-        writeln!(s, "No pair is slower than the others beyond the threshold.")?;
-    } else {
-        writeln!(s, "**Slow: {}.**", slow.join(", "))?;
-    }
-    if !failed.is_empty() {
-        writeln!(s, " Not ok: {}.", failed.join(", "))?;
-    }
-    writeln!(s)
-}
-
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,12 +1,33 @@
-//! The pairs' tables, verdicts and section on constructed runs.
+//! The pairs' tables and verdicts on constructed runs; the runs are shared with the
+//! section's tests (`report::sections::pairs`).
 
 use super::*;
 use crate::export::reader::{ConfigHead, ManifestHead};
 use crate::model::{ClusterInfo, RankInfo};
 
+/// Four GPUs whose pair 1-2 is 50 % slower, the others within noise.
+pub(crate) const ONE_SLOW_LINK: [((usize, usize), f64); 6] = [
+    ((0, 1), 100.0),
+    ((0, 2), 103.0),
+    ((0, 3), 98.0),
+    ((1, 2), 150.0),
+    ((1, 3), 101.0),
+    ((2, 3), 99.0),
+];
+
+/// Four GPUs whose GPU 3 is slow in every one of its pairs.
+pub(crate) const ONE_SLOW_GPU: [((usize, usize), f64); 6] = [
+    ((0, 1), 100.0),
+    ((0, 2), 102.0),
+    ((0, 3), 160.0),
+    ((1, 2), 99.0),
+    ((1, 3), 150.0),
+    ((2, 3), 170.0),
+];
+
 /// A run of pairs at 1 KiB and 1 MiB, with these median times at 1 MiB, each
 /// known to the manifest by its devices.
-fn run(times: &[((usize, usize), f64)]) -> RunData {
+pub(crate) fn run(times: &[((usize, usize), f64)]) -> RunData {
     let cases = times
         .iter()
         .flat_map(|&((a, b), t)| {
@@ -46,77 +67,9 @@ fn run(times: &[((usize, usize), f64)]) -> RunData {
     }
 }
 
-#[test]
-fn the_slow_pair_is_named_and_noise_is_not() {
-    let r = run(&[
-        ((0, 1), 100.0),
-        ((0, 2), 103.0),
-        ((0, 3), 98.0),
-        ((1, 2), 150.0),
-        ((1, 3), 101.0),
-        ((2, 3), 99.0),
-    ]);
-    let t = tables(&r, 0.05);
-    assert_eq!(t.len(), 1);
-    let t = &t[0];
-    assert_eq!(
-        (t.config.as_str(), t.bytes, t.size(), t.unit),
-        ("default", 1 << 20, 4, "GPU")
-    );
-    let slow: Vec<(usize, usize)> = t.slow().map(|c| (c.a, c.b)).collect();
-    assert_eq!(slow, [(1, 2)]);
-    let by = t.cell(2, 1).unwrap().slow_by.unwrap();
-    assert!((by - 0.5).abs() < 0.01, "{by}");
-    // One slow link: neither of its GPUs is slow in all its pairs.
-    assert_eq!(t.slow_members().count(), 0);
-    let mut s = String::new();
-    markdown(&mut s, std::slice::from_ref(t), 0.05, None).unwrap();
-    assert!(s.contains("**Slow: GPUs 1 and 2 (+50 % time).**"), "{s}");
-    assert!(
-        s.contains("| **GPU 1** | 10.49 | - | **6.99** (slow) | 10.38 |"),
-        "{s}"
-    );
-    assert!(s.contains("| GPU 1 | 3/3 | 10.38 | +2 % |"), "{s}");
-    assert!(!s.contains("**Slow GPU"), "{s}");
-}
-
-#[test]
-fn a_gpu_whose_every_pair_is_slow_is_named_itself() {
-    let r = run(&[
-        ((0, 1), 100.0),
-        ((0, 2), 102.0),
-        ((0, 3), 160.0),
-        ((1, 2), 99.0),
-        ((1, 3), 150.0),
-        ((2, 3), 170.0),
-    ]);
-    let t = &tables(&r, 0.05)[0];
-    let slow: Vec<usize> = t.slow_members().map(|m| m.index).collect();
-    assert_eq!(slow, [3]);
-    let m = &t.members[3];
-    assert_eq!((m.pairs_ok, m.pairs), (3, 3));
-    assert!((m.versus_others.unwrap() - 0.6).abs() < 0.01, "{m:?}");
-    let mut s = String::new();
-    markdown(&mut s, std::slice::from_ref(t), 0.05, None).unwrap();
-    assert!(
-        s.contains("**Slow GPU 3**: every one of its 3 pairs is slower than the pairs without it (+60 % time)"),
-        "{s}"
-    );
-    // One of its pairs back at the others' level: a link, not the GPU.
-    let r = run(&[
-        ((0, 1), 100.0),
-        ((0, 2), 102.0),
-        ((0, 3), 160.0),
-        ((1, 2), 99.0),
-        ((1, 3), 101.0),
-        ((2, 3), 170.0),
-    ]);
-    assert_eq!(tables(&r, 0.05)[0].slow_members().count(), 0);
-}
-
-#[test]
-fn node_pairs_are_known_by_their_ranks_and_named_by_host() {
-    // 3 nodes, 2 ranks each; node c's pairs are twice as slow.
+/// 3 nodes (hosts a, b and c), 2 ranks each, paired by `run --pairs`; node c's
+/// pairs are twice as slow.
+pub(crate) fn node_run() -> RunData {
     let hosts = ["a", "b", "c"];
     let mut r = run(&[((0, 1), 100.0), ((0, 2), 200.0), ((1, 2), 210.0)]);
     for config in &mut r.manifest.configs {
@@ -146,27 +99,59 @@ fn node_pairs_are_known_by_their_ranks_and_named_by_host() {
             })
             .collect(),
     });
-    let t = &tables(&r, 0.05)[0];
+    r
+}
+
+#[test]
+fn the_slow_pair_is_named_and_noise_is_not() {
+    let t = tables(&run(&ONE_SLOW_LINK), 0.05);
+    assert_eq!(t.len(), 1);
+    let t = &t[0];
+    assert_eq!(
+        (t.config.as_str(), t.bytes, t.size(), t.unit),
+        ("default", 1 << 20, 4, "GPU")
+    );
+    let slow: Vec<(usize, usize)> = t.slow().map(|c| (c.a, c.b)).collect();
+    assert_eq!(slow, [(1, 2)]);
+    let by = t.cell(2, 1).unwrap().slow_by.unwrap();
+    assert!((by - 0.5).abs() < 0.01, "{by}");
+    // One slow link: neither of its GPUs is slow in all its pairs.
+    assert_eq!(t.slow_members().count(), 0);
+}
+
+#[test]
+fn a_gpu_whose_every_pair_is_slow_is_named_itself() {
+    let t = &tables(&run(&ONE_SLOW_GPU), 0.05)[0];
+    let slow: Vec<usize> = t.slow_members().map(|m| m.index).collect();
+    assert_eq!(slow, [3]);
+    let m = &t.members[3];
+    assert_eq!((m.pairs_ok, m.pairs), (3, 3));
+    assert!((m.versus_others.unwrap() - 0.6).abs() < 0.01, "{m:?}");
+    // One of its pairs back at the others' level: a link, not the GPU.
+    let r = run(&[
+        ((0, 1), 100.0),
+        ((0, 2), 102.0),
+        ((0, 3), 160.0),
+        ((1, 2), 99.0),
+        ((1, 3), 101.0),
+        ((2, 3), 170.0),
+    ]);
+    assert_eq!(tables(&r, 0.05)[0].slow_members().count(), 0);
+}
+
+#[test]
+fn node_pairs_are_known_by_their_ranks_and_named_by_host() {
+    let t = &tables(&node_run(), 0.05)[0];
     assert_eq!((t.unit, t.nranks), ("node", 4));
     assert_eq!(t.names, ["a", "b", "c"]);
     let slow: Vec<usize> = t.slow_members().map(|m| m.index).collect();
     assert_eq!(slow, [2]);
-    let mut s = String::new();
-    markdown(&mut s, std::slice::from_ref(t), 0.05, None).unwrap();
-    assert!(
-        s.contains("Pairs of nodes (`run --pairs`: the 4 ranks of both nodes)."),
-        "{s}"
-    );
-    assert!(s.contains("| | a | b | c |"), "{s}");
-    assert!(
-        s.contains("**Slow node c**: every one of its 2 pairs"),
-        "{s}"
-    );
-    assert!(s.contains("nodes b and c (+"), "{s}");
+    let slow: Vec<(usize, usize)> = t.slow().map(|c| (c.a, c.b)).collect();
+    assert!(slow.contains(&(1, 2)), "{slow:?}");
 }
 
 #[test]
-fn no_pairs_no_section_and_two_pairs_judge_nothing() {
+fn no_pairs_no_tables_and_two_pairs_judge_nothing() {
     let mut plain = run(&[((0, 1), 100.0)]);
     for c in &mut plain.cases {
         c.config = "default".into();

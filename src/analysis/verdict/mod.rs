@@ -24,7 +24,7 @@ use crate::stats::change::{Case, Change};
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Verdict {
     /// The run cannot answer (no SHM-disabled config, no baseline...).
-    CannotTell { why: String },
+    CannotTell { why: Unanswerable },
     /// SHM failed in the baseline: fix /dev/shm rather than disabling SHM.
     ShmFails {
         error: String,
@@ -52,6 +52,22 @@ pub enum Verdict {
         difference: Difference,
         shm_seen: bool,
     },
+}
+
+/// Why a run cannot answer the SHM question.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum Unanswerable {
+    /// The run has no config of the baseline's name.
+    NoBaseline { baseline: String },
+    /// Every case of the baseline ran on one rank: one GPU has no peer, so no
+    /// transport carries data and disabling SHM cannot matter.
+    OneRank { baseline: String },
+    /// No config of the run sets `NCCL_SHM_DISABLE=1`.
+    NoShmOff,
+    /// Comparing the baseline with the config that disables SHM failed: the
+    /// error's own text, its chain of causes included.
+    Compare { error: String },
 }
 
 impl Verdict {
@@ -250,21 +266,23 @@ fn multi_rank(run: &RunData) -> RunData {
 pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict {
     if rows_of(run, baseline).is_empty() {
         return Verdict::CannotTell {
-            why: format!("the run has no '{baseline}' config to compare against"),
+            why: Unanswerable::NoBaseline {
+                baseline: baseline.to_string(),
+            },
         };
     }
     let run = &multi_rank(run);
     let base_rows = rows_of(run, baseline);
     if base_rows.is_empty() {
         return Verdict::CannotTell {
-            why: format!(
-                "every '{baseline}' case ran on one rank, and one GPU has no peer: no transport carries data, so NCCL_SHM_DISABLE cannot matter; sweep with --gpus 2 or more"
-            ),
+            why: Unanswerable::OneRank {
+                baseline: baseline.to_string(),
+            },
         };
     }
     let Some(off) = shm_off_config(run) else {
         return Verdict::CannotTell {
-            why: "the run has no config that sets NCCL_SHM_DISABLE=1 (sweep with --transports default,shm-off)".into(),
+            why: Unanswerable::NoShmOff,
         };
     };
     // The failed case of the most ranks: the one that needs the most of /dev/shm.
@@ -298,7 +316,9 @@ pub fn decide(run: &RunData, baseline: &str, options: CompareOptions) -> Verdict
         Ok(r) => r,
         Err(e) => {
             return Verdict::CannotTell {
-                why: format!("{e:#}"),
+                why: Unanswerable::Compare {
+                    error: format!("{e:#}"),
+                },
             }
         }
     };

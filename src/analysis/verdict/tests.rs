@@ -129,7 +129,9 @@ fn no_shm_disabled_config_cannot_tell() {
     let r = run(&[("default", &[])], vec![ok("default", 1024, "SHM", 1.0)]);
     assert!(matches!(
         decide(&r, "default", OPTIONS),
-        Verdict::CannotTell { .. }
+        Verdict::CannotTell {
+            why: Unanswerable::NoShmOff
+        }
     ));
 }
 
@@ -284,9 +286,11 @@ fn one_rank_cases_do_not_decide() {
         c.nranks = 1;
     }
     match decide(&r, "default", OPTIONS) {
-        Verdict::CannotTell { why } => assert!(
-            why.contains("every 'default' case ran on one rank"),
-            "{why}"
+        Verdict::CannotTell { why } => assert_eq!(
+            why,
+            Unanswerable::OneRank {
+                baseline: "default".into()
+            }
         ),
         other => panic!("{other:?}"),
     }
