@@ -4,17 +4,13 @@
 //! the published NVLS figure.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-use anyhow::Result;
 
 use super::expected::{platform_rows, RunPlatform};
 use crate::config::expected::Platform;
 use crate::export::reader::RunData;
 use crate::nccl::explain::{explain, Severity};
 use crate::ops::collective::Collective;
-use crate::units::Bytes;
 
 /// One finding of the logs and the cases (config, GPU count) whose logs show it.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,22 +81,26 @@ pub fn findings(run: &RunData) -> Vec<LogFinding> {
     out
 }
 
-/// `default n8, shm-off n8`.
-fn cases_words(cases: &[(String, u32)]) -> String {
-    let words: Vec<String> = cases
-        .iter()
-        .take(6)
-        .map(|(c, n)| format!("{c} n{n}"))
-        .collect();
-    match cases.len() {
-        n if n > 6 => format!("{} and {} more", words.join(", "), n - 6),
-        _ => words.join(", "),
-    }
+/// What NVLS falling back cost one case: its largest ok all-reduce on rings against
+/// the published NVLS figure for this machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FallbackCost<'a> {
+    /// The largest size the case measured ok.
+    pub bytes: u64,
+    /// Its busbw there, without NVLS.
+    pub busbw_gbps: f64,
+    /// The figure published for NVLS on this machine.
+    pub nvls: &'a Platform,
 }
 
-/// What NVLS falling back cost for `nranks` GPUs of `config`: the largest ok size's
-/// busbw on rings against the published NVLS figure for this machine.
-fn fallback_cost(run: &RunData, rows: &[Platform], config: &str, nranks: u32) -> Option<String> {
+/// What NVLS falling back cost for `nranks` GPUs of `config`; `None` where the case
+/// has no ok all-reduce or the machine no published NVLS figure.
+pub fn fallback_cost<'a>(
+    run: &RunData,
+    rows: &'a [Platform],
+    config: &str,
+    nranks: u32,
+) -> Option<FallbackCost<'a>> {
     let case = run
         .cases
         .iter()
@@ -111,78 +111,17 @@ fn fallback_cost(run: &RunData, rows: &[Platform], config: &str, nranks: u32) ->
                 && c.coll() == Collective::AllReduce
         })
         .max_by_key(|c| c.bytes)?;
-    let busbw = case.busbw_gbps?;
+    let busbw_gbps = case.busbw_gbps?;
     let platform = RunPlatform::of(run);
     let nvls = platform_rows(&platform, rows, nranks)
         .ok()?
         .into_iter()
         .find(|r| r.nvls)?;
-    // A figure published for larger sizes says nothing of a small one.
-    if case.bytes < nvls.from_bytes {
-        return Some(format!(
-            "Cost: {busbw:.0} GB/s busbw at {} without NVLS; {} publishes {:.0} GB/s from {} up, so sweep to {} (`-e {}`) to compare.",
-            Bytes(case.bytes),
-            nvls.name,
-            nvls.busbw_gbps,
-            Bytes(nvls.from_bytes),
-            Bytes(nvls.from_bytes),
-            size_flag(nvls.from_bytes)
-        ));
-    }
-    let less = (1.0 - busbw / nvls.busbw_gbps) * 100.0;
-    let side = if less >= 0.0 {
-        format!("{less:.0} % below")
-    } else {
-        format!("{:.0} % above", -less)
-    };
-    Some(format!(
-        "Cost: at {} the {nranks}-GPU all-reduce ran {busbw:.0} GB/s busbw without NVLS, {side} the {:.0} GB/s published for {}.",
-        Bytes(case.bytes),
-        nvls.busbw_gbps,
-        nvls.name
-    ))
-}
-
-/// A size as `-e` takes it: `4G`, `512M`, `64K`, else bytes.
-fn size_flag(bytes: u64) -> String {
-    [(1u64 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")]
-        .iter()
-        .find(|(unit, _)| bytes % unit == 0)
-        .map_or(bytes.to_string(), |(unit, suffix)| {
-            format!("{}{suffix}", bytes / unit)
-        })
-}
-
-/// The report's section; nothing where the logs hold no error or warning.
-pub fn markdown(s: &mut String, run: &RunData, rows: &[Platform]) -> Result<()> {
-    let found = findings(run);
-    if found.is_empty() {
-        return Ok(());
-    }
-    writeln!(s, "## What NCCL's logs say\n")?;
-    writeln!(
-        s,
-        "`nccl-bench explain` on each case's NCCL logs (`logs/*.nccl.*.log`) finds:\n"
-    )?;
-    for f in &found {
-        writeln!(
-            s,
-            "- **{}** ({}, {}). {}",
-            f.title,
-            f.severity.as_str().to_ascii_lowercase(),
-            cases_words(&f.cases),
-            f.fix
-        )?;
-        if f.id == "nvls-fallback" {
-            for (config, nranks) in &f.cases {
-                if let Some(cost) = fallback_cost(run, rows, config, *nranks) {
-                    writeln!(s, "  {cost}")?;
-                }
-            }
-        }
-    }
-    writeln!(s)?;
-    Ok(())
+    Some(FallbackCost {
+        bytes: case.bytes,
+        busbw_gbps,
+        nvls,
+    })
 }
 
 #[cfg(test)]
@@ -200,12 +139,5 @@ mod tests {
             Some(("my.config".to_string(), 2))
         );
         assert_eq!(case_of("default.n2.rank0.log"), None);
-    }
-
-    #[test]
-    fn sizes_read_as_the_flag_takes_them() {
-        assert_eq!(size_flag(4 << 30), "4G");
-        assert_eq!(size_flag(512 << 20), "512M");
-        assert_eq!(size_flag(1000), "1000");
     }
 }

@@ -5,16 +5,12 @@
 //! ask this when they see a busbw above the ring's link rate (nccl-tests#153).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-
-use anyhow::Result;
 
 use super::compare::{one_pair, CompareOptions};
 use crate::config::transport::env_falsy;
 use crate::export::reader::{CaseRow, RunData};
 use crate::nccl::cell::TransportsCell;
 use crate::stats::change::Case;
-use crate::units::Bytes;
 
 /// NVLS against NVLS off, for one GPU count.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,66 +95,29 @@ pub fn gains(run: &RunData, options: CompareOptions) -> Vec<Gain> {
     out
 }
 
-/// The report's section; nothing where no case used NVLS.
-pub fn markdown(s: &mut String, run: &RunData, options: CompareOptions) -> Result<()> {
-    let gains = gains(run, options);
-    if gains.is_empty() {
-        return Ok(());
-    }
-    writeln!(s, "## What NVLS gained\n")?;
-    writeln!(
-        s,
-        "NCCL set up NVLink SHARP (NVLS: the all-reduce reduced in the NVSwitches) for these cases; the ring's link ceiling does not bound them. Against the same sweep with `NCCL_NVLS_ENABLE=0`, at the largest size both measured:\n"
-    )?;
-    for g in &gains {
-        let (Some(off), Some(busbw_off)) = (&g.without, g.busbw_without) else {
-            writeln!(
-                s,
-                "- {} GPUs, {} at {}: {:.2} GB/s busbw with NVLS; no config turns NVLS off in this run (sweep with `--transports {},nvls-off` to see what it gains).",
-                g.nranks,
-                g.with,
-                Bytes(g.bytes),
-                g.busbw_with,
-                g.with
-            )?;
-            continue;
-        };
-        let gain = (g.busbw_with / busbw_off - 1.0) * 100.0;
-        let time = g
-            .time_change
-            .map(|c| format!("; its time: {} with NVLS", c.change.word()))
-            .unwrap_or_default();
-        writeln!(
-            s,
-            "- {} GPUs at {}: {} {:.2} GB/s busbw with NVLS, {} {:.2} GB/s without: NVLS {:+.1} %{time}.",
-            g.nranks,
-            Bytes(g.bytes),
-            g.with,
-            g.busbw_with,
-            off,
-            busbw_off,
-            gain
-        )?;
-    }
-    writeln!(s)?;
-    Ok(())
-}
-
+/// The gains found per GPU count; its runs are also those the report's section is
+/// tested on.
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::PathBuf;
 
     use super::*;
     use crate::export::reader::{ConfigHead, ManifestHead};
 
-    const OPTIONS: CompareOptions = CompareOptions {
+    pub(crate) const OPTIONS: CompareOptions = CompareOptions {
         threshold: 0.02,
         margin: 0.02,
         alpha: 0.05,
     };
 
     /// A case over 9 rounds whose medians are `us` x (1 + small spread).
-    fn case(config: &str, nranks: u32, bytes: u64, transports: &str, us: f64) -> CaseRow {
+    pub(crate) fn case(
+        config: &str,
+        nranks: u32,
+        bytes: u64,
+        transports: &str,
+        us: f64,
+    ) -> CaseRow {
         let rounds: Vec<String> = (0..9)
             .map(|i| format!("{:.3}", us * (1.0 + f64::from(i) * 0.001)))
             .collect();
@@ -177,7 +136,7 @@ mod tests {
         }
     }
 
-    fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<CaseRow>) -> RunData {
+    pub(crate) fn run(configs: &[(&str, &[(&str, &str)])], cases: Vec<CaseRow>) -> RunData {
         RunData {
             dir: PathBuf::from("synthetic"),
             manifest: ManifestHead {
@@ -198,7 +157,7 @@ mod tests {
         }
     }
 
-    const CONFIGS: [(&str, &[(&str, &str)]); 2] =
+    pub(crate) const CONFIGS: [(&str, &[(&str, &str)]); 2] =
         [("default", &[]), ("nvls-off", &[("NCCL_NVLS_ENABLE", "0")])];
 
     #[test]
@@ -228,12 +187,6 @@ mod tests {
         assert_eq!(t.change, crate::stats::change::Change::Faster);
         let change = t.relative().unwrap();
         assert!((change - (4000.0 / 5200.0 - 1.0)).abs() < 0.01, "{change}");
-        let mut s = String::new();
-        markdown(&mut s, &r, OPTIONS).unwrap();
-        assert!(s.contains("## What NVLS gained"), "{s}");
-        assert!(s.contains("8 GPUs at 1 GiB: default"), "{s}");
-        assert!(s.contains("NVLS +30.0 %"), "{s}");
-        assert!(s.contains("its time: faster with NVLS"), "{s}");
     }
 
     #[test]
@@ -248,24 +201,5 @@ mod tests {
         let g = gains(&r, OPTIONS);
         let within = crate::stats::change::Change::Within;
         assert_eq!(g[0].time_change.map(|c| c.change), Some(within));
-    }
-
-    #[test]
-    fn without_an_nvls_off_config_the_report_says_how_to_measure_it() {
-        let r = run(
-            &[("default", &[])],
-            vec![case("default", 8, 1 << 30, "NVLS", 4000.0)],
-        );
-        let mut s = String::new();
-        markdown(&mut s, &r, OPTIONS).unwrap();
-        assert!(s.contains("--transports default,nvls-off"), "{s}");
-        // No NVLS anywhere: no section.
-        let r = run(
-            &CONFIGS,
-            vec![case("default", 8, 1 << 30, "P2P/CUMEM:100%", 4000.0)],
-        );
-        let mut s = String::new();
-        markdown(&mut s, &r, OPTIONS).unwrap();
-        assert!(s.is_empty(), "{s}");
     }
 }

@@ -1,18 +1,13 @@
 //! "Is this bandwidth normal?": each config's busbw at the largest size held against
 //! the published figure for this platform (`config::expected`: GPU model, GPUs per
-//! node, nodes, and the transports NCCL used), with the source, the ratio and a plain
-//! verdict; and against the ring's measured link ceiling where the ring should
-//! approach it. A platform the table does not know is said to be unknown, never
-//! guessed.
-
-use std::fmt::Write as _;
-
-use anyhow::Result;
+//! node, nodes, and the transports NCCL used), with the ratio and a `Verdict`; and
+//! against the ring's measured link ceiling where the ring should approach it. A
+//! platform the table does not know is unknown (`NoFigure`), never guessed. The
+//! report says it in words.
 
 use crate::config::expected::{FigureKind, Platform};
 use crate::export::reader::{CaseRow, RunData};
 use crate::nccl::cell::TransportsCell;
-use crate::units::Bytes;
 
 /// At or above this share of the published figure a run is as expected.
 const AS_EXPECTED: f64 = 0.9;
@@ -57,9 +52,9 @@ impl RunPlatform {
     }
 
     /// The one GPU model of a case's `nranks` GPUs (per node), or why there is none.
-    fn model(&self, per_node: u32) -> Result<&str, String> {
+    fn model(&self, per_node: u32) -> Result<&str, NoFigure<'static>> {
         if self.host_backend {
-            return Err("none (host backend: CPU processes, not GPUs)".into());
+            return Err(NoFigure::HostBackend);
         }
         let names: Vec<&str> = self
             .gpu_names
@@ -68,16 +63,60 @@ impl RunPlatform {
             .map(String::as_str)
             .collect();
         let Some(first) = names.first() else {
-            return Err("unknown platform: the run records no GPU model".into());
+            return Err(NoFigure::NoGpuModel);
         };
         if names.iter().any(|n| n != first) {
-            return Err(format!(
-                "none: the GPUs are of different models ({})",
-                names.join(", ")
+            return Err(NoFigure::MixedModels(
+                names.iter().map(|n| n.to_string()).collect(),
             ));
         }
         Ok(first)
     }
+}
+
+/// Why no published figure applies to a case.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoFigure<'a> {
+    /// The host backend: CPU processes, not GPUs.
+    HostBackend,
+    /// The run records no GPU model.
+    NoGpuModel,
+    /// The case's GPUs are of these different models.
+    MixedModels(Vec<String>),
+    /// The table has no row for `per_node` GPUs of this model on `nodes` nodes.
+    UnknownPlatform {
+        per_node: u32,
+        gpu: String,
+        nodes: u32,
+    },
+    /// NCCL ran its symmetric kernel (`proto`, maybe empty) on registered windows;
+    /// the figures are for unregistered buffers.
+    Symmetric { proto: String },
+    /// The run did not record transports and the platform has these figures.
+    TransportsNotRecorded(Vec<&'a Platform>),
+    /// None of the platform's figures (`known`) is for the case's `transports` (the
+    /// cell as recorded, maybe empty).
+    OtherTransports {
+        transports: String,
+        known: Vec<&'a Platform>,
+    },
+}
+
+/// A case's busbw against the figure that applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The figure holds from a size larger than the case's largest, `bytes`.
+    NotComparableYet { bytes: u64 },
+    /// Near a figure of NCCL's link model, an upper bound.
+    NearModel,
+    /// Low against a figure of NCCL's link model.
+    BelowModel,
+    /// At or above `AS_EXPECTED` of a measured or derived figure.
+    AsExpected,
+    /// Between `LOW` and `AS_EXPECTED` of it.
+    SomewhatLow,
+    /// Below `LOW` of it.
+    Low,
 }
 
 /// The published figure for a case, and what it says.
@@ -85,7 +124,9 @@ impl RunPlatform {
 pub struct Judgement<'a> {
     pub row: &'a Platform,
     pub ratio: f64,
-    pub verdict: String,
+    pub verdict: Verdict,
+    /// The run did not record transports: `row` is the platform's only figure.
+    pub unrecorded: bool,
 }
 
 /// The rows published for `nranks` GPUs of this run's machine, or why there are
@@ -94,7 +135,7 @@ pub fn platform_rows<'a>(
     platform: &RunPlatform,
     rows: &'a [Platform],
     nranks: u32,
-) -> Result<Vec<&'a Platform>, String> {
+) -> Result<Vec<&'a Platform>, NoFigure<'a>> {
     let nodes = platform.nodes;
     let per_node = nranks / nodes.max(1);
     let gpu = platform.model(per_node)?;
@@ -105,15 +146,11 @@ pub fn platform_rows<'a>(
     };
     let candidates: Vec<&Platform> = rows.iter().filter(same_machine).collect();
     if candidates.is_empty() {
-        return Err(format!(
-            "unknown platform: no published figure for {} x {gpu}{} (add a row with --expected FILE)",
+        return Err(NoFigure::UnknownPlatform {
             per_node,
-            if nodes > 1 {
-                format!(" on {nodes} nodes")
-            } else {
-                String::new()
-            }
-        ));
+            gpu: gpu.to_string(),
+            nodes,
+        });
     }
     Ok(candidates)
 }
@@ -124,33 +161,23 @@ pub fn judge<'a>(
     rows: &'a [Platform],
     case: &CaseRow,
     busbw_gbps: f64,
-) -> Result<Judgement<'a>, String> {
+) -> Result<Judgement<'a>, NoFigure<'a>> {
     let candidates = platform_rows(platform, rows, case.nranks)?;
     let cell = TransportsCell::parse(&case.transports);
     let used: Vec<&str> = cell.labels().collect();
     let nvls = cell.nvls;
     let unrecorded = cell.is_empty();
     if case.algo == "Symmetric" {
-        return Err(format!(
-            "NCCL ran its symmetric kernel{} on registered windows: the published figures are for unregistered buffers (compare with a config that does not register)",
-            if case.proto.is_empty() { String::new() } else { format!(" {}", case.proto) }
-        ));
+        return Err(NoFigure::Symmetric {
+            proto: case.proto.clone(),
+        });
     }
     let found = if unrecorded {
         // The run did not record transports (an nccl-tests import without NCCL's
         // log): judged against the platform's only figure, or not at all.
         match candidates.as_slice() {
             [only] => Some(*only),
-            _ => {
-                let figures: Vec<String> = candidates
-                    .iter()
-                    .map(|r| format!("{} GB/s ({})", r.busbw_gbps, r.name))
-                    .collect();
-                return Err(format!(
-                    "transports not recorded (run with NCCL_DEBUG=INFO to tell which applies): {}",
-                    figures.join(", ")
-                ));
-            }
+            _ => return Err(NoFigure::TransportsNotRecorded(candidates)),
         }
     } else {
         // An NVLS case whose ring never connected (`NVLS` alone) matches the
@@ -163,192 +190,79 @@ pub fn judge<'a>(
         })
     };
     let Some(row) = found else {
-        let known: Vec<String> = candidates
-            .iter()
-            .map(|r| r.transports.join("+") + if r.nvls { " (NVLS)" } else { "" })
-            .collect();
-        return Err(format!(
-            "none for transports {}: the figures for this platform are for {}",
-            if case.transports.is_empty() {
-                "unknown"
-            } else {
-                case.transports.as_str()
-            },
-            known.join(", ")
-        ));
+        return Err(NoFigure::OtherTransports {
+            transports: case.transports.clone(),
+            known: candidates,
+        });
     };
     let ratio = busbw_gbps / row.busbw_gbps;
     let verdict = if case.bytes < row.from_bytes {
-        format!(
-            "not comparable yet: the figure holds from {}, the largest size here is {} (sweep with -e {})",
-            Bytes(row.from_bytes),
-            Bytes(case.bytes),
-            Bytes(row.from_bytes)
-        )
+        Verdict::NotComparableYet { bytes: case.bytes }
     } else if row.kind == FigureKind::Model {
         if ratio >= LOW {
-            "near NCCL's link model (an upper bound)".to_string()
+            Verdict::NearModel
         } else {
-            format!(
-                "low against NCCL's link model (an upper bound): check {}",
-                row.check
-            )
+            Verdict::BelowModel
         }
     } else if ratio >= AS_EXPECTED {
-        "as expected".to_string()
+        Verdict::AsExpected
     } else if ratio >= LOW {
-        format!("somewhat low: check {}", row.check)
+        Verdict::SomewhatLow
     } else {
-        format!("low: check {}", row.check)
-    };
-    let verdict = if unrecorded {
-        format!(
-            "{verdict} (transports not recorded: {} is this platform's only figure)",
-            row.transports.join("+")
-        )
-    } else {
-        verdict
+        Verdict::Low
     };
     Ok(Judgement {
         row,
         ratio,
         verdict,
+        unrecorded,
     })
 }
 
-/// The verdict against the ring's measured link ceiling, where the ring should
-/// approach it (P2P only: SHM and NET add copies the ceiling does not count).
-pub fn against_ceiling(case: &CaseRow, host_backend: bool) -> Option<String> {
+/// A ring's busbw as a share of the link ceiling measured before the sweep.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AgainstCeiling {
+    /// busbw in % of the ceiling.
+    pub pct: f64,
+    pub reading: CeilingReading,
+}
+
+/// What a share of the link ceiling says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CeilingReading {
+    /// The host backend over TCP loopback.
+    HostTcp,
+    /// The host backend over shared memory: one core's memcpy.
+    HostMemcpy,
+    /// SHM or NET: a staged path whose copies the ceiling does not count.
+    Staged,
+    /// A P2P ring at or above `NEAR_CEILING_PCT`.
+    AtCeiling,
+    /// A P2P ring below it: the links carry more than this all-reduce gets.
+    Low,
+}
+
+/// The case against the ring's measured link ceiling, where the run measured one;
+/// only a P2P ring should approach it (SHM and NET add copies the ceiling does not
+/// count).
+pub fn against_ceiling(case: &CaseRow, host_backend: bool) -> Option<AgainstCeiling> {
     let pct = case.ceiling_pct?;
-    if host_backend {
-        let link = if TransportsCell::parse(&case.transports).uses("NET") {
-            "TCP loopback"
+    let cell = TransportsCell::parse(&case.transports);
+    let reading = if host_backend {
+        if cell.uses("NET") {
+            CeilingReading::HostTcp
         } else {
-            "one core's memcpy"
-        };
-        return Some(format!("{pct:.0} % of {link}"));
-    }
-    let p2p_only = TransportsCell::parse(&case.transports).p2p_only();
-    Some(if !p2p_only {
-        format!("{pct:.0} % (a staged path: no verdict)")
+            CeilingReading::HostMemcpy
+        }
+    } else if !cell.p2p_only() {
+        CeilingReading::Staged
     } else if pct >= NEAR_CEILING_PCT {
-        format!("{pct:.0} %: at the link ceiling")
+        CeilingReading::AtCeiling
     } else {
-        format!(
-            "{pct:.0} %: low, the links carry more than this all-reduce gets; check NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS settings, other work on the GPUs, GPU clocks"
-        )
-    })
-}
-
-/// The report's section, for each rank count and config.
-pub fn markdown(s: &mut String, run: &RunData, rows: &[Platform]) -> Result<()> {
-    let platform = RunPlatform::of(run);
-    let mut counts: Vec<u32> = run
-        .cases
-        .iter()
-        .map(|c| c.nranks)
-        .filter(|&n| n >= 2)
-        .collect();
-    counts.sort_unstable();
-    counts.dedup();
-    if counts.is_empty() {
-        return Ok(());
-    }
-    writeln!(s, "## Is this bandwidth normal?\n")?;
-    let against = if run.manifest.ceilings.is_some() {
-        "and against the ring's link ceiling measured before the sweep"
-    } else {
-        "(this run measured no link ceilings)"
+        CeilingReading::Low
     };
-    writeln!(
-        s,
-        "busbw at the largest size, against the published figure for this platform (configs/expected.toml, or --expected FILE) {against}.\n"
-    )?;
-    let mut cited: Vec<&Platform> = Vec::new();
-    for nranks in counts {
-        let here: Vec<&CaseRow> = run.cases.iter().filter(|c| c.nranks == nranks).collect();
-        let largest = here.iter().map(|c| c.bytes).max().unwrap_or(0);
-        writeln!(s, "### {}\n", run.ranks(nranks))?;
-        writeln!(
-            s,
-            "| config | busbw at {} | published figure | ratio | verdict | against the link ceiling |\n|---|---|---|---|---|---|",
-            Bytes(largest)
-        )?;
-        // Why no figure applies to this GPU count at all: said once, below the table.
-        let gap = platform_rows(&platform, rows, nranks).err();
-        let mut configs: Vec<&str> = Vec::new();
-        for c in &here {
-            if !configs.contains(&c.config.as_str()) {
-                configs.push(&c.config);
-            }
-        }
-        for config in configs {
-            let case = here
-                .iter()
-                .copied()
-                .find(|c| c.config == config && c.bytes == largest);
-            let Some((case, busbw)) =
-                case.and_then(|c| Some((c, c.busbw_gbps.filter(|_| c.is_ok())?)))
-            else {
-                writeln!(
-                    s,
-                    "| {config} | - | | | no ok case at {} | |",
-                    Bytes(largest)
-                )?;
-                continue;
-            };
-            let ceiling =
-                against_ceiling(case, platform.host_backend).unwrap_or_else(|| "-".into());
-            if gap.is_some() {
-                writeln!(s, "| {config} | {busbw:.2} GB/s | - | | | {ceiling} |")?;
-                continue;
-            }
-            match judge(&platform, rows, case, busbw) {
-                Ok(j) => {
-                    if !cited.contains(&j.row) {
-                        cited.push(j.row);
-                    }
-                    let number = cited.iter().position(|r| *r == j.row).unwrap_or(0) + 1;
-                    writeln!(
-                        s,
-                        "| {config} | {busbw:.2} GB/s | {} GB/s, {} [{number}] | {:.0} % | {} | {ceiling} |",
-                        j.row.busbw_gbps,
-                        j.row.name,
-                        j.ratio * 100.0,
-                        j.verdict
-                    )?;
-                }
-                Err(why) => {
-                    writeln!(s, "| {config} | {busbw:.2} GB/s | {why} | | | {ceiling} |")?;
-                }
-            }
-        }
-        writeln!(s)?;
-        if let Some(why) = gap {
-            writeln!(s, "{}: {why}.\n", run.ranks(nranks))?;
-        }
-    }
-    for (i, r) in cited.iter().enumerate() {
-        let kind = match r.kind {
-            FigureKind::Measured => "measured",
-            FigureKind::Derived => "derived",
-            FigureKind::Model => "NCCL's link model, an upper bound",
-        };
-        writeln!(
-            s,
-            "{}. {} ({kind}, from {}): {} <{}>",
-            i + 1,
-            r.name,
-            r.origin,
-            r.source,
-            r.url
-        )?;
-    }
-    if !cited.is_empty() {
-        writeln!(s)?;
-    }
-    Ok(())
+    Some(AgainstCeiling { pct, reading })
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
