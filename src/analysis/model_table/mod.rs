@@ -1,23 +1,18 @@
 //! The latency-bandwidth model of every config and rank count of a run (fitted by
-//! `stats::alpha_beta` to the trusted ok cases' mean times): `model.csv` and the
-//! report's section, which turns the SHM decision into two numbers ("disabling SHM
-//! adds X us per all-reduce and lowers the bandwidth term from Y to Z GB/s") and
-//! names the size where two configs cross. Where NCCL's choices are known, each
-//! algorithm/protocol segment of a config is fitted apart too ([`segments`]).
-
-use std::fmt::Write as _;
+//! `stats::alpha_beta` to the trusted ok cases' mean times), `model.csv`, and where
+//! two configs' models cross ([`crossing`]). `report::sections::model_table` turns it
+//! into the report's section, which says the SHM decision in two numbers. Where
+//! NCCL's choices are known, each algorithm/protocol segment of a config is fitted
+//! apart too ([`segments`]).
 
 use anyhow::Result;
 
 use crate::export::reader::{CaseRow, RunData};
 use crate::ops::collective::Collective;
 use crate::stats::alpha_beta::{crossover_bytes, fit, AlphaBeta, NoFit, Point};
-use crate::units::{format_us, Bytes};
+use crate::units::Bytes;
 
-mod cells;
 mod segments;
-
-use cells::{alpha_cell, beta_cell, rate};
 
 pub use segments::Segment;
 
@@ -189,200 +184,55 @@ fn csv_row(
     row
 }
 
-/// The report's section: per rank count, each config's fixed cost and bandwidth
-/// term (bus bandwidth, so it reads against busbw), where the model holds, and the
-/// crossover size against the baseline; then the SHM sentence where the run has
-/// both sides.
-pub fn markdown(
-    s: &mut String,
-    models: &[ConfigModel],
-    baseline: &str,
-    shm_off: Option<&str>,
-) -> Result<()> {
-    if models.is_empty() {
-        return Ok(());
+/// A rate cell of `model.csv` and the report: GB/s with three decimals, `inf` where
+/// the interval is unbounded.
+pub fn rate(gbps: f64) -> String {
+    if gbps.is_finite() {
+        format!("{gbps:.3}")
+    } else {
+        "inf".to_string()
     }
-    writeln!(s, "## Latency and bandwidth model\n")?;
-    let collective = models[0].collective;
-    let factor = match collective {
-        Collective::AllReduce => "2(n-1)/n",
-        c if c.bus_factor(2) < 1.0 => "(n-1)/n",
-        _ => "1",
-    };
-    writeln!(
-        s,
-        "Each config's mean times fitted to time = alpha + bytes / beta (robust weighted least squares on relative errors; sizes where the line misses, as where NCCL changes protocol, are left out and named; where NCCL's choice per size is known, a second table fits each choice's sizes apart). Alpha is the fixed cost of every {}; beta, shown as bus bandwidth (x {factor}), is the rate of the size-dependent term over the sizes where the line holds. Where the largest sizes are left out (they outgrow a cache, or NCCL changes algorithm), beta describes the sizes kept, and busbw at the largest size is the rate there. 95 % intervals in brackets; model.csv has every number.\n",
-        collective.op_word()
-    )?;
-    let mut counts: Vec<u32> = models.iter().map(|m| m.nranks).collect();
-    counts.sort_unstable();
-    counts.dedup();
-    for nranks in counts {
-        let here: Vec<&ConfigModel> = models.iter().filter(|m| m.nranks == nranks).collect();
-        let base = here
-            .iter()
-            .find(|m| m.config == baseline)
-            .and_then(|m| m.fit.as_ref().ok());
-        writeln!(s, "### {nranks} rank(s)\n")?;
-        writeln!(
-            s,
-            "| config | alpha (fixed cost) | beta (bus bandwidth) | holds for | residual (rms) | crossover vs {baseline} |\n|---|---|---|---|---|---|"
-        )?;
-        for m in &here {
-            let Ok(f) = &m.fit else {
-                let why = m
-                    .fit
-                    .as_ref()
-                    .err()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default();
-                writeln!(s, "| {} | {why} | | | | |", m.config)?;
-                continue;
-            };
-            let crossing = match base {
-                Some(b) if m.config != baseline => crossing_text(b, f, baseline, &m.config),
-                _ => String::new(),
-            };
-            writeln!(
-                s,
-                "| {} | {} | {} | {} | {:.1} % | {crossing} |",
-                m.config,
-                alpha_cell(f),
-                beta_cell(f, m.bus_factor()),
-                holds_for(f),
-                f.rms_residual * 100.0,
-            )?;
-        }
-        writeln!(s)?;
-        segments::markdown(
-            s,
-            &here
-                .iter()
-                .map(|m| (m.config.as_str(), m.bus_factor(), m.segments.as_slice()))
-                .collect::<Vec<_>>(),
-        )?;
-        if let (Some(base_model), Some(off)) = (
-            here.iter().find(|m| m.config == baseline),
-            shm_off.and_then(|off| here.iter().find(|m| m.config == off)),
-        ) {
-            if let Some(line) = shm_sentence(base_model, off) {
-                writeln!(s, "{line}\n")?;
-            }
-        }
-    }
-    Ok(())
 }
 
-fn holds_for(f: &AlphaBeta) -> String {
-    let (Some(first), Some(last)) = (f.kept.first(), f.kept.last()) else {
-        return String::new();
-    };
-    let mut text = format!(
-        "{} of {} sizes, {} to {}",
-        f.kept.len(),
-        f.kept.len() + f.left_out.len(),
-        Bytes(*first as u64),
-        Bytes(*last as u64)
-    );
-    if !f.left_out.is_empty() {
-        let out: Vec<String> = f
-            .left_out
-            .iter()
-            .map(|&b| Bytes(b as u64).to_string())
-            .collect();
-        write!(text, " (not at {})", out.join(", ")).ok();
-    }
-    text
+/// Where another config's model crosses the baseline's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Crossing {
+    /// Both intervals (alpha and beta) overlap: the two models do not differ.
+    NoDifference,
+    /// The lines cross at `bytes`: the other config is faster above it where
+    /// `other_faster_above`, below it otherwise. `measured`: `bytes` lies within the
+    /// sizes the baseline's model was fitted over.
+    At {
+        bytes: f64,
+        other_faster_above: bool,
+        measured: bool,
+    },
+    /// The lines do not cross at a positive size: the other config is faster at
+    /// every size where `other_faster`, the baseline otherwise.
+    Never { other_faster: bool },
 }
 
-fn crossing_text(base: &AlphaBeta, other: &AlphaBeta, baseline: &str, config: &str) -> String {
+/// Where `other`'s line crosses `base`'s, or that they do not differ.
+pub fn crossing(base: &AlphaBeta, other: &AlphaBeta) -> Crossing {
     let overlap = |a: (f64, f64), b: (f64, f64)| a.0 <= b.1 && b.0 <= a.1;
     if overlap(base.alpha_ci, other.alpha_ci) && overlap(base.beta_ci, other.beta_ci) {
-        return "none: the two models do not differ (both intervals overlap)".to_string();
+        return Crossing::NoDifference;
     }
-    let measured = |x: f64| {
-        let lo = base.kept.first().copied().unwrap_or(0.0);
-        let hi = base.kept.last().copied().unwrap_or(0.0);
-        if (lo..=hi).contains(&x) {
-            ""
-        } else {
-            " (outside the sizes measured)"
-        }
-    };
     match crossover_bytes(base, other) {
         Some(x) => {
-            let other_faster_above = other.beta_gbps > base.beta_gbps;
-            let (below, above) = if other_faster_above {
-                (baseline, config)
-            } else {
-                (config, baseline)
-            };
-            format!(
-                "{}: {below} faster below, {above} above{}",
-                Bytes(x.round() as u64),
-                measured(x)
-            )
+            let lo = base.kept.first().copied().unwrap_or(0.0);
+            let hi = base.kept.last().copied().unwrap_or(0.0);
+            Crossing::At {
+                bytes: x,
+                other_faster_above: other.beta_gbps > base.beta_gbps,
+                measured: (lo..=hi).contains(&x),
+            }
         }
-        None => {
-            let faster = if other.time_us(1.0) < base.time_us(1.0) {
-                config
-            } else {
-                baseline
-            };
-            format!("none: {faster} faster at every size")
-        }
-    }
-}
-
-/// "With N ranks, disabling SHM adds X per all-reduce and lowers the bandwidth term
-/// from Y to Z GB/s", when both fits determine what the sentence says.
-fn shm_sentence(base: &ConfigModel, off: &ConfigModel) -> Option<String> {
-    let (Ok(b), Ok(o)) = (&base.fit, &off.fit) else {
-        return None;
-    };
-    if !(b.alpha_determined && o.alpha_determined && b.beta_determined && o.beta_determined) {
-        return None;
-    }
-    let bus = base.bus_factor();
-    let d_alpha = o.alpha_us - b.alpha_us;
-    let fixed = if d_alpha >= 0.0 {
-        format!(
-            "adds {} to every {}",
-            format_us(d_alpha),
-            base.collective.op_word()
-        )
-    } else {
-        format!(
-            "takes {} off every {}",
-            format_us(-d_alpha),
-            base.collective.op_word()
-        )
-    };
-    let direction = if o.beta_gbps < b.beta_gbps {
-        "lowers"
-    } else {
-        "raises"
-    };
-    Some(format!(
-        "**With {} ranks, disabling SHM ({}) {fixed} and {direction} the bandwidth term from {} to {} GB/s** (bus bandwidth; fixed cost {} against {}; the models hold for {} and {}).",
-        base.nranks,
-        off.config,
-        rate(b.beta_gbps * bus),
-        rate(o.beta_gbps * bus),
-        format_us(o.alpha_us),
-        format_us(b.alpha_us),
-        span(b),
-        span(o),
-    ))
-}
-
-/// "8 B to 4 MiB": the sizes a model was fitted over.
-fn span(f: &AlphaBeta) -> String {
-    match (f.kept.first(), f.kept.last()) {
-        (Some(a), Some(b)) => format!("{} to {}", Bytes(*a as u64), Bytes(*b as u64)),
-        _ => String::new(),
+        None => Crossing::Never {
+            other_faster: other.time_us(1.0) < base.time_us(1.0),
+        },
     }
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

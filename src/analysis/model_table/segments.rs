@@ -4,15 +4,9 @@
 //! out; here each run of consecutive sizes where NCCL made one choice (the probe's
 //! `algo` and `proto` columns) gets its own alpha and beta.
 
-use std::fmt::Write as _;
-
-use anyhow::Result;
-
-use super::cells::{alpha_cell, beta_cell};
 use crate::analysis::compare::choice_of;
 use crate::export::reader::CaseRow;
 use crate::stats::alpha_beta::{fit, AlphaBeta, NoFit, Point};
-use crate::units::Bytes;
 
 /// The sizes of one config where NCCL ran one algorithm and protocol, and their fit.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,51 +65,4 @@ pub fn segments(cases: &[&CaseRow]) -> Vec<Segment> {
             }
         })
         .collect()
-}
-
-/// "8 B to 64 KiB", or one size.
-pub fn span(s: &Segment) -> String {
-    if s.first_bytes == s.last_bytes {
-        Bytes(s.first_bytes).to_string()
-    } else {
-        format!("{} to {}", Bytes(s.first_bytes), Bytes(s.last_bytes))
-    }
-}
-
-/// The report's table of the segments of one rank count's configs (name, busbw /
-/// algbw factor, segments), where any config has them.
-pub fn markdown(s: &mut String, here: &[(&str, f64, &[Segment])]) -> Result<()> {
-    if here.iter().all(|(_, _, segs)| segs.is_empty()) {
-        return Ok(());
-    }
-    writeln!(
-        s,
-        "Per NCCL choice: the sizes where NCCL ran one algorithm and protocol (from its TUNING lines), each fitted apart, so the sizes around a switch are modelled too:\n"
-    )?;
-    writeln!(
-        s,
-        "| config | NCCL's choice | sizes | alpha (fixed cost) | beta (bus bandwidth) | residual (rms) |\n|---|---|---|---|---|---|"
-    )?;
-    for (config, bus, segs) in here {
-        for seg in segs.iter() {
-            let cells = match &seg.fit {
-                Ok(f) => format!(
-                    "{} | {} | {:.1} %",
-                    alpha_cell(f),
-                    beta_cell(f, *bus),
-                    f.rms_residual * 100.0
-                ),
-                Err(why) => format!("{why} | |"),
-            };
-            writeln!(
-                s,
-                "| {config} | {} | {} ({}) | {cells} |",
-                seg.choice,
-                span(seg),
-                seg.sizes
-            )?;
-        }
-    }
-    writeln!(s)?;
-    Ok(())
 }

@@ -1,10 +1,12 @@
 //! The model of synthetic runs with known alpha and beta: the fit, model.csv, the
-//! report's table, the crossover and the SHM sentence, and the fits per NCCL choice.
+//! crossover, and the fits per NCCL choice (the fixtures serve
+//! `report::sections::model_table`'s tests too).
 
 use super::*;
 use crate::export::reader::ManifestHead;
 
-fn row(config: &str, nranks: u32, bytes: u64, time_us: f64) -> CaseRow {
+/// An ok case of the host backend taking `time_us`.
+pub fn row(config: &str, nranks: u32, bytes: u64, time_us: f64) -> CaseRow {
     CaseRow {
         config: config.into(),
         backend: "host".into(),
@@ -20,7 +22,7 @@ fn row(config: &str, nranks: u32, bytes: u64, time_us: f64) -> CaseRow {
 }
 
 /// default: 5 us + bytes at 20 GB/s; shm-off: 30 us + bytes at 2 GB/s.
-fn run() -> RunData {
+pub fn run() -> RunData {
     let mut cases = Vec::new();
     for (config, alpha, beta) in [("default", 5.0, 20.0), ("shm-off", 30.0, 2.0)] {
         for k in (3..=26).step_by(2) {
@@ -36,24 +38,20 @@ fn run() -> RunData {
 }
 
 #[test]
-fn each_config_gets_its_alpha_and_beta_and_the_shm_sentence_carries_them() {
+fn each_config_gets_its_alpha_and_beta() {
     let models = models(&run());
     assert_eq!(models.len(), 2);
     let f = models[1].fit.as_ref().unwrap();
     assert!((f.alpha_us - 30.0).abs() < 0.01, "{f:?}");
     assert!((f.beta_gbps - 2.0).abs() < 0.001, "{f:?}");
-    let mut s = String::new();
-    markdown(&mut s, &models, "default", Some("shm-off")).unwrap();
-    assert!(
-        s.contains("**With 2 ranks, disabling SHM (shm-off) adds 25.00 us to every all-reduce and lowers the bandwidth term from 20.000 to 2.000 GB/s**"),
-        "{s}"
-    );
-    assert!(
-        s.contains("the models hold for 8 B to 32 MiB and 8 B to 32 MiB)."),
-        "{s}"
-    );
     // The lines cross where 5 + x/2e4 = 30 + x/2e3: never at a positive size.
-    assert!(s.contains("| none: default faster at every size |"), "{s}");
+    let base = models[0].fit.as_ref().unwrap();
+    assert_eq!(
+        crossing(base, f),
+        Crossing::Never {
+            other_faster: false
+        }
+    );
 }
 
 #[test]
@@ -88,10 +86,18 @@ fn model_csv_has_a_row_per_config_and_says_why_a_fit_is_missing() {
     assert!(lines[4].contains("not possible: 0 size(s)"), "{text}");
 }
 
-#[test]
-fn the_crossover_names_which_config_wins_on_each_side() {
-    // A config with a lower fixed cost but a slower rate: faster below the
-    // crossing, the baseline above.
+/// `default` and `other`: one model each.
+fn fits(r: &RunData, other: &str) -> (AlphaBeta, AlphaBeta) {
+    let models = models(r);
+    let fit_of = |config: &str| {
+        let m = models.iter().find(|m| m.config == config).unwrap();
+        m.fit.clone().unwrap()
+    };
+    (fit_of("default"), fit_of(other))
+}
+
+/// `default` and a config with a lower fixed cost but a slower rate.
+pub fn low_latency_run() -> RunData {
     let mut r = run();
     r.cases.retain(|c| c.config == "default");
     for k in (3..=26).step_by(2) {
@@ -99,15 +105,11 @@ fn the_crossover_names_which_config_wins_on_each_side() {
         r.cases
             .push(row("low-latency", 2, bytes, 2.0 + bytes as f64 / 10e3));
     }
-    let mut s = String::new();
-    markdown(&mut s, &models(&r), "default", None).unwrap();
-    // 5 + x/2e4 = 2 + x/1e4: x = 3 / (1e-4 - 5e-5) = 60,000 bytes.
-    assert!(
-        s.contains("| 58.59 KiB: low-latency faster below, default above |"),
-        "{s}"
-    );
-    assert!(!s.contains("disabling SHM"), "{s}");
-    // A copy of the baseline within its noise crosses nowhere that means anything.
+    r
+}
+
+/// `default` and `same`, a copy within its noise (+-2 %).
+pub fn same_run() -> RunData {
     let mut r = run();
     r.cases.retain(|c| c.config == "default");
     let copies: Vec<CaseRow> = r
@@ -121,19 +123,32 @@ fn the_crossover_names_which_config_wins_on_each_side() {
         })
         .collect();
     r.cases.extend(copies);
-    let mut s = String::new();
-    markdown(&mut s, &models(&r), "default", None).unwrap();
-    assert!(
-        s.contains("| none: the two models do not differ (both intervals overlap) |"),
-        "{s}"
-    );
+    r
+}
+
+#[test]
+fn the_crossover_says_which_config_wins_on_each_side() {
+    // Faster below the crossing, the baseline above: 5 + x/2e4 = 2 + x/1e4 at
+    // x = 3 / (1e-4 - 5e-5) = 60,000 bytes.
+    let (base, other) = fits(&low_latency_run(), "low-latency");
+    let Crossing::At {
+        bytes,
+        other_faster_above,
+        measured,
+    } = crossing(&base, &other)
+    else {
+        panic!("{base:?} {other:?}");
+    };
+    assert!((bytes - 60e3).abs() < 1.0, "{bytes}");
+    assert!(!other_faster_above && measured);
+    // A copy of the baseline within its noise crosses nowhere that means anything.
+    let (base, other) = fits(&same_run(), "same");
+    assert_eq!(crossing(&base, &other), Crossing::NoDifference);
 }
 
 /// NCCL's choice per size: LL to 64 KiB (2 us + bytes at 4 GB/s), Simple above
-/// (20 us + bytes at 40 GB/s). One line over every size misses the switch; a fit per
-/// choice recovers both lines.
-#[test]
-fn each_nccl_choice_gets_its_own_line() {
+/// (20 us + bytes at 40 GB/s).
+pub fn choices_run() -> RunData {
     let mut cases = Vec::new();
     for k in 3..=26 {
         let bytes = 1u64 << k;
@@ -149,7 +164,14 @@ fn each_nccl_choice_gets_its_own_line() {
             ..row("default", 8, bytes, alpha + bytes as f64 / (beta * 1e3))
         });
     }
-    let r = RunData { cases, ..run() };
+    RunData { cases, ..run() }
+}
+
+/// One line over every size misses the switch; a fit per choice recovers both
+/// lines.
+#[test]
+fn each_nccl_choice_gets_its_own_line() {
+    let r = choices_run();
     let models = models(&r);
     let segs = &models[0].segments;
     assert_eq!(segs.len(), 2, "{segs:?}");
@@ -180,16 +202,6 @@ fn each_nccl_choice_gets_its_own_line() {
         lines[3].starts_with("default,8,float,sum,fit,10,10,131072,67108864,20.000,"),
         "{text}"
     );
-    let mut s = String::new();
-    markdown(&mut s, &models, "default", None).unwrap();
-    assert!(
-        s.contains("| default | Ring/LL | 8 B to 64 KiB (14) | 2.00 us ["),
-        "{s}"
-    );
-    assert!(
-        s.contains("| default | Ring/Simple | 128 KiB to 64 MiB (10) | 20.00 us ["),
-        "{s}"
-    );
 
     // One choice over every size, or none known (the host backend): no segments.
     let one: Vec<CaseRow> = r
@@ -214,6 +226,6 @@ fn each_nccl_choice_gets_its_own_line() {
     assert!(models_of(run().cases)[0].segments.is_empty());
 }
 
-fn models_of(cases: Vec<CaseRow>) -> Vec<ConfigModel> {
+pub fn models_of(cases: Vec<CaseRow>) -> Vec<ConfigModel> {
     models(&RunData { cases, ..run() })
 }

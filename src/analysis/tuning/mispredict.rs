@@ -6,12 +6,7 @@
 //! the link is at one of the ranks m to k-1 that the larger groups add (in a sweep,
 //! rank i runs on GPU i).
 
-use std::fmt::Write as _;
-
-use anyhow::Result;
-
 use crate::export::reader::{CaseRow, RunData};
-use crate::units::{format_us, Bytes};
 
 /// Measured over predicted beyond which NCCL's model is said to be wrong.
 pub const MISPREDICT_RATIO: f64 = 1.5;
@@ -89,10 +84,25 @@ fn predicted_cases(run: &RunData, keep: impl Fn(&CaseRow) -> bool) -> usize {
     run.cases.iter().filter(|c| keep(c) && predicted(c)).count()
 }
 
-/// The ranks that the GPU counts point at, in words, where they point anywhere:
-/// every count from some k on is slow (most of its predicted cases beyond the
-/// ratio), and the count m just below keeps to the prediction.
-pub fn locate(run: &RunData, cases: &[Mispredicted]) -> Option<String> {
+/// What the GPU counts beyond NCCL's prediction point at.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlowLink {
+    /// The one GPU count measured is slow: a slow link or a model that does not know
+    /// the machine, which one count cannot tell apart.
+    OneCount(u32),
+    /// Every GPU count measured (ascending) is slow: a link that every group uses
+    /// (ranks 0 to the smallest count - 1) or the model.
+    EveryCount(Vec<u32>),
+    /// Groups of `fine` ranks keep to the prediction and groups of `slow` and more do
+    /// not: the link is at ranks `fine` to `slow` - 1. `largest` is the largest count
+    /// measured.
+    Ranks { fine: u32, slow: u32, largest: u32 },
+}
+
+/// The ranks that the GPU counts point at, where they point anywhere: every count
+/// from some k on is slow (most of its predicted cases beyond the ratio), and the
+/// count m just below keeps to the prediction.
+pub fn locate(run: &RunData, cases: &[Mispredicted]) -> Option<SlowLink> {
     let mut counts: Vec<u32> = run
         .cases
         .iter()
@@ -111,88 +121,19 @@ pub fn locate(run: &RunData, cases: &[Mispredicted]) -> Option<String> {
     if slow[first..].iter().any(|s| !s) {
         return None;
     }
-    let cluster = run.manifest.cluster.is_some();
     if first == 0 {
         if counts.len() == 1 {
-            return Some(format!(
-                "Every case measured with {} is slower than NCCL predicts: a slow link, or a model that does not know this machine (`NCCL_TOPO_DUMP_FILE` writes the topology NCCL detected). One GPU count cannot tell which: measured with more (`--gpus 2,4,8`), the counts that keep to the prediction locate a link.",
-                run.ranks(counts[0])
-            ));
+            return Some(SlowLink::OneCount(counts[0]));
         }
-        return Some(format!(
-            "Every GPU count measured ({}) is slower than NCCL predicts: a link that every group uses (ranks 0 to {}) or a model that does not know this machine (`NCCL_TOPO_DUMP_FILE` writes the topology NCCL detected).",
-            counts.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
-            counts[0].saturating_sub(1)
-        ));
+        return Some(SlowLink::EveryCount(counts));
     }
-    let (m, k) = (counts[first - 1], counts[first]);
-    if share(m) >= FINE_SHARE {
+    let (fine, slow) = (counts[first - 1], counts[first]);
+    if share(fine) >= FINE_SHARE {
         return None;
     }
-    // In a sweep rank i drives GPU i; on a cluster the ranks span nodes.
-    let ranks = match (k - m, cluster) {
-        (1, false) => format!("rank {m} (in a sweep, GPU {m})"),
-        (1, true) => format!("rank {m}"),
-        (_, false) => format!("ranks {m} to {} (in a sweep, GPUs {m} to {})", k - 1, k - 1),
-        (_, true) => format!("ranks {m} to {}", k - 1),
-    };
-    let next = if cluster {
-        "`nccl-bench run --pairs` on the job's nodes times every pair of nodes apart".to_string()
-    } else {
-        format!(
-            "`nccl-bench sweep --pairs --gpus {}` times every pair apart and names it",
-            counts[counts.len() - 1]
-        )
-    };
-    Some(format!(
-        "**Slow link:** groups of {} keep to NCCL's prediction and groups of {k} and more do not: the link NCCL overrates is at {ranks}, which the larger groups add. {next}.",
-        run.ranks(m),
-    ))
-}
-
-/// The report's lines: where the link is, then a line per config and GPU count.
-pub fn markdown(s: &mut String, run: &RunData, cases: &[Mispredicted]) -> Result<()> {
-    if let Some(line) = locate(run, cases) {
-        writeln!(s, "{line}\n")?;
-    }
-    writeln!(
-        s,
-        "Slower than {MISPREDICT_RATIO} x NCCL's own prediction (its model expects more of this machine than it gives: a slow link, a GPU or NIC below its rated speed, or a model that does not know this topology):\n"
-    )?;
-    for g in groups(run, cases) {
-        let sizes = match (
-            g.sizes.as_slice(),
-            cases
-                .iter()
-                .find(|m| m.config == g.config && m.nranks == g.nranks),
-        ) {
-            ([one], Some(m)) => format!(
-                "{}: {} measured, {} predicted",
-                Bytes(*one),
-                format_us(m.measured_us),
-                format_us(m.predicted_us)
-            ),
-            (all, _) => format!(
-                "{} sizes from {} to {}",
-                all.len(),
-                Bytes(all[0]),
-                Bytes(all[all.len() - 1])
-            ),
-        };
-        let ratio = if format!("{:.1}", g.ratios.0) == format!("{:.1}", g.ratios.1) {
-            format!("{:.1} x", g.ratios.0)
-        } else {
-            format!("{:.1} to {:.1} x", g.ratios.0, g.ratios.1)
-        };
-        writeln!(
-            s,
-            "- {}, {}: {} of {} cases with a prediction ({sizes}), {ratio} the predicted time",
-            g.config,
-            run.ranks(g.nranks),
-            g.beyond,
-            g.predicted
-        )?;
-    }
-    writeln!(s)?;
-    Ok(())
+    Some(SlowLink::Ranks {
+        fine,
+        slow,
+        largest: counts[counts.len() - 1],
+    })
 }

@@ -6,29 +6,25 @@
 //! (`nccl_predicted_us`: `ncclGroupSimulateEnd`, or the TUNING line's time). The
 //! columns come from the probe group of each config (`sweep::orchestrator::probe`);
 //! this module only reads them. [`mispredict`] sums those cases up and says which
-//! ranks the GPU counts point at.
+//! ranks the GPU counts point at. `report::sections::tuning` says it.
 
-use std::fmt::Write as _;
-
-use anyhow::Result;
-
-use super::compare::{one_pair, CompareOptions};
+use super::compare::{choice_of, one_pair, CompareOptions};
 use crate::export::reader::{CaseRow, RunData};
-use crate::nccl::register::Registration;
 use crate::stats::change::Change;
-use crate::units::{format_us, Bytes};
 
-mod mispredict;
+pub mod mispredict;
 
 use mispredict::median_of;
-pub use mispredict::{Mispredicted, MISPREDICT_RATIO};
+pub use mispredict::{Mispredicted, SlowLink, MISPREDICT_RATIO};
 
 /// One size of the baseline config at one GPU count.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChoiceRow {
     pub bytes: u64,
-    /// `Ring/LL128`, with the channels where known, or a mix with shares.
+    /// `Ring/LL128`, as `compare` names a choice; empty where not recorded.
     pub choice: String,
+    /// The channels NCCL used, where known.
+    pub channels: String,
     pub measured_us: Option<f64>,
     pub predicted_us: Option<f64>,
     /// The fastest other config at this size when it is faster by compare's rule:
@@ -43,16 +39,18 @@ pub struct Tuning {
     pub per_gpus: Vec<(u32, Vec<ChoiceRow>)>,
     pub mispredicted: Vec<Mispredicted>,
     /// Why no case has a prediction, where none has.
-    pub no_prediction: Option<String>,
+    pub no_prediction: Option<NoPrediction>,
 }
 
-/// `algo/proto` of a case, with its channels.
-fn choice_of(c: &CaseRow) -> String {
-    let mut s = super::compare::choice_of(c);
-    if !s.is_empty() && !c.channels.is_empty() {
-        let _ = write!(s, " ({} ch)", c.channels);
-    }
-    s
+/// Why a run of NCCL has no predicted time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoPrediction {
+    /// NCCL before 2.20 (this version): no TUNING line and no `ncclGroupSimulateEnd`.
+    TooOld(String),
+    /// NCCL 2.20 or later (this version) gave none: no probe, or a failed one.
+    NoEstimate(String),
+    /// The run does not name the NCCL it loaded.
+    UnknownNccl,
 }
 
 /// The findings, or `None` where the run has no NCCL choices to show (the host
@@ -77,6 +75,7 @@ pub fn tuning(run: &RunData, baseline: &str, options: CompareOptions) -> Option<
             .map(|b| ChoiceRow {
                 bytes: b.bytes,
                 choice: choice_of(b),
+                channels: b.channels.clone(),
                 measured_us: median_of(b),
                 predicted_us: b.nccl_predicted_us,
                 faster: faster_config(run, b, options),
@@ -141,20 +140,16 @@ fn faster_config(
 }
 
 /// Why a run of NCCL has no predicted time: its version, or no probe.
-fn why_no_prediction(run: &RunData) -> String {
+fn why_no_prediction(run: &RunData) -> NoPrediction {
     let version = run.manifest.nccl.as_ref().map(|n| n.version.clone());
     let parsed = version.as_deref().and_then(|v| {
         let mut parts = v.split('.').map(|p| p.trim().parse::<u32>().ok());
         Some((parts.next()??, parts.next()??))
     });
     match (version, parsed) {
-        (Some(v), Some(mm)) if mm < (2, 20) => format!(
-            "NCCL {v} logs no TUNING line (from 2.20) and has no ncclGroupSimulateEnd (from 2.22): it says nothing about its model"
-        ),
-        (Some(v), _) => format!(
-            "NCCL {v} gave no estimate: the probe did not run (--no-probe), or it failed (its log under logs/ says why)"
-        ),
-        (None, _) => "the run does not say which NCCL it loaded".to_string(),
+        (Some(v), Some(mm)) if mm < (2, 20) => NoPrediction::TooOld(v),
+        (Some(v), _) => NoPrediction::NoEstimate(v),
+        (None, _) => NoPrediction::UnknownNccl,
     }
 }
 
@@ -163,173 +158,17 @@ fn why_no_prediction(run: &RunData) -> String {
 pub fn switches(rows: &[ChoiceRow]) -> Vec<(u64, u64, String, String)> {
     rows.windows(2)
         .filter(|w| !w[0].choice.is_empty() && !w[1].choice.is_empty())
-        .filter(|w| strip_channels(&w[0].choice) != strip_channels(&w[1].choice))
+        .filter(|w| w[0].choice != w[1].choice)
         .map(|w| {
             (
                 w[0].bytes,
                 w[1].bytes,
-                strip_channels(&w[0].choice).to_string(),
-                strip_channels(&w[1].choice).to_string(),
+                w[0].choice.clone(),
+                w[1].choice.clone(),
             )
         })
         .collect()
 }
 
-fn strip_channels(choice: &str) -> &str {
-    choice.split(" (").next().unwrap_or(choice)
-}
-
-/// The "Algorithms and protocols" section of report.md.
-pub fn markdown(
-    s: &mut String,
-    run: &RunData,
-    baseline: &str,
-    options: CompareOptions,
-) -> Result<()> {
-    let Some(t) = tuning(run, baseline, options) else {
-        return Ok(());
-    };
-    writeln!(s, "## Algorithms and protocols\n")?;
-    writeln!(
-        s,
-        "What NCCL chose for `{baseline}` at each size (read from its TUNING lines by one untimed probe per config), NCCL's own predicted time, and the fastest other config where it beat NCCL's choice by compare's rule (95 % interval beyond +-{:.0} %).\n",
-        options.threshold * 100.0
-    )?;
-    for (n, rows) in &t.per_gpus {
-        writeln!(s, "### {}\n", run.ranks(*n))?;
-        for (last, first, from, to) in switches(rows) {
-            writeln!(
-                s,
-                "- NCCL switches from {from} to {to} between {} and {}.",
-                Bytes(last),
-                Bytes(first)
-            )?;
-        }
-        let mut found = Vec::new();
-        writeln!(
-            s,
-            "\n| size | NCCL's choice | measured p50 | NCCL predicted | measured / predicted | faster config |\n|---|---|---|---|---|---|"
-        )?;
-        for r in rows {
-            let ratio = match (r.measured_us, r.predicted_us) {
-                (Some(m), Some(p)) if p > 0.0 => format!("{:.2}", m / p),
-                _ => "-".into(),
-            };
-            let faster = match &r.faster {
-                Some((config, change, ci)) => {
-                    found.push((r.bytes, config.clone(), *change, *ci));
-                    format!(
-                        "{config} {:+.1} % [{:+.1}, {:+.1}]",
-                        change * 100.0,
-                        ci.0 * 100.0,
-                        ci.1 * 100.0
-                    )
-                }
-                None => "-".into(),
-            };
-            writeln!(
-                s,
-                "| {} | {} | {} | {} | {ratio} | {faster} |",
-                Bytes(r.bytes),
-                if r.choice.is_empty() { "-" } else { &r.choice },
-                r.measured_us.map(format_us).unwrap_or_else(|| "-".into()),
-                r.predicted_us.map(format_us).unwrap_or_else(|| "-".into()),
-            )?;
-        }
-        writeln!(s)?;
-        tuning_finding(s, run, &found)?;
-    }
-    if let Some(why) = &t.no_prediction {
-        writeln!(s, "No predicted times: {why}.\n")?;
-    } else if t.mispredicted.is_empty() {
-        writeln!(
-            s,
-            "Every case took less than {MISPREDICT_RATIO} x the time NCCL's model predicted for it.\n"
-        )?;
-    } else {
-        mispredict::markdown(s, run, &t.mispredicted)?;
-    }
-    Ok(())
-}
-
-/// What to set, for which sizes: each config that beat NCCL's choice, its variables
-/// and the sizes.
-fn tuning_finding(
-    s: &mut String,
-    run: &RunData,
-    found: &[(u64, String, f64, (f64, f64))],
-) -> Result<()> {
-    if found.is_empty() {
-        writeln!(
-            s,
-            "No forced choice was faster than NCCL's own at any size here.\n"
-        )?;
-        return Ok(());
-    }
-    let mut configs: Vec<&String> = Vec::new();
-    for f in found {
-        if !configs.contains(&&f.1) {
-            configs.push(&f.1);
-        }
-    }
-    for config in configs {
-        let sizes: Vec<&(u64, String, f64, (f64, f64))> =
-            found.iter().filter(|f| &f.1 == config).collect();
-        let best = sizes
-            .iter()
-            .min_by(|a, b| a.2.total_cmp(&b.2))
-            .expect("one size at least");
-        let manifest_config = run.manifest.configs.iter().find(|c| &c.name == config);
-        let env = manifest_config
-            .map(|c| {
-                c.env
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .filter(|e| !e.is_empty());
-        let register = manifest_config
-            .and_then(|c| c.register)
-            .filter(|&r| r != Registration::None);
-        let sizes_text = sizes
-            .iter()
-            .map(|f| Bytes(f.0).to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let best_text = format!(
-            "best {:+.1} % [{:+.1}, {:+.1}] at {}",
-            best.2 * 100.0,
-            best.3 .0 * 100.0,
-            best.3 .1 * 100.0,
-            Bytes(best.0)
-        );
-        match register {
-            // Registration is the job's to do: no variable or tuner sets it.
-            Some(r) => writeln!(
-                s,
-                "**Registration finding:** `{config}` (buffers registered: {}{}) is faster than NCCL's own choice on plain buffers at {sizes_text} ({best_text}): allocate the job's communication buffers with ncclMemAlloc and register them the same way (nccl-tests -R {}), and check again after an NCCL upgrade.\n",
-                registration_calls(r),
-                env.map(|e| format!("; {e}")).unwrap_or_default(),
-                r.nccl_tests_flag()
-            )?,
-            None => writeln!(
-                s,
-                "**Tuning finding:** `{config}` ({}) beats NCCL's own choice at {sizes_text} ({best_text}): set it for those sizes (for example per communicator, or with a tuner plugin), and check again after an NCCL upgrade.\n",
-                env.unwrap_or_else(|| "its variables".into())
-            )?,
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
-mod tests;
-
-/// The call a registration makes, as the finding names it.
-fn registration_calls(r: Registration) -> &'static str {
-    match r {
-        Registration::Symmetric => "symmetric windows, ncclCommWindowRegister",
-        _ => "ncclCommRegister",
-    }
-}
+pub(crate) mod tests;

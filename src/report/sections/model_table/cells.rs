@@ -1,17 +1,9 @@
-//! The cells the model's tables share: a rate, alpha and beta with their intervals
-//! and whether the sizes kept determine them.
+//! The cells the model's tables share: alpha and beta with their intervals and
+//! whether the sizes kept determine them.
 
+use crate::analysis::model_table::rate;
 use crate::stats::alpha_beta::AlphaBeta;
 use crate::units::format_us;
-
-/// A rate cell: GB/s with three decimals, `inf` where the interval is unbounded.
-pub fn rate(gbps: f64) -> String {
-    if gbps.is_finite() {
-        format!("{gbps:.3}")
-    } else {
-        "inf".to_string()
-    }
-}
 
 /// Alpha with its interval, marked where no size kept determines it.
 pub fn alpha_cell(f: &AlphaBeta) -> String {

@@ -1,3 +1,0 @@
-//! The report's section of `analysis::model_table`.
-
-pub use crate::analysis::model_table::markdown;

@@ -1,3 +1,0 @@
-//! The report's section of `analysis::tuning`.
-
-pub use crate::analysis::tuning::markdown;
