@@ -299,3 +299,23 @@ fn a_job_that_stalls_after_set_up_on_one_host_points_at_p2p() {
     assert!(!ids(&pasted(&moving)).contains(&"stalls-after-init"));
     assert!(!ids(&pasted(log)).contains(&"stalls-after-init"));
 }
+
+#[test]
+fn set_9_signatures_are_read() {
+    let gid =
+        "h:1:1 [0] NCCL WARN NET/IB: read failed in ncclIbRoceGetVersionNum: Invalid argument\n";
+    let f = finding_by_id(&pasted(gid), "ib-roce-gid-type-unreadable").clone();
+    assert!(
+        f.fix.contains("2.26") && f.fix.contains("NCCL_IB_GID_INDEX"),
+        "{}",
+        f.fix
+    );
+    assert_eq!(f.severity, Severity::Error);
+    let sanitizer = "========= Invalid __global__ write of size 16 bytes\n\
+                     =========     at ncclDevFunc_AllReduce_Sum_bf16_RING_SIMPLE()+0x14440\n";
+    let f = finding_by_id(&pasted(sanitizer), "nccl-kernel-bad-access").clone();
+    assert!(f.fix.contains("upgrade NCCL"), "{}", f.fix);
+    // A kernel named in a backtrace that is not compute-sanitizer's is no such finding.
+    let trace = "#3 0x7f in ncclDevFunc_AllReduce_Sum_f32_RING_LL () from libnccl.so.2\n";
+    assert!(!ids(&pasted(trace)).contains(&"nccl-kernel-bad-access"));
+}
