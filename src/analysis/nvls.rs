@@ -160,9 +160,10 @@ pub(crate) mod tests {
     pub(crate) const CONFIGS: [(&str, &[(&str, &str)]); 2] =
         [("default", &[]), ("nvls-off", &[("NCCL_NVLS_ENABLE", "0")])];
 
-    #[test]
-    fn nvls_against_nvls_off_at_the_largest_size_both_measured() {
-        let r = run(
+    /// 8 GPUs with NVLS and NVLS off, up to 1 GiB both and 2 GiB with NVLS; 2 GPUs
+    /// that never used NVLS (no gain for them).
+    pub(crate) fn gained() -> RunData {
+        run(
             &CONFIGS,
             vec![
                 case("default", 8, 1 << 20, "P2P/CUMEM:100%", 20.0),
@@ -170,10 +171,14 @@ pub(crate) mod tests {
                 case("default", 8, 1 << 31, "NVLS;P2P/CUMEM:100%", 8000.0),
                 case("nvls-off", 8, 1 << 20, "P2P/CUMEM:100%", 20.0),
                 case("nvls-off", 8, 1 << 30, "P2P/CUMEM:100%", 5200.0),
-                // 2 GPUs never used NVLS: no gain for them.
                 case("default", 2, 1 << 30, "P2P/CUMEM:100%", 3000.0),
             ],
-        );
+        )
+    }
+
+    #[test]
+    fn nvls_against_nvls_off_at_the_largest_size_both_measured() {
+        let r = gained();
         assert_eq!(nvls_off_config(&r).as_deref(), Some("nvls-off"));
         let g = gains(&r, OPTIONS);
         assert_eq!(g.len(), 1, "{g:?}");

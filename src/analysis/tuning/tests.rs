@@ -64,9 +64,10 @@ pub fn options() -> CompareOptions {
     CompareOptions::new(0.02)
 }
 
-#[test]
-fn choices_switches_a_faster_forced_choice_and_a_wrong_prediction() {
-    let r = run(
+/// NCCL 2.28.9 switching from Ring/LL to Ring/LL128 between 256 KiB and 1 MiB, a
+/// forced Ring/LL128 faster at 256 KiB, and 1 MiB beyond its prediction.
+pub fn switching() -> RunData {
+    run(
         vec![
             case("default", 65536, 5.0, ("Ring", "LL"), Some(4.8)),
             case("default", 262144, 7.25, ("Ring", "LL"), Some(6.0)),
@@ -76,7 +77,12 @@ fn choices_switches_a_faster_forced_choice_and_a_wrong_prediction() {
             case("ring-ll128", 1 << 20, 12.0, ("Ring", "LL128"), None),
         ],
         "2.28.9",
-    );
+    )
+}
+
+#[test]
+fn choices_switches_a_faster_forced_choice_and_a_wrong_prediction() {
+    let r = switching();
     let t = tuning(&r, "default", options()).unwrap();
     let rows = &t.per_gpus[0].1;
     assert_eq!(

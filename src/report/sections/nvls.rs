@@ -60,21 +60,11 @@ pub fn markdown(s: &mut String, run: &RunData, options: CompareOptions) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::nvls::tests::{case, run, CONFIGS, OPTIONS};
+    use crate::analysis::nvls::tests::{case, gained, run, CONFIGS, OPTIONS};
 
     #[test]
     fn the_gain_reads_in_busbw_and_in_time() {
-        let r = run(
-            &CONFIGS,
-            vec![
-                case("default", 8, 1 << 20, "P2P/CUMEM:100%", 20.0),
-                case("default", 8, 1 << 30, "NVLS;P2P/CUMEM:100%", 4000.0),
-                case("default", 8, 1 << 31, "NVLS;P2P/CUMEM:100%", 8000.0),
-                case("nvls-off", 8, 1 << 20, "P2P/CUMEM:100%", 20.0),
-                case("nvls-off", 8, 1 << 30, "P2P/CUMEM:100%", 5200.0),
-                case("default", 2, 1 << 30, "P2P/CUMEM:100%", 3000.0),
-            ],
-        );
+        let r = gained();
         let mut s = String::new();
         markdown(&mut s, &r, OPTIONS).unwrap();
         assert!(s.contains("## What NVLS gained"), "{s}");

@@ -5,21 +5,11 @@
 use super::mispredict::slow_link;
 use super::*;
 use crate::analysis::tuning::mispredict::locate;
-use crate::analysis::tuning::tests::{case, options, over_counts, run};
+use crate::analysis::tuning::tests::{case, options, over_counts, run, switching};
 
 #[test]
 fn the_section_says_the_switch_the_faster_forced_choice_and_the_wrong_prediction() {
-    let r = run(
-        vec![
-            case("default", 65536, 5.0, ("Ring", "LL"), Some(4.8)),
-            case("default", 262144, 7.25, ("Ring", "LL"), Some(6.0)),
-            case("default", 1 << 20, 12.0, ("Ring", "LL128"), Some(5.0)),
-            case("ring-ll128", 65536, 5.1, ("Ring", "LL128"), None),
-            case("ring-ll128", 262144, 6.0, ("Ring", "LL128"), None),
-            case("ring-ll128", 1 << 20, 12.0, ("Ring", "LL128"), None),
-        ],
-        "2.28.9",
-    );
+    let r = switching();
     let mut s = String::new();
     markdown(&mut s, &r, "default", options()).unwrap();
     assert!(
