@@ -92,8 +92,8 @@
 //! machine last), the same page for a browser, `report.html` (`report::html::page`:
 //! any Markdown to one self-contained page), and `model.csv`, with the charts of
 //! `plot::draw_all` (each point's figures in an SVG title, `plot::common::Tips`).
-//! Each chapter that reads one part of `analysis` (published figures, NCCL's logs,
-//! NVLS, NCCL's tuning, the model, pairs) is a file of `report::sections`.
+//! The chapters on published figures, NCCL's logs, NVLS, NCCL's tuning, the model and
+//! pairs are files of `report::sections`.
 //! `report::{compare, history, check, junit}` render those commands' outputs;
 //! `report::soak` and `plot::soak` a soak's report and its busbw-over-time charts.
 //!
@@ -118,8 +118,9 @@
 //! job's cost (`job::costs`), GPU and node pairs
 //! (`pairs::tables`), the latency-bandwidth model (`model_table::models`), link
 //! ceilings (`ceiling`), published figures (`expected::judge`), and a soak's episodes
-//! with the counters that moved in each (`soak::judge`, `soak::causes`). Data only:
-//! the sentences a user reads are written in `report`.
+//! with the counters that moved in each (`soak::judge`, `soak::causes`). It returns
+//! data, and `report` writes the sentences; a soak's cause words and a baseline's
+//! notes on cases not ok are still built here.
 //!
 //! **`import`.** `import::parse` reads nccl-tests' stdout table in every layout it has
 //! printed, or its `-J` JSON, of any of its `*_perf` binaries (the collective from the

@@ -143,7 +143,7 @@ fn judge_host(args: &[&str], check: impl Fn(&Path)) {
     let shm = tmp.path().join("shm");
     std::fs::create_dir_all(&shm).unwrap();
     // 50 % slower: the gate decides each case over the family (each interval at
-    // 1 - 0.05 / 3), and on a loaded 2-core VM the host's rounds of one case vary by
+    // 1 - 0.05 / sizes), and on a loaded 2-core VM the host's rounds of one case vary by
     // +-20 %. At 25 % one CI run (2f1ef35) found each case +17 % to +23 % slower with
     // every family interval reaching down to +0.0 % to +1.9 %: not settled, and no
     // exit 1. At 50 % the same spread leaves the low ends near +25 %.
@@ -473,7 +473,8 @@ fn the_shm_verdict_on_the_host_backend_keeps_shm_with_intervals_over_rounds() {
     );
     assert!(
         report.contains("slower at 5 of 5 cases (95 %, all at once)."),
-        "{report}"
+        "{}",
+        why()
     );
     // Disabling SHM costs so much that a look before the last settles it (5 sizes, up
     // to 15 rounds: looks after 6, 8 and 11; on a loaded VM the first look's intervals

@@ -400,7 +400,6 @@ pub fn scratch_with_shm() -> (tempfile::TempDir, PathBuf) {
     (tmp, shm)
 }
 
-/// Rows in a run directory's results.csv so far (0 before it exists).
 /// Each case's round medians and transports, one line a case: what a failed timing
 /// assertion shows first, so that a wild round is seen even where the output is cut.
 pub fn rounds_note(run: &Path) -> String {
@@ -420,6 +419,7 @@ pub fn rounds_note(run: &Path) -> String {
         .collect()
 }
 
+/// Rows in a run directory's results.csv so far (0 before it exists).
 pub fn rows_so_far(run: &Path) -> usize {
     std::fs::read_to_string(run.join("results.csv"))
         .map(|t| t.lines().count().saturating_sub(1))

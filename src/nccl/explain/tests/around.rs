@@ -314,8 +314,19 @@ fn set_9_signatures_are_read() {
     let sanitizer = "========= Invalid __global__ write of size 16 bytes\n\
                      =========     at ncclDevFunc_AllReduce_Sum_bf16_RING_SIMPLE()+0x14440\n";
     let f = finding_by_id(&pasted(sanitizer), "nccl-kernel-bad-access").clone();
-    assert!(f.fix.contains("upgrade NCCL"), "{}", f.fix);
-    // A kernel named in a backtrace that is not compute-sanitizer's is no such finding.
+    assert!(
+        f.fix.contains("upgrade NCCL") && f.fix.contains("nranks x count"),
+        "{}",
+        f.fix
+    );
+    // A kernel named in a backtrace that is not compute-sanitizer's, or in its race
+    // report, is no such finding.
     let trace = "#3 0x7f in ncclDevFunc_AllReduce_Sum_f32_RING_LL () from libnccl.so.2\n";
     assert!(!ids(&pasted(trace)).contains(&"nccl-kernel-bad-access"));
+    let race = "========= Race reported between Write access at ncclDevFunc_AllReduce()+0x10\n";
+    assert!(!ids(&pasted(race)).contains(&"nccl-kernel-bad-access"));
+    // Another errno from the same probe is no missing GID.
+    let other =
+        "h:1:1 [0] NCCL WARN NET/IB: open failed in ncclIbRoceGetVersionNum: Permission denied\n";
+    assert!(!ids(&pasted(other)).contains(&"ib-roce-gid-type-unreadable"));
 }
