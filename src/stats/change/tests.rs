@@ -408,3 +408,134 @@ fn a_config_10_percent_slower_is_found_at_every_case() {
         .count();
     assert!(found * 100 >= 95 * sweeps, "{found} of {sweeps}");
 }
+
+/// The trimmed mean is the mean below 10 rounds; from 10 it leaves out the lowest and
+/// highest tenth, and its Winsorized variance is Yuen's (worked by hand below).
+#[test]
+fn the_location_is_the_mean_below_10_rounds_and_trimmed_from_10() {
+    let nine = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 90.0];
+    let at = estimate::location(&nine);
+    let mean = nine.iter().sum::<f64>() / 9.0;
+    let s2 = nine.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 8.0;
+    assert!(near(at.center, mean, 1e-12) && near(at.var, s2 / 9.0, 1e-12));
+    assert_eq!(at.df, 8.0);
+    // Ten values: 1 and 90 left out; Winsorized sample 2,2,3,...,9,9.
+    let ten = [5.0, 2.0, 90.0, 3.0, 4.0, 1.0, 6.0, 7.0, 8.0, 9.0];
+    let at = estimate::location(&ten);
+    assert!(near(at.center, 5.5, 1e-12), "{at:?}");
+    let w = [2.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 9.0];
+    let wm = w.iter().sum::<f64>() / 10.0;
+    let sw2 = w.iter().map(|v| (v - wm).powi(2)).sum::<f64>() / 9.0;
+    assert!(near(at.var, 9.0 * sw2 / (8.0 * 7.0), 1e-12), "{at:?}");
+    assert_eq!(at.df, 7.0);
+    assert_eq!(estimate::trimmed_df(20), 15.0);
+}
+
+/// One wild round (a process group that stalled) among 11 does not unsettle a clear
+/// cost: with the plain mean, the same rounds leave the case not settled.
+#[test]
+fn one_wild_round_does_not_unsettle_a_clear_cost() {
+    let mut rng = SplitMix64::new(8, 8);
+    let base: Vec<f64> = (0..11).map(|_| (0.03 * rng.normal()).exp()).collect();
+    let mut cand: Vec<f64> = base
+        .iter()
+        .map(|b| b * (2.6f64.ln() + 0.05 * rng.normal()).exp())
+        .collect();
+    cand[4] = base[4] * 0.2;
+    // Five cases decided together at four looks, as a small sweep's pair is.
+    let design = Design::new(0.02, 4);
+    let e = paired(&base, &cand).unwrap();
+    let d = decide_in(&[measured(Some(e))], &design, 5);
+    assert_eq!(d.cases[0].change, Change::Slower, "{:?}", d.cases[0]);
+    let d: Vec<f64> = (0..11).map(|i| (cand[i] / base[i]).ln()).collect();
+    let mean = d.iter().sum::<f64>() / 11.0;
+    let var = d.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 10.0 / 11.0;
+    let plain = Estimate {
+        log: mean,
+        se: Some(var.sqrt()),
+        df: 10.0,
+        ..e
+    };
+    let d = decide_in(&[measured(Some(plain))], &design, 5);
+    assert_eq!(d.cases[0].change, Change::NotSettled, "{:?}", d.cases[0]);
+}
+
+/// The trimmed t interval covers at its level under normal rounds from 10 to 20 (the
+/// counts where it trims), one-sided at 99.9 % a side over 40,000 draws.
+#[test]
+fn trimmed_intervals_cover_under_normal_rounds() {
+    let mut rng = SplitMix64::new(9, 9);
+    let draws = 40_000;
+    let level = 0.999;
+    let mut missed = 0;
+    for i in 0..draws {
+        let n = 10 + i % 11;
+        let x: Vec<f64> = (0..n).map(|_| rng.normal()).collect();
+        let at = estimate::location(&x);
+        let half = at.var.sqrt() * t_quantile(level, at.df);
+        missed += usize::from(at.center - half > 0.0) + usize::from(at.center + half < 0.0);
+    }
+    // Nominal: 80 misses (0.2 %); a standard error of about 9.
+    assert!(missed <= 110, "{missed} of {draws} ends missed");
+}
+
+/// Sweeps whose rounds now and then stall (1 round in 15 is 3x slower, on either
+/// side): a config at the threshold is still called slower in at most 5 % of sweeps,
+/// and one 10 % slower is still found at every case in most.
+#[test]
+fn stalled_rounds_keep_the_rate_and_the_power() {
+    let stall = |rounds: &mut Vec<(Vec<f64>, Vec<f64>)>, rng: &mut SplitMix64| {
+        let n = rounds[0].0.len();
+        for i in 0..n {
+            let u = rng.uniform();
+            if u < 1.0 / 30.0 {
+                rounds.iter_mut().for_each(|(b, _)| b[i] *= 3.0);
+            } else if u < 2.0 / 30.0 {
+                rounds.iter_mut().for_each(|(_, c)| c[i] *= 3.0);
+            }
+        }
+    };
+    let run = |change: f64, seed: u64, sweeps: usize| -> Vec<Decision> {
+        let mut rng = SplitMix64::new(seed, seed);
+        let sim = Sim {
+            k: 13,
+            group: 0.01,
+            own: 0.003,
+            change: change.ln_1p(),
+        };
+        let at = looks(15);
+        let design = Design::new(0.02, at.len());
+        (0..sweeps)
+            .map(|_| {
+                let mut rounds = sim.paired(15, &mut rng);
+                stall(&mut rounds, &mut rng);
+                let mut last = None;
+                for &n in &at {
+                    let n = n as usize;
+                    let inputs: Vec<Input> = rounds
+                        .iter()
+                        .map(|(b, c)| measured(paired(&b[..n], &c[..n])))
+                        .collect();
+                    let d = decide(&inputs, &design);
+                    let stop = settled(&d, 15);
+                    last = Some(d);
+                    if stop {
+                        break;
+                    }
+                }
+                last.unwrap()
+            })
+            .collect()
+    };
+    let at_threshold = run(0.02, 10, 1000);
+    let slower = at_threshold
+        .iter()
+        .filter(|d| d.count(Change::Slower) > 0)
+        .count();
+    assert!(slower * 20 <= at_threshold.len(), "{slower} of 1000");
+    let ten = run(0.10, 11, 500);
+    let found = ten.iter().filter(|d| d.count(Change::Slower) == 13).count();
+    // 462 of 500. The plain mean, or a futility rule blind to the wild round (the
+    // sweep stops at the first look), finds 328.
+    assert!(found * 100 >= 85 * ten.len(), "{found} of 500");
+}
