@@ -39,6 +39,14 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         ),
         CheckFormat::Json => {
             let mut value = serde_json::to_value(&report)?;
+            // Each case's note as the table says it.
+            for (c, v) in report
+                .cases
+                .iter()
+                .zip(value["cases"].as_array_mut().into_iter().flatten())
+            {
+                v["note"] = check::note_words(&c.note).into();
+            }
             if job.is_some() {
                 value["job"] = serde_json::to_value(&jobs)?;
             }

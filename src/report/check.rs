@@ -5,10 +5,36 @@ use std::fmt::Write as _;
 
 use super::decision::{self, case_words, pct};
 use crate::analysis::baseline::job::JobCheck;
-use crate::analysis::baseline::{CaseCheck, CheckReport};
+use crate::analysis::baseline::{CaseCheck, CheckReport, Note};
 use crate::config::SizesFrom;
 use crate::stats::change::Change;
 use crate::units::{format_us, plural, Bytes};
+
+/// A case's note in words: `flagged in the baseline, noisy in the run`, `timeout:
+/// ...`, `not in the baseline`; empty where there is nothing to say.
+pub fn note_words(note: &Note) -> String {
+    match note {
+        Note::None => String::new(),
+        Note::Flagged {
+            in_baseline,
+            in_run,
+        } => [
+            in_baseline.then(|| "flagged in the baseline".to_string()),
+            in_run.as_ref().map(|q| format!("{q} in the run")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", "),
+        Note::Failed { status, error } => format!("{status}: {error}"),
+        Note::NoTiming => "no timing".into(),
+        Note::MissingFromRun => "missing from the run".into(),
+        Note::FailingInBaseline(why) => {
+            format!("not ok in the baseline's runs ({})", why.join(", "))
+        }
+        Note::NotInBaseline => "not in the baseline".into(),
+    }
+}
 
 /// The order of the table: failures, then cases not settled, then the rest.
 fn rank(c: &CaseCheck) -> u8 {
@@ -46,7 +72,7 @@ pub fn table(report: &CheckReport, baseline: &str, markdown: bool) -> String {
                 Bytes(c.id.bytes),
                 time(c.run_us),
                 time(c.baseline_us),
-                c.note.replace('|', "\\|")
+                note_words(&c.note).replace('|', "\\|")
             );
         } else {
             let line = format!(
@@ -168,4 +194,46 @@ pub fn job_lines(checks: &[JobCheck], job: &SizesFrom) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_note_is_said_in_words() {
+        let words = |n: Note| note_words(&n);
+        assert_eq!(words(Note::None), "");
+        assert_eq!(
+            words(Note::Flagged {
+                in_baseline: true,
+                in_run: Some("noisy".into()),
+            }),
+            "flagged in the baseline, noisy in the run"
+        );
+        assert_eq!(
+            words(Note::Flagged {
+                in_baseline: false,
+                in_run: Some("outlier".into()),
+            }),
+            "outlier in the run"
+        );
+        assert_eq!(
+            words(Note::Failed {
+                status: "timeout".into(),
+                error: "no progress in 30 s".into(),
+            }),
+            "timeout: no progress in 30 s"
+        );
+        assert_eq!(
+            words(Note::FailingInBaseline(vec![
+                "timeout".into(),
+                "failed".into()
+            ])),
+            "not ok in the baseline's runs (timeout, failed)"
+        );
+        assert_eq!(words(Note::MissingFromRun), "missing from the run");
+        assert_eq!(words(Note::NotInBaseline), "not in the baseline");
+        assert_eq!(words(Note::NoTiming), "no timing");
+    }
 }

@@ -13,11 +13,15 @@ use crate::units::{xml_escape, Bytes};
 /// What a case says: its change and interval, and its note.
 fn message(c: &CaseCheck) -> String {
     let change = c.case.map(|k| case_words(&k)).unwrap_or_default();
-    [c.word().to_string(), change, c.note.clone()]
-        .into_iter()
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join(": ")
+    [
+        c.word().to_string(),
+        change,
+        super::check::note_words(&c.note),
+    ]
+    .into_iter()
+    .filter(|p| !p.is_empty())
+    .collect::<Vec<_>>()
+    .join(": ")
 }
 
 /// The XML document.
@@ -76,10 +80,10 @@ pub fn render(report: &CheckReport, baseline: &str, timestamp: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::baseline::CaseId;
+    use crate::analysis::baseline::{CaseId, Note};
     use crate::stats::change::{self, Design, Evidence, Input};
 
-    fn case(evidence: Evidence, note: &str) -> CaseCheck {
+    fn case(evidence: Evidence, note: Note) -> CaseCheck {
         let decided = change::decide(
             &[Input {
                 evidence,
@@ -99,7 +103,7 @@ mod tests {
             case: Some(decided.cases[0]),
             baseline_us: Some(10.0),
             run_us: Some(11.0),
-            note: note.into(),
+            note,
         }
     }
 
@@ -114,16 +118,22 @@ mod tests {
             se: Some(0.2),
             ..within
         };
-        let mut new = case(Evidence::Missing, "not in the baseline");
+        let mut new = case(Evidence::Missing, Note::NotInBaseline);
         new.case = None;
         let report = CheckReport {
             run: "runs/<new> & \"x\"".into(),
             threshold: 0.05,
             cases: vec![
-                case(Evidence::Measured(within), ""),
-                case(Evidence::Measured(slower), "< beyond"),
-                case(Evidence::Measured(noisy), ""),
-                case(Evidence::Missing, "missing from the run"),
+                case(Evidence::Measured(within), Note::None),
+                case(
+                    Evidence::Measured(slower),
+                    Note::Flagged {
+                        in_baseline: false,
+                        in_run: Some("< beyond".into()),
+                    },
+                ),
+                case(Evidence::Measured(noisy), Note::None),
+                case(Evidence::Missing, Note::MissingFromRun),
                 new,
             ],
             decision: change::decide(&[], &Design::gate(0.05, 1)),

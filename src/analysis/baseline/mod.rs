@@ -353,8 +353,32 @@ pub struct CaseCheck {
     pub case: Option<Case>,
     pub baseline_us: Option<f64>,
     pub run_us: Option<f64>,
-    /// What the quality rules flagged, what failed, or why a case is new.
-    pub note: String,
+    pub note: Note,
+}
+
+/// What a case's change rests on beyond its numbers: what the quality rules flagged,
+/// what failed, or why a case is new (`report::check` words it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Note {
+    None,
+    /// Flagged by a quality rule in some baseline run, and the run's `quality` word
+    /// where the run's own case is flagged.
+    Flagged {
+        in_baseline: bool,
+        in_run: Option<String>,
+    },
+    /// The run's case did not pass: its status and error.
+    Failed {
+        status: String,
+        error: String,
+    },
+    /// Ok, but with no timing to compare.
+    NoTiming,
+    MissingFromRun,
+    /// New to the run, and never ok in the baseline's runs (what they made of it).
+    FailingInBaseline(Vec<String>),
+    NotInBaseline,
 }
 
 impl CaseCheck {
@@ -432,29 +456,34 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
         .map(|b| {
             let found = run.cases.iter().find(|c| b.id.matches(c));
             let (evidence, note, run_us) = match found {
-                None => (Evidence::Missing, "missing from the run".to_string(), None),
-                Some(c) if !c.is_ok() => {
-                    (Evidence::Failed, format!("{}: {}", c.status, c.error), None)
-                }
+                None => (Evidence::Missing, Note::MissingFromRun, None),
+                Some(c) if !c.is_ok() => (
+                    Evidence::Failed,
+                    Note::Failed {
+                        status: c.status.clone(),
+                        error: c.error.clone(),
+                    },
+                    None,
+                ),
                 Some(c) => match c.level() {
                     Some(l) => {
                         let e = change::between(&b.levels, base.run_to_run, &l);
-                        let note = [
-                            (b.flagged, "flagged in the baseline".to_string()),
-                            (!c.is_trusted(), format!("{} in the run", c.quality)),
-                        ]
-                        .into_iter()
-                        .filter(|(f, _)| *f)
-                        .map(|(_, w)| w)
-                        .collect::<Vec<_>>()
-                        .join(", ");
+                        let in_run = (!c.is_trusted()).then(|| c.quality.clone());
+                        let note = if b.flagged || in_run.is_some() {
+                            Note::Flagged {
+                                in_baseline: b.flagged,
+                                in_run,
+                            }
+                        } else {
+                            Note::None
+                        };
                         (
                             e.map_or(Evidence::Missing, Evidence::Measured),
                             note,
                             Some(l.time()),
                         )
                     }
-                    None => (Evidence::Failed, "no timing".to_string(), None),
+                    None => (Evidence::Failed, Note::NoTiming, None),
                 },
             };
             notes.push(note);
@@ -498,8 +527,8 @@ pub fn check(base: &Baseline, run: &RunData, threshold: f64) -> Result<CheckRepo
             _ => None,
         };
         let note = match failing {
-            Some(f) => format!("not ok in the baseline's runs ({})", f.why.join(", ")),
-            None => "not in the baseline".to_string(),
+            Some(f) => Note::FailingInBaseline(f.why.clone()),
+            None => Note::NotInBaseline,
         };
         cases.push(CaseCheck {
             id: CaseId::of(c),

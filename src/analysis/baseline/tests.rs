@@ -146,7 +146,7 @@ fn flagged_cases_stay_and_a_case_never_ok_is_not_new() {
     assert_eq!(changes(&c), ["not settled", "within", "new"]);
     assert_eq!(
         c.cases[2].note,
-        "not ok in the baseline's runs (timeout, failed)"
+        Note::FailingInBaseline(vec!["timeout".into(), "failed".into()])
     );
     let mut failing = run("d", 1.0);
     failing.cases[1].status = "timeout".into();
