@@ -17,6 +17,9 @@ use crate::nccl::log::{cuda_error_code, Failure, FailureKind, NcclLog};
 /// The finding a failure line belongs to.
 pub fn finding_kind_of(failure: &Failure) -> FindingKind {
     let ib = is_ib_error_text(&failure.text);
+    if is_shm_permission_text(&failure.text) {
+        return FindingKind::ShmPermission;
+    }
     match failure.kind {
         FailureKind::ShmEnospc => FindingKind::ShmNoSpace,
         FailureKind::ShmAttachEnoent => FindingKind::ShmAttachMissing,
@@ -42,6 +45,17 @@ pub fn finding_kind_of(failure: &Failure) -> FindingKind {
         FailureKind::Other if is_alloc_text(&failure.text) => FindingKind::GpuOutOfMemory,
         FailureKind::Other => FindingKind::OtherError,
     }
+}
+
+/// A shared-memory call refused with EACCES: `Call to shm_open failed : Permission
+/// denied` (NCCL up to 2.11), `Error while creating shared memory segment ..., error:
+/// Permission denied (13)` (2.22 and later; the releases between print no errno).
+fn is_shm_permission_text(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    let shm = ["shm_open", "shared memory", "/dev/shm"]
+        .iter()
+        .any(|s| t.contains(s));
+    shm && t.contains("permission denied")
 }
 
 /// NCCL's own line after a failed device allocation: `Failed to CUDA calloc 6291456 bytes`.
@@ -127,12 +141,21 @@ pub(super) fn failure_findings(
             groups.len() - 1
         }
     };
+    // Up to 2.11 NCCL names the errno only on the call's line; the segment line after
+    // it (`Error while creating shared memory segment X (size N)`) says no more.
+    let eacces = log.failures.iter().any(|f| is_shm_permission_text(&f.text));
     for f in log
         .failures
         .iter()
         .filter(|f| !placed(Some(f.line), &f.text))
     {
-        let at = group(&mut groups, finding_kind_of(f));
+        let kind = match finding_kind_of(f) {
+            FindingKind::ShmNoSpace if eacces && !f.text.contains(", error: ") => {
+                FindingKind::ShmPermission
+            }
+            kind => kind,
+        };
+        let at = group(&mut groups, kind);
         groups[at].failures.push(f);
         groups[at].lines.push(Line::of(f));
     }

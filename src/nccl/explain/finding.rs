@@ -155,6 +155,7 @@ macro_rules! finding_kinds {
 
 finding_kinds! {
     ShmNoSpace => "shm-no-space",
+    ShmPermission => "shm-permission",
     ShmAttachMissing => "shm-attach-missing",
     ShmCumemMismatch => "shm-cumem-mismatch",
     ShmNotOnDataPath => "shm-not-on-data-path",
@@ -222,6 +223,7 @@ finding_kinds! {
     NvlsInitStops => "nvls-init-stops",
     SrunTorchrun => "srun-torchrun",
     NvlinkPairs => "nvlink-pairs",
+    MpiHangs => "mpi-hangs",
 }
 
 impl FindingKind {

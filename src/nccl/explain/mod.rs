@@ -6,10 +6,10 @@
 //! logs; pure: nothing here reads files or prints.
 //!
 //! [`explain_inputs`] puts the parts together: findings raised by their lines alone
-//! (`signatures`), rules across lines (`reason`, `ib`, `torch`, `tests_output`, `ranks`),
-//! findings from the parser's failure lines (`failures`, texts in `diagnosis` and
-//! `memory`), and from the log as a whole (`rules`); [`explain`] is the part a log alone
-//! gives (a sweep's own logs). `render` prints it.
+//! (`signatures`), rules across lines (`reason`, `ib`, `torch`, `tests_output`, `ranks`,
+//! `mpi`), findings from the parser's failure lines (`failures`, texts in `diagnosis`
+//! and `memory`), and from the log as a whole (`rules`); [`explain`] is the part a log
+//! alone gives (a sweep's own logs). `render` prints it.
 
 mod builds;
 mod context;
@@ -21,6 +21,7 @@ mod first;
 mod hosts;
 mod ib;
 mod memory;
+mod mpi;
 mod pasted;
 mod ranks;
 mod reason;
@@ -343,11 +344,16 @@ fn build(
             .find_map(|v| v.split_once("+cuda").map(|(_, c)| c))
             .or(pasted_build.as_deref());
         findings.extend(versions::arch_rule(version, build_cuda, p));
-        findings.extend(versions::bug_findings(version, p));
+        // A variable is set where `--env` names it, NCCL shows it or the paste sets it.
+        let is_set = |name: &str| {
+            options.env.iter().any(|(n, _)| n == name) || reason::setting(log, p, name).is_some()
+        };
+        findings.extend(versions::bug_findings(version, p, &is_set));
         findings.extend(reason::env_not_shown(log, p, &options.env));
         findings.extend(ranks::across_files(inputs));
         findings.extend(ranks::per_rank_script(p));
         findings.extend(ranks::mpirun_prefix_rule(p, log));
+        findings.extend(mpi::mpi_hangs_rule(p, log));
         findings.extend(first::first_to_fail(p));
     }
     if let Some(p) = pasted.filter(|_| !findings.iter().any(|f| f.severity == Severity::Error)) {

@@ -142,16 +142,20 @@ pub(super) fn arch_words(pasted: &Pasted) -> (String, String) {
     }
 }
 
-/// The known bugs the text shows at its version (releases.toml); with no version in the
-/// text, only bugs its lines alone name.
-pub(super) fn bug_findings(version: Option<NcclVersion>, pasted: &Pasted) -> Vec<Finding> {
+/// The known bugs the text shows at its version (releases.toml), in a run that sets
+/// what `is_set` says; with no version in the text, only bugs its lines alone name.
+pub(super) fn bug_findings(
+    version: Option<NcclVersion>,
+    pasted: &Pasted,
+    is_set: &dyn Fn(&str) -> bool,
+) -> Vec<Finding> {
     let text: String = pasted
         .lines
         .iter()
         .map(|l| l.text)
         .collect::<Vec<_>>()
         .join("\n");
-    knowledge::bugs_shown(&text, version)
+    knowledge::bugs_shown(&text, version, is_set)
         .into_iter()
         .map(|(b, hedged)| {
             let shown: Vec<String> = pasted

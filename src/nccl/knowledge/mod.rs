@@ -56,6 +56,10 @@ pub struct Bug {
     /// whatever its lines (a release's known issue of one platform).
     #[serde(default)]
     pub needs_gpu: bool,
+    /// Variables the run sets, every one (any value): the bug is in the code they turn
+    /// on, so a text whose run does not set them does not show it, whatever its lines.
+    #[serde(default)]
+    pub set: Vec<String>,
     pub what: String,
     pub fix: String,
     pub source: String,
@@ -258,14 +262,19 @@ pub fn affected(bug: &Bug, version: NcclVersion) -> bool {
 }
 
 /// The known bugs `text` shows (every substring of one, case-insensitive, or one of its
-/// GPUs at an affected version) at `version`: a bug whose substrings do not name it
-/// alone needs the version in its range. With no
-/// version, a `hedge` bug comes back as a possibility (`true`).
-pub fn bugs_shown(text: &str, version: Option<NcclVersion>) -> Vec<(&'static Bug, bool)> {
+/// GPUs at an affected version) at `version`, in a run where `is_set` says each of its
+/// variables is set: a bug whose substrings do not name it alone needs the version in
+/// its range. With no version, a `hedge` bug comes back as a possibility (`true`).
+pub fn bugs_shown(
+    text: &str,
+    version: Option<NcclVersion>,
+    is_set: &dyn Fn(&str) -> bool,
+) -> Vec<(&'static Bug, bool)> {
     let t = text.to_ascii_lowercase();
     get()
         .bugs
         .iter()
+        .filter(|b| b.set.iter().all(|name| is_set(name)))
         .filter(|b| {
             let lines = b.shows.iter().all(|s| t.contains(&s.to_ascii_lowercase()));
             let named = b.gpus.iter().any(|g| t.contains(&g.to_ascii_lowercase()));

@@ -85,7 +85,7 @@ fn bugs_need_their_version_unless_their_lines_name_them() {
     let v = |s: &str| NcclVersion::parse(s);
     let text = "ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856";
     let ids = |t: &str, ver| -> Vec<String> {
-        bugs_shown(t, ver)
+        bugs_shown(t, ver, &|_| false)
             .iter()
             .filter(|(_, hedged)| !hedged)
             .map(|(b, _)| b.id.clone())
@@ -101,6 +101,22 @@ fn bugs_need_their_version_unless_their_lines_name_them() {
         !ids(invalid, v("2.19.3")).contains(&"p2p-setup-cudamemcpy-invalid-argument".to_string())
     );
     assert!(!ids(invalid, None).contains(&"p2p-setup-cudamemcpy-invalid-argument".to_string()));
+}
+
+#[test]
+fn a_bug_of_a_setting_needs_the_setting() {
+    let text = "proxy.cc:1521 NCCL WARN [Proxy Service 2] Failed to execute operation Connect \
+                from rank 2, retcode 3";
+    let shown = |set: &dyn Fn(&str) -> bool, version: &str| {
+        bugs_shown(text, NcclVersion::parse(version), set)
+            .iter()
+            .any(|(b, _)| b.id == "roce-version-num-gid-container")
+    };
+    let roce = |name: &str| name == "NCCL_IB_ROCE_VERSION_NUM";
+    assert!(shown(&roce, "2.22.3"));
+    // A Connect that fails without the setting, or on a release with the fix, is not it.
+    assert!(!shown(&|_| false, "2.22.3"));
+    assert!(!shown(&roce, "2.26.2"));
 }
 
 #[test]

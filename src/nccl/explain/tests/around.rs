@@ -2,8 +2,10 @@
 //! report's environment list, NCCL 2.18's internal error, a 2.25.1 kernel launch on
 //! Blackwell, MPI's UCC, EFA's failed sends, PyTorch's collective check, a SIGBUS beside
 //! /dev/shm, srun starting torchrun, NVLink in pairs or quoted both ways, a device list
-//! cut short, a hang between hosts, and NVLS on a node that stops in set-up. Each both
-//! ways: the failure, and healthy text it leaves alone.
+//! cut short, a hang between hosts, NVLS on a node that stops in set-up, and the set-10
+//! signatures (a setting's known bug, libfabric's sync memops, /dev/shm refused, MPI
+//! alone hanging, NCCL's unknown code, no libnccl). Each both ways: the failure, and
+//! healthy text or a near miss it leaves alone.
 
 use super::*;
 
@@ -48,6 +50,11 @@ fn healthy_text_raises_none_of_these_rules() {
         "tests-hang-init",
         "nvls-init-stops",
         "known-bug",
+        "shm-permission",
+        "efa-cuda-sync-memops",
+        "mpi-hangs",
+        "nccl-unknown-result-code",
+        "nccl-library-missing",
     ] {
         assert!(!ids(&e).contains(&id), "{id} in {:?}", ids(&e));
     }
@@ -329,4 +336,112 @@ fn set_9_signatures_are_read() {
     let other =
         "h:1:1 [0] NCCL WARN NET/IB: open failed in ncclIbRoceGetVersionNum: Permission denied\n";
     assert!(!ids(&pasted(other)).contains(&"ib-roce-gid-type-unreadable"));
+}
+
+#[test]
+fn set_10_signatures_are_read() {
+    // A proxy Connect that fails under NCCL_IB_ROCE_VERSION_NUM before 2.26: the GID bug.
+    let connect = "h:1:1 [2] NCCL INFO NCCL version 2.22.3+cuda12.6\n\
+                   h:1:9 [2] proxy.cc:1521 NCCL WARN [Proxy Service 2] Failed to execute \
+                   operation Connect from rank 2, retcode 3\n";
+    let roce = |text: &str| {
+        let env = vec![("NCCL_IB_ROCE_VERSION_NUM".to_string(), "2".to_string())];
+        explain_inputs(&[Input { name: "-", text }], &Options { env })
+    };
+    let e = roce(connect);
+    let f = bug(&e, "roce-version-num-gid-container").expect("the GID bug");
+    assert!(
+        f.fix.contains("NCCL_IB_GID_INDEX") && f.fix.contains("upgrade"),
+        "{}",
+        f.fix
+    );
+    // NCCL's own line for the setting counts as setting it; no setting, or 2.26, is not it.
+    let shown =
+        format!("h:1:1 [2] NCCL INFO NCCL_IB_ROCE_VERSION_NUM set by environment to 2.\n{connect}");
+    assert!(bug(&pasted(&shown), "roce-version-num-gid-container").is_some());
+    assert!(bug(&pasted(connect), "roce-version-num-gid-container").is_none());
+    let fixed = connect.replace("2.22.3", "2.26.2");
+    assert!(bug(&roce(&fixed), "roce-version-num-gid-container").is_none());
+
+    // libfabric's EFA lines alone, no NCCL line: read, and the sync-memops fix.
+    let memops = "libfabric:65:17::core:core:cuda_set_sync_memops():207<warn> Failed to perform \
+                  cuPointerSetAttribute: CUDA_ERROR_NOT_SUPPORTED:operation not supported\n\
+                  libfabric:65:17::efa:mr:efa_mr_hmem_setup():254<warn> unable to set memops for cuda ptr\n";
+    assert!(is_explainable(&[Input {
+        name: "-",
+        text: memops
+    }]));
+    let f = finding_by_id(&pasted(memops), "efa-cuda-sync-memops").clone();
+    assert!(f.fix.contains("FI_EFA_SET_CUDA_SYNC_MEMOPS=0"), "{}", f.fix);
+    // A registration that fails for another reason names no memops.
+    let mr = "libfabric:65:17::efa:mr:efa_mr_regattr():1014<warn> Unable to register MR: Invalid argument\n";
+    assert!(!ids(&pasted(mr)).contains(&"efa-cuda-sync-memops"));
+
+    // /dev/shm refused (EACCES) is a permission, not a full /dev/shm, in both wordings.
+    let denied =
+        "n:1:2 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied\n\
+                  n:1:2 [0] NCCL INFO include/shm.h:41 -> 2\n\
+                  n:1:2 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment \
+                  nccl-shm-recv-b79-0-3-0 (size 4460544)\n";
+    let e = pasted(denied);
+    assert!(finding_by_id(&e, "shm-permission")
+        .fix
+        .contains("chmod 1777 /dev/shm"));
+    assert!(!ids(&e).contains(&"shm-no-space"), "{:?}", ids(&e));
+    let errno = "n:1:2 [0] misc/shmutils.cc:128 NCCL WARN Error while creating shared memory \
+                 segment /dev/shm/nccl-Ab12Cd (size 9637888), error: Permission denied (13)\n";
+    assert!(ids(&pasted(errno)).contains(&"shm-permission"));
+    let full = denied.replace(
+        "Call to shm_open failed : Permission denied",
+        "Call to posix_fallocate failed : No space left on device",
+    );
+    let e = pasted(&full);
+    assert!(ids(&e).contains(&"shm-no-space") && !ids(&e).contains(&"shm-permission"));
+
+    // An MPI hello world that hangs as the test does, with no NCCL line: MPI first.
+    let hello = "mpirun -hostfile hosts -np 2 --mca pml ucx ./hello_world\n\
+                 Hello world from rank 1 out of 2 processors\n\
+                 the process hangs after the hello world\n";
+    let f = finding_by_id(&pasted(hello), "mpi-hangs").clone();
+    assert!(
+        f.cause.contains("MPI") && f.fix.contains("hostname"),
+        "{}",
+        f.fix
+    );
+    // The hello world that runs, then a test that hangs; a test alone; "does not hang".
+    let runs = "mpirun -np 2 ./hello_world\nHello world from rank 0 out of 2\n\
+                Hello world from rank 1 out of 2\nmpirun -np 2 ./all_reduce_perf -g 1\nit hangs\n";
+    let test = "mpirun -np 2 --hostfile hosts ./build/all_reduce_perf -b 8 -e 8 -g 1\nThe process hangs.\n";
+    let fine = "mpirun -np 2 ./hello_world\nit does not hang\n";
+    for near in [runs, test, fine] {
+        assert!(!ids(&pasted(near)).contains(&"mpi-hangs"), "{near}");
+    }
+
+    // NCCL's string for a code it does not know: the versions differ.
+    let unknown = "Failed, NCCL error /src/plugins/allreducePlugin.cpp:183 'unknown result code'\n";
+    let f = finding_by_id(&pasted(unknown), "nccl-unknown-result-code").clone();
+    assert!(
+        f.fix.contains("NCCL_DEBUG=INFO") && f.cause.contains("version"),
+        "{}",
+        f.cause
+    );
+    let other = "SPIRV-Reflect: Unknown result code\n";
+    assert!(!ids(&pasted(other)).contains(&"nccl-unknown-result-code"));
+
+    // No libnccl at run time, in jax's words and the loader's; a missing plugin is fine.
+    let missing = "nccl_utils.cc:133: NCCL operation ncclGetUniqueId(&id) failed: Unable to load \
+                   NCCL library. Multi-GPU collectives will not work.\n";
+    let f = finding_by_id(&pasted(missing), "nccl-library-missing").clone();
+    assert!(
+        f.fix.contains("install") && f.cause.contains("libnccl"),
+        "{}",
+        f.fix
+    );
+    let loader =
+        "OSError: libnccl.so.2: cannot open shared object file: No such file or directory\n";
+    assert!(ids(&pasted(loader)).contains(&"nccl-library-missing"));
+    let plugin =
+        "h:1:1 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object \
+                  file: No such file or directory No plugin found (libnccl-net.so)\n";
+    assert!(!ids(&pasted(plugin)).contains(&"nccl-library-missing"));
 }
