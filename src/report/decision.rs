@@ -161,17 +161,12 @@ pub fn method(d: &Decision) -> String {
         .iter()
         .filter_map(|c| c.estimate.map(|e| e.basis))
         .collect();
-    // From 10 rounds a mean leaves out its lowest and highest tenth (stats::change).
-    let trimmed = d
-        .cases
-        .iter()
-        .any(|c| c.estimate.is_some_and(|e| e.cand_rounds >= 10));
-    let how = match (basis.contains(&Basis::Paired), basis.contains(&Basis::Runs)) {
-        (true, _) if trimmed => "trimmed paired t over each case's rounds",
-        (true, _) => "paired t over each case's rounds",
-        (false, true) if trimmed => "Yuen's trimmed t over each run's rounds",
-        (false, true) => "Welch t over each run's rounds",
-        _ => "one measurement a side, no error rate",
+    let how = if basis.contains(&Basis::Paired) {
+        "paired t over each case's rounds"
+    } else if basis.contains(&Basis::Runs) {
+        "Welch t over each run's rounds"
+    } else {
+        "one measurement a side, no error rate"
     };
     if d.members == 0 {
         return format!("Method: {how} (docs/guide/statistics.md).");

@@ -406,7 +406,7 @@ mod tests {
         );
         assert!(words(first) <= 30, "{} words: {first}", words(first));
         assert!(
-            text.contains("\n\nMethod: trimmed paired t over each case's rounds;"),
+            text.contains("\n\nMethod: paired t over each case's rounds;"),
             "{text}"
         );
         assert_eq!(

@@ -526,8 +526,7 @@ fn a_baseline_gates_a_run_case_by_case_and_junit_shows_each_case() {
 }
 
 /// The decision on the committed host example (measured until settled, 4 looks, 42
-/// cases per config pair): SHM off is slower at 39 of 42 cases (three of 11 to 15
-/// rounds in two modes are not settled); an identical config
+/// cases per config pair): SHM off is slower at every case; an identical config
 /// (p2p-off moves nothing on the host) is not settled at +-2 % on this VM, with the
 /// range its intervals allow and what would settle it.
 #[test]
@@ -547,10 +546,10 @@ fn the_decision_on_the_host_example_is_slower_or_not_settled_with_its_method() {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let method = "Method: trimmed paired t over each case's rounds; slower or faster at 99.97 % a case (Bonferroni over 42 cases, 4 looks: 95 % for all at once)";
+    let method = "Method: paired t over each case's rounds; slower or faster at 99.97 % a case (Bonferroni over 42 cases, 4 looks: 95 % for all at once)";
     let off = summary("shm-off");
     assert!(
-        off.contains("The candidate is slower at 39 of 42 cases, most at "),
+        off.contains("The candidate is slower at 42 of 42 cases, most at "),
         "{off}"
     );
     assert!(off.contains(method), "{off}");

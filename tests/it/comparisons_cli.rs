@@ -83,7 +83,7 @@ fn family_at(run: &Path, b: &str, alpha: &str) -> serde_json::Value {
         .output()
         .unwrap();
     assert!(
-        String::from_utf8_lossy(&table.stdout).contains("paired t over each case's rounds"),
+        String::from_utf8_lossy(&table.stdout).contains("Method: paired t over each case's rounds"),
         "{}",
         text(&table)
     );

@@ -41,7 +41,6 @@ fn job_level(parts: &[(u64, Level)]) -> Option<Level> {
         log: total.ln(),
         var: se.map(|s| s * s),
         rounds: parts.iter().map(|p| p.1.rounds).min().unwrap_or(1),
-        steady: None,
     })
 }
 

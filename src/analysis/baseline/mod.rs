@@ -331,7 +331,6 @@ pub fn reach(base: &Baseline, rounds: usize, looks: usize) -> Option<(f64, f64)>
                 log: mean,
                 var: Some(var / rounds.max(2) as f64),
                 rounds: rounds.max(2),
-                steady: None,
             };
             let e = change::between(&b.levels, base.run_to_run, &like)?;
             let half = e.se? * change::t_quantile(level, e.df);

@@ -36,11 +36,6 @@ pub struct Estimate {
     /// would shrink, as 1 / rounds.
     #[serde(skip)]
     pub shrinking: f64,
-    /// `log` and `shrinking` with at least one round left out at each end
-    /// ([`Location::steady`]): where more rounds may take a case that one wild round
-    /// holds back now.
-    #[serde(skip)]
-    pub steady: Option<(f64, f64)>,
 }
 
 impl Estimate {
@@ -69,98 +64,19 @@ impl Estimate {
             ..*self
         }
     }
-
-    /// The estimate with its wildest round on each side left out, as the trimmed mean
-    /// of more rounds would leave it out; itself where nothing would change.
-    pub fn steady(&self) -> Estimate {
-        let (Some(se), Some((log, shrinking))) = (self.se, self.steady) else {
-            return *self;
-        };
-        let var = se * se - self.shrinking + shrinking;
-        Estimate {
-            log,
-            se: Some(var.max(0.0).sqrt()),
-            shrinking,
-            steady: None,
-            ..*self
-        }
-    }
 }
 
-/// A run's typical time for one case: the trimmed mean of its rounds' log medians
-/// ([`location`]), and the variance of that mean (`None` for one round).
+/// A run's typical time for one case: the mean of its rounds' log medians, and the
+/// variance of that mean (s^2 / n; `None` for one round).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Level {
     pub log: f64,
     pub var: Option<f64>,
     pub rounds: usize,
-    /// [`Location::steady`] of the rounds (not kept in a baseline).
-    #[serde(skip)]
-    pub steady: Option<(f64, f64)>,
 }
 
 fn valid(v: &[f64]) -> bool {
     !v.is_empty() && v.iter().all(|x| x.is_finite() && *x > 0.0)
-}
-
-/// Where a sample lies: its [`TRIM`]med mean, that mean's variance, and the degrees
-/// of freedom of its t interval.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Location {
-    pub center: f64,
-    pub var: f64,
-    pub df: f64,
-    /// The center and its variance with at least one value left out at each end (from
-    /// 4 values): what the trimmed mean of a longer sample would make of these.
-    pub steady: (f64, f64),
-}
-
-/// The share of a sample trimmed from each end: the lowest and the highest tenth,
-/// rounded down (none below 10 rounds, one each end from 10, two from 20).
-pub const TRIM: usize = 10;
-
-/// The rounds a location rests on, less one: the t interval's degrees of freedom
-/// for `n` rounds.
-pub fn trimmed_df(n: usize) -> f64 {
-    (n - 2 * (n / TRIM)).saturating_sub(1) as f64
-}
-
-/// The trimmed mean of `x` (its lowest and highest `n / 10` left out) and its
-/// variance from the Winsorized sample variance, `(n - 1) s_w^2 / (h (h - 1))` with
-/// `h` the values kept, on `h - 1` degrees of freedom: the trimmed t of Tukey and
-/// McLaughlin (1963), and Yuen (1974) between two samples. Below 10 values it is the
-/// mean and `s^2 / n` on `n - 1`; from 10, one wild round moves it by little.
-pub fn location(x: &[f64]) -> Location {
-    let n = x.len();
-    let at = |g: usize| trimmed(x, g);
-    let (center, var) = at(n / TRIM);
-    Location {
-        center,
-        var,
-        df: trimmed_df(n),
-        steady: if n >= 4 {
-            at((n / TRIM).max(1))
-        } else {
-            (center, var)
-        },
-    }
-}
-
-/// The mean of `x` with its `g` lowest and `g` highest left out, and that mean's
-/// variance, `(n - 1) s_w^2 / (h (h - 1))` (`s^2 / n` where `g` is 0).
-fn trimmed(x: &[f64], g: usize) -> (f64, f64) {
-    let n = x.len();
-    let mut sorted = x.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let h = n - 2 * g;
-    let center = sorted[g..n - g].iter().sum::<f64>() / h as f64;
-    let (lo, hi) = (sorted[g], sorted[n - g - 1]);
-    let winsorized: Vec<f64> = sorted.iter().map(|v| v.clamp(lo, hi)).collect();
-    let (_, sw2) = mean_var(&winsorized);
-    (
-        center,
-        (n - 1) as f64 * sw2 / (h * h.saturating_sub(1).max(1)) as f64,
-    )
 }
 
 /// Mean and sample variance.
@@ -182,12 +98,11 @@ impl Level {
             return None;
         }
         let logs: Vec<f64> = rounds.iter().map(|r| r.ln()).collect();
-        let at = location(&logs);
+        let (log, var) = mean_var(&logs);
         Some(Level {
-            log: at.center,
-            var: (logs.len() > 1).then_some(at.var),
+            log,
+            var: (logs.len() > 1).then(|| var / logs.len() as f64),
             rounds: logs.len(),
-            steady: (at.steady != (at.center, at.var)).then_some(at.steady),
         })
     }
 
@@ -197,7 +112,6 @@ impl Level {
             log: time.ln(),
             var: None,
             rounds: 1,
-            steady: None,
         })
     }
 
@@ -208,25 +122,25 @@ impl Level {
 }
 
 /// Two configs of one sweep, round `i` of each side in round `i` of the sweep: the
-/// trimmed mean of the per-round log ratios over the rounds both ran ([`location`]),
-/// with its standard error. `None` with fewer than 2 such rounds (or a value that is
-/// not positive).
+/// mean of the per-round log ratios over the rounds both ran, with the paired t's
+/// standard error. `None` with fewer than 2 such rounds (or a value that is not
+/// positive).
 pub fn paired(base: &[f64], cand: &[f64]) -> Option<Estimate> {
     let n = base.len().min(cand.len());
     if n < 2 || !valid(&base[..n]) || !valid(&cand[..n]) {
         return None;
     }
     let d: Vec<f64> = (0..n).map(|i| cand[i].ln() - base[i].ln()).collect();
-    let at = location(&d);
+    let (log, var) = mean_var(&d);
+    let se2 = var / n as f64;
     Some(Estimate {
-        log: at.center,
-        se: Some(at.var.sqrt()),
-        df: at.df,
+        log,
+        se: Some(se2.sqrt()),
+        df: (n - 1) as f64,
         basis: Basis::Paired,
         base_rounds: n,
         cand_rounds: n,
-        shrinking: at.var,
-        steady: (at.steady != (at.center, at.var)).then_some(at.steady),
+        shrinking: se2,
     })
 }
 
@@ -260,7 +174,6 @@ pub fn point(base: f64, cand: f64) -> Option<Estimate> {
         base_rounds: 1,
         cand_rounds: 1,
         shrinking: 0.0,
-        steady: None,
     })
 }
 
@@ -318,8 +231,8 @@ pub fn run_to_run(cases: &[&[Level]]) -> Option<RunToRun> {
 /// base mean's, the base runs' own and `run_to_run` between them, each over the
 /// runs; what the candidate run itself is (tonight's machine) is what is measured,
 /// not noise. Degrees of freedom by Welch-Satterthwaite. With one base run this is
-/// Welch's two-sample t on the rounds (Yuen's trimmed t from 10 rounds a side). A
-/// point (no error rate) where the candidate has one round, or the only base run has.
+/// Welch's two-sample t on the rounds. A point (no error rate) where the candidate
+/// has one round, or the only base run has.
 pub fn between(base: &[Level], run_to_run: Option<RunToRun>, cand: &Level) -> Option<Estimate> {
     if base.is_empty() {
         return None;
@@ -335,7 +248,6 @@ pub fn between(base: &[Level], run_to_run: Option<RunToRun>, cand: &Level) -> Op
         base_rounds,
         cand_rounds: cand.rounds,
         shrinking: 0.0,
-        steady: None,
     };
     let Some(own) = cand.var else {
         return Some(point);
@@ -354,10 +266,10 @@ pub fn between(base: &[Level], run_to_run: Option<RunToRun>, cand: &Level) -> Op
         });
     }
     // (variance, degrees of freedom) of each independent part.
-    let mut parts = vec![(own, trimmed_df(cand.rounds))];
+    let mut parts = vec![(own, (cand.rounds - 1) as f64)];
     for l in base {
         if let Some(v) = l.var {
-            parts.push((v / (b * b), trimmed_df(l.rounds)));
+            parts.push((v / (b * b), (l.rounds - 1) as f64));
         }
     }
     if let Some(t) = run_to_run.filter(|_| base.len() > 1) {
@@ -379,7 +291,6 @@ pub fn between(base: &[Level], run_to_run: Option<RunToRun>, cand: &Level) -> Op
         df,
         basis: Basis::Runs,
         shrinking: own,
-        steady: cand.steady.map(|(log, v)| (log - base_log, v)),
         ..point
     })
 }

@@ -12,10 +12,6 @@
 //! - two runs: each run's mean log round median, with each side's own spread
 //!   (Welch's t, Welch-Satterthwaite degrees of freedom), so that a quiet base run of
 //!   15 rounds does not lend its precision to a noisy candidate of 7;
-//! - every mean is trimmed, its lowest and highest tenth of rounds left out, with a
-//!   Winsorized standard error ([`estimate::location`]: Tukey and McLaughlin 1963,
-//!   Yuen 1974). Below 10 rounds that is the plain mean; from 10, one wild round
-//!   (a process group that hit a stall) no longer widens a case's interval;
 //! - a run against a baseline of several runs: the same, the baseline's mean over its
 //!   runs, whose uncertainty holds the spread between its runs (a run effect shared
 //!   by every case, estimated jointly over the cases: [`estimate::run_to_run`]);
@@ -444,11 +440,10 @@ fn rounds_to_settle(cases: &[Case], design: &Design, two_sided: f64) -> Option<u
         .min()
 }
 
-/// Whether more rounds could not settle the case: at its estimate as it stands, and
-/// at its estimate without its wildest rounds ([`Estimate::steady`]: what a trimmed
-/// mean of more rounds would leave out), after `most` rounds its intervals would
-/// still leave it not settled. Stopping a pair whose every open case is futile only
-/// ever declares less, so the error rates hold.
+/// Whether more rounds could not settle the case: at its estimate as it stands,
+/// after `most` rounds its intervals would still leave it not settled. Stopping a
+/// pair whose every open case is futile only ever declares less, so the error rates
+/// hold.
 pub fn futile(case: &Case, most: usize, family_level: f64, design: &Design) -> bool {
     let Some(e) = case.estimate.filter(|e| e.se.is_some()) else {
         return true;
@@ -456,16 +451,14 @@ pub fn futile(case: &Case, most: usize, family_level: f64, design: &Design) -> b
     if case.change != Change::NotSettled {
         return false;
     }
+    let later = e.at_rounds(most);
     let two_sided = 1.0 - (1.0 - family_level) / 2.0;
-    [e, e.steady()].iter().all(|e| {
-        let later = e.at_rounds(most);
-        classify(
-            interval(&later, two_sided),
-            interval(&later, design.own_level()),
-            case.flagged,
-            design,
-        ) == Change::NotSettled
-    })
+    classify(
+        interval(&later, two_sided),
+        interval(&later, design.own_level()),
+        case.flagged,
+        design,
+    ) == Change::NotSettled
 }
 
 /// Whether a sweep may stop measuring the cases of `d`: every one is slower, faster,
