@@ -28,7 +28,7 @@ fn rounds_line(run: &RunData) -> Option<String> {
             format!("{fewest} to {rounds}")
         };
         return Some(format!(
-            "- Rounds: measured until settled, {span} process groups per config and rank count (of at most {}; see Rounds until settled), interleaved across the configs: medians' intervals and comparisons are over them, so they include the variation between groups of processes",
+            "- Rounds: measured until settled, {span} process groups per config and rank count (of at most {}; see Rounds each group took), interleaved across the configs: medians' intervals and comparisons are over them, so they include the variation between groups of processes",
             run.manifest.rounds
         ));
     }
@@ -50,7 +50,7 @@ pub(super) fn rounds_section(s: &mut String, run: &RunData) -> Result<()> {
     }
     writeln!(
         s,
-        "## Rounds until settled
+        "## Rounds each group took
 "
     )?;
     let at: Vec<String> = m.looks.iter().map(u32::to_string).collect();

@@ -577,7 +577,7 @@ fn a_sweep_measures_until_settled_and_says_why_each_config_stopped() {
         assert_eq!(row["rounds"], expected.to_string(), "{row:?}");
     }
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
-    assert!(report.contains("## Rounds until settled"), "{report}");
+    assert!(report.contains("## Rounds each group took"), "{report}");
     assert!(
         report.contains("| slow | 2 | 6 | settled after 6 rounds"),
         "{report}"
