@@ -1,6 +1,6 @@
 //! "Is this bandwidth normal?": each config's busbw at the largest size held against
 //! the published figure for this platform (`config::expected`: GPU model, GPUs per
-//! node, nodes, and the transports NCCL used), with the ratio and a `Verdict`; and
+//! node, nodes, and the transports NCCL used), with the ratio and a `Standing`; and
 //! against the ring's measured link ceiling where the ring should approach it. A
 //! platform the table does not know is unknown (`NoFigure`), never guessed. The
 //! report says it in words.
@@ -104,7 +104,7 @@ pub enum NoFigure<'a> {
 
 /// A case's busbw against the figure that applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Standing {
     /// The figure holds from a size larger than the case's largest, `bytes`.
     NotComparableYet { bytes: u64 },
     /// Near a figure of NCCL's link model, an upper bound.
@@ -124,7 +124,7 @@ pub enum Verdict {
 pub struct Judgement<'a> {
     pub row: &'a Platform,
     pub ratio: f64,
-    pub verdict: Verdict,
+    pub standing: Standing,
     /// The run did not record transports: `row` is the platform's only figure.
     pub unrecorded: bool,
 }
@@ -196,25 +196,25 @@ pub fn judge<'a>(
         });
     };
     let ratio = busbw_gbps / row.busbw_gbps;
-    let verdict = if case.bytes < row.from_bytes {
-        Verdict::NotComparableYet { bytes: case.bytes }
+    let standing = if case.bytes < row.from_bytes {
+        Standing::NotComparableYet { bytes: case.bytes }
     } else if row.kind == FigureKind::Model {
         if ratio >= LOW {
-            Verdict::NearModel
+            Standing::NearModel
         } else {
-            Verdict::BelowModel
+            Standing::BelowModel
         }
     } else if ratio >= AS_EXPECTED {
-        Verdict::AsExpected
+        Standing::AsExpected
     } else if ratio >= LOW {
-        Verdict::SomewhatLow
+        Standing::SomewhatLow
     } else {
-        Verdict::Low
+        Standing::Low
     };
     Ok(Judgement {
         row,
         ratio,
-        verdict,
+        standing,
         unrecorded,
     })
 }

@@ -127,7 +127,7 @@ fn a_users_row_overrides_the_shipped_one() {
         (j.row.busbw_gbps, j.row.origin.as_str()),
         (300.0, "ours.toml")
     );
-    assert_eq!(j.verdict, Verdict::AsExpected);
+    assert_eq!(j.standing, Standing::AsExpected);
 }
 
 #[test]
@@ -137,20 +137,20 @@ fn the_verdict_follows_the_ratio_and_the_size_the_figure_needs() {
     let at = |busbw: f64, bytes: u64| {
         judge(&h100, &rows, &case(8, bytes, "P2P/CUMEM:100%"), busbw).unwrap()
     };
-    assert_eq!(at(360.0, 8 * GB).verdict, Verdict::AsExpected);
+    assert_eq!(at(360.0, 8 * GB).standing, Standing::AsExpected);
     assert!((at(360.0, 8 * GB).ratio - 360.0 / 370.0).abs() < 1e-12);
-    assert_eq!(at(300.0, 8 * GB).verdict, Verdict::SomewhatLow);
-    assert_eq!(at(200.0, 8 * GB).verdict, Verdict::Low);
+    assert_eq!(at(300.0, 8 * GB).standing, Standing::SomewhatLow);
+    assert_eq!(at(200.0, 8 * GB).standing, Standing::Low);
     assert_eq!(
-        at(200.0, 256 << 20).verdict,
-        Verdict::NotComparableYet { bytes: 256 << 20 }
+        at(200.0, 256 << 20).standing,
+        Standing::NotComparableYet { bytes: 256 << 20 }
     );
     // A model row is an upper bound: far below it is low against the model.
     let l40s = gpus("NVIDIA L40S", 4);
     let j = judge(&l40s, &rows, &case(4, GB, "SHM"), 10.0).unwrap();
-    assert_eq!(j.verdict, Verdict::BelowModel);
+    assert_eq!(j.standing, Standing::BelowModel);
     let j = judge(&l40s, &rows, &case(4, GB, "SHM"), 20.0).unwrap();
-    assert_eq!(j.verdict, Verdict::NearModel);
+    assert_eq!(j.standing, Standing::NearModel);
 }
 
 #[test]

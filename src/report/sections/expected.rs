@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use crate::analysis::expected::{
     against_ceiling, judge, platform_rows, AgainstCeiling, CeilingReading, Judgement, NoFigure,
-    RunPlatform, Verdict,
+    RunPlatform, Standing,
 };
 use crate::config::expected::{FigureKind, Platform};
 use crate::export::reader::{CaseRow, RunData};
@@ -184,21 +184,21 @@ fn no_figure_words(why: &NoFigure) -> String {
 /// The verdict cell: what the figure says of the case, and what to check.
 fn verdict_words(j: &Judgement) -> String {
     let row = j.row;
-    let verdict = match j.verdict {
-        Verdict::NotComparableYet { bytes } => format!(
+    let verdict = match j.standing {
+        Standing::NotComparableYet { bytes } => format!(
             "not comparable yet: the figure holds from {}, the largest size here is {} (sweep with -e {})",
             Bytes(row.from_bytes),
             Bytes(bytes),
             Bytes(row.from_bytes)
         ),
-        Verdict::NearModel => "near NCCL's link model (an upper bound)".to_string(),
-        Verdict::BelowModel => format!(
+        Standing::NearModel => "near NCCL's link model (an upper bound)".to_string(),
+        Standing::BelowModel => format!(
             "low against NCCL's link model (an upper bound): check {}",
             row.check
         ),
-        Verdict::AsExpected => "as expected".to_string(),
-        Verdict::SomewhatLow => format!("somewhat low: check {}", row.check),
-        Verdict::Low => format!("low: check {}", row.check),
+        Standing::AsExpected => "as expected".to_string(),
+        Standing::SomewhatLow => format!("somewhat low: check {}", row.check),
+        Standing::Low => format!("low: check {}", row.check),
     };
     if j.unrecorded {
         format!(
