@@ -119,8 +119,8 @@
 //! (`pairs::tables`), the latency-bandwidth model (`model_table::models`), link
 //! ceilings (`ceiling`), published figures (`expected::judge`), and a soak's episodes
 //! with the counters that moved in each (`soak::judge`, `soak::causes`). It returns
-//! data, and `report` writes the sentences; a soak's cause words and a baseline's
-//! notes on cases not ok are still built here.
+//! data (`soak::Moved`, `baseline::Note`, ...), and `report` writes the sentences;
+//! `plot::soak` takes a soak's cause words from `report::soak`.
 //!
 //! **`import`.** `import::parse` reads nccl-tests' stdout table in every layout it has
 //! printed, or its `-J` JSON, of any of its `*_perf` binaries (the collective from the

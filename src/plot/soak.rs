@@ -10,13 +10,16 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::common::{self, err};
-use crate::analysis::soak::{SoakFindings, SoakSeries};
+use crate::analysis::soak::{EpisodeFindings, SoakFindings, SoakSeries};
 use crate::units::Bytes;
 
 const EPISODE: RGBColor = RGBColor(214, 39, 40);
 
+/// What moved with a dip, in words, for its tip (`report::soak` says it).
+pub type CauseWords<'a> = &'a dyn Fn(&EpisodeFindings) -> Option<String>;
+
 /// Draws every soaked case's chart into `out_dir`.
-pub fn draw(findings: &SoakFindings, out_dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn draw(findings: &SoakFindings, out_dir: &Path, causes: CauseWords) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out_dir).map_err(err)?;
     common::ensure_font()?;
     let mut written = Vec::new();
@@ -28,7 +31,7 @@ pub fn draw(findings: &SoakFindings, out_dir: &Path) -> Result<Vec<PathBuf>> {
             s.collective
         );
         written.extend(common::svg_and_png!(out_dir, stem, |area, tips| plot(
-            area, findings, s, tips
+            area, findings, s, tips, causes
         )));
     }
     Ok(written)
@@ -51,6 +54,7 @@ fn plot<DB: DrawingBackend>(
     f: &SoakFindings,
     s: &SoakSeries,
     tips: &mut common::Tips,
+    causes: CauseWords,
 ) -> Result<()> {
     let t0 = s.rows.first().map_or(0.0, |r| r.start_s);
     let t1 = s.rows.last().map_or(1.0, |r| r.end_s).max(t0 + 1e-3);
@@ -94,7 +98,7 @@ fn plot<DB: DrawingBackend>(
             e.low_gbps,
             e.median_gbps
         );
-        if let Some(c) = e.causes_words(f.nodes.len()) {
+        if let Some(c) = causes(e) {
             tip.push_str(&format!("; {c}"));
         }
         tips.add(&chart, &((a + b) / 2.0, y_max * 0.95), tip);

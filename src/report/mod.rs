@@ -44,7 +44,9 @@ fn write_soak(
     run: &RunData,
     findings: &crate::analysis::soak::SoakFindings,
 ) -> Result<PathBuf> {
-    let plots = crate::plot::soak::draw(findings, &run_dir.join(crate::plot::PLOTS))
+    let words =
+        |e: &crate::analysis::soak::EpisodeFindings| soak::causes_words(e, findings.nodes.len());
+    let plots = crate::plot::soak::draw(findings, &run_dir.join(crate::plot::PLOTS), &words)
         .map_err(|e| format!("{e:#}"));
     let text = soak::markdown(run, findings, &plots)?;
     let path = run_dir.join(REPORT);

@@ -10,8 +10,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::analysis::soak::{SoakFindings, SoakSeries};
+use crate::analysis::soak::{Cause, EpisodeFindings, Moved, SoakFindings, SoakSeries};
 use crate::export::reader::RunData;
+use crate::machine::counters::source_words;
 use crate::model::SIMULATED_LABEL;
 use crate::stats::soak::{median_and_spread, noise_spread, NOISE_SPREADS};
 use crate::units::{format_duration, plural, Bytes};
@@ -19,6 +20,88 @@ use crate::units::{format_duration, plural, Bytes};
 /// A duration read back from a manifest (a hand-edited one may hold anything).
 fn seconds(s: f64) -> String {
     format_duration(std::time::Duration::try_from_secs_f64(s).unwrap_or_default())
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [head @ .., last] => format!("{} and {last}", head.join(", ")),
+    }
+}
+
+/// A count of a counter in words: `nvlink.replay` 120 -> `120 replays`.
+fn count_words(counter: &str, n: f64) -> String {
+    let (one, many) = match counter {
+        "nvlink.replay" => ("replay", "replays"),
+        "nvlink.recovery" => ("link recovery", "link recoveries"),
+        "nvlink.crc_flit" => ("CRC flit error", "CRC flit errors"),
+        "nvlink.crc_data" => ("CRC data error", "CRC data errors"),
+        "ecc.corrected" => ("corrected ECC error", "corrected ECC errors"),
+        "ecc.uncorrected" => ("uncorrected ECC error", "uncorrected ECC errors"),
+        "xid.events" => ("XID event", "XID events"),
+        "carrier_changes" => (
+            "carrier change (a link flap)",
+            "carrier changes (link flaps)",
+        ),
+        other => (other, other),
+    };
+    let name = if n == 1.0 { one } else { many };
+    format!("{} {name}", crate::units::trim_number(n))
+}
+
+/// A gauge's name and unit.
+fn gauge_words(counter: &str) -> (&str, &str) {
+    match counter {
+        "sm_clock_mhz" => ("SM clock", " MHz"),
+        "power_w" => ("power", " W"),
+        "temperature_c" => ("temperature", " C"),
+        "cpu.other_cores" => ("CPU cores busy with other processes", ""),
+        "cpu.busy_cores" => ("CPU cores busy", ""),
+        "cpu.runnable" => ("runnable threads", ""),
+        "cpu.load1" => ("load average", ""),
+        "cpu.mhz" => ("CPU clock", " MHz"),
+        "port.state" => ("port state", ""),
+        "nvlink.active" => ("link state", ""),
+        "xid.last" => ("last XID", ""),
+        other => (other, ""),
+    }
+}
+
+/// A cause in words: `GPU 3 reported HW slowdown`, `NVLink 3 on GPU 5 counted 120
+/// replays`, `GPU 3's SM clock fell from 1980 MHz to 1275 MHz`.
+fn cause_words(c: &Cause) -> String {
+    let source = source_words(&c.source);
+    match &c.moved {
+        Moved::Counted(n) => format!("{source} counted {}", count_words(&c.counter, *n)),
+        Moved::Reported(reasons) => format!("{source} reported {}", and_list(reasons)),
+        Moved::Changed { from, to } => {
+            let (name, unit) = gauge_words(&c.counter);
+            let verb = if to > from { "rose" } else { "fell" };
+            let n = crate::units::trim_number;
+            format!(
+                "{source}'s {name} {verb} from {}{unit} to {}{unit}",
+                n(*from),
+                n(*to)
+            )
+        }
+    }
+}
+
+/// An episode's causes as one clause, the strongest four, each prefixed with its
+/// node when several were read.
+pub(super) fn causes_words(e: &EpisodeFindings, nodes: usize) -> Option<String> {
+    let shown: Vec<String> = e
+        .causes
+        .iter()
+        .take(4)
+        .map(|c| match nodes {
+            0 | 1 => cause_words(c),
+            _ => format!("on {}, {}", c.node, cause_words(c)),
+        })
+        .collect();
+    (!shown.is_empty()).then(|| and_list(&shown))
 }
 
 /// The sentence that says a dip and its causes.
@@ -33,7 +116,7 @@ pub fn episode_sentence(f: &SoakFindings, s: &SoakSeries, i: usize) -> String {
         s.collective,
         Bytes(s.bytes)
     );
-    match e.causes_words(f.nodes.len()) {
+    match causes_words(e, f.nodes.len()) {
         Some(c) => format!("{head}; in that window {c}."),
         None => format!("{head}; no counter read moved in that window, so none explains it."),
     }
@@ -105,8 +188,7 @@ pub fn markdown(
                     e.episode.depth * 100.0,
                     e.episode.mean_drop * 100.0,
                     e.low_gbps,
-                    e.causes_words(f.nodes.len())
-                        .unwrap_or_else(|| "nothing".into())
+                    causes_words(e, f.nodes.len()).unwrap_or_else(|| "nothing".into())
                 )?;
             }
             writeln!(s)?;
@@ -190,6 +272,81 @@ fn no_dip_sentence(series: &SoakSeries, dip: f64) -> String {
 mod tests {
     use super::*;
     use crate::export::soak::SoakRow;
+
+    #[test]
+    fn what_moved_with_a_dip_is_said_in_one_clause() {
+        let cause = |node: &str, source: &str, counter: &str, moved: Moved| Cause {
+            node: node.into(),
+            source: source.into(),
+            counter: counter.into(),
+            moved,
+            weight: 1.0,
+        };
+        let flags = Moved::Reported(vec!["HW slowdown".into(), "HW thermal slowdown".into()]);
+        let causes = vec![
+            cause("n1", "gpu3", "throttle.hw_slowdown", flags),
+            cause("n1", "gpu5.nvlink3", "nvlink.replay", Moved::Counted(160.0)),
+            cause(
+                "n2",
+                "gpu3",
+                "sm_clock_mhz",
+                Moved::Changed {
+                    from: 1980.0,
+                    to: 1275.0,
+                },
+            ),
+            cause("n2", "eth0", "xid.events", Moved::Counted(1.0)),
+            cause(
+                "n2",
+                "gpu0",
+                "temperature_c",
+                Moved::Changed {
+                    from: 60.0,
+                    to: 85.0,
+                },
+            ),
+        ];
+        let e = EpisodeFindings {
+            episode: crate::stats::soak::Episode {
+                first: 0,
+                last: 1,
+                depth: 0.3,
+                mean_drop: 0.3,
+            },
+            start_s: 0.0,
+            end_s: 1.0,
+            median_gbps: 10.0,
+            low_gbps: 7.0,
+            causes,
+        };
+        assert_eq!(
+            causes_words(&e, 1).unwrap(),
+            "GPU 3 reported HW slowdown and HW thermal slowdown, NVLink 3 on GPU 5 counted \
+             160 replays, GPU 3's SM clock fell from 1980 MHz to 1275 MHz and NIC eth0 \
+             counted 1 XID event"
+        );
+        assert!(causes_words(&e, 2)
+            .unwrap()
+            .starts_with("on n1, GPU 3 reported HW slowdown and HW thermal slowdown, on n1, "));
+        let rose = cause(
+            "n1",
+            "gpu0",
+            "temperature_c",
+            Moved::Changed {
+                from: 60.0,
+                to: 85.0,
+            },
+        );
+        assert_eq!(
+            cause_words(&rose),
+            "GPU 0's temperature rose from 60 C to 85 C"
+        );
+        let none = EpisodeFindings {
+            causes: vec![],
+            ..e
+        };
+        assert_eq!(causes_words(&none, 1), None);
+    }
 
     fn series(busbw: &[f64]) -> SoakSeries {
         let rows = busbw

@@ -9,19 +9,30 @@
 use std::collections::BTreeMap;
 
 use crate::export::soak::CounterRow;
-use crate::machine::counters::{source_words, Kind, THROTTLE_REASONS};
+use crate::machine::counters::{Kind, THROTTLE_REASONS};
 use crate::stats::soak::median_and_spread;
 
-/// A counter that moved with a dip, in words.
+/// A counter that moved with a dip (`report::soak` words it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cause {
     pub node: String,
     pub source: String,
     pub counter: String,
-    /// `GPU 3 reported HW slowdown`, `NVLink 3 on GPU 5 counted 120 replays`.
-    pub words: String,
+    pub moved: Moved,
     /// For ordering: flags and counts before gauges, bigger moves first.
     pub weight: f64,
+}
+
+/// How a counter moved in the window.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Moved {
+    /// A count grew by this much.
+    Counted(f64),
+    /// Flags (throttle reasons) were on, in words (`HW slowdown`); one cause holds
+    /// every flag of its source.
+    Reported(Vec<String>),
+    /// A gauge's median moved from the rest of the soak's to the window's.
+    Changed { from: f64, to: f64 },
 }
 
 /// One counter's readings, in time order.
@@ -72,43 +83,6 @@ impl Series<'_> {
     }
 }
 
-/// A count of a counter in words: `nvlink.replay` 120 -> `120 replays`.
-fn count_words(counter: &str, n: f64) -> String {
-    let (one, many) = match counter {
-        "nvlink.replay" => ("replay", "replays"),
-        "nvlink.recovery" => ("link recovery", "link recoveries"),
-        "nvlink.crc_flit" => ("CRC flit error", "CRC flit errors"),
-        "nvlink.crc_data" => ("CRC data error", "CRC data errors"),
-        "ecc.corrected" => ("corrected ECC error", "corrected ECC errors"),
-        "ecc.uncorrected" => ("uncorrected ECC error", "uncorrected ECC errors"),
-        "xid.events" => ("XID event", "XID events"),
-        "carrier_changes" => (
-            "carrier change (a link flap)",
-            "carrier changes (link flaps)",
-        ),
-        other => (other, other),
-    };
-    let name = if n == 1.0 { one } else { many };
-    format!("{} {name}", crate::units::trim_number(n))
-}
-
-fn gauge_words(counter: &str) -> (&str, &str) {
-    match counter {
-        "sm_clock_mhz" => ("SM clock", " MHz"),
-        "power_w" => ("power", " W"),
-        "temperature_c" => ("temperature", " C"),
-        "cpu.other_cores" => ("CPU cores busy with other processes", ""),
-        "cpu.busy_cores" => ("CPU cores busy", ""),
-        "cpu.runnable" => ("runnable threads", ""),
-        "cpu.load1" => ("load average", ""),
-        "cpu.mhz" => ("CPU clock", " MHz"),
-        "port.state" => ("port state", ""),
-        "nvlink.active" => ("link state", ""),
-        "xid.last" => ("last XID", ""),
-        other => (other, ""),
-    }
-}
-
 /// The counters among `all` that moved in `[from, to]` (seconds since the run's
 /// start) compared with the rest of `[span_from, span_to]`, where readings came at
 /// `times`; strongest first.
@@ -126,7 +100,6 @@ pub fn causes(all: &[Series], times: &[f64], window: (f64, f64), span: (f64, f64
         .collect();
     let mut out = Vec::new();
     for s in all {
-        let source = source_words(s.source);
         let moved = match s.kind {
             Kind::Count => {
                 let (Some(a), Some(b)) = (s.at(from), s.at(to)) else {
@@ -139,7 +112,7 @@ pub fn causes(all: &[Series], times: &[f64], window: (f64, f64), span: (f64, f64
                 let len = (to - from).max(1e-9);
                 (grew > 0.0 && grew / len > 3.0 * rest / rest_len).then(|| {
                     (
-                        format!("{source} counted {}", count_words(s.counter, grew)),
+                        Moved::Counted(grew),
                         2.0 + (grew.log10() / 10.0).clamp(0.0, 0.99),
                     )
                 })
@@ -157,7 +130,7 @@ pub fn causes(all: &[Series], times: &[f64], window: (f64, f64), span: (f64, f64
                     .iter()
                     .find(|(_, name, _)| *name == s.counter)
                     .map_or(s.counter, |r| r.2);
-                (i >= 0.5 && o < 0.2).then(|| (format!("{source} reported {reason}"), 3.0 + i))
+                (i >= 0.5 && o < 0.2).then(|| (Moved::Reported(vec![reason.to_string()]), 3.0 + i))
             }
             Kind::Gauge => {
                 let (i, o) = (s.sampled(&inside), s.sampled(&outside));
@@ -168,27 +141,20 @@ pub fn causes(all: &[Series], times: &[f64], window: (f64, f64), span: (f64, f64
                 };
                 let change = mi - mo;
                 let big = change.abs() > 0.1 * mo.abs().max(0.1) && change.abs() > 3.0 * spread;
-                let (name, unit) = gauge_words(s.counter);
-                let verb = if change > 0.0 { "rose" } else { "fell" };
-                let n = crate::units::trim_number;
                 big.then(|| {
                     (
-                        format!(
-                            "{source}'s {name} {verb} from {}{unit} to {}{unit}",
-                            n(mo),
-                            n(mi)
-                        ),
+                        Moved::Changed { from: mo, to: mi },
                         1.0 + (change.abs() / mo.abs().max(0.1)).min(1.0),
                     )
                 })
             }
         };
-        if let Some((words, weight)) = moved {
+        if let Some((moved, weight)) = moved {
             out.push(Cause {
                 node: s.node.to_string(),
                 source: s.source.to_string(),
                 counter: s.counter.to_string(),
-                words,
+                moved,
                 weight,
             });
         }
@@ -200,21 +166,18 @@ pub fn causes(all: &[Series], times: &[f64], window: (f64, f64), span: (f64, f64
 /// One cause per source for its flags: `GPU 3 reported HW slowdown and HW thermal
 /// slowdown`.
 fn merge_flags(causes: Vec<Cause>) -> Vec<Cause> {
-    const REPORTED: &str = " reported ";
     let mut out: Vec<Cause> = Vec::new();
     for c in causes {
-        let flag = c.words.split_once(REPORTED);
-        let same = out
-            .iter_mut()
-            .find(|o| o.node == c.node && o.source == c.source && o.words.contains(REPORTED));
-        match (flag, same) {
-            (Some((_, reason)), Some(o)) => {
-                o.words = match o.words.rsplit_once(" and ") {
-                    Some((head, last)) => format!("{head}, {last} and {reason}"),
-                    None => format!("{} and {reason}", o.words),
-                };
+        let same = out.iter_mut().find(|o| {
+            o.node == c.node && o.source == c.source && matches!(o.moved, Moved::Reported(_))
+        });
+        match (c.moved, same) {
+            (Moved::Reported(more), Some(o)) => {
+                if let Moved::Reported(reasons) = &mut o.moved {
+                    reasons.extend(more);
+                }
             }
-            _ => out.push(c),
+            (moved, _) => out.push(Cause { moved, ..c }),
         }
     }
     out
@@ -268,13 +231,27 @@ mod tests {
         }
         let all = series(&rows);
         let c = causes(&all, &times, (10.0, 14.0), (0.0, 29.0));
-        let words: Vec<&str> = c.iter().map(|c| c.words.as_str()).collect();
+        let moved: Vec<(&str, &str, &Moved)> = c
+            .iter()
+            .map(|c| (c.source.as_str(), c.counter.as_str(), &c.moved))
+            .collect();
         assert_eq!(
-            words,
+            moved,
             [
-                "GPU 3 reported HW slowdown",
-                "NVLink 3 on GPU 5 counted 160 replays",
-                "GPU 3's SM clock fell from 1980 MHz to 1275 MHz",
+                (
+                    "gpu3",
+                    "throttle.hw_slowdown",
+                    &Moved::Reported(vec!["HW slowdown".into()])
+                ),
+                ("gpu5.nvlink3", "nvlink.replay", &Moved::Counted(160.0)),
+                (
+                    "gpu3",
+                    "sm_clock_mhz",
+                    &Moved::Changed {
+                        from: 1980.0,
+                        to: 1275.0
+                    }
+                ),
             ]
         );
         // A window without a dip: nothing moved.

@@ -15,7 +15,7 @@ use crate::stats::soak::{find_episodes, Episode, Stability};
 
 pub mod causes;
 
-pub use causes::Cause;
+pub use causes::{Cause, Moved};
 
 /// Everything the report says about a soak.
 #[derive(Debug, Clone)]
@@ -150,34 +150,6 @@ impl SoakFindings {
                 .format("%H:%M:%S")
                 .to_string(),
             Err(_) => format!("+{seconds:.1} s"),
-        }
-    }
-}
-
-impl EpisodeFindings {
-    /// The causes as one clause: `GPU 3 reported HW slowdown and NVLink 3 on GPU 5
-    /// counted 120 replays`, each prefixed with its node when several were read.
-    pub fn causes_words(&self, nodes: usize) -> Option<String> {
-        let shown: Vec<String> = self
-            .causes
-            .iter()
-            .take(4)
-            .map(|c| {
-                if nodes > 1 {
-                    format!("on {}, {}", c.node, c.words)
-                } else {
-                    c.words.clone()
-                }
-            })
-            .collect();
-        match shown.len() {
-            0 => None,
-            1 => Some(shown[0].clone()),
-            n => Some(format!(
-                "{} and {}",
-                shown[..n - 1].join(", "),
-                shown[n - 1]
-            )),
         }
     }
 }
