@@ -223,21 +223,21 @@ pub(super) fn ib_error_text(lines: &[Line]) -> (String, String) {
              down, no route between the ports, or the peer died).",
         );
     }
-    // Registering memory with the HCA fails with ENOMEM at the locked-memory limit.
+    // A registration that fails with another errno than ENOMEM (`ib-memlock`): the
+    // memory itself, not a port or a GID, is what the HCA refuses.
     let register = lines.iter().any(|l| {
         let t = l.text.to_ascii_lowercase();
-        t.contains("reg_") && t.contains("mr") && t.contains("cannot allocate memory")
+        t.contains("reg_") && t.contains("mr") && t.contains("fail")
     });
     if register {
         d = String::from(
-            "Registering memory with the HCA failed with `Cannot allocate memory` (ENOMEM): \
-             the process's locked-memory limit (`ulimit -l`) is too low for NCCL's buffers.",
+            "Registering memory with the HCA failed (ibv_reg_mr). With an errno other than \
+             ENOMEM, the HCA refuses the memory itself: often GPU memory without GPU Direct \
+             RDMA (nvidia-peermem or DMA-BUF).",
         );
-        let fix = "Raise the memlock limit where the ranks start: `ulimit -l unlimited` \
-                   (`* - memlock unlimited` in /etc/security/limits.conf, \
-                   `--ulimit memlock=-1` for Docker, LimitMEMLOCK=infinity for slurmd), \
-                   and check `ulimit -l` inside a launched rank (mpirun and srun pass their \
-                   own limits)."
+        let fix = "Check that nvidia-peermem is loaded (`lsmod | grep peermem`) or that the \
+                   driver supports DMA-BUF; NCCL_NET_GDR_LEVEL=0 tests the run without GPU \
+                   Direct RDMA. Check `ulimit -l` inside a rank too."
             .to_string();
         return (d, fix);
     }

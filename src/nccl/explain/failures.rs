@@ -11,6 +11,7 @@ use super::diagnosis::{
 use super::evidence::{evidence, Line};
 use super::finding::{Finding, FindingKind, Severity};
 use super::memory::{nvls_bind_text, shm_cumem_mismatch_text, window_space_text};
+use super::pasted::{cut, message};
 use crate::nccl::knowledge;
 use crate::nccl::log::{cuda_error_code, Failure, FailureKind, NcclLog};
 
@@ -30,7 +31,7 @@ pub fn finding_kind_of(failure: &Failure) -> FindingKind {
         FailureKind::SystemError => FindingKind::SystemError,
         FailureKind::RemoteError => FindingKind::RemoteError,
         FailureKind::ConnectionRefused | FailureKind::SocketError | FailureKind::Other if ib => {
-            FindingKind::IbError
+            ib_kind(&failure.text)
         }
         FailureKind::ConnectionRefused
             if failure
@@ -95,6 +96,29 @@ pub fn is_ib_error_text(text: &str) -> bool {
         .any(|s| t.contains(s));
     let benign = t.contains("failed to open libibverbs") || t.contains("no device found");
     ib && !benign
+}
+
+/// An IB failure's finding: a memory registration the locked-memory limit refuses, or
+/// any other IB error.
+fn ib_kind(text: &str) -> FindingKind {
+    if is_memlock_text(text) {
+        FindingKind::IbMemlock
+    } else {
+        FindingKind::IbError
+    }
+}
+
+/// A memory registration that failed with ENOMEM, or with no errno named (older NCCL
+/// prints only `Call to ibv_reg_mr failed`): the kernel refuses to pin pages past
+/// RLIMIT_MEMLOCK with ENOMEM. Another errno (`Bad address`) is not the limit.
+pub(super) fn is_memlock_text(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    let register = t.contains("ibv_reg_mr") || t.contains("ibv_reg_dmabuf_mr");
+    let Some(at) = t.find("failed") else {
+        return false;
+    };
+    let errno = t[at + "failed".len()..].trim_matches(|c: char| c == '.' || c.is_whitespace());
+    register && (t.contains("cannot allocate memory") || errno.is_empty())
 }
 
 /// A socket error that is about connecting: `socketPollConnect: connect returned Connection
@@ -165,7 +189,7 @@ pub(super) fn failure_findings(
         .filter(|w| is_ib_error_text(w) && !placed(None, w))
         .filter(|w| !log.failures.iter().any(|f| w.ends_with(f.text.trim())));
     for w in unreturned_ib {
-        let at = group(&mut groups, FindingKind::IbError);
+        let at = group(&mut groups, ib_kind(w));
         groups[at].lines.push(Line {
             number: None,
             text: w.clone(),
@@ -185,12 +209,16 @@ pub(super) fn failure_findings(
                 FindingKind::SocketConnect => Some(socket_connect_text(failures, log)),
                 FindingKind::SocketError => Some(socket_error_text(failures)),
                 FindingKind::IbError => Some(ib_error_text(&g.lines)),
+                FindingKind::IbMemlock => None,
                 FindingKind::CudaFailure => Some(cuda_failure_text(failures, &others)),
                 FindingKind::SystemError => Some(system_error_text(&others)),
                 _ => None,
             };
             let occurrences = g.lines.len();
-            let fill = fill_of(g.kind, failures, log);
+            let mut fill = fill_of(g.kind, failures, log);
+            if g.kind == FindingKind::IbMemlock {
+                fill.extend(memlock_fill(&g.lines));
+            }
             let mut finding = Finding::new(g.kind, evidence(g.lines), &fill)
                 .with_severity(Severity::Error)
                 .with_occurrences(occurrences);
@@ -200,6 +228,22 @@ pub(super) fn failure_findings(
             finding
         })
         .collect()
+}
+
+/// The registration line quoted in `ib-memlock`, and whether it names ENOMEM.
+fn memlock_fill(lines: &[Line]) -> Vec<(&'static str, String)> {
+    let first = lines.first().map(|l| message(&l.text)).unwrap_or_default();
+    let enomem = lines.iter().any(|l| {
+        l.text
+            .to_ascii_lowercase()
+            .contains("cannot allocate memory")
+    });
+    let said = if enomem {
+        " with ENOMEM"
+    } else {
+        ", with no errno named"
+    };
+    vec![("evidence", cut(first)), ("enomem", said.to_string())]
 }
 
 /// What the texts of a failure-raised finding leave to fill in.

@@ -1,7 +1,8 @@
 //! NET/IB's completion errors: the status of each (`with error 12`, `status=12`,
 //! `status=IBV_WC_RETRY_EXC_ERR(12)` from 2.28), read against ibverbs.toml; the first
 //! status that causes rather than follows is the finding, the flushes after it its
-//! consequence. And NCCL 2.3's silent fall-back to sockets when IB had no port.
+//! consequence. NCCL 2.3's silent fall-back to sockets when IB had no port, and
+//! NCCL_IB_* settings in a run whose NET/IB finds no device.
 
 use super::finding::{Finding, FindingKind, Severity};
 use super::pasted::{message, Pasted, PastedLine};
@@ -62,6 +63,86 @@ pub(super) fn ib_without_port_rule(
     f.sources
         .push("https://github.com/NVIDIA/nccl/blob/v2.3.7-1/src/transport/net_ib.cu".to_string());
     Some(f)
+}
+
+/// The NCCL_IB_* variables a line sets: `NCCL_IB_HCA=mlx5_0` in a command or a list,
+/// `NCCL_IB_HCA set by environment to` or `set to` in NCCL's own lines.
+fn ib_settings(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("NCCL_IB_") {
+        let before = rest[..at].chars().next_back();
+        let tail = &rest[at..];
+        let name: String = tail
+            .chars()
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+            .collect();
+        let after = &tail[name.len()..];
+        let sets = after.starts_with('=') || after.starts_with(" set ");
+        if sets && !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            out.push(name.clone());
+        }
+        rest = &tail[name.len()..];
+    }
+    out
+}
+
+/// NCCL_IB_* set (by `--env`, NCCL's lines or the paste) in a run whose NET/IB finds no
+/// device: the variables have nothing to act on, and traffic between nodes takes TCP
+/// sockets. Not where NCCL_IB_DISABLE=1 turns IB off, nor where NET/IB lists a device.
+pub(super) fn ib_settings_without_device_rule(
+    pasted: &Pasted,
+    log: &NcclLog,
+    env: &[(String, String)],
+) -> Option<Finding> {
+    let squeezed = |l: &PastedLine| l.lower.replace(' ', "");
+    let none = pasted
+        .lines
+        .iter()
+        .find(|l| squeezed(l).contains("net/ib:nodevicefound"))?;
+    let ib_used = pasted.lines.iter().any(|l| {
+        let s = squeezed(l);
+        s.contains("net/ib:using[") || s.contains("usingnetworkib")
+    }) || log
+        .connections
+        .iter()
+        .any(|c| c.transport.label.starts_with("NET/IB"));
+    let disable = super::reason::setting(log, pasted, "NCCL_IB_DISABLE")
+        .into_iter()
+        .chain(
+            env.iter()
+                .filter(|(n, _)| n == "NCCL_IB_DISABLE")
+                .map(|(_, v)| v.clone()),
+        )
+        .any(|v| v.trim_start().starts_with('1'));
+    if ib_used || disable {
+        return None;
+    }
+    let set_by_env = env.iter().any(|(n, _)| n.starts_with("NCCL_IB_"))
+        || log.env.iter().any(|(n, _)| n.starts_with("NCCL_IB_"));
+    let setting = pasted
+        .lines
+        .iter()
+        .find(|l| !ib_settings(l.text).is_empty());
+    if setting.is_none() && !set_by_env {
+        return None;
+    }
+    let socket = pasted.lines.iter().find(|l| {
+        let s = squeezed(l);
+        s.contains("usingnetworksocket") || s.contains("net/socket:using")
+    });
+    let network = if pasted.contains("using network socket") {
+        " (`Using network Socket`)"
+    } else {
+        ""
+    };
+    let shown = setting.into_iter().chain([none]).chain(socket);
+    let evidence = super::evidence::distinct(shown.map(|l| pasted.evidence(l)));
+    Some(Finding::new(
+        FindingKind::IbSettingsNoDevice,
+        evidence,
+        &[("network", network.to_string())],
+    ))
 }
 
 /// The status and vendor error of a completion line.

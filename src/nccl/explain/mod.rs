@@ -6,8 +6,8 @@
 //! logs; pure: nothing here reads files or prints.
 //!
 //! [`explain_inputs`] puts the parts together: findings raised by their lines alone
-//! (`signatures`), rules across lines (`reason`, `ib`, `torch`, `tests_output`, `ranks`,
-//! `mpi`), findings from the parser's failure lines (`failures`, texts in `diagnosis`
+//! (`signatures`), rules across lines (`reason`, `ib`, `ofi`, `torch`, `tests_output`,
+//! `ranks`, `mpi`), findings from the parser's failure lines (`failures`, texts in `diagnosis`
 //! and `memory`), and from the log as a whole (`rules`); [`explain`] is the part a log
 //! alone gives (a sweep's own logs). `render` prints it.
 
@@ -22,6 +22,7 @@ mod hosts;
 mod ib;
 mod memory;
 mod mpi;
+mod ofi;
 mod pasted;
 mod ranks;
 mod reason;
@@ -214,6 +215,7 @@ fn build(
         placed.extend(hosts::bootstrap_rule(log, p));
         placed.extend(reason::topology_file_rule(log, p));
         placed.extend(ib::completion_findings(p));
+        placed.extend(ofi::libfabric_too_old_rule(p));
         placed.extend(torch::torch_findings(p));
         placed.extend(reason::invalid_device_ordinal_rule(p));
         // The build as the log names it (`2.19.3+cuda11.0`), else the version.
@@ -293,9 +295,12 @@ fn build(
         }
     }
     findings.extend(from_failures);
-    let has_ib_error = findings
-        .iter()
-        .any(|f| matches!(f.kind, FindingKind::IbError | FindingKind::IbCompletion));
+    let has_ib_error = findings.iter().any(|f| {
+        matches!(
+            f.kind,
+            FindingKind::IbError | FindingKind::IbCompletion | FindingKind::IbMemlock
+        )
+    });
     let has_ifname = findings
         .iter()
         .any(|f| f.kind == FindingKind::IfnameNoMatch);
@@ -307,7 +312,13 @@ fn build(
         ));
     }
     if !has_ib_error {
-        findings.extend(rules::ib_unavailable_rule(log, context.multi_node));
+        // NCCL_IB_* set with no device to act on says more than no device alone.
+        let settings =
+            pasted.and_then(|p| ib::ib_settings_without_device_rule(p, log, &options.env));
+        if settings.is_none() {
+            findings.extend(rules::ib_unavailable_rule(log, context.multi_node));
+        }
+        findings.extend(settings);
         if let Some(p) = pasted {
             findings.extend(ib::ib_without_port_rule(p, log, context.multi_node));
         }
@@ -343,7 +354,11 @@ fn build(
             .iter()
             .find_map(|v| v.split_once("+cuda").map(|(_, c)| c))
             .or(pasted_build.as_deref());
-        findings.extend(versions::arch_rule(version, build_cuda, p));
+        let too_old = versions::arch_rule(version, build_cuda, p);
+        if too_old.is_none() {
+            findings.extend(versions::new_arch_fault_rule(version, p, log));
+        }
+        findings.extend(too_old);
         // A variable is set where `--env` names it, NCCL shows it or the paste sets it.
         let is_set = |name: &str| {
             options.env.iter().any(|(n, _)| n == name) || reason::setting(log, p, name).is_some()

@@ -1,12 +1,13 @@
 //! What the versions and the GPU say: the GPUs a text names and their architecture, an
 //! NCCL release too old for one or a build whose CUDA cannot compile its code, the known
-//! bugs of the version, the driver and CUDA versions in words, and a version line that
+//! bugs of the version, an illegal access inside NCCL on an architecture NCCL supports
+//! from recent releases, the driver and CUDA versions in words, and a version line that
 //! was wrapped as pasted.
 
 use super::finding::{Finding, FindingKind, Severity};
 use super::pasted::Pasted;
 use crate::nccl::knowledge::{self, Arch};
-use crate::nccl::log::NcclLog;
+use crate::nccl::log::{FailureKind, NcclLog};
 use crate::nccl::NcclVersion;
 
 /// Where a line may name a GPU: not NCCL's `host:pid:tid` prefix nor nccl-tests' host
@@ -125,6 +126,64 @@ pub(super) fn arch_rule(
         );
     }
     f.sources = vec![arch.source.clone()];
+    Some(f)
+}
+
+/// An illegal memory access inside NCCL (its own `Cuda failure 700`, or an unhandled
+/// CUDA error quoting it) on a GPU the text names, at one of the architecture's early
+/// releases, or with no version shown on an architecture NCCL supports since recently:
+/// upgrade NCCL first. Not on an older release than the first (`arch_rule` says that).
+pub(super) fn new_arch_fault_rule(
+    version: Option<NcclVersion>,
+    pasted: &Pasted,
+    log: &NcclLog,
+) -> Option<Finding> {
+    let fault = log.failures.iter().find(|f| {
+        f.kind == FailureKind::CudaFailure
+            && (crate::nccl::log::cuda_error_code(&f.text) == Some(700)
+                || f.text
+                    .to_ascii_lowercase()
+                    .contains("illegal memory access"))
+    })?;
+    let (arch, gpu, first) = gpus(pasted).into_iter().find_map(|(a, g)| {
+        let first = knowledge::first_release(a)?;
+        let early = match version {
+            Some(v) => knowledge::is_early_release(a, v),
+            None => a.recent,
+        };
+        early.then_some((a, g, first))
+    })?;
+    let end = format!("{}.{}", first.major, first.minor + knowledge::EARLY_SERIES);
+    let (shown, check) = match version {
+        Some(v) => (
+            format!(" This text runs NCCL {v}, one of its early releases (before {end})."),
+            String::new(),
+        ),
+        None => (
+            " The text does not show which NCCL runs.".to_string(),
+            "Check the NCCL version first: NCCL_DEBUG=INFO prints `NCCL version`, or run              `pip show nvidia-nccl-cu12`. "
+                .to_string(),
+        ),
+    };
+    let mut f = Finding::new(
+        FindingKind::NewArchIllegalAccess,
+        vec![format!(
+            "line {}: {}",
+            fault.line,
+            super::pasted::cut(fault.text.trim())
+        )],
+        &[
+            ("gpu", gpu),
+            ("arch", format!("sm_{}, {}", arch.sm, arch.name)),
+            ("first", first.to_string()),
+            ("shown", shown),
+            ("check", check),
+        ],
+    );
+    if version.is_none() {
+        f.severity = Severity::Warning;
+    }
+    f.sources.push(arch.source.clone());
     Some(f)
 }
 

@@ -21,6 +21,10 @@ pub struct Arch {
     pub gpus: Vec<String>,
     pub first_nccl: Option<String>,
     pub first_cuda: Option<String>,
+    /// NCCL's support for it is recent (Blackwell and later): where a text shows no NCCL
+    /// version, a fault inside NCCL on it reads first as a fault of an early release.
+    #[serde(default)]
+    pub recent: bool,
     pub source: String,
     pub note: Option<String>,
 }
@@ -253,6 +257,32 @@ pub fn arch_of_gpu(text: &str) -> Option<&'static Arch> {
 
 pub fn arch_of_sm(sm: u32) -> Option<&'static Arch> {
     get().arch.iter().find(|a| a.sm == sm)
+}
+
+/// How many minor series, from an architecture's first, are its early releases. Fixes
+/// for a new architecture land in the releases after its first: Hopper's Tree/LL128
+/// corruption was fixed in 2.18.3, three series after 2.15.1; sm_120 faults in 2.26.2.
+pub const EARLY_SERIES: u32 = 4;
+
+/// The first NCCL release for `arch`, or for the architecture of its major version that
+/// NCCL added by release (sm_103 runs the sm_100 code).
+pub fn first_release(arch: &Arch) -> Option<NcclVersion> {
+    let first = |a: &Arch| a.first_nccl.as_deref().and_then(NcclVersion::parse);
+    first(arch).or_else(|| {
+        get()
+            .arch
+            .iter()
+            .filter(|a| a.sm / 10 == arch.sm / 10 && a.sm < arch.sm)
+            .find_map(first)
+    })
+}
+
+/// Whether `version` is one of `arch`'s early releases: its first minor series or one
+/// of the [`EARLY_SERIES`] - 1 after it.
+pub fn is_early_release(arch: &Arch, version: NcclVersion) -> bool {
+    first_release(arch).is_some_and(|f| {
+        version >= f && version.major == f.major && version.minor < f.minor + EARLY_SERIES
+    })
 }
 
 /// Whether `version` lies in `[first, fixed)` (an open end is no bound).

@@ -141,3 +141,18 @@ fn statuses_and_cuda_errors_are_read_by_number_or_text() {
     );
     assert_eq!(cuda_error(None, "'out of memory'", false).unwrap().code, 2);
 }
+
+#[test]
+fn an_architecture_s_early_releases_are_its_first_series_and_three_more() {
+    let v = |s: &str| NcclVersion::parse(s).unwrap();
+    let sm = |n: u32| arch_of_sm(n).unwrap();
+    assert!(is_early_release(sm(120), v("2.26.2")));
+    assert!(is_early_release(sm(120), v("2.28.9")));
+    assert!(!is_early_release(sm(120), v("2.29.2")));
+    // Before the first release is no early release: that NCCL is too old.
+    assert!(!is_early_release(sm(120), v("2.24.3")));
+    assert!(!is_early_release(sm(80), v("2.21.5")));
+    // sm_103 runs the sm_100 code: its first release is sm_100's.
+    assert_eq!(first_release(sm(103)), NcclVersion::parse("2.25.1"));
+    assert!(sm(120).recent && !sm(80).recent);
+}

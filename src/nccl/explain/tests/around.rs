@@ -4,8 +4,10 @@
 //! /dev/shm, srun starting torchrun, NVLink in pairs or quoted both ways, a device list
 //! cut short, a hang between hosts, NVLS on a node that stops in set-up, and the set-10
 //! signatures (a setting's known bug, libfabric's sync memops, /dev/shm refused, MPI
-//! alone hanging, NCCL's unknown code, no libnccl). Each both ways: the failure, and
-//! healthy text or a near miss it leaves alone.
+//! alone hanging, NCCL's unknown code, no libnccl), and set 11's (an illegal access on a
+//! new architecture, libfabric older than aws-ofi-nccl needs, NCCL_IB_* with no device,
+//! a refused memory registration). Each both ways: the failure, and healthy text or a
+//! near miss it leaves alone.
 
 use super::*;
 
@@ -55,6 +57,10 @@ fn healthy_text_raises_none_of_these_rules() {
         "mpi-hangs",
         "nccl-unknown-result-code",
         "nccl-library-missing",
+        "new-arch-illegal-access",
+        "ofi-libfabric-too-old",
+        "ib-settings-no-device",
+        "ib-memlock",
     ] {
         assert!(!ids(&e).contains(&id), "{id} in {:?}", ids(&e));
     }
@@ -444,4 +450,105 @@ fn set_10_signatures_are_read() {
         "h:1:1 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object \
                   file: No such file or directory No plugin found (libnccl-net.so)\n";
     assert!(!ids(&pasted(plugin)).contains(&"nccl-library-missing"));
+}
+
+#[test]
+fn set_11_signatures_are_read() {
+    // An illegal access inside NCCL on an RTX 5090 with no version shown: check, upgrade.
+    let fault = "enqueue.cc:1556 NCCL WARN Cuda failure 700 'an illegal memory access was \
+                 encountered'\nGPU 0: NVIDIA GeForce RTX 5090\n";
+    let f = finding_by_id(&pasted(fault), "new-arch-illegal-access").clone();
+    assert!(
+        f.fix.contains("pip install -U nvidia-nccl-cu12")
+            && f.fix.contains("Check the NCCL version"),
+        "{}",
+        f.fix
+    );
+    assert!(f.cause.contains("sm_120") && f.severity == Severity::Warning);
+    // At one of sm_120's early releases it is said as the cause.
+    let early = format!("h:1:1 [0] NCCL INFO NCCL version 2.26.2+cuda12.8\n{fault}");
+    let f = finding_by_id(&pasted(&early), "new-arch-illegal-access").clone();
+    assert!(f.cause.contains("2.26.2") && f.severity == Severity::Error);
+    // Not on an A100 (with a recent NCCL or none shown), not on sm_120 past its early
+    // releases, not for another CUDA error.
+    let a100 = fault.replace("GeForce RTX 5090", "A100-SXM4-80GB");
+    let a100_recent = format!("h:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n{a100}");
+    let later = early.replace("2.26.2", "2.29.2");
+    let other = fault.replace(
+        "700 'an illegal memory access was encountered'",
+        "1 'invalid argument'",
+    );
+    for near in [&a100, &a100_recent, &later, &other] {
+        assert!(
+            !ids(&pasted(near)).contains(&"new-arch-illegal-access"),
+            "{near}"
+        );
+    }
+
+    // aws-ofi-nccl built for a newer libfabric than the one it loads.
+    let fabric = "[0] NCCL INFO NET/Plugin : dlerror=/opt/amazon/efa/lib/libfabric.so.1: version \
+                  `FABRIC_1.7' not found (required by /env/lib/libnccl-net.so) No plugin found \
+                  (libnccl-net.so), using internal implementation\n";
+    let e = pasted(fabric);
+    let f = finding_by_id(&e, "ofi-libfabric-too-old").clone();
+    assert!(f.title.contains("FABRIC_1.7") && f.fix.contains("aws-ofi-nccl"));
+    assert!(f.cause.contains("/opt/amazon/efa/lib/libfabric.so.1"));
+    assert!(!ids(&e).contains(&"net-plugin-load"), "{:?}", ids(&e));
+    // Another library's symbol version, or libfabric's under MPI: not this finding.
+    let glibc = fabric.replace(
+        "/opt/amazon/efa/lib/libfabric.so.1: version `FABRIC_1.7'",
+        "/lib64/libc.so.6: version `GLIBC_2.34'",
+    );
+    let e = pasted(&glibc);
+    assert!(!ids(&e).contains(&"ofi-libfabric-too-old") && ids(&e).contains(&"net-plugin-load"));
+    let mpi = "mpirun: /usr/lib/libfabric.so.1: version `FABRIC_1.7' not found (required by \
+               /opt/openmpi/lib/libmpi.so.40)\n";
+    assert!(!ids(&pasted(mpi)).contains(&"ofi-libfabric-too-old"));
+
+    // NCCL_IB_* set, NET/IB without a device: RDMA is missing, sockets carry the traffic.
+    let no_device = "h:1:1 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1\n\
+                     h:1:1 [0] NCCL INFO NET/IB : No device found.\n\
+                     h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
+                     h:1:1 [0] NCCL INFO Using network Socket\n";
+    let e = pasted(no_device);
+    let f = finding_by_id(&e, "ib-settings-no-device").clone();
+    assert!(f.cause.contains("RDMA") && f.cause.contains("sockets") && f.fix.contains("rdma-core"));
+    assert!(!ids(&e).contains(&"ib-no-device"), "{:?}", ids(&e));
+    // Set in a command line the poster quotes.
+    let quoted = no_device.replace(
+        "h:1:1 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1",
+        "export NCCL_IB_HCA=mlx5_0,mlx5_1",
+    );
+    assert!(ids(&pasted(&quoted)).contains(&"ib-settings-no-device"));
+    // IB turned off on purpose, NET/IB with a device, or no IB variable at all.
+    let disabled =
+        format!("h:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n{no_device}");
+    let found = no_device.replace(
+        "No device found.",
+        "Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+    );
+    let unset = no_device.replace(
+        "NCCL_IB_HCA set by environment to mlx5_0,mlx5_1",
+        "Bootstrap : Using eth0:10.0.0.1<0>",
+    );
+    for near in [&disabled, &found, &unset] {
+        assert!(
+            !ids(&pasted(near)).contains(&"ib-settings-no-device"),
+            "{near}"
+        );
+    }
+
+    // A memory registration that fails, with no errno or with ENOMEM: the memlock limit.
+    let plain = "ibvwrap.c: 106 NCCL WARN Call to ibv_reg_mr failed\n\
+                 NCCL INFO ib_plugin.c:448 -> 2\n";
+    let f = finding_by_id(&pasted(plain), "ib-memlock").clone();
+    assert!(f.fix.contains("ulimit -l unlimited") && f.fix.contains("IPC_LOCK"));
+    assert!(!f.fix.contains("NCCL_IB_GID_INDEX") && !f.cause.contains("GID"));
+    // Another errno is not the limit, and no GID advice either way.
+    let bad = "h:1:2 [0] misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr failed with error Bad \
+               address\n";
+    let e = pasted(bad);
+    assert!(!ids(&e).contains(&"ib-memlock"), "{:?}", ids(&e));
+    let f = finding_by_id(&e, "ib-error");
+    assert!(!f.fix.contains("NCCL_IB_GID_INDEX"), "{}", f.fix);
 }

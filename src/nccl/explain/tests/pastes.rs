@@ -243,9 +243,9 @@ fn one_gpu_that_hangs_is_not_told_to_disable_p2p() {
 fn an_ib_registration_out_of_memory_is_the_memlock_limit() {
     let text = "h:1:2 [0] misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n";
     let e = pasted(&[("-", text)]);
-    let f = finding(&e, FindingKind::IbError);
+    let f = finding(&e, FindingKind::IbMemlock);
     assert!(f.cause.contains("locked-memory limit") && f.fix.contains("ulimit -l unlimited"));
-    assert!(!f.fix.contains("NCCL_IB_DISABLE"));
+    assert!(f.cause.contains("ENOMEM") && !f.fix.contains("NCCL_IB_DISABLE"));
     let other = text.replace("Cannot allocate memory", "Invalid argument");
     let f = finding(&pasted(&[("-", &other)]), FindingKind::IbError).clone();
     assert!(!f.cause.contains("locked-memory limit"));
