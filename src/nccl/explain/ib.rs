@@ -65,26 +65,19 @@ pub(super) fn ib_without_port_rule(
     Some(f)
 }
 
-/// The NCCL_IB_* variables a line sets: `NCCL_IB_HCA=mlx5_0` in a command or a list,
-/// `NCCL_IB_HCA set by environment to` or `set to` in NCCL's own lines.
-fn ib_settings(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("NCCL_IB_") {
-        let before = rest[..at].chars().next_back();
-        let tail = &rest[at..];
-        let name: String = tail
-            .chars()
-            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
-            .collect();
-        let after = &tail[name.len()..];
-        let sets = after.starts_with('=') || after.starts_with(" set ");
-        if sets && !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
-            out.push(name.clone());
-        }
-        rest = &tail[name.len()..];
-    }
-    out
+/// Whether a line sets an NCCL_IB_* variable: `NCCL_IB_HCA=mlx5_0` in a command or a
+/// list, `NCCL_IB_HCA set by environment to` or `set to` in NCCL's own lines.
+fn sets_ib_variable(text: &str) -> bool {
+    text.match_indices("NCCL_IB_").any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let tail = &text[at..];
+        let name = tail
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(tail.len());
+        let after = &tail[name..];
+        (after.starts_with('=') || after.starts_with(" set "))
+            && !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 /// NCCL_IB_* set (by `--env`, NCCL's lines or the paste) in a run whose NET/IB finds no
@@ -120,10 +113,7 @@ pub(super) fn ib_settings_without_device_rule(
     }
     let set_by_env = env.iter().any(|(n, _)| n.starts_with("NCCL_IB_"))
         || log.env.iter().any(|(n, _)| n.starts_with("NCCL_IB_"));
-    let setting = pasted
-        .lines
-        .iter()
-        .find(|l| !ib_settings(l.text).is_empty());
+    let setting = pasted.lines.iter().find(|l| sets_ib_variable(l.text));
     if setting.is_none() && !set_by_env {
         return None;
     }

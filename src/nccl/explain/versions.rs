@@ -161,7 +161,7 @@ pub(super) fn new_arch_fault_rule(
         ),
         None => (
             " The text does not show which NCCL runs.".to_string(),
-            "Check the NCCL version first: NCCL_DEBUG=INFO prints `NCCL version`, or run              `pip show nvidia-nccl-cu12`. "
+            "Check the NCCL version first: NCCL_DEBUG=INFO prints `NCCL version`, or run `pip show nvidia-nccl-cu12`. "
                 .to_string(),
         ),
     };
