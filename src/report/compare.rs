@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::decision;
-use crate::analysis::compare::{CompareReport, PairRow};
+use crate::analysis::compare::{CompareReport, Flags, PairRow};
 use crate::units::{format_us, plural, Bytes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +32,32 @@ const HEADERS: [&str; 8] = [
     "",
 ];
 
+/// What the quality rules flagged, in words: `base noisy, candidate re-measured
+/// alone`; empty for neither side.
+pub fn flag_words(flags: &Flags) -> String {
+    [("base", &flags.base), ("candidate", &flags.candidate)]
+        .into_iter()
+        .filter_map(|(side, q)| {
+            let q = q.as_deref()?;
+            let word = if q == "remeasured" {
+                "re-measured alone"
+            } else {
+                q
+            };
+            Some(format!("{side} {word}"))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A pair's change in words, with its flags beside it: `slower (candidate noisy)`.
+pub fn outcome(r: &PairRow) -> String {
+    match flag_words(&r.flags) {
+        f if f.is_empty() => r.case.change.word().to_string(),
+        f => format!("{} ({f})", r.case.change.word()),
+    }
+}
+
 fn cells(r: &PairRow) -> [String; 8] {
     let time = |t: Option<f64>, status: &str| match t {
         Some(t) if status == "ok" => format_us(t),
@@ -47,11 +73,7 @@ fn cells(r: &PairRow) -> [String; 8] {
         _ => String::new(),
     };
     let change = change.map(decision::how_much).unwrap_or_default();
-    let word = if r.flags.is_empty() {
-        r.case.change.word().to_string()
-    } else {
-        format!("{} ({})", r.case.change.word(), r.flags)
-    };
+    let word = outcome(r);
     [
         r.label(),
         r.nranks.to_string(),
@@ -176,7 +198,7 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                     opt(r.base_busbw_gbps),
                     opt(r.cand_busbw_gbps),
                     r.case.change.word().to_string(),
-                    r.flags.clone(),
+                    flag_words(&r.flags),
                     choice.map(|c| c.0.clone()).unwrap_or_default(),
                     choice.map(|c| c.1.clone()).unwrap_or_default(),
                 ])?;
@@ -251,4 +273,23 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
             s
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_are_worded_per_side() {
+        let flags = |base: Option<&str>, candidate: Option<&str>| Flags {
+            base: base.map(String::from),
+            candidate: candidate.map(String::from),
+        };
+        assert_eq!(flag_words(&flags(None, None)), "");
+        assert_eq!(flag_words(&flags(None, Some("noisy"))), "candidate noisy");
+        assert_eq!(
+            flag_words(&flags(Some("remeasured"), Some("outlier"))),
+            "base re-measured alone, candidate outlier"
+        );
+    }
 }

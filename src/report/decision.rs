@@ -122,23 +122,23 @@ pub fn level(x: f64) -> String {
 }
 
 /// What a decision's cases come to, counted: `slower at 12 of 40 cases`.
-pub fn tally(d: &Decision, noun: &str) -> String {
-    let total = d.cases.len();
-    let mut parts = Vec::new();
-    for change in [
+pub fn tally(d: &Decision) -> String {
+    if d.cases.is_empty() {
+        return "no case that both measured".into();
+    }
+    let parts: Vec<String> = [
         Change::Slower,
         Change::Faster,
         Change::Within,
         Change::NotSettled,
         Change::Failed,
         Change::Missing,
-    ] {
-        let n = d.count(change);
-        if n > 0 {
-            parts.push(format!("{} {n}", change.word()));
-        }
-    }
-    format!("{} of {total} {noun}", parts.join(", "))
+    ]
+    .into_iter()
+    .filter(|&c| d.count(c) > 0)
+    .map(|c| format!("{} at {}", c.word(), d.count(c)))
+    .collect();
+    format!("{} of {} cases", parts.join(", "), d.cases.len())
 }
 
 /// The rounds that would settle a decision, in words: `; about 20 rounds would

@@ -532,10 +532,6 @@ fn versus_baseline(pair: Option<&CompareReport>, nranks: u32, bytes: u64) -> (St
         (Some(c), _) => format!("{:+.1}%", c * 100.0),
         _ => "-".into(),
     };
-    let word = if row.flags.is_empty() {
-        row.case.change.word().to_string()
-    } else {
-        format!("{} ({})", row.case.change.word(), row.flags)
-    };
+    let word = super::compare::outcome(row);
     (change, word)
 }

@@ -33,11 +33,28 @@ pub struct PairRow {
     pub cand_busbw_gbps: Option<f64>,
     /// The case as decided: its change, estimate and intervals.
     pub case: Case,
-    /// What the quality rules flagged (`candidate noisy`); empty when neither side.
-    pub flags: String,
+    /// What the quality rules flagged on each side (`report::compare` words it).
+    pub flags: Flags,
     /// NCCL's algorithm and protocol differ between the sides (`Tree/LL` against
     /// `Ring/LL128`): (base's, candidate's). Empty where a side did not record one.
     pub choice_change: Option<(String, String)>,
+}
+
+/// What a pair's sides are flagged with: each side's `quality` cell where a rule
+/// flagged it (`noisy`, `outlier`), or `remeasured` where an older run measured that
+/// side again alone, after its partner (its rounds are not side by side).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Flags {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<String>,
+}
+
+impl Flags {
+    pub fn any(&self) -> bool {
+        self.base.is_some() || self.candidate.is_some()
+    }
 }
 
 impl PairRow {
@@ -152,29 +169,28 @@ pub fn is_simulated(run: &RunData) -> bool {
         || run.cases.iter().any(|c| c.backend == SIMULATED_LABEL)
 }
 
-/// What one pair gives the model: its evidence, what the quality rules flagged
-/// (`candidate noisy`, empty for neither side), and each side's typical time in us
+/// What one pair gives the model: its evidence, what the quality rules flagged,
+/// and each side's typical time in us
 /// (the geometric mean of its rounds' medians, whose ratio the change is, or the
 /// one measurement the change was taken from).
 pub struct Pair {
     pub evidence: Evidence,
-    pub flags: String,
+    pub flags: Flags,
     pub times: (Option<f64>, Option<f64>),
 }
 
 /// The evidence of one pair: rounds side by side (`paired`: the same sweep),
 /// each side's rounds, or one measurement a side.
 pub fn pair(b: &CaseRow, c: &CaseRow, paired: bool) -> Pair {
-    let mut flags: Vec<String> = Vec::new();
-    for (side, r) in [("base", b), ("candidate", c)] {
-        if r.is_ok() && !r.is_trusted() {
-            flags.push(format!("{side} {}", r.quality));
-        } else if paired && b.config != c.config && r.quality == "remeasured" {
-            // An older run's re-measurement ran its rounds alone, later.
-            flags.push(format!("{side} re-measured alone"));
-        }
-    }
-    let flags = flags.join(", ");
+    let flag = |r: &CaseRow| {
+        // An older run's re-measurement ran its rounds alone, later.
+        let alone = paired && b.config != c.config && r.quality == "remeasured";
+        ((r.is_ok() && !r.is_trusted()) || alone).then(|| r.quality.clone())
+    };
+    let flags = Flags {
+        base: flag(b),
+        candidate: flag(c),
+    };
     let typical = |r: &CaseRow| r.typical_us().filter(|_| r.is_ok());
     let mut times = (typical(b), typical(c));
     if !c.is_ok() || !b.is_ok() {
@@ -267,7 +283,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         let p = pair(b, c, same_run);
         inputs.push(Input {
             evidence: p.evidence,
-            flagged: !p.flags.is_empty(),
+            flagged: p.flags.any(),
         });
         pairs.push(p);
     }
@@ -342,7 +358,7 @@ pub fn one_pair(run: &RunData, b: &CaseRow, c: &CaseRow, opts: CompareOptions) -
     let p = pair(b, c, true);
     let input = Input {
         evidence: p.evidence,
-        flagged: !p.flags.is_empty(),
+        flagged: p.flags.any(),
     };
     change::decide(&[input], &opts.design(run.looks())).cases[0]
 }

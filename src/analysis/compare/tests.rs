@@ -150,7 +150,8 @@ fn a_case_failing_now_fails_and_a_flagged_one_stays_with_its_flag() {
     assert_eq!(report.rows[0].case.change, Change::Failed);
     assert!(report.rows[0].fails());
     let flagged = &report.rows[1];
-    assert_eq!(flagged.flags, "candidate noisy");
+    assert_eq!(flagged.flags.candidate.as_deref(), Some("noisy"));
+    assert_eq!(flagged.flags.base, None);
     assert_eq!(
         flagged.case.change,
         Change::NotSettled,

@@ -14,6 +14,7 @@ use anyhow::Result;
 use super::{Orchestrator, Takes};
 use crate::analysis::baseline::CaseId;
 use crate::model::GroupRounds;
+use crate::report::decision::tally;
 use crate::stats::change::{self, Change, Decision, Design, Evidence, Input};
 use crate::sweep::plan::Group;
 use crate::sweep::rounds::combine;
@@ -55,26 +56,6 @@ fn paired_inputs(
             })
         })
         .collect()
-}
-
-/// A settled decision in words: `slower at 13 of 13 cases`.
-fn words(d: &Decision) -> String {
-    if d.cases.is_empty() {
-        return "no case that both measured".into();
-    }
-    let counts: Vec<String> = [
-        Change::Slower,
-        Change::Faster,
-        Change::Within,
-        Change::NotSettled,
-        Change::Failed,
-        Change::Missing,
-    ]
-    .into_iter()
-    .filter(|&c| d.count(c) > 0)
-    .map(|c| format!("{} at {}", c.word(), d.count(c)))
-    .collect();
-    format!("{} of {} cases", counts.join(", "), d.cases.len())
 }
 
 /// Whether a decision that may stop left cases not settled.
@@ -144,7 +125,7 @@ impl Orchestrator<'_> {
             let d = self.pair_decision(block, firsts, i, b, family);
             if change::settled(&d, most) {
                 let base = &block[b].config.name;
-                pair_done[i] = Some(format!("against {base}: {}", words(&d)));
+                pair_done[i] = Some(format!("against {base}: {}", tally(&d)));
                 left_open[i] = open(&d);
                 decided[i] = !d.cases.is_empty();
             }
@@ -179,7 +160,7 @@ impl Orchestrator<'_> {
                 Some(d) => {
                     unsettled |= open(&d);
                     any |= !d.cases.is_empty();
-                    format!("; against the baseline: {}", words(&d))
+                    format!("; against the baseline: {}", tally(&d))
                 }
                 None => String::new(),
             };
@@ -243,7 +224,7 @@ impl Orchestrator<'_> {
                 });
                 let d = change::decide_in(&inputs, &self.pair_design(), family);
                 (
-                    format!("against {}: {}", block[b].config.name, words(&d)),
+                    format!("against {}: {}", block[b].config.name, tally(&d)),
                     open(&d),
                     !d.cases.is_empty(),
                 )
