@@ -136,26 +136,12 @@ pub fn median_rank(n: usize) -> Option<usize> {
     if n < MIN_ROUNDS {
         return None;
     }
-    // P(B = i) for n trials, accumulated in log space so that large n stays finite.
-    let ln_half_n = n as f64 * 0.5f64.ln();
-    let mut tail = 0.0;
-    let mut k = 0;
-    for i in 0..=n / 2 {
-        tail += (ln_choose(n, i) + ln_half_n).exp();
-        if tail > ALPHA / 2.0 {
-            break;
-        }
-        k = i + 1;
-    }
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let b = Binomial::new(0.5, n as u64).ok()?;
+    let k = (0..=n as u64 / 2)
+        .take_while(|&i| b.cdf(i) <= ALPHA / 2.0)
+        .count();
     (k >= 1).then_some(k)
-}
-
-fn ln_choose(n: usize, k: usize) -> f64 {
-    ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k)
-}
-
-fn ln_factorial(n: usize) -> f64 {
-    (2..=n).map(|i| (i as f64).ln()).sum()
 }
 
 #[cfg(test)]
