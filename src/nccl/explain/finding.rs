@@ -174,6 +174,7 @@ finding_kinds! {
     IbError => "ib-error",
     IbMemlock => "ib-memlock",
     IbSettingsNoDevice => "ib-settings-no-device",
+    ListPrefixInside => "env-list-prefix-inside",
     OfiLibfabricTooOld => "ofi-libfabric-too-old",
     NewArchIllegalAccess => "new-arch-illegal-access",
     CudaFailure => "cuda-failure",

@@ -20,6 +20,7 @@ mod finding;
 mod first;
 mod hosts;
 mod ib;
+mod lists;
 mod memory;
 mod mpi;
 mod ofi;
@@ -365,6 +366,7 @@ fn build(
         };
         findings.extend(versions::bug_findings(version, p, &is_set));
         findings.extend(reason::env_not_shown(log, p, &options.env));
+        findings.extend(lists::prefix_inside_rule(log, p, &options.env));
         findings.extend(ranks::across_files(inputs));
         findings.extend(ranks::per_rank_script(p));
         findings.extend(ranks::mpirun_prefix_rule(p, log));

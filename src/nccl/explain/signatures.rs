@@ -1,6 +1,6 @@
 //! The findings raised by their lines alone: each entry of findings.toml with `lines`,
 //! where some line holds every substring of one of its alternatives (and the text none
-//! of its `unless`). The lines it placed are returned too, so that no generic finding
+//! of its `unless` and, where it has a `with`, one of those). The lines it placed are returned too, so that no generic finding
 //! repeats them.
 
 use super::finding::{Finding, FindingKind};
@@ -29,7 +29,12 @@ pub(super) fn line_findings(pasted: &Pasted, version: Option<&str>) -> Vec<Place
         let off = text
             .unless
             .iter()
-            .any(|u| pasted.contains(&u.to_ascii_lowercase()));
+            .any(|u| pasted.contains(&u.to_ascii_lowercase()))
+            || !(text.with.is_empty()
+                || text
+                    .with
+                    .iter()
+                    .any(|w| pasted.contains(&w.to_ascii_lowercase())));
         if off {
             continue;
         }

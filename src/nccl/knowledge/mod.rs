@@ -144,6 +144,9 @@ pub struct FindingText {
     /// Substrings anywhere in the text that turn a line match off.
     #[serde(default)]
     pub unless: Vec<String>,
+    /// Substrings anywhere in the text, one of which a line match needs (empty: none).
+    #[serde(default)]
+    pub with: Vec<String>,
     /// The fewest matching lines that raise it.
     #[serde(default = "one")]
     pub min_lines: usize,

@@ -1,0 +1,114 @@
+//! Lists NCCL reads with one prefix for the whole list: NCCL_IB_HCA and
+//! NCCL_SOCKET_IFNAME take `^` (exclude) and `=` (exact names) once, before the first
+//! entry (`^=mlx5_8,mlx5_14`). A prefix written again inside the list is read as part
+//! of that entry's name, which then matches nothing.
+
+use super::finding::{Finding, FindingKind};
+use super::pasted::Pasted;
+use crate::nccl::log::NcclLog;
+
+/// The variables whose value is such a list.
+const LISTS: [&str; 2] = ["NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"];
+
+/// The list's prefix (`^`, `=`, `^=` or none) and its entries without it.
+fn split(value: &str) -> (&str, Vec<&str>) {
+    let body = value.trim_start_matches(['^', '=']);
+    let prefix = &value[..value.len() - body.len()];
+    (prefix, body.split(',').map(str::trim).collect())
+}
+
+/// A list variable (from `--env`, NCCL's lines or the paste) with `^` or `=` inside
+/// the list, after its first entry.
+pub(super) fn prefix_inside_rule(
+    log: &NcclLog,
+    pasted: &Pasted,
+    env: &[(String, String)],
+) -> Vec<Finding> {
+    LISTS
+        .iter()
+        .filter_map(|&name| {
+            let value = env
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+                .or_else(|| super::reason::setting(log, pasted, name))?;
+            let (prefix, entries) = split(&value);
+            let inside: Vec<&str> = entries
+                .iter()
+                .skip(1)
+                .copied()
+                .filter(|e| e.starts_with(['^', '=']))
+                .collect();
+            let first = inside.first()?;
+            let bare: Vec<&str> = entries
+                .iter()
+                .map(|e| e.trim_start_matches(['^', '=']))
+                .collect();
+            let fix = if prefix.is_empty() {
+                format!(
+                    "A list either selects (no prefix) or excludes (`^` before its first entry): \
+                     for example {name}=^{} excludes them all.",
+                    bare.join(",")
+                )
+            } else {
+                format!("Write it once: {name}={prefix}{}.", bare.join(","))
+            };
+            let evidence = pasted
+                .lines
+                .iter()
+                .find(|l| l.text.contains(name) && l.text.contains(*first))
+                .map(|l| vec![pasted.evidence(l)])
+                .unwrap_or_else(|| vec![format!("{name}={value}")]);
+            let mut f = Finding::new(
+                FindingKind::ListPrefixInside,
+                evidence,
+                &[
+                    ("name", name.to_string()),
+                    ("value", value.clone()),
+                    ("entry", first.to_string()),
+                ],
+            );
+            f.fix = fix;
+            Some(f)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nccl::explain::pasted::Input;
+
+    #[test]
+    fn a_prefix_belongs_before_the_first_entry_only() {
+        assert_eq!(
+            split("^=mlx5_8,^=mlx5_14"),
+            ("^=", vec!["mlx5_8", "^=mlx5_14"])
+        );
+        assert_eq!(split("eth0,ib0"), ("", vec!["eth0", "ib0"]));
+        let read = |value: &str| {
+            let text = format!("NCCL_DEBUG=INFO NCCL_IB_HCA='{value}' srun all_reduce_perf -g 1");
+            let pasted = Pasted::new(&[Input {
+                name: "-",
+                text: &text,
+            }]);
+            prefix_inside_rule(&NcclLog::default(), &pasted, &[])
+        };
+        let found = read("^=mlx5_8,^=mlx5_14");
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].fix.contains("NCCL_IB_HCA=^=mlx5_8,mlx5_14"),
+            "{}",
+            found[0].fix
+        );
+        assert!(found[0].title.contains("^=mlx5_14"), "{}", found[0].title);
+        let mixed = read("mlx5_0,^mlx5_1");
+        assert!(
+            mixed[0].fix.contains("NCCL_IB_HCA=^mlx5_0,mlx5_1"),
+            "{}",
+            mixed[0].fix
+        );
+        assert!(read("^=mlx5_8,mlx5_14").is_empty());
+        assert!(read("mlx5_0:1,mlx5_1:1").is_empty());
+    }
+}
