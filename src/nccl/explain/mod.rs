@@ -40,7 +40,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::log::{NcclLog, NvlsUse, ShmBacking};
-use super::NcclVersion;
+use super::{knowledge, NcclVersion};
 use context::Context;
 use failures::failure_findings;
 use signatures::Placed;
@@ -148,11 +148,25 @@ const MARKERS: &[&str] = &[
 ];
 
 /// Whether the inputs hold anything explain can read: an NCCL log, a PyTorch
-/// distributed error, an nccl-tests output, a launcher's or CUDA's error.
+/// distributed error, an nccl-tests output, a launcher's or CUDA's error, or a line
+/// a finding of findings.toml is raised by (NCCL's `Duplicate GPU detected` quoted
+/// alone).
 pub fn is_explainable(inputs: &[Input]) -> bool {
+    let signatures: Vec<Vec<String>> = knowledge::get()
+        .findings
+        .iter()
+        .flat_map(|f| f.lines.iter())
+        .map(|alt| alt.iter().map(|s| s.to_ascii_lowercase()).collect())
+        .collect();
     inputs.iter().any(|i| {
         let t = i.text.to_ascii_lowercase();
-        MARKERS.iter().any(|m| t.contains(m)) || i.text.lines().any(old_warn)
+        MARKERS.iter().any(|m| t.contains(m))
+            || i.text.lines().any(old_warn)
+            || t.lines().any(|l| {
+                signatures
+                    .iter()
+                    .any(|alt| alt.iter().all(|s| l.contains(s.as_str())))
+            })
     })
 }
 
