@@ -231,7 +231,7 @@ pub(super) fn failure_findings(
 }
 
 /// The registration line quoted in `ib-memlock`, and whether it names ENOMEM.
-fn memlock_fill(lines: &[Line]) -> Vec<(&'static str, String)> {
+pub(super) fn memlock_fill(lines: &[Line]) -> Vec<(&'static str, String)> {
     let first = lines.first().map(|l| message(&l.text)).unwrap_or_default();
     let enomem = lines.iter().any(|l| {
         l.text

@@ -1,8 +1,9 @@
 //! NET/IB's completion errors: the status of each (`with error 12`, `status=12`,
 //! `status=IBV_WC_RETRY_EXC_ERR(12)` from 2.28), read against ibverbs.toml; the first
 //! status that causes rather than follows is the finding, the flushes after it its
-//! consequence. NCCL 2.3's silent fall-back to sockets when IB had no port, and
-//! NCCL_IB_* settings in a run whose NET/IB finds no device.
+//! consequence. NCCL 2.3's silent fall-back to sockets when IB had no port,
+//! NCCL_IB_* settings in a run whose NET/IB finds no device, and a memory
+//! registration refused as a program printed it, without NCCL's tag.
 
 use super::finding::{Finding, FindingKind, Severity};
 use super::pasted::{message, Pasted, PastedLine};
@@ -63,6 +64,26 @@ pub(super) fn ib_without_port_rule(
     f.sources
         .push("https://github.com/NVIDIA/nccl/blob/v2.3.7-1/src/transport/net_ib.cu".to_string());
     Some(f)
+}
+
+/// `Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory` as a framework
+/// or a user quotes it, without NCCL's `NCCL WARN` tag (those lines are NCCL's
+/// failures, read with the rest of its log): the same refused registration.
+pub(super) fn untagged_memlock_rule(pasted: &Pasted) -> Option<Placed> {
+    let lines: Vec<&PastedLine> = pasted
+        .lines
+        .iter()
+        .filter(|l| !l.lower.contains("nccl warn") && super::failures::is_memlock_text(l.text))
+        .collect();
+    let first = lines.first()?;
+    let shown = [super::evidence::Line::at(first.number, first.text)];
+    let fill = super::failures::memlock_fill(&shown);
+    let evidence = super::evidence::distinct(lines.iter().map(|l| pasted.evidence(l)));
+    let n = lines.len();
+    Some(Placed {
+        finding: Finding::new(FindingKind::IbMemlock, evidence, &fill).with_occurrences(n),
+        lines: lines.iter().map(|l| (l.file, l.number)).collect(),
+    })
 }
 
 /// Whether a line sets an NCCL_IB_* variable: `NCCL_IB_HCA=mlx5_0` in a command or a

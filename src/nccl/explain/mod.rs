@@ -230,6 +230,7 @@ fn build(
         placed.extend(hosts::bootstrap_rule(log, p));
         placed.extend(reason::topology_file_rule(log, p));
         placed.extend(ib::completion_findings(p));
+        placed.extend(ib::untagged_memlock_rule(p));
         placed.extend(ofi::libfabric_too_old_rule(p));
         placed.extend(torch::torch_findings(p));
         placed.extend(reason::invalid_device_ordinal_rule(p));
