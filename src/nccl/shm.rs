@@ -3,6 +3,8 @@
 //! `--shm-size` that leaves room for it. The doctor's /dev/shm check, the SHM
 //! verdict and `explain`'s ENOSPC diagnosis all size with these.
 
+use serde::Serialize;
+
 use super::NcclVersion;
 
 /// Bytes in a GiB: `--shm-size` advice.
@@ -97,6 +99,65 @@ pub fn node_need(segment_bytes: u64, channels: usize, local_ranks: usize) -> Shm
         usize::from(local_ranks > 1),
         local_ranks,
     )
+}
+
+/// What a failed case needed of /dev/shm per node, and the product behind it:
+/// `segment` x (NCCL's `channels` x `peers`, where it is NCCL's) x `ranks`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShmNeed {
+    pub bytes: u64,
+    /// Bytes of one segment.
+    pub segment: u64,
+    /// Ranks per node.
+    pub ranks: usize,
+    /// NCCL's channels with why that many, and SHM peers per rank; `None` for the host
+    /// backend's ring (one segment per rank).
+    pub nccl: Option<NcclShm>,
+}
+
+/// The channels and peers NCCL's SHM segments are counted over.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NcclShm {
+    pub channels: usize,
+    /// Why that many (`NCCL_MIN_NCHANNELS=4`, or what NCCL usually builds).
+    pub channels_why: String,
+    pub peers: usize,
+}
+
+/// The /dev/shm a node of `ranks` ranks needed where a case failed with `error`, sized
+/// as the doctor sizes ([`node_need`], [`assumed_channels`] over the config's
+/// variables, `read`): with NCCL, the segment the error names (or NCCL's default) per
+/// channel and SHM peer on each rank; the host backend's ring (`host_ring`) uses one
+/// segment per rank, the one its error names.
+pub fn failed_need(
+    error: &str,
+    host_ring: bool,
+    ranks: usize,
+    read: impl Fn(&str) -> Option<usize>,
+) -> Option<ShmNeed> {
+    let named = super::log::shm_segment_size(error);
+    if host_ring {
+        let segment = named?;
+        return Some(ShmNeed {
+            bytes: node_need(segment, 1, ranks).total_bytes,
+            segment,
+            ranks,
+            nccl: None,
+        });
+    }
+    let segment = named.unwrap_or(DEFAULT_SHM_SEGMENT_BYTES);
+    let (channels, why) = assumed_channels(read);
+    let e = node_need(segment, channels, ranks);
+    Some(ShmNeed {
+        bytes: e.total_bytes,
+        segment,
+        ranks,
+        nccl: Some(NcclShm {
+            channels,
+            channels_why: why,
+            peers: e.shm_peers,
+        }),
+    })
 }
 
 /// Whole GiB for `--shm-size`: twice the estimate (NCCL's proxy and the application use

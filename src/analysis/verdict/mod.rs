@@ -16,7 +16,8 @@ use crate::config::transport::env_truthy;
 use crate::export::reader::{CaseRow, RunData};
 use crate::nccl::cell::TransportsCell;
 use crate::nccl::log::FailureKind;
-use crate::nccl::shm::{assumed_channels, node_need, DEFAULT_SHM_SEGMENT_BYTES};
+use crate::nccl::shm::failed_need;
+pub use crate::nccl::shm::ShmNeed;
 use crate::stats::change::{Case, Change};
 
 /// The answer, with the evidence that supports it.
@@ -164,35 +165,9 @@ pub fn transports_used(rows: &[&CaseRow]) -> Vec<String> {
     set.into_iter().collect()
 }
 
-/// What a failed case needed of /dev/shm per node, and the product behind it:
-/// `segment` x (NCCL's `channels` x `peers`, where it is NCCL's) x `ranks`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ShmNeed {
-    pub bytes: u64,
-    /// Bytes of one segment.
-    pub segment: u64,
-    /// Ranks per node.
-    pub ranks: usize,
-    /// NCCL's channels with why that many, and SHM peers per rank; `None` for the host
-    /// backend's ring (one segment per rank).
-    pub nccl: Option<NcclShm>,
-}
-
-/// The channels and peers NCCL's SHM segments are counted over.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NcclShm {
-    pub channels: usize,
-    /// Why that many (`NCCL_MIN_NCHANNELS=4`, or what NCCL usually builds).
-    pub channels_why: String,
-    pub peers: usize,
-}
-
-/// The failed case's /dev/shm need per node, with the function and the channel
-/// assumption `nccl-bench doctor` sizes with (`nccl::shm::node_need`,
-/// `assumed_channels`): with NCCL, the segment the error names (or NCCL's default
-/// one) per channel (as the config's variables allow) and SHM peer on each rank of
-/// a node; the host backend's ring uses one segment per rank, the one its error
-/// names. The doctor reads the machine's variables, this the config's.
+/// The failed case's /dev/shm need per node (`nccl::shm::failed_need`), over the ranks
+/// of one node and the config's variables: the doctor reads the machine's, this the
+/// config's.
 fn shm_need(run: &RunData, failed: &CaseRow) -> Option<ShmNeed> {
     // /dev/shm is per node: the ranks of one node of a cluster run.
     let nodes = run
@@ -201,17 +176,6 @@ fn shm_need(run: &RunData, failed: &CaseRow) -> Option<ShmNeed> {
         .as_ref()
         .map_or(1, |c| c.hosts.len().max(1));
     let ranks = (failed.nranks as usize).div_ceil(nodes);
-    if failed.backend == "host" {
-        let segment = segment_size(&failed.error)?;
-        let e = node_need(segment, 1, ranks);
-        return Some(ShmNeed {
-            bytes: e.total_bytes,
-            segment,
-            ranks,
-            nccl: None,
-        });
-    }
-    let segment = segment_size(&failed.error).unwrap_or(DEFAULT_SHM_SEGMENT_BYTES);
     let env = run
         .manifest
         .configs
@@ -219,28 +183,11 @@ fn shm_need(run: &RunData, failed: &CaseRow) -> Option<ShmNeed> {
         .find(|c| c.name == failed.config)
         .map(|c| c.env.clone())
         .unwrap_or_default();
-    let (channels, why) = assumed_channels(|var| {
+    failed_need(&failed.error, failed.backend == "host", ranks, |var| {
         env.get(var)
             .and_then(|v| v.trim().parse::<usize>().ok())
             .filter(|&n| n > 0)
-    });
-    let e = node_need(segment, channels, ranks);
-    Some(ShmNeed {
-        bytes: e.total_bytes,
-        segment,
-        ranks,
-        nccl: Some(NcclShm {
-            channels,
-            channels_why: why,
-            peers: e.shm_peers,
-        }),
     })
-}
-
-/// The segment size an SHM error names: `... (size 9637888) ...`.
-fn segment_size(error: &str) -> Option<u64> {
-    let rest = &error[error.find("(size ")? + 6..];
-    rest[..rest.find(')')?].trim().parse().ok()
 }
 
 fn is_shm_error(error: &str) -> bool {

@@ -70,7 +70,7 @@ pub(super) fn connect_retry(message: &str, line: usize) -> Option<ConnectRetry> 
 /// The size a /dev/shm failure names: `... segment /dev/shm/nccl-X (size 9637888)`, else
 /// `failed to extend /dev/shm/nccl-X to 9637892 bytes`. `None` for a size of 0 (an attach
 /// failure) or none at all (`posix_fallocate failed`).
-pub(super) fn shm_segment_size(message: &str) -> Option<u64> {
+pub fn shm_segment_size(message: &str) -> Option<u64> {
     fn leading_number(text: &str) -> Option<(u64, &str)> {
         let digits = text.bytes().take_while(u8::is_ascii_digit).count();
         let n = text[..digits].parse::<u64>().ok()?;

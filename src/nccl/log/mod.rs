@@ -17,7 +17,7 @@ mod parser;
 mod record;
 
 pub use calls::CollCall;
-pub use failure_text::cuda_error_code;
+pub use failure_text::{cuda_error_code, shm_segment_size};
 pub use record::{
     ConnectRetry, Connection, Direction, Failure, FailureKind, InterfaceLine, NcclLog, NvlsUse,
     ProcessInfo, RankInfo, ShmBacking, Transport, TransportKind,
