@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::analysis::history::{History, Series, Step};
+use crate::analysis::history::{Fact, History, Series, Step};
 use crate::stats::change::Change;
 use crate::units::{format_us, plural, Bytes};
 
@@ -101,13 +101,29 @@ fn change(verdict: Change, change: f64, ci: (f64, f64)) -> String {
     }
 }
 
-fn what_changed(step: &Step) -> String {
+/// A fact's name: `NCCL`, `shm-off's variables`.
+pub fn fact_words(fact: Fact, config: &str) -> String {
+    match fact {
+        Fact::Nccl => "NCCL".into(),
+        Fact::NcclLibrary => "NCCL library".into(),
+        Fact::Driver => "driver".into(),
+        Fact::Cuda => "CUDA".into(),
+        Fact::Gpus => "GPUs".into(),
+        Fact::Hosts => "hosts".into(),
+        Fact::Variables => format!("{config}'s variables"),
+        Fact::Registration => format!("{config}'s buffer registration"),
+        Fact::Tool => "nccl-bench".into(),
+        Fact::Choice => "NCCL's choice".into(),
+    }
+}
+
+fn what_changed(step: &Step, config: &str) -> String {
     if step.differences.is_empty() {
         return "the manifests record no difference (look at the nodes, firmware, load)".into();
     }
     step.differences
         .iter()
-        .map(|d| format!("{} {} -> {}", d.what, d.before, d.after))
+        .map(|d| format!("{} {} -> {}", fact_words(d.what, config), d.before, d.after))
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -130,7 +146,7 @@ fn step_lines(h: &History) -> Vec<String> {
                 } else {
                     " (the latest run: not confirmed by a later one yet)"
                 },
-                what_changed(st)
+                what_changed(st, &s.config)
             )
         })
         .collect()

@@ -176,7 +176,7 @@ fn the_one_step_is_found_with_both_runs_and_what_changed() {
         "night-20"
     );
     assert_eq!(steps[0]["verdict"], "slower");
-    assert_eq!(steps[0]["differences"][0]["what"], "NCCL");
+    assert_eq!(steps[0]["differences"][0]["what"], "nccl");
 
     // -o: the tables and a chart per size, into a new directory or its own only.
     let out_dir = tmp.path().join("history");

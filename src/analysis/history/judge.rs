@@ -234,7 +234,7 @@ fn step(
     let (from, to) = (&series.points[before].choice, &series.points[after].choice);
     if !from.is_empty() && !to.is_empty() && from != to {
         differences.push(super::Difference {
-            what: "NCCL's choice".into(),
+            what: super::Fact::Choice,
             before: from.clone(),
             after: to.clone(),
         });

@@ -29,8 +29,8 @@ mod series;
 
 pub use facts::{differences, facts};
 pub use series::{
-    Difference, History, OneOff, Options, Point, RunEntry, Series, SizeChoice, Step, DEFAULT_SIZES,
-    DEFAULT_WINDOW,
+    Difference, Fact, History, OneOff, Options, Point, RunEntry, Series, SizeChoice, Step,
+    DEFAULT_SIZES, DEFAULT_WINDOW,
 };
 
 use crate::export::reader::{CaseRow, RunData};

@@ -107,10 +107,29 @@ pub struct OneOff {
     pub ci: (f64, f64),
 }
 
+/// What a run's manifest records about where and with what it ran (`report::history`
+/// words it); `Variables` and `Registration` are the series' config's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fact {
+    Nccl,
+    NcclLibrary,
+    Driver,
+    Cuda,
+    Gpus,
+    Hosts,
+    Variables,
+    Registration,
+    /// nccl-bench's version.
+    Tool,
+    /// NCCL's algorithm and protocol at the series' size.
+    Choice,
+}
+
 /// One fact that differs between two runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Difference {
-    pub what: String,
+    pub what: Fact,
     pub before: String,
     pub after: String,
 }

@@ -99,7 +99,7 @@ fn a_ten_percent_step_is_the_one_step_found_with_its_two_runs_and_what_changed()
         assert_eq!(
             step.differences,
             vec![Difference {
-                what: "NCCL".into(),
+                what: Fact::Nccl,
                 before: "2.21.5".into(),
                 after: "2.23.4".into()
             }]
@@ -271,18 +271,18 @@ fn facts_and_their_differences() {
         ..Default::default()
     }];
     let f = facts(&a, "default");
-    assert!(f.contains(&("GPUs".into(), "2 x NVIDIA H100 80GB HBM3".into())));
+    assert!(f.contains(&(Fact::Gpus, "2 x NVIDIA H100 80GB HBM3".into())));
     let d = differences(&a, &b, "default");
-    let what: Vec<(&str, &str, &str)> = d
+    let what: Vec<(Fact, &str, &str)> = d
         .iter()
-        .map(|d| (d.what.as_str(), d.before.as_str(), d.after.as_str()))
+        .map(|d| (d.what, d.before.as_str(), d.after.as_str()))
         .collect();
     assert_eq!(
         what,
         [
-            ("driver", "550.54.15", "555.42.02"),
-            ("hosts", "node1", "node7"),
-            ("default's variables", "-", "NCCL_SHM_DISABLE=1"),
+            (Fact::Driver, "550.54.15", "555.42.02"),
+            (Fact::Hosts, "node1", "node7"),
+            (Fact::Variables, "-", "NCCL_SHM_DISABLE=1"),
         ]
     );
 }
@@ -418,7 +418,7 @@ fn a_step_names_a_change_of_nccls_choice() {
         s.steps[0]
             .differences
             .iter()
-            .all(|d| d.what != "NCCL's choice"),
+            .all(|d| d.what != Fact::Choice),
         "{:?}",
         s.steps
     );
@@ -432,9 +432,8 @@ fn a_step_names_a_change_of_nccls_choice() {
     assert_eq!(s.steps.len(), 1, "{:?}", s.steps);
     let d = &s.steps[0].differences;
     assert!(
-        d.iter().any(|d| d.what == "NCCL's choice"
-            && d.before == "Ring/LL128"
-            && d.after == "Tree/LL128"),
+        d.iter()
+            .any(|d| d.what == Fact::Choice && d.before == "Ring/LL128" && d.after == "Tree/LL128"),
         "{d:?}"
     );
 }
