@@ -482,10 +482,26 @@ fn mark_consequences(findings: &mut [Finding]) {
             f.avoid.clear();
         }
     }
+    // findings.toml's `follows`: a finding whose cause another present finding is.
+    let present: Vec<&'static str> = findings.iter().map(|f| f.kind.as_str()).collect();
+    for f in findings.iter_mut() {
+        let text = knowledge::finding(f.kind.as_str());
+        if let Some(&cause) = present
+            .iter()
+            .find(|p| text.follows.iter().any(|id| id == *p))
+        {
+            f.follows = Some(cause);
+            f.fix = format!("Fix {cause} first: this follows from it.");
+            f.avoid.clear();
+        }
+    }
     let Some(root) = root else {
         return;
     };
-    for f in findings.iter_mut().filter(|f| victim(f.kind)) {
+    for f in findings
+        .iter_mut()
+        .filter(|f| victim(f.kind) && f.follows.is_none())
+    {
         f.follows = Some(root);
         if f.kind == SystemError {
             // Its usual suspects (/dev/shm, ulimit) are guesses the root replaces.

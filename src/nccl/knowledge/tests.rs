@@ -66,6 +66,13 @@ fn every_finding_kind_has_its_texts_and_every_entry_a_use() {
             "`{}` in findings.toml has neither a rule nor lines",
             f.id
         );
+        for cause in &f.follows {
+            assert!(
+                get().findings.iter().any(|g| &g.id == cause),
+                "`{}` follows `{cause}`, which findings.toml lacks",
+                f.id
+            );
+        }
     }
 }
 

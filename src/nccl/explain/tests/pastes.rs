@@ -493,3 +493,22 @@ fn a_rank_beyond_the_world_and_an_algorithm_restriction_are_read() {
         .fix
         .contains("Unset NCCL_ALGO"));
 }
+
+#[test]
+fn a_crash_after_mpis_libfabric_aborted_follows_from_the_abort() {
+    let log = "[node:820212] mtl_ofi_endpoint.h:49: *** The Open MPI OFI MTL is aborting the MPI job (via exit(3)).\n\
+               [node:820212] *** Process received signal ***\n\
+               [node:820212] Signal: Aborted (6)\n\
+               rank0:  Mismatched address format: remote EP (Invalid Fmt): Unknown (2) Local EP: IPv4 (4)\n";
+    let e = pasted(&[("-", log)]);
+    let abort = finding_by_id(&e, "mpi-ofi-mtl-abort");
+    assert!(abort.fix.contains("FI_PROVIDER"), "{}", abort.fix);
+    let crash = finding(&e, FindingKind::Crash);
+    assert_eq!(crash.follows, Some("mpi-ofi-mtl-abort"));
+    // Without the abort the crash stands alone.
+    let alone = pasted(&[(
+        "-",
+        "[node:1] *** Process received signal ***\n[node:1] Signal: Aborted (6)\n",
+    )]);
+    assert_eq!(finding(&alone, FindingKind::Crash).follows, None);
+}
