@@ -66,14 +66,26 @@ pub(super) fn ib_without_port_rule(
     Some(f)
 }
 
-/// `Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory` as a framework
-/// or a user quotes it, without NCCL's `NCCL WARN` tag (those lines are NCCL's
-/// failures, read with the rest of its log): the same refused registration.
+/// `Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory` as a user
+/// quotes it, in NCCL's words but without its `WARN` tag: the same refused
+/// registration. Where NCCL's own WARN line is in the text too (PyTorch's `Last
+/// error:` repeats it), that line is read with the rest of NCCL's log instead; UCX's
+/// `ibv_reg_mr(...) failed` is MPI's or NIXL's, not NCCL's.
 pub(super) fn untagged_memlock_rule(pasted: &Pasted) -> Option<Placed> {
+    let memlock = |l: &PastedLine| {
+        l.lower.contains("call to ibv_reg") && super::failures::is_memlock_text(l.text)
+    };
+    if pasted
+        .lines
+        .iter()
+        .any(|l| l.lower.contains("warn") && memlock(l))
+    {
+        return None;
+    }
     let lines: Vec<&PastedLine> = pasted
         .lines
         .iter()
-        .filter(|l| !l.lower.contains("nccl warn") && super::failures::is_memlock_text(l.text))
+        .filter(|l| memlock(l) && !l.lower.contains("ucx") && !l.lower.contains("last error"))
         .collect();
     let first = lines.first()?;
     let shown = [super::evidence::Line::at(first.number, first.text)];

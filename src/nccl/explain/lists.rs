@@ -10,11 +10,19 @@ use crate::nccl::log::NcclLog;
 /// The variables whose value is such a list.
 const LISTS: [&str; 2] = ["NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"];
 
-/// The list's prefix (`^`, `=`, `^=` or none) and its entries without it.
+/// The list's prefix as NCCL strips it (`^`, then `=`, once each: `^`, `=`, `^=` or
+/// none) and its entries, empty ones left out.
 fn split(value: &str) -> (&str, Vec<&str>) {
-    let body = value.trim_start_matches(['^', '=']);
+    let value = value.trim().trim_matches(['"', '\'']);
+    let after_not = value.strip_prefix('^').unwrap_or(value);
+    let body = after_not.strip_prefix('=').unwrap_or(after_not);
     let prefix = &value[..value.len() - body.len()];
-    (prefix, body.split(',').map(str::trim).collect())
+    let entries = body
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect();
+    (prefix, entries)
 }
 
 /// A list variable (from `--env`, NCCL's lines or the paste) with `^` or `=` inside
@@ -40,18 +48,24 @@ pub(super) fn prefix_inside_rule(
                 .filter(|e| e.starts_with(['^', '=']))
                 .collect();
             let first = inside.first()?;
-            let bare: Vec<&str> = entries
-                .iter()
-                .map(|e| e.trim_start_matches(['^', '=']))
-                .collect();
             let fix = if prefix.is_empty() {
+                // A list selects or excludes, never both: keep what it selects.
+                let selected: Vec<&str> = entries
+                    .iter()
+                    .copied()
+                    .filter(|e| !e.starts_with(['^', '=']))
+                    .collect();
                 format!(
-                    "A list either selects (no prefix) or excludes (`^` before its first entry): \
-                     for example {name}=^{} excludes them all.",
-                    bare.join(",")
+                    "A list either selects or excludes, with `^` once before its first entry. \
+                     {name}={} selects only those.",
+                    selected.join(",")
                 )
             } else {
-                format!("Write it once: {name}={prefix}{}.", bare.join(","))
+                let bare: Vec<&str> = entries
+                    .iter()
+                    .map(|e| e.trim_start_matches(['^', '=']))
+                    .collect();
+                format!("Write the prefix once: {name}={prefix}{}.", bare.join(","))
             };
             let evidence = pasted
                 .lines
@@ -104,10 +118,14 @@ mod tests {
         assert!(found[0].title.contains("^=mlx5_14"), "{}", found[0].title);
         let mixed = read("mlx5_0,^mlx5_1");
         assert!(
-            mixed[0].fix.contains("NCCL_IB_HCA=^mlx5_0,mlx5_1"),
+            mixed[0].fix.contains("NCCL_IB_HCA=mlx5_0 selects"),
             "{}",
             mixed[0].fix
         );
+        // NCCL strips `^`, then `=`: `=^` keeps its `^` as part of the first name.
+        assert_eq!(split("=^a,^b"), ("=", vec!["^a", "^b"]));
+        assert_eq!(split("'^,^mlx5_1'"), ("^", vec!["^mlx5_1"]));
+        assert!(read("^,,mlx5_1").is_empty());
         assert!(read("^=mlx5_8,mlx5_14").is_empty());
         assert!(read("mlx5_0:1,mlx5_1:1").is_empty());
     }

@@ -149,12 +149,14 @@ const MARKERS: &[&str] = &[
 
 /// Whether the inputs hold anything explain can read: an NCCL log, a PyTorch
 /// distributed error, an nccl-tests output, a launcher's or CUDA's error, or a line
-/// a finding of findings.toml is raised by (NCCL's `Duplicate GPU detected` quoted
-/// alone).
+/// that alone raises a finding of findings.toml (NCCL's `Duplicate GPU detected`
+/// quoted by itself).
 pub fn is_explainable(inputs: &[Input]) -> bool {
+    // Signatures that stand on one line alone (no `with`, `unless` or line count).
     let signatures: Vec<Vec<String>> = knowledge::get()
         .findings
         .iter()
+        .filter(|f| f.with.is_empty() && f.unless.is_empty() && f.min_lines <= 1)
         .flat_map(|f| f.lines.iter())
         .map(|alt| alt.iter().map(|s| s.to_ascii_lowercase()).collect())
         .collect();
@@ -469,19 +471,6 @@ fn mark_consequences(findings: &mut [Finding]) {
     // known bug's included.
     // (InitStops is raised only where nothing else is, so it never follows.)
     let stops = |k: FindingKind| k == TestsHangInit;
-    let cause = |f: &Finding| f.severity == Severity::Error && !victim(f.kind) && !stops(f.kind);
-    let root = findings
-        .iter()
-        .find(|f| cause(f) && f.kind != KnownBug)
-        .map(|f| f.kind.as_str());
-    let hang_root = root.or_else(|| findings.iter().find(|f| cause(f)).map(|f| f.kind.as_str()));
-    if let Some(root) = hang_root {
-        for f in findings.iter_mut().filter(|f| stops(f.kind)) {
-            f.follows = Some(root);
-            f.fix = format!("Fix {root} first: the run stops because of it.");
-            f.avoid.clear();
-        }
-    }
     // findings.toml's `follows`: a finding whose cause another present finding is.
     let present: Vec<&'static str> = findings.iter().map(|f| f.kind.as_str()).collect();
     for f in findings.iter_mut() {
@@ -492,6 +481,21 @@ fn mark_consequences(findings: &mut [Finding]) {
         {
             f.follows = Some(cause);
             f.fix = format!("Fix {cause} first: this follows from it.");
+            f.avoid.clear();
+        }
+    }
+    let cause = |f: &Finding| {
+        f.severity == Severity::Error && !victim(f.kind) && !stops(f.kind) && f.follows.is_none()
+    };
+    let root = findings
+        .iter()
+        .find(|f| cause(f) && f.kind != KnownBug)
+        .map(|f| f.kind.as_str());
+    let hang_root = root.or_else(|| findings.iter().find(|f| cause(f)).map(|f| f.kind.as_str()));
+    if let Some(root) = hang_root {
+        for f in findings.iter_mut().filter(|f| stops(f.kind)) {
+            f.follows = Some(root);
+            f.fix = format!("Fix {root} first: the run stops because of it.");
             f.avoid.clear();
         }
     }

@@ -197,3 +197,54 @@ fn a_one_gpu_test_that_stops_names_the_cuda_its_driver_supports() {
     );
     assert!(!ids(&pasted(&ran)).contains(&"tests-hang-init"));
 }
+
+#[test]
+fn a_refused_registration_quoted_twice_is_one_finding_and_ucxs_is_not_nccls() {
+    let warn = "h:1:2 [0] misc/ibvwrap.cc:122 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n\
+                RuntimeError: NCCL error: unhandled system error\n\
+                Last error:\nCall to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n";
+    let e = pasted(warn);
+    let memlock = ids(&e).iter().filter(|i| **i == "ib-memlock").count();
+    assert_eq!(memlock, 1, "{:?}", ids(&e));
+    // The same words quoted alone are read too.
+    let alone = pasted(
+        "startup fails:\nCall to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n",
+    );
+    assert_eq!(ids(&alone), ["ib-memlock"]);
+    // UCX's registration under mpirun is MPI's.
+    let ucx = pasted("mpirun -np 2 ./all_reduce_perf\n\
+                      ib_md.c:309 UCX  ERROR ibv_reg_mr(address=0x7f, length=4096) failed: Cannot allocate memory\n");
+    assert_eq!(ids(&ucx), ["mpi-ucx-error"]);
+    // A UCX error with no MPI in the text (NIXL, NCCL's UCX plugin) is not MPI's.
+    let nixl = pasted(
+        "vllm worker: ucp_context.c:1 UCX  ERROR no active messages transport to <no debug data>\n",
+    );
+    assert!(!ids(&nixl).contains(&"mpi-ucx-error"), "{:?}", ids(&nixl));
+}
+
+#[test]
+fn nccls_own_p2p_failure_is_not_blamed_on_the_frameworks_all_reduce() {
+    let vllm = "WARNING custom_all_reduce.py:1 Custom allreduce is disabled because your platform lacks GPU P2P capability\n\
+                h:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'\n";
+    assert!(!ids(&pasted(vllm)).contains(&"custom-allreduce-no-p2p"));
+    let trt = "[TensorRT-LLM][ERROR] CUDA runtime error in error: peer access is not supported between these two devices\n";
+    assert_eq!(ids(&pasted(trt)), ["custom-allreduce-no-p2p"]);
+}
+
+#[test]
+fn a_wrong_result_alone_is_not_a_hang() {
+    let text = format!("{HEALTHY}# Out of bounds values : 4 FAILED\n");
+    let e = pasted(&text);
+    assert!(ids(&e).contains(&"tests-wrong"), "{:?}", ids(&e));
+    assert!(!ids(&e).contains(&"tests-hang-init"), "{:?}", ids(&e));
+    // hypercube_perf's note comes only where the failing run is hypercube_perf.
+    let make = format!("Linking ../build/hypercube_perf\n{text}");
+    assert!(!pasted(&make)
+        .findings
+        .iter()
+        .any(|f| f.fix.contains("hypercube_perf")));
+    let run = format!("./hypercube_perf -b 8 -e 8g -f 2 -g 4\n{text}");
+    let e = pasted(&run);
+    let f = finding_by_id(&e, "tests-wrong");
+    assert!(f.fix.contains("all_reduce_perf"), "{}", f.fix);
+}
