@@ -114,7 +114,7 @@ pub fn write_with(
     .map_err(|e| format!("{e:#}"));
     let models = crate::analysis::model_table::models(&run);
     let model_path = run_dir.join(MODEL_CSV);
-    atomic::write(&model_path, &crate::analysis::model_table::csv(&models)?)
+    atomic::write(&model_path, &sections::model_table::csv(&models)?)
         .with_context(|| format!("cannot write {}", model_path.display()))?;
     let text = markdown(&run, baseline, options, &plots, &expected)?;
     let path = run_dir.join(REPORT);

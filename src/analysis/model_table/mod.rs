@@ -1,47 +1,17 @@
 //! The latency-bandwidth model of every config and rank count of a run (fitted by
-//! `stats::alpha_beta` to the trusted ok cases' mean times), `model.csv`, and where
-//! two configs' models cross ([`crossing`]). `report::sections::model_table` turns it
-//! into the report's section, which says the SHM decision in two numbers. Where
-//! NCCL's choices are known, each algorithm/protocol segment of a config is fitted
-//! apart too ([`segments`]).
-
-use anyhow::Result;
+//! `stats::alpha_beta` to the trusted ok cases' mean times), and where two configs'
+//! models cross ([`crossing`]). `report::sections::model_table` turns it into the
+//! report's section, which says the SHM decision in two numbers, and into `model.csv`.
+//! Where NCCL's choices are known, each algorithm/protocol segment of a config is
+//! fitted apart too ([`segments`]).
 
 use crate::export::reader::{CaseRow, RunData};
 use crate::ops::collective::Collective;
 use crate::stats::alpha_beta::{crossover_bytes, fit, AlphaBeta, NoFit, Point};
-use crate::units::Bytes;
 
 mod segments;
 
 pub use segments::Segment;
-
-/// Columns of `model.csv`, in order. README.md documents each.
-pub const COLUMNS: [&str; 23] = [
-    "config",
-    "nranks",
-    "dtype",
-    "op",
-    "status",
-    "sizes",
-    "sizes_kept",
-    "min_bytes_kept",
-    "max_bytes_kept",
-    "alpha_us",
-    "alpha_ci_low_us",
-    "alpha_ci_high_us",
-    "beta_algbw_gbps",
-    "beta_algbw_ci_low_gbps",
-    "beta_algbw_ci_high_gbps",
-    "beta_busbw_gbps",
-    "rms_residual_pct",
-    "max_residual_pct",
-    "alpha_determined",
-    "beta_determined",
-    "note",
-    "choice",
-    "collective",
-];
 
 /// The model of one config at one rank count.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,85 +83,6 @@ fn point(c: &CaseRow) -> Option<Point> {
         bytes: c.bytes as f64,
         time_us: c.time_us?,
     })
-}
-
-/// The text of `model.csv`: a row per config over every size (`choice` empty), then
-/// a row per NCCL choice where its sizes span several.
-pub fn csv(models: &[ConfigModel]) -> Result<Vec<u8>> {
-    let mut w = ::csv::Writer::from_writer(Vec::new());
-    w.write_record(COLUMNS)?;
-    for m in models {
-        w.write_record(csv_row(m, m.sizes, &m.fit, ""))?;
-        for seg in &m.segments {
-            w.write_record(csv_row(m, seg.sizes, &seg.fit, &seg.choice))?;
-        }
-    }
-    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-fn csv_row(
-    m: &ConfigModel,
-    sizes: usize,
-    fit: &Result<AlphaBeta, NoFit>,
-    choice: &str,
-) -> Vec<String> {
-    let mut row = vec![
-        m.config.clone(),
-        m.nranks.to_string(),
-        m.dtype.clone(),
-        m.op.clone(),
-    ];
-    match fit {
-        Ok(f) => {
-            let kept = |i: usize| f.kept.get(i).map(|b| format!("{b:.0}")).unwrap_or_default();
-            let left_out: Vec<String> = f
-                .left_out
-                .iter()
-                .map(|&b| Bytes(b as u64).to_string())
-                .collect();
-            row.extend([
-                "fit".to_string(),
-                sizes.to_string(),
-                f.kept.len().to_string(),
-                kept(0),
-                kept(f.kept.len().saturating_sub(1)),
-                format!("{:.3}", f.alpha_us),
-                format!("{:.3}", f.alpha_ci.0),
-                format!("{:.3}", f.alpha_ci.1),
-                rate(f.beta_gbps),
-                rate(f.beta_ci.0),
-                rate(f.beta_ci.1),
-                rate(f.beta_gbps * m.bus_factor()),
-                format!("{:.2}", f.rms_residual * 100.0),
-                format!("{:.2}", f.max_residual * 100.0),
-                f.alpha_determined.to_string(),
-                f.beta_determined.to_string(),
-                if left_out.is_empty() {
-                    String::new()
-                } else {
-                    format!("does not hold at {}", left_out.join(" "))
-                },
-            ]);
-        }
-        Err(why) => {
-            row.extend(["not possible".to_string(), sizes.to_string()]);
-            row.extend(std::iter::repeat_n(String::new(), 14));
-            row.push(why.to_string());
-        }
-    }
-    row.push(choice.to_string());
-    row.push(m.collective.to_string());
-    row
-}
-
-/// A rate cell of `model.csv` and the report: GB/s with three decimals, `inf` where
-/// the interval is unbounded.
-pub fn rate(gbps: f64) -> String {
-    if gbps.is_finite() {
-        format!("{gbps:.3}")
-    } else {
-        "inf".to_string()
-    }
 }
 
 /// Where another config's model crosses the baseline's.

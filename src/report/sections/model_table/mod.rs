@@ -9,15 +9,17 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::analysis::model_table::{crossing, rate, ConfigModel, Crossing};
+use crate::analysis::model_table::{crossing, ConfigModel, Crossing};
 use crate::ops::collective::Collective;
 use crate::stats::alpha_beta::AlphaBeta;
 use crate::units::{format_us, Bytes};
 
 mod cells;
+mod csv;
 mod segments;
 
-use cells::{alpha_cell, beta_cell};
+use cells::{alpha_cell, beta_cell, no_fit, rate};
+pub use csv::csv;
 
 /// The report's section: per rank count, each config's fixed cost and bandwidth
 /// term (bus bandwidth, so it reads against busbw), where the model holds, and the
@@ -60,12 +62,7 @@ pub fn markdown(
         )?;
         for m in &here {
             let Ok(f) = &m.fit else {
-                let why = m
-                    .fit
-                    .as_ref()
-                    .err()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default();
+                let why = m.fit.as_ref().err().map(no_fit).unwrap_or_default();
                 writeln!(s, "| {} | {why} | | | | |", m.config)?;
                 continue;
             };

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::cells::{alpha_cell, beta_cell};
+use super::cells::{alpha_cell, beta_cell, no_fit};
 use crate::analysis::model_table::Segment;
 use crate::units::Bytes;
 
@@ -42,7 +42,7 @@ pub fn markdown(s: &mut String, here: &[(&str, f64, &[Segment])]) -> Result<()> 
                     beta_cell(f, *bus),
                     f.rms_residual * 100.0
                 ),
-                Err(why) => format!("{why} | |"),
+                Err(why) => format!("{} | |", no_fit(why)),
             };
             writeln!(
                 s,
