@@ -141,6 +141,58 @@ pub fn tally(d: &Decision) -> String {
     format!("{} of {} cases", parts.join(", "), d.cases.len())
 }
 
+/// Why a group stopped measuring until settled (the manifest's `group_rounds`).
+pub enum Stop {
+    /// Every case it is part of is settled.
+    Settled,
+    /// Some cases are not settled, and even the most rounds would not settle them.
+    WouldNotSettle { most: usize },
+    /// Stopped with nothing decided: no case both configs measured, or no partner.
+    Stopped,
+    /// It ran every round, settled.
+    AllRounds,
+    /// It ran every round, the most, and cases are still not settled.
+    NotSettledAtMost,
+}
+
+/// Where a group's pair stood when it stopped.
+pub enum PairEnd<'a> {
+    /// Decided against the config it is compared with.
+    Against(&'a str, &'a Decision),
+    /// No config of its block to compare it with.
+    Alone,
+    /// Every config compared with it stopped.
+    PartnersStopped,
+    /// A config compared with it went on to the last round.
+    PartnerWentOn,
+}
+
+/// The manifest's `why` of a group that stopped after `rounds`:
+/// `settled after 7 rounds: against default: slower at 12 of 12 cases`.
+pub fn group_stop(stop: &Stop, rounds: u32, pair: &PairEnd, gate: Option<&Decision>) -> String {
+    let when = match stop {
+        Stop::Settled => format!("settled after {rounds} rounds"),
+        Stop::WouldNotSettle { most } => {
+            format!("stopped after {rounds} rounds, as {most} would not settle the rest")
+        }
+        Stop::Stopped => format!("stopped after {rounds} rounds"),
+        Stop::AllRounds => format!("all {rounds} rounds"),
+        Stop::NotSettledAtMost => {
+            format!("not settled after {rounds} rounds, the most (--max-rounds)")
+        }
+    };
+    let pair = match pair {
+        PairEnd::Against(base, d) => format!("against {base}: {}", tally(d)),
+        PairEnd::Alone => "no config to compare it with".into(),
+        PairEnd::PartnersStopped => "every config compared with it stopped".into(),
+        PairEnd::PartnerWentOn => "a config compared with it went on".into(),
+    };
+    let gate = gate.map_or(String::new(), |d| {
+        format!("; against the baseline: {}", tally(d))
+    });
+    format!("{when}: {pair}{gate}")
+}
+
 /// The rounds that would settle a decision, in words: `; about 20 rounds would
 /// settle it`.
 pub fn to_settle(d: &Decision) -> String {
@@ -293,5 +345,29 @@ mod tests {
         assert_eq!(level(0.95), "95");
         assert_eq!(level(0.999), "99.9");
         assert_eq!(level(0.9996875), "99.969");
+    }
+
+    #[test]
+    fn a_group_stop_says_when_against_what_and_the_gate() {
+        use crate::stats::change::{decide, Design, Evidence, Input};
+        let failed = Input {
+            evidence: Evidence::Failed,
+            flagged: false,
+        };
+        let d = decide(&[failed], &Design::new(0.05, 1));
+        let pair = PairEnd::Against("default", &d);
+        assert_eq!(
+            group_stop(&Stop::Settled, 7, &pair, Some(&d)),
+            "settled after 7 rounds: against default: failed at 1 of 1 cases; \
+             against the baseline: failed at 1 of 1 cases"
+        );
+        assert_eq!(
+            group_stop(&Stop::WouldNotSettle { most: 9 }, 6, &PairEnd::Alone, None),
+            "stopped after 6 rounds, as 9 would not settle the rest: no config to compare it with"
+        );
+        assert_eq!(
+            group_stop(&Stop::NotSettledAtMost, 9, &PairEnd::PartnerWentOn, None),
+            "not settled after 9 rounds, the most (--max-rounds): a config compared with it went on"
+        );
     }
 }

@@ -14,7 +14,7 @@ use anyhow::Result;
 use super::{Orchestrator, Takes};
 use crate::analysis::baseline::CaseId;
 use crate::model::GroupRounds;
-use crate::report::decision::tally;
+use crate::report::decision::{group_stop, PairEnd, Stop};
 use crate::stats::change::{self, Change, Decision, Design, Evidence, Input};
 use crate::sweep::plan::Group;
 use crate::sweep::rounds::combine;
@@ -56,6 +56,31 @@ fn paired_inputs(
             })
         })
         .collect()
+}
+
+/// A group's pair once it is done measuring.
+enum Done {
+    /// Settled against the group at this index.
+    Against(usize, Decision),
+    Alone,
+    PartnersStopped,
+}
+
+impl Done {
+    fn decision(&self) -> Option<&Decision> {
+        match self {
+            Done::Against(_, d) => Some(d),
+            _ => None,
+        }
+    }
+
+    fn end<'a>(&'a self, block: &'a [Group]) -> PairEnd<'a> {
+        match self {
+            Done::Against(b, d) => PairEnd::Against(&block[*b].config.name, d),
+            Done::Alone => PairEnd::Alone,
+            Done::PartnersStopped => PairEnd::PartnersStopped,
+        }
+    }
 }
 
 /// Whether a decision that may stop left cases not settled.
@@ -113,21 +138,15 @@ impl Orchestrator<'_> {
     ) -> Result<()> {
         let partners = partners(block);
         let most = self.rounds() as usize;
-        // Why each group's pair is done, whether it left cases open, and whether it
-        // decided any case; None: measure on.
-        let mut pair_done: Vec<Option<String>> = vec![None; block.len()];
-        let mut left_open = vec![false; block.len()];
-        let mut decided = vec![false; block.len()];
+        // Each group's pair once it is done; None: measure on.
+        let mut pair_done: Vec<Option<Done>> = (0..block.len()).map(|_| None).collect();
         for (i, partner) in partners.iter().enumerate() {
             let Some(b) = partner.filter(|_| going[i]) else {
                 continue;
             };
             let d = self.pair_decision(block, firsts, i, b, family);
             if change::settled(&d, most) {
-                let base = &block[b].config.name;
-                pair_done[i] = Some(format!("against {base}: {}", tally(&d)));
-                left_open[i] = open(&d);
-                decided[i] = !d.cases.is_empty();
+                pair_done[i] = Some(Done::Against(b, d));
             }
         }
         // A config compared with none, or whose every compared config is done.
@@ -143,36 +162,32 @@ impl Orchestrator<'_> {
                 .all(|&i| !going[i] || pair_done[i].is_some())
             {
                 pair_done[b] = Some(if compared.is_empty() {
-                    "no config to compare it with".into()
+                    Done::Alone
                 } else {
-                    "every config compared with it stopped".into()
+                    Done::PartnersStopped
                 });
             }
         }
         let mut stops = Vec::new();
         for (i, group) in block.iter().enumerate() {
-            let Some(pair) = pair_done[i].as_ref().filter(|_| going[i]) else {
+            let Some(done) = pair_done[i].as_ref().filter(|_| going[i]) else {
                 continue;
             };
-            let (mut unsettled, mut any) = (left_open[i], decided[i]);
-            let gate = match self.gate_decision(group, &firsts[i]) {
-                Some(d) if !change::settled(&d, most) => continue,
-                Some(d) => {
-                    unsettled |= open(&d);
-                    any |= !d.cases.is_empty();
-                    format!("; against the baseline: {}", tally(&d))
-                }
-                None => String::new(),
-            };
-            let why = if unsettled {
-                format!("stopped after {round} rounds, as {most} would not settle the rest: {pair}{gate}")
-            } else if any {
-                format!("settled after {round} rounds: {pair}{gate}")
+            let gate = self.gate_decision(group, &firsts[i]);
+            if gate.as_ref().is_some_and(|d| !change::settled(d, most)) {
+                continue;
+            }
+            let decisions = [done.decision(), gate.as_ref()];
+            let decisions = decisions.iter().flatten();
+            let stop = if decisions.clone().any(|d| open(d)) {
+                Stop::WouldNotSettle { most }
+            } else if decisions.clone().any(|d| !d.cases.is_empty()) {
+                Stop::Settled
             } else {
-                // Nothing decided: no case both configs measured, or no partner left.
-                format!("stopped after {round} rounds: {pair}{gate}")
+                Stop::Stopped
             };
-            stops.push((i, why));
+            let pair = done.end(block);
+            stops.push((i, group_stop(&stop, round, &pair, gate.as_ref())));
         }
         for (i, why) in stops {
             going[i] = false;
@@ -214,29 +229,28 @@ impl Orchestrator<'_> {
         }
         let partners = partners(block);
         for (i, group) in block.iter().enumerate().filter(|&(i, _)| going[i]) {
-            let pair = partners[i].map(|b| {
-                let rounds_of = |takes: &Takes, bytes: u64| {
-                    let m = takes.taken.iter().find(|m| m.result.key.bytes == bytes)?;
-                    Some(m.result.round_p50_us.clone())
-                };
-                let inputs = paired_inputs(&group.sizes, |bytes| {
-                    Some((rounds_of(&firsts[b], bytes)?, rounds_of(&firsts[i], bytes)?))
-                });
-                let d = change::decide_in(&inputs, &self.pair_design(), family);
-                (
-                    format!("against {}: {}", block[b].config.name, tally(&d)),
-                    open(&d),
-                    !d.cases.is_empty(),
-                )
-            });
-            let why = match pair {
-                Some((words, false, true)) => format!("settled after {rounds} rounds: {words}"),
-                Some((words, false, false)) => format!("all {rounds} rounds: {words}"),
-                Some((words, true, _)) => {
-                    format!("not settled after {rounds} rounds, the most (--max-rounds): {words}")
-                }
-                None => format!("all {rounds} rounds: a config compared with it went on"),
+            let Some(b) = partners[i] else {
+                let why = group_stop(&Stop::AllRounds, rounds, &PairEnd::PartnerWentOn, None);
+                self.group_rounds(group, rounds, why);
+                continue;
             };
+            let rounds_of = |takes: &Takes, bytes: u64| {
+                let m = takes.taken.iter().find(|m| m.result.key.bytes == bytes)?;
+                Some(m.result.round_p50_us.clone())
+            };
+            let inputs = paired_inputs(&group.sizes, |bytes| {
+                Some((rounds_of(&firsts[b], bytes)?, rounds_of(&firsts[i], bytes)?))
+            });
+            let d = change::decide_in(&inputs, &self.pair_design(), family);
+            let stop = if open(&d) {
+                Stop::NotSettledAtMost
+            } else if d.cases.is_empty() {
+                Stop::AllRounds
+            } else {
+                Stop::Settled
+            };
+            let pair = PairEnd::Against(&block[b].config.name, &d);
+            let why = group_stop(&stop, rounds, &pair, None);
             self.group_rounds(group, rounds, why);
         }
         Ok(())
