@@ -229,6 +229,8 @@ finding_kinds! {
     SrunTorchrun => "srun-torchrun",
     NvlinkPairs => "nvlink-pairs",
     MpiHangs => "mpi-hangs",
+    GdrUnused => "gdr-unused",
+    ShmInsteadOfP2p => "shm-instead-of-p2p",
 }
 
 impl FindingKind {

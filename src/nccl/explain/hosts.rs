@@ -105,9 +105,26 @@ pub(super) fn host_identity_rule(log: &NcclLog) -> Option<Finding> {
     {
         return None;
     }
+    // Every process showing one device is read where CUDA IPC between them failed:
+    // then the ranks do not share a GPU they can both open.
+    let ipc_failed = log
+        .warnings
+        .iter()
+        .any(|w| w.contains("failed to open CUDA IPC handle"));
     let ((n, device), ranks) = ranks_of_dev
         .iter()
-        .find(|((n, _), r)| r.len() > 1 && devices_of(*n) > 1)?;
+        .find(|((n, _), r)| r.len() > 1 && (devices_of(*n) > 1 || ipc_failed))?;
+    let (hidden, hidden_fix) = if devices_of(*n) > 1 {
+        (String::new(), String::new())
+    } else {
+        (
+            ", or each process sees only its own GPU, as device 0 (a per-process \
+             CUDA_VISIBLE_DEVICES or container), and CUDA IPC cannot open a GPU the process \
+             does not see (`failed to open CUDA IPC handle`)"
+                .to_string(),
+            ", and let every process of a machine see all its GPUs".to_string(),
+        )
+    };
     let shown: Vec<&&Connection> = local
         .iter()
         .filter(|c| {
@@ -147,6 +164,8 @@ pub(super) fn host_identity_rule(log: &NcclLog) -> Option<Finding> {
             ("device", device.to_string()),
             ("ranks", ranks),
             ("via", via),
+            ("hidden", hidden),
+            ("hidden_fix", hidden_fix),
         ],
     ))
 }
@@ -389,6 +408,40 @@ pub(super) fn link_local_rule(log: &NcclLog, multi_node: bool) -> Option<Finding
         )
         .with_occurrences(shown),
     )
+}
+
+/// IB connections of which none carries GPUDirect RDMA, with receive lines among them
+/// (GPUDirect reads on send lines can be off by default while writes are on). Not where
+/// NCCL says GPUDirect RDMA is disabled (`gdr-disabled` reads that line), nor where
+/// NCCL_NET_GDR_LEVEL is set (a run that chose where GPUDirect applies).
+pub(super) fn gdr_unused_rule(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
+    if log.env.iter().any(|(n, _)| n == "NCCL_NET_GDR_LEVEL") {
+        return None;
+    }
+    let ib: Vec<&Connection> = log
+        .connections
+        .iter()
+        .filter(|c| c.transport.raw.starts_with("NET/IB"))
+        .collect();
+    if ib.iter().any(|c| c.transport.raw.contains("GDRDMA"))
+        || pasted.contains("gpu direct rdma disabled")
+    {
+        return None;
+    }
+    let received = ib
+        .iter()
+        .find(|c| c.direction == Some(Direction::Receive))?;
+    let sent = ib.iter().find(|c| c.direction != Some(Direction::Receive));
+    let evidence: Vec<String> = [sent.copied(), Some(*received)]
+        .into_iter()
+        .flatten()
+        .map(|c| format!("line {}: via {}", c.line, c.transport.raw))
+        .collect();
+    Some(Finding::new(
+        FindingKind::GdrUnused,
+        evidence,
+        &[("count", ib.len().to_string())],
+    ))
 }
 
 /// NET/IB connections with GPUDirect RDMA (`/GDRDMA`) on some hosts and on none of

@@ -345,6 +345,7 @@ fn build(
     let inside = reason::net_inside_node_rule(log);
     if inside.is_none() {
         findings.extend(rules::shm_not_on_data_path_rule(log));
+        findings.extend(rules::shm_instead_of_p2p_rule(log));
     }
     findings.extend(inside);
     findings.extend(rules::connect_retries_rule(log));
@@ -355,6 +356,7 @@ fn build(
     findings.extend(hosts::nodes_rule(log));
     if let Some(p) = pasted {
         findings.extend(hosts::topology_nvlink_rule(log, p));
+        findings.extend(hosts::gdr_unused_rule(log, p));
         findings.extend(builds::nccl_builds_rule(p, version));
         let has_error = findings.iter().any(|f| f.severity == Severity::Error);
         let one_rank = reason::one_rank_jobs(log, p);
@@ -384,7 +386,11 @@ fn build(
         findings.extend(versions::bug_findings(version, p, &is_set));
         findings.extend(reason::env_not_shown(log, p, &options.env));
         findings.extend(lists::prefix_inside_rule(log, p, &options.env));
-        findings.extend(ranks::across_files(inputs));
+        let across = ranks::across_files(inputs);
+        if !across.iter().any(|f| f.kind == FindingKind::PluginsDiffer) {
+            findings.extend(ranks::plugins_across_hosts(log));
+        }
+        findings.extend(across);
         findings.extend(ranks::per_rank_script(p));
         findings.extend(ranks::mpirun_prefix_rule(p, log));
         findings.extend(mpi::mpi_hangs_rule(p, log));
@@ -482,6 +488,18 @@ fn mark_consequences(findings: &mut [Finding]) {
             f.follows = Some(cause);
             f.fix = format!("Fix {cause} first: this follows from it.");
             f.avoid.clear();
+        }
+    }
+    // A cause is as severe as what follows from it, so that it is listed above it.
+    for i in 0..findings.len() {
+        let id = findings[i].kind.as_str();
+        let worst = findings
+            .iter()
+            .filter(|f| f.follows == Some(id))
+            .map(|f| f.severity)
+            .min();
+        if let Some(worst) = worst {
+            findings[i].severity = findings[i].severity.min(worst);
         }
     }
     let cause = |f: &Finding| {

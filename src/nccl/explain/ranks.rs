@@ -34,33 +34,11 @@ pub(super) fn across_files(inputs: &[Input]) -> Vec<Finding> {
             &[("detail", detail)],
         ));
     }
-    // A network plugin on some files and NCCL's internal one on others. The names are
-    // not compared: one plugin is named by its path, its `Loaded net plugin` line, or both.
-    let external: Vec<(&str, Vec<&str>)> = logs
+    let sides: Vec<(&str, Vec<&str>)> = logs
         .iter()
-        .filter(|(_, l)| !l.plugins.is_empty())
-        .map(|(n, l)| {
-            let names = l.plugins.iter().map(String::as_str);
-            (*n, names.filter(|p| *p != "internal").collect())
-        })
+        .map(|(n, l)| (*n, l.plugins.iter().map(String::as_str).collect()))
         .collect();
-    let (with, without): (Vec<_>, Vec<_>) = external.iter().partition(|(_, p)| !p.is_empty());
-    if !with.is_empty() && !without.is_empty() {
-        let files = |side: &[&(&str, Vec<&str>)]| {
-            side.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-        };
-        let detail = format!(
-            "{} in {}; NCCL's internal network in {}",
-            with[0].1.join(", "),
-            files(&with),
-            files(&without)
-        );
-        out.push(Finding::new(
-            FindingKind::PluginsDiffer,
-            Vec::new(),
-            &[("detail", detail)],
-        ));
-    }
+    out.extend(plugins_differ(&sides, "in"));
     // A variable every file shows, with values that differ.
     let names: BTreeSet<&str> = logs
         .iter()
@@ -263,4 +241,45 @@ pub(super) fn mpirun_prefix_rule(pasted: &Pasted, log: &NcclLog) -> Option<Findi
 /// `2.19.3+cuda12.3` -> `2.19.3`.
 fn core_version(v: &str) -> &str {
     v.split(['+', '-']).next().unwrap_or(v)
+}
+
+/// A network plugin on some sides (files, or the hosts of one file) and NCCL's internal
+/// one on others; `on`: `in` for files, `on` for hosts. The names are not compared:
+/// one plugin is named by its path, its `Loaded net plugin` line, or both.
+fn plugins_differ(sides: &[(&str, Vec<&str>)], on: &str) -> Option<Finding> {
+    let external: Vec<(&str, Vec<&str>)> = sides
+        .iter()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(n, p)| (*n, p.iter().copied().filter(|p| *p != "internal").collect()))
+        .collect();
+    let (with, without): (Vec<_>, Vec<_>) = external.iter().partition(|(_, p)| !p.is_empty());
+    if with.is_empty() || without.is_empty() {
+        return None;
+    }
+    let names =
+        |side: &[&(&str, Vec<&str>)]| side.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+    let detail = format!(
+        "{} {on} {}; NCCL's internal network {on} {}",
+        with[0].1.join(", "),
+        names(&with),
+        names(&without)
+    );
+    Some(Finding::new(
+        FindingKind::PluginsDiffer,
+        Vec::new(),
+        &[("detail", detail)],
+    ))
+}
+
+/// One file whose lines, tagged with their hosts, show a network plugin on some hosts
+/// and NCCL's internal network on others.
+pub(super) fn plugins_across_hosts(log: &NcclLog) -> Option<Finding> {
+    let mut hosts: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (host, plugin) in &log.host_plugins {
+        match hosts.iter_mut().find(|(h, _)| h == host) {
+            Some((_, p)) => p.push(plugin),
+            None => hosts.push((host, vec![plugin])),
+        }
+    }
+    plugins_differ(&hosts, "on")
 }

@@ -448,6 +448,24 @@ pub(super) fn ordinal_words(pasted: Option<&Pasted>) -> (String, String) {
             ),
         );
     }
+    // nccl-tests under a launcher gives each process the GPU of its rank among those
+    // with its host name (`Test CUDA failure common.cu:... 'invalid device ordinal'`).
+    let tests_local = pasted.is_some_and(|p| {
+        p.contains("test cuda failure")
+            && (p.contains("mpirun") || p.contains("srun") || p.contains("-np "))
+    });
+    if tests_local {
+        return (
+            ": nccl-tests picks each process's GPU by its rank among the processes with its \
+             host name, so a host name shared by several nodes, or more processes on a node \
+             than it has GPUs, asks for GPUs the node lacks"
+                .to_string(),
+            "Run `hostname` and `nvidia-smi -L` through the same launcher (`mpirun ... \
+             hostname`): each node needs a host name of its own, and no more processes than \
+             the GPUs it lists (the launcher's slots, -map-by)."
+                .to_string(),
+        );
+    }
     (
         ": the process sees fewer GPUs than the index it picks (CUDA_VISIBLE_DEVICES, the \
          launcher's binding, or a device index from the rank instead of the local rank)"

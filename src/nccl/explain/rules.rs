@@ -122,12 +122,15 @@ pub fn ib_unavailable_rule(log: &NcclLog, multi_node: bool) -> Option<Finding> {
         .any(|c| c.transport.label == "NET/IB")
         || log.networks.iter().any(|n| n.starts_with("IB"));
     // A log of one host counts where the job asked for IB (`NCCL_IB_DISABLE set by
-    // environment to 0`, HCAs or a GID index named): it has other nodes to reach.
+    // environment to 0`, HCAs or a GID index named, or an RDMA plugin loaded: HPC-X's
+    // IBext, `NCCL RDMA Plugin`, SHARP): it has other nodes to reach.
     let wants_ib = log.env.iter().any(|(n, v)| {
         (n == "NCCL_IB_DISABLE" && v == "0")
             || n == "NCCL_IB_HCA"
             || n == "NCCL_IB_GID_INDEX"
             || (n == "NCCL_NET" && v.eq_ignore_ascii_case("ib"))
+    }) || log.plugins.iter().any(|p| {
+        p.starts_with("IBext") || p.starts_with("NCCL RDMA Plugin") || p.starts_with("SHARP")
     });
     if none.is_empty() || !(multi_node || wants_ib) || ib_used {
         return None;
@@ -180,6 +183,60 @@ pub fn shm_not_on_data_path_rule(log: &NcclLog) -> Option<Finding> {
             FindingKind::ShmNotOnDataPath,
             vec![summary],
             &[("carriers", carriers), ("n", n.to_string())],
+        )
+        .with_occurrences(1),
+    )
+}
+
+/// Every connection between GPUs of one node via SHM and none via P2P, where P2P is
+/// expected: NCCL shows NCCL_P2P_DISABLE or NCCL_P2P_LEVEL set, or NET/IB lists HCAs (a
+/// data-center node, whose GPUs have NVLink or PCIe P2P). Elsewhere (GeForce cards, many
+/// VMs) SHM is NCCL's own choice, and nothing is said. A note either way.
+pub fn shm_instead_of_p2p_rule(log: &NcclLog) -> Option<Finding> {
+    let shm: Vec<&crate::nccl::log::Connection> = log
+        .connections
+        .iter()
+        .filter(|c| c.transport.kind == TransportKind::Shm)
+        .collect();
+    let first = shm.first()?;
+    if log
+        .connections
+        .iter()
+        .any(|c| c.transport.kind == TransportKind::P2p)
+    {
+        return None;
+    }
+    let set: Vec<String> = log
+        .env
+        .iter()
+        .filter(|(n, v)| (n == "NCCL_P2P_DISABLE" && v != "0") || n == "NCCL_P2P_LEVEL")
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    let hcas = log
+        .interfaces
+        .iter()
+        .any(|l| l.source == "NET/IB" && !l.names.is_empty());
+    if set.is_empty() && !hcas {
+        return None;
+    }
+    let why = match set.as_slice() {
+        [] => String::new(),
+        set => format!(", with {} set", set.join(" and ")),
+    };
+    let evidence = format!(
+        "line {}: {}[{}] -> {}[{}] via {}",
+        first.line,
+        first.from_rank,
+        first.from_dev,
+        first.to_rank,
+        first.to_dev,
+        first.transport.raw
+    );
+    Some(
+        Finding::new(
+            FindingKind::ShmInsteadOfP2p,
+            vec![evidence],
+            &[("count", shm.len().to_string()), ("why", why)],
         )
         .with_occurrences(1),
     )

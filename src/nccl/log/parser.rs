@@ -142,6 +142,12 @@ impl Parser {
         }
         if let Some(name) = plugin_name(message) {
             push_distinct(&mut self.log.plugins, name);
+            if let Some(host) = host.filter(|h| !h.is_empty()) {
+                let pair = (host.to_string(), name.to_string());
+                if !self.log.host_plugins.contains(&pair) {
+                    self.log.host_plugins.push(pair);
+                }
+            }
             return true;
         }
         if let Some(n) = nnodes(message) {

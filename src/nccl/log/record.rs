@@ -64,6 +64,10 @@ pub struct NcclLog {
     /// IBext_v8`), distinct, in order.
     #[serde(default)]
     pub plugins: Vec<String>,
+    /// The same per host, as (host, plugin) from lines with a `host:pid:tid` prefix,
+    /// distinct, in order: hosts of one file that loaded different plugins.
+    #[serde(default)]
+    pub host_plugins: Vec<(String, String)>,
     /// `nNodes` values of the topology lines (`rank 2 nRanks 3 nNodes 3 localRanks 1`),
     /// distinct.
     #[serde(default)]

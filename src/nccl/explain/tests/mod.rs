@@ -19,6 +19,8 @@ mod readings;
 
 mod around;
 
+mod set17;
+
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
     explain_inputs(&[Input { name: "-", text }], &Options::default())
