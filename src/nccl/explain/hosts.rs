@@ -410,40 +410,6 @@ pub(super) fn link_local_rule(log: &NcclLog, multi_node: bool) -> Option<Finding
     )
 }
 
-/// IB connections of which none carries GPUDirect RDMA, with receive lines among them
-/// (GPUDirect reads on send lines can be off by default while writes are on). Not where
-/// NCCL says GPUDirect RDMA is disabled (`gdr-disabled` reads that line), nor where
-/// NCCL_NET_GDR_LEVEL is set (a run that chose where GPUDirect applies).
-pub(super) fn gdr_unused_rule(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
-    if log.env.iter().any(|(n, _)| n == "NCCL_NET_GDR_LEVEL") {
-        return None;
-    }
-    let ib: Vec<&Connection> = log
-        .connections
-        .iter()
-        .filter(|c| c.transport.raw.starts_with("NET/IB"))
-        .collect();
-    if ib.iter().any(|c| c.transport.raw.contains("GDRDMA"))
-        || pasted.contains("gpu direct rdma disabled")
-    {
-        return None;
-    }
-    let received = ib
-        .iter()
-        .find(|c| c.direction == Some(Direction::Receive))?;
-    let sent = ib.iter().find(|c| c.direction != Some(Direction::Receive));
-    let evidence: Vec<String> = [sent.copied(), Some(*received)]
-        .into_iter()
-        .flatten()
-        .map(|c| format!("line {}: via {}", c.line, c.transport.raw))
-        .collect();
-    Some(Finding::new(
-        FindingKind::GdrUnused,
-        evidence,
-        &[("count", ib.len().to_string())],
-    ))
-}
-
 /// NET/IB connections with GPUDirect RDMA (`/GDRDMA`) on some hosts and on none of
 /// another's, receive lines included.
 pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {

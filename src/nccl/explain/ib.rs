@@ -3,13 +3,14 @@
 //! status that causes rather than follows is the finding, the flushes after it its
 //! consequence. NCCL 2.3's silent fall-back to sockets when IB had no port,
 //! NCCL_IB_* settings in a run whose NET/IB finds no device, and a memory
-//! registration refused as a program printed it, without NCCL's tag.
+//! registration refused as a program printed it, without NCCL's tag; and IB connections
+//! none of which uses GPUDirect RDMA.
 
 use super::finding::{Finding, FindingKind, Severity};
 use super::pasted::{message, Pasted, PastedLine};
 use super::signatures::Placed;
 use crate::nccl::knowledge;
-use crate::nccl::log::NcclLog;
+use crate::nccl::log::{Connection, Direction, NcclLog};
 
 /// NCCL 2.3 looked for InfiniBand (`NET/IB : Using interface ib0 for sideband
 /// communication`), found no active port it could use, and took its internal Socket
@@ -293,4 +294,38 @@ fn lower_first(s: &str) -> String {
         Some(f) => f.to_lowercase().chain(c).collect(),
         None => String::new(),
     }
+}
+
+/// IB connections of which none carries GPUDirect RDMA, with receive lines among them
+/// (GPUDirect reads on send lines can be off by default while writes are on). Not where
+/// NCCL says GPUDirect RDMA is disabled (`gdr-disabled` reads that line), nor where
+/// NCCL_NET_GDR_LEVEL is set (a run that chose where GPUDirect applies).
+pub(super) fn gdr_unused_rule(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
+    if log.env.iter().any(|(n, _)| n == "NCCL_NET_GDR_LEVEL") {
+        return None;
+    }
+    let ib: Vec<&Connection> = log
+        .connections
+        .iter()
+        .filter(|c| c.transport.raw.starts_with("NET/IB"))
+        .collect();
+    if ib.iter().any(|c| c.transport.raw.contains("GDRDMA"))
+        || pasted.contains("gpu direct rdma disabled")
+    {
+        return None;
+    }
+    let received = ib
+        .iter()
+        .find(|c| c.direction == Some(Direction::Receive))?;
+    let sent = ib.iter().find(|c| c.direction != Some(Direction::Receive));
+    let evidence: Vec<String> = [sent.copied(), Some(*received)]
+        .into_iter()
+        .flatten()
+        .map(|c| format!("line {}: via {}", c.line, c.transport.raw))
+        .collect();
+    Some(Finding::new(
+        FindingKind::GdrUnused,
+        evidence,
+        &[("count", ib.len().to_string())],
+    ))
 }

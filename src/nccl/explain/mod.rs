@@ -356,7 +356,7 @@ fn build(
     findings.extend(hosts::nodes_rule(log));
     if let Some(p) = pasted {
         findings.extend(hosts::topology_nvlink_rule(log, p));
-        findings.extend(hosts::gdr_unused_rule(log, p));
+        findings.extend(ib::gdr_unused_rule(log, p));
         findings.extend(builds::nccl_builds_rule(p, version));
         let has_error = findings.iter().any(|f| f.severity == Severity::Error);
         let one_rank = reason::one_rank_jobs(log, p);
