@@ -10,6 +10,13 @@ use super::pasted::{message, Pasted, PastedLine};
 use super::signatures::Placed;
 use crate::nccl::log::{Connection, Direction, InterfaceLine, NcclLog, TransportKind};
 
+/// Whether NCCL failed to open a peer's CUDA IPC handle.
+pub(super) fn ipc_failed(log: &NcclLog) -> bool {
+    log.warnings
+        .iter()
+        .any(|w| w.contains("failed to open CUDA IPC handle"))
+}
+
 /// Ranks that NCCL joined by P2P or SHM (one node, to NCCL; with no network connection,
 /// all the ranks of one host name) and that claim the same GPU:
 /// two processes on one GPU, or machines that share a host identity. Not read where a
@@ -107,10 +114,7 @@ pub(super) fn host_identity_rule(log: &NcclLog) -> Option<Finding> {
     }
     // Every process showing one device is read where CUDA IPC between them failed:
     // then the ranks do not share a GPU they can both open.
-    let ipc_failed = log
-        .warnings
-        .iter()
-        .any(|w| w.contains("failed to open CUDA IPC handle"));
+    let ipc_failed = ipc_failed(log);
     let ((n, device), ranks) = ranks_of_dev
         .iter()
         .find(|((n, _), r)| r.len() > 1 && (devices_of(*n) > 1 || ipc_failed))?;

@@ -299,7 +299,9 @@ fn lower_first(s: &str) -> String {
 /// IB connections of which none carries GPUDirect RDMA, with receive lines among them
 /// (GPUDirect reads on send lines can be off by default while writes are on). Not where
 /// NCCL says GPUDirect RDMA is disabled (`gdr-disabled` reads that line), nor where
-/// NCCL_NET_GDR_LEVEL is set (a run that chose where GPUDirect applies).
+/// NCCL_NET_GDR_LEVEL is set (a run that chose where GPUDirect applies). Where NCCL
+/// says it is enabled for the HCAs, the module is there and the GPU-NIC distance is
+/// why.
 pub(super) fn gdr_unused_rule(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
     if log.env.iter().any(|(n, _)| n == "NCCL_NET_GDR_LEVEL") {
         return None;
@@ -317,15 +319,36 @@ pub(super) fn gdr_unused_rule(log: &NcclLog, pasted: &Pasted) -> Option<Finding>
     let received = ib
         .iter()
         .find(|c| c.direction == Some(Direction::Receive))?;
-    let sent = ib.iter().find(|c| c.direction != Some(Direction::Receive));
-    let evidence: Vec<String> = [sent.copied(), Some(*received)]
-        .into_iter()
-        .flatten()
-        .map(|c| format!("line {}: via {}", c.line, c.transport.raw))
-        .collect();
+    let (why, fix) = if pasted.contains("gpu direct rdma enabled") {
+        (
+            "NCCL says GPUDirect RDMA is enabled for the HCAs, so the module is loaded: NCCL \
+             left it unused for these GPU-NIC pairs, which are farther apart than \
+             NCCL_NET_GDR_LEVEL allows (PXB by default: across a CPU or a host bridge).",
+            "Read the GPU-NIC distance in `nvidia-smi topo -m` (NCCL_DEBUG_SUBSYS=NET,GRAPH \
+             logs NCCL's choice). Pin each rank to a GPU near its NIC, or measure with \
+             NCCL_NET_GDR_LEVEL=SYS before keeping it: across sockets GPUDirect can be slower.",
+        )
+    } else {
+        (
+            "NCCL uses GPUDirect RDMA only with a peer-memory module (nvidia_peermem) or \
+             DMA-BUF, and only for GPU-NIC pairs close enough (NCCL_NET_GDR_LEVEL).",
+            "Load the peer-memory module (`lsmod | grep peermem`; `modprobe nvidia-peermem`) \
+             or use a driver and kernel with DMA-BUF; then NCCL_DEBUG=INFO shows `GPU Direct \
+             RDMA Enabled` and connections `via NET/IB/0/GDRDMA`. If it is loaded, check the \
+             GPU-NIC distance in `nvidia-smi topo -m`.",
+        )
+    };
+    let evidence = vec![format!(
+        "line {}: via {}",
+        received.line, received.transport.raw
+    )];
     Some(Finding::new(
         FindingKind::GdrUnused,
         evidence,
-        &[("count", ib.len().to_string())],
+        &[
+            ("count", ib.len().to_string()),
+            ("why", why.to_string()),
+            ("fix", fix.to_string()),
+        ],
     ))
 }

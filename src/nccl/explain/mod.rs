@@ -349,15 +349,26 @@ fn build(
     }
     findings.extend(inside);
     findings.extend(rules::connect_retries_rule(log));
-    findings.extend(hosts::host_identity_rule(log));
+    if let Some(identity) = hosts::host_identity_rule(log) {
+        // CUDA IPC that failed between ranks NCCL took for one host follows from that.
+        if hosts::ipc_failed(log) {
+            for f in findings.iter_mut().filter(|f| {
+                f.kind == FindingKind::CudaFailure
+                    && f.evidence.iter().any(|e| e.contains("CUDA IPC handle"))
+            }) {
+                follow(f, identity.kind.as_str());
+            }
+        }
+        findings.push(identity);
+    }
     findings.extend(hosts::same_address_rule(log));
     findings.extend(hosts::link_local_rule(log, context.multi_node));
     findings.extend(hosts::gdr_differs_rule(log));
     findings.extend(hosts::nodes_rule(log));
     if let Some(p) = pasted {
         findings.extend(hosts::topology_nvlink_rule(log, p));
-        findings.extend(ib::gdr_unused_rule(log, p));
         findings.extend(builds::nccl_builds_rule(p, version));
+        findings.extend(ib::gdr_unused_rule(log, p));
         let has_error = findings.iter().any(|f| f.severity == Severity::Error);
         let one_rank = reason::one_rank_jobs(log, p);
         let tests = tests_output::tests_findings(p, has_error, log.driver_version);
@@ -405,6 +416,15 @@ fn build(
         let nvls = pasted.and_then(|p| memory::nvls_init_stops(log, p));
         findings.extend(rules::init_stops_rule(log).map(|f| nvls.unwrap_or(f)));
         findings.extend(pasted.and_then(|p| rules::stalls_after_init_rule(log, p)));
+    }
+    // Beside an error, GPUDirect left unused is a note, not the cause.
+    if findings.iter().any(|f| f.severity == Severity::Error) {
+        for f in findings
+            .iter_mut()
+            .filter(|f| f.kind == FindingKind::GdrUnused)
+        {
+            f.severity = Severity::Info;
+        }
     }
     mark_consequences(&mut findings);
     // Stable: the order of appearance survives within a severity.
@@ -455,6 +475,13 @@ const COLLECT: &str = "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV
                        rank's file; under PyTorch add TORCH_NCCL_TRACE_BUFFER_SIZE=2000 \
                        TORCH_NCCL_DUMP_ON_TIMEOUT=1 (the Flight Recorder).";
 
+/// `f` follows from the finding `cause`: its own remedies give way to fixing that.
+fn follow(f: &mut Finding, cause: &'static str) {
+    f.follows = Some(cause);
+    f.fix = format!("Fix {cause} first: this follows from it.");
+    f.avoid.clear();
+}
+
 /// Findings that follow from another in the log: the victims' errors (a socket closed,
 /// a remote error, a timeout, a TCPStore peer gone, the launcher's summary) after a
 /// cause found elsewhere (findings.toml's `follows`, and these).
@@ -485,12 +512,11 @@ fn mark_consequences(findings: &mut [Finding]) {
             .iter()
             .find(|p| text.follows.iter().any(|id| id == *p))
         {
-            f.follows = Some(cause);
-            f.fix = format!("Fix {cause} first: this follows from it.");
-            f.avoid.clear();
+            follow(f, cause);
         }
     }
-    // A cause is as severe as what follows from it, so that it is listed above it.
+    // A cause is as severe as what follows from it, so that it is listed above it (one
+    // step: no finding that follows is itself followed).
     for i in 0..findings.len() {
         let id = findings[i].kind.as_str();
         let worst = findings

@@ -424,6 +424,7 @@ pub(super) fn ordinal_words(pasted: Option<&Pasted>) -> (String, String) {
                 .to_string(),
         );
     }
+    let launched = |p: &Pasted| p.contains("mpirun") || p.contains("srun") || p.contains("-np ");
     let gpus_each = pasted
         .and_then(|p| {
             p.lines.iter().find_map(|l| {
@@ -433,9 +434,7 @@ pub(super) fn ordinal_words(pasted: Option<&Pasted>) -> (String, String) {
                 (g > 1).then_some(g)
             })
         })
-        .filter(|_| {
-            pasted.is_some_and(|p| p.contains("mpirun") || p.contains("srun") || p.contains("-np "))
-        });
+        .filter(|_| pasted.is_some_and(launched));
     if let Some(g) = gpus_each {
         return (
             format!(
@@ -448,22 +447,38 @@ pub(super) fn ordinal_words(pasted: Option<&Pasted>) -> (String, String) {
             ),
         );
     }
-    // nccl-tests under a launcher gives each process the GPU of its rank among those
-    // with its host name (`Test CUDA failure common.cu:... 'invalid device ordinal'`).
-    let tests_local = pasted.is_some_and(|p| {
-        p.contains("test cuda failure")
-            && (p.contains("mpirun") || p.contains("srun") || p.contains("-np "))
-    });
-    if tests_local {
+    // nccl-tests under a launcher gives each process GPU local rank x -t x -g, its local
+    // rank counted among the processes with its host name (common.cu).
+    let tests = pasted.filter(|p| p.contains("test cuda failure") && launched(p));
+    if let Some(p) = tests {
+        // Several hosts named to the launcher: one host name on several nodes counts
+        // them all as one.
+        let hosts = p.lines.iter().any(|l| {
+            l.text
+                .split_whitespace()
+                .any(|w| matches!(w, "-H" | "--host" | "-host" | "--hostfile" | "-hostfile"))
+        });
+        let (shared, check) = if hosts {
+            (
+                ", or several nodes that report one host name (nccl-tests then counts their \
+                 processes as one node's)",
+                "`hostname` and `nvidia-smi -L`",
+            )
+        } else {
+            ("", "`nvidia-smi -L`")
+        };
         return (
-            ": nccl-tests picks each process's GPU by its rank among the processes with its \
-             host name, so a host name shared by several nodes, or more processes on a node \
-             than it has GPUs, asks for GPUs the node lacks"
-                .to_string(),
-            "Run `hostname` and `nvidia-smi -L` through the same launcher (`mpirun ... \
-             hostname`): each node needs a host name of its own, and no more processes than \
-             the GPUs it lists (the launcher's slots, -map-by)."
-                .to_string(),
+            format!(
+                ": nccl-tests gives each process the GPU at its local rank x -t x -g, counting \
+                 local ranks among the processes with its host name, so more processes on a \
+                 host than GPUs it sees (CUDA_VISIBLE_DEVICES, the launcher's binding{shared}) \
+                 asks for GPUs it lacks"
+            ),
+            format!(
+                "Run {check} through the same launcher and compare: each host needs -t x -g \
+                 visible GPUs per process on it (the launcher's slots, -map-by, a per-task \
+                 binding)."
+            ),
         );
     }
     (

@@ -110,6 +110,8 @@ pub fn socket_interface_rule(
 
 /// `NET/IB : No device found` (or no libibverbs) in a multi-host log, or one whose job
 /// asked for IB, whose traffic did not go over IB: inter-node traffic takes TCP sockets.
+/// A note where only a loaded RDMA plugin (HPC-X's IBext, `NCCL RDMA Plugin`, SHARP)
+/// says IB was expected: NGC images load it on single-node machines too.
 pub fn ib_unavailable_rule(log: &NcclLog, multi_node: bool) -> Option<Finding> {
     let none: Vec<&InterfaceLine> = log
         .interfaces
@@ -122,19 +124,25 @@ pub fn ib_unavailable_rule(log: &NcclLog, multi_node: bool) -> Option<Finding> {
         .any(|c| c.transport.label == "NET/IB")
         || log.networks.iter().any(|n| n.starts_with("IB"));
     // A log of one host counts where the job asked for IB (`NCCL_IB_DISABLE set by
-    // environment to 0`, HCAs or a GID index named, or an RDMA plugin loaded: HPC-X's
-    // IBext, `NCCL RDMA Plugin`, SHARP): it has other nodes to reach.
+    // environment to 0`, HCAs or a GID index named): it has other nodes to reach.
     let wants_ib = log.env.iter().any(|(n, v)| {
         (n == "NCCL_IB_DISABLE" && v == "0")
             || n == "NCCL_IB_HCA"
             || n == "NCCL_IB_GID_INDEX"
             || (n == "NCCL_NET" && v.eq_ignore_ascii_case("ib"))
-    }) || log.plugins.iter().any(|p| {
+    });
+    let rdma_plugin = log.plugins.iter().any(|p| {
         p.starts_with("IBext") || p.starts_with("NCCL RDMA Plugin") || p.starts_with("SHARP")
     });
-    if none.is_empty() || !(multi_node || wants_ib) || ib_used {
+    let asked = multi_node || wants_ib;
+    if none.is_empty() || !(asked || rdma_plugin) || ib_used {
         return None;
     }
+    let severity = if asked {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
     let texts: Vec<Line> = none.iter().map(|l| Line::at(l.line, &l.text)).collect();
     let n = texts.len();
     let network = match log.networks.as_slice() {
@@ -147,6 +155,7 @@ pub fn ib_unavailable_rule(log: &NcclLog, multi_node: bool) -> Option<Finding> {
             evidence(texts),
             &[("network", network)],
         )
+        .with_severity(severity)
         .with_occurrences(n),
     )
 }
@@ -209,7 +218,12 @@ pub fn shm_instead_of_p2p_rule(log: &NcclLog) -> Option<Finding> {
     let set: Vec<String> = log
         .env
         .iter()
-        .filter(|(n, v)| (n == "NCCL_P2P_DISABLE" && v != "0") || n == "NCCL_P2P_LEVEL")
+        .filter(|(n, v)| match n.as_str() {
+            "NCCL_P2P_DISABLE" => v != "0",
+            // SYS (5) allows P2P everywhere: it restricts nothing.
+            "NCCL_P2P_LEVEL" => !matches!(v.as_str(), "SYS" | "5"),
+            _ => false,
+        })
         .map(|(n, v)| format!("{n}={v}"))
         .collect();
     let hcas = log

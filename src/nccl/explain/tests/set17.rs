@@ -15,6 +15,14 @@ fn an_rdma_plugin_with_no_ib_device_says_how_to_make_rdma_visible() {
                 h:1:2 [0] NCCL INFO Using network Socket\n";
     let f = finding_by_id(&pasted(text), "ib-no-device").clone();
     assert!(f.fix.contains("/dev/infiniband"), "{}", f.fix);
+    // One host and only the plugin to say IB was expected (NGC images load it on
+    // single-node machines too): a note. A job that spans hosts: a warning.
+    assert_eq!(f.severity, Severity::Info);
+    let two = format!("{text}{}", text.replace("h:1:", "g:7:"));
+    assert_eq!(
+        finding_by_id(&pasted(&two), "ib-no-device").severity,
+        Severity::Warning
+    );
     // No plugin, one host, no IB asked for: sockets are NCCL's choice, nothing to say.
     let plain = text
         .lines()
@@ -55,7 +63,9 @@ fn gpus_of_a_data_center_node_joined_by_shm_only_point_at_the_p2p_settings() {
     let with_p2p =
         format!("{SHM_ONLY}h:1:2 [0] NCCL INFO Channel 01 : 0[27000] -> 1[2a000] via P2P/IPC\n");
     let no_hca = SHM_ONLY.lines().skip(1).collect::<Vec<_>>().join("\n");
-    for near in [&with_p2p, &no_hca] {
+    // NCCL_P2P_LEVEL=SYS allows P2P everywhere: no setting to blame.
+    let sys = set.replace("to LOC", "to SYS");
+    for near in [&with_p2p, &no_hca, &sys] {
         assert!(
             !ids(&pasted(near)).contains(&"shm-instead-of-p2p"),
             "{near}"
@@ -69,6 +79,28 @@ fn ib_connections_without_gdrdma_point_at_the_peer_memory_module() {
                 h:1:2 [4] NCCL INFO Channel 03/0 : 13[5] -> 4[4] [receive] via NET/IB/3\n";
     let f = finding_by_id(&pasted(text), "gdr-unused").clone();
     assert!(f.fix.contains("nvidia-peermem") && f.cause.contains("2 IB connection"));
+    assert_eq!(f.severity, Severity::Warning);
+    // NCCL says GPUDirect is enabled for the HCAs: the module is there, the GPU-NIC
+    // distance is why.
+    let enabled =
+        format!("h:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'\n{text}");
+    let f = finding_by_id(&pasted(&enabled), "gdr-unused").clone();
+    assert!(
+        f.cause.contains("module is loaded")
+            && f.fix.contains("topo")
+            && !f.fix.contains("modprobe"),
+        "{}",
+        f.fix
+    );
+    // Beside an error it is a note, not the cause.
+    let failed = format!(
+        "{text}h:1:2 [4] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer \
+         10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n"
+    );
+    assert_eq!(
+        finding_by_id(&pasted(&failed), "gdr-unused").severity,
+        Severity::Info
+    );
     // GPUDirect on the receive side, only send lines (reads can be off by default), or
     // NCCL's own line saying it is disabled (gdr-disabled reads that), or a run that set
     // where GPUDirect applies: not this finding.
@@ -113,6 +145,15 @@ fn nccl_tests_asking_for_a_gpu_it_lacks_under_mpirun_checks_host_names() {
         "{}",
         f.fix
     );
+    // One node under srun: what each task sees, not host names.
+    let one = "$ srun -N 1 -n 4 ./all_reduce_perf -g 1\n\
+               node01: Test CUDA failure common.cu:892 'invalid device ordinal'\n";
+    let f = finding_by_id(&pasted(one), "invalid-device-ordinal").clone();
+    assert!(
+        !f.fix.contains("hostname") && f.cause.contains("CUDA_VISIBLE_DEVICES"),
+        "{}",
+        f.cause
+    );
     // A program of its own, not nccl-tests: the local rank words.
     let own = "mpirun -np 2 python train.py\nRuntimeError: CUDA error: invalid device ordinal\n";
     let f = finding_by_id(&pasted(own), "invalid-device-ordinal").clone();
@@ -145,4 +186,16 @@ fn cuda_ipc_failing_between_processes_that_each_show_device_0_is_an_identity() {
     // devices): nothing to say.
     let fine = text.lines().skip(1).collect::<Vec<_>>().join("\n");
     assert!(!ids(&pasted(&fine)).contains(&"host-identity"));
+    // Two ranks on one bus id and a CUDA failure of their own: the failure keeps its
+    // remedies, and the identity stays a warning.
+    let launch = "h:10:20 [0] NCCL INFO Channel 00 : 0[1b000] -> 1[1b000] via P2P/IPC\n\
+                  h:11:21 [0] NCCL INFO Channel 00 : 1[1b000] -> 2[1c000] via P2P/IPC\n\
+                  h:12:22 [1] NCCL INFO Channel 00 : 2[1c000] -> 0[1b000] via P2P/IPC\n\
+                  h:12:22 [1] enqueue.cc:215 NCCL WARN Cuda failure 'unspecified launch failure'\n";
+    let e = pasted(launch);
+    assert_eq!(finding_by_id(&e, "cuda-failure").follows, None);
+    assert_eq!(
+        finding_by_id(&e, "host-identity").severity,
+        Severity::Warning
+    );
 }
