@@ -231,6 +231,7 @@ finding_kinds! {
     MpiHangs => "mpi-hangs",
     GdrUnused => "gdr-unused",
     ShmInsteadOfP2p => "shm-instead-of-p2p",
+    IbGidSelection => "ib-gid-selection",
 }
 
 impl FindingKind {

@@ -193,8 +193,9 @@ fn fix_for(code: u32) -> &'static str {
         12 => {
             "Check the path between the two NICs: the link and port state (`ibstat`), on RoCE \
              the GID index (NCCL_IB_GID_INDEX, `show_gids`) and traffic class, the routes \
-             between the subnets; test it with `ib_write_bw` between the two nodes on the same \
-             GID. If the NICs do reach each other and the fabric is congested, raise \
+             between the subnets, and that the NICs' MTU (`ibv_devinfo`: active_mtu) fits every \
+             switch port on the path; test it with `ib_write_bw` between the two nodes on the \
+             same GID, at large messages. If the NICs do reach each other and the fabric is congested, raise \
              NCCL_IB_TIMEOUT (and NCCL_IB_RETRY_CNT). NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
              shows the NICs and GIDs each rank uses."
         }
@@ -349,6 +350,46 @@ pub(super) fn gdr_unused_rule(log: &NcclLog, pasted: &Pasted) -> Option<Finding>
             ("count", ib.len().to_string()),
             ("why", why.to_string()),
             ("fix", fix.to_string()),
+        ],
+    ))
+}
+
+/// A system error (`-> 2`) returned from NCCL's IB transport with no WARN before it, in a
+/// run that steers the RoCE GID choice (NCCL_IB_ADDR_RANGE, NCCL_IB_ADDR_FAMILY,
+/// NCCL_IB_ROCE_VERSION_NUM) and names no NCCL_IB_GID_INDEX: the GID selection failed.
+pub(super) fn gid_selection_rule(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
+    let steer: Vec<&str> = log
+        .env
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| {
+            matches!(
+                *n,
+                "NCCL_IB_ADDR_RANGE" | "NCCL_IB_ADDR_FAMILY" | "NCCL_IB_ROCE_VERSION_NUM"
+            )
+        })
+        .collect();
+    if steer.is_empty() || log.env.iter().any(|(n, _)| n == "NCCL_IB_GID_INDEX") {
+        return None;
+    }
+    let returned = pasted
+        .lines
+        .iter()
+        .find(|l| l.lower.contains("net_ib.cc:") && l.lower.trim_end().ends_with("-> 2"))?;
+    let warned_before = pasted
+        .lines
+        .iter()
+        .take_while(|l| l.number != returned.number || l.file != returned.file)
+        .any(|l| l.lower.contains("nccl warn"));
+    if warned_before {
+        return None;
+    }
+    Some(Finding::new(
+        FindingKind::IbGidSelection,
+        vec![pasted.evidence(returned)],
+        &[
+            ("vars", steer.join(", ")),
+            ("evidence", message(returned.text).to_string()),
         ],
     ))
 }

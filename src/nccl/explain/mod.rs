@@ -369,6 +369,7 @@ fn build(
         findings.extend(hosts::topology_nvlink_rule(log, p));
         findings.extend(builds::nccl_builds_rule(p, version));
         findings.extend(ib::gdr_unused_rule(log, p));
+        findings.extend(ib::gid_selection_rule(log, p));
         let has_error = findings.iter().any(|f| f.severity == Severity::Error);
         let one_rank = reason::one_rank_jobs(log, p);
         let tests = tests_output::tests_findings(p, has_error, log.driver_version);

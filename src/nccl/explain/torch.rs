@@ -170,10 +170,21 @@ fn timeouts(pasted: &Pasted) -> Vec<Placed> {
                 .numel
                 .map(|n| format!(" of {n} elements"))
                 .unwrap_or_default();
+            // The process group's first collective (PyTorch counts from 1): no rank had got
+            // through one, so the path between the GPUs is the likelier suspect.
+            let first = if t.seq <= 1 {
+                " It is the process group's first collective, so no rank has got through one \
+                 yet: the path between the GPUs is the likelier suspect (P2P blocked by PCI ACS \
+                 or the IOMMU, a driver version that breaks it, the network between nodes). \
+                 NCCL_DEBUG=INFO shows how far set-up got; nccl-tests' all_reduce_perf on the \
+                 same GPUs and driver tells NCCL apart from the program."
+            } else {
+                ""
+            };
             (
                 format!("{} #{} on {}", t.op, t.seq, ranks_words(&ranks)),
                 format!(
-                    "{} waited {} in {} #{}{numel}{timeout}.{progress}",
+                    "{} waited {} in {} #{}{numel}{timeout}.{progress}{first}",
                     capitalize(&ranks_words(&ranks)),
                     t.ran_ms
                         .map(|ms| format!("{} s", ms / 1000))

@@ -21,6 +21,8 @@ mod around;
 
 mod set17;
 
+mod set18;
+
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
     explain_inputs(&[Input { name: "-", text }], &Options::default())
