@@ -376,12 +376,15 @@ pub(super) fn gid_selection_rule(log: &NcclLog, pasted: &Pasted) -> Option<Findi
         .lines
         .iter()
         .find(|l| l.lower.contains("net_ib.cc:") && l.lower.trim_end().ends_with("-> 2"))?;
-    let warned_before = pasted
+    // Set-up only: no WARN and no finished communicator before it.
+    let before = pasted
         .lines
         .iter()
-        .take_while(|l| l.number != returned.number || l.file != returned.file)
-        .any(|l| l.lower.contains("nccl warn"));
-    if warned_before {
+        .take_while(|l| l.number != returned.number || l.file != returned.file);
+    if before
+        .into_iter()
+        .any(|l| l.lower.contains("nccl warn") || l.lower.contains("init complete"))
+    {
         return None;
     }
     Some(Finding::new(

@@ -172,12 +172,14 @@ fn timeouts(pasted: &Pasted) -> Vec<Placed> {
                 .unwrap_or_default();
             // The process group's first collective (PyTorch counts from 1): no rank had got
             // through one, so the path between the GPUs is the likelier suspect.
-            let first = if t.seq <= 1 {
-                " It is the process group's first collective, so no rank has got through one \
-                 yet: the path between the GPUs is the likelier suspect (P2P blocked by PCI ACS \
-                 or the IOMMU, a driver version that breaks it, the network between nodes). \
-                 NCCL_DEBUG=INFO shows how far set-up got; nccl-tests' all_reduce_perf on the \
-                 same GPUs and driver tells NCCL apart from the program."
+            let p2p = matches!(t.op.as_str(), "SEND" | "RECV" | "_SEND" | "_RECV");
+            let first = if t.seq <= 1 && !p2p {
+                " It is the process group's first collective: either a rank never arrived \
+                 (still loading, or dead: look for its traceback), or the path between the GPUs \
+                 never delivered (P2P blocked by PCI ACS or the IOMMU, a driver version that \
+                 breaks it, the network between nodes). NCCL_DEBUG=INFO shows how far set-up \
+                 got; nccl-tests' all_reduce_perf on the same GPUs and driver tells NCCL apart \
+                 from the program."
             } else {
                 ""
             };
