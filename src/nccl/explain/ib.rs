@@ -195,9 +195,9 @@ fn fix_for(code: u32) -> &'static str {
              the GID index (NCCL_IB_GID_INDEX, `show_gids`) and traffic class, the routes \
              between the subnets, and that the NICs' MTU (`ibv_devinfo`: active_mtu) fits every \
              switch port on the path; test it with `ib_write_bw` between the two nodes on the \
-             same GID, at large messages. If the NICs do reach each other and the fabric is congested, raise \
-             NCCL_IB_TIMEOUT (and NCCL_IB_RETRY_CNT). NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
-             shows the NICs and GIDs each rank uses."
+             same GID, at large messages. If the NICs do reach each other and the fabric is \
+             congested, raise NCCL_IB_TIMEOUT (and NCCL_IB_RETRY_CNT). NCCL_DEBUG=INFO \
+             NCCL_DEBUG_SUBSYS=INIT,NET shows the NICs and GIDs each rank uses."
         }
         4 => {
             "Disable PCI ACS on the PCIe switches between the GPUs and the NICs (BIOS, or \
@@ -377,12 +377,10 @@ pub(super) fn gid_selection_rule(log: &NcclLog, pasted: &Pasted) -> Option<Findi
         .iter()
         .find(|l| l.lower.contains("net_ib.cc:") && l.lower.trim_end().ends_with("-> 2"))?;
     // Set-up only: no WARN and no finished communicator before it.
-    let before = pasted
+    if pasted
         .lines
         .iter()
-        .take_while(|l| l.number != returned.number || l.file != returned.file);
-    if before
-        .into_iter()
+        .take_while(|l| l.number != returned.number || l.file != returned.file)
         .any(|l| l.lower.contains("nccl warn") || l.lower.contains("init complete"))
     {
         return None;
