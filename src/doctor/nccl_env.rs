@@ -106,17 +106,9 @@ impl Settings {
         }
         let fixes = unique;
         if !fixes.is_empty() {
-            check = check.with_fix(capitalize(&fixes.join("; ")));
+            check = check.with_fix(crate::units::capitalized(&fixes.join("; ")));
         }
         check
-    }
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(first) => first.to_uppercase().chain(c).collect(),
-        None => String::new(),
     }
 }
 

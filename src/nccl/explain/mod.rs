@@ -476,9 +476,14 @@ const COLLECT: &str = "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV
                        rank's file; under PyTorch add TORCH_NCCL_TRACE_BUFFER_SIZE=2000 \
                        TORCH_NCCL_DUMP_ON_TIMEOUT=1 (the Flight Recorder).";
 
-/// `f` follows from the finding `cause`: its own remedies give way to fixing that.
+/// `f` follows from the finding `cause`: its own guesses at a cause and its remedies
+/// give way to that.
 fn follow(f: &mut Finding, cause: &'static str) {
     f.follows = Some(cause);
+    f.cause = format!(
+        "{}: here it follows from {cause}.",
+        crate::units::capitalized(&f.title)
+    );
     f.fix = format!("Fix {cause} first: this follows from it.");
     f.avoid.clear();
 }

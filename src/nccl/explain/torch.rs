@@ -187,7 +187,7 @@ fn timeouts(pasted: &Pasted) -> Vec<Placed> {
                 format!("{} #{} on {}", t.op, t.seq, ranks_words(&ranks)),
                 format!(
                     "{} waited {} in {} #{}{numel}{timeout}.{progress}{first}",
-                    capitalize(&ranks_words(&ranks)),
+                    crate::units::capitalized(&ranks_words(&ranks)),
                     t.ran_ms
                         .map(|ms| format!("{} s", ms / 1000))
                         .unwrap_or_else(|| "until the timeout".to_string()),
@@ -263,14 +263,6 @@ fn timeouts(pasted: &Pasted) -> Vec<Placed> {
         out.push(placed(f, &[]));
     }
     out
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
-    }
 }
 
 /// `Received a dump signal due to a collective timeout from rank 6`.

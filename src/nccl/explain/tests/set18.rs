@@ -1,8 +1,8 @@
 //! Tests of the rules written from blind set 18: EFA out of locked memory, a libnccl.so.2
 //! older than the program, IB set-up failing while it picks the RoCE GID, the first
 //! collective timing out, a weight-sync group that mixes cuMem settings, and an invalid
-//! device ordinal after a too-old driver. Each both ways: the failure, and a near miss
-//! it leaves alone.
+//! device ordinal after a too-old driver, and (from its review) a RoCE GID type file that
+//! does not open. Each both ways: the failure, and a near miss it leaves alone.
 
 use super::*;
 
@@ -103,16 +103,36 @@ fn an_invalid_device_ordinal_after_a_too_old_driver_follows_from_it() {
                 h:1:2 [0] enqueue.cc:802 NCCL WARN Cuda failure 'API call is not supported in the installed CUDA driver'\n\
                 h:1:2 [0] init.cc:895 NCCL WARN Cuda failure 'invalid device ordinal'\n";
     let e = pasted(text);
-    assert_eq!(
-        finding_by_id(&e, "invalid-device-ordinal").follows,
-        Some("driver-too-old"),
-        "{:?}",
-        ids(&e)
-    );
+    let f = finding_by_id(&e, "invalid-device-ordinal").clone();
+    assert_eq!(f.follows, Some("driver-too-old"), "{:?}", ids(&e));
+    // Its own guess at a cause (the GPUs a process sees) gives way to the driver.
+    let said = format!("{} {}", f.cause, f.fix);
+    assert!(!said.contains("CUDA_VISIBLE_DEVICES"), "{said}");
     // Alone it is its own cause.
     let alone = text.lines().nth(3).unwrap_or_default();
-    assert_eq!(
-        finding_by_id(&pasted(alone), "invalid-device-ordinal").follows,
-        None
-    );
+    let f = finding_by_id(&pasted(alone), "invalid-device-ordinal").clone();
+    assert_eq!(f.follows, None);
+    let said = format!("{} {}", f.cause, f.fix);
+    assert!(said.contains("CUDA_VISIBLE_DEVICES"), "{said}");
+}
+
+#[test]
+fn a_gid_type_file_that_does_not_open_points_at_the_gid_index() {
+    for errno in ["No such file or directory", "Permission denied"] {
+        let text = format!(
+            "h:1:1 [0] transport/net_ib.cc:472 NCCL WARN NET/IB: open failed in ncclIbRoceGetVersionNum: {errno}\n"
+        );
+        let e = pasted(&text);
+        let f = finding_by_id(&e, "ib-roce-gid-type-missing").clone();
+        assert!(f.fix.contains("NCCL_IB_GID_INDEX") && f.fix.contains("show_gids"));
+        // Not the read failure's finding, whose fix is an upgrade.
+        assert!(
+            !ids(&e).contains(&"ib-roce-gid-type-unreadable"),
+            "{:?}",
+            ids(&e)
+        );
+    }
+    let read =
+        "h:1:1 [0] NCCL WARN NET/IB: read failed in ncclIbRoceGetVersionNum: Invalid argument\n";
+    assert!(!ids(&pasted(read)).contains(&"ib-roce-gid-type-missing"));
 }
