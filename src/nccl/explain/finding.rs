@@ -168,6 +168,7 @@ finding_kinds! {
     SocketInterfaceAmbiguous => "socket-interface-ambiguous",
     SocketInterfaceVirtual => "socket-interface-virtual",
     IfnameNoMatch => "ifname-no-match",
+    SocketLoopback => "socket-loopback",
     SocketConnectRetries => "socket-connect-retries",
     IbCompletion => "ib-completion",
     IbNoDevice => "ib-no-device",

@@ -398,6 +398,12 @@ fn build(
         findings.extend(versions::bug_findings(version, p, &is_set));
         findings.extend(reason::env_not_shown(log, p, &options.env));
         findings.extend(lists::prefix_inside_rule(log, p, &options.env));
+        findings.extend(lists::loopback_rule(
+            log,
+            p,
+            &options.env,
+            context.multi_node,
+        ));
         let across = ranks::across_files(inputs);
         if !across.iter().any(|f| f.kind == FindingKind::PluginsDiffer) {
             findings.extend(ranks::plugins_across_hosts(log));

@@ -442,8 +442,9 @@ pub(super) fn ordinal_words(pasted: Option<&Pasted>) -> (String, String) {
                  asks for {g} GPUs of its node"
             ),
             format!(
-                "Use one GPU per process (-g 1) with one process per GPU, or one process per \
-                 node with -g {g}; the GPUs a node has are what its processes ask for together."
+                "Use one GPU per process (-g 1) with one process per GPU (`-np` the GPUs), \
+                 or one process per node with -g {g} (`-np` the nodes); the GPUs a node has \
+                 are what its processes ask for together."
             ),
         );
     }

@@ -245,8 +245,10 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool, driver: Option<u3
             lines: Vec::new(),
         });
     }
-    // Processes that each ran alone say nothing of a hang, nor does a wrong result.
-    if o.rows.is_empty() && !has_error && !alone && o.out_of_bounds.is_empty() {
+    // Processes that each ran alone say nothing of a hang, nor does a wrong result, nor
+    // a test that reports its own failure.
+    let failed = pasted.contains("test nccl failure") || pasted.contains("test cuda failure");
+    if o.rows.is_empty() && !has_error && !alone && !failed && o.out_of_bounds.is_empty() {
         if let Some(u) = o
             .using_devices
             .filter(|_| o.devices.is_empty() && !nccl_started(pasted))

@@ -23,6 +23,8 @@ mod set17;
 
 mod set18;
 
+mod set19;
+
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
     explain_inputs(&[Input { name: "-", text }], &Options::default())
