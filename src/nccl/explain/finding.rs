@@ -168,7 +168,6 @@ finding_kinds! {
     SocketInterfaceAmbiguous => "socket-interface-ambiguous",
     SocketInterfaceVirtual => "socket-interface-virtual",
     IfnameNoMatch => "ifname-no-match",
-    SocketLoopback => "socket-loopback",
     SocketConnectRetries => "socket-connect-retries",
     IbCompletion => "ib-completion",
     IbNoDevice => "ib-no-device",

@@ -88,65 +88,6 @@ pub(super) fn prefix_inside_rule(
         .collect()
 }
 
-/// NCCL_SOCKET_IFNAME as an exclusion list (`^docker0`) that leaves `lo` in, where
-/// NCCL then names the loopback interface among those it uses: the list replaced NCCL's
-/// default, which leaves out `lo` and `docker*`. An error where the ranks span nodes.
-pub(super) fn loopback_rule(
-    log: &NcclLog,
-    pasted: &Pasted,
-    env: &[(String, String)],
-    multi_node: bool,
-) -> Option<Finding> {
-    let name = "NCCL_SOCKET_IFNAME";
-    let value = env
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.clone())
-        .or_else(|| super::reason::setting(log, pasted, name))?;
-    let (prefix, entries) = split(&value);
-    let excluded = |iface: &str| match prefix {
-        "^=" => entries.contains(&iface),
-        "^" => entries.iter().any(|e| iface.starts_with(e)),
-        _ => true,
-    };
-    if excluded("lo") {
-        return None;
-    }
-    // `NET/Socket : Using [0]lo:127.0.0.1<0>`, or NCCL 2.3's `NET : Using interface lo:...`.
-    let uses = |l: &str| {
-        l.contains("nccl info")
-            && l.contains("using")
-            && (l.contains("]lo:") || l.contains("interface lo:") || l.contains("using lo:"))
-    };
-    let line = pasted.lines.iter().find(|l| uses(&l.lower))?;
-    // Another interface NCCL names beside lo: the one to keep.
-    let other = pasted
-        .lines
-        .iter()
-        .filter(|l| uses(&l.lower) || l.lower.contains("using interface"))
-        .flat_map(|l| l.text.split([' ', ']']))
-        .filter_map(|w| w.split_once(':').map(|(iface, _)| iface))
-        .find(|iface| {
-            !iface.is_empty()
-                && *iface != "lo"
-                && iface
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
-                && iface.chars().any(|c| c.is_ascii_digit())
-                && !excluded(iface)
-        });
-    let shared = other.map(|i| format!(" ({name}={i})")).unwrap_or_default();
-    let mut f = Finding::new(
-        FindingKind::SocketLoopback,
-        vec![pasted.evidence(line)],
-        &[("value", value.clone()), ("shared", shared)],
-    );
-    if multi_node {
-        f.severity = super::finding::Severity::Error;
-    }
-    Some(f)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

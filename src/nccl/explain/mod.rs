@@ -12,6 +12,7 @@
 //! alone gives (a sweep's own logs). `render` prints it.
 
 mod builds;
+mod consequences;
 mod context;
 mod diagnosis;
 mod evidence;
@@ -323,9 +324,11 @@ fn build(
         .iter()
         .any(|f| f.kind == FindingKind::IfnameNoMatch);
     if !has_ifname {
+        // What the user says they set counts as what the log shows.
+        let env: Vec<(String, String)> = log.env.iter().chain(&options.env).cloned().collect();
         findings.extend(rules::socket_interface_rule(
             &log.interfaces,
-            &log.env,
+            &env,
             context.multi_node,
         ));
     }
@@ -356,7 +359,7 @@ fn build(
                 f.kind == FindingKind::CudaFailure
                     && f.evidence.iter().any(|e| e.contains("CUDA IPC handle"))
             }) {
-                follow(f, identity.kind.as_str());
+                consequences::follow(f, identity.kind.as_str());
             }
         }
         findings.push(identity);
@@ -398,12 +401,6 @@ fn build(
         findings.extend(versions::bug_findings(version, p, &is_set));
         findings.extend(reason::env_not_shown(log, p, &options.env));
         findings.extend(lists::prefix_inside_rule(log, p, &options.env));
-        findings.extend(lists::loopback_rule(
-            log,
-            p,
-            &options.env,
-            context.multi_node,
-        ));
         let across = ranks::across_files(inputs);
         if !across.iter().any(|f| f.kind == FindingKind::PluginsDiffer) {
             findings.extend(ranks::plugins_across_hosts(log));
@@ -433,7 +430,7 @@ fn build(
             f.severity = Severity::Info;
         }
     }
-    mark_consequences(&mut findings);
+    consequences::mark_consequences(&mut findings);
     // Stable: the order of appearance survives within a severity.
     findings.sort_by_key(|f| (f.severity, f.follows.is_some()));
     let unplaced = unplaced_lines(log, &findings);
@@ -481,102 +478,6 @@ const COLLECT: &str = "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV
                        NCCL_DEBUG_FILE=nccl.%h.%p.log (one file per rank) and give explain every \
                        rank's file; under PyTorch add TORCH_NCCL_TRACE_BUFFER_SIZE=2000 \
                        TORCH_NCCL_DUMP_ON_TIMEOUT=1 (the Flight Recorder).";
-
-/// `f` follows from the finding `cause`: its own guesses at a cause and its remedies
-/// give way to that.
-fn follow(f: &mut Finding, cause: &'static str) {
-    f.follows = Some(cause);
-    f.cause = format!(
-        "{}: here it follows from {cause}.",
-        crate::units::capitalized(&f.title)
-    );
-    f.fix = format!("Fix {cause} first: this follows from it.");
-    f.avoid.clear();
-}
-
-/// Findings that follow from another in the log: the victims' errors (a socket closed,
-/// a remote error, a timeout, a TCPStore peer gone, the launcher's summary) after a
-/// cause found elsewhere (findings.toml's `follows`, and these).
-fn mark_consequences(findings: &mut [Finding]) {
-    use FindingKind::*;
-    let victim = |k: FindingKind| {
-        matches!(
-            k,
-            SocketError
-                | RemoteError
-                | SystemError
-                | TorchTimeout
-                | TorchChildFailed
-                | TcpstorePeerGone
-                | OtherError
-                | TorchWatchdogStuck
-        )
-    };
-    // A run that stops before its first result is explained by any error found, a
-    // known bug's included.
-    // (InitStops is raised only where nothing else is, so it never follows.)
-    let stops = |k: FindingKind| k == TestsHangInit;
-    // findings.toml's `follows`: a finding whose cause another present finding is.
-    let present: Vec<&'static str> = findings.iter().map(|f| f.kind.as_str()).collect();
-    for f in findings.iter_mut() {
-        let text = knowledge::finding(f.kind.as_str());
-        if let Some(&cause) = present
-            .iter()
-            .find(|p| text.follows.iter().any(|id| id == *p))
-        {
-            follow(f, cause);
-        }
-    }
-    // A cause is as severe as what follows from it, so that it is listed above it (one
-    // step: no finding that follows is itself followed).
-    for i in 0..findings.len() {
-        let id = findings[i].kind.as_str();
-        let worst = findings
-            .iter()
-            .filter(|f| f.follows == Some(id))
-            .map(|f| f.severity)
-            .min();
-        if let Some(worst) = worst {
-            findings[i].severity = findings[i].severity.min(worst);
-        }
-    }
-    let cause = |f: &Finding| {
-        f.severity == Severity::Error && !victim(f.kind) && !stops(f.kind) && f.follows.is_none()
-    };
-    let root = findings
-        .iter()
-        .find(|f| cause(f) && f.kind != KnownBug)
-        .map(|f| f.kind.as_str());
-    let hang_root = root.or_else(|| findings.iter().find(|f| cause(f)).map(|f| f.kind.as_str()));
-    if let Some(root) = hang_root {
-        for f in findings.iter_mut().filter(|f| stops(f.kind)) {
-            f.follows = Some(root);
-            f.fix = format!("Fix {root} first: the run stops because of it.");
-            f.avoid.clear();
-        }
-    }
-    let Some(root) = root else {
-        return;
-    };
-    for f in findings
-        .iter_mut()
-        .filter(|f| victim(f.kind) && f.follows.is_none())
-    {
-        f.follows = Some(root);
-        if f.kind == SystemError {
-            // Its usual suspects (/dev/shm, ulimit) are guesses the root replaces.
-            f.cause = format!(
-                "`unhandled system error` (ncclSystemError): a system or library call inside \
-                 NCCL failed; here it follows from {root}."
-            );
-        }
-        f.fix = format!(
-            "Fix {root} first: this error follows from it, and its own remedies would not \
-             help."
-        );
-        f.avoid.clear();
-    }
-}
 
 /// The WARN lines of the log that no finding's evidence holds.
 fn unplaced_lines(log: &NcclLog, findings: &[Finding]) -> Vec<String> {

@@ -442,9 +442,8 @@ pub(super) fn ordinal_words(pasted: Option<&Pasted>) -> (String, String) {
                  asks for {g} GPUs of its node"
             ),
             format!(
-                "Use one GPU per process (-g 1) with one process per GPU (`-np` the GPUs), \
-                 or one process per node with -g {g} (`-np` the nodes); the GPUs a node has \
-                 are what its processes ask for together."
+                "Launch one process per GPU with -g 1 (-np = total GPUs), or one per node \
+                 with -g {g} (-np = nodes): a node's processes share its GPUs."
             ),
         );
     }

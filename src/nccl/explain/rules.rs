@@ -28,10 +28,12 @@ pub fn socket_interface_rule(
         .map(String::as_str)
         .filter(|n| is_virtual_interface(n))
         .collect();
+    // NCCL reads a value of one character as unset.
     let ifname = env
         .iter()
         .find(|(n, _)| n == "NCCL_SOCKET_IFNAME")
-        .map(|(_, v)| v.as_str());
+        .map(|(_, v)| v.as_str())
+        .filter(|v| v.len() > 1);
     if virtual_names.is_empty() && (ifname.is_some() || !multi_node) {
         return None;
     }
@@ -64,9 +66,20 @@ pub fn socket_interface_rule(
         .map(|l| Line::at(l.line, &l.text))
         .collect();
     let n = shown.len();
-    let chosen_by = match ifname {
-        Some(v) => format!("; NCCL_SOCKET_IFNAME=`{v}` selects it"),
-        None => String::new(),
+    // An exclusion list replaces NCCL's default, which leaves lo and docker* out.
+    let (chosen_by, exclude) = match ifname {
+        Some(v) if v.starts_with('^') => (
+            format!(
+                "; NCCL_SOCKET_IFNAME=`{v}` replaces NCCL's default, which leaves lo and \
+                 docker out"
+            ),
+            format!("{v},{}", virtual_names.join(",")),
+        ),
+        Some(v) => (
+            format!("; NCCL_SOCKET_IFNAME=`{v}` selects it"),
+            "^lo,docker,veth".to_string(),
+        ),
+        None => (String::new(), "^lo,docker,veth".to_string()),
     };
     // `lo:127.0.0.1`: NCCL keeps the first address of each interface (findInterfaces).
     let loopback = lines
@@ -80,6 +93,7 @@ pub fn socket_interface_rule(
         &[
             ("names", virtual_names.join(", ")),
             ("chosen_by", chosen_by),
+            ("exclude", exclude),
         ],
     )
     .with_severity(severity)

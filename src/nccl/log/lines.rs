@@ -486,6 +486,15 @@ pub(super) fn parse_interfaces(message: &str) -> Option<InterfaceParts<'_>> {
             names: Vec::new(),
         });
     }
+    // NCCL 2.3 names each socket interface on a line of its own:
+    // `NET : Using interface lo:127.0.0.1<0>`.
+    if let Some(one) = message.strip_prefix("NET : Using interface ") {
+        let name = one.split([':', '<', ' ']).next().unwrap_or_default();
+        return (!name.is_empty()).then(|| InterfaceParts {
+            source: "NET/Socket",
+            names: vec![name],
+        });
+    }
     let (source, rest) = message.split_once(':')?;
     let source = source.trim();
     if !(source == "Bootstrap" || source.starts_with("NET/")) || source.contains(' ') {
