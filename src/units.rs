@@ -324,6 +324,22 @@ pub fn wrap_into(out: &mut String, text: &str, width: usize, first: &str, rest: 
     }
 }
 
+/// A table row `head` and its last cell `tail`, `gap` between them, on one line where
+/// it fits [`TERMINAL_WIDTH`]; else `tail` on a line of its own under it, indented.
+pub fn row_fitted(head: &str, gap: &str, tail: &str) -> String {
+    let one = format!("{head}{gap}{tail}");
+    let one = one.trim_end();
+    if one.chars().count() <= TERMINAL_WIDTH || tail.is_empty() {
+        one.to_string()
+    } else {
+        format!(
+            "{}
+    {tail}",
+            head.trim_end()
+        )
+    }
+}
+
 /// `text` wrapped at [`TERMINAL_WIDTH`]: the first line after `first`, the others
 /// after `rest`.
 pub fn wrapped(text: &str, first: &str, rest: &str) -> String {
@@ -360,6 +376,15 @@ pub fn clip(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_too_wide_puts_its_last_cell_under_it() {
+        assert_eq!(row_fitted("a  b", "  ", "c"), "a  b  c");
+        let head = "x".repeat(90);
+        let tail = "not settled (base noisy)";
+        assert_eq!(row_fitted(&head, "  ", tail), format!("{head}\n    {tail}"));
+        assert_eq!(row_fitted(&head, "  ", ""), head);
+    }
 
     #[test]
     fn clipped_text_keeps_its_first_clause_or_words() {

@@ -42,7 +42,14 @@ fn describe(configs: &[TransportConfig], defaults: Option<&[String]>) -> String 
             Some(d) if d.contains(&c.name) => " *",
             _ => "",
         };
-        out.push_str(&format!("{}{star}\n    {}\n", c.name, c.description));
+        out.push_str(&format!("{}{star}\n", c.name));
+        crate::units::wrap_into(
+            &mut out,
+            &c.description,
+            crate::units::TERMINAL_WIDTH,
+            "    ",
+            "      ",
+        );
         if c.env.is_empty() {
             out.push_str("    (no variables: NCCL's defaults)\n");
         }

@@ -75,8 +75,8 @@ pub fn table(report: &CheckReport, baseline: &str, markdown: bool) -> String {
                 note_words(&c.note).replace('|', "\\|")
             );
         } else {
-            let line = format!(
-                "{:<11} {:<14} n={:<3} {:>9} {:>10} {:>10}  {change}",
+            let head = format!(
+                "{:<11} {:<14} n={:<3} {:>9} {:>10} {:>10}",
                 c.word(),
                 c.id.label(),
                 c.id.nranks,
@@ -84,7 +84,7 @@ pub fn table(report: &CheckReport, baseline: &str, markdown: bool) -> String {
                 time(c.run_us),
                 time(c.baseline_us),
             );
-            let _ = writeln!(s, "{}", line.trim_end());
+            let _ = writeln!(s, "{}", crate::units::row_fitted(&head, "  ", &change));
         }
     }
     // A paragraph: as it is in Markdown, wrapped to the terminal's width in text.

@@ -238,19 +238,20 @@ pub fn render(report: &CompareReport, format: Format) -> Result<String> {
                 }
             }
             let mut s = String::new();
+            // The outcome last: under its row where the row would not fit.
             let line = |cells: &[String]| -> String {
-                let text = cells
+                let head = cells[..7]
                     .iter()
                     .zip(widths)
                     .enumerate()
                     .filter(|(i, _)| *i > 0 || !one_config)
                     .map(|(i, (c, w))| match i {
-                        0 | 7 => format!("{c:<w$}"),
+                        0 => format!("{c:<w$}"),
                         _ => format!("{c:>w$}"),
                     })
                     .collect::<Vec<_>>()
                     .join("  ");
-                text.trim_end().to_string()
+                crate::units::row_fitted(&head, "  ", &cells[7])
             };
             if let (true, Some(r)) = (one_config, rows.first()) {
                 writeln!(s, "{}", r[0])?;

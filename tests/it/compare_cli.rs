@@ -561,3 +561,47 @@ fn the_decision_on_the_host_example_is_slower_or_not_settled_with_its_method() {
     assert!(same.contains(" rounds would "), "{same}");
     assert!(same.contains(method), "{same}");
 }
+
+/// The terminal's tables fit 100 columns, on the committed example runs (whose noisy
+/// host cases make wide rows): a row too wide puts its outcome on a line under it.
+#[test]
+fn compare_and_check_fit_the_terminal() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/examples");
+    let (a, b) = (
+        examples.join("host-backend-2cpu"),
+        examples.join("host-run-2ranks"),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("baseline.json");
+    let run = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(common::bin())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let made = run(&[
+        "baseline".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "-o".as_ref(),
+        file.as_os_str(),
+    ]);
+    assert!(made.status.success(), "{}", common::text(&made));
+    let compared = compare(&[a.as_os_str(), b.as_os_str()]);
+    let checked = run(&[
+        "check".as_ref(),
+        "--baseline".as_ref(),
+        file.as_os_str(),
+        a.as_os_str(),
+    ]);
+    for out in [&compared, &checked] {
+        let text = common::text(out);
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    }
+    let text = common::text(&compared);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("    ") && l.contains("(base noisy)")),
+        "{text}"
+    );
+}

@@ -6,7 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use nccl_bench::nccl::explain::{explain_inputs, is_explainable, Explanation, Input, Options};
+use nccl_bench::nccl::explain::{
+    explain_inputs, is_explainable, render_text, Explanation, Input, Options,
+};
 
 /// One corpus entry: its header facts and its files' texts as posted.
 struct Entry {
@@ -209,6 +211,32 @@ fn the_corpus_is_read_right_in_nine_cases_of_ten() {
         all.len(),
         wrong.join("\n")
     );
+}
+
+/// Every reading of the corpus fits 100 columns in the terminal (`--json` keeps the
+/// quoted lines whole), but for a line that holds one word longer than a line's room:
+/// an address or a path.
+#[test]
+fn every_reading_fits_the_terminal() {
+    let mut wide = Vec::new();
+    for entry in entries(&corpus()) {
+        let inputs: Vec<Input> = entry
+            .files
+            .iter()
+            .map(|(name, text)| Input { name, text })
+            .collect();
+        let options = Options {
+            env: entry.env.clone(),
+        };
+        let text = render_text(&explain_inputs(&inputs, &options));
+        wide.extend(
+            text.lines()
+                .filter(|l| l.chars().count() > 100)
+                .filter(|l| l.split_whitespace().all(|w| w.chars().count() <= 60))
+                .map(|l| format!("{}: {l}", entry.name)),
+        );
+    }
+    assert!(wide.is_empty(), "{}", wide.join("\n"));
 }
 
 /// The blind entries, collected from threads by someone who had not read the rules, are

@@ -88,7 +88,12 @@ pub fn render_text(e: &Explanation) -> String {
         } else {
             i.names.join(", ")
         };
-        let _ = writeln!(out, "  {} interfaces: {names}", i.source);
+        wrap_into(
+            &mut out,
+            &format!("{} interfaces: {names}", i.source),
+            "  ",
+            "    ",
+        );
     }
 
     out.push_str("\nTransports (per rank pair)\n");
@@ -136,6 +141,17 @@ pub fn render_text(e: &Explanation) -> String {
 /// `rest`.
 fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str) {
     crate::units::wrap_into(out, text, WIDTH, first, rest);
+}
+
+/// A line of the log quoted after `     > `, cut to fit [`WIDTH`] (`--json` keeps it
+/// whole).
+fn quoted(line: &str) -> String {
+    let room = WIDTH - 7;
+    if line.chars().count() <= room {
+        return line.to_string();
+    }
+    let head: String = line.chars().take(room - 4).collect();
+    format!("{} ...", head.trim_end())
 }
 
 /// The `Tuning` section: NCCL's choices in order (runs of identical lines merged) and
@@ -197,15 +213,10 @@ fn render_findings(out: &mut String, e: &Explanation) {
         } else {
             String::new()
         };
-        let _ = writeln!(
-            out,
-            "  {}. [{}] {}{times}",
-            i + 1,
-            f.severity.as_str(),
-            f.title
-        );
+        let title = format!("{}. [{}] {}{times}", i + 1, f.severity.as_str(), f.title);
+        wrap_into(out, &title, "  ", "     ");
         for line in &f.evidence {
-            let _ = writeln!(out, "     > {line}");
+            let _ = writeln!(out, "     > {}", quoted(line));
         }
         if f.occurrences > f.evidence.len() {
             let _ = writeln!(out, "     > ... {} more", f.occurrences - f.evidence.len());
@@ -226,7 +237,7 @@ fn render_findings(out: &mut String, e: &Explanation) {
     if !e.unplaced.is_empty() {
         out.push_str("  Lines no finding explains:\n");
         for l in &e.unplaced {
-            let _ = writeln!(out, "     > {l}");
+            let _ = writeln!(out, "     > {}", quoted(l));
         }
     }
     if let Some(c) = &e.collect {
