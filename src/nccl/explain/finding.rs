@@ -209,6 +209,7 @@ finding_kinds! {
     TestsHangInit => "tests-hang-init",
     TestsHangCuda => "tests-hang-cuda",
     TestsBusbw => "tests-busbw",
+    TestsBusbwStep => "tests-busbw-step",
     InitStops => "init-stops",
     ShmSigbus => "shm-sigbus",
     HostIdentity => "host-identity",

@@ -38,10 +38,9 @@ pub(super) fn shm_cumem_mismatch_text(failures: &[&Failure], log: &NcclLog) -> (
         " It is not a stale segment, separate IPC namespaces or a small /dev/shm, and SHM \
          itself is not at fault.",
     );
-    let fix = "Set NCCL_CUMEM_HOST_ENABLE=0 on every rank (all of them then use /dev/shm files: \
-               give /dev/shm room, `--shm-size` or `--ipc=host` in a container), or update the \
-               driver (r595 or newer); keep NCCL_CUMEM_ENABLE and NCCL_CUMEM_HOST_ENABLE the same \
-               on every rank."
+    let fix = "Set NCCL_CUMEM_HOST_ENABLE=0 on every rank: all then use /dev/shm files, which \
+               need room in /dev/shm. Or update the driver (r595 or newer). Keep \
+               NCCL_CUMEM_ENABLE and NCCL_CUMEM_HOST_ENABLE the same on every rank."
         .to_string();
     (d, fix)
 }

@@ -165,6 +165,7 @@ pub fn is_explainable(inputs: &[Input]) -> bool {
         let t = i.text.to_ascii_lowercase();
         MARKERS.iter().any(|m| t.contains(m))
             || i.text.lines().any(old_warn)
+            || i.text.lines().any(tests_output::is_row)
             || t.lines().any(|l| {
                 signatures
                     .iter()

@@ -22,10 +22,44 @@ const TYPES: &[&str] = &[
     "fp8_e4m3", "fp8_e5m2", "int", "char",
 ];
 
-/// `  8388608  2097152  float  sum  [-1]  5729.5  1.46  1.46  0e+00  5477.3 ...`.
+/// `text` without the rank tags a launcher writes into it (`[0]`, `[1,0]`), which
+/// pasted tables can carry inside their rows too (`-1[0]    1626.5`).
+fn untagged(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('[') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 1..];
+        match tail.find(']') {
+            Some(end)
+                if end > 0 && tail[..end].bytes().all(|b| b.is_ascii_digit() || b == b',') =>
+            {
+                out.push(' ');
+                rest = &tail[end + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether a line is an nccl-tests result row (a bare table is an nccl-tests output).
+pub(super) fn is_row(text: &str) -> bool {
+    row_of(text).is_some()
+}
+
 fn row(line: &PastedLine) -> Option<Row> {
-    let words: Vec<&str> = line
-        .text
+    row_of(line.text)
+}
+
+/// `  8388608  2097152  float  sum  [-1]  5729.5  1.46  1.46  0e+00  5477.3 ...`.
+fn row_of(text: &str) -> Option<Row> {
+    let text = untagged(text);
+    let words: Vec<&str> = text
         .trim_start_matches(['#', '`', ' '])
         .split_whitespace()
         .collect();
@@ -307,6 +341,7 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool, driver: Option<u3
             });
         }
     }
+    out.extend(busbw_step(pasted, &o.rows));
     if let Some((line, peak)) = o.rows.iter().max_by(|a, b| a.1.busbw.total_cmp(&b.1.busbw)) {
         out.push(Placed {
             finding: Finding::new(
@@ -322,6 +357,36 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool, driver: Option<u3
         });
     }
     out
+}
+
+/// A step down in bus bandwidth that stays: one table (sizes rising), and from a size of
+/// 1 MiB or more on, at least two sizes and every one at less than half the best before.
+fn busbw_step(pasted: &Pasted, rows: &[(&PastedLine, Row)]) -> Option<Placed> {
+    if rows.windows(2).any(|w| w[1].1.bytes <= w[0].1.bytes) {
+        return None;
+    }
+    let step = (1..rows.len().saturating_sub(1)).find(|&i| {
+        let best = rows[..i].iter().map(|r| r.1.busbw).fold(0.0, f64::max);
+        rows[i].1.bytes >= 1 << 20 && rows[i..].iter().all(|r| r.1.busbw < 0.5 * best)
+    })?;
+    let (peak_line, peak) = rows[..step]
+        .iter()
+        .max_by(|a, b| a.1.busbw.total_cmp(&b.1.busbw))?;
+    let (low_line, low) = &rows[step];
+    let gbs = |r: &Row| format!("{:.1} GB/s", r.busbw);
+    Some(Placed {
+        finding: Finding::new(
+            FindingKind::TestsBusbwStep,
+            vec![pasted.evidence(peak_line), pasted.evidence(low_line)],
+            &[
+                ("peak", gbs(peak)),
+                ("at", crate::units::Bytes(peak.bytes).to_string()),
+                ("low", gbs(low)),
+                ("from", crate::units::Bytes(low.bytes).to_string()),
+            ],
+        ),
+        lines: Vec::new(),
+    })
 }
 
 /// Whether the paste leaves out lines in the device list itself (`[...]` or `...` right

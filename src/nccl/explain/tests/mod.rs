@@ -25,6 +25,8 @@ mod set18;
 
 mod set19;
 
+mod set20;
+
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
     explain_inputs(&[Input { name: "-", text }], &Options::default())
