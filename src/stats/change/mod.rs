@@ -150,11 +150,6 @@ impl Change {
             Change::Missing => "missing",
         }
     }
-
-    /// Whether the change decides nothing: a gate never passes on it.
-    pub fn undecided(self) -> bool {
-        matches!(self, Change::NotSettled | Change::Missing)
-    }
 }
 
 impl std::fmt::Display for Change {
