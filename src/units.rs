@@ -332,11 +332,7 @@ pub fn row_fitted(head: &str, gap: &str, tail: &str) -> String {
     if one.chars().count() <= TERMINAL_WIDTH || tail.is_empty() {
         one.to_string()
     } else {
-        format!(
-            "{}
-    {tail}",
-            head.trim_end()
-        )
+        format!("{}\n    {tail}", head.trim_end())
     }
 }
 

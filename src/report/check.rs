@@ -1,4 +1,5 @@
-//! `check`'s outputs for people: one line per case, failures first, then the
+//! `check`'s outputs for people: one row per case (its change under it where the row
+//! would not fit 100 columns), failures first, then the
 //! decision's sentence and its method, as aligned text or a Markdown table.
 
 use std::fmt::Write as _;
@@ -47,7 +48,7 @@ fn rank(c: &CaseCheck) -> u8 {
     }
 }
 
-/// One line per case (failures first), then the summary.
+/// One row per case (failures first), then the summary.
 pub fn table(report: &CheckReport, baseline: &str, markdown: bool) -> String {
     let mut s = String::new();
     let mut cases: Vec<&CaseCheck> = report.cases.iter().collect();

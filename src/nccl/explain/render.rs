@@ -143,14 +143,24 @@ fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str) {
     crate::units::wrap_into(out, text, WIDTH, first, rest);
 }
 
-/// A line of the log quoted after `     > `, cut to fit [`WIDTH`] (`--json` keeps it
-/// whole).
+/// A line of the log quoted after `     > `, made to fit [`WIDTH`] (`--json` keeps it
+/// whole): without NCCL's `host:pid:tid [dev] file:line` prefix where it is too long,
+/// then cut.
 fn quoted(line: &str) -> String {
     let room = WIDTH - 7;
     if line.chars().count() <= room {
         return line.to_string();
     }
-    let head: String = line.chars().take(room - 4).collect();
+    let shorter = match line.split_once(": ") {
+        Some((at, text)) if at.starts_with("line ") => {
+            format!("{at}: {}", super::pasted::message(text))
+        }
+        _ => super::pasted::message(line).to_string(),
+    };
+    if shorter.chars().count() <= room {
+        return shorter;
+    }
+    let head: String = shorter.chars().take(room - 4).collect();
     format!("{} ...", head.trim_end())
 }
 

@@ -17,13 +17,26 @@ struct Row {
     wrong: f64,
 }
 
+/// The reductions nccl-tests prints (`none` for the collectives without one).
+const OPS: &[&str] = &[
+    "sum",
+    "prod",
+    "min",
+    "max",
+    "avg",
+    "mulsum",
+    "premulsum",
+    "none",
+];
+
 const TYPES: &[&str] = &[
     "float", "half", "double", "bfloat16", "int8", "uint8", "int32", "uint32", "int64", "uint64",
     "fp8_e4m3", "fp8_e5m2", "int", "char",
 ];
 
-/// `text` without the rank tags a launcher writes into it (`[0]`, `[1,0]`), which
-/// pasted tables can carry inside their rows too (`-1[0]    1626.5`).
+/// `text` without the rank tags a launcher writes into it (`[0]`, mpirun's
+/// `[1,0]<stdout>:`), which pasted tables can carry inside their rows too
+/// (`-1[0]    1626.5`), nor srun's leading `0: `.
 fn untagged(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -36,6 +49,9 @@ fn untagged(text: &str) -> String {
             {
                 out.push(' ');
                 rest = &tail[end + 1..];
+                for stream in ["<stdout>:", "<stderr>:"] {
+                    rest = rest.strip_prefix(stream).unwrap_or(rest);
+                }
             }
             _ => {
                 out.push('[');
@@ -44,7 +60,14 @@ fn untagged(text: &str) -> String {
         }
     }
     out.push_str(rest);
-    out
+    // srun --label: `12: ` before the line.
+    let start = out.trim_start();
+    match start.split_once(": ") {
+        Some((rank, line)) if !rank.is_empty() && rank.bytes().all(|b| b.is_ascii_digit()) => {
+            line.to_string()
+        }
+        _ => out,
+    }
 }
 
 /// Whether a line is an nccl-tests result row (a bare table is an nccl-tests output).
@@ -56,7 +79,7 @@ fn row(line: &PastedLine) -> Option<Row> {
     row_of(line.text)
 }
 
-/// `  8388608  2097152  float  sum  [-1]  5729.5  1.46  1.46  0e+00  5477.3 ...`.
+/// `  8388608  2097152  float  sum  -1  5729.5  1.46  1.46  0e+00  5477.3 ...`.
 fn row_of(text: &str) -> Option<Row> {
     let text = untagged(text);
     let words: Vec<&str> = text
@@ -68,7 +91,7 @@ fn row_of(text: &str) -> Option<Row> {
     }
     let bytes: u64 = words[0].parse().ok()?;
     words[1].parse::<u64>().ok()?;
-    if !TYPES.contains(&words[2]) {
+    if !TYPES.contains(&words[2]) || !OPS.contains(&words[3]) {
         return None;
     }
     // redop, then an optional root, then time, algbw, busbw, #wrong / error.
@@ -359,15 +382,25 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool, driver: Option<u3
     out
 }
 
-/// A step down in bus bandwidth that stays: one table (sizes rising), and from a size of
-/// 1 MiB or more on, at least two sizes and every one at less than half the best before.
+/// A step down in bus bandwidth that stays: in one table (sizes rising), at a size of
+/// 1 MiB or more, busbw falls to half the size before it or less, and every size from
+/// there (two at least, not rising back by more than 20 %) stays under half the best
+/// before. The best is no lone row: another before the step comes within 25 % of it.
 fn busbw_step(pasted: &Pasted, rows: &[(&PastedLine, Row)]) -> Option<Placed> {
     if rows.windows(2).any(|w| w[1].1.bytes <= w[0].1.bytes) {
         return None;
     }
+    let busbw: Vec<f64> = rows.iter().map(|r| r.1.busbw).collect();
     let step = (1..rows.len().saturating_sub(1)).find(|&i| {
-        let best = rows[..i].iter().map(|r| r.1.busbw).fold(0.0, f64::max);
-        rows[i].1.bytes >= 1 << 20 && rows[i..].iter().all(|r| r.1.busbw < 0.5 * best)
+        let before = &busbw[..i];
+        let best = before.iter().copied().fold(0.0, f64::max);
+        let near_best = before.iter().filter(|&&b| b >= 0.75 * best).count();
+        let after = &busbw[i..];
+        rows[i].1.bytes >= 1 << 20
+            && busbw[i - 1] >= 2.0 * busbw[i]
+            && near_best >= 2
+            && after.iter().all(|&b| b < 0.5 * best)
+            && after.last().is_some_and(|&b| b <= 1.2 * busbw[i])
     })?;
     let (peak_line, peak) = rows[..step]
         .iter()
