@@ -227,11 +227,14 @@ fn timeouts(pasted: &Pasted) -> Vec<Placed> {
                     None => op.clone(),
                 })
                 .collect();
-            format!("#{seq}: {}", ops.join(" and "))
+            format!("SeqNum={seq}: {}", ops.join(" and "))
         })
         .collect();
     let seqs: BTreeSet<u64> = lines.iter().map(|(_, t)| t.seq).collect();
-    let ops: BTreeSet<&str> = lines.iter().map(|(_, t)| t.op.as_str()).collect();
+    let ops: BTreeSet<(&str, Option<u64>)> = lines
+        .iter()
+        .map(|(_, t)| (t.op.as_str(), t.numel))
+        .collect();
     let detail = if !apart.is_empty() {
         Some(apart.join("; "))
     } else if seqs.len() > 1 && ops.len() > 1 {
@@ -239,12 +242,15 @@ fn timeouts(pasted: &Pasted) -> Vec<Placed> {
             .iter()
             .map(|(_, t)| {
                 format!(
-                    "{} in {} #{}",
+                    "{} in {} SeqNum={}{}",
                     t.rank
                         .map(|r| format!("rank {r}"))
                         .unwrap_or_else(|| "a rank".into()),
                     t.op,
-                    t.seq
+                    t.seq,
+                    t.numel
+                        .map(|n| format!(" of {n} elements"))
+                        .unwrap_or_default()
                 )
             })
             .collect::<BTreeSet<_>>()

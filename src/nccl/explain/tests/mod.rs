@@ -27,6 +27,8 @@ mod set19;
 
 mod set20;
 
+mod set21;
+
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
     explain_inputs(&[Input { name: "-", text }], &Options::default())
