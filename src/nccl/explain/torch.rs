@@ -13,6 +13,8 @@ use super::signatures::Placed;
 #[derive(Debug, Clone, PartialEq)]
 struct Timeout {
     rank: Option<u32>,
+    /// The process: the global `[rank13]:` prefix where the line has one.
+    process: Option<u32>,
     seq: u64,
     op: String,
     numel: Option<u64>,
@@ -44,6 +46,13 @@ fn timeout_of(line: &PastedLine) -> Option<Timeout> {
     let number = |key: &str| field(line.text, key).and_then(|v| v.parse::<u64>().ok());
     Some(Timeout {
         rank: rank_of(line.text),
+        process: line.text.find("[rank").and_then(|at| {
+            let digits: String = line.text[at + 5..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok()
+        }),
         seq: number("SeqNum=")?,
         op: field(line.text, "OpType=")?.to_string(),
         numel: number("NumelIn="),
@@ -235,9 +244,19 @@ fn timeouts(pasted: &Pasted) -> Vec<Placed> {
         .iter()
         .map(|(_, t)| (t.op.as_str(), t.numel))
         .collect();
+    // One process at two sequence numbers: timeouts of two process groups, whose
+    // numbers do not compare.
+    let mut per_rank: BTreeMap<Option<u32>, BTreeSet<u64>> = BTreeMap::new();
+    for (_, t) in &lines {
+        per_rank
+            .entry(t.process.or(t.rank))
+            .or_default()
+            .insert(t.seq);
+    }
+    let one_group = per_rank.values().all(|s| s.len() == 1);
     let detail = if !apart.is_empty() {
         Some(apart.join("; "))
-    } else if seqs.len() > 1 && ops.len() > 1 {
+    } else if seqs.len() > 1 && ops.len() > 1 && one_group {
         let each: Vec<String> = lines
             .iter()
             .map(|(_, t)| {
