@@ -34,12 +34,12 @@ const TYPES: &[&str] = &[
     "fp8_e4m3", "fp8_e5m2", "int", "char",
 ];
 
-/// `text` without the rank tags a launcher writes into it (`[0]`, mpirun's
-/// `[1,0]<stdout>:`), which pasted tables can carry inside their rows too
-/// (`-1[0]    1626.5`), nor srun's leading `0: `.
+/// `text` without the launcher's prefix (`nccl::log`'s: mpirun's `[1,0]<stdout>:`,
+/// `[0] `, srun's `0: `) and without the rank tags pasted tables can carry inside their
+/// rows (`-1[0]    1626.5`).
 fn untagged(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
+    let mut rest = crate::nccl::log::strip_launcher_prefixes(text);
     while let Some(at) = rest.find('[') {
         out.push_str(&rest[..at]);
         let tail = &rest[at + 1..];
@@ -49,9 +49,6 @@ fn untagged(text: &str) -> String {
             {
                 out.push(' ');
                 rest = &tail[end + 1..];
-                for stream in ["<stdout>:", "<stderr>:"] {
-                    rest = rest.strip_prefix(stream).unwrap_or(rest);
-                }
             }
             _ => {
                 out.push('[');
@@ -60,14 +57,7 @@ fn untagged(text: &str) -> String {
         }
     }
     out.push_str(rest);
-    // srun --label: `12: ` before the line.
-    let start = out.trim_start();
-    match start.split_once(": ") {
-        Some((rank, line)) if !rank.is_empty() && rank.bytes().all(|b| b.is_ascii_digit()) => {
-            line.to_string()
-        }
-        _ => out,
-    }
+    out
 }
 
 /// Whether a line is an nccl-tests result row (a bare table is an nccl-tests output).

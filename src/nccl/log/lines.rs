@@ -142,7 +142,7 @@ fn split_host_pid_tid(token: &str) -> (Option<&str>, Option<u32>, Option<u32>) {
 
 /// Removes launcher and timestamp prefixes from an untagged line: `[2025-11-11 16:54:54] `,
 /// `[1,0]<stdout>:`, `[0] `, srun's `0: `.
-pub(super) fn strip_launcher_prefixes(line: &str) -> &str {
+pub(in crate::nccl) fn strip_launcher_prefixes(line: &str) -> &str {
     let mut rest = line.trim_start();
     for _ in 0..4 {
         let before = rest;

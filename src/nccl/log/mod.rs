@@ -18,6 +18,7 @@ mod record;
 
 pub use calls::CollCall;
 pub use failure_text::{cuda_error_code, shm_segment_size};
+pub(in crate::nccl) use lines::strip_launcher_prefixes;
 pub use record::{
     ConnectRetry, Connection, Direction, Failure, FailureKind, InterfaceLine, NcclLog, NvlsUse,
     ProcessInfo, RankInfo, ShmBacking, Transport, TransportKind,
