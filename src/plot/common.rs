@@ -405,6 +405,27 @@ pub fn case_tip(run: &RunData, row: &CaseRow) -> String {
     tip
 }
 
+/// A chart's RGB pixels, [`SIZE`], for a `BitMapBackend` to draw into.
+pub fn pixels() -> Vec<u8> {
+    vec![0; SIZE.0 as usize * SIZE.1 as usize * 3]
+}
+
+/// Writes [`pixels`] as an 8-bit RGB PNG to `path`.
+pub fn write_png(path: &Path, pixels: &[u8]) -> Result<()> {
+    let file = std::fs::File::create(path)
+        .map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
+    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), SIZE.0, SIZE.1);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let writer = encoder
+        .write_header()
+        .and_then(|mut w| w.write_image_data(pixels).map(|()| w))
+        .map_err(|e| anyhow!("cannot write {}: {e}", path.display()))?;
+    writer
+        .finish()
+        .map_err(|e| anyhow!("cannot write {}: {e}", path.display()))
+}
+
 /// Draws one chart to `<stem>.svg` and `<stem>.png` and yields both paths: `$body`
 /// runs once with `$area` a drawing area of each backend and `$tips` the [`Tips`] that
 /// go into the SVG (a closure cannot be generic over the backend, hence a macro).
@@ -419,12 +440,17 @@ macro_rules! svg_and_png {
             $body?;
         }
         tips.append_to(&svg)?;
+        let mut pixels = $crate::plot::common::pixels();
         {
-            let $area = plotters::prelude::BitMapBackend::new(&png, $crate::plot::common::SIZE)
-                .into_drawing_area();
+            let $area = plotters::prelude::BitMapBackend::with_buffer(
+                &mut pixels,
+                $crate::plot::common::SIZE,
+            )
+            .into_drawing_area();
             let $tips = &mut $crate::plot::common::Tips::default();
             $body?;
         }
+        $crate::plot::common::write_png(&png, &pixels)?;
         [svg, png]
     }};
 }
