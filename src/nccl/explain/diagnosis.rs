@@ -148,17 +148,30 @@ pub(super) fn socket_connect_text(failures: &[&Failure], log: &NcclLog) -> (Stri
     (d, fix)
 }
 
-/// Distinct interface names of the socket and bootstrap lines.
+/// Distinct interface names of the socket and bootstrap lines, and of the IB lines'
+/// out-of-band interface.
 pub(super) fn socket_interface_names(lines: &[InterfaceLine]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for l in lines.iter().filter(|l| is_socket_source(&l.source)) {
-        for n in &l.names {
-            if !names.contains(n) {
-                names.push(n.clone());
-            }
+    for n in lines.iter().flat_map(socket_names) {
+        if !names.iter().any(|m| m == n) {
+            names.push(n.to_string());
         }
     }
     names
+}
+
+/// The socket interfaces one line names: a socket or bootstrap line's own, or the one
+/// after `OOB ` of a `NET/IB : Using` line. NCCL's IB transport picks that interface
+/// as sockets do (NCCL_SOCKET_IFNAME), and connects its queue pairs over it.
+pub(super) fn socket_names(l: &InterfaceLine) -> Vec<&str> {
+    if is_socket_source(&l.source) {
+        return l.names.iter().map(String::as_str).collect();
+    }
+    l.text
+        .split_once("OOB ")
+        .and_then(|(_, oob)| super::hosts::addresses(oob).first().map(|(name, _)| *name))
+        .into_iter()
+        .collect()
 }
 
 pub(super) fn is_socket_source(source: &str) -> bool {

@@ -2,7 +2,7 @@
 //! chose itself or one other hosts cannot reach, no IB device on a multi-host run, SHM
 //! that carried no connection, and connects NCCL kept retrying.
 
-use super::diagnosis::{is_socket_source, socket_interface_names};
+use super::diagnosis::{is_socket_source, socket_interface_names, socket_names};
 use super::evidence::{evidence, Line};
 use super::finding::{Finding, FindingKind, Severity};
 use crate::nccl::log::{InterfaceLine, NcclLog, TransportKind};
@@ -17,7 +17,11 @@ pub fn socket_interface_rule(
 ) -> Option<Finding> {
     let lines: Vec<&InterfaceLine> = interfaces
         .iter()
-        .filter(|l| is_socket_source(&l.source) && !l.names.is_empty())
+        .filter(|l| {
+            let names = socket_names(l);
+            is_socket_source(&l.source) && !names.is_empty()
+                || names.into_iter().any(is_virtual_interface)
+        })
         .collect();
     if lines.is_empty() {
         return None;
@@ -62,7 +66,7 @@ pub fn socket_interface_rule(
     }
     let shown: Vec<Line> = lines
         .iter()
-        .filter(|l| l.names.iter().any(|n| is_virtual_interface(n)))
+        .filter(|l| socket_names(l).into_iter().any(is_virtual_interface))
         .map(|l| Line::at(l.line, &l.text))
         .collect();
     let n = shown.len();
