@@ -150,9 +150,11 @@ pub(super) fn socket_connect_text(failures: &[&Failure], log: &NcclLog) -> (Stri
 
 /// Distinct interface names of the socket and bootstrap lines, and of the IB lines'
 /// out-of-band interface.
-pub(super) fn socket_interface_names(lines: &[InterfaceLine]) -> Vec<String> {
+pub(super) fn socket_interface_names<'a>(
+    lines: impl IntoIterator<Item = &'a InterfaceLine>,
+) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for n in lines.iter().flat_map(socket_names) {
+    for n in lines.into_iter().flat_map(socket_names) {
         if !names.iter().any(|m| m == n) {
             names.push(n.to_string());
         }
@@ -162,7 +164,8 @@ pub(super) fn socket_interface_names(lines: &[InterfaceLine]) -> Vec<String> {
 
 /// The socket interfaces one line names: a socket or bootstrap line's own, or the one
 /// after `OOB ` of a `NET/IB : Using` line. NCCL's IB transport picks that interface
-/// as sockets do (NCCL_SOCKET_IFNAME), and connects its queue pairs over it.
+/// as sockets do (NCCL_SOCKET_IFNAME), and its peers exchange queue-pair details over
+/// it.
 pub(super) fn socket_names(l: &InterfaceLine) -> Vec<&str> {
     if is_socket_source(&l.source) {
         return l.names.iter().map(String::as_str).collect();

@@ -2,6 +2,8 @@
 //! chose itself or one other hosts cannot reach, no IB device on a multi-host run, SHM
 //! that carried no connection, and connects NCCL kept retrying.
 
+use std::collections::BTreeSet;
+
 use super::diagnosis::{is_socket_source, socket_interface_names, socket_names};
 use super::evidence::{evidence, Line};
 use super::finding::{Finding, FindingKind, Severity};
@@ -26,7 +28,7 @@ pub fn socket_interface_rule(
     if lines.is_empty() {
         return None;
     }
-    let names = socket_interface_names(interfaces);
+    let names = socket_interface_names(lines.iter().copied());
     let virtual_names: Vec<&str> = names
         .iter()
         .map(String::as_str)
@@ -46,7 +48,17 @@ pub fn socket_interface_rule(
     if !multi_node && names.first().is_some_and(|n| !is_virtual_interface(n)) {
         return None;
     }
-    let severity = if multi_node {
+    // An IB line's OOB interface alone, in a log of one named host at most: a run
+    // on one host put onto NET/IB connects over it all the same.
+    let socket_virtual = lines.iter().any(|l| {
+        is_socket_source(&l.source) && socket_names(l).into_iter().any(is_virtual_interface)
+    });
+    let hosts: BTreeSet<&str> = interfaces
+        .iter()
+        .filter_map(|l| l.host.as_deref())
+        .collect();
+    let oob_alone = !virtual_names.is_empty() && !socket_virtual && hosts.len() < 2;
+    let severity = if multi_node && !oob_alone {
         Severity::Warning
     } else {
         Severity::Info

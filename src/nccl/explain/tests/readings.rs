@@ -1,8 +1,9 @@
 //! Tests of the rules for failures that show outside NCCL's own error lines: CUDA's `no
 //! kernel image` from a framework, libfabric's address vector and completion errors, an
 //! IB queue pair stopped for an access violation, the Fabric Manager's multicast teams,
-//! NCCL 2.3 falling back to sockets, a socket interface on 127.0.0.1, a one-GPU test that
-//! stops under an old driver. Each both ways: the failure, and healthy text it leaves alone.
+//! NCCL 2.3 falling back to sockets, a socket interface on 127.0.0.1, an IB transport whose
+//! out-of-band interface is lo, a one-GPU test that stops under an old driver. Each both
+//! ways: the failure, and healthy text it leaves alone.
 
 use super::*;
 
@@ -247,4 +248,45 @@ fn a_wrong_result_alone_is_not_a_hang() {
     let e = pasted(&run);
     let f = finding_by_id(&e, "tests-wrong");
     assert!(f.fix.contains("all_reduce_perf"), "{}", f.fix);
+}
+
+/// The socket-interface rule on a log of several hosts, as explain calls it there.
+fn oob_rule(text: &str) -> Finding {
+    let log = parse(text);
+    socket_interface_rule(&log.interfaces, &log.env, true).unwrap()
+}
+
+#[test]
+fn an_ib_transport_whose_oob_interface_is_lo_is_a_loopback_finding() {
+    // The IB transport's out-of-band interface on lo: a peer on another host cannot
+    // reach it to exchange queue-pair details. A note where one host is named: a run
+    // on one host put onto NET/IB connects over lo all the same.
+    let oob_lo = "a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB lo:127.0.0.1<0>\n";
+    let f = oob_rule(oob_lo);
+    assert_eq!(
+        (f.kind, f.severity),
+        (FindingKind::SocketInterfaceVirtual, Severity::Info)
+    );
+    let two_hosts = format!(
+        "{oob_lo}b:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB lo:127.0.0.1<0>\n"
+    );
+    let f = oob_rule(&two_hosts);
+    assert_eq!(
+        (f.kind, f.severity),
+        (FindingKind::SocketInterfaceVirtual, Severity::Warning)
+    );
+    assert!(
+        f.cause.contains("includes lo (loopback or virtual"),
+        "{}",
+        f.cause
+    );
+    assert!(
+        f.cause.contains("Its address there is 127.0.0.1"),
+        "{}",
+        f.cause
+    );
+    assert_eq!(
+        f.evidence,
+        ["line 1: NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB lo:127.0.0.1<0>"]
+    );
 }

@@ -168,28 +168,6 @@ fn socket_interface_rule_warns_on_multi_host_logs_and_virtual_interfaces_only() 
     // address says nothing by itself.
     let ib = "a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE; OOB eth0:10.0.0.1<0>\n";
     assert_eq!(interface_rule(ib, true), None);
-    // The IB transport's out-of-band interface on lo: its queue pairs cannot be
-    // connected from another host.
-    let oob_lo = "a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB lo:127.0.0.1<0>\n";
-    let f = interface_rule(oob_lo, true).unwrap();
-    assert_eq!(
-        (f.kind, f.severity),
-        (FindingKind::SocketInterfaceVirtual, Severity::Warning)
-    );
-    assert!(
-        f.cause.contains("includes lo (loopback or virtual"),
-        "{}",
-        f.cause
-    );
-    assert!(
-        f.cause.contains("Its address there is 127.0.0.1"),
-        "{}",
-        f.cause
-    );
-    assert_eq!(
-        f.evidence,
-        ["line 1: NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB lo:127.0.0.1<0>"]
-    );
 }
 
 #[test]
