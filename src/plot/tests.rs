@@ -118,6 +118,19 @@ fn assert_png(path: &Path) {
     let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
     let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
     assert_eq!((width, height), (1000, 600), "{}", path.display());
+    // Decoded, the chart has a white background and something drawn on it.
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    let pixels = &pixels[..info.buffer_size()];
+    assert_eq!(&pixels[..3], [255, 255, 255], "{}", path.display());
+    let dark = pixels
+        .chunks(3)
+        .filter(|p| p.iter().all(|&c| c < 128))
+        .count();
+    assert!(dark > 1000, "{}: {dark} dark pixels", path.display());
 }
 
 fn svg_text(path: &Path) -> String {
