@@ -170,9 +170,8 @@ pub(super) fn socket_names(l: &InterfaceLine) -> Vec<&str> {
     if is_socket_source(&l.source) {
         return l.names.iter().map(String::as_str).collect();
     }
-    l.text
-        .split_once("OOB ")
-        .and_then(|(_, oob)| super::hosts::addresses(oob).first().map(|(name, _)| *name))
+    super::hosts::oob_address(&l.text)
+        .map(|(name, _)| name)
         .into_iter()
         .collect()
 }

@@ -191,6 +191,13 @@ pub(super) fn addresses(text: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// The (interface, address) after `OOB ` of a `NET/IB : Using` line: the socket its
+/// peers exchange queue-pair details over.
+pub(super) fn oob_address(text: &str) -> Option<(&str, &str)> {
+    let (_, oob) = text.split_once("OOB ")?;
+    addresses(oob).first().copied()
+}
+
 pub(super) fn is_loopback(address: &str) -> bool {
     address.starts_with("127.") || address == "::1"
 }
@@ -259,13 +266,7 @@ pub(super) fn bootstrap_rule(log: &NcclLog, pasted: &Pasted) -> Option<Placed> {
         .iter()
         .filter(|l| l.source == "Bootstrap" || l.text.contains("OOB "))
         .chain(log.interfaces.iter().filter(|l| l.source == "NET/Socket"))
-        .find_map(|l| {
-            let all = addresses(&l.text);
-            match l.text.split_once("OOB ") {
-                Some((_, oob)) => addresses(oob).first().copied(),
-                None => all.first().copied(),
-            }
-        });
+        .find_map(|l| oob_address(&l.text).or_else(|| addresses(&l.text).first().copied()));
     let (interface, address) = match chosen {
         Some((name, address)) => (format!("interface {name}"), format!(" ({address})")),
         None => ("the interface NCCL picked".to_string(), String::new()),
