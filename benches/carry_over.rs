@@ -13,8 +13,9 @@
 //!   decision reads it (`stats::change::paired`), with its 95 % t interval. This is the
 //!   bias the chained order leaves.
 //!
-//! Run with `cargo bench --bench carry_over -- [--rounds 600] [--keep DIR]` (at most
-//! 1,000 rounds, as `sweep --rounds` takes); `--from RUN_DIR` reads a run it made.
+//! Run with `cargo bench --bench carry_over -- [--rounds 600] [-b 256K] [-e 4M]
+//! [--keep DIR]` (at most 1,000 rounds, as `sweep --rounds` takes; sizes from `-b`
+//! to `-e`, 4x apart); `--from RUN_DIR` reads a run it made.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,7 +40,7 @@ env = { NCCL_BENCH_FAULT = "slow:pct=25" }
 "#;
 
 fn usage() -> ! {
-    eprintln!("usage: carry_over [--rounds N] [--keep DIR] [--from RUN_DIR]");
+    eprintln!("usage: carry_over [--rounds N] [-b SIZE] [-e SIZE] [--keep DIR] [--from RUN_DIR]");
     std::process::exit(2)
 }
 
@@ -81,10 +82,13 @@ fn welch(a: &[f64], b: &[f64]) -> (f64, f64) {
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     let (mut rounds, mut keep, mut from) = (600u32, None::<PathBuf>, None::<PathBuf>);
+    let (mut begin, mut end) = ("256K".to_string(), "4M".to_string());
     while let Some(a) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage());
         match a.as_str() {
             "--rounds" => rounds = value().parse().unwrap_or_else(|_| usage()),
+            "-b" => begin = value(),
+            "-e" => end = value(),
             "--keep" => keep = Some(PathBuf::from(value())),
             "--from" => from = Some(PathBuf::from(value())),
             _ => usage(),
@@ -114,7 +118,7 @@ fn main() {
             "--config",
         ])
         .arg(&toml)
-        .args(["-b", "256K", "-e", "4M", "-f", "4", "-n", "50", "--rounds"])
+        .args(["-b", &begin, "-e", &end, "-f", "4", "-n", "50", "--rounds"])
         .arg(&rounds_arg)
         .arg("--run-dir")
         .arg(&dir)
