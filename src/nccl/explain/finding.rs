@@ -233,6 +233,9 @@ finding_kinds! {
     GdrUnused => "gdr-unused",
     ShmInsteadOfP2p => "shm-instead-of-p2p",
     IbGidSelection => "ib-gid-selection",
+    TeardownSomeRanks => "teardown-some-ranks",
+    NameUnresolved => "name-unresolved",
+    Ipv6LookupOnly => "ipv6-lookup-only",
 }
 
 impl FindingKind {

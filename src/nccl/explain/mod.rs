@@ -24,6 +24,7 @@ mod ib;
 mod lists;
 mod memory;
 mod mpi;
+mod names;
 mod ofi;
 mod pasted;
 mod ranks;
@@ -32,6 +33,7 @@ mod render;
 mod rules;
 mod signatures;
 mod summary;
+mod teardown;
 mod tests_output;
 mod torch;
 mod versions;
@@ -411,6 +413,8 @@ fn build(
         findings.extend(ranks::mpirun_prefix_rule(p, log));
         findings.extend(mpi::mpi_hangs_rule(p, log));
         findings.extend(first::first_to_fail(p));
+        findings.extend(teardown::some_ranks_rule(log, p));
+        findings.extend(names::name_rule(p));
     }
     if let Some(p) = pasted.filter(|_| !findings.iter().any(|f| f.severity == Severity::Error)) {
         findings.extend(memory::nvls_stops_rule(p));

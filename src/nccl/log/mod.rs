@@ -21,7 +21,7 @@ pub use failure_text::{cuda_error_code, shm_segment_size};
 pub(in crate::nccl) use lines::strip_launcher_prefixes;
 pub use record::{
     ConnectRetry, Connection, Direction, Failure, FailureKind, InterfaceLine, NcclLog, NvlsUse,
-    ProcessInfo, RankInfo, ShmBacking, Transport, TransportKind,
+    ProcessInfo, RankInfo, ShmBacking, Teardown, Transport, TransportKind,
 };
 
 use parser::Parser;

@@ -15,7 +15,7 @@ use super::lines::{
 };
 use super::record::{
     Connection, Direction, Failure, FailureKind, InterfaceLine, NcclLog, NvlsUse, ProcessInfo,
-    RankInfo, TransportKind,
+    RankInfo, Teardown, TransportKind,
 };
 
 /// (host, pid, channel, connection index, from, to, direction).
@@ -148,6 +148,17 @@ impl Parser {
                     self.log.host_plugins.push(pair);
                 }
             }
+            return true;
+        }
+        if let Some((rank, nranks, how)) = teardown(message) {
+            self.log.teardowns.push(Teardown {
+                host: host.map(str::to_string),
+                pid,
+                rank,
+                nranks,
+                how: how.to_string(),
+                line: number,
+            });
             return true;
         }
         if let Some(n) = nnodes(message) {
@@ -370,6 +381,20 @@ fn plugin_name(message: &str) -> Option<&str> {
     .find_map(|k| message.find(k).map(|at| &message[at + k.len()..]))?;
     let name = rest.split(" (").next()?.trim();
     (!name.is_empty()).then_some(name)
+}
+
+/// (rank, nranks, `Abort` or `Destroy`) of a line that ends a communicator's teardown:
+/// `comm 0x7f00 rank 0 nranks 4 cudaDev 0 busId 6000 - Abort COMPLETE`.
+fn teardown(message: &str) -> Option<(u32, u32, &'static str)> {
+    let how = ["Abort", "Destroy"]
+        .into_iter()
+        .find(|h| message.ends_with(&format!("- {h} COMPLETE")))?;
+    let words: Vec<&str> = message.split_whitespace().collect();
+    let after = |key: &str| -> Option<u32> {
+        let at = words.iter().position(|w| *w == key)?;
+        words.get(at + 1)?.parse().ok()
+    };
+    Some((after("rank")?, after("nranks")?, how))
 }
 
 /// `nNodes N` of a topology line (`comm 0x.. rank 2 nRanks 3 nNodes 3 localRanks 1`).

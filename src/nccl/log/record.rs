@@ -72,6 +72,10 @@ pub struct NcclLog {
     /// distinct.
     #[serde(default)]
     pub nnodes: Vec<u32>,
+    /// Communicators a process finished tearing down (`comm 0x... rank 0 nranks 4 ...
+    /// - Abort COMPLETE`, or `Destroy COMPLETE`), in order.
+    #[serde(default)]
+    pub teardowns: Vec<Teardown>,
     /// Lines that came from NCCL: those with an `NCCL INFO`/`WARN`/`TRACE` tag, plus
     /// untagged lines the parser took something from (NCCL 2.28 prints its version line
     /// untagged, and some posted logs have every prefix stripped).
@@ -254,6 +258,20 @@ pub struct ProcessInfo {
     pub pid: u32,
     /// The CUDA devices its lines named in `[dev]`, sorted, distinct.
     pub devices: Vec<u32>,
+}
+
+/// A communicator one process finished destroying or aborting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Teardown {
+    /// The `host:pid` prefix of the line (`None` without one).
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    pub rank: u32,
+    pub nranks: u32,
+    /// `Abort` or `Destroy`.
+    pub how: String,
+    /// 1-based line number in the file it came from.
+    pub line: usize,
 }
 
 /// A failure message found in the log.

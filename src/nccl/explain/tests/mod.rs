@@ -28,6 +28,7 @@ mod set19;
 mod set20;
 
 mod set21;
+mod set22;
 
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
