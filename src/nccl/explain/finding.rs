@@ -236,6 +236,8 @@ finding_kinds! {
     TeardownSomeRanks => "teardown-some-ranks",
     NameUnresolved => "name-unresolved",
     Ipv6LookupOnly => "ipv6-lookup-only",
+    NetSocketForced => "net-socket-forced",
+    MpiLaunchHangs => "mpi-launch-hangs",
 }
 
 impl FindingKind {

@@ -415,30 +415,45 @@ pub(super) fn link_local_rule(log: &NcclLog, multi_node: bool) -> Option<Finding
     )
 }
 
-/// NET/IB connections with GPUDirect RDMA (`/GDRDMA`) on some hosts and on none of
-/// another's, receive lines included.
+/// The host a connection line came from, or without a host prefix the rank that logs
+/// it: the sender logs `[send]`, the receiver `[receive]`.
+fn logged_by(c: &Connection) -> Option<String> {
+    match (&c.host, c.direction) {
+        (Some(h), _) => Some(h.clone()),
+        (None, Some(Direction::Send)) => Some(format!("rank {}", c.from_rank)),
+        (None, Some(Direction::Receive)) => Some(format!("rank {}", c.to_rank)),
+        (None, None) => None,
+    }
+}
+
+/// NET/IB connections with GPUDirect RDMA (`/GDRDMA`) on some hosts (or, without host
+/// prefixes, ranks) and on none of another's, receive lines included.
 pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {
     // (any GDRDMA line, any receive line) per host. GPUDirect reads (send lines) can be
     // off by default while writes are on, so a host without GDR is one whose receive
     // lines lack it too.
-    let mut gdr: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+    let mut gdr: BTreeMap<String, (bool, bool)> = BTreeMap::new();
     for c in log
         .connections
         .iter()
         .filter(|c| c.transport.raw.starts_with("NET/IB"))
     {
-        let Some(host) = c.host.as_deref() else {
+        let Some(host) = logged_by(c) else {
             continue;
         };
         let e = gdr.entry(host).or_default();
         e.0 |= c.transport.raw.contains("GDRDMA");
         e.1 |= c.direction == Some(Direction::Receive);
     }
-    let with: Vec<&str> = gdr.iter().filter(|(_, g)| g.0).map(|(h, _)| *h).collect();
+    let with: Vec<&str> = gdr
+        .iter()
+        .filter(|(_, g)| g.0)
+        .map(|(h, _)| h.as_str())
+        .collect();
     let without: Vec<&str> = gdr
         .iter()
         .filter(|(_, g)| !g.0 && g.1)
-        .map(|(h, _)| *h)
+        .map(|(h, _)| h.as_str())
         .collect();
     if with.is_empty() || without.is_empty() {
         return None;
@@ -447,7 +462,7 @@ pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {
         log.connections.iter().find(|c| {
             c.transport.raw.starts_with("NET/IB")
                 && c.transport.raw.contains("GDRDMA") == gdr_on
-                && c.host.is_some()
+                && logged_by(c).is_some()
         })
     };
     let evidence: Vec<String> = [example(true), example(false)]
@@ -457,7 +472,7 @@ pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {
             format!(
                 "line {} ({}): via {}",
                 c.line,
-                c.host.as_deref().unwrap_or_default(),
+                logged_by(c).unwrap_or_default(),
                 c.transport.raw
             )
         })

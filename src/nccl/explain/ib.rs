@@ -7,7 +7,7 @@
 //! none of which uses GPUDirect RDMA.
 
 use super::finding::{Finding, FindingKind, Severity};
-use super::pasted::{message, Pasted, PastedLine};
+use super::pasted::{cut, message, Pasted, PastedLine};
 use super::signatures::Placed;
 use crate::nccl::knowledge;
 use crate::nccl::log::{Connection, Direction, NcclLog};
@@ -392,5 +392,40 @@ pub(super) fn gid_selection_rule(log: &NcclLog, pasted: &Pasted) -> Option<Findi
             ("vars", steer.join(", ")),
             ("evidence", message(returned.text).to_string()),
         ],
+    ))
+}
+
+/// NCCL_NET=Socket (set where NCCL shows it, the paste sets it or `--env` names it) in a
+/// paste about InfiniBand or RoCE: NCCL stays on TCP sockets between nodes.
+pub(super) fn net_socket_forced_rule(
+    pasted: &Pasted,
+    log: &NcclLog,
+    env: &[(String, String)],
+) -> Option<Finding> {
+    let value = env
+        .iter()
+        .find(|(n, _)| n == "NCCL_NET")
+        .map(|(_, v)| v.clone())
+        .or_else(|| super::reason::setting(log, pasted, "NCCL_NET"))?;
+    if !value.eq_ignore_ascii_case("socket") {
+        return None;
+    }
+    const IB: [&str; 6] = ["roce", "infiniband", "net/ib", "mlx5", "nccl_ib_", "rdma"];
+    if !pasted
+        .lines
+        .iter()
+        .any(|l| IB.iter().any(|w| l.lower.contains(w)))
+    {
+        return None;
+    }
+    let line = pasted
+        .lines
+        .iter()
+        .find(|l| l.lower.contains("nccl_net") && l.lower.contains("socket"));
+    let text = line.map_or_else(|| "NCCL_NET=Socket".to_string(), |l| cut(l.text.trim()));
+    Some(Finding::new(
+        FindingKind::NetSocketForced,
+        line.map(|l| pasted.evidence(l)).into_iter().collect(),
+        &[("evidence", text)],
     ))
 }

@@ -146,6 +146,10 @@ const MARKERS: &[&str] = &[
     "root cause (first observed failure)",
     "process received signal",
     "ibv_",
+    // Connection lines with NCCL's `Channel 00/0 :` cut off.
+    "] via net/",
+    "] via p2p",
+    "] via shm",
     // The Fabric Manager's own log (NVLS multicast teams).
     "multicast team",
 ];
@@ -412,6 +416,8 @@ fn build(
         findings.extend(ranks::per_rank_script(p));
         findings.extend(ranks::mpirun_prefix_rule(p, log));
         findings.extend(mpi::mpi_hangs_rule(p, log));
+        findings.extend(mpi::mpi_launch_hangs_rule(p, log));
+        findings.extend(ib::net_socket_forced_rule(p, log, &options.env));
         findings.extend(first::first_to_fail(p));
         findings.extend(teardown::some_ranks_rule(log, p));
         findings.extend(names::name_rule(p));

@@ -77,3 +77,30 @@ pub(super) fn mpi_hangs_rule(pasted: &Pasted, log: &NcclLog) -> Option<Finding> 
     }
     None
 }
+
+/// `mpirun ... -x NCCL_DEBUG=INFO <program>` and a line after it saying it hangs, in a
+/// paste with no NCCL line at all: NCCL prints at its first call, so MPI's start-up or
+/// the launch hangs before it.
+pub(super) fn mpi_launch_hangs_rule(pasted: &Pasted, log: &NcclLog) -> Option<Finding> {
+    if log.nccl_lines > 0 || !log.failures.is_empty() {
+        return None;
+    }
+    let lines = &pasted.lines;
+    let is_launch = |l: &PastedLine| launcher_at(&l.text.split_whitespace().collect::<Vec<_>>());
+    for (i, line) in lines.iter().enumerate() {
+        let debug = line.lower.contains("nccl_debug=info");
+        if is_launch(line).is_none() || !debug || mpi_only_program(line).is_some() {
+            continue;
+        }
+        let after = lines[i + 1..].iter().take_while(|l| is_launch(l).is_none());
+        if let Some(hang) = std::iter::once(line).chain(after).find(|l| says_hang(l)) {
+            let evidence = distinct([line, hang].into_iter().map(|l| pasted.evidence(l)));
+            return Some(Finding::new(
+                FindingKind::MpiLaunchHangs,
+                evidence,
+                &[("evidence", super::pasted::cut(hang.text.trim()))],
+            ));
+        }
+    }
+    None
+}

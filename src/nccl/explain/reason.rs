@@ -24,9 +24,27 @@ pub(super) fn setting(log: &NcclLog, pasted: &Pasted, name: &str) -> Option<Stri
     pasted_setting(pasted, name)
 }
 
-/// `NAME=V` as a command line or script in the paste sets it.
+/// `NAME=V` as a command line or script in the paste sets it, or Python's
+/// `os.environ["NAME"] = "V"`.
 pub(super) fn pasted_setting(pasted: &Pasted, name: &str) -> Option<String> {
     let key = format!("{name}=");
+    let python = |text: &str| -> Option<String> {
+        let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let rest = ["\"", "'"].iter().find_map(|q| {
+            squeezed
+                .split_once(&format!("os.environ[{q}{name}{q}]="))
+                .map(|(_, r)| r)
+        })?;
+        let value: String = rest
+            .trim_start_matches(['"', '\''])
+            .chars()
+            .take_while(|c| !matches!(c, '"' | '\'' | '`' | ';' | ')'))
+            .collect();
+        (!value.is_empty()).then_some(value)
+    };
+    if let Some(v) = pasted.lines.iter().find_map(|l| python(l.text)) {
+        return Some(v);
+    }
     pasted.lines.iter().find_map(|l| {
         let at = l.text.find(&key)?;
         // `NCCL_SOCKET_IFNAME=eth0`, not `MY_NCCL_SOCKET_IFNAME=`.

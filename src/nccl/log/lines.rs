@@ -201,20 +201,28 @@ pub(super) struct ConnectionParts<'a> {
 /// (`Channel 00/02 :  0 1`, `Ring 00 : 3 -> 0 -> 1`) have no `via` and do not match.
 pub(super) fn parse_connection(message: &str) -> Option<ConnectionParts<'_>> {
     let mut c = Cursor(message.trim_start());
-    let collnet = if c.word("Channel") || c.word("Ring") {
+    // Posters often cut the `Channel 00/0 : ` off: `9[1a000] -> 2[6b000] [send] via
+    // NET/IB/0/GDRDMA` reads as channel 0.
+    let bare = c.0.starts_with(|ch: char| ch.is_ascii_digit()) && c.0.contains("] -> ");
+    let collnet = if bare || c.word("Channel") || c.word("Ring") {
         false
     } else if c.word("CollNet") || c.word("Coll") {
         true
     } else {
         return None;
     };
-    let channel = c.number()?;
-    let conn_index = if c.eat("/") { Some(c.number()?) } else { None };
-    c.spaces();
-    if !c.eat(":") {
-        return None;
-    }
-    c.spaces();
+    let (channel, conn_index) = if bare {
+        (0, None)
+    } else {
+        let channel = c.number()?;
+        let conn_index = if c.eat("/") { Some(c.number()?) } else { None };
+        c.spaces();
+        if !c.eat(":") {
+            return None;
+        }
+        c.spaces();
+        (channel, conn_index)
+    };
     let from_rank = c.number()?;
     let from_dev = c.bracket().unwrap_or_default();
     let (to_rank, to_dev) = if collnet {

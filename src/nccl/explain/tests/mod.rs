@@ -29,6 +29,7 @@ mod set20;
 
 mod set21;
 mod set22;
+mod set23;
 
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
