@@ -235,7 +235,6 @@ finding_kinds! {
     IbGidSelection => "ib-gid-selection",
     TeardownSomeRanks => "teardown-some-ranks",
     NameUnresolved => "name-unresolved",
-    Ipv6LookupOnly => "ipv6-lookup-only",
     NetSocketForced => "net-socket-forced",
     MpiLaunchHangs => "mpi-launch-hangs",
 }

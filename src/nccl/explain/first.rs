@@ -72,6 +72,12 @@ fn who(pasted: &Pasted, l: &PastedLine) -> Option<String> {
     if let Some(rest) = t.strip_prefix("[rank") {
         return rest.split_once(']').map(|(n, _)| format!("rank {n}"));
     }
+    host_pid(t)
+}
+
+/// `host:pid` of NCCL's `host:pid:tid` prefix, after a launcher's `[...] ` if any.
+pub(super) fn host_pid(text: &str) -> Option<String> {
+    let t = text.trim_start();
     let after = t
         .strip_prefix('[')
         .and_then(|r| r.split_once("] "))

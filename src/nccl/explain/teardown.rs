@@ -1,78 +1,85 @@
-//! Communicators torn down on some ranks only: NCCL's destroy and abort synchronize the
-//! ranks of a communicator to free its resources, so a rank that never gets there (or
-//! destroys its communicators in another order) leaves the others waiting.
+//! Communicators torn down on some ranks only. In recent releases ncclCommDestroy and
+//! ncclCommAbort wait for the other ranks on the node to free what they share
+//! (NVIDIA/nccl#863), so a rank that never gets there, or destroys its communicators in
+//! another order, leaves the others waiting.
 
 use std::collections::BTreeSet;
 
 use super::finding::{Finding, FindingKind};
-use super::pasted::Pasted;
-use crate::nccl::log::NcclLog;
+use super::first::host_pid;
+use super::pasted::{message, Pasted};
+use crate::nccl::log::{NcclLog, Teardown};
 
-/// Some processes of the log finished tearing down a communicator (`... - Abort
-/// COMPLETE`, `Destroy COMPLETE`) and others of it went on logging without.
+/// The `host:pid` of the ranks of the communicator `t` tore down, from their init lines
+/// (its `commId`, else its size); empty where the log has none.
+fn members(log: &NcclLog, t: &Teardown) -> BTreeSet<String> {
+    let own = log.ranks.iter().find(|r| {
+        t.comm.is_some()
+            && r.comm == t.comm
+            && Some(r.host.as_str()) == t.host.as_deref()
+            && Some(r.pid) == t.pid
+    });
+    log.ranks
+        .iter()
+        .filter(|r| !r.host.is_empty())
+        .filter(|r| match own.and_then(|o| o.comm_id.as_ref()) {
+            Some(id) => r.comm_id.as_ref() == Some(id),
+            None => r.nranks == t.nranks,
+        })
+        .map(|r| format!("{}:{}", r.host, r.pid))
+        .collect()
+}
+
+/// Some ranks finished tearing down a communicator (`... - Abort COMPLETE`, `Destroy
+/// COMPLETE`) and another process of it went on logging after that, in the same file,
+/// in a log with no error before: a teardown that waits, not the clean-up after a
+/// failure.
 pub(super) fn some_ranks_rule(log: &NcclLog, pasted: &Pasted) -> Option<Finding> {
-    let first = log.teardowns.first()?;
-    let key = |host: &Option<String>, pid: Option<u32>| (host.clone().unwrap_or_default(), pid);
-    let done: BTreeSet<(String, Option<u32>)> =
-        log.teardowns.iter().map(|t| key(&t.host, t.pid)).collect();
-    // The processes of communicators of the sizes torn down, from their init lines;
-    // without those, every process of the log.
-    let sizes: BTreeSet<u32> = log.teardowns.iter().map(|t| t.nranks).collect();
-    let members: BTreeSet<(String, Option<u32>)> = log
-        .ranks
-        .iter()
-        .filter(|r| sizes.contains(&r.nranks) && !r.host.is_empty())
-        .map(|r| (r.host.clone(), Some(r.pid)))
-        .collect();
-    let waiting: Vec<String> = log
-        .processes
-        .iter()
-        .map(|p| (p, (p.host.clone(), Some(p.pid))))
-        .filter(|(_, k)| !done.contains(k) && (members.is_empty() || members.contains(k)))
-        // Still logging after a teardown ended: alive, and not torn down. A process
-        // whose lines stop before it may be another run, or its log cut.
-        .filter(|(p, _)| {
-            let tag = format!("{}:{}:", p.host, p.pid);
-            pasted
-                .lines
-                .iter()
-                .skip_while(|l| !(l.number == first.line && l.lower.contains(" complete")))
-                .any(|l| l.text.contains(&tag))
-        })
-        .map(|(p, _)| {
-            let devices: Vec<String> = p.devices.iter().map(u32::to_string).collect();
-            match devices.as_slice() {
-                [] => format!("pid {} on {}", p.pid, p.host),
-                [d] => format!("pid {} (GPU {d}) on {}", p.pid, p.host),
-                many => format!("pid {} (GPUs {}) on {}", p.pid, many.join(", "), p.host),
-            }
-        })
-        .collect();
-    if waiting.is_empty() {
+    if !log.failures.is_empty() || !log.warnings.is_empty() {
         return None;
     }
-    let mut ranks: Vec<u32> = log.teardowns.iter().map(|t| t.rank).collect();
-    ranks.sort_unstable();
-    ranks.dedup();
-    let ranks: Vec<String> = ranks.iter().map(u32::to_string).collect();
-    let done_words = match ranks.as_slice() {
-        [one] => format!("rank {one}"),
-        many => format!("ranks {}", many.join(", ")),
-    };
-    let line = pasted
-        .lines
+    let first = log.teardowns.first()?;
+    let at = pasted.lines.iter().position(|l| {
+        l.number == first.line
+            && l.lower.contains(" complete")
+            && first.comm.as_deref().is_none_or(|c| l.text.contains(c))
+    })?;
+    let file = pasted.lines[at].file;
+    let done: BTreeSet<String> = log
+        .teardowns
         .iter()
-        .find(|l| l.number == first.line && l.lower.contains(" complete"));
-    let text = line.map_or_else(String::new, |l| super::pasted::message(l.text).to_string());
+        .filter_map(|t| Some(format!("{}:{}", t.host.as_deref()?, t.pid?)))
+        .collect();
+    let members = members(log, first);
+    // Processes still logging after the teardown, in its file, of its communicator.
+    let mut waiting: Vec<String> = Vec::new();
+    for l in pasted.lines[at + 1..].iter().filter(|l| l.file == file) {
+        let Some(who) = host_pid(l.text) else {
+            continue;
+        };
+        if done.contains(&who)
+            || waiting.contains(&who)
+            || !(members.is_empty() || members.contains(&who))
+        {
+            continue;
+        }
+        waiting.push(who);
+    }
+    let (one, rest) = waiting.split_first()?;
+    let waiting_words = match rest.len() {
+        0 => one.clone(),
+        n => format!("{one} and {n} more"),
+    };
+    let ranks: BTreeSet<u32> = log.teardowns.iter().map(|t| t.rank).collect();
     Some(
         Finding::new(
             FindingKind::TeardownSomeRanks,
-            line.map(|l| pasted.evidence(l)).into_iter().collect(),
+            vec![pasted.evidence(&pasted.lines[at])],
             &[
-                ("evidence", text),
-                ("done", done_words),
+                ("evidence", message(pasted.lines[at].text).to_string()),
+                ("done", super::torch::ranks_words(&ranks)),
                 ("how", first.how.clone()),
-                ("waiting", waiting.join(", ")),
+                ("waiting", waiting_words),
             ],
         )
         .with_occurrences(log.teardowns.len()),

@@ -111,7 +111,7 @@ fn placed(finding: Finding, lines: &[&PastedLine]) -> Placed {
     }
 }
 
-fn ranks_words(ranks: &BTreeSet<u32>) -> String {
+pub(super) fn ranks_words(ranks: &BTreeSet<u32>) -> String {
     let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
     match list.len() {
         0 => "a rank".to_string(),

@@ -150,13 +150,14 @@ impl Parser {
             }
             return true;
         }
-        if let Some((rank, nranks, how)) = teardown(message) {
+        if let Some((rank, nranks, how, comm)) = teardown(message) {
             self.log.teardowns.push(Teardown {
                 host: host.map(str::to_string),
                 pid,
                 rank,
                 nranks,
                 how: how.to_string(),
+                comm,
                 line: number,
             });
             return true;
@@ -383,18 +384,20 @@ fn plugin_name(message: &str) -> Option<&str> {
     (!name.is_empty()).then_some(name)
 }
 
-/// (rank, nranks, `Abort` or `Destroy`) of a line that ends a communicator's teardown:
+/// (rank, nranks, `Abort` or `Destroy`, the `comm 0x...` pointer) of a line that ends a communicator's teardown:
 /// `comm 0x7f00 rank 0 nranks 4 cudaDev 0 busId 6000 - Abort COMPLETE`.
-fn teardown(message: &str) -> Option<(u32, u32, &'static str)> {
+fn teardown(message: &str) -> Option<(u32, u32, &'static str, Option<String>)> {
     let how = ["Abort", "Destroy"]
         .into_iter()
         .find(|h| message.ends_with(&format!("- {h} COMPLETE")))?;
     let words: Vec<&str> = message.split_whitespace().collect();
-    let after = |key: &str| -> Option<u32> {
+    let word = |key: &str| -> Option<&str> {
         let at = words.iter().position(|w| *w == key)?;
-        words.get(at + 1)?.parse().ok()
+        words.get(at + 1).copied()
     };
-    Some((after("rank")?, after("nranks")?, how))
+    let number = |key: &str| -> Option<u32> { word(key)?.parse().ok() };
+    let comm = word("comm").map(str::to_string);
+    Some((number("rank")?, number("nranks")?, how, comm))
 }
 
 /// `nNodes N` of a topology line (`comm 0x.. rank 2 nRanks 3 nNodes 3 localRanks 1`).

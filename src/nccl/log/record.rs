@@ -270,6 +270,8 @@ pub struct Teardown {
     pub nranks: u32,
     /// `Abort` or `Destroy`.
     pub how: String,
+    /// The communicator's pointer in its process (`0x7f00faaa5c00`).
+    pub comm: Option<String>,
     /// 1-based line number in the file it came from.
     pub line: usize,
 }
