@@ -417,9 +417,11 @@ pub(super) fn link_local_rule(log: &NcclLog, multi_node: bool) -> Option<Finding
 
 /// The host a connection line came from, or without a host prefix the rank that logs
 /// it: the sender logs `[send]`, the receiver `[receive]`.
-fn logged_by(c: &Connection) -> Option<String> {
+fn logged_by(c: &Connection, hosts: bool) -> Option<String> {
     match (&c.host, c.direction) {
         (Some(h), _) => Some(h.clone()),
+        // Ranks only where no line names a host: a host and a rank are not two machines.
+        _ if hosts => None,
         (None, Some(Direction::Send)) => Some(format!("rank {}", c.from_rank)),
         (None, Some(Direction::Receive)) => Some(format!("rank {}", c.to_rank)),
         (None, None) => None,
@@ -432,13 +434,14 @@ pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {
     // (any GDRDMA line, any receive line) per host. GPUDirect reads (send lines) can be
     // off by default while writes are on, so a host without GDR is one whose receive
     // lines lack it too.
+    let hosts = log.connections.iter().any(|c| c.host.is_some());
     let mut gdr: BTreeMap<String, (bool, bool)> = BTreeMap::new();
     for c in log
         .connections
         .iter()
         .filter(|c| c.transport.raw.starts_with("NET/IB"))
     {
-        let Some(host) = logged_by(c) else {
+        let Some(host) = logged_by(c, hosts) else {
             continue;
         };
         let e = gdr.entry(host).or_default();
@@ -462,7 +465,7 @@ pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {
         log.connections.iter().find(|c| {
             c.transport.raw.starts_with("NET/IB")
                 && c.transport.raw.contains("GDRDMA") == gdr_on
-                && logged_by(c).is_some()
+                && logged_by(c, hosts).is_some()
         })
     };
     let evidence: Vec<String> = [example(true), example(false)]
@@ -472,7 +475,7 @@ pub(super) fn gdr_differs_rule(log: &NcclLog) -> Option<Finding> {
             format!(
                 "line {} ({}): via {}",
                 c.line,
-                logged_by(c).unwrap_or_default(),
+                logged_by(c, hosts).unwrap_or_default(),
                 c.transport.raw
             )
         })

@@ -410,12 +410,23 @@ pub(super) fn net_socket_forced_rule(
     if !value.eq_ignore_ascii_case("socket") {
         return None;
     }
-    const IB: [&str; 6] = ["roce", "infiniband", "net/ib", "mlx5", "nccl_ib_", "rdma"];
-    if !pasted
+    // Words of a cluster with IB or RoCE; not NCCL's `NET/IB : No device found`, which
+    // it prints on Ethernet machines too.
+    const IB: [&str; 6] = [
+        "roce",
+        "infiniband",
+        "mlx5",
+        "nccl_ib_hca",
+        "nccl_ib_gid_index",
+        "net/ib : using",
+    ];
+    let disabled = super::reason::setting(log, pasted, "NCCL_IB_DISABLE")
+        .is_some_and(|v| v.trim_start().starts_with('1'));
+    let about_ib = pasted
         .lines
         .iter()
-        .any(|l| IB.iter().any(|w| l.lower.contains(w)))
-    {
+        .any(|l| IB.iter().any(|w| l.lower.contains(w)));
+    if disabled || !about_ib {
         return None;
     }
     let line = pasted

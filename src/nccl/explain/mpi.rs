@@ -85,20 +85,36 @@ pub(super) fn mpi_launch_hangs_rule(pasted: &Pasted, log: &NcclLog) -> Option<Fi
     if log.nccl_lines > 0 || !log.failures.is_empty() {
         return None;
     }
+    // nccl-tests prints its header once MPI has started.
+    if pasted.contains("# nthread") || pasted.contains("#  rank") {
+        return None;
+    }
     let lines = &pasted.lines;
     let is_launch = |l: &PastedLine| launcher_at(&l.text.split_whitespace().collect::<Vec<_>>());
+    let hpcx = if pasted.contains("hpc-x") || pasted.contains("hpcx") {
+        " HPC-X must be the build for the installed MLNX OFED."
+    } else {
+        ""
+    };
     for (i, line) in lines.iter().enumerate() {
         let debug = line.lower.contains("nccl_debug=info");
         if is_launch(line).is_none() || !debug || mpi_only_program(line).is_some() {
             continue;
         }
-        let after = lines[i + 1..].iter().take_while(|l| is_launch(l).is_none());
+        // The hang said at once, on the command's line or the two after it.
+        let after = lines[i + 1..]
+            .iter()
+            .take(2)
+            .take_while(|l| is_launch(l).is_none());
         if let Some(hang) = std::iter::once(line).chain(after).find(|l| says_hang(l)) {
             let evidence = distinct([line, hang].into_iter().map(|l| pasted.evidence(l)));
             return Some(Finding::new(
                 FindingKind::MpiLaunchHangs,
                 evidence,
-                &[("evidence", super::pasted::cut(hang.text.trim()))],
+                &[
+                    ("evidence", super::pasted::cut(hang.text.trim())),
+                    ("hpcx", hpcx.to_string()),
+                ],
             ));
         }
     }

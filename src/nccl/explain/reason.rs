@@ -35,10 +35,11 @@ pub(super) fn pasted_setting(pasted: &Pasted, name: &str) -> Option<String> {
                 .split_once(&format!("os.environ[{q}{name}{q}]="))
                 .map(|(_, r)| r)
         })?;
-        let value: String = rest
-            .trim_start_matches(['"', '\''])
+        // An assignment of a quoted value: not `==`, nor an expression.
+        let quoted = rest.strip_prefix(['"', '\''])?;
+        let value: String = quoted
             .chars()
-            .take_while(|c| !matches!(c, '"' | '\'' | '`' | ';' | ')'))
+            .take_while(|c| !matches!(c, '"' | '\''))
             .collect();
         (!value.is_empty()).then_some(value)
     };

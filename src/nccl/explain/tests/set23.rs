@@ -21,6 +21,11 @@ fn connection_lines_without_their_channel_still_show_gdr_per_rank() {
     // Both sides with GDRDMA: nothing differs.
     let both = text.replace("NET/IB/1", "NET/IB/1/GDRDMA");
     assert!(!ids(&pasted(&both)).contains(&"gdr-differs"));
+    // Lines with a host beside lines without: ranks are not compared with hosts.
+    let mixed =
+        "h1:1:1 [0] NCCL INFO Channel 00/0 : 9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n\
+                 9[1a000] -> 2[6b000] [receive] via NET/IB/1\n";
+    assert!(!ids(&pasted(mixed)).contains(&"gdr-differs"));
     // A bare pair of ranks that is no connection line is not read as one.
     assert!(!ids(&pasted("9[1a000] -> 2[6b000] is the pair\n")).contains(&"gdr-differs"));
 }
@@ -41,6 +46,14 @@ fn nccl_net_socket_set_from_python_on_roce_is_read_as_sockets_forced() {
     // IB asked for: not this finding.
     let ib = "os.environ[\"NCCL_NET\"]=\"IB\"  # RoCE\n";
     assert!(!ids(&pasted(ib)).contains(&"net-socket-forced"));
+    // NCCL says `No device found` on Ethernet machines too; IB disabled is a choice.
+    let ethernet = "export NCCL_NET=Socket\nh:1:1 [0] NCCL INFO NET/IB : No device found.\n";
+    let disabled = "export NCCL_NET=Socket NCCL_IB_DISABLE=1  # RoCE\n";
+    // A comparison is not a setting.
+    let compared = "if os.environ[\"NCCL_NET\"] == \"Socket\":  # RoCE\n";
+    for near in [ethernet, disabled, compared] {
+        assert!(!ids(&pasted(near)).contains(&"net-socket-forced"), "{near}");
+    }
 }
 
 #[test]
@@ -49,7 +62,10 @@ fn p2p_disable_named_as_the_workaround_is_p2p_blocked() {
                 Setting NCCL_P2P_DISABLE=1 did workaround but got really low speed.\n";
     assert!(ids(&pasted(text)).contains(&"p2p-blocked"));
     let tried = "all_reduce_perf hangs.\nI tried NCCL_P2P_DISABLE=1 and it still hangs.\n";
-    assert!(!ids(&pasted(tried)).contains(&"p2p-blocked"));
+    let asked = "all_reduce_perf hangs.\nIs NCCL_P2P_DISABLE=1 as a workaround OK?\n";
+    for near in [tried, asked] {
+        assert!(!ids(&pasted(near)).contains(&"p2p-blocked"), "{near}");
+    }
 }
 
 #[test]
@@ -59,6 +75,15 @@ fn mpirun_with_nccl_debug_that_hangs_silent_is_mpi_start_up() {
     let e = pasted(text);
     let f = finding_by_id(&e, "mpi-launch-hangs");
     assert!(f.fix.contains("ofed_info") && f.fix.contains("hostname"));
+    // HPC-X is named where the paste names it.
+    assert!(!f.cause.contains("HPC-X must"), "{}", f.cause);
+    let hpcx = format!("{text}HPC-X version: 2.17.1\n");
+    assert!(finding_by_id(&pasted(&hpcx), "mpi-launch-hangs")
+        .cause
+        .contains("HPC-X must"));
+    // nccl-tests printed its header: MPI started.
+    let header = format!("{text}# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728\n");
+    assert!(!ids(&pasted(&header)).contains(&"mpi-launch-hangs"));
     // NCCL printed: it started, so the hang is NCCL's to explain.
     let started = format!("{text}host1:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n");
     assert!(!ids(&pasted(&started)).contains(&"mpi-launch-hangs"));
