@@ -37,12 +37,21 @@ fn a_williams_design_balances_who_goes_after_whom() {
 }
 
 /// The rounds of a sweep take the chained rows in turn: over a whole cycle every
-/// config follows every other equally often, counting the last group of a round
-/// before the first of the next, and each is first equally often, whatever the
-/// seed's relabelling.
+/// config follows every config, itself included, equally often, counting the last
+/// group of a round before the first of the next, and each is first equally often,
+/// whatever the seed's relabelling.
 #[test]
 fn the_rounds_of_a_sweep_are_balanced_across_rounds_too() {
-    for (n, seed) in [(2, 1), (3, 7), (4, 9), (5, 11), (6, 2)] {
+    for (n, seed) in [
+        (2, 1),
+        (3, 7),
+        (4, 9),
+        (5, 11),
+        (6, 2),
+        (7, 3),
+        (8, 5),
+        (9, 4),
+    ] {
         let cycle = chained(n).len() as u32;
         let rounds: Vec<usize> = (1..=cycle).flat_map(|r| round_order(n, seed, r)).collect();
         // The whole sweep as one sequence of groups, wrapping round.
@@ -50,11 +59,10 @@ fn the_rounds_of_a_sweep_are_balanced_across_rounds_too() {
         for i in 0..rounds.len() {
             counts[rounds[i]][rounds[(i + 1) % rounds.len()]] += 1;
         }
-        let off: Vec<usize> = (0..n)
-            .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
-            .map(|(a, b)| counts[a][b])
-            .collect();
-        assert!(off.iter().all(|&c| c == off[0]), "n={n}: {counts:?}");
+        // Every ordered pair alike, a config after itself too: a carry-over then
+        // falls on every config alike, the one that leaves it included.
+        let all: Vec<usize> = counts.iter().flatten().copied().collect();
+        assert!(all.iter().all(|&c| c == all[0]), "n={n}: {counts:?}");
         let firsts: Vec<usize> = (1..=cycle).map(|r| round_order(n, seed, r)[0]).collect();
         for c in 0..n {
             assert_eq!(
@@ -69,9 +77,10 @@ fn the_rounds_of_a_sweep_are_balanced_across_rounds_too() {
 }
 
 /// A config 25 % slower leaves the group after it 5 % slower (a carry-over: what a
-/// slow group leaves behind for the next): in the chained order the A/A pair that may follow it reads no
-/// bias at all over whole cycles; in a fixed order one of the pair always comes
-/// after it, and reads the whole 5 %.
+/// slow group leaves behind for the next): in the chained order neither the A/A pair
+/// that may follow it nor the slow config against default reads any bias over whole
+/// cycles; in a fixed order one of the pair always comes after it, and reads the
+/// whole 5 %.
 #[test]
 fn carry_over_cancels_in_the_chained_order_not_in_a_fixed_one() {
     // 0 default, 1 same-as-default, 2 slow.
@@ -84,14 +93,20 @@ fn carry_over_cancels_in_the_chained_order_not_in_a_fixed_one() {
                 prev = Some(g);
             }
         }
-        (sum[1] - sum[0]) / f64::from(rounds)
+        [sum[1] - sum[0], sum[2] - sum[0]].map(|d| d / f64::from(rounds))
     };
     let cycle = chained(3).len() as u32;
     for seed in 0..20 {
-        let b = bias(&|r| round_order(3, seed, r), 4 * cycle);
-        assert!(b.abs() < 1e-12, "seed {seed}: {b}");
+        // Neither the A/A pair nor the slow config against default, up to one
+        // group's carry-over: the sweep's first group follows none.
+        let [aa, slow] = bias(&|r| round_order(3, seed, r), 4 * cycle);
+        let edge = 0.05 / f64::from(4 * cycle) + 1e-12;
+        assert!(
+            aa.abs() <= edge && slow.abs() <= edge,
+            "seed {seed}: {aa} {slow}"
+        );
     }
-    let fixed = bias(&|_| vec![0, 1, 2], 4 * cycle);
+    let [fixed, _] = bias(&|_| vec![0, 1, 2], 4 * cycle);
     assert!((fixed + 0.05).abs() < 0.01, "{fixed}");
 }
 
