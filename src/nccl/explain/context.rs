@@ -10,6 +10,9 @@ use crate::nccl::log::{NcclLog, TransportKind};
 pub(super) struct Context {
     /// More than one host name, or a connection over the network.
     pub(super) multi_node: bool,
+    /// Several hosts that NCCL joined into one node over multi-node NVLink (`MNNVL 1`,
+    /// every `nNodes 1`): their bootstrap goes over TCP, their data over NVLink.
+    pub(super) one_nvlink_domain: bool,
     /// The most GPUs (else ranks) seen on one host, and that host.
     pub(super) local_ranks: Option<(usize, String)>,
     /// Distinct channel numbers among the connections.
@@ -58,6 +61,10 @@ impl Context {
         }
         Context {
             multi_node: named_hosts > 1 || net,
+            one_nvlink_domain: !net
+                && log.mnnvl
+                && !log.nnodes.is_empty()
+                && log.nnodes.iter().all(|&n| n == 1),
             local_ranks,
             channels: (!channels.is_empty()).then_some(channels.len()),
             shm_peers: senders.values().map(BTreeSet::len).max(),

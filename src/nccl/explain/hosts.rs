@@ -1,13 +1,11 @@
 //! Who is who: ranks that claim one GPU of one host, hosts that announce one address or a
-//! link-local one, GPUDirect RDMA on some hosts only, a
-//! bootstrap that failed on the interface it used, and the NVLinks a pasted
+//! link-local one, GPUDirect RDMA on some hosts only, and the NVLinks a pasted
 //! `nvidia-smi topo -m` shows.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::finding::{Finding, FindingKind};
-use super::pasted::{message, Pasted, PastedLine};
-use super::signatures::Placed;
+use super::pasted::Pasted;
 use crate::nccl::log::{Connection, Direction, InterfaceLine, NcclLog, TransportKind};
 
 /// Whether NCCL failed to open a peer's CUDA IPC handle.
@@ -244,48 +242,6 @@ pub(super) fn same_address_rule(log: &NcclLog) -> Option<Finding> {
             ("bridge", bridge.to_string()),
         ],
     ))
-}
-
-/// `bootstrap.cc:270 -> 2`: the bootstrap returned a system error, with no WARN line
-/// saying why; the interface it used is named from the log.
-pub(super) fn bootstrap_rule(log: &NcclLog, pasted: &Pasted) -> Option<Placed> {
-    if !log.failures.is_empty() {
-        return None;
-    }
-    let hits: Vec<&PastedLine> = pasted
-        .lines
-        .iter()
-        .filter(|l| {
-            let m = message(l.text);
-            m.starts_with("bootstrap.cc:") && m.ends_with("-> 2")
-        })
-        .collect();
-    let first = hits.first()?;
-    let chosen = log
-        .interfaces
-        .iter()
-        .filter(|l| l.source == "Bootstrap" || l.text.contains("OOB "))
-        .chain(log.interfaces.iter().filter(|l| l.source == "NET/Socket"))
-        .find_map(|l| oob_address(&l.text).or_else(|| addresses(&l.text).first().copied()));
-    let (interface, address) = match chosen {
-        Some((name, address)) => (format!("interface {name}"), format!(" ({address})")),
-        None => ("the interface NCCL picked".to_string(), String::new()),
-    };
-    let evidence = super::evidence::distinct(hits.iter().take(3).map(|l| pasted.evidence(l)));
-    let finding = Finding::new(
-        FindingKind::BootstrapFailed,
-        evidence,
-        &[
-            ("interface", interface),
-            ("address", address),
-            ("evidence", message(first.text).to_string()),
-        ],
-    )
-    .with_occurrences(hits.len());
-    Some(Placed {
-        finding,
-        lines: hits.iter().map(|l| (l.file, l.number)).collect(),
-    })
 }
 
 /// A pasted `nvidia-smi topo -m` matrix with NVLink (`NV1`, `NV12`) between GPUs.

@@ -11,6 +11,7 @@
 //! and `memory`), and from the log as a whole (`rules`); [`explain`] is the part a log
 //! alone gives (a sweep's own logs). `render` prints it.
 
+mod bootstrap;
 mod builds;
 mod consequences;
 mod context;
@@ -237,7 +238,7 @@ fn build(
     let mut findings: Vec<Finding> = Vec::new();
     if let Some(p) = pasted {
         placed.extend(reason::ifname_rule(log, p));
-        placed.extend(hosts::bootstrap_rule(log, p));
+        placed.extend(bootstrap::bootstrap_rule(log, p, context.multi_node));
         placed.extend(reason::topology_file_rule(log, p));
         placed.extend(ib::completion_findings(p));
         placed.extend(ib::untagged_memlock_rule(p));
@@ -330,7 +331,11 @@ fn build(
     let has_ifname = findings
         .iter()
         .any(|f| f.kind == FindingKind::IfnameNoMatch);
-    if !has_ifname {
+    // Traffic between nodes: not between hosts NCCL joined over multi-node NVLink.
+    let network = context.multi_node && !context.one_nvlink_domain;
+    // Hosts joined over NVLink have bootstrapped (NCCL's `MNNVL 1` line comes after
+    // it), and send no data over NET.
+    if !has_ifname && !context.one_nvlink_domain {
         // What the user says they set counts as what the log shows.
         let env: Vec<(String, String)> = log.env.iter().chain(&options.env).cloned().collect();
         findings.extend(rules::socket_interface_rule(
@@ -344,11 +349,11 @@ fn build(
         let settings =
             pasted.and_then(|p| ib::ib_settings_without_device_rule(p, log, &options.env));
         if settings.is_none() {
-            findings.extend(rules::ib_unavailable_rule(log, context.multi_node));
+            findings.extend(rules::ib_unavailable_rule(log, network));
         }
         findings.extend(settings);
         if let Some(p) = pasted {
-            findings.extend(ib::ib_without_port_rule(p, log, context.multi_node));
+            findings.extend(ib::ib_without_port_rule(p, log, network));
         }
     }
     findings.extend(memory::nvls_fallback_rule(log));

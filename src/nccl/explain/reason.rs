@@ -140,11 +140,28 @@ pub(super) fn ifname_rule(log: &NcclLog, pasted: &Pasted) -> Option<Placed> {
             names.into_iter().collect::<Vec<_>>().join(", ")
         )
     };
+    let (leaves, matched) = if value.starts_with('^') {
+        (
+            "leaves no interface",
+            "its `^` list leaves NCCL no socket interface: it excludes every other interface \
+             of this host, or those left have no usable address",
+        )
+    } else {
+        (
+            "matches no interface",
+            "NCCL found no interface by that name",
+        )
+    };
     let evidence = super::evidence::distinct(lines.iter().map(|l| pasted.evidence(l)));
     let finding = Finding::new(
         FindingKind::IfnameNoMatch,
         evidence,
-        &[("value", value), ("found", found_text)],
+        &[
+            ("leaves", leaves.to_string()),
+            ("matched", matched.to_string()),
+            ("value", value),
+            ("found", found_text),
+        ],
     );
     Some(Placed {
         finding,

@@ -166,6 +166,7 @@ impl Parser {
             if !self.log.nnodes.contains(&n) {
                 self.log.nnodes.push(n);
             }
+            self.log.mnnvl |= message.contains(" MNNVL 1");
         }
         // NCCL 2.3 says `Using internal Network Socket` (or `external` for a plugin).
         let network = [

@@ -72,6 +72,10 @@ pub struct NcclLog {
     /// distinct.
     #[serde(default)]
     pub nnodes: Vec<u32>,
+    /// A topology line says `MNNVL 1`: NCCL joins ranks of several hosts that share an
+    /// NVLink fabric (multi-node NVLink) into one node.
+    #[serde(default)]
+    pub mnnvl: bool,
     /// Communicators a process finished tearing down (`comm 0x... rank 0 nranks 4 ...
     /// - Abort COMPLETE`, or `Destroy COMPLETE`), in order.
     #[serde(default)]

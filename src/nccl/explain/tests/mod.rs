@@ -30,6 +30,7 @@ mod set20;
 mod set21;
 mod set22;
 mod set23;
+mod set24;
 
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
