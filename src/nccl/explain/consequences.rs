@@ -78,7 +78,21 @@ pub(super) fn mark_consequences(findings: &mut [Finding]) {
             f.avoid.clear();
         }
     }
+    // An error NCCL reports with no cause of its own (`internal error`) follows a known
+    // bug the log shows at its version, where nothing else is the cause.
+    let bug = findings
+        .iter()
+        .find(|f| f.kind == KnownBug && f.severity == Severity::Error && f.follows.is_none())
+        .map(|f| f.kind.as_str());
     let Some(root) = root else {
+        if let Some(bug) = bug {
+            for f in findings
+                .iter_mut()
+                .filter(|f| f.kind == OtherError && f.follows.is_none())
+            {
+                follow(f, bug);
+            }
+        }
         return;
     };
     for f in findings

@@ -246,13 +246,37 @@ pub(super) fn ib_error_text(lines: &[Line]) -> (String, String) {
     });
     if register {
         d = String::from(
-            "Registering memory with the HCA failed (ibv_reg_mr). With an errno other than \
+            "Memory registration with the HCA failed (ibv_reg_mr). With an errno other than \
              ENOMEM, the HCA refuses the memory itself: often GPU memory without GPU Direct \
              RDMA (nvidia-peermem or DMA-BUF).",
         );
         let fix = "Check that nvidia-peermem is loaded (`lsmod | grep peermem`) or that the \
                    driver supports DMA-BUF; NCCL_NET_GDR_LEVEL=0 tests the run without GPU \
                    Direct RDMA. Check `ulimit -l` inside a rank too."
+            .to_string();
+        return (d, fix);
+    }
+    // A queue pair that could not be made, with no errno or ENOMEM: its rings are locked
+    // memory, so the process's memlock limit.
+    let create_qp = lines.iter().any(|l| {
+        let t = l.text.to_ascii_lowercase();
+        t.contains("ibv_create_qp")
+            && t.contains("fail")
+            && (!t.contains(" error ") || t.contains("cannot allocate memory"))
+    });
+    if create_qp {
+        d = String::from(
+            "Creating a queue pair failed (ibv_create_qp). A queue pair's rings are locked \
+             memory, so the usual cause is a locked-memory limit (`ulimit -l`) too low in the \
+             rank's process: containers and Slurm job steps often get 64 KiB or 8 MiB. Asking the HCA \
+             for more queue pairs than it has fails the same way.",
+        );
+        let fix = "Check `ulimit -l` inside a rank (under Slurm, `srun bash -c 'ulimit -l'`): it \
+                   must be unlimited. Raise it where the rank inherits it: `--ulimit memlock=-1` \
+                   for Docker, LimitMEMLOCK=infinity in slurmd's systemd unit and \
+                   PropagateResourceLimitsExcept=MEMLOCK in slurm.conf (so that a login \
+                   shell's low limit is not passed on), or memlock in \
+                   /etc/security/limits.conf."
             .to_string();
         return (d, fix);
     }

@@ -272,7 +272,10 @@ fn fill_of(kind: FindingKind, failures: &[&Failure], log: &NcclLog) -> Vec<(&'st
         }
         FindingKind::DockerBridgeAddress => {
             let address = failures.iter().find_map(|f| f.connect_target());
-            vec![("address", address.unwrap_or_default().to_string())]
+            vec![
+                ("who", "NCCL".to_string()),
+                ("address", address.unwrap_or_default().to_string()),
+            ]
         }
         FindingKind::InvalidDeviceOrdinal => {
             let (context, fix) = super::reason::ordinal_words(None);

@@ -13,6 +13,7 @@
 
 mod bootstrap;
 mod builds;
+mod busy;
 mod consequences;
 mod context;
 mod diagnosis;
@@ -134,6 +135,8 @@ const MARKERS: &[&str] = &[
     "nthread",
     "cuda error",
     "cuda capability",
+    // An NCCL algorithm's name: a paste of its figures is about NCCL.
+    "nvlstree",
     "no kernel image",
     "cuda failure",
     "mpirun",
@@ -426,6 +429,13 @@ fn build(
         findings.extend(first::first_to_fail(p));
         findings.extend(teardown::some_ranks_rule(log, p));
         findings.extend(names::name_rule(p));
+        // One finding of a bridge address: NCCL's own connect says it already.
+        if !findings
+            .iter()
+            .any(|f| f.kind == FindingKind::DockerBridgeAddress)
+        {
+            findings.extend(names::c10d_bridge_rule(p, context.multi_node));
+        }
     }
     if let Some(p) = pasted.filter(|_| !findings.iter().any(|f| f.severity == Severity::Error)) {
         findings.extend(memory::nvls_stops_rule(p));

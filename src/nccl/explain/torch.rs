@@ -210,7 +210,7 @@ fn timeouts(pasted: &Pasted) -> Vec<Placed> {
             "PyTorch's watchdog found a collective that ran past its timeout.".to_string(),
         ),
     };
-    let detail = detail + &busy_words(pasted);
+    let detail = detail + &super::busy::busy_words(pasted);
     let timeout = Finding::new(
         FindingKind::TorchTimeout,
         evidence,
@@ -550,38 +550,4 @@ fn build_lacks_arch(pasted: &Pasted) -> Option<Placed> {
         );
     }
     Some(placed(f, &[line]))
-}
-
-/// Long work one rank does alone, as its progress bar shows it beside a timeout: what
-/// a line says, and the work in words.
-const BUSY: &[(&str, &str)] = &[
-    ("running tokenizer", "tokenizing the dataset"),
-    ("tokenizing", "tokenizing the dataset"),
-    ("loading checkpoint shards", "loading the checkpoint"),
-    ("generating train split", "preparing the dataset"),
-    ("map (num_proc", "preprocessing the dataset"),
-];
-
-/// A sentence naming the long work the paste shows a rank doing (`Running tokenizer on
-/// dataset: 9%`), or nothing.
-fn busy_words(pasted: &Pasted) -> String {
-    pasted
-        .lines
-        .iter()
-        .rev()
-        .find_map(|l| {
-            // A bar under way, not one that finished (`Loading checkpoint shards: 100%`).
-            if l.lower.contains("100%") {
-                return None;
-            }
-            let (phrase, work) = BUSY.iter().find(|(p, _)| l.lower.contains(p))?;
-            let at = l.lower.find(phrase)?;
-            let shown: String = l.text[at..].chars().take(40).collect();
-            Some(format!(
-                " The paste shows a rank still {work} (`{}`): one rank doing long work alone \
-                 while the others wait in a collective until the timeout.",
-                shown.trim_end()
-            ))
-        })
-        .unwrap_or_default()
 }

@@ -80,6 +80,9 @@ pub(super) fn classify_plain(message: &str) -> Option<FailureKind> {
         Some(FailureKind::RemoteError)
     } else if m.contains("unhandled system error") || m.contains("ncclsystemerror") {
         Some(FailureKind::SystemError)
+    } else if m.contains("internal error - please report") || m.contains("ncclinternalerror") {
+        // ncclInternalError as the application reports it: NCCL's own warning says why.
+        Some(FailureKind::Other)
     } else {
         None
     }

@@ -31,6 +31,7 @@ mod set21;
 mod set22;
 mod set23;
 mod set24;
+mod set25;
 
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
