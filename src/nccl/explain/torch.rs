@@ -192,10 +192,25 @@ fn timeouts(pasted: &Pasted) -> Vec<Placed> {
             } else {
                 ""
             };
+            // The P2P test, for GPUs of one host: not where the paste names several.
+            let hosts: BTreeSet<String> = pasted
+                .lines
+                .iter()
+                .filter_map(|l| super::first::host_pid(l.text))
+                .filter_map(|hp| hp.rsplit_once(':').map(|(h, _)| h.to_string()))
+                .collect();
+            let p2p_test = if !first.is_empty() && hosts.len() < 2 {
+                " Once every rank is known to have reached it, and all ranks are on one host, \
+                 a test run that passes with NCCL_P2P_DISABLE=1 means P2P between the GPUs is \
+                 broken (ACS, the IOMMU or the driver version): fix that, then drop the \
+                 variable."
+            } else {
+                ""
+            };
             (
                 format!("{} #{} on {}", t.op, t.seq, ranks_words(&ranks)),
                 format!(
-                    "{} waited {} in {} #{}{numel}{timeout}.{progress}{first}",
+                    "{} waited {} in {} #{}{numel}{timeout}.{progress}{first}{p2p_test}",
                     crate::units::capitalized(&ranks_words(&ranks)),
                     t.ran_ms
                         .map(|ms| format!("{} s", ms / 1000))

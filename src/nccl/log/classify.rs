@@ -76,12 +76,29 @@ pub(super) fn classify_plain(message: &str) -> Option<FailureKind> {
     {
         // NCCL's own connect failure, repeated after PyTorch's `Last error:`.
         Some(FailureKind::ConnectionRefused)
+    } else if (m.contains("net : call to")
+        || m.contains("net : connect to")
+        || m.contains("socketprogress"))
+        && m.contains("failed")
+    {
+        // NCCL's socket failure, repeated after PyTorch's `Last error:` (before the
+        // system error it explains, which a one-line message holds too). NCCL before
+        // 2.19 reports a refused connect at the first recv: `Call to recv ... refused`.
+        Some(if m.contains("connection refused") {
+            FailureKind::ConnectionRefused
+        } else {
+            FailureKind::SocketError
+        })
     } else if m.contains("remote process exited") || m.contains("ncclremoteerror") {
         Some(FailureKind::RemoteError)
     } else if m.contains("unhandled system error") || m.contains("ncclsystemerror") {
         Some(FailureKind::SystemError)
-    } else if m.contains("internal error - please report") || m.contains("ncclinternalerror") {
-        // ncclInternalError as the application reports it: NCCL's own warning says why.
+    } else if m.contains("internal error - please report")
+        || m.contains("ncclinternalerror")
+        || (m.contains("nccl error") && m.contains(", internal error"))
+    {
+        // ncclInternalError as the application reports it (NCCL's `internal error`,
+        // from 2.18 `internal error - please report ...`): NCCL's own warning says why.
         Some(FailureKind::Other)
     } else {
         None

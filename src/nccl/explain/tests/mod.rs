@@ -32,6 +32,7 @@ mod set22;
 mod set23;
 mod set24;
 mod set25;
+mod set26;
 
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
