@@ -117,8 +117,31 @@ fn builds_of(line: &PastedLine) -> Vec<Build> {
 /// version); the version the log shows loaded, where it does.
 pub(super) fn nccl_builds_rule(pasted: &Pasted, loaded: Option<NcclVersion>) -> Option<Finding> {
     let mut builds: Vec<(Build, &PastedLine)> = Vec::new();
+    // `strings FILE | grep "NCCL version"`: the banners under it, up to the next prompt,
+    // are that file's builds.
+    let mut inspected: Option<&str> = None;
     for line in &pasted.lines {
-        for b in builds_of(line) {
+        let t = line.text.trim();
+        if line.lower.contains("strings ") {
+            inspected = line
+                .text
+                .split_whitespace()
+                .skip_while(|w| *w != "strings")
+                .skip(1)
+                .find(|w| !w.starts_with('-'));
+        } else if t.starts_with('$') || t.starts_with("# ") {
+            inspected = None;
+        }
+        let banner = inspected.and_then(|f| {
+            let rest = t.strip_prefix("NCCL version ")?;
+            let (version, cuda) = rest.split_once("+cuda")?;
+            is_version(version).then(|| Build {
+                version: version.to_string(),
+                cuda: Some(format!("cuda{}", cuda.trim())),
+                written: format!("NCCL version {} in {f}", rest.trim()),
+            })
+        });
+        for b in builds_of(line).into_iter().chain(banner) {
             let same = builds
                 .iter()
                 .any(|(k, _)| k.version == b.version && (k.cuda == b.cuda || b.cuda.is_none()));
@@ -136,7 +159,19 @@ pub(super) fn nccl_builds_rule(pasted: &Pasted, loaded: Option<NcclVersion>) -> 
         .map(|v| format!("; the log shows NCCL {v} loaded"))
         .unwrap_or_default();
     let names: Vec<&str> = builds.iter().map(|(b, _)| b.written.as_str()).collect();
-    Some(Finding::new(
+    // One version built for two CUDAs (`+cudaX.Y`, not a wheel's `cu12`), the older
+    // before 12.8: it may lack the code of a Blackwell GPU.
+    let cuda_of = |b: &Build| -> Option<(u32, u32)> {
+        let (major, minor) = b.cuda.as_deref()?.strip_prefix("cuda")?.split_once('.')?;
+        Some((major.parse().ok()?, minor.parse().ok()?))
+    };
+    let same_version = builds.iter().any(|(a, _)| {
+        builds.iter().any(|(b, _)| {
+            a.version == b.version
+                && matches!((cuda_of(a), cuda_of(b)), (Some(x), Some(y)) if x < y && x < (12, 8))
+        })
+    });
+    let mut f = Finding::new(
         FindingKind::NcclBuilds,
         builds
             .iter()
@@ -148,7 +183,16 @@ pub(super) fn nccl_builds_rule(pasted: &Pasted, loaded: Option<NcclVersion>) -> 
             ("builds", names.join(", ")),
             ("loaded", loaded),
         ],
-    ))
+    );
+    if same_version {
+        f.cause.push_str(
+            " Builds of one version for two CUDAs carry different GPU code: on a GPU newer \
+             than the older build's CUDA knows (Blackwell needs CUDA 12.8), that build has no \
+             kernels for it, and the driver JIT-compiles them at start (tens of seconds) unless \
+             its JIT cache keeps them.",
+        );
+    }
+    Some(f)
 }
 
 #[cfg(test)]

@@ -256,20 +256,27 @@ pub(super) fn ib_error_text(lines: &[Line]) -> (String, String) {
             .to_string();
         return (d, fix);
     }
-    // A queue pair that could not be made, with no errno or ENOMEM: its rings are locked
-    // memory, so the process's memlock limit.
-    let create_qp = lines.iter().any(|l| {
+    // A queue pair or completion queue that could not be made, with no errno or
+    // ENOMEM: its rings are locked memory, so the process's memlock limit.
+    let created = lines.iter().find_map(|l| {
         let t = l.text.to_ascii_lowercase();
-        t.contains("ibv_create_qp")
-            && t.contains("fail")
-            && (!t.contains(" error ") || t.contains("cannot allocate memory"))
+        let call = ["ibv_create_qp", "ibv_create_cq"]
+            .into_iter()
+            .find(|c| t.contains(c))?;
+        (t.contains("fail") && (!t.contains(" error ") || t.contains("cannot allocate memory")))
+            .then_some(call)
     });
-    if create_qp {
-        d = String::from(
-            "Creating a queue pair failed (ibv_create_qp). A queue pair's rings are locked \
-             memory, so the usual cause is a locked-memory limit (`ulimit -l`) too low in the \
-             rank's process: containers and Slurm job steps often get 64 KiB or 8 MiB. Asking the HCA \
-             for more queue pairs than it has fails the same way.",
+    if let Some(call) = created {
+        let what = if call == "ibv_create_qp" {
+            "a queue pair"
+        } else {
+            "a completion queue"
+        };
+        d = format!(
+            "Creating {what} failed ({call}). Its rings are locked memory, so the usual cause \
+             is a locked-memory limit (`ulimit -l`) too low in the rank's process: containers \
+             and Slurm job steps often get 64 KiB or 8 MiB. Asking the HCA for more than it has \
+             fails the same way."
         );
         let fix = "Check `ulimit -l` inside a rank (under Slurm, `srun bash -c 'ulimit -l'`): it \
                    must be unlimited. Raise it where the rank inherits it: `--ulimit memlock=-1` \
@@ -314,7 +321,13 @@ pub(super) fn ib_error_text(lines: &[Line]) -> (String, String) {
 pub fn cuda_hint(text: &str) -> Option<String> {
     let driver = crate::nccl::log::cuda_error_code(text).is_some();
     let e = knowledge::cuda_error(crate::nccl::log::cuda_error_code(text), text, driver)?;
-    let mut hint = format!("{} ({}): {}", e.name, e.code, lowercase_first(&e.means));
+    let mut hint = format!(
+        "{} ({}, `{}`): {}",
+        e.name,
+        e.code,
+        e.text,
+        lowercase_first(&e.means)
+    );
     if e.source_usual.is_some() {
         let _ = write!(hint, " {}", e.usual);
     }

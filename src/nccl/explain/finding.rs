@@ -219,6 +219,7 @@ finding_kinds! {
     TestsNcclBuild => "tests-nccl-build",
     InvalidArgument => "invalid-argument",
     NcclBuilds => "nccl-builds",
+    InitKernelsSlow => "init-kernels-slow",
     TopologyNvlink => "topology-nvlink",
     GdrDiffers => "gdr-differs",
     SocketInterfaceLinkLocal => "socket-interface-link-local",

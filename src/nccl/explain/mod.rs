@@ -163,11 +163,12 @@ const MARKERS: &[&str] = &[
 /// that alone raises a finding of findings.toml (NCCL's `Duplicate GPU detected`
 /// quoted by itself).
 pub fn is_explainable(inputs: &[Input]) -> bool {
-    // Signatures that stand on one line alone (no `with`, `unless` or line count).
+    // Signatures that stand on one line alone (no `with` or line count; an `unless`
+    // chooses between readings of a text explain reads either way).
     let signatures: Vec<Vec<String>> = knowledge::get()
         .findings
         .iter()
-        .filter(|f| f.with.is_empty() && f.unless.is_empty() && f.min_lines <= 1)
+        .filter(|f| f.with.is_empty() && f.min_lines <= 1)
         .flat_map(|f| f.lines.iter())
         .map(|alt| alt.iter().map(|s| s.to_ascii_lowercase()).collect())
         .collect();
@@ -386,6 +387,7 @@ fn build(
     if let Some(p) = pasted {
         findings.extend(hosts::topology_nvlink_rule(log, p));
         findings.extend(builds::nccl_builds_rule(p, version));
+        findings.extend(versions::init_kernels_rule(p));
         findings.extend(ib::gdr_unused_rule(log, p));
         findings.extend(ib::gid_selection_rule(log, p));
         let has_error = findings.iter().any(|f| f.severity == Severity::Error);

@@ -382,3 +382,39 @@ fn nccl_numbers(core: &str) -> Option<NcclVersion> {
             .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
     ok.then(|| NcclVersion::parse(core)).flatten()
 }
+
+/// NCCL's `Init timings - ncclCommInitRankConfig: ... total 55.01 (kernels 52.45, ...)`
+/// (2.23+) with at least 5 s and half the total in loading kernels: the library lacks
+/// this GPU's code and the driver JIT-compiles it.
+pub(super) fn init_kernels_rule(pasted: &Pasted) -> Option<Finding> {
+    let number = |text: &str, key: &str| -> Option<f64> {
+        let rest = &text[text.find(key)? + key.len()..];
+        rest.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .next()?
+            .parse()
+            .ok()
+    };
+    let slow: Vec<(&super::pasted::PastedLine, f64, f64)> = pasted
+        .lines
+        .iter()
+        .filter(|l| l.text.contains("Init timings"))
+        .filter_map(|l| Some((l, number(l.text, " total ")?, number(l.text, "(kernels ")?)))
+        .filter(|(_, total, kernels)| *kernels >= 5.0 && *kernels * 2.0 >= *total)
+        .collect();
+    let (line, total, kernels) = slow.first()?;
+    Some(
+        Finding::new(
+            FindingKind::InitKernelsSlow,
+            vec![pasted.evidence(line)],
+            &[
+                ("kernels", format!("{kernels:.0}")),
+                ("total", format!("{total:.0}")),
+                (
+                    "evidence",
+                    super::pasted::cut(super::pasted::message(line.text)),
+                ),
+            ],
+        )
+        .with_occurrences(slow.len()),
+    )
+}

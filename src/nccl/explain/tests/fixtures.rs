@@ -72,7 +72,8 @@ fn fixture_2_shm_direct_2_25_rtx5090() {
         ]
     );
     assert!(
-        f.cause.contains("Here: CUDA_ERROR_INVALID_VALUE (1)"),
+        f.cause
+            .contains("Here: CUDA_ERROR_INVALID_VALUE (1, `invalid argument`)"),
         "{}",
         f.cause
     );

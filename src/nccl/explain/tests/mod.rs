@@ -33,6 +33,7 @@ mod set23;
 mod set24;
 mod set25;
 mod set26;
+mod set27;
 
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {

@@ -277,20 +277,20 @@ fn cuda_failures_get_the_hint_of_their_cuda_error() {
     // The hint: the error's name and number and what it means (cuda.toml).
     assert_eq!(
         cuda_hint("Cuda failure 'out of memory'")
-            .map(|h| h.starts_with("cudaErrorMemoryAllocation (2)")),
+            .map(|h| h.starts_with("cudaErrorMemoryAllocation (2, `out of memory`)")),
         Some(true)
     );
     assert!(
         cuda_hint("Cuda failure 'no kernel image is available for execution on the device'")
             .unwrap()
-            .starts_with("cudaErrorNoKernelImageForDevice (209)")
+            .starts_with("cudaErrorNoKernelImageForDevice (209, `no kernel image")
     );
     let other = explain(&parse(
         "h:1:2 [0] init.cc:1 NCCL WARN Cuda failure 'an illegal memory access was encountered'\n",
     ));
     assert!(finding(&other, FindingKind::CudaFailure)
         .cause
-        .contains("Here: cudaErrorIllegalAddress (700)"));
+        .contains("Here: cudaErrorIllegalAddress (700, `an illegal memory access"));
     assert_eq!(cuda_hint("Cuda failure 'something new'"), None);
     let unknown = explain(&parse(
         "h:1:2 [0] a.cc:1 NCCL WARN Cuda failure 'something new'\n",
