@@ -40,6 +40,16 @@ fn pasted(text: &str) -> Explanation {
     explain_inputs(&[Input { name: "-", text }], &Options::default())
 }
 
+/// PyTorch's watchdog line for an ALLREDUCE, collective number `seq` of its process
+/// group, that ran into the 30-minute timeout.
+fn watchdog_timeout(seq: u32) -> String {
+    format!(
+        "[E ProcessGroupNCCL.cpp:474] [Rank 1] Watchdog caught collective operation timeout: \
+         WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) \
+         ran for 1800108 milliseconds before timing out.\n"
+    )
+}
+
 /// The ids of an explanation's findings, in order.
 fn ids(e: &Explanation) -> Vec<&'static str> {
     e.findings.iter().map(|f| f.kind.as_str()).collect()

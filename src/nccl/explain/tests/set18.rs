@@ -67,13 +67,7 @@ fn an_ib_system_error_while_the_gid_choice_is_steered_points_at_show_gids() {
 
 #[test]
 fn the_first_collective_timing_out_points_at_the_path_between_the_gpus() {
-    let line = |seq: u32| {
-        format!(
-            "[E ProcessGroupNCCL.cpp:474] [Rank 1] Watchdog caught collective operation timeout: \
-             WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) \
-             ran for 1800108 milliseconds before timing out.\n"
-        )
-    };
+    let line = watchdog_timeout;
     let f = finding_by_id(&pasted(&line(1)), "torch-timeout").clone();
     assert!(
         f.cause.contains("first collective") && f.cause.contains("driver"),

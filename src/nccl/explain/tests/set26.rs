@@ -39,13 +39,7 @@ fn nccl_internal_error_as_pytorch_reports_it_is_a_failure() {
 
 #[test]
 fn a_first_collective_timeout_suggests_the_p2p_test() {
-    let line = |seq: u32| {
-        format!(
-            "[E ProcessGroupNCCL.cpp:916] [Rank 0] Watchdog caught collective operation timeout: \
-             WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=60000) \
-             ran for 60273 milliseconds before timing out.\n"
-        )
-    };
+    let line = watchdog_timeout;
     let first = finding_by_id(&pasted(&line(1)), "torch-timeout").clone();
     assert!(
         first.cause.contains("NCCL_P2P_DISABLE=1") && first.cause.contains("driver version"),
