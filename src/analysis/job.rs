@@ -89,10 +89,15 @@ enum Found {
     Nothing,
 }
 
+/// Whether a case of `case_bytes` is the one that ran a job's `bytes` on `nranks`:
+/// at or below it within 16 bytes a rank, as nccl-tests rounds each rank's part down.
+pub fn ran_as(case_bytes: u64, bytes: u64, nranks: u32) -> bool {
+    case_bytes <= bytes && bytes - case_bytes < (16 * u64::from(nranks)).max(1)
+}
+
 /// The ok case of `config` that ran the job's `bytes`, or the line through the ok
 /// cases on each side of a size the sweep never ran.
 fn timed(run: &RunData, config: &str, collective: &str, nranks: u32, bytes: u64) -> Found {
-    let slack = 16 * u64::from(nranks);
     let mine: Vec<&CaseRow> = run
         .cases
         .iter()
@@ -114,7 +119,7 @@ fn timed(run: &RunData, config: &str, collective: &str, nranks: u32, bytes: u64)
     };
     if let Some(c) = mine
         .iter()
-        .filter(|c| c.bytes <= bytes && bytes - c.bytes < slack.max(1))
+        .filter(|c| ran_as(c.bytes, bytes, nranks))
         .max_by_key(|c| c.bytes)
     {
         return match c.is_ok().then(|| of(c)).flatten() {

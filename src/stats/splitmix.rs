@@ -10,6 +10,13 @@ pub(crate) fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A seed from a text (FNV-1a), so that the same text gives the same numbers.
+pub(crate) fn seed_of(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
 /// splitmix64 (Steele, Lea, Flood 2014): small, fast, and reproducible from its
 /// seed without a `rand` dependency.
 pub(crate) struct SplitMix64 {

@@ -1,13 +1,17 @@
 //! `check --workload`: a job's communication time against the baseline's, one case
 //! of the gate per (config, rank count). A baseline run's job level is the calls x
 //! each case's level in that run, summed; its variance within the run is at most that
-//! of the cases' moving as one (the standard errors add). The run's job time is the
+//! of the cases' moving as one (the standard errors add). From run to run the job
+//! varies as the baseline's run effect, estimated jointly over its cases: at most
+//! that, since a job averages cases that do not all move alike. The run's job time is the
 //! calls x each case's round medians, round by round. A job size the baseline or the
-//! run lacks is left out and counted; one that failed in the run fails the job.
+//! run lacks is left out and counted; one that failed in the run fails the job. A
+//! job's size is found as the sweep ran it (`analysis::job::ran_as`).
 
 use serde::Serialize;
 
 use super::{Baseline, BaselineCase};
+use crate::analysis::job::{ran_as, weighted_rounds};
 use crate::config::SizesFrom;
 use crate::export::reader::{CaseRow, RunData};
 use crate::stats::change::{self, Case, Design, Evidence, Input, Level};
@@ -60,12 +64,13 @@ pub fn job_check(base: &Baseline, run: &RunData, job: &SizesFrom, threshold: f64
         let mut left_out = 0;
         let mut failed = false;
         for call in job.calls.iter().filter(|c| c.nranks.is_none_or(|k| k == n)) {
-            let b = base.cases.iter().find(|b| {
-                b.id.config == config
-                    && b.id.nranks == n
-                    && b.id.bytes == call.bytes
-                    && b.id.collective == call.collective.name()
-            });
+            let b = base
+                .cases
+                .iter()
+                .filter(|b| (b.id.config.as_str(), b.id.nranks) == (config, n))
+                .filter(|b| b.id.collective == call.collective.name())
+                .filter(|b| ran_as(b.id.bytes, call.bytes, n))
+                .max_by_key(|b| b.id.bytes);
             let c = b.and_then(|b| run.cases.iter().find(|c| b.id.matches(c)));
             match (b, c) {
                 (Some(b), Some(c)) if c.is_ok() && b.levels.len() == runs => {
@@ -93,8 +98,7 @@ pub fn job_check(base: &Baseline, run: &RunData, job: &SizesFrom, threshold: f64
             .iter()
             .map(|(n, _, c)| (*n, c.round_medians()))
             .collect();
-        let per_round =
-            crate::analysis::job::weighted_rounds(rounds.iter().map(|(n, r)| (*n, r.as_slice())));
+        let per_round = weighted_rounds(rounds.iter().map(|(n, r)| (*n, r.as_slice())));
         let point: f64 = matched
             .iter()
             .filter_map(|(n, _, c)| Some(*n as f64 * c.level()?.time()))
@@ -106,8 +110,8 @@ pub fn job_check(base: &Baseline, run: &RunData, job: &SizesFrom, threshold: f64
         let evidence = match (&base_levels, cand) {
             _ if failed => Evidence::Failed,
             (Some(levels), Some(cand)) if !levels.is_empty() => {
-                let spread = change::run_to_run(&[levels.as_slice()]);
-                change::between(levels, spread, &cand).map_or(Evidence::Missing, Evidence::Measured)
+                change::between(levels, base.run_to_run, &cand)
+                    .map_or(Evidence::Missing, Evidence::Measured)
             }
             _ => Evidence::Missing,
         };

@@ -36,7 +36,7 @@ pub struct Baseline {
 }
 
 /// The key of a case: config, collective, ranks, bytes, datatype, op.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CaseId {
     pub config: String,
     pub collective: String,

@@ -98,6 +98,41 @@ fn the_same_run_passes_a_slower_one_fails_and_a_missing_case_fails() {
     assert_eq!((r.failures(), r.exit_code()), (2, EXIT_FAILS));
 }
 
+/// `check --workload` finds a job's size where the sweep ran it: an all_gather of
+/// 1,000 B on 2 ranks runs as 992 B (whole 16-byte groups a rank). The same run
+/// passes, one twice as slow fails. Its run-to-run spread is the baseline's, of
+/// all its cases.
+#[test]
+fn the_jobs_rounded_size_is_checked_both_ways() {
+    use crate::config::{JobCall, SizesFrom};
+    let gather = |name: &str, scale: f64| {
+        let mut c = row("default", 992, &around(7.0 * scale));
+        c.collective = "all_gather".into();
+        let mut r = run(name, scale);
+        r.cases.push(c);
+        r
+    };
+    let base = build(&[gather("a", 1.0), gather("b", 1.01)], "now".into()).unwrap();
+    let job = SizesFrom {
+        file: "job.csv".into(),
+        sizes: Default::default(),
+        calls: vec![JobCall {
+            collective: crate::ops::collective::Collective::AllGather,
+            nranks: None,
+            bytes: 1000,
+            calls: 10,
+        }],
+        per: "per step".into(),
+    };
+    let verdict = |scale: f64| {
+        let c = job::job_check(&base, &gather("c", scale), &job, 0.05);
+        assert_eq!((c.len(), c[0].matched, c[0].left_out), (1, 1, 0), "{c:?}");
+        c[0].case.change
+    };
+    assert_eq!(verdict(1.005), Change::Within);
+    assert_eq!(verdict(2.0), Change::Slower);
+}
+
 /// A gate never passes on what it could not tell: rounds too noisy for the
 /// threshold are not settled, exit 3.
 #[test]

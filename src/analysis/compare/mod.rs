@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use super::baseline::CaseId;
 use crate::export::reader::{CaseRow, RunData};
 use crate::model::SIMULATED_LABEL;
 use crate::stats::change::{self, Case, Change, Decision, Design, Evidence, Input};
@@ -142,19 +143,17 @@ impl<'a> Side<'a> {
     }
 }
 
-type Key = (String, String, u32, u64, String, String);
-
-fn key(side: &Side, c: &CaseRow) -> Key {
-    let config = if side.config.is_some() {
-        String::new()
-    } else {
-        c.config.clone()
-    };
-    let (dtype, op) = (c.dtype.clone(), c.op.clone());
-    (config, c.coll().to_string(), c.nranks, c.bytes, dtype, op)
+/// A case's key on its side: without its config where one config of each side is
+/// compared.
+fn key(side: &Side, c: &CaseRow) -> CaseId {
+    let mut id = CaseId::of(c);
+    if side.config.is_some() {
+        id.config.clear();
+    }
+    id
 }
 
-fn keyed<'a>(side: &Side<'a>) -> HashMap<Key, &'a CaseRow> {
+fn keyed<'a>(side: &Side<'a>) -> HashMap<CaseId, &'a CaseRow> {
     side.run
         .cases
         .iter()
@@ -288,7 +287,7 @@ pub fn compare(base: &Side, cand: &Side, opts: CompareOptions) -> Result<Compare
         pairs.push(p);
     }
     let collectives = |side: &Side| -> Vec<String> {
-        let mut all: Vec<String> = keyed(side).keys().map(|k| k.1.clone()).collect();
+        let mut all: Vec<String> = keyed(side).keys().map(|k| k.collective.clone()).collect();
         all.sort();
         all.dedup();
         all
@@ -380,14 +379,6 @@ pub fn choice_of(r: &CaseRow) -> String {
         (a, "") => a.to_string(),
         (a, p) => format!("{a}/{p}"),
     }
-}
-
-/// A seed per case, so that reruns give the same numbers.
-pub fn seed(key: &impl std::fmt::Debug) -> u64 {
-    let text = format!("{key:?}");
-    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

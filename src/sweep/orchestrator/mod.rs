@@ -211,7 +211,7 @@ impl Orchestrator<'_> {
             }
             let mut interrupted = false;
             // The round orders' seed: the start time, so each sweep draws its own.
-            let seed = crate::analysis::compare::seed(&self.manifest.started_at);
+            let seed = crate::stats::splitmix::seed_of(&self.manifest.started_at);
             self.record_order(block, seed);
             // Measuring until settled: the groups that go on to the next round.
             let mut going = vec![true; block.len()];
