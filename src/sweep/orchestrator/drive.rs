@@ -309,11 +309,11 @@ fn timing_note(every: u64, wanted: u64, graph: u64) -> String {
     if graph > 0 {
         return String::new();
     }
-    let strided = format!(
-        "a timestamp every {every} iterations (one per iteration would have let the host set the pace or shown the 0.5 us grain of CUDA events): percentiles are of {every}-iteration means"
-    );
+    // Why each stride is taken: docs/guide/sweeps.md.
+    let strided =
+        format!("a timestamp every {every} iterations: percentiles are of {every}-iteration means");
     let held = format!(
-        "a timestamp every {wanted} iterations would have kept the host from setting the pace and the event grain under 0.25 % of a step, but -n leaves too few for 100 timestamps at that: the times may include the host's event cost; -n N with N >= {} measures it strided",
+        "too few iterations to stride timestamps by {wanted}: times may include the host's event cost; -n {} or more strides them",
         wanted * 100
     );
     match (every > 1, wanted > every) {
