@@ -481,8 +481,18 @@ mod tests {
 
     /// A stand-in for `nccl-bench` that runs `body` as a shell script.
     fn fake_exe(dir: &Path, body: &str) -> std::path::PathBuf {
+        // Written by a child process, not by this one: a file this process held open
+        // for writing can still be open in a child another test thread forks, and
+        // executing it then fails with ETXTBSY ("Text file busy").
+        let text = dir.join("fake-nccl-bench.txt");
+        std::fs::write(&text, format!("#!/bin/sh\n{body}\n")).unwrap();
         let path = dir.join("fake-nccl-bench");
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        let copied = std::process::Command::new("cp")
+            .arg(&text)
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(copied.success());
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         path
     }
