@@ -249,7 +249,7 @@ fn the_blind_entries_are_read_and_counted_apart() {
     let all = entries(&dir);
     let wrong: Vec<String> = all.iter().filter_map(misread).collect();
     let right = all.len() - wrong.len();
-    // The set in the directory and its first reading: none between sets (sets 1-27 are
+    // The set in the directory and its first reading: none between sets (sets 1-28 are
     // in the corpus now; docs/guide/explain.md gives each set's first reading).
     const READ_AT_FIRST: Option<usize> = None;
     // By the reason, not the name: an entry may be named for a refused connection.

@@ -200,6 +200,7 @@ finding_kinds! {
     PluginsDiffer => "plugins-differ",
     EnvDiffers => "env-differs",
     EnvNotShown => "env-not-shown",
+    EnvReadOtherwise => "env-read-otherwise",
     EnvNotForwarded => "env-not-forwarded",
     StallsAfterInit => "stalls-after-init",
     NetInsideNode => "net-inside-node",

@@ -21,6 +21,7 @@ pub(super) fn ib_without_port_rule(
     pasted: &Pasted,
     log: &NcclLog,
     multi_node: bool,
+    given: &[(String, String)],
 ) -> Option<Finding> {
     let sideband = pasted.first("for sideband communication")?;
     let socket = pasted.first("using internal network socket")?;
@@ -48,10 +49,17 @@ pub(super) fn ib_without_port_rule(
             ""
         }
     );
-    let fix = "Check the ports on every node with `ibstat` (State: Active) and that \
-               NCCL_IB_HCA, if set, names them; pass /dev/infiniband into containers. Then \
-               NCCL lists them (`NET/IB: [0] mlx5_0:1/IB`) and uses IB."
-        .to_string();
+    let hca = given
+        .iter()
+        .find(|(n, _)| n == "NCCL_IB_HCA")
+        .map(|(_, v)| v.clone())
+        .or_else(|| super::reason::setting(log, pasted, "NCCL_IB_HCA"))
+        .map(|v| format!(" NCCL_IB_HCA={v} must name them."))
+        .unwrap_or_default();
+    let fix = format!(
+        "Check the ports on every node with `ibstat` (State: Active); pass /dev/infiniband \
+         into containers.{hca} Then NCCL lists them (`NET/IB: [0] mlx5_0:1/IB`) and uses IB."
+    );
     let evidence =
         super::evidence::distinct([sideband, socket].into_iter().map(|l| pasted.evidence(l)));
     let mut f = Finding::new(FindingKind::IbNoDevice, evidence, &[])

@@ -33,6 +33,7 @@ mod ranks;
 mod reason;
 mod render;
 mod rules;
+mod settings;
 mod signatures;
 mod summary;
 mod teardown;
@@ -156,6 +157,11 @@ const MARKERS: &[&str] = &[
     "] via shm",
     // The Fabric Manager's own log (NVLS multicast teams).
     "multicast team",
+    // NCCL's socket functions, as their warnings name them.
+    "socketstartconnect",
+    "socketpollconnect",
+    "socketprogressopt",
+    "socketfinalizeaccept",
 ];
 
 /// Whether the inputs hold anything explain can read: an NCCL log, a PyTorch
@@ -352,13 +358,20 @@ fn build(
         // NCCL_IB_* set with no device to act on says more than no device alone.
         let settings =
             pasted.and_then(|p| ib::ib_settings_without_device_rule(p, log, &options.env));
-        if settings.is_none() {
-            findings.extend(rules::ib_unavailable_rule(log, network));
-        }
+        // The OFI plugin is the network (EFA is not InfiniBand): its own finding says
+        // whether it started.
+        let ofi = pasted.is_some_and(|p| p.contains("net/ofi"));
+        let unavailable = (settings.is_none() && !ofi)
+            .then(|| rules::ib_unavailable_rule(log, network))
+            .flatten();
+        // One finding says that traffic between nodes goes over sockets.
+        let without_port = match (pasted, &unavailable, &settings) {
+            (Some(p), None, None) => ib::ib_without_port_rule(p, log, network, &options.env),
+            _ => None,
+        };
+        findings.extend(unavailable);
         findings.extend(settings);
-        if let Some(p) = pasted {
-            findings.extend(ib::ib_without_port_rule(p, log, network));
-        }
+        findings.extend(without_port);
     }
     findings.extend(memory::nvls_fallback_rule(log));
     let inside = reason::net_inside_node_rule(log);
@@ -392,7 +405,7 @@ fn build(
         findings.extend(ib::gid_selection_rule(log, p));
         let has_error = findings.iter().any(|f| f.severity == Severity::Error);
         let one_rank = reason::one_rank_jobs(log, p);
-        let tests = tests_output::tests_findings(p, has_error, log.driver_version);
+        let tests = tests_output::tests_findings(p, has_error, log.driver_version, version);
         findings.extend(
             tests
                 .into_iter()
@@ -416,7 +429,7 @@ fn build(
             options.env.iter().any(|(n, _)| n == name) || reason::setting(log, p, name).is_some()
         };
         findings.extend(versions::bug_findings(version, p, &is_set));
-        findings.extend(reason::env_not_shown(log, p, &options.env));
+        findings.extend(settings::env_findings(log, p, &options.env));
         findings.extend(lists::prefix_inside_rule(log, p, &options.env));
         let across = ranks::across_files(inputs);
         if !across.iter().any(|f| f.kind == FindingKind::PluginsDiffer) {

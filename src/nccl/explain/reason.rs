@@ -1,6 +1,5 @@
 //! Reasoning across lines: what a setting says against what the log then shows (an
-//! interface that is not among those NCCL found, a variable set that no rank shows, a
-//! topology file for another machine), ranks on one machine that talk over the network,
+//! interface that is not among those NCCL found, a topology file for another machine), ranks on one machine that talk over the network,
 //! processes that each ran alone, a GPU index a process cannot see, and crashes.
 
 use std::collections::BTreeSet;
@@ -366,57 +365,6 @@ pub(super) fn net_inside_node_rule(log: &NcclLog) -> Option<Finding> {
         Vec::new(),
         &[("detail", detail)],
     ))
-}
-
-/// Variables the user set (`--env`, or `export`/`-x` lines in the paste) that no rank's
-/// log shows, in a log that shows other variables: they did not reach NCCL.
-pub(super) fn env_not_shown(
-    log: &NcclLog,
-    pasted: &Pasted,
-    given: &[(String, String)],
-) -> Vec<Finding> {
-    if log.env.is_empty() {
-        return Vec::new();
-    }
-    let mut set: Vec<(String, String)> = given.to_vec();
-    for l in &pasted.lines {
-        for word in l.text.split_whitespace() {
-            let word = word.trim_matches(['"', '\'', '`']);
-            if let Some((name, value)) = word.split_once('=') {
-                let exported = l.text.contains("export ") || l.text.contains("-x ");
-                if exported && name.starts_with("NCCL_") && !set.iter().any(|(n, _)| n == name) {
-                    set.push((name.to_string(), value.to_string()));
-                }
-            }
-        }
-    }
-    set.into_iter()
-        .filter(|(name, _)| name.starts_with("NCCL_") && name != "NCCL_DEBUG")
-        .filter(|(name, _)| !name.starts_with("NCCL_DEBUG"))
-        .filter(|(name, _)| !log.env.iter().any(|(n, _)| n == name))
-        .map(|(name, value)| {
-            let why = if log.plugins.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    ". This run loads the network plugin {}: it is the plugin, not NCCL's own \
-                     transport, that carries the traffic",
-                    log.plugins.join(", ")
-                )
-            };
-            let shown: Vec<String> = log
-                .env
-                .iter()
-                .take(2)
-                .map(|(n, v)| format!("shown: {n} set by environment to {v}"))
-                .collect();
-            Finding::new(
-                FindingKind::EnvNotShown,
-                shown,
-                &[("name", name), ("value", value), ("why", why)],
-            )
-        })
-        .collect()
 }
 
 /// The launcher settings around `invalid device ordinal` and what to do about them:

@@ -6,6 +6,7 @@
 use super::finding::{Finding, FindingKind, Severity};
 use super::pasted::{message, Pasted, PastedLine};
 use super::signatures::Placed;
+use crate::nccl::NcclVersion;
 use crate::units::human_bytes;
 
 /// A result row: the size, the out-of-place bus bandwidth and the wrong counts (or
@@ -81,17 +82,30 @@ fn row_of(text: &str) -> Option<Row> {
     }
     let bytes: u64 = words[0].parse().ok()?;
     words[1].parse::<u64>().ok()?;
-    if !TYPES.contains(&words[2]) || !OPS.contains(&words[3]) {
+    if !TYPES.contains(&words[2]) {
         return None;
     }
-    // redop, then an optional root, then time, algbw, busbw, #wrong / error.
-    let mut at = 4;
-    if words.get(at).is_some_and(|w| w.parse::<i64>().is_ok())
-        && words.get(at + 4).is_some()
-        && !words[at].contains('.')
-    {
-        at += 1;
-    }
+    let at = if OPS.contains(&words[3]) {
+        // redop, then an optional root, then time, algbw, busbw, #wrong / error.
+        let mut at = 4;
+        if words.get(at).is_some_and(|w| w.parse::<i64>().is_ok())
+            && words.get(at + 4).is_some()
+            && !words[at].contains('.')
+        {
+            at += 1;
+        }
+        at
+    } else if words[3].parse::<f64>().is_ok() {
+        // Older nccl-tests printed no redop for collectives without one: both halves'
+        // time, algbw, busbw and error (11 words), after a root where there is one.
+        if words.len() >= 12 {
+            4
+        } else {
+            3
+        }
+    } else {
+        return None;
+    };
     let num = |i: usize| words.get(i).and_then(|w| w.parse::<f64>().ok());
     let busbw = num(at + 2)?;
     let wrong = num(at + 3).unwrap_or(0.0).max(num(at + 7).unwrap_or(0.0));
@@ -187,7 +201,12 @@ fn forced(pasted: &Pasted) -> Option<String> {
 /// The findings of an nccl-tests output: wrong results (with a forced protocol, its
 /// own), separate one-rank jobs, a stop before the devices or before any result, and
 /// the peak bus bandwidth.
-pub(super) fn tests_findings(pasted: &Pasted, has_error: bool, driver: Option<u32>) -> Vec<Placed> {
+pub(super) fn tests_findings(
+    pasted: &Pasted,
+    has_error: bool,
+    driver: Option<u32>,
+    version: Option<NcclVersion>,
+) -> Vec<Placed> {
     let built = built_against(pasted);
     let Some(o) = read(pasted) else {
         return built.into_iter().collect();
@@ -247,6 +266,24 @@ pub(super) fn tests_findings(pasted: &Pasted, has_error: bool, driver: Option<u3
             finding
                 .sources
                 .push("https://github.com/NVIDIA/nccl-tests/issues/356".to_string());
+        }
+        // c38f174 (NCCL 2.6.4, for nccl-tests#37): all_gather's direct offsets were 32
+        // bits, so with several GPUs a process it was wrong from 4 GiB on.
+        let from_4g = !wrong_rows.is_empty() && wrong_rows.iter().all(|(_, r)| r.bytes >= 1 << 32);
+        let before_fix = version.is_none_or(|v| NcclVersion::parse("2.6.4").is_some_and(|f| v < f));
+        if from_4g
+            && before_fix
+            && finding.kind == FindingKind::TestsWrong
+            && pasted.contains("all_gather")
+        {
+            finding.fix = "Wrong only at 4 GiB and above: before NCCL 2.6.4, all_gather with \
+                           several GPUs a process overflowed 32-bit offsets there. Upgrade NCCL \
+                           to 2.6.4 or later and rerun."
+                .to_string();
+            finding.sources.push(
+                "https://github.com/NVIDIA/nccl/commit/c38f174bd436031dbc79dce19ff969f377976a8a"
+                    .to_string(),
+            );
         }
         out.push(Placed {
             finding,

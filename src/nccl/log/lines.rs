@@ -140,6 +140,20 @@ fn split_host_pid_tid(token: &str) -> (Option<&str>, Option<u32>, Option<u32>) {
     (Some(host).filter(|h| !h.is_empty()), Some(pid), Some(tid))
 }
 
+/// A line quoted whole, as prose quotes one line of a log (`"NCCL INFO ..."`), without
+/// its quotes; any other line as it is.
+pub(super) fn unquoted(line: &str) -> &str {
+    let t = line.trim();
+    for q in ['"', '`', '\''] {
+        if let Some(inner) = t.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
+            if !inner.is_empty() && !inner.contains(q) {
+                return inner;
+            }
+        }
+    }
+    line
+}
+
 /// Removes launcher and timestamp prefixes from an untagged line: `[2025-11-11 16:54:54] `,
 /// `[1,0]<stdout>:`, `[0] `, srun's `0: `.
 pub(in crate::nccl) fn strip_launcher_prefixes(line: &str) -> &str {

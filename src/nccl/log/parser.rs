@@ -11,7 +11,7 @@ use super::failure_text;
 use super::lines::{
     classify_transport, is_error_return, nvls_evidence, parse_connection, parse_env_setting,
     parse_init_line, parse_interfaces, shm_backing_evidence, split_tagged, strip_launcher_prefixes,
-    ConnectionParts, Level, ShmEvidence,
+    unquoted, ConnectionParts, Level, ShmEvidence,
 };
 use super::record::{
     Connection, Direction, Failure, FailureKind, InterfaceLine, NcclLog, NvlsUse, ProcessInfo,
@@ -47,6 +47,7 @@ impl Parser {
         let mut pending: HashMap<ThreadKey, (usize, String)> = HashMap::new();
         for (index, line) in text.lines().enumerate() {
             let number = index + 1;
+            let line = unquoted(line);
             let trimmed = line.trim();
             // nccl-tests headers and results start with '#'; NCCL lines never do.
             if trimmed.is_empty() || trimmed.starts_with('#') {

@@ -34,6 +34,7 @@ mod set24;
 mod set25;
 mod set26;
 mod set27;
+mod set28;
 
 /// What explain makes of one pasted text.
 fn pasted(text: &str) -> Explanation {
