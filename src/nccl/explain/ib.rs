@@ -49,16 +49,12 @@ pub(super) fn ib_without_port_rule(
             ""
         }
     );
-    let hca = given
-        .iter()
-        .find(|(n, _)| n == "NCCL_IB_HCA")
-        .map(|(_, v)| v.clone())
-        .or_else(|| super::reason::setting(log, pasted, "NCCL_IB_HCA"))
+    let hca = super::reason::given_setting(given, log, pasted, "NCCL_IB_HCA")
         .map(|v| format!(" NCCL_IB_HCA={v} must name them."))
         .unwrap_or_default();
     let fix = format!(
         "Check the ports on every node with `ibstat` (State: Active); pass /dev/infiniband \
-         into containers.{hca} Then NCCL lists them (`NET/IB: [0] mlx5_0:1/IB`) and uses IB."
+         into containers.{hca} Then NCCL lists them (`NET/IB : Using [0]mlx5_0:1/IB`) and uses IB."
     );
     let evidence =
         super::evidence::distinct([sideband, socket].into_iter().map(|l| pasted.evidence(l)));
@@ -410,11 +406,7 @@ pub(super) fn net_socket_forced_rule(
     log: &NcclLog,
     env: &[(String, String)],
 ) -> Option<Finding> {
-    let value = env
-        .iter()
-        .find(|(n, _)| n == "NCCL_NET")
-        .map(|(_, v)| v.clone())
-        .or_else(|| super::reason::setting(log, pasted, "NCCL_NET"))?;
+    let value = super::reason::given_setting(env, log, pasted, "NCCL_NET")?;
     if !value.eq_ignore_ascii_case("socket") {
         return None;
     }

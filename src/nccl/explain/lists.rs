@@ -35,11 +35,7 @@ pub(super) fn prefix_inside_rule(
     LISTS
         .iter()
         .filter_map(|&name| {
-            let value = env
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-                .or_else(|| super::reason::setting(log, pasted, name))?;
+            let value = super::reason::given_setting(env, log, pasted, name)?;
             let (prefix, entries) = split(&value);
             let inside: Vec<&str> = entries
                 .iter()

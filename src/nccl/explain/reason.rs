@@ -23,6 +23,20 @@ pub(super) fn setting(log: &NcclLog, pasted: &Pasted, name: &str) -> Option<Stri
     pasted_setting(pasted, name)
 }
 
+/// The value of variable `name` as `--env` gives it, else as `setting` finds it.
+pub(super) fn given_setting(
+    given: &[(String, String)],
+    log: &NcclLog,
+    pasted: &Pasted,
+    name: &str,
+) -> Option<String> {
+    given
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.clone())
+        .or_else(|| setting(log, pasted, name))
+}
+
 /// `NAME=V` as a command line or script in the paste sets it, or Python's
 /// `os.environ["NAME"] = "V"`.
 pub(super) fn pasted_setting(pasted: &Pasted, name: &str) -> Option<String> {
@@ -52,13 +66,19 @@ pub(super) fn pasted_setting(pasted: &Pasted, name: &str) -> Option<String> {
         if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
             return None;
         }
-        let value: String = l.text[at + key.len()..]
-            .trim_start_matches(['"', '\''])
-            .chars()
-            .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | '`' | ';'))
-            .collect();
-        (!value.is_empty()).then_some(value)
+        assigned_value(&l.text[at + key.len()..])
     })
+}
+
+/// The value at the start of `rest`, the text after `NAME=`: its quotes left out, up
+/// to a space, a quote, a backtick or `;`. `None` when that is empty.
+pub(super) fn assigned_value(rest: &str) -> Option<String> {
+    let value: String = rest
+        .trim_start_matches(['"', '\''])
+        .chars()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | '`' | ';'))
+        .collect();
+    (!value.is_empty()).then_some(value)
 }
 
 /// Whether interface `name` is selected by an NCCL_SOCKET_IFNAME value: a list of

@@ -4,25 +4,75 @@
 
 use super::finding::{Finding, FindingKind};
 use super::pasted::Pasted;
+use super::reason::assigned_value;
 use crate::nccl::log::NcclLog;
 
 /// The NCCL variables the user set: `--env`, then `export NAME=V` and `-x NAME=V` in
-/// the paste (the first value of each name).
+/// the paste, their quotes and a closing `;` left out. A name the paste sets to two
+/// values (two attempts in one paste) is left out: which one the log ran with is
+/// unknown.
 fn user_set(pasted: &Pasted, given: &[(String, String)]) -> Vec<(String, String)> {
     let mut set: Vec<(String, String)> = given.to_vec();
+    let mut found: Vec<(String, String)> = Vec::new();
     for l in &pasted.lines {
-        let exported = l.text.contains("export ") || l.text.contains("-x ");
+        if !(l.text.contains("export ") || l.text.contains("-x ")) {
+            continue;
+        }
         for word in l.text.split_whitespace() {
-            let word = word.trim_matches(['"', '\'', '`']);
-            if let Some((name, value)) = word.split_once('=') {
-                if exported && name.starts_with("NCCL_") && !set.iter().any(|(n, _)| n == name) {
-                    set.push((name.to_string(), value.to_string()));
+            let Some((name, rest)) = word.trim_start_matches(['"', '\'', '`']).split_once('=')
+            else {
+                continue;
+            };
+            if let Some(value) = assigned_value(rest) {
+                if !found.iter().any(|(n, v)| n == name && *v == value) {
+                    found.push((name.to_string(), value));
                 }
             }
         }
     }
+    for (name, value) in &found {
+        let once = found.iter().filter(|(n, _)| n == name).count() == 1;
+        if once && !set.iter().any(|(n, _)| n == name) {
+            set.push((name.clone(), value.clone()));
+        }
+    }
     set.retain(|(name, _)| name.starts_with("NCCL_") && !name.starts_with("NCCL_DEBUG"));
     set
+}
+
+/// An integer as NCCL reads one (`strtoll` in base 0: `0x68`, `017`, `-1`), modulo
+/// 2^64, so that `-1` and the `18446744073709551615` an old NCCL prints for it agree.
+fn integer(v: &str) -> Option<u64> {
+    let (negative, digits) = match v.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, v.strip_prefix('+').unwrap_or(v)),
+    };
+    let (radix, digits) = if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        (16, hex)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        (8, &digits[1..])
+    } else {
+        (10, digits)
+    };
+    let n = u64::from_str_radix(digits, radix).ok()?;
+    Some(if negative { n.wrapping_neg() } else { n })
+}
+
+/// Whether NCCL showing `shown` for `name` is the `value` set: the same text, the
+/// same integer, or a legacy number of a path level (`NCCL_P2P_LEVEL=2`) that NCCL
+/// 2.7 and later show as the word it stands for (`PXB`).
+fn same_setting(name: &str, value: &str, shown: &str) -> bool {
+    if value.eq_ignore_ascii_case(shown) {
+        return true;
+    }
+    match (integer(value), integer(shown)) {
+        (Some(a), Some(b)) => a == b,
+        (Some(_), None) => name.ends_with("_LEVEL"),
+        _ => false,
+    }
 }
 
 /// What the user set, as NCCL logs it: each value it shows for `name`.
@@ -50,7 +100,7 @@ pub(super) fn env_findings(
         let values = shown(log, &name);
         if values.is_empty() {
             out.push(not_shown(log, name, value));
-        } else if values.iter().all(|v| !v.eq_ignore_ascii_case(&value)) {
+        } else if !values.iter().any(|v| same_setting(&name, &value, v)) {
             out.push(read_otherwise(name, value, values[0]));
         }
     }
@@ -81,28 +131,31 @@ fn not_shown(log: &NcclLog, name: String, value: String) -> Finding {
 }
 
 /// NCCL shows `name` with `shown`, not the `value` set. A word read as a number: this
-/// NCCL takes a number there (NCCL_P2P_LEVEL's words came with 2.6, NVIDIA/nccl#332).
-/// Another word: something set it again after the user did.
+/// NCCL takes a number there, and `strtoll` reads a word as 0 (NCCL_P2P_LEVEL's words
+/// came with 2.6, NVIDIA/nccl#332). Another value: something set it again after the
+/// user did.
 fn read_otherwise(name: String, value: String, shown: &str) -> Finding {
-    let number = |v: &str| {
-        !v.is_empty()
-            && v.trim_start_matches('-')
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-    };
-    let (why, fix) = if number(shown) && !number(&value) {
-        let level = if name == "NCCL_P2P_LEVEL" {
-            " Its words (LOC, NVL, PIX, PXB, PHB, SYS) are read from NCCL 2.6 on; older releases \
-             take only a number."
+    let (why, fix) = if integer(shown).is_some() && integer(&value).is_none() {
+        let p2p = name == "NCCL_P2P_LEVEL";
+        let level = if p2p {
+            " Its words (LOC, NVL, PIX, PXB, PHB, SYS) are read from NCCL 2.6 on. Level 0 turns \
+             P2P off, NVLink included."
         } else {
             ""
         };
-        (
-            format!("This NCCL reads {name} as a number, and `{value}` is not one.{level}"),
+        let fix = if p2p {
+            "Unset NCCL_P2P_LEVEL: NCCL then uses P2P over NVLink by itself. Or upgrade to NCCL \
+             2.6 or later, which reads the words."
+                .to_string()
+        } else {
             format!(
                 "Set {name} to the number this NCCL version's documentation gives for the \
                  setting you want, or upgrade NCCL. Then the log shows that value."
-            ),
+            )
+        };
+        (
+            format!("This NCCL reads {name} as a number, and `{value}` is not one.{level}"),
+            fix,
         )
     } else {
         (

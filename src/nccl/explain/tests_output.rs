@@ -12,10 +12,10 @@ use crate::units::human_bytes;
 /// A result row: the size, the out-of-place bus bandwidth and the wrong counts (or
 /// errors) of both halves.
 #[derive(Debug, Clone, PartialEq)]
-struct Row {
-    bytes: u64,
-    busbw: f64,
-    wrong: f64,
+pub(super) struct Row {
+    pub bytes: u64,
+    pub busbw: f64,
+    pub wrong: f64,
 }
 
 /// The reductions nccl-tests prints (`none` for the collectives without one).
@@ -71,7 +71,7 @@ fn row(line: &PastedLine) -> Option<Row> {
 }
 
 /// `  8388608  2097152  float  sum  -1  5729.5  1.46  1.46  0e+00  5477.3 ...`.
-fn row_of(text: &str) -> Option<Row> {
+pub(super) fn row_of(text: &str) -> Option<Row> {
     let text = untagged(text);
     let words: Vec<&str> = text
         .trim_start_matches(['#', '`', ' '])
@@ -276,10 +276,15 @@ pub(super) fn tests_findings(
             && finding.kind == FindingKind::TestsWrong
             && pasted.contains("all_gather")
         {
-            finding.fix = "Wrong only at 4 GiB and above: before NCCL 2.6.4, all_gather with \
-                           several GPUs a process overflowed 32-bit offsets there. Upgrade NCCL \
-                           to 2.6.4 or later and rerun."
-                .to_string();
+            let upgrade = if version.is_some() {
+                "Upgrade NCCL to 2.6.4 or later and rerun."
+            } else {
+                "If this NCCL is older than 2.6.4, upgrade it and rerun."
+            };
+            finding.fix = format!(
+                "Wrong only at 4 GiB and above: before NCCL 2.6.4, all_gather with several \
+                 GPUs a process overflowed 32-bit offsets there. {upgrade}"
+            );
             finding.sources.push(
                 "https://github.com/NVIDIA/nccl/commit/c38f174bd436031dbc79dce19ff969f377976a8a"
                     .to_string(),

@@ -237,10 +237,14 @@ pub(super) fn bug_findings(
                 .map(|v| format!(" This log runs {v}."))
                 .unwrap_or_default();
             let what = if hedged && version.is_none() {
+                let range = match (&b.first, &b.fixed) {
+                    (Some(f), Some(x)) => format!("{f} to before {x}"),
+                    (Some(f), None) => format!("{f} or later"),
+                    (None, Some(x)) => format!("older than {x}"),
+                    (None, None) => "an affected release".to_string(),
+                };
                 format!(
-                    "If this NCCL is {} up to before {} (the text does not show its version): {}",
-                    b.first.as_deref().unwrap_or("an affected release"),
-                    b.fixed.as_deref().unwrap_or("a fixed one"),
+                    "If this NCCL is {range} (its version is not shown): {}",
                     b.what
                 )
             } else {

@@ -26,6 +26,8 @@ fn a_word_nccl_reads_as_a_number_is_named_with_the_release_that_reads_it() {
         "{}",
         f.cause
     );
+    assert!(f.cause.contains("NVLink included"), "{}", f.cause);
+    assert!(f.fix.starts_with("Unset NCCL_P2P_LEVEL"), "{}", f.fix);
     // The value NCCL shows is the one set (in another case): nothing to say.
     let same = with_env(shown, "NCCL_P2P_LEVEL", "0");
     assert!(!ids(&same).contains(&"env-read-otherwise"));
@@ -53,6 +55,47 @@ fn a_word_shown_as_another_word_was_set_again() {
 }
 
 #[test]
+fn a_value_set_is_compared_as_nccl_reads_it() {
+    let shown = |name: &str, value: &str| {
+        format!("h:1:2 [0] NCCL INFO {name} set by environment to {value}\n")
+    };
+    // Quotes and a closing `;` of an export are not part of the value.
+    let text = format!(
+        "$ export NCCL_IB_HCA=\"mlx5_0\"; export NCCL_SOCKET_IFNAME='eth0'\n{}{}",
+        shown("NCCL_IB_HCA", "mlx5_0"),
+        shown("NCCL_SOCKET_IFNAME", "eth0")
+    );
+    assert!(!ids(&pasted(&text)).contains(&"env-read-otherwise"));
+    // An integer NCCL reads in base 0, and -1 as an old NCCL prints it.
+    let hex = with_env(&shown("NCCL_IB_TC", "104"), "NCCL_IB_TC", "0x68");
+    assert!(!ids(&hex).contains(&"env-read-otherwise"));
+    let minus = with_env(
+        &shown("NCCL_MAX_NCHANNELS", "18446744073709551615"),
+        "NCCL_MAX_NCHANNELS",
+        "-1",
+    );
+    assert!(!ids(&minus).contains(&"env-read-otherwise"));
+    let other = with_env(&shown("NCCL_IB_TC", "106"), "NCCL_IB_TC", "0x68");
+    assert!(ids(&other).contains(&"env-read-otherwise"));
+    // A legacy level number NCCL shows as its word, but not one word as another.
+    let level = with_env(&shown("NCCL_P2P_LEVEL", "PXB"), "NCCL_P2P_LEVEL", "2");
+    assert!(!ids(&level).contains(&"env-read-otherwise"));
+    let word = with_env(&shown("NCCL_P2P_LEVEL", "PXB"), "NCCL_P2P_LEVEL", "NVL");
+    assert!(ids(&word).contains(&"env-read-otherwise"));
+    // Two values set in one paste: which one the log ran with is unknown.
+    let twice = format!(
+        "export NCCL_SOCKET_IFNAME=ib0\nexport NCCL_SOCKET_IFNAME=eth0\n{}",
+        shown("NCCL_SOCKET_IFNAME", "eth0")
+    );
+    assert!(!ids(&pasted(&twice)).contains(&"env-read-otherwise"));
+    let once = format!(
+        "export NCCL_SOCKET_IFNAME=ib0\n{}",
+        shown("NCCL_SOCKET_IFNAME", "eth0")
+    );
+    assert!(ids(&pasted(&once)).contains(&"env-read-otherwise"));
+}
+
+#[test]
 fn a_line_quoted_whole_is_read_without_its_quotes() {
     let log =
         crate::nccl::log::parse("`h:1:2 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0`\n");
@@ -73,7 +116,14 @@ const GATHER_4G: &str = "all_gather_perf -g 8 -b 4294967296 -e 4294967296 -n 100
 fn all_gather_wrong_only_from_4_gib_is_the_offset_bug_before_2_6_4() {
     let f = finding_by_id(&pasted(GATHER_4G), "tests-wrong").clone();
     assert!(f.cause.contains("1 of 1 sizes"), "{}", f.cause);
-    assert!(f.fix.contains("2.6.4"), "{}", f.fix);
+    assert!(
+        f.fix.contains("If this NCCL is older than 2.6.4"),
+        "{}",
+        f.fix
+    );
+    let old = format!("# NCCL version 2.5.6+cuda10.1\n{GATHER_4G}");
+    let f = finding_by_id(&pasted(&old), "tests-wrong").clone();
+    assert!(f.fix.contains("Upgrade NCCL to 2.6.4"), "{}", f.fix);
     // A release with the fix, or a smaller size wrong too: not this bug.
     let fixed = format!("# NCCL version 2.18.3+cuda12.2\n{GATHER_4G}");
     let f = finding_by_id(&pasted(&fixed), "tests-wrong").clone();
@@ -85,15 +135,18 @@ fn all_gather_wrong_only_from_4_gib_is_the_offset_bug_before_2_6_4() {
 
 #[test]
 fn an_old_row_without_a_redop_is_read() {
+    use super::super::tests_output::row_of;
     let row = "  4294967296     134217728   float    29122  129.05  129.05  1e+00    29169  128.84  128.84  1e+00";
-    assert!(super::super::tests_output::is_row(row));
-    // With a root first (12 words) too; a line of figures without a type is not a row.
-    assert!(super::super::tests_output::is_row(
-        "  1048576  262144  float  0  100.1  10.48  10.48  0e+00  99.8  10.51  10.51  0e+00"
-    ));
-    assert!(!super::super::tests_output::is_row(
-        "  1048576  262144  12  100.1  10.48  10.48  0e+00  99.8  10.51"
-    ));
+    let r = row_of(row).unwrap();
+    assert_eq!((r.bytes, r.busbw, r.wrong), (4294967296, 129.05, 1.0));
+    // With a root first (12 words), busbw is one word further on.
+    let r = row_of(
+        "  1048576  262144  float  0  100.1  10.48  10.49  0e+00  99.8  10.51  10.52  0e+00",
+    )
+    .unwrap();
+    assert_eq!((r.bytes, r.busbw, r.wrong), (1048576, 10.49, 0.0));
+    // A line of figures without a type is not a row.
+    assert!(row_of("  1048576  262144  12  100.1  10.48  10.48  0e+00  99.8  10.51").is_none());
 }
 
 #[test]
@@ -102,7 +155,7 @@ fn cuda_refusing_the_shm_segment_is_an_shm_finding() {
                 h:151780:151928 [2] NCCL INFO transport/shm.cu:187 -> 1\n";
     let e = pasted(text);
     let f = finding_by_id(&e, "shm-cuda-register").clone();
-    assert!(f.cause.contains("cudaHostRegister") && f.fix.contains("/dev/shm"));
+    assert!(f.cause.contains("cudaHostRegister") && f.fix.contains("NCCL_SHM_DISABLE=1"));
     assert!(!ids(&e).contains(&"cuda-failure"));
     // Another CUDA error on the SHM path (cuMem's peer access): not this reading.
     let peer = "h:1:2 [0] transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'\n";
@@ -121,6 +174,12 @@ fn a_failure_through_the_ucx_plugin_names_it_and_the_socket_error_follows() {
     let s = finding_by_id(&e, "socket-error");
     assert_eq!(s.follows, Some("net-plugin-ucx"));
     assert!(!s.fix.contains("NCCL_SOCKET_IFNAME"), "{}", s.fix);
+    // The plugin's own warnings (a UCX_TLS it cannot use, a worker's close) are not
+    // failures.
+    let warning = "h:1:2 [0] ucx_plugin.c:344 NCCL WARN Cannot use cuda/gdr transports as part of specified UCX_TLS\n";
+    assert!(!ids(&pasted(warning)).contains(&"net-plugin-ucx"));
+    let rd = text.replace("ucx_plugin.c", "ucx_uct_rd_plugin.c");
+    assert!(ids(&pasted(&rd)).contains(&"net-plugin-ucx"));
     // The plugin's IB path: not the UCX finding.
     let ib = text.replace("ucx_plugin.c", "ib_plugin.c");
     assert!(!ids(&pasted(&ib)).contains(&"net-plugin-ucx"));
@@ -140,6 +199,13 @@ fn a_port_that_goes_down_and_up_is_read_in_newer_wording() {
     let e = pasted(up);
     assert!(ids(&e).contains(&"ib-port-active"));
     assert!(!ids(&e).contains(&"ib-port-error"));
+    // NCCL 2.29's wording of the same events, and 2.23's of a queue pair's fatal one.
+    let newer = "h:1:2 [0] transport/net_ib/common.cc:179 NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async event: port error(10)\n";
+    assert!(ids(&pasted(newer)).contains(&"ib-port-error"));
+    let qp = "h:1:2 [0] transport/net_ib.cc:152 NCCL WARN NET/IB : mlx5_0:1 async fatal event on QP (0x5581): local access violation work queue error\n";
+    assert!(ids(&pasted(qp)).contains(&"ib-access-violation"));
+    let other = qp.replace("local access violation", "invalid request");
+    assert!(!ids(&pasted(&other)).contains(&"ib-access-violation"));
 }
 
 #[test]
@@ -153,6 +219,24 @@ fn a_connect_abort_alone_is_read_and_names_the_retry_fixed_in_2_24_3() {
         .iter()
         .any(|f| f.kind == FindingKind::KnownBug
             && f.title.contains("socket-retry-connection-abort")));
+    let hedge = e
+        .findings
+        .iter()
+        .find(|f| f.title.contains("socket-retry-connection-abort"))
+        .unwrap();
+    assert!(
+        hedge
+            .cause
+            .starts_with("If this NCCL is older than 2.24.3 (its version is not shown)"),
+        "{}",
+        hedge.cause
+    );
+    // PyTorch's TCPStore says the same words: not NCCL's retry.
+    let store = "torch.distributed.DistNetworkError: Connection reset by peer, errno: 103 - Software caused connection abort\n";
+    assert!(!pasted(store)
+        .findings
+        .iter()
+        .any(|f| f.title.contains("socket-retry-connection-abort")));
     // At a release with the fix: no such bug.
     let fixed = format!("h:1:2 [0] NCCL INFO NCCL version 2.26.2+cuda12.2\n{text}");
     let e = pasted(&fixed);
